@@ -1,0 +1,58 @@
+/**
+ * The remote agent's card could not be fetched or understood. Raised while a
+ * `RemoteAgent` layer is built, so a missing remote fails start-up (or
+ * degrades, when the layer is told to).
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/**
+ * @since 0.1.0
+ */
+export const Reason = Schema.Literal("Unreachable", "HttpStatus", "InvalidJson", "InvalidCard", "NoCompatibleTransport")
+
+/**
+ * @since 0.1.0
+ */
+export type Reason = typeof Reason.Type
+
+const advice: Record<Reason, string> = {
+  Unreachable: "check that the agent is running and that the URL is right",
+  HttpStatus: "check the URL and the card path (default /.well-known/agent-card.json)",
+  InvalidJson: "the URL does not serve a JSON agent card; check that it points at an A2A agent",
+  InvalidCard: "the agent serves a card that is not a valid A2A agent card; ask its owners to fix it",
+  NoCompatibleTransport: "the agent offers no JSON-RPC interface; only JSON-RPC is supported"
+}
+
+/**
+ * @example
+ * ```ts
+ * import { AgentCardResolutionError } from "effect-a2a"
+ *
+ * new AgentCardResolutionError.AgentCardResolutionError({
+ *   agent: "booking",
+ *   url: "http://127.0.0.1:9999",
+ *   reason: "HttpStatus",
+ *   status: 404,
+ *   detail: "Failed to fetch Agent Card: 404"
+ * }).message
+ * ```
+ * @since 0.1.0
+ */
+export class AgentCardResolutionError extends Schema.TaggedError<AgentCardResolutionError>(
+  "effect-a2a/AgentCardResolutionError"
+)("AgentCardResolutionError", {
+  agent: Schema.String,
+  url: Schema.String,
+  reason: Reason,
+  status: Schema.optional(Schema.Int),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    const status = this.status === undefined ? "" : ` (HTTP ${this.status})`
+    return `Cannot resolve the agent card of "${this.agent}" at ${this.url}: ${this.reason}${status}: ${this.detail}. What to do: ${
+      advice[this.reason]
+    }.`
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * Structured, non-sensitive hints a server may attach to a FAILED status:
+ * whether a retry makes sense and whom to contact. They travel as metadata
+ * on the status message under {@link key} and as a short text suffix.
+ *
+ * @since 0.1.0
+ */
+import { Option, Schema } from "effect"
+
+/**
+ * The metadata key of the hint on a FAILED status message.
+ *
+ * @since 0.1.0
+ */
+export const key = "effect-a2a/failure"
+
+/**
+ * @example
+ * ```ts
+ * import { FailureHint } from "effect-a2a"
+ *
+ * const hint = FailureHint.FailureHint.make({ errorId: "3f9c0a7b12de", retryable: false, contact: "payments-oncall" })
+ * FailureHint.suffix(hint) // "[retryable=false; contact=payments-oncall]"
+ * ```
+ * @since 0.1.0
+ */
+export class FailureHint extends Schema.Class<FailureHint>("effect-a2a/FailureHint")({
+  errorId: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{12}$/)),
+  retryable: Schema.Boolean,
+  contact: Schema.optional(Schema.String.pipe(Schema.pattern(/^[\w.@/-]{1,128}$/)))
+}) {}
+
+/**
+ * The text suffix written after the failure text.
+ *
+ * @since 0.1.0
+ */
+export const suffix = (hint: FailureHint): string =>
+  `[retryable=${hint.retryable}${hint.contact === undefined ? "" : `; contact=${hint.contact}`}]`
+
+const decode = Schema.decodeUnknownOption(FailureHint)
+
+/**
+ * Reads the hint from a message's metadata; anything that does not decode is
+ * ignored.
+ *
+ * @since 0.1.0
+ */
+export const fromMetadata = (metadata: Readonly<Record<string, unknown>> | undefined): Option.Option<FailureHint> =>
+  metadata === undefined ? Option.none() : decode(metadata[key])

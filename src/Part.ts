@@ -1,0 +1,75 @@
+/**
+ * Message and artifact content as plain, Schema-described data, independent
+ * of the wire encoding.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/**
+ * @since 0.1.0
+ */
+export class TextPart extends Schema.TaggedClass<TextPart>("effect-a2a/TextPart")("Text", {
+  text: Schema.String
+}) {}
+
+/**
+ * Structured data (any JSON value).
+ *
+ * @since 0.1.0
+ */
+export class DataPart extends Schema.TaggedClass<DataPart>("effect-a2a/DataPart")("Data", {
+  data: Schema.Unknown
+}) {}
+
+/**
+ * A file, by reference (`url`) or inline (`bytes`).
+ *
+ * @since 0.1.0
+ */
+export class FilePart extends Schema.TaggedClass<FilePart>("effect-a2a/FilePart")("File", {
+  url: Schema.optional(Schema.String),
+  bytes: Schema.optional(Schema.Uint8ArrayFromBase64),
+  mediaType: Schema.String,
+  filename: Schema.String
+}) {}
+
+/**
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ * const part: Part.Part = Part.TextPart.make({ text: "hello" })
+ * ```
+ * @since 0.1.0
+ */
+export const Part = Schema.Union(TextPart, DataPart, FilePart)
+
+/**
+ * @since 0.1.0
+ */
+export type Part = typeof Part.Type
+
+/**
+ * An output of a task.
+ *
+ * @since 0.1.0
+ */
+export class Artifact extends Schema.Class<Artifact>("effect-a2a/Artifact")({
+  artifactId: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  parts: Schema.Array(Part)
+}) {}
+
+/**
+ * The text parts of some content, joined by new lines.
+ *
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ * Part.textOf([Part.TextPart.make({ text: "a" }), Part.TextPart.make({ text: "b" })]) // "a\nb"
+ * ```
+ * @since 0.1.0
+ */
+export const textOf = (parts: ReadonlyArray<Part>): string =>
+  parts.flatMap((part) => (part._tag === "Text" ? [part.text] : [])).join("\n")

@@ -1,0 +1,132 @@
+/**
+ * How a remote task ended, as a value: `Completed`, `Failed`, `Canceled`,
+ * `Rejected`, `InputRequired` or `AuthRequired`. A FAILED task is an outcome
+ * on the success channel, never an error.
+ *
+ * @since 0.1.0
+ */
+import { Match, Option, Schema } from "effect"
+import * as FailureHint from "./FailureHint.js"
+import { Artifact, Part } from "./Part.js"
+
+const fields = {
+  agent: Schema.String,
+  /** Empty when the peer answered with a bare message and created no task. */
+  taskId: Schema.String,
+  contextId: Schema.String,
+  /** The text of the final status message. */
+  text: Schema.String,
+  /** All parts of the final status message. */
+  parts: Schema.Array(Part),
+  artifacts: Schema.Array(Artifact)
+}
+
+/**
+ * @since 0.1.0
+ */
+export class Completed extends Schema.TaggedClass<Completed>("effect-a2a/Completed")("Completed", fields) {}
+
+/**
+ * The remote agent ran and failed. `errorId` is the opaque id the remote
+ * side logged the cause under, when it sent one.
+ *
+ * @since 0.1.0
+ */
+export class Failed extends Schema.TaggedClass<Failed>("effect-a2a/Failed")("Failed", {
+  ...fields,
+  errorId: Schema.Option(Schema.String),
+  hint: Schema.Option(FailureHint.FailureHint)
+}) {}
+
+/**
+ * @since 0.1.0
+ */
+export class Canceled extends Schema.TaggedClass<Canceled>("effect-a2a/Canceled")("Canceled", fields) {}
+
+/**
+ * The agent refused the task; `text` holds its reason.
+ *
+ * @since 0.1.0
+ */
+export class Rejected extends Schema.TaggedClass<Rejected>("effect-a2a/Rejected")("Rejected", fields) {}
+
+/**
+ * The agent needs more input; `text` holds its question.
+ *
+ * @since 0.1.0
+ */
+export class InputRequired extends Schema.TaggedClass<InputRequired>("effect-a2a/InputRequired")(
+  "InputRequired",
+  fields
+) {}
+
+/**
+ * @since 0.1.0
+ */
+export class AuthRequired extends Schema.TaggedClass<AuthRequired>("effect-a2a/AuthRequired")(
+  "AuthRequired",
+  fields
+) {}
+
+/**
+ * @since 0.1.0
+ */
+export const RemoteOutcome = Schema.Union(Completed, Failed, Canceled, Rejected, InputRequired, AuthRequired)
+
+/**
+ * @example
+ * ```ts
+ * import { RemoteOutcome } from "effect-a2a"
+ *
+ * const describe = RemoteOutcome.$match({
+ *   Completed: (o) => o.text,
+ *   Failed: (o) => `failed, error id ${o.errorId}`,
+ *   Canceled: () => "canceled",
+ *   Rejected: (o) => `rejected: ${o.text}`,
+ *   InputRequired: (o) => `asks: ${o.text}`,
+ *   AuthRequired: () => "needs auth"
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export type RemoteOutcome = typeof RemoteOutcome.Type
+
+/**
+ * The tags of {@link RemoteOutcome}.
+ *
+ * @since 0.1.0
+ */
+export type Tag = RemoteOutcome["_tag"]
+
+/**
+ * Exhaustive matching over outcomes: leaving a case out does not compile.
+ *
+ * @since 0.1.0
+ */
+export const $match = Match.typeTags<RemoteOutcome>()
+
+const errorIdPattern = /error_id: ([0-9a-f]{12})(?![0-9a-fA-F])/g
+
+/**
+ * The `error_id: <12 lowercase hex>` in a status text, when it holds exactly
+ * one.
+ *
+ * @example
+ * ```ts
+ * import { RemoteOutcome } from "effect-a2a"
+ * RemoteOutcome.extractErrorId("Agent execution failed. (error_id: 3f9c0a7b12de)") // Option.some("3f9c0a7b12de")
+ * ```
+ * @since 0.1.0
+ */
+export const extractErrorId = (text: string): Option.Option<string> => {
+  const matches = Array.from(text.matchAll(errorIdPattern))
+  return matches.length === 1 ? Option.fromNullable(matches[0]![1]) : Option.none()
+}
+
+/**
+ * The error id of an outcome, when it is a `Failed` that carries one.
+ *
+ * @since 0.1.0
+ */
+export const errorIdOf = (outcome: RemoteOutcome): Option.Option<string> =>
+  outcome._tag === "Failed" ? outcome.errorId : Option.none()

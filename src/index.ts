@@ -1,0 +1,10 @@
+/**
+ * effect-a2a: typed, explicit failure handling across the A2A boundary.
+ *
+ * @since 0.1.0
+ */
+export * as A2AClientError from "./A2AClientError.js"
+export * as AgentCardResolutionError from "./AgentCardResolutionError.js"
+export * as FailureHint from "./FailureHint.js"
+export * as Part from "./Part.js"
+export * as RemoteOutcome from "./RemoteOutcome.js"
