@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { Duration, Schema } from "effect"
 
 /**
  * Why a call failed.
@@ -131,17 +131,20 @@ export class A2AClientError extends Schema.TaggedError<A2AClientError>("effect-a
     /** A short description of the underlying failure, for logs. */
     detail: Schema.String,
     /** The HTTP status, when the server answered with one. */
-    status: Schema.optional(Schema.Int),
+    status: Schema.optionalWith(Schema.Int, { exact: true }),
     /** The JSON-RPC error code. */
-    code: Schema.optional(Schema.Int),
+    code: Schema.optionalWith(Schema.Int, { exact: true }),
     /** The A2A name of the JSON-RPC error code. */
-    protocolError: Schema.optional(ProtocolErrorName),
+    protocolError: Schema.optionalWith(ProtocolErrorName, { exact: true }),
     /** From a `Retry-After` header. */
-    retryAfter: Schema.optional(Schema.DurationFromMillis),
-    taskId: Schema.optional(Schema.String),
-    contextId: Schema.optional(Schema.String),
+    retryAfter: Schema.optionalWith(
+      Schema.DurationFromMillis.pipe(Schema.filter(Duration.isFinite, { message: () => "a finite duration" })),
+      { exact: true }
+    ),
+    taskId: Schema.optionalWith(Schema.String, { exact: true }),
+    contextId: Schema.optionalWith(Schema.String, { exact: true }),
     /** How many attempts were made, when a retry policy gave up. */
-    attempts: Schema.optional(Schema.Int)
+    attempts: Schema.optionalWith(Schema.Int, { exact: true })
   }
 ) {
   override get message(): string {

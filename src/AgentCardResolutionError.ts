@@ -46,7 +46,7 @@ export class AgentCardResolutionError extends Schema.TaggedError<AgentCardResolu
   agent: Schema.String,
   url: Schema.String,
   reason: Reason,
-  status: Schema.optional(Schema.Int),
+  status: Schema.optionalWith(Schema.Int, { exact: true }),
   detail: Schema.String
 }) {
   override get message(): string {

@@ -27,7 +27,7 @@ export const key = "effect-a2a/failure"
 export class FailureHint extends Schema.Class<FailureHint>("effect-a2a/FailureHint")({
   errorId: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{12}$/)),
   retryable: Schema.Boolean,
-  contact: Schema.optional(Schema.String.pipe(Schema.pattern(/^[\w.@/-]{1,128}$/)))
+  contact: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[\w.@/-]{1,128}$/)), { exact: true })
 }) {}
 
 /**

@@ -28,8 +28,8 @@ export class DataPart extends Schema.TaggedClass<DataPart>("effect-a2a/DataPart"
  * @since 0.1.0
  */
 export class FilePart extends Schema.TaggedClass<FilePart>("effect-a2a/FilePart")("File", {
-  url: Schema.optional(Schema.String),
-  bytes: Schema.optional(Schema.Uint8ArrayFromBase64),
+  url: Schema.optionalWith(Schema.String, { exact: true }),
+  bytes: Schema.optionalWith(Schema.Uint8ArrayFromBase64, { exact: true }),
   mediaType: Schema.String,
   filename: Schema.String
 }) {}

@@ -130,3 +130,24 @@ export const extractErrorId = (text: string): Option.Option<string> => {
  */
 export const errorIdOf = (outcome: RemoteOutcome): Option.Option<string> =>
   outcome._tag === "Failed" ? outcome.errorId : Option.none()
+
+/**
+ * A task that has not ended yet (submitted or working), as `getTask` and
+ * `cancel` may find it. Not an outcome.
+ *
+ * @since 0.1.0
+ */
+export class Running extends Schema.TaggedClass<Running>("effect-a2a/Running")("Running", {
+  agent: Schema.String,
+  taskId: Schema.String,
+  contextId: Schema.String,
+  state: Schema.Literal("Submitted", "Working"),
+  text: Schema.String
+}) {}
+
+/**
+ * What `getTask` and `cancel` see: an outcome, or a task still running.
+ *
+ * @since 0.1.0
+ */
+export type TaskView = RemoteOutcome | Running

@@ -4,7 +4,12 @@
  * @since 0.1.0
  */
 export * as A2AClientError from "./A2AClientError.js"
+export * as A2AServer from "./A2AServer.js"
 export * as AgentCardResolutionError from "./AgentCardResolutionError.js"
+export * as AgentExecutor from "./AgentExecutor.js"
+export * as CircuitBreaker from "./CircuitBreaker.js"
 export * as FailureHint from "./FailureHint.js"
 export * as Part from "./Part.js"
+export * as RemoteAgent from "./RemoteAgent.js"
+export * as RemoteEvent from "./RemoteEvent.js"
 export * as RemoteOutcome from "./RemoteOutcome.js"

@@ -1,0 +1,81 @@
+/**
+ * The overhead of `RemoteAgent.send` over the raw `@a2a-js/sdk` client:
+ * median latency of a blocking send to the same local SDK server, with the
+ * same messages, the two interleaved in one run.
+ *
+ *   npx tsx bench/client-overhead.ts
+ */
+import { Role, type SendMessageRequest } from "@a2a-js/sdk"
+import { ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
+import { Effect } from "effect"
+import * as RemoteAgent from "../src/RemoteAgent.js"
+import { sdkPeer } from "../test/fixtures/peers.js"
+import { median, report } from "./report.js"
+
+const rounds = Number(process.env.BENCH_ROUNDS ?? 20)
+const perRound = Number(process.env.BENCH_CALLS ?? 50)
+
+const request = (text: string): SendMessageRequest => ({
+  tenant: "",
+  message: {
+    messageId: crypto.randomUUID(),
+    contextId: "",
+    taskId: "",
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" }],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: []
+  },
+  configuration: undefined,
+  metadata: undefined
+})
+
+const program = Effect.gen(function*() {
+  const peer = yield* sdkPeer()
+  const agent = yield* RemoteAgent.make({ name: "bench", url: peer.url })
+  const raw = yield* Effect.promise(() =>
+    new ClientFactory({ transports: [new JsonRpcTransportFactory()] }).createFromUrl(peer.url)
+  )
+  const ours: Array<number> = []
+  const theirs: Array<number> = []
+  const time = async (run: () => Promise<unknown>, into: Array<number>) => {
+    const start = performance.now()
+    await run()
+    into.push(performance.now() - start)
+  }
+  // Warm both paths (JIT, keep-alive connections) before measuring.
+  for (let i = 0; i < 50; i++) {
+    yield* agent.send("complete warm")
+    yield* Effect.promise(() => raw.sendMessage(request("complete warm")))
+  }
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < perRound; i++) {
+      const first = (round + i) % 2 === 0
+      const runOurs = () => time(() => Effect.runPromise(agent.send(`complete ${i}`)), ours)
+      const runTheirs = () => time(() => raw.sendMessage(request(`complete ${i}`)), theirs)
+      yield* Effect.promise(async () => {
+        if (first) await runOurs().then(runTheirs)
+        else await runTheirs().then(runOurs)
+      })
+    }
+  }
+  return report("client-overhead", [
+    {
+      name: "RemoteAgent.send vs SDK Client.sendMessage (median ms)",
+      ours: median(ours),
+      peer: median(theirs),
+      unit: "ms",
+      target: "<= 1.10",
+      pass: median(ours) / median(theirs) <= 1.1
+    }
+  ])
+})
+
+Effect.runPromise(Effect.scoped(program)).then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  }
+)

@@ -1,0 +1,63 @@
+// Packs the library and imports it from a fresh Effect 3 application: the
+// tarball's own files, its exports map and its type declarations.
+import { execFileSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+
+const root = resolve(import.meta.dirname, "..")
+const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" })
+
+const app = mkdtempSync(join(tmpdir(), "effect-a2a-app-"))
+try {
+  run("npm", ["run", "--silent", "build"], root)
+  const tarball = run("npm", ["pack", "--silent", "--pack-destination", app], root).trim().split("\n").at(-1)
+  const modules = join(app, "node_modules")
+  mkdirSync(join(modules, "effect-a2a"), { recursive: true })
+  run("tar", ["-xzf", join(app, tarball), "-C", join(modules, "effect-a2a"), "--strip-components=1"], app)
+  // The application brings its own Effect 3 (a peer dependency) and the
+  // library's dependencies: link those of this checkout rather than download.
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+  for (const dep of [...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies), "@types/node", "typescript"]) {
+    const target = join(modules, dep)
+    mkdirSync(join(target, ".."), { recursive: true })
+    symlinkSync(join(root, "node_modules", dep), target, "dir")
+  }
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", type: "module", private: true }))
+  writeFileSync(
+    join(app, "main.ts"),
+    [
+      `import { Effect, Option } from "effect"`,
+      `import { A2AClientError, RemoteAgent, RemoteOutcome } from "effect-a2a"`,
+      `import * as Direct from "effect-a2a/RemoteOutcome"`,
+      `const program = Effect.gen(function*() {`,
+      `  const agent = yield* RemoteAgent.make({ name: "nowhere", url: "http://127.0.0.1:9", onCardFailure: "degrade" })`,
+      `  const error = yield* Effect.flip(agent.send("hello"))`,
+      `  const reason: A2AClientError.Reason = error.reason`,
+      `  return [reason, Option.getOrNull(Direct.extractErrorId("(error_id: 0123456789ab)")), typeof RemoteOutcome.$match]`,
+      `})`,
+      `export const main = program`
+    ].join("\n")
+  )
+  writeFileSync(
+    join(app, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: { strict: true, module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", noEmit: true, types: ["node"], skipLibCheck: false, exactOptionalPropertyTypes: true },
+      files: ["main.ts"]
+    })
+  )
+  run(join(modules, "typescript", "bin", "tsc"), ["-p", "."], app)
+  writeFileSync(
+    join(app, "run.mjs"),
+    `import { Effect, Logger, LogLevel } from "effect"
+import { A2AClientError, RemoteAgent } from "effect-a2a"
+const agent = await Effect.runPromise(RemoteAgent.make({ name: "nowhere", url: "http://127.0.0.1:9", onCardFailure: "degrade" }).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
+const error = await Effect.runPromise(Effect.flip(agent.send("hello")).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
+if (!(error instanceof A2AClientError.A2AClientError) || error.reason !== "Unavailable") throw new Error("unexpected: " + error)
+console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.reason, delivery: error.delivery }))
+`
+  )
+  process.stdout.write(run("node", ["run.mjs"], app))
+} finally {
+  rmSync(app, { recursive: true, force: true })
+}

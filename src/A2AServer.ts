@@ -1,0 +1,399 @@
+/**
+ * An A2A server for an Effect agent, on `@effect/platform`'s `HttpRouter`
+ * and `@effect/platform-node`, as a Layer whose scope is the server's
+ * lifetime.
+ *
+ * It serves `GET /.well-known/agent-card.json` (with `Cache-Control` and
+ * `ETag`) and the JSON-RPC endpoint through the SDK's `DefaultRequestHandler`
+ * and `JsonRpcTransportHandler`, with v0.3 compatibility on: like the SDK's
+ * Express `jsonRpcHandler`, a request whose `A2A-Version` header is absent or
+ * `0.3` is handled by `LegacyJsonRpcTransportHandler`, anything else by the
+ * v1.0 handler. v1.0 clients (the SDK's `ClientFactory` among them) send
+ * `A2A-Version: 1.0`.
+ *
+ * @since 0.1.0
+ */
+import { type AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk"
+import { DefaultRequestHandler, InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { Cause, Context, Data, Duration, Effect, Layer, Option, Schema, Stream } from "effect"
+import type * as ConfigError from "effect/ConfigError"
+import type * as Scope from "effect/Scope"
+import { createHash } from "node:crypto"
+import * as Http from "node:http"
+import * as AgentExecutor from "./AgentExecutor.js"
+import * as internalFailure from "./internal/serverFailure.js"
+import * as internalRpc from "./internal/serverRpc.js"
+import * as internalTaskStore from "./internal/serverTaskStore.js"
+
+/**
+ * The card fields the server does not fill in itself: `supportedInterfaces`
+ * is always derived from the bound address.
+ *
+ * @since 0.1.0
+ */
+export type CardOptions = Partial<Omit<AgentCard, "supportedInterfaces">> & {
+  readonly name: string
+  readonly description: string
+}
+
+/**
+ * @since 0.1.0
+ */
+export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore"> {
+  readonly agent: AgentExecutor.Agent<E, R>
+  readonly card: CardOptions
+  /** Default `127.0.0.1`. */
+  readonly host?: string | undefined
+  /** Default `0`: any free port; read the bound one from {@link A2AServer}. */
+  readonly port?: number | undefined
+  /** The JSON-RPC path. Default `/a2a/jsonrpc`. */
+  readonly rpcPath?: string | undefined
+  /** The base URL put in the card, when the server sits behind a proxy. Default: the bound address. */
+  readonly publicUrl?: string | undefined
+  /** Bodies larger than this are refused before parsing. Default 1 MiB. */
+  readonly maxBodyBytes?: number | undefined
+  /** The card's `max-age`, in seconds. Default 3600; 0 sends `no-cache`. */
+  readonly cardMaxAge?: number | undefined
+  /**
+   * A tracing span per HTTP request. Default: on when the application
+   * provides a tracer (e.g. `@effect/opentelemetry`), off otherwise.
+   */
+  readonly httpSpans?: boolean | undefined
+  /** How long running tasks may go on when the server closes. Default 10 seconds. */
+  readonly shutdownTimeout?: Duration.DurationInput | undefined
+  /**
+   * Default: the SDK's `InMemoryTaskStore`. {@link TaskStoreConfig} puts
+   * the SDK's `DatabaseTaskStore` on SQLite or PostgreSQL, its table created
+   * at start-up when missing; any other SDK `TaskStore` is used as given.
+   */
+  readonly taskStore?: TaskStore | TaskStoreConfig | undefined
+}
+
+/**
+ * Where the SDK's `DatabaseTaskStore` keeps tasks. The server runs the
+ * SDK's own migration (`a2a-db upgrade --store tasks`) at start-up, which is
+ * idempotent and safe for several replicas starting together, and closes
+ * the connection when it stops. Needs `kysely` plus `better-sqlite3` (SQLite)
+ * or `pg` (PostgreSQL).
+ *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ *
+ * A2AServer.TaskStoreConfig.Sqlite({ filename: "./tasks.db" })
+ * A2AServer.TaskStoreConfig.Postgres({ url: "postgresql://a2a@db/a2a", poolSize: 10 })
+ * ```
+ * @since 0.1.0
+ */
+export type TaskStoreConfig = Data.TaggedEnum<{
+  /** A file; `:memory:` is refused (use the default in-memory store). */
+  Sqlite: { readonly filename: string }
+  /** `poolSize` defaults to 10. */
+  Postgres: { readonly url: string; readonly poolSize?: number | undefined }
+}>
+
+/**
+ * @since 0.1.0
+ */
+export const TaskStoreConfig = Data.taggedEnum<TaskStoreConfig>()
+
+/**
+ * The database task store could not be set up: its driver is missing, its
+ * table could not be created, or the database is unreachable.
+ *
+ * @since 0.1.0
+ */
+export class TaskStoreError extends Schema.TaggedError<TaskStoreError>("effect-a2a/TaskStoreError")(
+  "TaskStoreError",
+  {
+    reason: Schema.Literal("Driver", "Migration", "Connection"),
+    message: Schema.String
+  }
+) {}
+
+const isTaskStoreConfig = (store: TaskStore | TaskStoreConfig): store is TaskStoreConfig => "_tag" in store
+
+/**
+ * The running server.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const ServerLive = A2AServer.layer({
+ *   agent: () => Effect.succeed(AgentExecutor.completedText("hello")),
+ *   card: { name: "greeter", description: "Says hello" }
+ * })
+ *
+ * const program = Effect.gen(function* () {
+ *   const server = yield* A2AServer.A2AServer
+ *   console.log(server.url) // http://127.0.0.1:<port>
+ * }).pipe(Effect.provide(ServerLive))
+ * ```
+ * @since 0.1.0
+ */
+export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
+  /** The base URL; the card is at `${url}/.well-known/agent-card.json`. */
+  readonly url: string
+  /** The JSON-RPC endpoint. */
+  readonly rpcUrl: string
+  readonly address: { readonly hostname: string; readonly port: number }
+  readonly card: AgentCard
+  readonly executor: AgentExecutor.EffectAgentExecutor
+  readonly taskStore: TaskStore
+}>() {}
+
+/**
+ * The well-known path of the agent card.
+ *
+ * @since 0.1.0
+ */
+export const cardPath = "/.well-known/agent-card.json"
+
+const defaultMaxBodyBytes = 1024 * 1024
+const encoder = new TextEncoder()
+
+// A string body goes to Node's `end` as is: one write with the headers, no re-encoding.
+const jsonResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  HttpServerResponse.raw(JSON.stringify(body), { status, contentType: "application/json", headers })
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+
+const rpcError = (id: unknown, code: number, message: string, status = 200) =>
+  jsonResponse({ jsonrpc: "2.0", id, error: { code, message } }, status)
+
+const buildCard = (options: CardOptions, baseUrl: string, rpcPath: string): AgentCard => {
+  const url = new URL(rpcPath, baseUrl).toString()
+  return {
+    version: "1.0.0",
+    provider: undefined,
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills: [],
+    signatures: [],
+    ...options,
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], ...options.capabilities },
+    supportedInterfaces: [
+      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
+      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" }
+    ]
+  }
+}
+
+/**
+ * Starts the server in the current scope. Fails when the port cannot be
+ * bound, and with `AgentExecutor.ConfigurationError` when debug error detail
+ * is on in production without `allowDebugErrorsInProduction`.
+ *
+ * Closing the scope stops accepting requests, lets running tasks finish
+ * within `shutdownTimeout`, then ends the rest FAILED with an error id.
+ *
+ * @since 0.1.0
+ */
+export const make = <E, R>(
+  options: Options<E, R>
+): Effect.Effect<
+  Context.Tag.Service<A2AServer>,
+  HttpServerError.ServeError | AgentExecutor.ConfigurationError | TaskStoreError | ConfigError.ConfigError,
+  R | Scope.Scope
+> =>
+  Effect.gen(function* () {
+    const taskStore = options.taskStore === undefined
+      ? new InMemoryTaskStore()
+      : isTaskStoreConfig(options.taskStore)
+      ? yield* Effect.mapError(internalTaskStore.make(options.taskStore), (failure) => new TaskStoreError(failure))
+      : options.taskStore
+    const executor = yield* AgentExecutor.make(options.agent, { ...options, taskStore })
+    const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
+    const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
+    const cardMaxAge = options.cardMaxAge ?? 3600
+    const shutdownTimeout = options.shutdownTimeout ?? Duration.seconds(10)
+
+    const nodeServer = Http.createServer()
+    const httpServer = yield* NodeHttpServer.make(() => nodeServer, {
+      host: options.host ?? "127.0.0.1",
+      port: options.port ?? 0
+    })
+    const address = httpServer.address._tag === "TcpAddress"
+      ? { hostname: httpServer.address.hostname, port: httpServer.address.port }
+      : { hostname: "localhost", port: 0 }
+    const hostForUrl = address.hostname === "0.0.0.0" || address.hostname === "::"
+      ? "127.0.0.1"
+      : address.hostname.includes(":")
+      ? `[${address.hostname}]`
+      : address.hostname
+    const url = (options.publicUrl ?? `http://${hostForUrl}:${address.port}`).replace(/\/+$/, "")
+    const card = buildCard(options.card, `${url}/`, rpcPath.replace(/^\//, ""))
+    const requestHandler = new DefaultRequestHandler(card, executor.taskStore ?? taskStore, executor)
+    const dispatcher = internalRpc.makeDispatcher(requestHandler, card)
+
+    const cardBody = JSON.stringify(card)
+    const etag = `W/"${createHash("sha256").update(cardBody).digest("hex").slice(0, 16)}"`
+    const cardHeaders = {
+      ETag: etag,
+      "Cache-Control": cardMaxAge > 0 ? `public, max-age=${cardMaxAge}` : "no-cache"
+    }
+    const serveCard = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+      const ifNoneMatch = request.headers["if-none-match"]
+      if (ifNoneMatch !== undefined && ifNoneMatch.split(",").some((tag) => tag.trim() === etag || tag.trim() === "*")) {
+        return HttpServerResponse.empty({ status: 304, headers: cardHeaders })
+      }
+      return HttpServerResponse.text(cardBody, { contentType: "application/json", headers: cardHeaders })
+    })
+
+    // -32603 answers carry only an error id; what happened is logged under it.
+    const sanitize = (error: internalRpc.RpcError, id: unknown, where: string) => {
+      if (error.code !== internalRpc.INTERNAL_ERROR) return Effect.succeed(error)
+      const errorId = internalFailure.makeErrorId()
+      return Effect.logError("Unexpected error in the JSON-RPC endpoint").pipe(
+        Effect.annotateLogs({ errorId, where, requestId: String(id), cause: `${error.message}` }),
+        Effect.as<internalRpc.RpcError>({ code: internalRpc.INTERNAL_ERROR, message: internalFailure.internalErrorText(errorId) })
+      )
+    }
+
+    const sanitizeBody = (body: unknown, where: string): Effect.Effect<unknown> => {
+      if (typeof body === "object" && body !== null && "error" in body) {
+        const response = body as internalRpc.RpcErrorResponse
+        return Effect.map(sanitize(response.error, response.id, where), (error) => ({ ...response, error }))
+      }
+      return Effect.succeed(body)
+    }
+
+    const sseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>) => {
+      const { id, iterator, mapError } = dispatched
+      const head = dispatched.first === undefined || dispatched.first.done === true
+        ? Stream.empty
+        : Stream.succeed(dispatched.first.value)
+      const rest = dispatched.first?.done === true ? Stream.empty : Stream.repeatEffectOption(
+        Effect.tryPromise({ try: () => iterator.next(), catch: (error) => error }).pipe(
+          Effect.mapError(Option.some),
+          Effect.flatMap((next) => next.done === true ? Effect.fail(Option.none()) : Effect.succeed(next.value))
+        )
+      )
+      return Stream.concat(head, rest).pipe(
+        Stream.mapEffect((event) => Effect.map(sanitizeBody(event, "stream"), formatSSEEvent)),
+        Stream.catchAll((error) =>
+          Stream.fromEffect(Effect.map(
+            sanitize(mapError(error), id, "stream"),
+            (mapped) => formatSSEErrorEvent({ jsonrpc: "2.0", id, error: mapped })
+          ))
+        ),
+        Stream.map((text) => encoder.encode(text)),
+        // Not awaited: a generator parked on its next event would hold the close.
+        Stream.ensuring(Effect.sync(() => {
+          void iterator.return?.(undefined)?.catch(() => undefined)
+        }))
+      )
+    }
+
+    let closing = false
+    let inFlight = 0
+
+    const serveRpc = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      if (closing) {
+        return Effect.succeed(rpcError(null, internalRpc.INTERNAL_ERROR, "The server is shutting down.", 503))
+      }
+      // The Node request itself: its headers object and body stream, without copies.
+      const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+      const headers = incoming.headers as internalRpc.Headers
+      const contentType = headers["content-type"]
+      if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
+        return Effect.succeed(rpcError(null, -32005, `Unsupported Content-Type; expected application/json.`))
+      }
+      const declared = Number(headers["content-length"])
+      if (Number.isFinite(declared) && declared > maxBodyBytes) {
+        return Effect.succeed(rpcError(null, internalRpc.INVALID_REQUEST, "Request body too large.", 413))
+      }
+      return Effect.flatMap(Effect.promise(() => internalRpc.readBody(incoming, maxBodyBytes)), (bytes) => {
+        if (bytes === undefined) {
+          return Effect.succeed(rpcError(null, internalRpc.INVALID_REQUEST, "Request body too large or unreadable.", 413))
+        }
+        let body: unknown
+        try {
+          body = JSON.parse(utf8.decode(bytes))
+        } catch {
+          return Effect.succeed(rpcError(null, internalRpc.PARSE_ERROR, "Invalid JSON payload."))
+        }
+        return Effect.flatMap(Effect.promise(() => dispatcher.dispatch(body, headers)), (dispatched) => {
+          if (dispatched._tag === "Json") {
+            return Effect.map(
+              sanitizeBody(dispatched.body, "response"),
+              (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
+            )
+          }
+          return Effect.succeed(HttpServerResponse.stream(sseStream(dispatched), {
+            contentType: SSE_HEADERS["Content-Type"],
+            headers: { ...SSE_HEADERS, ...dispatched.headers }
+          }))
+        })
+      })
+    }).pipe(
+      Effect.catchAllCause((cause) => {
+        const errorId = internalFailure.makeErrorId()
+        return Effect.logError("Unexpected error in the JSON-RPC endpoint").pipe(
+          Effect.annotateLogs({ errorId, cause: Cause.pretty(cause, { renderErrorCause: true }) }),
+          Effect.as(rpcError(null, internalRpc.INTERNAL_ERROR, internalFailure.internalErrorText(errorId), 500))
+        )
+      }),
+      (handled) =>
+        Effect.suspend(() => {
+          inFlight++
+          return Effect.ensuring(handled, Effect.sync(() => {
+            inFlight--
+          }))
+        })
+    )
+
+    const router = HttpRouter.empty.pipe(
+      HttpRouter.get(cardPath, serveCard),
+      HttpRouter.post(rpcPath as HttpRouter.PathInput, serveRpc)
+    )
+    // The platform builds a span per request (URL parsing, every header as an
+    // attribute); with no tracer of the application's it goes nowhere.
+    const tracer = yield* Effect.tracer
+    const httpSpans = options.httpSpans ?? tracer !== Effect.runSync(Effect.tracer)
+    yield* httpSpans
+      ? httpServer.serve(router)
+      : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)
+
+    // Added last, so it runs first when the scope closes.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        closing = true
+        nodeServer.close()
+        nodeServer.closeIdleConnections()
+        yield* executor.shutdown(shutdownTimeout)
+        // Let the answers to the runs that just ended go out.
+        yield* Effect.sleep("10 millis").pipe(
+          Effect.repeat({ while: () => inFlight > 0, times: 200 })
+        )
+        nodeServer.closeAllConnections()
+      })
+    )
+
+    return { url, rpcUrl: card.supportedInterfaces[0]!.url, address, card, executor, taskStore }
+  })
+
+/**
+ * The server as a Layer: it runs while the layer is alive.
+ *
+ * @since 0.1.0
+ */
+export const layer = <E, R>(
+  options: Options<E, R>
+): Layer.Layer<
+  A2AServer,
+  HttpServerError.ServeError | AgentExecutor.ConfigurationError | TaskStoreError | ConfigError.ConfigError,
+  R
+> =>
+  Layer.scoped(A2AServer, make(options))

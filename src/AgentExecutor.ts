@@ -1,0 +1,735 @@
+/**
+ * An agent written as an Effect program, and the `@a2a-js/sdk`
+ * `AgentExecutor` that runs it.
+ *
+ * The agent receives the request, may report progress through
+ * {@link AgentProgress}, and ends in an {@link AgentResult}. Any failure
+ * (typed error, defect, or an interruption that is not a cancel) ends the
+ * task FAILED with the text `Agent execution failed. (error_id: <id>)`; the
+ * cause is only logged, under that id, on this side.
+ *
+ * @since 0.1.0
+ */
+import type { Message, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import { TaskState } from "@a2a-js/sdk"
+import {
+  AgentEvent,
+  type AgentExecutor as SdkAgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+  ResultManager,
+  STATE_HEADERS_KEY,
+  type TaskStore
+} from "@a2a-js/sdk/server"
+import type * as ConfigError from "effect/ConfigError"
+import { Cause, Context, Data, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime, Schema } from "effect"
+import type * as Scope from "effect/Scope"
+import * as FailureHint from "./FailureHint.js"
+import * as internalFailure from "./internal/serverFailure.js"
+import * as internalParts from "./internal/serverParts.js"
+import * as Part from "./Part.js"
+
+/**
+ * What an agent receives: the user's message, the task and context ids, the
+ * task as stored before this turn (on a follow-up), and the HTTP request
+ * headers.
+ *
+ * @since 0.1.0
+ */
+export interface AgentRequest {
+  readonly message: Message
+  readonly taskId: string
+  readonly contextId: string
+  readonly task: Option.Option<Task>
+  readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+}
+
+/**
+ * Progress reporting available to a running agent. Each call is published
+ * to the caller at once (streaming callers see it as it happens).
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const agent: AgentExecutor.Agent = () =>
+ *   Effect.gen(function* () {
+ *     yield* AgentExecutor.status("looking it up")
+ *     return AgentExecutor.completedText("42")
+ *   })
+ * ```
+ * @since 0.1.0
+ */
+export class AgentProgress extends Context.Tag("effect-a2a/AgentExecutor/AgentProgress")<
+  AgentProgress,
+  {
+    /** A WORKING status update with a text message. */
+    readonly status: (text: string) => Effect.Effect<void>
+    /** A WORKING status update with a data part. */
+    readonly data: (data: unknown) => Effect.Effect<void>
+    /** An artifact update. */
+    readonly artifact: (artifact: Part.Artifact) => Effect.Effect<void>
+  }
+>() {}
+
+/**
+ * @since 0.1.0
+ */
+export const status = (text: string): Effect.Effect<void, never, AgentProgress> =>
+  Effect.flatMap(AgentProgress, (progress) => progress.status(text))
+
+/**
+ * @since 0.1.0
+ */
+export const data = (value: unknown): Effect.Effect<void, never, AgentProgress> =>
+  Effect.flatMap(AgentProgress, (progress) => progress.data(value))
+
+/**
+ * @since 0.1.0
+ */
+export const artifact = (value: Part.Artifact): Effect.Effect<void, never, AgentProgress> =>
+  Effect.flatMap(AgentProgress, (progress) => progress.artifact(value))
+
+/**
+ * How an agent run ends when it does not fail.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ *
+ * AgentExecutor.InputRequired({ question: "Which account?" })
+ * AgentExecutor.Rejected({ reason: "out of scope" })
+ * ```
+ * @since 0.1.0
+ */
+export type AgentResult = Data.TaggedEnum<{
+  Completed: { readonly parts: ReadonlyArray<Part.Part>; readonly artifacts: ReadonlyArray<Part.Artifact> }
+  InputRequired: { readonly question: string }
+  AuthRequired: { readonly text: string }
+  Rejected: { readonly reason: string }
+}>
+
+/**
+ * @since 0.1.0
+ */
+export const AgentResult = Data.taggedEnum<AgentResult>()
+
+/**
+ * @since 0.1.0
+ */
+export const Completed = AgentResult.Completed
+
+/**
+ * @since 0.1.0
+ */
+export const InputRequired = AgentResult.InputRequired
+
+/**
+ * @since 0.1.0
+ */
+export const AuthRequired = AgentResult.AuthRequired
+
+/**
+ * @since 0.1.0
+ */
+export const Rejected = AgentResult.Rejected
+
+/**
+ * A `Completed` result with one text part.
+ *
+ * @since 0.1.0
+ */
+export const completedText = (text: string, artifacts: ReadonlyArray<Part.Artifact> = []): AgentResult =>
+  Completed({ parts: [Part.TextPart.make({ text })], artifacts })
+
+/**
+ * An agent: an Effect program from the request to its result. Its error
+ * channel is free; every failure is reported to the caller only as an error
+ * id.
+ *
+ * @since 0.1.0
+ */
+export type Agent<E = never, R = never> = (request: AgentRequest) => Effect.Effect<AgentResult, E, R | AgentProgress>
+
+/**
+ * A failure of a run: the id it was logged under and its cause (server side
+ * only, never sent).
+ *
+ * @since 0.1.0
+ */
+export interface Failure {
+  readonly errorId: string
+  readonly cause: Cause.Cause<unknown>
+}
+
+/**
+ * The final status update of a run, as it will be published, with the
+ * failure behind it when the run failed.
+ *
+ * @since 0.1.0
+ */
+export interface FinalStatus {
+  readonly event: TaskStatusUpdateEvent
+  readonly failure: Option.Option<Failure>
+}
+
+/**
+ * Hooks around every run.
+ *
+ * - `beforeExecute`: `true` cancels the task before the agent runs (the
+ *   caller sees CANCELED); a failing hook fails the task with an error id.
+ * - `afterExecute`: may replace the final status; it cannot drop it. A
+ *   failing hook keeps the original status and is logged with the error id.
+ *
+ * @since 0.1.0
+ */
+export interface Hooks<R = never> {
+  readonly beforeExecute?: ((request: AgentRequest) => Effect.Effect<boolean, unknown, R>) | undefined
+  readonly afterExecute?:
+    | ((request: AgentRequest, final: FinalStatus) => Effect.Effect<FinalStatus, unknown, R>)
+    | undefined
+}
+
+/**
+ * @since 0.1.0
+ */
+export interface Options<R = never> extends Hooks<R> {
+  /** Lets debug error detail run with `NODE_ENV=production` (a warning is logged). */
+  readonly allowDebugErrorsInProduction?: boolean | undefined
+  /**
+   * The task store of the request handler. When given, the final state is
+   * written to it even if no caller is listening any more (a dropped
+   * stream), so no task stays WORKING.
+   */
+  readonly taskStore?: TaskStore | undefined
+}
+
+/**
+ * A configuration the executor refuses to start with.
+ *
+ * @since 0.1.0
+ */
+export class ConfigurationError extends Schema.TaggedError<ConfigurationError>("effect-a2a/ConfigurationError")(
+  "ConfigurationError",
+  {
+    reason: Schema.Literal("DebugErrorsInProduction"),
+    message: Schema.String
+  }
+) {}
+
+/**
+ * The `@a2a-js/sdk` executor, plus what a server needs to stop it.
+ *
+ * @since 0.1.0
+ */
+export interface EffectAgentExecutor extends SdkAgentExecutor {
+  /** How many runs are in progress. */
+  readonly running: Effect.Effect<number>
+  /**
+   * Waits up to `deadline` for the runs in progress, then interrupts the
+   * rest; they end FAILED with an error id. New runs fail at once.
+   */
+  readonly shutdown: (deadline: Duration.DurationInput) => Effect.Effect<void>
+  /**
+   * The `taskStore` option, watched: give this one to the request handler.
+   * Seeing the handler save a run's final state spares the executor a read
+   * of the store to check that it did; with the bare store it still works,
+   * checking the store about 100 ms after each run.
+   */
+  readonly taskStore: TaskStore | undefined
+}
+
+interface Run {
+  readonly fiber: Fiber.RuntimeFiber<AgentResult | typeof admissionRefused, unknown>
+  canceled: boolean
+}
+
+const admissionRefused = Symbol.for("effect-a2a/AgentExecutor/admissionRefused")
+
+const shutdownFiberId = FiberId.make(-1, 0)
+
+const isTerminal = (state: TaskState | undefined): boolean =>
+  state === TaskState.TASK_STATE_COMPLETED ||
+  state === TaskState.TASK_STATE_FAILED ||
+  state === TaskState.TASK_STATE_CANCELED ||
+  state === TaskState.TASK_STATE_REJECTED
+
+const statusEvent = (
+  taskId: string,
+  contextId: string,
+  state: TaskState,
+  message: Message | undefined
+): TaskStatusUpdateEvent => ({
+  taskId,
+  contextId,
+  status: { state, message, timestamp: new Date().toISOString() },
+  metadata: {}
+})
+
+const textStatus = (taskId: string, contextId: string, state: TaskState, text: string): TaskStatusUpdateEvent =>
+  statusEvent(taskId, contextId, state, internalParts.agentMessage(taskId, contextId, [internalParts.textPart(text)]))
+
+const headersOf = (context: RequestContext): AgentRequest["headers"] => {
+  const headers = context.context.state.get(STATE_HEADERS_KEY)
+  return typeof headers === "object" && headers !== null ? (headers as AgentRequest["headers"]) : {}
+}
+
+/**
+ * Builds the executor for an agent. Reads `ADK_DEBUG_ERRORS` and `NODE_ENV`
+ * through `Config`; fails with {@link ConfigurationError} when debug detail
+ * is on in production without `allowDebugErrorsInProduction`. Runs still in
+ * progress when the scope closes end FAILED.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function* () {
+ *   const executor = yield* AgentExecutor.make(() => Effect.succeed(AgentExecutor.completedText("hi")), {
+ *     taskStore: new InMemoryTaskStore()
+ *   })
+ *   return new DefaultRequestHandler(card, executor.taskStore!, executor)
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make = <E, R>(
+  agent: Agent<E, R>,
+  options: Options<R> = {}
+): Effect.Effect<
+  EffectAgentExecutor,
+  ConfigurationError | ConfigError.ConfigError,
+  R | Scope.Scope
+> =>
+  Effect.gen(function* () {
+    const debug = yield* internalFailure.debugErrorsConfig
+    const production = yield* internalFailure.productionConfig
+    if (debug && production) {
+      if (options.allowDebugErrorsInProduction !== true) {
+        return yield* new ConfigurationError({
+          reason: "DebugErrorsInProduction",
+          message:
+            "ADK_DEBUG_ERRORS is on with NODE_ENV=production: failure details would reach callers. Turn it off or set allowDebugErrorsInProduction."
+        })
+      }
+      yield* Effect.logWarning(
+        "ADK_DEBUG_ERRORS is on in production: error names and messages of failures are sent to callers"
+      )
+    }
+
+    const runtime = yield* Effect.runtime<R>()
+    const runPromise = Runtime.runPromise(runtime)
+    const runFork = Runtime.runFork(runtime)
+    const runs = new Map<string, Set<Run>>()
+    const executions = new Set<Deferred.Deferred<void>>()
+    // Context ids of tasks that paused (input/auth required), for a cancel that finds no run.
+    const paused = new Map<string, string>()
+    let closing = false
+
+    const failureFinal = (request: AgentRequest, cause: Cause.Cause<unknown>): Effect.Effect<FinalStatus> => {
+      const errorId = internalFailure.makeErrorId()
+      const text = internalFailure.failureText(errorId) +
+        (debug ? `: ${internalFailure.describeCause(cause)}` : "")
+      return Effect.logError("Runner failed to execute").pipe(
+        Effect.annotateLogs({
+          errorId,
+          taskId: request.taskId,
+          contextId: request.contextId,
+          cause: Cause.pretty(cause, { renderErrorCause: true })
+        }),
+        Effect.as<FinalStatus>({
+          event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_FAILED, text),
+          failure: Option.some({ errorId, cause })
+        })
+      )
+    }
+
+    const publishResult = (
+      bus: ExecutionEventBus,
+      request: AgentRequest,
+      result: AgentResult | typeof admissionRefused
+    ): FinalStatus => {
+      const { contextId, taskId } = request
+      const final = (event: TaskStatusUpdateEvent): FinalStatus => ({ event, failure: Option.none() })
+      if (result === admissionRefused) {
+        return final(textStatus(taskId, contextId, TaskState.TASK_STATE_CANCELED, "Task canceled before execution."))
+      }
+      switch (result._tag) {
+        case "Completed": {
+          for (const value of result.artifacts) {
+            bus.publish(AgentEvent.artifactUpdate({
+              taskId,
+              contextId,
+              artifact: internalParts.toWireArtifact(value),
+              append: false,
+              lastChunk: true,
+              metadata: {}
+            }))
+          }
+          const message = result.parts.length === 0
+            ? undefined
+            : internalParts.agentMessage(taskId, contextId, result.parts.map(internalParts.toWirePart))
+          return final(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED, message))
+        }
+        case "InputRequired":
+          return final(textStatus(taskId, contextId, TaskState.TASK_STATE_INPUT_REQUIRED, result.question))
+        case "AuthRequired":
+          return final(textStatus(taskId, contextId, TaskState.TASK_STATE_AUTH_REQUIRED, result.text))
+        case "Rejected":
+          return final(textStatus(taskId, contextId, TaskState.TASK_STATE_REJECTED, result.reason))
+      }
+    }
+
+    // Writes the final state when the caller's own event processing did not
+    // (it stops when a stream is dropped), so no task stays WORKING.
+    const persistFinal = (context: RequestContext, initial: Task, event: TaskStatusUpdateEvent) => {
+      const store = options.taskStore
+      if (store === undefined) return Effect.void
+      const state = event.status?.state
+      const attempt = (createMissing: boolean) =>
+        Effect.promise(async () => {
+          const loaded = await store.load(context.taskId, context.context)
+          if (loaded === undefined && !createMissing) return false
+          if (loaded !== undefined && (loaded.status?.state === state || isTerminal(loaded.status?.state))) return true
+          const manager = new ResultManager(store, context.context)
+          if (loaded === undefined) await manager.processEvent(AgentEvent.task(initial))
+          await manager.processEvent(AgentEvent.statusUpdate(event))
+          return true
+        })
+      return attempt(false).pipe(
+        Effect.flatMap((done) => done ? Effect.void : Effect.zipRight(Effect.sleep("100 millis"), attempt(true))),
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("Could not persist the final task state").pipe(
+            Effect.annotateLogs({ taskId: context.taskId, cause: Cause.pretty(cause) })
+          )
+        )
+      )
+    }
+
+    // The request handler's saves, watched: on the usual path the SDK saves
+    // the final state itself, and seeing that save spares a store read.
+    const awaitingSave = new Map<string, { readonly state: TaskState | undefined; readonly saved: () => void }>()
+    const store = options.taskStore
+    const watchedStore: TaskStore | undefined = store === undefined ? undefined : {
+      save: (task, callContext) =>
+        store.save(task, callContext).then(() => {
+          const waiting = awaitingSave.get(task.id)
+          const state = task.status?.state
+          if (waiting !== undefined && (state === waiting.state || isTerminal(state))) {
+            awaitingSave.delete(task.id)
+            waiting.saved()
+          }
+        }),
+      load: (taskId, callContext) => store.load(taskId, callContext),
+      list: (params, callContext) => store.list(params, callContext)
+    }
+    // Resolves true once the final state is saved through the watched store,
+    // false when that does not happen soon (nobody is processing the events).
+    const finalSaved = (taskId: string, state: TaskState | undefined): Promise<boolean> =>
+      new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          if (awaitingSave.get(taskId) === waiting) awaitingSave.delete(taskId)
+          resolve(false)
+        }, 100)
+        const waiting = {
+          state,
+          saved: () => {
+            clearTimeout(timer)
+            resolve(true)
+          }
+        }
+        awaitingSave.set(taskId, waiting)
+      })
+
+    const makeRequest = (context: RequestContext): AgentRequest => ({
+      message: context.userMessage,
+      taskId: context.taskId,
+      contextId: context.contextId,
+      task: Option.fromNullable(context.task),
+      headers: headersOf(context)
+    })
+
+    const makeProgress = (taskId: string, contextId: string, bus: ExecutionEventBus) =>
+      AgentProgress.of({
+        status: (text) =>
+          Effect.sync(() =>
+            bus.publish(AgentEvent.statusUpdate(textStatus(taskId, contextId, TaskState.TASK_STATE_WORKING, text)))
+          ),
+        data: (value) =>
+          Effect.sync(() =>
+            bus.publish(AgentEvent.statusUpdate(statusEvent(
+              taskId,
+              contextId,
+              TaskState.TASK_STATE_WORKING,
+              internalParts.agentMessage(taskId, contextId, [
+                internalParts.toWirePart(Part.DataPart.make({ data: value }))
+              ])
+            )))
+          ),
+        artifact: (value) =>
+          Effect.sync(() =>
+            bus.publish(AgentEvent.artifactUpdate({
+              taskId,
+              contextId,
+              artifact: internalParts.toWireArtifact(value),
+              append: false,
+              lastChunk: true,
+              metadata: {}
+            }))
+          )
+      })
+
+    // The final status of an ended run, before the afterExecute hook.
+    const settle = (
+      bus: ExecutionEventBus,
+      request: AgentRequest,
+      run: Run,
+      exit: Exit.Exit<AgentResult | typeof admissionRefused, unknown>
+    ): Effect.Effect<FinalStatus> =>
+      Exit.isSuccess(exit)
+        ? Effect.succeed(publishResult(bus, request, exit.value))
+        : run.canceled && Cause.isInterrupted(exit.cause)
+        ? Effect.succeed({
+          event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_CANCELED, "Task canceled."),
+          failure: Option.none()
+        })
+        : failureFinal(request, exit.cause)
+
+    const applyAfter = (request: AgentRequest, final: FinalStatus): Effect.Effect<FinalStatus, never, R> => {
+      const after = options.afterExecute
+      if (after === undefined) return Effect.succeed(final)
+      return after(request, final).pipe(
+        Effect.catchAllCause((cause) => {
+          const errorId = Option.match(final.failure, {
+            onNone: internalFailure.makeErrorId,
+            onSome: (failure) => failure.errorId
+          })
+          return Effect.logError("afterExecute hook failed; the original final status is kept").pipe(
+            Effect.annotateLogs({
+              errorId,
+              taskId: request.taskId,
+              contextId: request.contextId,
+              cause: Cause.pretty(cause, { renderErrorCause: true })
+            }),
+            Effect.as(final)
+          )
+        })
+      )
+    }
+
+    const publishFinal = (
+      context: RequestContext,
+      bus: ExecutionEventBus,
+      initial: Task,
+      published: FinalStatus
+    ): Promise<void> => {
+      const { contextId, taskId } = context
+      const event: TaskStatusUpdateEvent = { ...published.event, taskId, contextId }
+      const state = event.status?.state
+      if (state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED) {
+        paused.set(taskId, contextId)
+      } else {
+        paused.delete(taskId)
+      }
+      if (store === undefined) {
+        bus.publish(AgentEvent.statusUpdate(event))
+        return Promise.resolve()
+      }
+      const saved = finalSaved(taskId, state)
+      bus.publish(AgentEvent.statusUpdate(event))
+      return saved.then((done) => done ? undefined : runPromise(persistFinal(context, initial, event)))
+    }
+
+    // Plain promises around one fiber per run: the common path (a result, no
+    // afterExecute hook) builds no other Effect.
+    const run = (context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+      const { contextId, taskId } = context
+      const request = makeRequest(context)
+      const now = new Date().toISOString()
+      // The SDK requires a task (or message) as the first event of every turn.
+      const initial: Task = context.task !== undefined
+        ? { ...context.task, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: now } }
+        : {
+          id: taskId,
+          contextId,
+          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: now },
+          artifacts: [],
+          history: [context.userMessage],
+          metadata: {}
+        }
+      bus.publish(AgentEvent.task(initial))
+
+      const before = options.beforeExecute
+      // Suspended: an agent that throws while building its Effect fails the run like any defect.
+      const agentRun: Effect.Effect<AgentResult | typeof admissionRefused, unknown, R | AgentProgress> = Effect
+        .suspend(() => agent(request))
+      const work: Effect.Effect<AgentResult | typeof admissionRefused, unknown, R> = Effect.provideService(
+        before === undefined
+          ? agentRun
+          : Effect.flatMap(before(request), (refuse) => refuse ? Effect.succeed(admissionRefused) : agentRun),
+        AgentProgress,
+        makeProgress(taskId, contextId, bus)
+      )
+
+      const fiber = runFork(work)
+      const run: Run = { fiber, canceled: false }
+      const forTask = runs.get(taskId) ?? new Set<Run>()
+      forTask.add(run)
+      runs.set(taskId, forTask)
+      if (closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
+      return new Promise<Exit.Exit<AgentResult | typeof admissionRefused, unknown>>((resolve) =>
+        fiber.addObserver(resolve)
+      ).then((exit) => {
+        forTask.delete(run)
+        if (forTask.size === 0) runs.delete(taskId)
+        if (Exit.isSuccess(exit) && options.afterExecute === undefined) {
+          return publishFinal(context, bus, initial, publishResult(bus, request, exit.value))
+        }
+        return runPromise(Effect.flatMap(settle(bus, request, run, exit), (final) => applyAfter(request, final)))
+          .then((published) => publishFinal(context, bus, initial, published))
+      })
+    }
+
+    const execute = (context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+      const done = Deferred.unsafeMake<void>(FiberId.none)
+      executions.add(done)
+      let started: Promise<void>
+      try {
+        started = run(context, bus)
+      } catch (defect) {
+        started = Promise.reject(defect)
+      }
+      return started.catch((defect) => {
+        // Only reachable on a bug in this module: still never leave the task WORKING.
+        const errorId = internalFailure.makeErrorId()
+        bus.publish(AgentEvent.statusUpdate(
+          textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, internalFailure.failureText(errorId))
+        ))
+        return runPromise(
+          Effect.logError("Runner failed to execute").pipe(
+            Effect.annotateLogs({
+              errorId,
+              taskId: context.taskId,
+              contextId: context.contextId,
+              cause: Cause.pretty(Cause.die(defect))
+            })
+          )
+        )
+      }).finally(() => {
+        executions.delete(done)
+        Deferred.unsafeDone(done, Exit.void)
+      })
+    }
+
+    const cancelTask = (taskId: string, bus: ExecutionEventBus): Promise<void> => {
+      const forTask = runs.get(taskId)
+      if (forTask !== undefined && forTask.size > 0) {
+        for (const run of forTask) {
+          run.canceled = true
+          run.fiber.unsafeInterruptAsFork(FiberId.none)
+        }
+      } else {
+        // A paused task has no run; its bus is still open, so end it here.
+        const contextId = paused.get(taskId) ?? ""
+        paused.delete(taskId)
+        bus.publish(AgentEvent.statusUpdate(
+          textStatus(taskId, contextId, TaskState.TASK_STATE_CANCELED, "Task canceled.")
+        ))
+      }
+      return Promise.resolve()
+    }
+
+    // Interruptible: shutdown runs in a finalizer, where the timeouts below must still fire.
+    const awaitAll = Effect.interruptible(Effect.suspend(() =>
+      Effect.forEach(Array.from(executions), Deferred.await, { concurrency: "unbounded", discard: true })
+    ))
+
+    const shutdown = (deadline: Duration.DurationInput): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        closing = true
+        yield* Effect.timeoutOption(awaitAll, deadline)
+        for (const forTask of runs.values()) {
+          for (const run of forTask) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
+        }
+        // Interrupted runs still publish FAILED and persist it.
+        yield* Effect.timeoutOption(awaitAll, Duration.seconds(5))
+      })
+
+    yield* Effect.addFinalizer(() => shutdown(Duration.zero))
+
+    return {
+      execute,
+      cancelTask,
+      running: Effect.sync(() => executions.size),
+      shutdown,
+      taskStore: watchedStore
+    } satisfies EffectAgentExecutor
+  })
+
+/**
+ * The failure hints to attach to a failed run.
+ *
+ * @since 0.1.0
+ */
+export interface HintDecision {
+  readonly retryable: boolean
+  readonly contact?: string | undefined
+}
+
+/**
+ * A ready-made `afterExecute` hook: on a FAILED run it asks `decide` (from
+ * the cause, server side) whether a retry makes sense and whom to contact,
+ * appends the suffix `[retryable=false; contact=payments-oncall]` to the
+ * failure text and puts `{ errorId, retryable, contact? }` under
+ * `effect-a2a/failure` in the status message metadata, as
+ * `FailureHint.FailureHint` encodes it. Other endings pass through.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Cause } from "effect"
+ *
+ * const afterExecute = AgentExecutor.failureHints((cause) =>
+ *   Cause.isDie(cause) ? { retryable: false, contact: "payments-oncall" } : { retryable: true }
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const failureHints = (decide: (cause: Cause.Cause<unknown>) => HintDecision) =>
+(_request: AgentRequest, final: FinalStatus): Effect.Effect<FinalStatus, unknown> => {
+  if (Option.isNone(final.failure) || final.event.status?.state !== TaskState.TASK_STATE_FAILED) {
+    return Effect.succeed(final)
+  }
+  const failure = final.failure.value
+  return Effect.gen(function* () {
+    const decision = decide(failure.cause)
+    const hint = yield* Schema.decodeUnknown(FailureHint.FailureHint)({
+      errorId: failure.errorId,
+      retryable: decision.retryable,
+      ...(decision.contact === undefined ? {} : { contact: decision.contact })
+    })
+    const encoded = yield* Schema.encode(FailureHint.FailureHint)(hint)
+    const status = final.event.status!
+    const message = status.message
+    const parts = message?.parts ?? []
+    const textIndex = parts.findIndex((part) => part.content?.$case === "text")
+    const suffix = FailureHint.suffix(hint)
+    const newParts = textIndex === -1
+      ? [...parts, internalParts.textPart(suffix)]
+      : parts.map((part, index) =>
+        index === textIndex && part.content?.$case === "text"
+          ? { ...part, content: { $case: "text" as const, value: `${part.content.value} ${suffix}` } }
+          : part
+      )
+    const newMessage: Message = {
+      ...(message ??
+        internalParts.agentMessage(final.event.taskId, final.event.contextId, [])),
+      parts: newParts,
+      metadata: { ...message?.metadata, [FailureHint.key]: encoded }
+    }
+    return { ...final, event: { ...final.event, status: { ...status, message: newMessage } } }
+  })
+}

@@ -1,0 +1,567 @@
+/**
+ * A circuit breaker per remote agent: after the remote keeps failing, calls
+ * are rejected at once with a typed {@link CircuitOpen} instead of waiting for
+ * a timeout on every turn.
+ *
+ * States: `Closed` (calls pass, outcomes are counted), `Open` (every call is
+ * rejected until the open duration has passed), `HalfOpen` (a bounded number
+ * of probe calls pass; enough successful probes close the breaker, a failing
+ * probe opens it again).
+ *
+ * The state lives in a `Ref` and time comes from `Clock`, so a breaker runs
+ * no timer and is driven by `TestClock` in tests.
+ *
+ * **Composition.** Put timeout and retry inside the breaker and the breaker
+ * inside the guard:
+ *
+ * - the timeout inside, so that a hung remote ends as an `A2AClientError`
+ *   `Timeout` that counts as a failure instead of holding a probe slot;
+ * - the retry inside, so that one logical call is one outcome for the breaker
+ *   and a retry loop never keeps calling through an open breaker;
+ * - the guard (`GuardedRemoteAgent`) outside, so that {@link CircuitOpen}
+ *   becomes `REMOTE_CIRCUIT_OPEN` text like every other remote ending.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schedule } from "effect"
+ * import { A2AClientError, CircuitBreaker } from "effect-a2a"
+ *
+ * // the remote call, with its own timeout
+ * declare const send: Effect.Effect<string, A2AClientError.A2AClientError>
+ *
+ * const program = Effect.gen(function*() {
+ *   const breaker = yield* CircuitBreaker.forAgent("booking")
+ *   return yield* send.pipe(
+ *     Effect.retry(Schedule.recurs(2)), // retry inside the breaker
+ *     breaker.protect // Effect<string, A2AClientError | CircuitOpen>
+ *   )
+ * }).pipe(Effect.provide(CircuitBreaker.layer({ trip: CircuitBreaker.consecutiveFailures(5) })))
+ * ```
+ * @since 0.1.0
+ */
+import {
+  Cause,
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  Layer,
+  Metric,
+  Option,
+  PubSub,
+  Queue,
+  Ref,
+  Schedule,
+  ScheduleDecision,
+  ScheduleIntervals,
+  Schema,
+  type Scope,
+  Stream,
+  SynchronizedRef
+} from "effect"
+import { A2AClientError, type Reason } from "./A2AClientError.js"
+import * as internal from "./internal/circuitBreaker.js"
+import { Failed } from "./RemoteOutcome.js"
+
+/**
+ * The state of a breaker.
+ *
+ * @since 0.1.0
+ */
+export const State = Schema.Literal("Closed", "Open", "HalfOpen")
+
+/**
+ * @since 0.1.0
+ */
+export type State = typeof State.Type
+
+/**
+ * A call rejected by a breaker without reaching the remote agent.
+ * `retryAfter` is how long the breaker stays open; it is zero when the
+ * breaker is half-open and all probe slots are taken.
+ *
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * const error = new CircuitBreaker.CircuitOpen({ agent: "booking", retryAfter: Duration.seconds(20), state: "Open" })
+ * error.message // "booking: circuit open, retry after 20s"
+ * ```
+ * @since 0.1.0
+ */
+export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("effect-a2a/CircuitOpen")("CircuitOpen", {
+  agent: Schema.String,
+  retryAfter: Schema.DurationFromMillis,
+  state: Schema.Literal("Open", "HalfOpen")
+}) {
+  override get message(): string {
+    return this.state === "Open"
+      ? `${this.agent}: circuit open, retry after ${Duration.format(this.retryAfter)}`
+      : `${this.agent}: circuit half-open, all probe calls are in flight`
+  }
+}
+
+/**
+ * When a closed breaker trips.
+ *
+ * @since 0.1.0
+ */
+export type TripPolicy = internal.Policy
+
+/**
+ * Trips after `threshold` failures in a row; a success resets the count.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "effect-a2a"
+ * CircuitBreaker.consecutiveFailures(5)
+ * ```
+ * @since 0.1.0
+ */
+export const consecutiveFailures = (threshold: number): TripPolicy => ({ _tag: "ConsecutiveFailures", threshold })
+
+/**
+ * Trips when, over the last `window` counted calls and once at least
+ * `minimumCalls` were counted, the share of failures reaches `threshold`
+ * (between 0 and 1).
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "effect-a2a"
+ * CircuitBreaker.failureRate({ threshold: 0.5, window: 20, minimumCalls: 10 })
+ * ```
+ * @since 0.1.0
+ */
+export const failureRate = (options: {
+  readonly threshold: number
+  readonly window: number
+  readonly minimumCalls: number
+}): TripPolicy => ({ _tag: "FailureRate", ...options })
+
+/**
+ * Decides whether the end of a protected call counts as a failure of the
+ * remote agent. Interruption by the caller never counts, whatever the
+ * predicate says. A call that is neither a failure nor a success (an error or
+ * defect the predicate does not count) leaves the counts unchanged.
+ *
+ * @since 0.1.0
+ */
+export type FailurePredicate = (exit: Exit.Exit<unknown, unknown>) => boolean
+
+const transportReasons: ReadonlyArray<Reason> = ["ConnectionRefused", "ConnectionLost", "Timeout", "StreamInterrupted"]
+
+/**
+ * Builds a {@link FailurePredicate}. By default it counts an
+ * `A2AClientError` whose reason is `ConnectionRefused`, `ConnectionLost`,
+ * `Timeout` or `StreamInterrupted`, or `HttpStatus` with a 5xx status.
+ * `exclude` removes reasons; `failedOutcome` also counts a `Failed`
+ * `RemoteOutcome` returned on the success channel.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * // a FAILED task counts, a timeout does not
+ * const isFailure = CircuitBreaker.remoteFailure({ failedOutcome: true, exclude: ["Timeout"] })
+ * ```
+ * @since 0.1.0
+ */
+export const remoteFailure = (options?: {
+  readonly exclude?: ReadonlyArray<Reason> | undefined
+  readonly failedOutcome?: boolean | undefined
+}): FailurePredicate => {
+  const excluded = new Set(options?.exclude ?? [])
+  const counts = (error: unknown): boolean =>
+    error instanceof A2AClientError && !excluded.has(error.reason) &&
+    (transportReasons.includes(error.reason) ||
+      (error.reason === "HttpStatus" && error.status !== undefined && error.status >= 500))
+  const failedOutcome = options?.failedOutcome === true
+  return (exit) =>
+    Exit.isFailure(exit)
+      ? Array.from(Cause.failures(exit.cause)).some(counts)
+      : failedOutcome && exit.value instanceof Failed
+}
+
+/**
+ * The default {@link FailurePredicate}: `remoteFailure()`.
+ *
+ * @since 0.1.0
+ */
+export const isRemoteFailure: FailurePredicate = remoteFailure()
+
+/**
+ * @since 0.1.0
+ */
+export interface Options {
+  /** When to trip; `consecutiveFailures(5)` by default. */
+  readonly trip?: TripPolicy | undefined
+  /**
+   * How long the breaker stays open: a fixed duration (30 seconds by
+   * default) or a `Schedule` whose nth delay is used for the nth trip in a row,
+   * counted again from the first delay once the breaker closes. When the
+   * schedule ends, its last delay is kept.
+   */
+  readonly openDuration?: Duration.DurationInput | Schedule.Schedule<unknown, unknown> | undefined
+  /** How many probe calls may run at once while half-open; 1 by default. */
+  readonly halfOpenProbes?: number | undefined
+  /** How many probes must succeed before the breaker closes; `halfOpenProbes` by default. */
+  readonly probeSuccesses?: number | undefined
+  /** What counts as a failure; {@link isRemoteFailure} by default. */
+  readonly isFailure?: FailurePredicate | undefined
+}
+
+/**
+ * A change of state, published on {@link CircuitBreaker.transitions}.
+ * `sequence` grows by one with each change of the same breaker; concurrent
+ * callers may publish two changes in the other order, so sort by `sequence`
+ * when the order matters.
+ *
+ * @since 0.1.0
+ */
+export interface Transition {
+  readonly agent: string
+  readonly from: State
+  readonly to: State
+  /** `Clock` time of the change, in milliseconds. */
+  readonly at: number
+  readonly sequence: number
+  /** Trips in a row since the breaker last closed. */
+  readonly trips: number
+  /** How long the breaker stays open, when `to` is `"Open"`. */
+  readonly openFor: Option.Option<Duration.Duration>
+}
+
+/**
+ * The breaker of one remote agent.
+ *
+ * @since 0.1.0
+ */
+export interface CircuitBreaker {
+  readonly agent: string
+  /**
+   * Runs `effect` when the breaker admits it, and fails at once with
+   * {@link CircuitOpen}, without running it, when it does not.
+   */
+  readonly protect: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
+  /** The current state. An open breaker whose duration has passed reports `"Open"` until a call probes it. */
+  readonly state: Effect.Effect<State>
+  /** Every change of state from the moment the stream starts. */
+  readonly transitions: Stream.Stream<Transition>
+  /** A subscription to the changes of state that is active as soon as it is returned. */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<Transition>, never, Scope.Scope>
+}
+
+/**
+ * The gauge of each breaker's state, tagged with `agent`: 0 closed,
+ * 1 half-open, 2 open.
+ *
+ * @since 0.1.0
+ */
+export const stateGauge = Metric.gauge("a2a.circuit.state", {
+  description: "Circuit breaker state per remote agent: 0 closed, 1 half-open, 2 open"
+})
+
+/**
+ * The counter of calls rejected by a breaker, tagged with `agent`.
+ *
+ * @since 0.1.0
+ */
+export const rejectedCounter = Metric.counter("a2a.circuit.rejected", {
+  description: "Calls rejected by an open or half-open circuit breaker",
+  incremental: true
+})
+
+const stateCode = (state: State): number => state === "Closed" ? 0 : state === "HalfOpen" ? 1 : 2
+
+const positiveInt = (name: string, value: number): Effect.Effect<void> =>
+  Number.isInteger(value) && value >= 1
+    ? Effect.void
+    : Effect.dieMessage(`CircuitBreaker: ${name} must be a positive integer, got ${value}`)
+
+const validate = (config: internal.Config): Effect.Effect<void> => {
+  const policy = config.policy
+  return Effect.all([
+    positiveInt("halfOpenProbes", config.probes),
+    positiveInt("probeSuccesses", config.probeSuccesses),
+    policy._tag === "ConsecutiveFailures"
+      ? positiveInt("consecutiveFailures threshold", policy.threshold)
+      : Effect.all([
+        positiveInt("failureRate window", policy.window),
+        positiveInt("failureRate minimumCalls", policy.minimumCalls),
+        policy.minimumCalls <= policy.window && policy.threshold > 0 && policy.threshold <= 1
+          ? Effect.void
+          : Effect.dieMessage("CircuitBreaker: failureRate needs 0 < threshold <= 1 and minimumCalls <= window")
+      ])
+  ], { discard: true })
+}
+
+interface Cursor {
+  readonly forTrip: number
+  readonly delay: number
+  readonly state: unknown
+  readonly done: boolean
+}
+
+interface OpenDurations {
+  /** The delays known now, read before a transition so that it stays pure. */
+  readonly read: Effect.Effect<(trip: number) => number>
+  /** Steps the schedule once trip `trip` has used its delay. */
+  readonly advance: (trip: number) => Effect.Effect<void>
+  readonly reset: Effect.Effect<void>
+}
+
+// The schedule is stepped ahead of time, one trip in advance, so that the
+// transition to open reads its delay synchronously inside `Ref.modify`.
+const openDurations = (
+  openDuration: Duration.DurationInput | Schedule.Schedule<unknown, unknown>
+): Effect.Effect<OpenDurations> => {
+  if (!Schedule.isSchedule(openDuration)) {
+    const millis = Duration.toMillis(Duration.decode(openDuration))
+    const read = Effect.succeed(() => millis)
+    return Effect.succeed({ read, advance: () => Effect.void, reset: Effect.void })
+  }
+  const schedule = openDuration
+  const step = (cursor: Cursor): Effect.Effect<Cursor> =>
+    cursor.done
+      ? Effect.succeed({ ...cursor, forTrip: cursor.forTrip + 1 })
+      : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.map(schedule.step(now, cursor.forTrip + 1, cursor.state), ([state, _, decision]) =>
+          ScheduleDecision.isDone(decision)
+            ? { forTrip: cursor.forTrip + 1, delay: cursor.delay, state, done: true }
+            : {
+              forTrip: cursor.forTrip + 1,
+              delay: Math.max(0, ScheduleIntervals.start(decision.intervals) - now),
+              state,
+              done: false
+            }))
+  return Effect.gen(function*() {
+    const first = yield* step({ forTrip: 0, delay: 0, state: schedule.initial, done: false })
+    const second = yield* step(first)
+    const cursor = yield* SynchronizedRef.make(second)
+    return {
+      read: Effect.map(Ref.get(cursor), (next) => (trip: number) => trip <= 1 ? first.delay : next.delay),
+      advance: (trip) =>
+        trip <= 1
+          ? Effect.void
+          : SynchronizedRef.updateEffect(cursor, (next) => next.forTrip === trip ? step(next) : Effect.succeed(next)),
+      reset: Ref.set(cursor, second)
+    }
+  })
+}
+
+/**
+ * Creates the breaker of one remote agent.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schedule } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * const breaker = CircuitBreaker.make("booking", {
+ *   trip: CircuitBreaker.failureRate({ threshold: 0.5, window: 20, minimumCalls: 10 }),
+ *   openDuration: Schedule.exponential("1 second").pipe(Schedule.either(Schedule.spaced("1 minute"))),
+ *   halfOpenProbes: 2
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make = (agent: string, options: Options = {}): Effect.Effect<CircuitBreaker> =>
+  Effect.gen(function*() {
+    const probes = options.halfOpenProbes ?? 1
+    const config: internal.Config = {
+      policy: options.trip ?? consecutiveFailures(5),
+      probes,
+      probeSuccesses: options.probeSuccesses ?? probes
+    }
+    yield* validate(config)
+    const isFailure = options.isFailure ?? isRemoteFailure
+    const durations = yield* openDurations(options.openDuration ?? Duration.seconds(30))
+    const ref = yield* Ref.make(internal.closed(0, 0))
+    const pubsub = yield* PubSub.sliding<Transition>(1024)
+    const gauge = Metric.tagged(stateGauge, "agent", agent)
+    const rejected = Metric.tagged(rejectedCounter, "agent", agent)
+    yield* Metric.set(gauge, 0)
+
+    // The gauge is set from the state read after the change, so that two
+    // changes published in the other order still leave the latest state.
+    const publish = (change: internal.Change, now: number): Effect.Effect<void> =>
+      Effect.zipRight(
+        PubSub.publish(pubsub, {
+          agent,
+          from: change.from,
+          to: change.to._tag,
+          at: now,
+          sequence: change.to.epoch,
+          trips: change.to._tag === "Closed" ? 0 : change.to.trips,
+          openFor: change.to._tag === "Open" ? Option.some(Duration.millis(change.openFor)) : Option.none()
+        }),
+        Effect.flatMap(Ref.get(ref), (state) => Metric.set(gauge, stateCode(state._tag)))
+      )
+
+    const admitAt: Effect.Effect<internal.Permit, CircuitOpen> = Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) =>
+        Effect.flatMap(Ref.modify(ref, (state) => internal.admit(config, state, now)), (admission) => {
+          if (admission._tag === "Rejected") {
+            return Effect.zipRight(
+              admission.change === undefined
+                ? Metric.increment(rejected)
+                : Effect.zipRight(publish(admission.change, now), Metric.increment(rejected)),
+              Effect.fail(internal.withoutStackTrace(() =>
+                new CircuitOpen({
+                  agent,
+                  retryAfter: Duration.millis(admission.retryAfter),
+                  state: admission.state
+                }, true)
+              ))
+            )
+          }
+          return admission.change === undefined
+            ? Effect.succeed(admission.permit)
+            : Effect.as(publish(admission.change, now), admission.permit)
+        })
+    )
+
+    // A closed breaker admits every call without changing its state, so the
+    // common case needs neither the clock nor a modification.
+    const admit: Effect.Effect<internal.Permit, CircuitOpen> = Effect.flatMap(
+      Ref.get(ref),
+      (state) => state._tag === "Closed" ? Effect.succeed({ epoch: state.epoch, probe: false }) : admitAt
+    )
+
+    const verdictOf = (exit: Exit.Exit<unknown, unknown>): internal.Verdict =>
+      Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+        ? "Ignored"
+        : isFailure(exit)
+        ? "Failure"
+        : Exit.isSuccess(exit)
+        ? "Success"
+        : "Ignored"
+
+    const noDelay = () => 0
+    const noDelays = Effect.succeed(noDelay)
+
+    const complete = (permit: internal.Permit, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> => {
+      const verdict = verdictOf(exit)
+      if (verdict === "Ignored" && !permit.probe) return Effect.void
+      // only a failure or a probe can change the state, and only then is the time needed
+      if (verdict === "Success" && !permit.probe) {
+        return Ref.update(ref, (state) => internal.record(config, state, permit, verdict, 0, noDelay)[1])
+      }
+      return Effect.flatMap(
+        Effect.zip(Clock.currentTimeMillis, verdict === "Failure" ? durations.read : noDelays),
+        ([now, delayFor]) => {
+          const record = Ref.modify(ref, (state) => internal.record(config, state, permit, verdict, now, delayFor))
+          return Effect.flatMap(record, (change) => {
+            if (change === undefined) return Effect.void
+            const follow = change.to._tag === "Open"
+              ? durations.advance(change.to.trips)
+              : change.to._tag === "Closed"
+              ? durations.reset
+              : Effect.void
+            return Effect.zipRight(follow, publish(change, now))
+          })
+        }
+      )
+    }
+
+    const protect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(
+          admit,
+          (permit) => Effect.flatMap(Effect.exit(restore(effect)), (exit) => Effect.zipRight(complete(permit, exit), exit))
+        )
+      )
+
+    return {
+      agent,
+      protect,
+      state: Effect.map(Ref.get(ref), (state) => state._tag),
+      transitions: Stream.fromPubSub(pubsub),
+      subscribe: PubSub.subscribe(pubsub)
+    } satisfies CircuitBreaker
+  })
+
+/**
+ * One breaker per remote agent name, created on first use.
+ *
+ * @since 0.1.0
+ */
+export class Registry extends Context.Tag("effect-a2a/CircuitBreaker/Registry")<Registry, {
+  readonly forAgent: (agent: string) => Effect.Effect<CircuitBreaker>
+}>() {}
+
+/**
+ * Creates a {@link Registry}. `options` may depend on the agent name.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * const registry = CircuitBreaker.makeRegistry((agent) =>
+ *   agent === "payments" ? { trip: CircuitBreaker.consecutiveFailures(2) } : {}
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const makeRegistry = (
+  options: Options | ((agent: string) => Options) = {}
+): Effect.Effect<Registry["Type"]> =>
+  Effect.map(SynchronizedRef.make(new Map<string, CircuitBreaker>()), (breakers) => ({
+    forAgent: (agent) =>
+      Effect.flatMap(Ref.get(breakers), (known) => {
+        const existing = known.get(agent)
+        if (existing !== undefined) return Effect.succeed(existing)
+        return SynchronizedRef.modifyEffect(breakers, (known) => {
+          const existing = known.get(agent)
+          if (existing !== undefined) return Effect.succeed([existing, known] as const)
+          return Effect.map(
+            make(agent, typeof options === "function" ? options(agent) : options),
+            (breaker) => [breaker, new Map(known).set(agent, breaker)] as const
+          )
+        })
+      })
+  }))
+
+/**
+ * A {@link Registry} whose breakers all use `options` (or the options
+ * returned for the agent name).
+ *
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * const BreakersLive = CircuitBreaker.layer({ trip: CircuitBreaker.consecutiveFailures(3), openDuration: Duration.seconds(10) })
+ * ```
+ * @since 0.1.0
+ */
+export const layer = (options: Options | ((agent: string) => Options) = {}): Layer.Layer<Registry> =>
+  Layer.effect(Registry, makeRegistry(options))
+
+/**
+ * The breaker of `agent` from the {@link Registry}.
+ *
+ * @since 0.1.0
+ */
+export const forAgent = (agent: string): Effect.Effect<CircuitBreaker, never, Registry> =>
+  Effect.flatMap(Registry, (registry) => registry.forAgent(agent))
+
+/**
+ * Protects an effect with the breaker of `agent` from the {@link Registry}.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { A2AClientError, CircuitBreaker } from "effect-a2a"
+ *
+ * declare const send: Effect.Effect<string, A2AClientError.A2AClientError>
+ * const guarded = send.pipe(CircuitBreaker.withBreaker("booking"))
+ * ```
+ * @since 0.1.0
+ */
+export const withBreaker = (agent: string) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R | Registry> =>
+  Effect.flatMap(forAgent(agent), (breaker) => breaker.protect(effect))

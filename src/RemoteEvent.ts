@@ -1,0 +1,67 @@
+/**
+ * What a streaming call to a remote agent yields: progress (`Status`),
+ * artifact chunks (`Artifact`), and, last, the `Finished` outcome.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { Artifact, Part } from "./Part.js"
+import { RemoteOutcome } from "./RemoteOutcome.js"
+
+/**
+ * A status update that does not end the task (submitted, working).
+ *
+ * @since 0.1.0
+ */
+export class Status extends Schema.TaggedClass<Status>("effect-a2a/RemoteEvent/Status")("Status", {
+  agent: Schema.String,
+  taskId: Schema.String,
+  contextId: Schema.String,
+  state: Schema.String,
+  text: Schema.String,
+  parts: Schema.Array(Part)
+}) {}
+
+/**
+ * A chunk of an artifact. `append` adds to an earlier chunk of the same id.
+ *
+ * @since 0.1.0
+ */
+export class ArtifactChunk extends Schema.TaggedClass<ArtifactChunk>("effect-a2a/RemoteEvent/Artifact")("Artifact", {
+  agent: Schema.String,
+  taskId: Schema.String,
+  contextId: Schema.String,
+  artifact: Artifact,
+  append: Schema.Boolean,
+  lastChunk: Schema.Boolean
+}) {}
+
+/**
+ * The last event of every stream that does not fail.
+ *
+ * @since 0.1.0
+ */
+export class Finished extends Schema.TaggedClass<Finished>("effect-a2a/RemoteEvent/Finished")("Finished", {
+  outcome: RemoteOutcome
+}) {}
+
+/**
+ * @example
+ * ```ts
+ * import { Stream } from "effect"
+ * import { RemoteAgent, RemoteEvent } from "effect-a2a"
+ *
+ * const lastOutcome = (agent: RemoteAgent.RemoteAgent) =>
+ *   agent.stream("book flight 4821").pipe(
+ *     Stream.filter((e): e is RemoteEvent.Finished => e._tag === "Finished"),
+ *     Stream.runLast
+ *   )
+ * ```
+ * @since 0.1.0
+ */
+export const RemoteEvent = Schema.Union(Status, ArtifactChunk, Finished)
+
+/**
+ * @since 0.1.0
+ */
+export type RemoteEvent = typeof RemoteEvent.Type

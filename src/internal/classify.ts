@@ -1,0 +1,217 @@
+/**
+ * Turns whatever `@a2a-js/sdk` (or `fetch` below it) threw into a typed
+ * error. Must never throw: any value can arrive here.
+ */
+import { Duration, Option } from "effect"
+import * as A2AClientError from "../A2AClientError.js"
+import * as AgentCardResolutionError from "../AgentCardResolutionError.js"
+
+/** What the transport observed of one call; filled in by the tracking fetch. */
+export interface CallRecord {
+  sent: boolean
+  status?: number
+  retryAfter?: Duration.Duration
+}
+
+/** Raised by the tracking fetch when a body exceeds the configured limit. */
+export class ResponseTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`response body exceeds ${limit} bytes`)
+    this.name = "ResponseTooLarge"
+  }
+}
+
+/** Raised while resolving a card whose content is not an agent card. */
+export class CardContentError extends Error {
+  constructor(readonly reason: "InvalidJson" | "InvalidCard", detail: string) {
+    super(detail)
+    this.name = "CardContentError"
+  }
+}
+
+const notSentCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"])
+const lostCodes = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE", "UND_ERR_CLOSED", "ECONNABORTED"])
+const readTimeoutCodes = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT"])
+const invalidResponseMessages = [
+  "Invalid JSON-RPC response",
+  "ID mismatch",
+  "missing payload",
+  "missing 'result'",
+  "Failed to parse SSE",
+  "Invalid response",
+  "Invalid SSE event",
+  "empty SSE event",
+  "SSE response body is undefined",
+  "Invalid SendMessageResponse"
+]
+
+const maxDetail = 300
+
+/** Reads a property without trusting the value: getters may throw. */
+const prop = (value: unknown, key: string): unknown => {
+  if (value === null || (typeof value !== "object" && typeof value !== "function")) return undefined
+  try {
+    return (value as Record<string, unknown>)[key]
+  } catch {
+    return undefined
+  }
+}
+
+const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
+
+/** The error and its causes, outermost first, bounded against cycles. */
+const chainOf = (error: unknown): ReadonlyArray<unknown> => {
+  const chain: Array<unknown> = []
+  let current: unknown = error
+  while (current !== undefined && current !== null && chain.length < 8 && !chain.includes(current)) {
+    chain.push(current)
+    current = prop(current, "cause")
+  }
+  return chain
+}
+
+const describe = (error: unknown): string => {
+  let text: string
+  try {
+    const message = str(prop(error, "message"))
+    const name = str(prop(error, "name"))
+    text = message !== undefined ? (name && name !== "Error" ? `${name}: ${message}` : message) : String(error)
+  } catch {
+    text = Object.prototype.toString.call(error)
+  }
+  return text.length > maxDetail ? `${text.slice(0, maxDetail)}…` : text
+}
+
+interface Facts {
+  readonly chain: ReadonlyArray<unknown>
+  readonly names: ReadonlyArray<string>
+  readonly codes: ReadonlyArray<string>
+  readonly messages: ReadonlyArray<string>
+}
+
+const factsOf = (error: unknown): Facts => {
+  const chain = chainOf(error)
+  const pick = (key: string) => chain.flatMap((e) => Option.toArray(Option.fromNullable(str(prop(e, key)))))
+  return { chain, names: pick("name"), codes: pick("code"), messages: pick("message") }
+}
+
+const statusFromText = (messages: ReadonlyArray<string>): number | undefined => {
+  for (const message of messages) {
+    const match = /Status: (\d{3})\b/.exec(message) ?? /stream for \w+: (\d{3})\b/.exec(message)
+    if (match) return Number(match[1])
+  }
+  return undefined
+}
+
+/** Context of one call, for classification. */
+export interface CallContext {
+  readonly agent: string
+  readonly operation: A2AClientError.Operation
+  readonly record: CallRecord | undefined
+  readonly streamStarted: boolean
+  readonly taskId?: string | undefined
+  readonly contextId?: string | undefined
+}
+
+type Fields = Pick<A2AClientError.A2AClientError, "reason" | "delivery"> & {
+  status?: number
+  code?: number
+}
+
+const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
+  const sentDelivery: A2AClientError.Delivery = ctx.record?.sent === false ? "NotSent" : "Unknown"
+  const has = (predicate: (message: string) => boolean) => facts.messages.some(predicate)
+  if (facts.names.includes("ResponseTooLarge")) return { reason: "InvalidResponse", delivery: "Unknown" }
+  const rpc = facts.chain.find((e) => typeof prop(e, "envelopeCode") === "number")
+  if (rpc !== undefined) return { reason: "ProtocolError", delivery: "Unknown", code: prop(rpc, "envelopeCode") as number }
+  if (facts.names.includes("InvalidAgentResponseError")) return { reason: "InvalidResponse", delivery: "Unknown" }
+  if (facts.names.includes("TimeoutError")) return { reason: "Timeout", delivery: sentDelivery }
+  if (facts.names.includes("AbortError")) return { reason: "Aborted", delivery: sentDelivery }
+  if (facts.codes.some((c) => notSentCodes.has(c))) return { reason: "ConnectionRefused", delivery: "NotSent" }
+  if (facts.codes.includes("UND_ERR_CONNECT_TIMEOUT")) return { reason: "Timeout", delivery: "NotSent" }
+  if (facts.codes.some((c) => readTimeoutCodes.has(c))) return { reason: "Timeout", delivery: "Unknown" }
+  if (facts.codes.some((c) => lostCodes.has(c)) || has((m) => m === "terminated" || m === "other side closed")) {
+    return { reason: ctx.streamStarted ? "StreamInterrupted" : "ConnectionLost", delivery: "Unknown" }
+  }
+  if (has((m) => m.startsWith("HTTP error"))) {
+    const status = ctx.record?.status ?? statusFromText(facts.messages)
+    return { reason: "HttpStatus", delivery: "Unknown", ...(status === undefined ? {} : { status }) }
+  }
+  if (facts.names.includes("SyntaxError") || has((m) => invalidResponseMessages.some((p) => m.includes(p)))) {
+    return { reason: "InvalidResponse", delivery: "Unknown" }
+  }
+  if (ctx.streamStarted) return { reason: "StreamInterrupted", delivery: "Unknown" }
+  return { reason: "InvalidResponse", delivery: sentDelivery }
+}
+
+/**
+ * Classifies any thrown value of a call. Total: it never throws.
+ */
+export const classifyCall = (error: unknown, ctx: CallContext): A2AClientError.A2AClientError => {
+  let fields: Fields
+  let detail: string
+  try {
+    const facts = factsOf(error)
+    fields = classifyFacts(facts, ctx)
+    detail = describe(error)
+  } catch {
+    fields = { reason: "InvalidResponse", delivery: "Unknown" }
+    detail = "unrecognised failure"
+  }
+  const status = fields.status ?? (ctx.record?.status !== undefined && ctx.record.status !== 200 ? ctx.record.status : undefined)
+  return new A2AClientError.A2AClientError({
+    agent: ctx.agent,
+    operation: ctx.operation,
+    reason: fields.reason,
+    delivery: fields.delivery,
+    detail,
+    ...(status === undefined ? {} : { status }),
+    ...(fields.code === undefined ? {} : { code: fields.code, protocolError: A2AClientError.protocolErrorName(fields.code) }),
+    ...(ctx.record?.retryAfter === undefined ? {} : { retryAfter: ctx.record.retryAfter }),
+    ...(ctx.taskId ? { taskId: ctx.taskId } : {}),
+    ...(ctx.contextId ? { contextId: ctx.contextId } : {})
+  })
+}
+
+/**
+ * Classifies any thrown value of a card resolution. Total: it never throws.
+ */
+export const classifyCard = (
+  error: unknown,
+  ctx: { readonly agent: string; readonly url: string; readonly record: CallRecord }
+): AgentCardResolutionError.AgentCardResolutionError => {
+  let reason: AgentCardResolutionError.Reason
+  let detail: string
+  try {
+    const facts = factsOf(error)
+    const content = facts.chain.find((e) => e instanceof CardContentError)
+    detail = describe(error)
+    if (content instanceof CardContentError) reason = content.reason
+    else if (facts.messages.some((m) => m.startsWith("No compatible transport"))) reason = "NoCompatibleTransport"
+    else if (facts.messages.some((m) => m.startsWith("Failed to fetch Agent Card"))) reason = "HttpStatus"
+    else if (facts.names.includes("SyntaxError")) reason = "InvalidJson"
+    else if (facts.names.includes("ResponseTooLarge")) reason = "InvalidCard"
+    else if (ctx.record.status === undefined) reason = "Unreachable"
+    else reason = "InvalidCard"
+  } catch {
+    reason = "InvalidCard"
+    detail = "unrecognised failure"
+  }
+  const status = ctx.record.status
+  return new AgentCardResolutionError.AgentCardResolutionError({
+    agent: ctx.agent,
+    url: ctx.url,
+    reason,
+    detail,
+    ...(status === undefined || status === 200 ? {} : { status })
+  })
+}
+
+/** Parses a `Retry-After` header: delta seconds or an HTTP date. */
+export const parseRetryAfter = (value: string | null, now: number): Duration.Duration | undefined => {
+  if (value === null) return undefined
+  const trimmed = value.trim()
+  if (/^\d+$/.test(trimmed)) return Duration.seconds(Number(trimmed))
+  const date = Date.parse(trimmed)
+  return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - now))
+}

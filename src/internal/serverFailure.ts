@@ -1,0 +1,66 @@
+/**
+ * How a failure is turned into the opaque text a caller sees, and how the
+ * debug detail is read.
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import * as Config from "effect/Config"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+
+/** @internal */
+export const makeErrorId = (): string => crypto.randomUUID().replace(/-/g, "").slice(0, 12)
+
+/** @internal */
+export const failureText = (errorId: string): string => `Agent execution failed. (error_id: ${errorId})`
+
+/** @internal */
+export const internalErrorText = (errorId: string): string => `Internal error. (error_id: ${errorId})`
+
+/**
+ * `ADK_DEBUG_ERRORS` is on for `1` or `true` in any case; anything else,
+ * including absence, is off.
+ *
+ * @internal
+ */
+export const debugErrorsConfig: Config.Config<boolean> = Config.string("ADK_DEBUG_ERRORS").pipe(
+  Config.map((value) => /^(1|true)$/i.test(value.trim())),
+  Config.withDefault(false)
+)
+
+/** @internal */
+export const productionConfig: Config.Config<boolean> = Config.string("NODE_ENV").pipe(
+  Config.map((value) => value.trim() === "production"),
+  Config.withDefault(false)
+)
+
+const nameOf = (error: unknown): string => {
+  if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") return error._tag
+  if (error instanceof Error) return error.name
+  return typeof error
+}
+
+const messageOf = (error: unknown): string => {
+  if (error instanceof Error) return error.message
+  if (Predicate.hasProperty(error, "message") && typeof error.message === "string") return error.message
+  try {
+    return typeof error === "string" ? error : JSON.stringify(error) ?? String(error)
+  } catch {
+    return String(error)
+  }
+}
+
+/**
+ * `<error name>: <message>` of the first failure or defect in a cause, for
+ * the debug detail only.
+ *
+ * @internal
+ */
+export const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) return `${nameOf(failure.value)}: ${messageOf(failure.value)}`
+  const defect = Cause.dieOption(cause)
+  if (Option.isSome(defect)) return `${nameOf(defect.value)}: ${messageOf(defect.value)}`
+  return Cause.isInterruptedOnly(cause) ? "Interrupted: the agent was interrupted" : "Unknown: unknown failure"
+}

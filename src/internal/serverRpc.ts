@@ -1,0 +1,164 @@
+/**
+ * The JSON-RPC dispatch of one request, chosen between the SDK's v1.0 and
+ * v0.3 transport handlers exactly as `@a2a-js/sdk/server/express`'s
+ * `jsonRpcHandler` chooses it: a request without an `A2A-Version` header is a
+ * v0.3 request.
+ *
+ * @internal
+ */
+import { A2A_VERSION_HEADER, type AgentCard, Extensions, HTTP_EXTENSION_HEADER } from "@a2a-js/sdk"
+import { A2A_LEGACY_PROTOCOL_VERSION, LEGACY_HTTP_EXTENSION_HEADER, LEGACY_METHOD_TASKS_RESUBSCRIBE } from "@a2a-js/sdk/compat/v0_3"
+import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
+import {
+  type A2ARequestHandler,
+  defaultServerCallContextBuilder,
+  JsonRpcTransportHandler,
+  UnauthenticatedUser,
+  validateVersion
+} from "@a2a-js/sdk/server"
+import type { Readable } from "node:stream"
+
+/** @internal */
+export const INTERNAL_ERROR = -32603
+/** @internal */
+export const PARSE_ERROR = -32700
+/** @internal */
+export const INVALID_REQUEST = -32600
+
+/** @internal */
+export interface RpcError {
+  readonly code: number
+  readonly message: string
+  readonly data?: unknown
+}
+
+/** @internal */
+export interface RpcErrorResponse {
+  readonly jsonrpc: "2.0"
+  readonly id: unknown
+  readonly error: RpcError
+}
+
+/**
+ * The outcome of a dispatch. `cause` is set on -32603 answers: what went
+ * wrong, for the log only.
+ *
+ * @internal
+ */
+export type Dispatched =
+  | { readonly _tag: "Json"; readonly status: number; readonly body: unknown; readonly headers: Record<string, string> }
+  | {
+    readonly _tag: "Stream"
+    readonly first: IteratorResult<unknown> | undefined
+    readonly iterator: AsyncIterator<unknown>
+    readonly mapError: (error: unknown) => RpcError
+    readonly id: unknown
+    readonly headers: Record<string, string>
+  }
+
+/** @internal */
+export type Headers = Readonly<Record<string, string | undefined>>
+
+/** @internal */
+export interface Dispatcher {
+  readonly dispatch: (body: unknown, headers: Headers) => Promise<Dispatched>
+}
+
+const idOf = (body: unknown): unknown =>
+  typeof body === "object" && body !== null && "id" in body && (body as { id: unknown }).id ? (body as { id: unknown }).id : null
+
+const methodOf = (body: unknown): unknown =>
+  typeof body === "object" && body !== null && "method" in body ? (body as { method: unknown }).method : undefined
+
+/** @internal */
+export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard): Dispatcher => {
+  const v1 = new JsonRpcTransportHandler(requestHandler)
+  const legacy = new LegacyJsonRpcTransportHandler(requestHandler)
+  const versionHeader = A2A_VERSION_HEADER.toLowerCase()
+  const dispatch = async (body: unknown, headers: Headers): Promise<Dispatched> => {
+    const requestedVersion = headers[versionHeader] || undefined
+    const useLegacy = (requestedVersion ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION
+    const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError
+    const id = idOf(body)
+    try {
+      const extensionsHeader = useLegacy
+        ? headers[LEGACY_HTTP_EXTENSION_HEADER.toLowerCase()] ?? headers[HTTP_EXTENSION_HEADER.toLowerCase()]
+        : headers[HTTP_EXTENSION_HEADER.toLowerCase()]
+      const context = defaultServerCallContextBuilder({
+        extensions: Extensions.parseServiceParameter(extensionsHeader),
+        user: new UnauthenticatedUser(),
+        headers: { ...headers },
+        ...(requestedVersion === undefined ? {} : { requestedVersion })
+      })
+      validateVersion(context.requestedVersion, card, "JSONRPC")
+      const handler = useLegacy ? legacy : v1
+      const result = await handler.handle(body as Record<string, unknown>, context)
+      const responseHeaders: Record<string, string> = {}
+      if (context.activatedExtensions) {
+        responseHeaders[useLegacy ? LEGACY_HTTP_EXTENSION_HEADER : HTTP_EXTENSION_HEADER] = Array.from(
+          context.activatedExtensions
+        ).join(",")
+      }
+      if (typeof (result as AsyncIterable<unknown>)?.[Symbol.asyncIterator] === "function") {
+        const iterator = (result as AsyncIterable<unknown>)[Symbol.asyncIterator]()
+        // v0.3 resubscribe always answers with SSE, even for an immediate error.
+        if (useLegacy && methodOf(body) === LEGACY_METHOD_TASKS_RESUBSCRIBE) {
+          return { _tag: "Stream", first: undefined, iterator, mapError, id, headers: responseHeaders }
+        }
+        let first: IteratorResult<unknown>
+        try {
+          first = await iterator.next()
+        } catch (error) {
+          return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error: mapError(error) }, headers: {} }
+        }
+        return { _tag: "Stream", first, iterator, mapError, id, headers: responseHeaders }
+      }
+      return { _tag: "Json", status: 200, body: result, headers: responseHeaders }
+    } catch (error) {
+      const mapped = mapError(error)
+      return {
+        _tag: "Json",
+        status: mapped.code === INTERNAL_ERROR ? 500 : 200,
+        body: { jsonrpc: "2.0", id, error: mapped },
+        headers: {}
+      }
+    }
+  }
+  return { dispatch }
+}
+
+/**
+ * The body of a Node request, or `undefined` when it is larger than
+ * `maxBytes` (counted as it arrives, before anything is parsed) or breaks
+ * off. What is left of a refused body is drained unread.
+ *
+ * @internal
+ */
+export const readBody = (incoming: Readable, maxBytes: number): Promise<Buffer | undefined> =>
+  new Promise((resolve) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const finish = (value: Buffer | undefined) => {
+      incoming.off("data", onData)
+      incoming.off("end", onEnd)
+      incoming.off("error", onError)
+      incoming.off("close", onClose)
+      resolve(value)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > maxBytes) {
+        finish(undefined)
+        incoming.resume()
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
+    const onError = () => finish(undefined)
+    const onClose = () => finish(undefined)
+    incoming.on("data", onData)
+    incoming.on("end", onEnd)
+    incoming.on("error", onError)
+    incoming.on("close", onClose)
+  })

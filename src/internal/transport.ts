@@ -1,0 +1,108 @@
+/**
+ * A `fetch` for the SDK that records, per call, what the wire did (whether
+ * the request was handed to the network, the status, `Retry-After`) and caps
+ * the size of non-streaming bodies. Calls are told apart by their AbortSignal,
+ * which every call of ours owns.
+ */
+import { Schema } from "effect"
+import { type CallRecord, CardContentError, parseRetryAfter, ResponseTooLarge } from "./classify.js"
+
+export interface TrackingFetch {
+  readonly fetch: typeof fetch
+  /** Registers a call; its record fills in as the call proceeds. */
+  readonly track: (signal: AbortSignal) => CallRecord
+}
+
+const limitBody = (response: Response, limit: number): Response => {
+  if (response.body === null || response.headers.get("content-type")?.startsWith("text/event-stream")) return response
+  const length = response.headers.get("content-length")
+  const declared = Number(length)
+  if (declared > limit) {
+    void response.body.cancel().catch(() => undefined)
+    throw new ResponseTooLarge(limit)
+  }
+  // The HTTP client holds a body to its declared length, so only bodies without one need counting.
+  if (length !== null && Number.isFinite(declared)) return response
+  let seen = 0
+  const limited = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength
+        if (seen > limit) controller.error(new ResponseTooLarge(limit))
+        else controller.enqueue(chunk)
+      }
+    })
+  )
+  return new Response(limited, { status: response.status, statusText: response.statusText, headers: response.headers })
+}
+
+export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Record<string, string>>): TrackingFetch => {
+  const records = new WeakMap<AbortSignal, CallRecord>()
+  return {
+    track: (signal) => {
+      const record: CallRecord = { sent: false }
+      records.set(signal, record)
+      return record
+    },
+    fetch: async (input, init) => {
+      const record = init?.signal ? records.get(init.signal) : undefined
+      if (record) record.sent = true
+      const response = await fetch(input, { ...init, headers: { ...headers, ...(init?.headers as Record<string, string>) } })
+      if (record) {
+        record.status = response.status
+        const retryAfter = parseRetryAfter(response.headers.get("retry-after"), Date.now())
+        if (retryAfter !== undefined) record.retryAfter = retryAfter
+      }
+      return limitBody(response, maxResponseBytes)
+    }
+  }
+}
+
+const AgentInterface = Schema.Struct({
+  url: Schema.String,
+  protocolBinding: Schema.String,
+  protocolVersion: Schema.optionalWith(Schema.String, { exact: true })
+})
+
+/** The least a card must hold to be used: v1.0 or v0.3 shape. */
+const RawCard = Schema.Union(
+  Schema.Struct({ name: Schema.String, supportedInterfaces: Schema.Array(AgentInterface) }),
+  Schema.Struct({
+    name: Schema.String,
+    url: Schema.String,
+    protocolVersion: Schema.optionalWith(Schema.String, { exact: true }),
+    preferredTransport: Schema.optionalWith(Schema.String, { exact: true }),
+    additionalInterfaces: Schema.optionalWith(Schema.Array(Schema.Struct({ url: Schema.String, transport: Schema.String })), { exact: true })
+  })
+)
+
+const decodeCard = Schema.decodeUnknownEither(RawCard, { errors: "first" })
+
+/**
+ * A fetch for the SDK's card resolver that bounds the wait and the size and
+ * checks the card's shape before the SDK normalizes it (which would silently
+ * coerce wrong types).
+ */
+export const cardFetch =
+  (record: CallRecord, signal: AbortSignal, maxBytes: number, headers: Readonly<Record<string, string>>): typeof fetch =>
+  async (input, init) => {
+    record.sent = true
+    const response = limitBody(
+      await fetch(input, { ...init, headers: { ...headers, ...(init?.headers as Record<string, string>) }, signal }),
+      maxBytes
+    )
+    record.status = response.status
+    if (!response.ok) return response
+    const text = await response.text()
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch (error) {
+      throw new CardContentError("InvalidJson", `the card is not JSON (${(error as Error).message.slice(0, 120)})`)
+    }
+    const decoded = decodeCard(json)
+    if (decoded._tag === "Left") {
+      throw new CardContentError("InvalidCard", decoded.left.message.replace(/\s+/g, " ").slice(0, 300))
+    }
+    return new Response(text, { status: response.status, headers: response.headers })
+  }

@@ -1,0 +1,338 @@
+import { TaskState } from "@a2a-js/sdk"
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Duration, Effect, Exit, FastCheck, Fiber, Option, Schema, Stream } from "effect"
+import * as A2AClientError from "../src/A2AClientError.js"
+import { classifyCall } from "../src/internal/classify.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
+import { cardFor, closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
+
+const agentAt = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
+  RemoteAgent.make({ name: "raw", url, timeout: "3 seconds", ...options })
+
+const sendError = (agent: RemoteAgent.RemoteAgent, text = "hello") => Effect.flip(agent.send(text))
+
+const task = (id: string, state: TaskState, text = "") => ({
+  id,
+  contextId: "ctx-1",
+  status: {
+    state: TaskState[state],
+    message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text }] },
+    timestamp: new Date().toISOString()
+  },
+  artifacts: [],
+  history: []
+})
+
+const sse = (res: import("node:http").ServerResponse) => {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  return (id: unknown, result: unknown) => res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id, result })}\n\n`)
+}
+
+describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", () => {
+  it.scopedLive("connection refused: ConnectionRefused, NotSent", () =>
+    Effect.gen(function*() {
+      const url = yield* closedPort
+      const agent = yield* agentAt(url, { card: cardFor(`${url}/rpc`) })
+      const error = yield* sendError(agent)
+      expect(error).toMatchObject({ _tag: "A2AClientError", reason: "ConnectionRefused", delivery: "NotSent", operation: "SendMessage" })
+    }))
+
+  it.scopedLive("HTTP 500 with an HTML body: HttpStatus 500, Unknown", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res) => {
+        res.writeHead(500, { "content-type": "text/html" })
+        res.end("<html><body>Internal Server Error</body></html>")
+      })
+      const error = yield* sendError(yield* agentAt(peer.url))
+      expect(error).toMatchObject({ reason: "HttpStatus", status: 500, delivery: "Unknown" })
+    }))
+
+  it.scopedLive("HTTP 429 and 503 carry Retry-After", () =>
+    Effect.gen(function*() {
+      for (const status of [429, 503]) {
+        const peer = yield* rawPeer((_req, res) => {
+          res.writeHead(status, { "content-type": "text/plain", "retry-after": "7" })
+          res.end("slow down")
+        })
+        const error = yield* sendError(yield* agentAt(peer.url))
+        expect(error).toMatchObject({ reason: "HttpStatus", status, delivery: "Unknown" })
+        expect(error.retryAfter && Duration.toMillis(error.retryAfter)).toBe(7000)
+      }
+    }))
+
+  it.scopedLive("a JSON-RPC error for each A2A code: ProtocolError with code and name", () =>
+    Effect.gen(function*() {
+      const codes = Object.keys(A2AClientError.protocolErrorNames).map(Number)
+      let code = 0
+      const peer = yield* rawPeer((_req, res, body) =>
+        json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code, message: `boom ${code}` } })
+      )
+      const agent = yield* agentAt(peer.url)
+      for (const c of codes) {
+        code = c
+        const error = yield* sendError(agent)
+        expect(error).toMatchObject({ reason: "ProtocolError", code: c, protocolError: A2AClientError.protocolErrorName(c) })
+      }
+      expect(A2AClientError.protocolErrorName(-32001)).toBe("TaskNotFound")
+      expect(A2AClientError.protocolErrorName(-32009)).toBe("VersionNotSupported")
+    }))
+
+  it.scopedLive("a JSON-RPC error inside a non-2xx answer keeps its code and status", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) =>
+        json(res, 400, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32602, message: "bad params" } })
+      )
+      const error = yield* sendError(yield* agentAt(peer.url))
+      expect(error).toMatchObject({ reason: "ProtocolError", code: -32602, protocolError: "InvalidParams", status: 400 })
+    }))
+
+  it.scopedLive("a 200 with malformed JSON: InvalidResponse", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res) => {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end("{\"jsonrpc\": \"2.0\", \"result\": {")
+      })
+      const error = yield* sendError(yield* agentAt(peer.url))
+      expect(error).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
+    }))
+
+  it.scopedLive("a binary body: InvalidResponse", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res) => {
+        res.writeHead(200, { "content-type": "application/octet-stream" })
+        res.end(Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x80]))
+      })
+      expect((yield* sendError(yield* agentAt(peer.url))).reason).toBe("InvalidResponse")
+    }))
+
+  it.scopedLive("a huge body is refused: InvalidResponse", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res) => {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end(`{"jsonrpc":"2.0","id":1,"result":"${"x".repeat(2 * 1024 * 1024)}"}`)
+      })
+      const error = yield* sendError(yield* agentAt(peer.url, { maxResponseBytes: 1024 * 1024 }))
+      expect(error.reason).toBe("InvalidResponse")
+      expect(error.detail).toContain("exceeds")
+    }))
+
+  it.scopedLive("a response with missing fields: InvalidResponse", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: {} }))
+      expect((yield* sendError(yield* agentAt(peer.url))).reason).toBe("InvalidResponse")
+    }))
+
+  it.scopedLive("a task in an unrecognised state: InvalidResponse", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) =>
+        json(res, 200, {
+          jsonrpc: "2.0",
+          id: rpcId(body),
+          result: { task: { ...task("t-1", TaskState.TASK_STATE_COMPLETED), status: { state: "TASK_STATE_EXPLODED" } } }
+        })
+      )
+      const error = yield* sendError(yield* agentAt(peer.url))
+      expect(error).toMatchObject({ reason: "InvalidResponse", taskId: "t-1" })
+      expect(error.detail).toContain("unrecognised state")
+    }))
+
+  it.scopedLive("a slow server and a short timeout: Timeout, Unknown", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => {
+        const timer = setTimeout(() => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: {} }), 5000)
+        res.on("close", () => clearTimeout(timer))
+      })
+      const error = yield* sendError(yield* agentAt(peer.url, { timeout: "200 millis" }))
+      expect(error).toMatchObject({ reason: "Timeout", delivery: "Unknown" })
+    }))
+
+  it.scopedLive("a server that destroys the socket before answering: ConnectionLost, Unknown", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((req) => req.socket.destroy())
+      const error = yield* sendError(yield* agentAt(peer.url))
+      expect(error).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown" })
+    }))
+
+  it.scopedLive("interruption aborts the request on the wire", () =>
+    Effect.gen(function*() {
+      let closed = false
+      const peer = yield* rawPeer((_req, res) => {
+        res.on("close", () => {
+          closed = true
+        })
+      })
+      const agent = yield* agentAt(peer.url)
+      const fiber = yield* Effect.fork(agent.send("hang"))
+      for (let i = 0; i < 100 && peer.requests() < 2; i++) yield* Effect.sleep("10 millis")
+      yield* Fiber.interrupt(fiber)
+      for (let i = 0; i < 100 && !closed; i++) yield* Effect.sleep("10 millis")
+      expect(closed).toBe(true)
+    }))
+
+  it.scopedLive("an SSE stream cut after the first event: StreamInterrupted with the task id", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((req, res, body) => {
+        const method = (JSON.parse(body) as { method: string }).method
+        if (method === "GetTask") {
+          return json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "gone" } })
+        }
+        sse(res)(rpcId(body), { task: task("t-cut", TaskState.TASK_STATE_WORKING) })
+        setTimeout(() => req.socket.destroy(), 20)
+      })
+      const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go")))
+      expect(error).toMatchObject({ reason: "StreamInterrupted", delivery: "Unknown", taskId: "t-cut", operation: "SendStreamingMessage" })
+    }))
+
+  it.scopedLive("a stream cut, then GetTask recovers the real final state", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((req, res, body) => {
+        const method = (JSON.parse(body) as { method: string }).method
+        if (method === "GetTask") {
+          return json(res, 200, {
+            jsonrpc: "2.0",
+            id: rpcId(body),
+            result: task("t-rec", TaskState.TASK_STATE_FAILED, "Agent execution failed. (error_id: aaaaaaaaaaaa)")
+          })
+        }
+        sse(res)(rpcId(body), { task: task("t-rec", TaskState.TASK_STATE_WORKING) })
+        setTimeout(() => req.socket.destroy(), 20)
+      })
+      const events = yield* Stream.runCollect((yield* agentAt(peer.url)).stream("go"))
+      const last = Chunk.last(events).pipe(Option.getOrThrow)
+      expect(last._tag).toBe("Finished")
+      if (last._tag !== "Finished") return
+      expect(last.outcome._tag).toBe("Failed")
+      expect(last.outcome._tag === "Failed" && Option.getOrNull(last.outcome.errorId)).toBe("aaaaaaaaaaaa")
+    }))
+
+  it.scopedLive("a stream that ends cleanly before a final state: StreamInterrupted", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => {
+        const method = (JSON.parse(body) as { method: string }).method
+        if (method === "GetTask") return json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: task("t-end", TaskState.TASK_STATE_WORKING) })
+        sse(res)(rpcId(body), { task: task("t-end", TaskState.TASK_STATE_WORKING) })
+        res.end()
+      })
+      const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go")))
+      expect(error).toMatchObject({ reason: "StreamInterrupted", taskId: "t-end" })
+    }))
+
+  it.scopedLive("an SSE error event: ProtocolError from its typed cause", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => {
+        const send = sse(res)
+        send(rpcId(body), { task: task("t-err", TaskState.TASK_STATE_WORKING) })
+        res.end(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code: -32603, message: "internal" } })}\n\n`)
+      })
+      const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go")))
+      expect(error).toMatchObject({ reason: "ProtocolError", code: -32603, protocolError: "InternalError" })
+    }))
+
+  it.scopedLive("a stream that goes silent: Timeout", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => {
+        sse(res)(rpcId(body), { task: task("t-idle", TaskState.TASK_STATE_WORKING) })
+      })
+      const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url, { timeout: "300 millis" })).stream("go")))
+      expect(error).toMatchObject({ reason: "Timeout", delivery: "Unknown", taskId: "t-idle" })
+    }))
+})
+
+const oddValues = FastCheck.oneof(
+  FastCheck.anything(),
+  FastCheck.string().map((message) => new Error(message)),
+  FastCheck.record({ code: FastCheck.string(), message: FastCheck.anything(), name: FastCheck.anything() }),
+  FastCheck.tuple(FastCheck.string(), FastCheck.anything()).map(([m, cause]) => new Error(m, { cause })),
+  FastCheck.constantFrom("ECONNREFUSED", "UND_ERR_SOCKET", "ECONNRESET", "X").map((code) =>
+    new TypeError("fetch failed", { cause: Object.assign(new Error(code), { code }) })
+  ),
+  FastCheck.integer().map((envelopeCode) => Object.assign(new Error("rpc"), { envelopeCode }))
+)
+
+describe("classification is total", () => {
+  it.prop("any thrown value yields a typed error", [oddValues, FastCheck.boolean(), FastCheck.boolean()], ([value, sent, started]) => {
+    const error = classifyCall(value, {
+      agent: "a",
+      operation: "SendMessage",
+      record: { sent },
+      streamStarted: started
+    })
+    expect(error).toBeInstanceOf(A2AClientError.A2AClientError)
+    expect(Schema.is(A2AClientError.Reason)(error.reason)).toBe(true)
+    if (!sent) expect(error.delivery === "NotSent" || error.reason !== "Timeout").toBe(true)
+  })
+
+  it("odd causes: cycles, throwing getters, null prototypes", () => {
+    const cyclic: { cause?: unknown; message: string } = { message: "loop" }
+    cyclic.cause = cyclic
+    const hostile = new Proxy({}, {
+      get() {
+        throw new Error("no")
+      }
+    })
+    const throwingGetter = Object.defineProperty(new Error("x"), "cause", {
+      get() {
+        throw new Error("nope")
+      }
+    })
+    for (const value of [cyclic, hostile, throwingGetter, Object.create(null), Symbol("s"), 10n, () => 1]) {
+      const error = classifyCall(value, { agent: "a", operation: "GetTask", record: undefined, streamStarted: false })
+      expect(error._tag).toBe("A2AClientError")
+    }
+  })
+
+  it("a connection refused is NotSent even when fetch was called", () => {
+    const refused = new TypeError("fetch failed", { cause: Object.assign(new Error("connect"), { code: "ECONNREFUSED" }) })
+    expect(classifyCall(refused, { agent: "a", operation: "SendMessage", record: { sent: true }, streamStarted: false }))
+      .toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent" })
+  })
+
+  it("an abort before the request was handed to fetch is NotSent; after, Unknown", () => {
+    const abort = new DOMException("aborted", "AbortError")
+    const ctx = { agent: "a", operation: "SendMessage", streamStarted: false } as const
+    expect(classifyCall(abort, { ...ctx, record: { sent: false } })).toMatchObject({ reason: "Aborted", delivery: "NotSent" })
+    expect(classifyCall(abort, { ...ctx, record: { sent: true } })).toMatchObject({ reason: "Aborted", delivery: "Unknown" })
+  })
+})
+
+describe("A2AClientError", () => {
+  it.prop("survives a Schema encode/decode round trip", [A2AClientError.A2AClientError], ([error]) => {
+    const encoded = Schema.encodeSync(A2AClientError.A2AClientError)(error)
+    const wire = JSON.parse(JSON.stringify(encoded))
+    const decoded = Schema.decodeUnknownSync(A2AClientError.A2AClientError)(wire)
+    expect(decoded).toBeInstanceOf(A2AClientError.A2AClientError)
+    expect(Schema.encodeSync(A2AClientError.A2AClientError)(decoded)).toEqual(wire)
+    expect(decoded.reason).toBe(error.reason)
+    expect(decoded.delivery).toBe(error.delivery)
+  })
+
+  it("matchReason is exhaustive and dispatches on reason", () => {
+    const error = new A2AClientError.A2AClientError({
+      agent: "a",
+      operation: "SendMessage",
+      reason: "HttpStatus",
+      delivery: "Unknown",
+      detail: "x",
+      status: 502
+    })
+    const describe = A2AClientError.matchReason({
+      ConnectionRefused: () => "refused",
+      ConnectionLost: () => "lost",
+      Timeout: () => "timeout",
+      Aborted: () => "aborted",
+      HttpStatus: (e) => `http ${e.status}`,
+      ProtocolError: () => "protocol",
+      InvalidResponse: () => "invalid",
+      StreamInterrupted: () => "cut",
+      Unavailable: () => "unavailable"
+    })
+    expect(describe(error)).toBe("http 502")
+    expect(error.message).toContain("HTTP 502")
+  })
+
+  it.effect("interrupting a call is not an error", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(Effect.interrupt)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+    }))
+})

@@ -1,0 +1,265 @@
+import { TaskState } from "@a2a-js/sdk"
+import { InMemoryTaskStore } from "@a2a-js/sdk/server"
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, FastCheck, Option, Scope } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as A2AServer from "../src/A2AServer.js"
+import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as RemoteOutcome from "../src/RemoteOutcome.js"
+import { captureLogs, makeClient, post, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
+
+const card = { name: "server-test", description: "A2AServer tests" }
+
+const echo: AgentExecutor.Agent = (request) =>
+  Effect.gen(function* () {
+    const part = request.message.parts[0]?.content
+    const text = part?.$case === "text" ? part.value : ""
+    yield* AgentExecutor.status("thinking")
+    return AgentExecutor.completedText(`echo ${text}`)
+  })
+
+const isJsonRpcError = (text: string): boolean => {
+  const body = JSON.parse(text)
+  return body.jsonrpc === "2.0" && "id" in body && typeof body.error?.code === "number" &&
+    typeof body.error?.message === "string" && !("result" in body)
+}
+
+describe("A2AServer", () => {
+  it.scopedLive("binds port 0 and serves the card at the bound address with ETag and Cache-Control", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: echo, card })
+      expect(server.address.port).toBeGreaterThan(0)
+      expect(server.url).toBe(`http://127.0.0.1:${server.address.port}`)
+      const response = yield* Effect.promise(() => fetch(`${server.url}${A2AServer.cardPath}`))
+      expect(response.status).toBe(200)
+      expect(response.headers.get("cache-control")).toBe("public, max-age=3600")
+      const etag = response.headers.get("etag")
+      expect(etag).toMatch(/^W\/"[0-9a-f]{16}"$/)
+      const served = yield* Effect.promise(() => response.json())
+      expect(served.supportedInterfaces.map((i: { url: string; protocolVersion: string }) => [i.url, i.protocolVersion]))
+        .toEqual([[server.rpcUrl, "1.0"], [server.rpcUrl, "0.3"]])
+      expect(server.rpcUrl).toBe(`${server.url}/a2a/jsonrpc`)
+      const cached = yield* Effect.promise(() =>
+        fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "if-none-match": etag! } })
+      )
+      expect(cached.status).toBe(304)
+    }))
+
+  it.scopedLive("streams over SSE; an error before the first event is plain JSON-RPC", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: echo, card })
+      const client = yield* makeClient(server.url)
+      const events = yield* Effect.promise(async () => {
+        const seen: Array<string> = []
+        for await (
+          const event of client.sendMessageStream({
+            tenant: "",
+            message: userMessage("hi"),
+            configuration: undefined,
+            metadata: {}
+          })
+        ) {
+          seen.push(
+            event.payload?.$case === "statusUpdate"
+              ? `status:${event.payload.value.status?.state}`
+              : String(event.payload?.$case)
+          )
+        }
+        return seen
+      })
+      expect(events[0]).toBe("task")
+      expect(events.at(-1)).toBe(`status:${TaskState.TASK_STATE_COMPLETED}`)
+
+      const unknown = yield* rpc(server.rpcUrl, "SubscribeToTask", { id: crypto.randomUUID() })
+      expect(unknown.headers.get("content-type")).toContain("application/json")
+      expect(JSON.parse(unknown.text).error.code).toBe(-32001)
+    }))
+
+  it.scopedLive("a request without A2A-Version is v0.3, as in the SDK's express handler", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: echo, card })
+      const legacy = yield* post(
+        server.rpcUrl,
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 7,
+          method: "message/send",
+          params: {
+            message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "old" }] }
+          }
+        })
+      )
+      const body = JSON.parse(legacy.text)
+      expect(body.result.kind).toBe("task")
+      expect(body.result.status.state).toBe("completed")
+      // The v1.0 method name is unknown to the v0.3 handler.
+      const v1Name = yield* post(server.rpcUrl, JSON.stringify({ jsonrpc: "2.0", id: 8, method: "GetTask", params: { id: "x" } }))
+      expect(JSON.parse(v1Name.text).error.code).toBe(-32601)
+    }))
+
+  it.scopedLive("bad input: body limit, malformed JSON, unknown method, invalid params, unexpected errors", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: echo, card, maxBodyBytes: 4096 })
+      const tooLarge = yield* post(server.rpcUrl, JSON.stringify({ pad: "x".repeat(5000) }), { "A2A-Version": "1.0" })
+      expect(tooLarge.status).toBe(413)
+      expect(JSON.parse(tooLarge.text).error.code).toBe(-32600)
+
+      const malformed = yield* post(server.rpcUrl, "{not json", { "A2A-Version": "1.0" })
+      expect(JSON.parse(malformed.text).error.code).toBe(-32700)
+      const invalidUtf8 = yield* post(server.rpcUrl, new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), { "A2A-Version": "1.0" })
+      expect(JSON.parse(invalidUtf8.text).error.code).toBe(-32700)
+
+      const unknown = yield* rpc(server.rpcUrl, "NoSuchMethod", {})
+      expect(JSON.parse(unknown.text).error.code).toBe(-32601)
+      const invalid = yield* rpc(server.rpcUrl, "GetTask", "not an object")
+      expect(JSON.parse(invalid.text).error.code).toBe(-32602)
+
+      // A task store that throws: only an error id goes out, the cause is logged under it.
+      const secret = "sk-internal-detail"
+      const store = new InMemoryTaskStore()
+      const exploding = yield* A2AServer.make({
+        agent: echo,
+        card,
+        taskStore: {
+          save: (task, context) => store.save(task, context),
+          list: (params, context) => store.list(params, context),
+          load: () => Promise.reject(new Error(`db down: ${secret}`))
+        }
+      })
+      const unexpected = yield* rpc(exploding.rpcUrl, "GetTask", { id: "any" })
+      expect(unexpected.status).toBe(200)
+      const error = JSON.parse(unexpected.text).error
+      expect(error.code).toBe(-32603)
+      expect(error.message).toMatch(/^Internal error\. \(error_id: [0-9a-f]{12}\)$/)
+      expect(Object.keys(error)).toEqual(["code", "message"])
+      const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(error.message))
+      const line = logs.lines.find((l) => l.annotations.errorId === errorId)
+      expect(String(line?.annotations.cause)).toContain(secret)
+      expect(unexpected.text).not.toContain(secret)
+    }).pipe(Effect.provide(logs.layer))
+  })
+
+  it.scopedLive("fuzz: generated bodies always get a well-formed JSON-RPC error and the server keeps serving", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: echo, card, maxBodyBytes: 64 * 1024 })
+      const wrongTypes = FastCheck.record({
+        jsonrpc: FastCheck.oneof(FastCheck.constant("2.0"), FastCheck.anything()),
+        id: FastCheck.oneof(FastCheck.integer(), FastCheck.string(), FastCheck.anything()),
+        method: FastCheck.oneof(
+          FastCheck.constantFrom("SendMessage", "GetTask", "CancelTask", "SubscribeToTask", "message/send", "tasks/get"),
+          FastCheck.string()
+        ),
+        params: FastCheck.anything()
+      }, { requiredKeys: [] }).map((value) => JSON.stringify(value))
+      const deep = FastCheck.integer({ min: 100, max: 5000 }).map((depth) => "[".repeat(depth) + "]".repeat(depth))
+      const huge = FastCheck.integer({ min: 70_000, max: 200_000 }).map((n) => JSON.stringify({ s: "x".repeat(n) }))
+      const bytes = FastCheck.uint8Array({ minLength: 1, maxLength: 200 })
+      const body = FastCheck.oneof(
+        FastCheck.jsonValue().map((value) => JSON.stringify(value) ?? "null"),
+        wrongTypes,
+        deep,
+        huge,
+        bytes,
+        FastCheck.string()
+      )
+      const headers = FastCheck.constantFrom<Record<string, string>>({ "A2A-Version": "1.0" }, {})
+      for (const [sample, header] of FastCheck.sample(FastCheck.tuple(body, headers), 50)) {
+        const response = yield* post(server.rpcUrl, sample, header)
+        let wellFormed = false
+        try {
+          const parsed = JSON.parse(response.text)
+          wellFormed = isJsonRpcError(response.text) || (parsed.jsonrpc === "2.0" && "result" in parsed)
+          // Anything that is not a valid request must be answered with an error.
+          if (!isJsonRpcError(response.text)) {
+            expect(typeof sample === "string" && /"method":"(GetTask|SendMessage|message\/send|tasks\/get)"/.test(sample)).toBe(true)
+          }
+        } catch {
+          // SSE answers only come for valid streaming requests.
+          wellFormed = response.text.startsWith("data: ") || response.text.startsWith("event: error")
+        }
+        expect(wellFormed).toBe(true)
+      }
+      const client = yield* makeClient(server.url)
+      const after = yield* send(client, "still here")
+      expect(textOf(after)).toBe("echo still here")
+    }))
+
+  it.live("graceful shutdown: running tasks finish within the deadline, the rest end FAILED with an error id", () =>
+    Effect.gen(function* () {
+      const startedSlow = yield* Deferred.make<void>()
+      const startedQuick = yield* Deferred.make<void>()
+      const releaseQuick = yield* Deferred.make<void>()
+      const agent: AgentExecutor.Agent = (request) => {
+        const part = request.message.parts[0]?.content
+        const text = part?.$case === "text" ? part.value : ""
+        return text === "slow"
+          ? Effect.zipRight(Deferred.succeed(startedSlow, void 0), Effect.never)
+          : Effect.zipRight(
+            Deferred.succeed(startedQuick, void 0),
+            Effect.as(Deferred.await(releaseQuick), AgentExecutor.completedText("quick done"))
+          )
+      }
+      const scope = yield* Scope.make()
+      const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "300 millis" }), scope)
+      const client = yield* makeClient(server.url)
+      const slow = yield* send(client, "slow", {}, true)
+      const quick = yield* send(client, "quick", {}, true)
+      yield* Deferred.await(startedSlow)
+      yield* Deferred.await(startedQuick)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* Effect.sleep("50 millis")
+      const refused = yield* Effect.either(Effect.tryPromise(() => fetch(`${server.url}${A2AServer.cardPath}`)))
+      expect(refused._tag).toBe("Left")
+      yield* Deferred.succeed(releaseQuick, void 0)
+      yield* closing.await
+      const context = new (yield* Effect.promise(() => import("@a2a-js/sdk/server"))).ServerCallContext()
+      const slowTask = yield* Effect.promise(() => server.taskStore.load(slow.id, context))
+      const quickTask = yield* Effect.promise(() => server.taskStore.load(quick.id, context))
+      expect(quickTask?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      expect(slowTask?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      expect(textOf(slowTask)).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\)$/)
+      expect(yield* server.executor.running).toBe(0)
+    }))
+
+  it.live("a SQLite task store keeps tasks across a restart; its table is created once, idempotently", () =>
+    Effect.gen(function* () {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-server-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const taskStore = A2AServer.TaskStoreConfig.Sqlite({ filename: path.join(dir, "tasks.db") })
+
+      const first = yield* Scope.make()
+      const before = yield* Scope.extend(A2AServer.make({ agent: echo, card, taskStore }), first)
+      const task = yield* send(yield* makeClient(before.url), "remember me")
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      yield* Scope.close(first, Exit.void)
+
+      const second = yield* Scope.make()
+      const after = yield* Scope.extend(A2AServer.make({ agent: echo, card, taskStore }), second)
+      expect(after.address.port).not.toBe(0)
+      const client = yield* makeClient(after.url)
+      const loaded = yield* Effect.promise(() => client.getTask({ tenant: "", id: task.id, historyLength: undefined }))
+      expect(loaded.id).toBe(task.id)
+      expect(loaded.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      expect(textOf(loaded)).toBe("echo remember me")
+      yield* Scope.close(second, Exit.void)
+    }).pipe(Effect.scoped))
+
+  it.effect("a database task store that cannot be set up fails the layer with TaskStoreError", () =>
+    Effect.gen(function* () {
+      const memory = yield* Effect.flip(Effect.scoped(A2AServer.make({
+        agent: echo,
+        card,
+        taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: ":memory:" })
+      })))
+      expect(memory._tag).toBe("TaskStoreError")
+      const unreachable = yield* Effect.flip(Effect.scoped(A2AServer.make({
+        agent: echo,
+        card,
+        taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: path.join(os.tmpdir(), "no-such-dir-effect-a2a", "t.db") })
+      })))
+      expect(unreachable).toMatchObject({ _tag: "TaskStoreError", reason: "Migration" })
+    }))
+})

@@ -1,0 +1,90 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Logger, Option, Schema } from "effect"
+import * as AgentCardResolutionError from "../src/AgentCardResolutionError.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
+import { cardFor, closedPort, json, rawPeer } from "./fixtures/peers.js"
+
+const resolve = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
+  Effect.flip(RemoteAgent.make({ name: "booking", url, cardTimeout: "2 seconds", ...options }))
+
+const cardServer = (answer: Parameters<typeof rawPeer>[1]) => rawPeer((_req, res) => res.end(), answer)
+
+describe("card resolution fails start-up with a typed error", () => {
+  it.scopedLive("unreachable", () =>
+    Effect.gen(function*() {
+      const url = yield* closedPort
+      const error = yield* resolve(url)
+      expect(error).toMatchObject({ _tag: "AgentCardResolutionError", reason: "Unreachable", agent: "booking", url })
+      expect(error.message).toContain("check that the agent is running")
+    }))
+
+  it.scopedLive("404", () =>
+    Effect.gen(function*() {
+      const peer = yield* cardServer((_req, res) => {
+        res.writeHead(404)
+        res.end("not here")
+      })
+      expect(yield* resolve(peer.url)).toMatchObject({ reason: "HttpStatus", status: 404 })
+    }))
+
+  it.scopedLive("an HTML page", () =>
+    Effect.gen(function*() {
+      const peer = yield* cardServer((_req, res) => {
+        res.writeHead(200, { "content-type": "text/html" })
+        res.end("<!doctype html><html><body>Welcome</body></html>")
+      })
+      expect(yield* resolve(peer.url)).toMatchObject({ reason: "InvalidJson" })
+    }))
+
+  it.scopedLive("a wrong-typed card", () =>
+    Effect.gen(function*() {
+      const peer = yield* cardServer((_req, res) => json(res, 200, { name: 42, supportedInterfaces: "JSONRPC" }))
+      const error = yield* resolve(peer.url)
+      expect(error.reason).toBe("InvalidCard")
+      expect(error.message).toContain("not a valid A2A agent card")
+    }))
+
+  it.scopedLive("a card listing no compatible transport", () =>
+    Effect.gen(function*() {
+      const peer = yield* cardServer((_req, res, base) => json(res, 200, cardFor(`${base}/grpc`, "GRPC")))
+      expect(yield* resolve(peer.url)).toMatchObject({ reason: "NoCompatibleTransport" })
+    }))
+
+  it.scopedLive("a server that never answers: bounded by the card timeout", () =>
+    Effect.gen(function*() {
+      const peer = yield* cardServer(() => undefined)
+      expect(yield* resolve(peer.url, { cardTimeout: "200 millis" })).toMatchObject({ reason: "Unreachable" })
+    }))
+
+  it.scopedLive("the layer fails start-up by default", () =>
+    Effect.gen(function*() {
+      const url = yield* closedPort
+      const error = yield* Layer.build(RemoteAgent.layer({ name: "booking", url })).pipe(Effect.flip)
+      expect(error._tag).toBe("AgentCardResolutionError")
+    }))
+
+  it.scopedLive("degrade: an unavailable agent, logged once, every call explained", () =>
+    Effect.gen(function*() {
+      const url = yield* closedPort
+      const logs: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))
+      const agent = yield* RemoteAgent.make({ name: "booking", url, onCardFailure: "degrade" }).pipe(
+        Effect.provide(capture)
+      )
+      expect(Option.isNone(agent.card)).toBe(true)
+      expect(logs.filter((l) => l.includes("starting degraded"))).toHaveLength(1)
+      const error = yield* Effect.flip(agent.send("book"))
+      expect(error).toMatchObject({ reason: "Unavailable", delivery: "NotSent", agent: "booking", operation: "SendMessage" })
+      expect(error.detail).toContain("Unreachable")
+      expect((yield* Effect.flip(agent.getTask("t"))).reason).toBe("Unavailable")
+    }))
+})
+
+describe("AgentCardResolutionError", () => {
+  it.prop("survives a Schema encode/decode round trip", [AgentCardResolutionError.AgentCardResolutionError], ([error]) => {
+    const wire = JSON.parse(JSON.stringify(Schema.encodeSync(AgentCardResolutionError.AgentCardResolutionError)(error)))
+    const decoded = Schema.decodeUnknownSync(AgentCardResolutionError.AgentCardResolutionError)(wire)
+    expect(Schema.encodeSync(AgentCardResolutionError.AgentCardResolutionError)(decoded)).toEqual(wire)
+    expect(decoded.message).toBe(error.message)
+  })
+})

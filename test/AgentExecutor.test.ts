@@ -1,0 +1,344 @@
+import { type Task, TaskState } from "@a2a-js/sdk"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, ConfigProvider, Data, Deferred, Effect, Exit, FastCheck, Option, Schema } from "effect"
+import * as A2AServer from "../src/A2AServer.js"
+import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as FailureHint from "../src/FailureHint.js"
+import * as Part from "../src/Part.js"
+import * as RemoteOutcome from "../src/RemoteOutcome.js"
+import { captureLogs, eventually, makeClient, post, rpc, send, textOf } from "./fixtures/serverAgents.js"
+
+class PaymentError extends Data.TaggedError("PaymentError")<{ readonly message: string }> {}
+
+const failedText = /^Agent execution failed\. \(error_id: ([0-9a-f]{12})\)$/
+
+const card = { name: "test-agent", description: "endings" }
+
+/** Dispatches on the message text; "slow" waits until interrupted. */
+const agent = (started?: Deferred.Deferred<void>): AgentExecutor.Agent<PaymentError> => (request) =>
+  Effect.gen(function* () {
+    const part = request.message.parts[0]?.content
+    const text = part?.$case === "text" ? part.value : ""
+    switch (text) {
+      case "complete":
+        yield* AgentExecutor.status("working on it")
+        yield* AgentExecutor.data({ step: 1 })
+        return AgentExecutor.completedText("done", [
+          Part.Artifact.make({ artifactId: "a1", name: "result", description: "", parts: [Part.TextPart.make({ text: "42" })] })
+        ])
+      case "input":
+        return AgentExecutor.InputRequired({ question: "Which account?" })
+      case "auth":
+        return AgentExecutor.AuthRequired({ text: "Please sign in" })
+      case "reject":
+        return AgentExecutor.Rejected({ reason: "out of scope" })
+      case "fail":
+        return yield* new PaymentError({ message: "card 4111 declined" })
+      case "die":
+        return yield* Effect.die(new Error("boom"))
+      case "interrupt":
+        return yield* Effect.interrupt
+      case "slow":
+        if (started) yield* Deferred.succeed(started, void 0)
+        return yield* Effect.never
+      default:
+        return AgentExecutor.completedText(`echo ${text}`)
+    }
+  })
+
+const withServer = <A, E>(
+  options: Partial<A2AServer.Options<PaymentError, never>>,
+  use: (server: import("effect").Context.Tag.Service<A2AServer.A2AServer>) => Effect.Effect<A, E>
+) =>
+  Effect.gen(function* () {
+    const server = yield* A2AServer.make({ agent: agent(), card, ...options })
+    return yield* use(server)
+  })
+
+describe("AgentExecutor", () => {
+  it.scopedLive("every ending reaches a raw SDK client", () =>
+    withServer({}, (server) =>
+      Effect.gen(function* () {
+        const client = yield* makeClient(server.url)
+        const completed = yield* send(client, "complete")
+        expect(completed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+        expect(textOf(completed)).toBe("done")
+        expect(completed.artifacts.map((a) => a.artifactId)).toEqual(["a1"])
+
+        const input = yield* send(client, "input")
+        expect(input.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        expect(textOf(input)).toBe("Which account?")
+
+        const auth = yield* send(client, "auth")
+        expect(auth.status?.state).toBe(TaskState.TASK_STATE_AUTH_REQUIRED)
+        expect(textOf(auth)).toBe("Please sign in")
+
+        const rejected = yield* send(client, "reject")
+        expect(rejected.status?.state).toBe(TaskState.TASK_STATE_REJECTED)
+        expect(textOf(rejected)).toBe("out of scope")
+
+        for (const failing of ["fail", "die", "interrupt"]) {
+          const failed = yield* send(client, failing)
+          expect(failed.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+          expect(textOf(failed)).toMatch(failedText)
+        }
+      })
+    ))
+
+  it.scopedLive("beforeExecute true cancels before the agent runs; a failing hook fails with an error id", () =>
+    Effect.gen(function* () {
+      const refused = yield* A2AServer.make({
+        agent: agent(),
+        card,
+        beforeExecute: () => Effect.succeed(true)
+      })
+      const client = yield* makeClient(refused.url)
+      const canceled = yield* send(client, "complete")
+      expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+      expect(canceled.artifacts).toEqual([])
+
+      const failing = yield* A2AServer.make({
+        agent: agent(),
+        card,
+        beforeExecute: () => Effect.fail(new PaymentError({ message: "hook broke" }))
+      })
+      const failed = yield* send(yield* makeClient(failing.url), "complete")
+      expect(failed.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      expect(textOf(failed)).toMatch(failedText)
+    }))
+
+  it.scopedLive("failureHints adds the suffix and the metadata our FailureHint decodes", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({
+        agent: agent(),
+        card,
+        afterExecute: AgentExecutor.failureHints((cause) =>
+          Cause.isDie(cause) ? { retryable: true } : { retryable: false, contact: "payments-oncall" }
+        )
+      })
+      const client = yield* makeClient(server.url)
+      const failed = yield* send(client, "fail")
+      const text = textOf(failed)
+      const errorId = RemoteOutcome.extractErrorId(text)
+      expect(Option.isSome(errorId)).toBe(true)
+      expect(text).toBe(
+        `Agent execution failed. (error_id: ${Option.getOrThrow(errorId)}) [retryable=false; contact=payments-oncall]`
+      )
+      const hint = FailureHint.fromMetadata(failed.status?.message?.metadata)
+      expect(hint).toEqual(
+        Option.some(FailureHint.FailureHint.make({ errorId: Option.getOrThrow(errorId), retryable: false, contact: "payments-oncall" }))
+      )
+      const died = yield* send(client, "die")
+      expect(textOf(died)).toMatch(/ \[retryable=true\]$/)
+      expect(Option.map(FailureHint.fromMetadata(died.status?.message?.metadata), (h) => h.retryable)).toEqual(Option.some(true))
+      // Other endings pass through untouched.
+      const completed = yield* send(client, "complete")
+      expect(textOf(completed)).toBe("done")
+    }))
+
+  it.scopedLive("a failing afterExecute keeps the original status and logs the hook failure with the error id", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const server = yield* A2AServer.make({
+        agent: agent(),
+        card,
+        afterExecute: () => Effect.die(new Error("hook exploded"))
+      })
+      const client = yield* makeClient(server.url)
+      const failed = yield* send(client, "fail")
+      const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
+      expect(textOf(failed)).toMatch(failedText)
+      const hookLine = logs.lines.find((line) => line.message.includes("afterExecute") && line.annotations.errorId === errorId)
+      expect(String(hookLine?.annotations.cause)).toContain("hook exploded")
+      const completed = yield* send(client, "complete")
+      expect(completed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+    }).pipe(Effect.provide(logs.layer))
+  })
+
+  it.scopedLive("cancel: running task ends CANCELED, finished -32002, unknown -32001, message to FAILED -32004", () =>
+    Effect.gen(function* () {
+      const started = yield* Deferred.make<void>()
+      const server = yield* A2AServer.make({ agent: agent(started), card })
+      const client = yield* makeClient(server.url)
+      const submitted = yield* send(client, "slow", {}, true)
+      yield* Deferred.await(started)
+      const canceled = yield* Effect.promise(() => client.cancelTask({ tenant: "", id: submitted.id, metadata: {} }))
+      expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+      const stored = yield* Effect.promise(() => client.getTask({ tenant: "", id: submitted.id }))
+      expect(stored.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+      expect(yield* server.executor.running).toBe(0)
+
+      const completed = yield* send(client, "complete")
+      const finished = yield* rpc(server.rpcUrl, "CancelTask", { id: completed.id })
+      expect(JSON.parse(finished.text).error.code).toBe(-32002)
+      const clientError = yield* Effect.promise(() =>
+        client.cancelTask({ tenant: "", id: completed.id, metadata: {} }).then(() => undefined, (e: unknown) => e)
+      )
+      expect((clientError as Error).name).toBe("TaskNotCancelableError")
+
+      const unknown = yield* rpc(server.rpcUrl, "CancelTask", { id: crypto.randomUUID() })
+      expect(JSON.parse(unknown.text).error.code).toBe(-32001)
+
+      const failed = yield* send(client, "fail")
+      const followUp = yield* rpc(server.rpcUrl, "SendMessage", {
+        message: {
+          messageId: crypto.randomUUID(),
+          taskId: failed.id,
+          contextId: failed.contextId,
+          role: "ROLE_USER",
+          parts: [{ text: "again" }]
+        }
+      })
+      expect(JSON.parse(followUp.text).error.code).toBe(-32004)
+    }))
+
+  it.scopedLive("cancel of a task waiting for input ends CANCELED; a follow-up turn runs the agent again", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: agent(), card })
+      const client = yield* makeClient(server.url)
+      const waiting = yield* send(client, "input")
+      const next = yield* send(client, "complete", { taskId: waiting.id, contextId: waiting.contextId })
+      expect(next.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      const again = yield* send(client, "input")
+      const canceled = yield* Effect.promise(() => client.cancelTask({ tenant: "", id: again.id, metadata: {} }))
+      expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+    }))
+
+  it.scopedLive("ADK_DEBUG_ERRORS (any case) appends the error name and message", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: agent(), card })
+      const failed = yield* send(yield* makeClient(server.url), "fail")
+      expect(textOf(failed)).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\): PaymentError: card 4111 declined$/)
+    }).pipe(Effect.withConfigProvider(ConfigProvider.fromJson({ ADK_DEBUG_ERRORS: "TrUe" }))))
+
+  it.scopedLive("debug detail in production fails the build unless allowed, which logs a warning", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const refused = yield* Effect.exit(A2AServer.make({ agent: agent(), card }))
+      expect(Exit.isFailure(refused)).toBe(true)
+      if (Exit.isFailure(refused)) {
+        const error = Cause.failureOption(refused.cause)
+        expect(Option.map(error, (e) => e._tag)).toEqual(Option.some("ConfigurationError"))
+        expect(Option.map(error, (e) => (e as AgentExecutor.ConfigurationError).reason)).toEqual(
+          Option.some("DebugErrorsInProduction")
+        )
+      }
+      yield* A2AServer.make({ agent: agent(), card, allowDebugErrorsInProduction: true })
+      expect(logs.lines.some((line) => line.level === "WARN" && line.message.includes("ADK_DEBUG_ERRORS"))).toBe(true)
+    }).pipe(
+      Effect.withConfigProvider(ConfigProvider.fromJson({ ADK_DEBUG_ERRORS: "1", NODE_ENV: "production" })),
+      Effect.provide(logs.layer)
+    )
+  })
+
+  it.scopedLive("a task never stays WORKING when its stream is dropped", () =>
+    Effect.gen(function* () {
+      const release = yield* Deferred.make<void>()
+      const server = yield* A2AServer.make({
+        agent: () => Effect.as(Deferred.await(release), AgentExecutor.completedText("late")),
+        card
+      })
+      const client = yield* makeClient(server.url)
+      const controller = new AbortController()
+      const first = yield* Effect.promise(async () => {
+        const stream = client.sendMessageStream(
+          {
+            tenant: "",
+            message: (await import("./fixtures/serverAgents.js")).userMessage("x"),
+            configuration: undefined,
+            metadata: {}
+          },
+          { signal: controller.signal }
+        )
+        const next = await stream.next()
+        controller.abort()
+        return next.value
+      })
+      const taskId = first?.payload?.$case === "task" ? first.payload.value.id : ""
+      expect(taskId).not.toBe("")
+      yield* Deferred.succeed(release, void 0)
+      const done = yield* eventually(
+        Effect.promise(() => client.getTask({ tenant: "", id: taskId })),
+        (task: Task) => task.status?.state === TaskState.TASK_STATE_COMPLETED
+      )
+      expect(textOf(done)).toBe("late")
+    }))
+
+  type Kind = "message" | "nested" | "defect" | "parse"
+  // Secrets live on the server side only, looked up by a token the request carries.
+  const leakAgent = (secrets: Map<string, { kind: Kind; secret: string }>): AgentExecutor.Agent<unknown> => (request) =>
+    Effect.gen(function* () {
+      const part = request.message.parts[0]?.content
+      const entry = secrets.get(part?.$case === "text" ? part.value : "")
+      if (entry === undefined) return AgentExecutor.completedText("no secret")
+      switch (entry.kind) {
+        case "message":
+          return yield* new PaymentError({ message: entry.secret })
+        case "nested":
+          return yield* Effect.fail(new Error("outer failure", { cause: new Error(entry.secret) }))
+        case "defect":
+          return yield* Effect.die(new Error(entry.secret))
+        case "parse":
+          yield* Schema.decodeUnknown(Schema.Struct({ amount: Schema.Number }))({ amount: entry.secret })
+          return AgentExecutor.completedText("unreachable")
+      }
+    })
+
+  const secretArbitrary = FastCheck.record({
+    kind: FastCheck.constantFrom<Kind>("message", "nested", "defect", "parse"),
+    secret: FastCheck.stringMatching(/^[A-Za-z0-9_.:;'\/-]{12,40}$/).map((s) => `sk-${s}`)
+  })
+
+  it.scopedLive("leak property: no secret in any byte the client receives; the log line with the error id has it", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const secrets = new Map<string, { kind: Kind; secret: string }>()
+      const server = yield* A2AServer.make({ agent: leakAgent(secrets), card })
+      const samples = FastCheck.sample(secretArbitrary, 30)
+      for (const sample of samples) {
+        const token = crypto.randomUUID()
+        secrets.set(token, sample)
+        const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: token }] }
+        const blocking = yield* rpc(server.rpcUrl, "SendMessage", { message })
+        const task = JSON.parse(blocking.text).result.task
+        expect(task.status.state).toBe("TASK_STATE_FAILED")
+        const streamed = yield* post(
+          server.rpcUrl,
+          JSON.stringify({ jsonrpc: "2.0", id: 2, method: "SendStreamingMessage", params: { message: { ...message, messageId: crypto.randomUUID() } } }),
+          { "A2A-Version": "1.0" }
+        )
+        expect(streamed.text).toContain("TASK_STATE_FAILED")
+        const fetched = yield* rpc(server.rpcUrl, "GetTask", { id: task.id })
+        const legacy = yield* post(
+          server.rpcUrl,
+          JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tasks/get", params: { id: task.id } })
+        )
+        for (const received of [blocking.text, streamed.text, fetched.text, legacy.text]) {
+          expect(received).not.toContain(sample.secret)
+        }
+        const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(task.status.message.parts[0].text))
+        const line = logs.lines.find((l) => l.annotations.errorId === errorId)
+        expect(line?.message).toBe("Runner failed to execute")
+        expect(line?.annotations.taskId).toBe(task.id)
+        expect(String(line?.annotations.cause)).toContain(sample.secret)
+      }
+    }).pipe(Effect.provide(logs.layer))
+  })
+
+  it.scopedLive("with debug detail on, the error name and message do reach the client", () =>
+    Effect.gen(function* () {
+      const secrets = new Map<string, { kind: Kind; secret: string }>()
+      const server = yield* A2AServer.make({ agent: leakAgent(secrets), card })
+      const client = yield* makeClient(server.url)
+      for (const sample of FastCheck.sample(secretArbitrary, 10)) {
+        const token = crypto.randomUUID()
+        secrets.set(token, sample)
+        const failed = yield* send(client, token)
+        const text = textOf(failed)
+        expect(text).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\): /)
+        const expectedName = { message: "PaymentError", nested: "Error", defect: "Error", parse: "ParseError" }[sample.kind]
+        expect(text).toContain(`: ${expectedName}: `)
+        if (sample.kind !== "nested") expect(text).toContain(sample.secret)
+      }
+    }).pipe(Effect.withConfigProvider(ConfigProvider.fromJson({ ADK_DEBUG_ERRORS: "1" }))))
+})

@@ -1,0 +1,144 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, HashMap, Logger, Metric, MetricState, Option, Stream } from "effect"
+import * as RemoteAgent from "../src/RemoteAgent.js"
+import * as RemoteEvent from "../src/RemoteEvent.js"
+import { peerErrorId, sdkPeer } from "./fixtures/peers.js"
+
+let agents = 0
+/** A fresh agent name per test keeps the global metric counters apart. */
+const agentFor = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
+  RemoteAgent.make({ name: `scripted-${++agents}`, url, timeout: "5 seconds", ...options })
+
+const count = (name: string, tags: Record<string, string>) =>
+  Effect.gen(function*() {
+    const snapshot = yield* Metric.snapshot
+    return snapshot
+      .filter((pair) =>
+        pair.metricKey.name === name &&
+        Object.entries(tags).every(([k, v]) => pair.metricKey.tags.some((t) => t.key === k && t.value === v))
+      )
+      .reduce((sum, pair) => sum + (MetricState.isCounterState(pair.metricState) ? Number(pair.metricState.count) : 0), 0)
+  })
+
+describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
+  it.scopedLive("each of the six endings is a typed outcome, counted per channel", () =>
+    Effect.gen(function*() {
+      const peer = yield* sdkPeer()
+      const agent = yield* agentFor(peer.url)
+      const cases = [
+        ["complete seat 12A", "Completed", "completed: seat 12A", "a2a.remote_completed"],
+        ["fail", "Failed", `Agent execution failed. (error_id: ${peerErrorId})`, "a2a.remote_failed"],
+        ["cancel", "Canceled", "", "a2a.remote_canceled"],
+        ["reject too expensive", "Rejected", "too expensive", "a2a.remote_rejected"],
+        ["input which seat?", "InputRequired", "which seat?", "a2a.remote_input_required"],
+        ["auth", "AuthRequired", "please sign in", "a2a.remote_auth_required"]
+      ] as const
+      for (const [text, tag, statusText, metric] of cases) {
+        const outcome = yield* agent.send(text)
+        expect(outcome._tag).toBe(tag)
+        expect(outcome.text).toBe(statusText)
+        expect(outcome.agent).toBe(agent.name)
+        expect(outcome.taskId).not.toBe("")
+        expect(outcome.contextId).not.toBe("")
+        expect(yield* count(metric, { agent: agent.name })).toBe(1)
+      }
+    }))
+
+  it.scopedLive("Completed carries the artifacts", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      const outcome = yield* agent.send("complete seat 12A")
+      expect(outcome.artifacts.map((a) => [a.artifactId, a.parts])).toEqual([["result", [{ _tag: "Text", text: "seat 12A" }]]])
+    }))
+
+  it.scopedLive("Failed carries the error id and the decoded failure hint", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      const failed = yield* agent.send("fail-hint")
+      expect(failed._tag).toBe("Failed")
+      if (failed._tag !== "Failed") return
+      expect(failed.errorId).toEqual(Option.some(peerErrorId))
+      expect(Option.map(failed.hint, (h) => ({ ...h }))).toEqual(
+        Option.some({ errorId: peerErrorId, retryable: true, contact: "payments-oncall" })
+      )
+      const badHint = yield* agent.send("fail-bad-hint")
+      expect(badHint._tag === "Failed" && Option.isNone(badHint.hint)).toBe(true)
+      expect(badHint._tag === "Failed" && Option.getOrNull(badHint.errorId)).toBe(peerErrorId)
+    }))
+
+  it.scopedLive("a FAILED task without a message is still a Failed outcome, with no error id", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      const outcome = yield* agent.send("fail-silent")
+      expect(outcome._tag).toBe("Failed")
+      expect(outcome.text).toBe("")
+      expect(outcome._tag === "Failed" && Option.isNone(outcome.errorId)).toBe(true)
+    }))
+
+  it.scopedLive("every outcome and error is logged with taskId, contextId and errorId", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      const annotations: Array<Record<string, unknown>> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ annotations: a }) => annotations.push(Object.fromEntries(HashMap.toEntries(a))))
+      )
+      const outcome = yield* agent.send("fail").pipe(Effect.provide(capture))
+      expect(annotations).toContainEqual(
+        expect.objectContaining({ taskId: outcome.taskId, contextId: outcome.contextId, errorId: peerErrorId, outcome: "Failed" })
+      )
+    }))
+
+  it.scopedLive("stream: progress, artifact chunks, then Finished", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(agent.stream("complete streamed")))
+      expect(events.map((e) => e._tag)).toEqual(["Status", "Status", "Artifact", "Finished"])
+      const last = events.at(-1) as RemoteEvent.Finished
+      expect(last.outcome._tag).toBe("Completed")
+      expect(last.outcome.artifacts[0]?.parts).toEqual([{ _tag: "Text", text: "streamed" }])
+      expect((events[1] as RemoteEvent.Status).text).toBe("working")
+    }))
+
+  it.scopedLive("stream of a failing task ends with Finished(Failed), not an error", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      const last = yield* Stream.runLast(agent.stream("fail"))
+      const finished = Option.getOrThrow(last)
+      expect(finished._tag === "Finished" && finished.outcome._tag).toBe("Failed")
+    }))
+
+  it.scopedLive("getTask and cancel give typed views", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      const done = yield* agent.send("complete x")
+      expect((yield* agent.getTask(done.taskId))._tag).toBe("Completed")
+      const notCancelable = yield* Effect.flip(agent.cancel(done.taskId))
+      expect(notCancelable).toMatchObject({ reason: "ProtocolError", code: -32002, protocolError: "TaskNotCancelable" })
+      const unknown = yield* Effect.flip(agent.getTask("no-such-task"))
+      expect(unknown).toMatchObject({ reason: "ProtocolError", code: -32001, protocolError: "TaskNotFound" })
+
+    }))
+
+  it.scopedLive("cancel of a running task ends it CANCELED", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      const first = yield* Stream.take(agent.stream("sleep 5000"), 1).pipe(Stream.runHead, Effect.map(Option.getOrThrow))
+      expect(first._tag).toBe("Status")
+      const taskId = first._tag === "Status" ? first.taskId : ""
+      const view = yield* agent.cancel(taskId)
+      expect(view._tag).toBe("Canceled")
+      expect((yield* agent.getTask(taskId))._tag).toBe("Canceled")
+    }))
+
+  it.scopedLive("a v0.3 peer (the SDK's legacy compat server) works through the compat transport", () =>
+    Effect.gen(function*() {
+      const peer = yield* sdkPeer({ legacy: true })
+      const agent = yield* agentFor(peer.url)
+      const outcome = yield* agent.send("reject too expensive")
+      expect(outcome._tag).toBe("Rejected")
+      expect(outcome.text).toBe("too expensive")
+      expect(peer.methods()).toContain("message/send")
+      expect((yield* agent.send("fail"))._tag).toBe("Failed")
+    }))
+})
