@@ -141,7 +141,8 @@ export const Rejected = AgentResult.Rejected
  * @since 0.1.0
  */
 export const completedText = (text: string, artifacts: ReadonlyArray<Part.Artifact> = []): AgentResult =>
-  Completed({ parts: [Part.TextPart.make({ text })], artifacts })
+  // `text` is typed: the class needs no validation here.
+  Completed({ parts: [Part.TextPart.make({ text }, true)], artifacts })
 
 /**
  * An agent: an Effect program from the request to its result. Its error

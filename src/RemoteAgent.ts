@@ -18,6 +18,7 @@ import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from
 import { Clock, Context, Duration, Effect, Layer, Metric, Option, Stream } from "effect"
 import * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
+import * as Idempotency from "./Idempotency.js"
 import { type CallRecord, classifyCall, classifyCard } from "./internal/classify.js"
 import * as convert from "./internal/convert.js"
 import { cardFetch, makeTrackingFetch } from "./internal/transport.js"
@@ -50,6 +51,12 @@ export interface CallOptions {
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** Overrides the agent's timeout for this call. */
   readonly timeout?: Duration.DurationInput | undefined
+  /**
+   * Sent as message metadata under `Idempotency.metadataKey` and as the
+   * `Idempotency-Key` header, so the server can recognise a repeat. See
+   * `Idempotency.deriveKey`.
+   */
+  readonly idempotencyKey?: string | undefined
 }
 
 /**
@@ -133,8 +140,21 @@ const outcomeCounterNames: Record<RemoteOutcome.Tag, string> = {
   AuthRequired: "a2a.remote_auth_required"
 }
 
-const normalizeInput = (input: Input): Exclude<Input, string> =>
-  typeof input === "string" ? { parts: [Part.TextPart.make({ text: input })] } : input
+const normalizeInput = (input: Input, options: CallOptions | undefined): Exclude<Input, string> => {
+  const message = typeof input === "string" ? { parts: [Part.TextPart.make({ text: input })] } : input
+  return options?.idempotencyKey === undefined
+    ? message
+    : { ...message, metadata: { ...message.metadata, [Idempotency.metadataKey]: options.idempotencyKey } }
+}
+
+const headersOf = (
+  agentHeaders: Readonly<Record<string, string>> | undefined,
+  options: CallOptions | undefined
+): Record<string, string> => ({
+  ...agentHeaders,
+  ...options?.headers,
+  ...(options?.idempotencyKey === undefined ? {} : { [Idempotency.headerName]: options.idempotencyKey })
+})
 
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
 
@@ -220,7 +240,7 @@ const callWith = (
         const timer = setTimeout(() => controller.abort(timeoutError()), millis)
         record = track(controller.signal)
         try {
-          return await run({ signal: controller.signal, serviceParameters: { ...headers, ...options?.headers } })
+          return await run({ signal: controller.signal, serviceParameters: headersOf(headers, options) })
         } finally {
           clearTimeout(timer)
           interrupt.removeEventListener("abort", onInterrupt)
@@ -313,7 +333,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
   const send: RemoteAgent["send"] = (input, options) =>
     Effect.gen(function*() {
       const started = yield* Clock.currentTimeMillis
-      const message = convert.userMessage(normalizeInput(input))
+      const message = convert.userMessage(normalizeInput(input, options))
       const ids = { contextId: message.contextId, taskId: message.taskId }
       const result = yield* call("SendMessage", options, ids, (o) =>
         client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, o))
@@ -325,7 +345,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
 
   const stream: RemoteAgent["stream"] = (input, options) =>
     Stream.suspend(() => {
-      const message = convert.userMessage(normalizeInput(input))
+      const message = convert.userMessage(normalizeInput(input, options))
       const state = {
         taskId: message.taskId,
         contextId: message.contextId,
@@ -436,7 +456,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
           record.current = track(controller.signal)
           const generator = client.sendMessageStream(
             { tenant: "", message, configuration: undefined, metadata: undefined },
-            { signal: controller.signal, serviceParameters: { ...agentOptions.headers, ...options?.headers } }
+            { signal: controller.signal, serviceParameters: headersOf(agentOptions.headers, options) }
           )
           // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
           const iterable: AsyncIterable<StreamResponse> = {

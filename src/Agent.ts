@@ -1,0 +1,252 @@
+/**
+ * The one small interface every agent implements: local agents, remote
+ * agents, guarded remote agents, the unavailable stub of a degraded start-up,
+ * and the `Orchestrator` itself.
+ *
+ * An agent has a name, a description, and `run`: from an input text to a
+ * stream of events whose last one is the {@link Result}.
+ *
+ * The error channel says whether failures are already explicit: an
+ * `Agent<never>` (a local agent, a `GuardedRemoteAgent`, the unavailable
+ * stub) ends every run in a `Result`, while {@link fromRemote} keeps the
+ * typed `A2AClientError` for code that handles it itself.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Mailbox, Match, Option, Schema, Stream } from "effect"
+import * as A2AClientError from "./A2AClientError.js"
+import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
+import { CircuitOpen } from "./CircuitBreaker.js"
+import * as guard from "./internal/guard.js"
+import * as RemoteAgent from "./RemoteAgent.js"
+import * as RemoteOutcome from "./RemoteOutcome.js"
+
+/**
+ * Progress reported while an agent runs.
+ *
+ * @since 0.1.0
+ */
+export class Progress extends Schema.TaggedClass<Progress>("effect-a2a/Agent/Progress")("Progress", {
+  agent: Schema.String,
+  text: Schema.String
+}) {}
+
+/**
+ * How a run ended. `text` is what a reader (a user, a parent model) should
+ * see; for a remote agent `outcome` is the remote ending and `error` the
+ * failed call, so code can match on them instead of parsing `text`.
+ *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { Agent } from "effect-a2a"
+ *
+ * const result = Agent.Result.make({ agent: "greeter", text: "hello", outcome: Option.none(), error: Option.none() })
+ * ```
+ * @since 0.1.0
+ */
+export class Result extends Schema.TaggedClass<Result>("effect-a2a/Agent/Result")("Result", {
+  agent: Schema.String,
+  text: Schema.String,
+  outcome: Schema.Option(RemoteOutcome.RemoteOutcome),
+  error: Schema.Option(Schema.Union(A2AClientError.A2AClientError, CircuitOpen))
+}) {}
+
+/**
+ * @since 0.1.0
+ */
+export const Event = Schema.Union(Progress, Result)
+
+/**
+ * @since 0.1.0
+ */
+export type Event = typeof Event.Type
+
+/**
+ * @example
+ * ```ts
+ * import { Stream } from "effect"
+ * import { Agent } from "effect-a2a"
+ *
+ * const echo: Agent.Agent = {
+ *   name: "echo",
+ *   description: "Repeats the input",
+ *   run: (input) => Stream.make(Agent.textResult("echo", input))
+ * }
+ * ```
+ * @since 0.1.0
+ */
+export interface Agent<E = never, R = never> {
+  readonly name: string
+  readonly description: string
+  /** Runs the agent on `input`; the last event of a stream that does not fail is a {@link Result}. */
+  readonly run: (input: string) => Stream.Stream<Event, E, R>
+}
+
+/**
+ * A {@link Result} of a local agent: text only.
+ *
+ * @since 0.1.0
+ */
+export const textResult = (agent: string, text: string): Result =>
+  Result.make({ agent, text, outcome: Option.none(), error: Option.none() })
+
+/**
+ * A local agent from an Effect program. `progress` publishes a
+ * {@link Progress} event at once.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Agent } from "effect-a2a"
+ *
+ * const weather = Agent.make({
+ *   name: "weather",
+ *   description: "Tells the weather of a city",
+ *   run: (city, progress) => Effect.as(progress(`looking up ${city}`), `sunny in ${city}`)
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make = <E = never, R = never>(options: {
+  readonly name: string
+  readonly description: string
+  readonly run: (input: string, progress: (text: string) => Effect.Effect<void>) => Effect.Effect<string, E, R>
+}): Agent<E, R> => ({
+  name: options.name,
+  description: options.description,
+  run: (input) =>
+    Stream.unwrapScoped(Effect.gen(function*() {
+      const mailbox = yield* Mailbox.make<Event, E>()
+      const progress = (text: string) => Effect.asVoid(mailbox.offer(Progress.make({ agent: options.name, text })))
+      yield* options.run(input, progress).pipe(
+        Effect.flatMap((text) => mailbox.offer(textResult(options.name, text))),
+        Mailbox.into(mailbox),
+        Effect.forkScoped
+      )
+      return Mailbox.toStream(mailbox)
+    }))
+})
+
+/**
+ * A remote agent as an {@link Agent}, without a guard: WORKING status texts
+ * become {@link Progress}, the outcome becomes the {@link Result} (its text
+ * is the outcome's text, with artifact texts for a completed task), and a
+ * failed call stays a typed `A2AClientError`. Use `GuardedRemoteAgent` to
+ * turn every ending into explicit text.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Agent, RemoteAgent } from "effect-a2a"
+ *
+ * const program = Effect.map(RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000" }), Agent.fromRemote)
+ * ```
+ * @since 0.1.0
+ */
+export const fromRemote = (
+  remote: RemoteAgent.RemoteAgent,
+  options: { readonly description?: string | undefined } = {}
+): Agent<A2AClientError.A2AClientError> => ({
+  name: remote.name,
+  description: guard.describeRemote(remote, options.description),
+  run: (input) =>
+    remote.stream(input).pipe(
+      Stream.filterMap((event) =>
+        Match.value(event).pipe(
+          Match.tagsExhaustive({
+            Status: (e) => nonEmpty(e.text) ? Option.some<Event>(Progress.make({ agent: remote.name, text: e.text })) : Option.none(),
+            Artifact: () => Option.none<Event>(),
+            Finished: (e) =>
+              Option.some<Event>(Result.make({
+                agent: remote.name,
+                text: e.outcome._tag === "Completed" ? guard.completedText(e.outcome) : e.outcome.text,
+                outcome: Option.some(e.outcome),
+                error: Option.none()
+              }))
+          })
+        )
+      )
+    )
+})
+
+const nonEmpty = (text: string): boolean => text.trim() !== ""
+
+/**
+ * The stand-in for a remote agent whose card could not be resolved at
+ * start-up: every run ends at once in a `REMOTE_UNAVAILABLE: the request was
+ * not submitted ...` {@link Result} carrying the `Unavailable`
+ * `A2AClientError`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Agent, RemoteAgent } from "effect-a2a"
+ *
+ * const booking = RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000" }).pipe(
+ *   Effect.map((remote) => Agent.fromRemote(remote)),
+ *   Effect.catchAll((cause) => Effect.succeed(Agent.unavailable(cause, "Books flights")))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const unavailable = (
+  cause: AgentCardResolutionError.AgentCardResolutionError,
+  description?: string
+): Agent => {
+  const remote = RemoteAgent.unavailable(cause)
+  return {
+    name: remote.name,
+    description: description ?? `The remote agent ${remote.name} (unavailable)`,
+    run: (input) =>
+      Stream.fromEffect(
+        remote.send(input).pipe(
+          Effect.either,
+          Effect.flatMap((either) =>
+            either._tag === "Left"
+              ? Effect.succeed(Result.make({
+                agent: remote.name,
+                text: guard.errorText(either.left),
+                outcome: Option.none(),
+                error: Option.some(either.left)
+              }))
+              : Effect.dieMessage(`the unavailable agent ${remote.name} answered`)
+          )
+        )
+      )
+  }
+}
+
+/**
+ * Runs an agent to its {@link Result}, handing every {@link Progress} to
+ * `onProgress`. An agent whose stream ends without a result is a bug, so it
+ * ends in a defect.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Agent } from "effect-a2a"
+ *
+ * declare const booking: Agent.Agent
+ * const text = Effect.map(Agent.result(booking, "book flight 4821"), (result) => result.text)
+ * ```
+ * @since 0.1.0
+ */
+export const result = <E, R, R2 = never>(
+  agent: Agent<E, R>,
+  input: string,
+  onProgress: (progress: Progress) => Effect.Effect<void, never, R2> = () => Effect.void
+): Effect.Effect<Result, E, R | R2> =>
+  agent.run(input).pipe(
+    Stream.runFoldEffect(Option.none<Result>(), (last, event) =>
+      Match.value(event).pipe(
+        Match.tagsExhaustive({
+          Progress: (progress) => Effect.as(onProgress(progress), last),
+          Result: (result) => Effect.succeed(Option.some(result))
+        })
+      )),
+    Effect.flatMap(Option.match({
+      onNone: () => Effect.dieMessage(`agent ${agent.name} ended without a result`),
+      onSome: Effect.succeed
+    }))
+  )

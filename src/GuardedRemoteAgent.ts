@@ -1,0 +1,296 @@
+/**
+ * A remote agent whose every ending is explicit text that a parent model
+ * reads, with a fixed prefix an instruction can refer to:
+ *
+ * | ending | text |
+ * | --- | --- |
+ * | completed | the status text, then the artifact texts |
+ * | failed | `REMOTE_FAILED <status text, with its error_id>` |
+ * | call failed (`A2AClientError`) | `REMOTE_UNAVAILABLE: <what is known about delivery> (<agent>: <reason>)` |
+ * | canceled | `REMOTE_CANCELED` |
+ * | rejected | `REMOTE_REJECTED <reason>` |
+ * | input required | `REMOTE_INPUT_REQUIRED <question>` |
+ * | auth required | `REMOTE_AUTH_REQUIRED` |
+ * | breaker open | `REMOTE_CIRCUIT_OPEN retry after <duration>: ...` |
+ *
+ * The delivery wording is honest: "the request was not submitted" only when
+ * the client proved it never left (`NotSent`, and every `CircuitOpen`); when
+ * it is `Unknown`, "the outcome is unknown: no task was confirmed". It never
+ * says a failure happened when it does not know.
+ *
+ * Only the typed failures of the remote call (`A2AClientError`,
+ * `CircuitOpen`) are converted. A defect (a bug in local code, in a callback
+ * or in the retry policy) stays a defect and never becomes text.
+ *
+ * Composition: the retry runs inside the breaker (one logical call is one
+ * outcome for the breaker), the breaker inside the guard.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Either, Mailbox, Match, Option, Stream } from "effect"
+import * as Agent from "./Agent.js"
+import type * as A2AClientError from "./A2AClientError.js"
+import * as CircuitBreaker from "./CircuitBreaker.js"
+import * as guard from "./internal/guard.js"
+import type * as RemoteAgent from "./RemoteAgent.js"
+import type * as RemoteOutcome from "./RemoteOutcome.js"
+
+/**
+ * The prefix of a FAILED remote task: `REMOTE_FAILED <status text, with its
+ * error_id>`. Each prefix below is exported so that instructions and tests
+ * refer to the same text.
+ *
+ * @example
+ * ```ts
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ * const instruction = `If a tool answers ${GuardedRemoteAgent.FAILED}, say the action could not be completed.`
+ * ```
+ * @since 0.1.0
+ */
+export const FAILED: "REMOTE_FAILED" = guard.FAILED
+
+/**
+ * A failed call: `REMOTE_UNAVAILABLE: <what is known about delivery> (<agent>: <reason>)`.
+ *
+ * @since 0.1.0
+ */
+export const UNAVAILABLE: "REMOTE_UNAVAILABLE" = guard.UNAVAILABLE
+
+/**
+ * A CANCELED remote task.
+ *
+ * @since 0.1.0
+ */
+export const CANCELED: "REMOTE_CANCELED" = guard.CANCELED
+
+/**
+ * A REJECTED remote task: `REMOTE_REJECTED <reason>`.
+ *
+ * @since 0.1.0
+ */
+export const REJECTED: "REMOTE_REJECTED" = guard.REJECTED
+
+/**
+ * A remote task waiting for input: `REMOTE_INPUT_REQUIRED <question>`.
+ *
+ * @since 0.1.0
+ */
+export const INPUT_REQUIRED: "REMOTE_INPUT_REQUIRED" = guard.INPUT_REQUIRED
+
+/**
+ * A remote task waiting for authorization.
+ *
+ * @since 0.1.0
+ */
+export const AUTH_REQUIRED: "REMOTE_AUTH_REQUIRED" = guard.AUTH_REQUIRED
+
+/**
+ * A call rejected by the breaker: `REMOTE_CIRCUIT_OPEN retry after <duration>: ...`.
+ *
+ * @since 0.1.0
+ */
+export const CIRCUIT_OPEN: "REMOTE_CIRCUIT_OPEN" = guard.CIRCUIT_OPEN
+
+/**
+ * Every prefix, in one list.
+ *
+ * @since 0.1.0
+ */
+export const markers: ReadonlyArray<Marker> = guard.markers
+
+/**
+ * @since 0.1.0
+ */
+export type Marker = guard.Marker
+
+/**
+ * The failures a guard turns into text.
+ *
+ * @since 0.1.0
+ */
+export type GuardError = A2AClientError.A2AClientError | CircuitBreaker.CircuitOpen
+
+/**
+ * The prefix a text starts with, if any.
+ *
+ * @example
+ * ```ts
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ * GuardedRemoteAgent.markerOf("REMOTE_FAILED Agent execution failed. (error_id: 3f9c0a7b12de)") // Option.some("REMOTE_FAILED")
+ * ```
+ * @since 0.1.0
+ */
+export const markerOf: (text: string) => Option.Option<Marker> = guard.markerOf
+
+/**
+ * The text of a remote outcome. `completed` formats a completed task (by
+ * default its status text, then its artifact texts).
+ *
+ * @example
+ * ```ts
+ * import { GuardedRemoteAgent, RemoteOutcome } from "effect-a2a"
+ * declare const outcome: RemoteOutcome.RemoteOutcome
+ * const text = GuardedRemoteAgent.outcomeText(outcome)
+ * ```
+ * @since 0.1.0
+ */
+export const outcomeText: (
+  outcome: RemoteOutcome.RemoteOutcome,
+  completed?: (outcome: RemoteOutcome.Completed) => string
+) => string = guard.outcomeText
+
+/**
+ * The text of a failed call.
+ *
+ * @example
+ * ```ts
+ * import { A2AClientError, GuardedRemoteAgent } from "effect-a2a"
+ *
+ * GuardedRemoteAgent.errorText(new A2AClientError.A2AClientError({
+ *   agent: "booking", operation: "SendMessage", reason: "ConnectionRefused", delivery: "NotSent", detail: ""
+ * }))
+ * // "REMOTE_UNAVAILABLE: the request was not submitted (booking: the connection was refused)"
+ * ```
+ * @since 0.1.0
+ */
+export const errorText: (error: GuardError) => string = guard.errorText
+
+/**
+ * @since 0.1.0
+ */
+export interface Options {
+  /** Offered to a parent model; by default the card's description. */
+  readonly description?: string | undefined
+  /** Rejects calls at once while the remote keeps failing. */
+  readonly breaker?: CircuitBreaker.CircuitBreaker | undefined
+  /**
+   * The retry policy, applied inside the breaker. For `run`, a retried
+   * attempt reports its progress again.
+   */
+  readonly retry?:
+    | ((
+      call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>
+    ) => Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
+    | undefined
+  /** Formats a completed task; a throw is a defect, never text. */
+  readonly completedText?: ((outcome: RemoteOutcome.Completed) => string) | undefined
+}
+
+/**
+ * A guarded remote agent: an {@link Agent.Agent} that never fails, plus a
+ * blocking `send`.
+ *
+ * @since 0.1.0
+ */
+export interface GuardedRemoteAgent extends Agent.Agent {
+  readonly remote: RemoteAgent.RemoteAgent
+  /** Sends a message and waits for its ending, as a {@link Agent.Result}. */
+  readonly send: (input: RemoteAgent.Input, options?: RemoteAgent.CallOptions) => Effect.Effect<Agent.Result>
+}
+
+/**
+ * Guards a remote agent.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schedule } from "effect"
+ * import { CircuitBreaker, GuardedRemoteAgent, RemoteAgent } from "effect-a2a"
+ *
+ * const program = Effect.gen(function*() {
+ *   const remote = yield* RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000", onCardFailure: "degrade" })
+ *   const breaker = yield* CircuitBreaker.make("booking", { trip: CircuitBreaker.consecutiveFailures(3) })
+ *   const booking = GuardedRemoteAgent.make(remote, { breaker, retry: Effect.retry(Schedule.recurs(1)) })
+ *   const result = yield* booking.send("book flight 4821 for Ana")
+ *   return result.text // "REMOTE_FAILED Agent execution failed. (error_id: 3f9c0a7b12de)", ...
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): GuardedRemoteAgent => {
+  const name = remote.name
+  const retry = options.retry ?? ((call) => call)
+  const protect = options.breaker === undefined
+    ? <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | CircuitBreaker.CircuitOpen> => effect
+    : options.breaker.protect
+  const completed = options.completedText ?? guard.completedText
+
+  // Effect.either only sees the typed channel: defects and interruption pass through untouched.
+  const guarded = (
+    call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>
+  ): Effect.Effect<Agent.Result> =>
+    Effect.map(
+      Effect.either(protect(retry(call))),
+      Either.match({
+        onLeft: (error) =>
+          Agent.Result.make({ agent: name, text: guard.errorText(error), outcome: Option.none(), error: Option.some(error) }),
+        onRight: (outcome) =>
+          Agent.Result.make({
+            agent: name,
+            text: guard.outcomeText(outcome, completed),
+            outcome: Option.some(outcome),
+            error: Option.none()
+          })
+      })
+    )
+
+  const run = (input: string): Stream.Stream<Agent.Event> =>
+    Stream.unwrapScoped(Effect.gen(function*() {
+      const mailbox = yield* Mailbox.make<Agent.Event>()
+      const call = remote.stream(input).pipe(
+        Stream.runFoldEffect(
+          Option.none<RemoteOutcome.RemoteOutcome>(),
+          (last, event) =>
+            Match.value(event).pipe(
+              Match.tagsExhaustive({
+                Status: (e) =>
+                  e.text.trim() === ""
+                    ? Effect.succeed(last)
+                    : Effect.as(mailbox.offer(Agent.Progress.make({ agent: name, text: e.text })), last),
+                Artifact: () => Effect.succeed(last),
+                Finished: (e) => Effect.succeed(Option.some(e.outcome))
+              })
+            )
+        ),
+        Effect.flatMap(Option.match({
+          // RemoteAgent ends every stream that does not fail with Finished
+          onNone: () => Effect.dieMessage(`remote agent ${name}: stream ended without an outcome`),
+          onSome: Effect.succeed
+        }))
+      )
+      yield* guarded(call).pipe(
+        Effect.flatMap((result) => mailbox.offer(result)),
+        Mailbox.into(mailbox),
+        Effect.forkScoped
+      )
+      return Mailbox.toStream(mailbox)
+    }))
+
+  return {
+    name,
+    description: guard.describeRemote(remote, options.description),
+    remote,
+    send: (input, callOptions) => guarded(remote.send(input, callOptions)),
+    run
+  }
+}
+
+/**
+ * Guards a remote agent with its breaker from the `CircuitBreaker.Registry`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { CircuitBreaker, GuardedRemoteAgent, RemoteAgent } from "effect-a2a"
+ *
+ * const program = Effect.gen(function*() {
+ *   const remote = yield* RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000" })
+ *   return yield* GuardedRemoteAgent.withBreaker(remote)
+ * }).pipe(Effect.provide(CircuitBreaker.layer({ trip: CircuitBreaker.consecutiveFailures(3) })))
+ * ```
+ * @since 0.1.0
+ */
+export const withBreaker = (
+  remote: RemoteAgent.RemoteAgent,
+  options: Omit<Options, "breaker"> = {}
+): Effect.Effect<GuardedRemoteAgent, never, CircuitBreaker.Registry> =>
+  Effect.map(CircuitBreaker.forAgent(remote.name), (breaker) => make(remote, { ...options, breaker }))

@@ -1,0 +1,175 @@
+/**
+ * Idempotency keys and at-most-once side effects.
+ *
+ * A key is given by the caller or derived from the conversation, the
+ * operation and its business parameters, so the same request after a crash
+ * or a lost answer carries the same key. On the wire it travels as message
+ * metadata under {@link metadataKey} and as the {@link headerName} header.
+ *
+ * @since 0.1.0
+ */
+import { Effect } from "effect"
+import type { IdempotencyError, OnceOptions } from "./IdempotencyLedger.js"
+import { IdempotencyLedger } from "./IdempotencyLedger.js"
+import { canonicalJson as canonical, sha256Hex } from "./internal/ledgerKey.js"
+
+export {
+  /**
+   * @since 0.1.0
+   */
+  IdempotencyConflict,
+  /**
+   * @since 0.1.0
+   */
+  IdempotencyError
+} from "./IdempotencyLedger.js"
+
+/**
+ * The message metadata key that carries the idempotency key.
+ *
+ * @since 0.1.0
+ */
+export const metadataKey = "effect-a2a/idempotency-key"
+
+/**
+ * The HTTP header that carries the idempotency key (the IETF
+ * `Idempotency-Key` draft's name).
+ *
+ * @since 0.1.0
+ */
+export const headerName = "Idempotency-Key"
+
+/**
+ * The prefix of derived keys; it names the derivation, so a change to it can
+ * never make an old key collide with a new one.
+ *
+ * @since 0.1.0
+ */
+export const derivedPrefix = "idem-v1-"
+
+/**
+ * JSON with object keys sorted at every depth (RFC 8785 ordering): equal
+ * values give equal text whatever the order their fields were built in.
+ *
+ * @example
+ * ```ts
+ * import { Idempotency } from "effect-a2a"
+ *
+ * Idempotency.canonicalJson({ b: 1, a: [true, { d: null, c: "x" }] })
+ * // '{"a":[true,{"c":"x","d":null}],"b":1}'
+ * ```
+ * @since 0.1.0
+ */
+export const canonicalJson: (value: unknown) => string = canonical
+
+/**
+ * A digest of a payload: SHA-256 hex of its canonical JSON. The server
+ * compares it to refuse a key reused with a different request.
+ *
+ * @example
+ * ```ts
+ * import { Idempotency } from "effect-a2a"
+ *
+ * Idempotency.fingerprint({ seat: "12A", flight: "LH 400" }) ===
+ *   Idempotency.fingerprint({ flight: "LH 400", seat: "12A" }) // true
+ * ```
+ * @since 0.1.0
+ */
+export const fingerprint = (payload: unknown): string => sha256Hex(canonical(payload))
+
+/**
+ * What a key is derived from, or the caller's own key.
+ *
+ * @since 0.1.0
+ */
+export type KeySource =
+  | { readonly key: string }
+  | {
+    /** The conversation (A2A context id). */
+    readonly contextId: string
+    /** The operation, e.g. `"book-flight"`. */
+    readonly operation: string
+    /** The business parameters only: no timestamps, request ids or other per-attempt values. */
+    readonly params: unknown
+  }
+
+/**
+ * The idempotency key of a request: the caller's key unchanged, or
+ * {@link derivedPrefix} followed by the SHA-256 hex of the canonical JSON of
+ * the context id, the operation and the parameters. The same inputs give the
+ * same key in every process.
+ *
+ * @example
+ * ```ts
+ * import { Idempotency } from "effect-a2a"
+ *
+ * const key = Idempotency.deriveKey({
+ *   contextId: "ctx-42",
+ *   operation: "book-flight",
+ *   params: { flight: "LH 400", passenger: "Ana Lima" }
+ * })
+ * // "idem-v1-" + 64 hex digits
+ * Idempotency.deriveKey({ key: "order-17" }) // "order-17"
+ * ```
+ * @since 0.1.0
+ */
+export const deriveKey = (source: KeySource): string =>
+  "key" in source
+    ? source.key
+    : derivedPrefix +
+      sha256Hex(canonical({ contextId: source.contextId, operation: source.operation, params: source.params }))
+
+/**
+ * Runs a side effect at most once per key and stores its success; a later
+ * call with the key, in this or another process sharing the ledger, returns
+ * the stored result without running it.
+ *
+ * - A typed failure is not stored (unless `failure` gives its schema), so the
+ *   work can be tried again, for instance in a new task.
+ * - Concurrent calls with one key run it once; the others wait (at most
+ *   `waitTimeout`, then `IdempotencyError` `Timeout`) for that result.
+ * - The running call holds a lease and renews it. When a run dies or is
+ *   interrupted before recording its outcome, later calls fail with
+ *   `IdempotencyError` `Interrupted` rather than run the side effect a second
+ *   time, unless they pass `takeover: true`.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Idempotency, IdempotencyLedger } from "effect-a2a"
+ *
+ * declare const reserveSeat: (flight: string, seat: string) => Effect.Effect<string, Error>
+ *
+ * const reservation = Idempotency.once(
+ *   Idempotency.deriveKey({ contextId: "ctx-42", operation: "reserve-seat", params: { flight: "LH 400", seat: "12A" } }),
+ *   reserveSeat("LH 400", "12A"),
+ *   { success: Schema.String }
+ * ).pipe(Effect.provide(IdempotencyLedger.layerMemory()))
+ * ```
+ * @since 0.1.0
+ */
+export function once<A, I, E>(
+  key: string,
+  options: OnceOptions<A, I, E>
+): <R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
+export function once<A, I, E, R>(
+  key: string,
+  effect: Effect.Effect<A, E, R>,
+  options: OnceOptions<A, I, E>
+): Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
+export function once<A, I, E, R>(
+  key: string,
+  effectOrOptions: Effect.Effect<A, E, R> | OnceOptions<A, I, E>,
+  options?: OnceOptions<A, I, E>
+):
+  | Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
+  | (<R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E | IdempotencyError, R2 | IdempotencyLedger>)
+{
+  const run = <R2>(effect: Effect.Effect<A, E, R2>, opts: OnceOptions<A, I, E>) =>
+    Effect.flatMap(IdempotencyLedger, (ledger) => ledger.once(key, effect, opts))
+  if (Effect.isEffect(effectOrOptions)) {
+    // Both overloads require options alongside an effect.
+    return run(effectOrOptions, options as OnceOptions<A, I, E>)
+  }
+  return (effect) => run(effect, effectOrOptions)
+}

@@ -1,0 +1,124 @@
+/**
+ * The text a guard makes of every ending of a remote call. Pure functions,
+ * shared by `GuardedRemoteAgent` and the unavailable stub of `Agent`.
+ */
+import { Duration, Match, Option } from "effect"
+import * as A2AClientError from "../A2AClientError.js"
+import type { CircuitOpen } from "../CircuitBreaker.js"
+import * as FailureHint from "../FailureHint.js"
+import * as Part from "../Part.js"
+import type { RemoteAgent } from "../RemoteAgent.js"
+import * as RemoteOutcome from "../RemoteOutcome.js"
+
+export const FAILED = "REMOTE_FAILED"
+export const UNAVAILABLE = "REMOTE_UNAVAILABLE"
+export const CANCELED = "REMOTE_CANCELED"
+export const REJECTED = "REMOTE_REJECTED"
+export const INPUT_REQUIRED = "REMOTE_INPUT_REQUIRED"
+export const AUTH_REQUIRED = "REMOTE_AUTH_REQUIRED"
+export const CIRCUIT_OPEN = "REMOTE_CIRCUIT_OPEN"
+
+export const markers = [FAILED, UNAVAILABLE, CANCELED, REJECTED, INPUT_REQUIRED, AUTH_REQUIRED, CIRCUIT_OPEN] as const
+
+export type Marker = typeof markers[number]
+
+export type GuardError = A2AClientError.A2AClientError | CircuitOpen
+
+const nonEmpty = (text: string): boolean => text.trim() !== ""
+
+const withText = (marker: Marker, text: string): string => nonEmpty(text) ? `${marker} ${text}` : marker
+
+/** The status text of a completed task followed by the text of its artifacts. */
+export const completedText = (outcome: RemoteOutcome.Completed): string =>
+  [outcome.text, ...outcome.artifacts.map((artifact) => Part.textOf(artifact.parts))].filter(nonEmpty).join("\n")
+
+const failedText = (outcome: RemoteOutcome.Failed): string => {
+  const text = nonEmpty(outcome.text) ? outcome.text : "the remote task failed"
+  const errorId = Option.orElse(outcome.errorId, () => Option.map(outcome.hint, (hint) => hint.errorId))
+  // the id must reach the reader even when the status text did not carry it
+  const withId = Option.match(errorId, {
+    onNone: () => text,
+    onSome: (id) => text.includes(id) ? text : `${text} (error_id: ${id})`
+  })
+  const withHint = Option.match(outcome.hint, {
+    onNone: () => withId,
+    onSome: (hint) => {
+      const suffix = FailureHint.suffix(hint)
+      return withId.includes(suffix) ? withId : `${withId} ${suffix}`
+    }
+  })
+  return `${FAILED} ${withHint}`
+}
+
+/** The text of an outcome; exhaustive, so a new outcome does not compile until it has a text. */
+export const outcomeText = (
+  outcome: RemoteOutcome.RemoteOutcome,
+  completed: (outcome: RemoteOutcome.Completed) => string = completedText
+): string =>
+  RemoteOutcome.$match({
+    Completed: completed,
+    Failed: failedText,
+    Canceled: (o) => withText(CANCELED, o.text),
+    Rejected: (o) => withText(REJECTED, nonEmpty(o.text) ? o.text : "the agent refused the task without a reason"),
+    InputRequired: (o) => withText(INPUT_REQUIRED, o.text),
+    AuthRequired: (o) => withText(AUTH_REQUIRED, o.text)
+  })(outcome)
+
+const reasonText = A2AClientError.matchReason({
+  ConnectionRefused: () => "the connection was refused",
+  ConnectionLost: () => "the connection was lost",
+  Timeout: () => "the call timed out",
+  Aborted: () => "the call was aborted",
+  HttpStatus: (e) => e.status === undefined ? "the server answered with an HTTP error" : `the server answered HTTP ${e.status}`,
+  ProtocolError: (e) =>
+    `the agent answered with a protocol error${e.code === undefined ? "" : ` ${e.code}`}${
+      e.protocolError === undefined ? "" : ` ${e.protocolError}`
+    }`,
+  InvalidResponse: () => "the response could not be read",
+  StreamInterrupted: () => "the stream was interrupted",
+  Unavailable: () => "the agent was not available at start-up"
+})
+
+// "not submitted" is a promise that nothing happened remotely, so it is only
+// said when the client proved the request never left this process.
+const deliveryText = (error: A2AClientError.A2AClientError): string =>
+  Match.value(error.delivery).pipe(
+    Match.when("NotSent", () => "the request was not submitted"),
+    Match.when("Unknown", () =>
+      error.taskId === undefined
+        ? "the outcome is unknown: no task was confirmed"
+        : `the outcome is unknown: task ${error.taskId} was confirmed but its ending was not received`),
+    Match.exhaustive
+  )
+
+// whole seconds, rounded up: a reader needs "20s", not "19s 999ms"
+const seconds = (duration: Duration.Duration): string =>
+  Duration.format(Duration.seconds(Math.ceil(Duration.toMillis(duration) / 1000)))
+
+const retryText = (retryAfter: Duration.Duration | undefined): string =>
+  retryAfter === undefined || Duration.toMillis(retryAfter) <= 0 ? "" : `, retry after ${seconds(retryAfter)}`
+
+/** The text of a failed call; exhaustive over the error types and their reasons. */
+export const errorText = (error: GuardError): string =>
+  Match.value(error).pipe(
+    Match.tagsExhaustive({
+      A2AClientError: (e) =>
+        `${UNAVAILABLE}: ${deliveryText(e)} (${e.agent}: ${reasonText(e)}${retryText(e.retryAfter)})`,
+      CircuitOpen: (e) =>
+        e.state === "Open" && Duration.toMillis(e.retryAfter) > 0
+          ? `${CIRCUIT_OPEN} retry after ${seconds(e.retryAfter)}: the request was not submitted (${e.agent} failed repeatedly)`
+          : `${CIRCUIT_OPEN} retry shortly: the request was not submitted (${e.agent} failed repeatedly)`
+    })
+  )
+
+/** The marker a text starts with, if any. */
+export const markerOf = (text: string): Option.Option<Marker> =>
+  Option.fromNullable(markers.find((marker) => text === marker || text.startsWith(`${marker} `) || text.startsWith(`${marker}:`)))
+
+/** The description of a remote agent: the given one, else its card's. */
+export const describeRemote = (remote: RemoteAgent, description: string | undefined): string =>
+  description ??
+    Option.match(remote.card, {
+      onNone: () => `The remote agent ${remote.name}`,
+      onSome: (card) => nonEmpty(card.description) ? card.description : `The remote agent ${remote.name}`
+    })

@@ -1,0 +1,267 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Chunk, Effect, Exit, Option, Scope, Stream } from "effect"
+import type * as A2AClientError from "../src/A2AClientError.js"
+import * as Agent from "../src/Agent.js"
+import * as CircuitBreaker from "../src/CircuitBreaker.js"
+import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
+import * as Orchestrator from "../src/Orchestrator.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
+import { authText, confirmation, question, rejectReason, serveBooking } from "./fixtures/bookingAgent.js"
+import { closedPort, rawPeer } from "./fixtures/peers.js"
+import {
+  claimsSuccess,
+  followsInstruction,
+  promptText,
+  scriptedModel,
+  systemText,
+  text,
+  toolCall,
+  toolResults
+} from "./fixtures/scriptedModel.js"
+
+let agents = 0
+// Metrics are process-wide, so every remote agent gets its own name; the tool keeps the name "booking".
+const freshName = () => `booking-${++agents}`
+
+const guardedBooking = (url: string, options: GuardedRemoteAgent.Options = {}) =>
+  Effect.map(
+    RemoteAgent.make({ name: freshName(), url, timeout: "5 seconds" }),
+    (remote) => GuardedRemoteAgent.make(remote, options)
+  )
+
+/** Offers the agent under the tool name "booking". */
+const asBooking = (agent: Agent.Agent): Agent.Agent => ({ ...agent, name: "booking" })
+
+const stoppedUrl = Effect.gen(function*() {
+  const scope = yield* Scope.make()
+  const server = yield* Scope.extend(serveBooking(), scope)
+  return { url: server.url, stop: Scope.close(scope, Exit.void) }
+})
+
+/**
+ * Asks the orchestrator once, with a model that follows the instruction,
+ * and returns what the model saw on its second turn.
+ */
+const askOnce = (agent: Agent.Agent, input: string) =>
+  Effect.gen(function*() {
+    const model = scriptedModel(followsInstruction("booking", input))
+    const orchestrator = yield* Orchestrator.make({ agents: [asBooking(agent)], instructions: "You book travel." })
+    const reply = yield* orchestrator.respond("Please book flight 4821 for Ana").pipe(Effect.provide(model.layer))
+    expect(model.requests).toHaveLength(2)
+    expect(model.requests[0]!.tools).toEqual(["booking"])
+    const first = model.requests[0]!.prompt
+    expect(systemText(first)).toContain("You book travel.")
+    expect(systemText(first)).toContain(Orchestrator.defaultInstruction)
+    const seen = toolResults(model.requests[1]!.prompt)
+    expect(seen).toHaveLength(1)
+    return { reply, seen: seen[0]!, next: promptText(model.requests[1]!.prompt) }
+  })
+
+/** How the scripted models report success. */
+const success = "your booking is confirmed"
+
+const claimsNoSuccess = (replyText: string, toolResult: string) => {
+  expect(replyText).not.toContain(success)
+  expect(replyText).toContain("could not complete")
+  expect(replyText).toContain("retry")
+  // the model quotes what it read, error id included
+  expect(replyText).toContain(toolResult)
+}
+
+describe("Orchestrator with a scripted LanguageModel and our booking server", () => {
+  it.scopedLive("completed: the model reads the confirmation and reports success", () =>
+    Effect.gen(function*() {
+      const server = yield* serveBooking()
+      const { reply, seen } = yield* askOnce(yield* guardedBooking(server.url), "book flight 4821 for Ana")
+      expect(seen.startsWith(confirmation)).toBe(true)
+      expect(reply.text).toContain(success)
+      expect(reply.turns).toBe(2)
+      expect(reply.calls.map((c) => [c.tool, c.input])).toEqual([["booking", "book flight 4821 for Ana"]])
+    }))
+
+  it.scopedLive("failed (typed error and defect on the remote): REMOTE_FAILED and the error id reach the next prompt", () =>
+    Effect.gen(function*() {
+      const server = yield* serveBooking()
+      const booking = yield* guardedBooking(server.url)
+      for (const input of ["fail flight 4821", "crash flight 4821"]) {
+        const { next, reply, seen } = yield* askOnce(booking, input)
+        const outcome = Option.getOrThrow(reply.calls[0]!.result.outcome)
+        const errorId = outcome._tag === "Failed" ? Option.getOrThrow(outcome.errorId) : "none"
+        expect(errorId).toMatch(/^[0-9a-f]{12}$/)
+        expect(seen).toBe(`REMOTE_FAILED Agent execution failed. (error_id: ${errorId})`)
+        expect(next).toContain(`tool-result booking: REMOTE_FAILED Agent execution failed. (error_id: ${errorId})`)
+        claimsNoSuccess(reply.text, seen)
+      }
+    }))
+
+  it.scopedLive("canceled by the admission hook, rejected, input required, auth required: each marker reaches the model", () =>
+    Effect.gen(function*() {
+      const server = yield* serveBooking()
+      const booking = yield* guardedBooking(server.url)
+      const cases = [
+        ["cancel flight 4821", GuardedRemoteAgent.CANCELED],
+        ["reject a flight to the moon", `${GuardedRemoteAgent.REJECTED} ${rejectReason}`],
+        ["input flight 4821", `${GuardedRemoteAgent.INPUT_REQUIRED} ${question}`],
+        ["auth flight 4821", `${GuardedRemoteAgent.AUTH_REQUIRED} ${authText}`]
+      ] as const
+      for (const [input, marker] of cases) {
+        const { next, reply, seen } = yield* askOnce(booking, input)
+        expect(seen.startsWith(marker)).toBe(true)
+        expect(next).toContain(`tool-result booking: ${marker}`)
+        claimsNoSuccess(reply.text, seen)
+      }
+    }))
+
+  it.scopedLive("server stopped: REMOTE_UNAVAILABLE, not submitted, reaches the model", () =>
+    Effect.gen(function*() {
+      const { stop, url } = yield* stoppedUrl
+      const booking = yield* guardedBooking(url)
+      yield* stop
+      const { reply, seen } = yield* askOnce(booking, "book flight 4821 for Ana")
+      expect(seen).toBe(`REMOTE_UNAVAILABLE: the request was not submitted (${booking.name}: the connection was refused)`)
+      claimsNoSuccess(reply.text, seen)
+    }))
+
+  it.scopedLive("connection lost after sending: REMOTE_UNAVAILABLE with an unknown outcome reaches the model", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((req) => req.socket.destroy())
+      const booking = yield* guardedBooking(peer.url)
+      const { reply, seen } = yield* askOnce(booking, "book flight 4821 for Ana")
+      expect(seen).toMatch(/^REMOTE_UNAVAILABLE: the outcome is unknown: no task was confirmed/)
+      claimsNoSuccess(reply.text, seen)
+    }))
+
+  it.scopedLive("degraded start-up: the unavailable remote and the stub both reach the model as REMOTE_UNAVAILABLE", () =>
+    Effect.gen(function*() {
+      const url = yield* closedPort
+      const remote = yield* RemoteAgent.make({ name: freshName(), url, onCardFailure: "degrade", cardTimeout: "2 seconds" })
+      const cause = yield* Effect.flip(RemoteAgent.make({ name: freshName(), url, cardTimeout: "2 seconds" }))
+      for (const agent of [GuardedRemoteAgent.make(remote, { description: "Books flights" }), Agent.unavailable(cause, "Books flights")]) {
+        const { reply, seen } = yield* askOnce(agent, "book flight 4821 for Ana")
+        expect(seen).toMatch(/^REMOTE_UNAVAILABLE: the request was not submitted \(.*the agent was not available at start-up\)$/)
+        claimsNoSuccess(reply.text, seen)
+      }
+    }))
+
+  it.scopedLive("circuit open after repeated failures: REMOTE_CIRCUIT_OPEN reaches the model, the remote is not called", () =>
+    Effect.gen(function*() {
+      const { stop, url } = yield* stoppedUrl
+      const remote = yield* RemoteAgent.make({ name: freshName(), url, timeout: "5 seconds" })
+      yield* stop
+      const breaker = yield* CircuitBreaker.make(remote.name, { trip: CircuitBreaker.consecutiveFailures(2) })
+      let attempts = 0
+      const booking = GuardedRemoteAgent.make(remote, {
+        breaker,
+        retry: (call) => Effect.zipRight(Effect.sync(() => attempts++), call)
+      })
+      const seen: Array<string> = []
+      for (let i = 0; i < 3; i++) {
+        const { reply, seen: result } = yield* askOnce(booking, "book flight 4821 for Ana")
+        claimsNoSuccess(reply.text, result)
+        seen.push(result)
+      }
+      expect(seen[0]).toMatch(/^REMOTE_UNAVAILABLE: the request was not submitted/)
+      expect(seen[1]).toMatch(/^REMOTE_UNAVAILABLE: the request was not submitted/)
+      expect(seen[2]).toMatch(/^REMOTE_CIRCUIT_OPEN retry after 30s: the request was not submitted/)
+      expect(attempts).toBe(2)
+    }))
+
+  it.scopedLive("without the instruction, the same scripted model has nothing to follow and claims success", () =>
+    Effect.gen(function*() {
+      const server = yield* serveBooking()
+      const booking = asBooking(yield* guardedBooking(server.url))
+      const model = scriptedModel(followsInstruction("booking", "fail flight 4821"))
+      const orchestrator = yield* Orchestrator.make({ agents: [booking], remoteFailureInstruction: "" })
+      const reply = yield* orchestrator.respond("Book flight 4821").pipe(Effect.provide(model.layer))
+      expect(systemText(model.requests[0]!.prompt)).not.toContain("REMOTE_FAILED")
+      expect(reply.text).toContain(success)
+    }))
+
+  it.scopedLive("a model that ignores tool results is not corrected, but the marker is in its context", () =>
+    Effect.gen(function*() {
+      const server = yield* serveBooking()
+      const booking = asBooking(yield* guardedBooking(server.url))
+      const model = scriptedModel(claimsSuccess("booking", "fail flight 4821"))
+      const orchestrator = yield* Orchestrator.make({ agents: [booking] })
+      const reply = yield* orchestrator.respond("Book flight 4821").pipe(Effect.provide(model.layer))
+      expect(toolResults(model.requests[1]!.prompt)[0]).toMatch(/^REMOTE_FAILED .*error_id: [0-9a-f]{12}/)
+      expect(Orchestrator.toolResults(reply.prompt)).toEqual(toolResults(model.requests[1]!.prompt))
+    }))
+})
+
+describe("Orchestrator loop", () => {
+  const local = Agent.make({
+    name: "weather",
+    description: "Tells the weather of a city",
+    run: (city, progress) => Effect.as(progress(`looking up ${city}`), `sunny in ${city}`)
+  })
+
+  it.effect("loops model -> tools -> model until text, with several tool calls per turn", () =>
+    Effect.gen(function*() {
+      const model = scriptedModel((_request, turn) =>
+        turn === 0
+          ? [toolCall("weather", "Lisbon"), toolCall("weather", "Porto")]
+          : turn === 1
+          ? [toolCall("weather", "Faro")]
+          : [text("All sunny.")]
+      )
+      const orchestrator = yield* Orchestrator.make({ agents: [local] })
+      const reply = yield* orchestrator.respond("Weather?").pipe(Effect.provide(model.layer))
+      expect(reply.text).toBe("All sunny.")
+      expect(reply.turns).toBe(3)
+      expect(toolResults(model.requests[2]!.prompt)).toEqual(["sunny in Lisbon", "sunny in Porto", "sunny in Faro"])
+      expect(reply.calls.map((c) => c.input)).toEqual(["Lisbon", "Porto", "Faro"])
+    }))
+
+  it.effect("a model that never stops calling tools ends with a TurnLimit error after maxTurns calls", () =>
+    Effect.gen(function*() {
+      const model = scriptedModel(() => [toolCall("weather", "Lisbon")])
+      const orchestrator = yield* Orchestrator.make({ agents: [local], maxTurns: 3 })
+      const error = yield* Effect.flip(orchestrator.respond("Weather?").pipe(Effect.provide(model.layer)))
+      expect(error._tag === "OrchestratorError" && [error.reason, error.turns]).toEqual(["TurnLimit", 3])
+      expect(model.requests).toHaveLength(3)
+    }))
+
+  it.effect("a defect in a local sub-agent is a defect of the orchestrator, never a tool result", () =>
+    Effect.gen(function*() {
+      const buggy = Agent.make({ name: "buggy", description: "has a bug", run: () => Effect.dieMessage("local bug") })
+      const model = scriptedModel((_request, turn) => (turn === 0 ? [toolCall("buggy", "x")] : [text("fine")]))
+      const orchestrator = yield* Orchestrator.make({ agents: [buggy] })
+      const exit = yield* Effect.exit(orchestrator.respond("go").pipe(Effect.provide(model.layer)))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      expect(model.requests).toHaveLength(1)
+    }))
+
+  it.effect("run: the orchestrator is an Agent too, forwarding sub-agent progress before its result", () =>
+    Effect.gen(function*() {
+      const model = scriptedModel((_request, turn) => (turn === 0 ? [toolCall("weather", "Lisbon")] : [text("Sunny.")]))
+      const orchestrator = yield* Orchestrator.make({ name: "travel", agents: [local] })
+      const events = Chunk.toArray(yield* Stream.runCollect(orchestrator.run("Weather?")).pipe(Effect.provide(model.layer)))
+      expect(events.map((e) => [e._tag, e.agent, e.text])).toEqual([
+        ["Progress", "weather", "looking up Lisbon"],
+        ["Result", "travel", "Sunny."]
+      ])
+    }))
+
+  it.effect("only agents whose failures are already explicit can be offered to the model", () =>
+    Effect.gen(function*() {
+      const unguarded: Agent.Agent<A2AClientError.A2AClientError> = {
+        name: "raw",
+        description: "an unguarded remote agent",
+        run: () => Stream.empty
+      }
+      // @ts-expect-error an unguarded remote agent fails with errors the model would never see
+      const exit = yield* Effect.exit(Orchestrator.make({ agents: [unguarded] }))
+      expect(Exit.isSuccess(exit)).toBe(true)
+    }))
+
+  it.effect("tool names are sanitized and must be unique", () =>
+    Effect.gen(function*() {
+      const a = Agent.make({ name: "flight booking", description: "a", run: () => Effect.succeed("a") })
+      const b = Agent.make({ name: "flight.booking", description: "b", run: () => Effect.succeed("b") })
+      const one = yield* Orchestrator.make({ agents: [a] })
+      expect(Array.from(one.tools.keys())).toEqual(["flight_booking"])
+      const exit = yield* Effect.exit(Orchestrator.make({ agents: [a, b] }))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+    }))
+})

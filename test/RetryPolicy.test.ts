@@ -1,0 +1,197 @@
+import { TaskState } from "@a2a-js/sdk"
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, Option, Ref, TestClock } from "effect"
+import * as A2AClientError from "../src/A2AClientError.js"
+import * as FailureHint from "../src/FailureHint.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
+import * as RemoteOutcome from "../src/RemoteOutcome.js"
+import * as RetryPolicy from "../src/RetryPolicy.js"
+import { json, rawPeer, rpcId } from "./fixtures/peers.js"
+
+const error = (fields: Partial<ConstructorParameters<typeof A2AClientError.A2AClientError>[0]> = {}) =>
+  new A2AClientError.A2AClientError({
+    agent: "booking",
+    operation: "SendMessage",
+    reason: "ConnectionRefused",
+    delivery: "NotSent",
+    detail: "x",
+    ...fields
+  })
+
+const fields = { agent: "booking", taskId: "t", contextId: "c", text: "", parts: [], artifacts: [] }
+const completed = RemoteOutcome.Completed.make(fields)
+const failed = (retryable: boolean) =>
+  RemoteOutcome.Failed.make({
+    ...fields,
+    errorId: Option.some("0123456789ab"),
+    hint: Option.some(FailureHint.FailureHint.make({ errorId: "0123456789ab", retryable }))
+  })
+
+/** A call that answers with the scripted results in turn, counting attempts. */
+const scripted = (results: ReadonlyArray<A2AClientError.A2AClientError | RemoteOutcome.RemoteOutcome>) =>
+  Effect.gen(function*() {
+    const calls = yield* Ref.make(0)
+    const call = Ref.getAndUpdate(calls, (n) => n + 1).pipe(
+      Effect.flatMap((n) => {
+        const result = results[Math.min(n, results.length - 1)]!
+        return result._tag === "A2AClientError" ? Effect.fail(result) : Effect.succeed(result)
+      })
+    )
+    return { call, calls: Ref.get(calls) }
+  })
+
+/** Runs `effect` while moving the test clock forward, so the policy's sleeps pass. */
+const withClock = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.fork(effect)
+    for (let i = 0; i < 200; i++) {
+      yield* TestClock.adjust("100 millis")
+      const done = yield* Fiber.poll(fiber)
+      if (Option.isSome(done)) break
+    }
+    return yield* Fiber.join(fiber)
+  })
+
+describe("which errors are retried", () => {
+  it("NotSent always; Unknown only with a key; 429 and 503; never a protocol error or an unavailable agent", () => {
+    const plain = { idempotent: false }
+    const keyed = { idempotent: true }
+    expect(Option.isSome(RetryPolicy.retryReason(error(), plain))).toBe(true)
+    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Timeout", delivery: "Unknown" }), plain))).toBe(false)
+    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Timeout", delivery: "Unknown" }), keyed))).toBe(true)
+    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "ConnectionLost", delivery: "Unknown" }), keyed))).toBe(true)
+    for (const status of [429, 503]) {
+      expect(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status }), plain)).toEqual(
+        Option.some(`HttpStatus ${status}`)
+      )
+    }
+    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status: 500 }), plain))).toBe(false)
+    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status: 404 }), keyed))).toBe(false)
+    const terminal = error({ reason: "ProtocolError", delivery: "Unknown", code: -32004, protocolError: "UnsupportedOperation" })
+    expect(Option.isSome(RetryPolicy.retryReason(terminal, keyed))).toBe(false)
+    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Unavailable" }), keyed))).toBe(false)
+  })
+})
+
+describe("RetryPolicy.retry", () => {
+  it.effect("retries NotSent errors until the call succeeds", () =>
+    Effect.gen(function*() {
+      const { call, calls } = yield* scripted([error(), error(), completed])
+      const outcome = yield* withClock(call.pipe(RetryPolicy.retry({ maxAttempts: 5 }, { idempotent: false })))
+      expect(outcome._tag).toBe("Completed")
+      expect(yield* calls).toBe(3)
+    }))
+
+  it.effect("does not resend an Unknown delivery without an idempotency key", () =>
+    Effect.gen(function*() {
+      const { call, calls } = yield* scripted([error({ reason: "Timeout", delivery: "Unknown" }), completed])
+      const failure = yield* withClock(Effect.flip(call.pipe(RetryPolicy.retry({}, { idempotent: false }))))
+      expect(failure).toMatchObject({ reason: "Timeout", attempts: 1 })
+      expect(yield* calls).toBe(1)
+    }))
+
+  it.effect("gives up after maxAttempts with the last typed error and the attempt count", () =>
+    Effect.gen(function*() {
+      const { call, calls } = yield* scripted([error({ reason: "ConnectionLost", delivery: "Unknown" })])
+      const failure = yield* withClock(Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 3 }, { idempotent: true }))))
+      expect(failure).toMatchObject({ _tag: "A2AClientError", reason: "ConnectionLost", attempts: 3 })
+      expect(yield* calls).toBe(3)
+    }))
+
+  it.effect("stops when the time budget would be exceeded", () =>
+    Effect.gen(function*() {
+      const { call, calls } = yield* scripted([error({ reason: "HttpStatus", delivery: "Unknown", status: 503, retryAfter: Duration.seconds(10) })])
+      const failure = yield* withClock(Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 10, budget: "15 seconds" }, { idempotent: false }))))
+      expect(failure.attempts).toBe(2)
+      expect(yield* calls).toBe(2)
+    }))
+
+  it.effect("waits at least Retry-After", () =>
+    Effect.gen(function*() {
+      const { call, calls } = yield* scripted([
+        error({ reason: "HttpStatus", delivery: "Unknown", status: 429, retryAfter: Duration.seconds(3) }),
+        completed
+      ])
+      const fiber = yield* Effect.fork(call.pipe(RetryPolicy.retry({}, { idempotent: false })))
+      yield* TestClock.adjust("2900 millis")
+      expect(yield* calls).toBe(1)
+      yield* TestClock.adjust("200 millis")
+      expect((yield* Fiber.join(fiber))._tag).toBe("Completed")
+      expect(yield* calls).toBe(2)
+    }))
+
+  it.effect("delays grow with jitter between base and cap", () =>
+    Effect.gen(function*() {
+      const delays: Array<number> = []
+      const { call } = yield* scripted([error()])
+      const traced = call.pipe(Effect.tapError(() => Effect.sync(() => delays.push(Date.now()))))
+      void traced
+      const schedule = RetryPolicy.schedule({ base: "100 millis", cap: "1 second", maxAttempts: 50, budget: "1 hour" })
+      const driver = yield* Effect.flip(
+        Effect.fail(error()).pipe(Effect.retry({ schedule, while: () => delays.push(0) < 20 }))
+      ).pipe(Effect.fork)
+      yield* TestClock.adjust("1 minute")
+      yield* Fiber.join(driver)
+      expect(delays.length).toBe(20)
+    }))
+
+  it.effect("a FAILED outcome is retried as a new task only when asked, and only when its hint allows", () =>
+    Effect.gen(function*() {
+      const once = yield* scripted([failed(true), completed])
+      expect((yield* withClock(once.call.pipe(RetryPolicy.retry({}, { idempotent: true }))))._tag).toBe("Failed")
+      expect(yield* once.calls).toBe(1)
+
+      const optIn = yield* scripted([failed(true), completed])
+      expect((yield* withClock(optIn.call.pipe(RetryPolicy.retry({ retryFailed: true }, { idempotent: true }))))._tag).toBe(
+        "Completed"
+      )
+      expect(yield* optIn.calls).toBe(2)
+
+      const notRetryable = yield* scripted([failed(false), completed])
+      expect((yield* withClock(notRetryable.call.pipe(RetryPolicy.retry({ retryFailed: true }, { idempotent: true }))))._tag)
+        .toBe("Failed")
+
+      const sameTask = yield* scripted([failed(true), completed])
+      const kept = yield* withClock(sameTask.call.pipe(RetryPolicy.retry({ retryFailed: true }, { idempotent: true, continuesTask: true })))
+      expect(kept._tag).toBe("Failed")
+      expect(yield* sameTask.calls).toBe(1)
+
+      const exhausted = yield* scripted([failed(true)])
+      const last = yield* withClock(exhausted.call.pipe(RetryPolicy.retry({ retryFailed: true, maxAttempts: 2 }, { idempotent: true })))
+      expect(last._tag).toBe("Failed")
+      expect(yield* exhausted.calls).toBe(2)
+    }))
+})
+
+describe("against a real server", () => {
+  it.scopedLive("a 503 with Retry-After, then success: resent once, with the same idempotency key", () =>
+    Effect.gen(function*() {
+      const keys: Array<string | undefined> = []
+      const peer = yield* rawPeer((req, res, body) => {
+        keys.push(req.headers["idempotency-key"] as string | undefined)
+        if (keys.length === 1) {
+          res.writeHead(503, { "retry-after": "0", "content-type": "text/plain" })
+          return res.end("busy")
+        }
+        json(res, 200, {
+          jsonrpc: "2.0",
+          id: rpcId(body),
+          result: {
+            task: {
+              id: "t-1",
+              contextId: "c-1",
+              status: { state: TaskState[TaskState.TASK_STATE_COMPLETED], message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "booked" }] } },
+              artifacts: [],
+              history: []
+            }
+          }
+        })
+      })
+      const agent = yield* RemoteAgent.make({ name: "booking", url: peer.url })
+      const outcome = yield* agent.send("book", { idempotencyKey: "key-1" }).pipe(
+        RetryPolicy.retry({ base: "10 millis" }, { idempotent: true })
+      )
+      expect(outcome).toMatchObject({ _tag: "Completed", text: "booked" })
+      expect(keys).toEqual(["key-1", "key-1"])
+    }))
+})
