@@ -39,25 +39,22 @@ const program = Effect.gen(function*() {
   )
   const ours: Array<number> = []
   const theirs: Array<number> = []
-  const time = async (run: () => Promise<unknown>, into: Array<number>) => {
-    const start = performance.now()
-    await run()
-    into.push(performance.now() - start)
-  }
+  // Both run inside the same Effect program, as an Effect application calls them.
+  const timed = <A, E>(effect: Effect.Effect<A, E>, into: Array<number>) =>
+    Effect.suspend(() => {
+      const start = performance.now()
+      return Effect.tap(effect, () => Effect.sync(() => into.push(performance.now() - start)))
+    })
+  const runOurs = (i: number) => timed(agent.send(`complete ${i}`), ours)
+  const runTheirs = (i: number) => timed(Effect.promise(() => raw.sendMessage(request(`complete ${i}`))), theirs)
   // Warm both paths (JIT, keep-alive connections) before measuring.
-  for (let i = 0; i < 50; i++) {
-    yield* agent.send("complete warm")
-    yield* Effect.promise(() => raw.sendMessage(request("complete warm")))
-  }
+  for (let i = 0; i < 200; i++) yield* Effect.zip(runOurs(i), runTheirs(i))
+  ours.length = 0
+  theirs.length = 0
   for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < perRound; i++) {
-      const first = (round + i) % 2 === 0
-      const runOurs = () => time(() => Effect.runPromise(agent.send(`complete ${i}`)), ours)
-      const runTheirs = () => time(() => raw.sendMessage(request(`complete ${i}`)), theirs)
-      yield* Effect.promise(async () => {
-        if (first) await runOurs().then(runTheirs)
-        else await runTheirs().then(runOurs)
-      })
+      if ((round + i) % 2 === 0) yield* Effect.zip(runOurs(i), runTheirs(i))
+      else yield* Effect.zip(runTheirs(i), runOurs(i))
     }
   }
   return report("client-overhead", [

@@ -15,6 +15,7 @@ import type { AgentCard, Message, StreamResponse, Task } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import type { Client, RequestOptions } from "@a2a-js/sdk/client"
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import { Clock, Context, Duration, Effect, Layer, Metric, Option, Stream } from "effect"
 import * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
@@ -211,6 +212,12 @@ const instrument = (agent: string) => {
     )
 }
 
+/** `traceparent` for the current span, so the server's spans join the caller's trace. */
+const traceHeaders: Effect.Effect<Record<string, string>> = Effect.map(
+  Effect.option(Effect.currentSpan),
+  Option.match({ onNone: () => ({}), onSome: (span) => ({ ...HttpTraceContext.toHeaders(span) }) })
+)
+
 const timeoutError = () => new DOMException("The operation timed out", "TimeoutError")
 
 /**
@@ -229,7 +236,7 @@ const callWith = (
   ids: { readonly taskId?: string | undefined; readonly contextId?: string | undefined },
   run: (requestOptions: RequestOptions) => Promise<A>
 ): Effect.Effect<A, A2AClientError.A2AClientError> =>
-  Effect.suspend(() => {
+  Effect.flatMap(traceHeaders, (trace) => {
     let record: CallRecord | undefined
     const millis = Duration.toMillis(options?.timeout ?? defaultTimeout)
     return Effect.tryPromise({
@@ -240,7 +247,7 @@ const callWith = (
         const timer = setTimeout(() => controller.abort(timeoutError()), millis)
         record = track(controller.signal)
         try {
-          return await run({ signal: controller.signal, serviceParameters: headersOf(headers, options) })
+          return await run({ signal: controller.signal, serviceParameters: { ...trace, ...headersOf(headers, options) } })
         } finally {
           clearTimeout(timer)
           interrupt.removeEventListener("abort", onInterrupt)
@@ -452,11 +459,12 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         Effect.sync(() => new AbortController()),
         (controller) => Effect.sync(() => controller.abort())
       ).pipe(
-        Stream.flatMap((controller) => {
+        Stream.zip(Stream.fromEffect(traceHeaders)),
+        Stream.flatMap(([controller, trace]) => {
           record.current = track(controller.signal)
           const generator = client.sendMessageStream(
             { tenant: "", message, configuration: undefined, metadata: undefined },
-            { signal: controller.signal, serviceParameters: headersOf(agentOptions.headers, options) }
+            { signal: controller.signal, serviceParameters: { ...trace, ...headersOf(agentOptions.headers, options) } }
           )
           // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
           const iterable: AsyncIterable<StreamResponse> = {
@@ -518,7 +526,8 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
       const observeStream = observe("SendStreamingMessage")
       return events.pipe(
         Stream.tap((event) => (event._tag === "Finished" ? observeStream(Effect.succeed(event)) : Effect.void)),
-        Stream.tapError((error) => Effect.ignore(observeStream(Effect.fail(error))))
+        Stream.tapError((error) => Effect.ignore(observeStream(Effect.fail(error)))),
+        Stream.withSpan("RemoteAgent.stream", { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
       )
     })
 

@@ -25,11 +25,12 @@ const unique = (prefix: string) => `${prefix}_${randomBytes(5).toString("hex")}`
 
 /** PostgreSQL from the global setup, or DATABASE_URL; a test that needs it fails without it. */
 const databaseUrl = (): string => {
-  const provided = inject("databaseUrl") as string | undefined
-  const url = provided ?? process.env["DATABASE_URL"]
+  const url = inject("databaseUrl") ?? process.env["DATABASE_URL"]
   if (url === undefined || url === "") {
     throw new Error(
-      "PostgreSQL is not available: run vitest with globalSetup test/globalSetup.postgres.ts, or set DATABASE_URL"
+      `PostgreSQL is not available: ${
+        inject("databaseError") ?? "run vitest with globalSetup test/globalSetup.postgres.ts, or set DATABASE_URL"
+      }`
     )
   }
   return url

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, HashMap, Logger, Metric, MetricState, Option, Stream } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
-import { peerErrorId, sdkPeer } from "./fixtures/peers.js"
+import { json, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 
 let agents = 0
 /** A fresh agent name per test keeps the global metric counters apart. */
@@ -140,5 +140,22 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(outcome.text).toBe("too expensive")
       expect(peer.methods()).toContain("message/send")
       expect((yield* agent.send("fail"))._tag).toBe("Failed")
+    }))
+
+  it.scopedLive("the request carries traceparent of the caller's trace", () =>
+    Effect.gen(function*() {
+      const seen: Array<string | undefined> = []
+      const peer = yield* rawPeer((req, res, body) => {
+        seen.push(req.headers.traceparent as string | undefined)
+        json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "no" } })
+      })
+      const agent = yield* agentFor(peer.url)
+      const traceId = yield* Effect.gen(function*() {
+        yield* Effect.ignore(agent.getTask("t"))
+        yield* Effect.ignore(Stream.runDrain(agent.stream("go")))
+        return (yield* Effect.currentSpan).traceId
+      }).pipe(Effect.withSpan("orchestrator"))
+      expect(seen).toHaveLength(2)
+      for (const header of seen) expect(header).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`))
     }))
 })
