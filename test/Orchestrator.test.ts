@@ -12,12 +12,12 @@ import {
   claimsSuccess,
   followsInstruction,
   promptText,
-  scriptedModel,
+  make as scriptedModel,
   systemText,
   text,
   toolCall,
   toolResults
-} from "./fixtures/scriptedModel.js"
+} from "../src/ScriptedLanguageModel.js"
 
 let agents = 0
 // Metrics are process-wide, so every remote agent gets its own name; the tool keeps the name "booking".
