@@ -13,8 +13,9 @@
  *
  * @since 0.1.0
  */
-import { type AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk"
-import { DefaultRequestHandler, InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
+import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk"
+import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
+import { DefaultRequestHandler, InMemoryTaskStore, ServerCallContext, type TaskStore } from "@a2a-js/sdk/server"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
@@ -166,6 +167,7 @@ const jsonResponse = (body: unknown, status = 200, headers: Record<string, strin
   HttpServerResponse.raw(JSON.stringify(body), { status, contentType: "application/json", headers })
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+const versionHeader = A2A_VERSION_HEADER.toLowerCase()
 
 const rpcError = (id: unknown, code: number, message: string, status = 200) =>
   jsonResponse({ jsonrpc: "2.0", id, error: { code, message } }, status)
@@ -237,18 +239,32 @@ export const make = <E, R>(
     const requestHandler = new DefaultRequestHandler(card, executor.taskStore ?? taskStore, executor)
     const dispatcher = internalRpc.makeDispatcher(requestHandler, card)
 
-    const cardBody = JSON.stringify(card)
-    const etag = `W/"${createHash("sha256").update(cardBody).digest("hex").slice(0, 16)}"`
-    const cardHeaders = {
-      ETag: etag,
-      "Cache-Control": cardMaxAge > 0 ? `public, max-age=${cardMaxAge}` : "no-cache"
+    // Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
+    // request whose A2A-Version is absent or in [0.3, 1.0) gets the card in
+    // the v0.3 shape (the SDK's own conversion, the v1.0 interfaces embedded),
+    // any other the v1.0 card; each with its own ETag.
+    const legacyCard = yield* Effect.promise(() =>
+      new LegacyRestTransportHandler({ getAuthenticatedExtendedAgentCard: () => Promise.resolve(card) } as never)
+        .getAuthenticatedExtendedAgentCard(new ServerCallContext())
+    )
+    const cardCacheControl = cardMaxAge > 0 ? `public, max-age=${cardMaxAge}` : "no-cache"
+    const servedCard = (value: unknown) => {
+      const body = JSON.stringify(value)
+      const etag = `W/"${createHash("sha256").update(body).digest("hex").slice(0, 16)}"`
+      return { body, etag, headers: { ETag: etag, "Cache-Control": cardCacheControl, Vary: A2A_VERSION_HEADER } }
     }
+    const v1Card = servedCard(card)
+    const v03Card = servedCard({ ...legacyCard, supportedInterfaces: structuredClone(card.supportedInterfaces) })
     const serveCard = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+      const served = internalRpc.isLegacyVersion(request.headers[versionHeader]) ? v03Card : v1Card
       const ifNoneMatch = request.headers["if-none-match"]
-      if (ifNoneMatch !== undefined && ifNoneMatch.split(",").some((tag) => tag.trim() === etag || tag.trim() === "*")) {
-        return HttpServerResponse.empty({ status: 304, headers: cardHeaders })
+      if (
+        ifNoneMatch !== undefined &&
+        ifNoneMatch.split(",").some((tag) => tag.trim() === served.etag || tag.trim() === "*")
+      ) {
+        return HttpServerResponse.empty({ status: 304, headers: served.headers })
       }
-      return HttpServerResponse.text(cardBody, { contentType: "application/json", headers: cardHeaders })
+      return HttpServerResponse.raw(served.body, { contentType: "application/json", headers: served.headers })
     })
 
     // -32603 answers carry only an error id; what happened is logged under it.

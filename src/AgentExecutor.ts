@@ -242,7 +242,7 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
 }
 
 interface Run {
-  readonly fiber: Fiber.RuntimeFiber<AgentResult | typeof admissionRefused, unknown>
+  readonly fiber: Fiber.RuntimeFiber<FinalStatus, unknown>
   canceled: boolean
 }
 
@@ -483,21 +483,15 @@ export const make = <E, R>(
           )
       })
 
-    // The final status of an ended run, before the afterExecute hook.
-    const settle = (
-      bus: ExecutionEventBus,
-      request: AgentRequest,
-      run: Run,
-      exit: Exit.Exit<AgentResult | typeof admissionRefused, unknown>
-    ): Effect.Effect<FinalStatus> =>
-      Exit.isSuccess(exit)
-        ? Effect.succeed(publishResult(bus, request, exit.value))
-        : run.canceled && Cause.isInterrupted(exit.cause)
-        ? Effect.succeed({
+    // The final status of a run that was interrupted (a cancel, a shutdown, or
+    // the agent's own interruption); the other endings are settled in the run's fiber.
+    const settleInterrupted = (request: AgentRequest, run: Run, cause: Cause.Cause<unknown>) =>
+      run.canceled && Cause.isInterrupted(cause)
+        ? Effect.succeed<FinalStatus>({
           event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_CANCELED, "Task canceled."),
           failure: Option.none()
         })
-        : failureFinal(request, exit.cause)
+        : failureFinal(request, cause)
 
     const applyAfter = (request: AgentRequest, final: FinalStatus): Effect.Effect<FinalStatus, never, R> => {
       const after = options.afterExecute
@@ -544,8 +538,7 @@ export const make = <E, R>(
       return saved.then((done) => done ? undefined : runPromise(persistFinal(context, initial, event)))
     }
 
-    // Plain promises around one fiber per run: the common path (a result, no
-    // afterExecute hook) builds no other Effect.
+    // Plain promises around one fiber per run.
     const run = (context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
       const { contextId, taskId } = context
       const request = makeRequest(context)
@@ -574,22 +567,29 @@ export const make = <E, R>(
         AgentProgress,
         makeProgress(taskId, contextId, bus)
       )
+      // One fiber per run: it also settles the final status, without being
+      // interruptible once the agent is done; interruptions end it as they come.
+      const settled: Effect.Effect<FinalStatus, unknown, R> = Effect.uninterruptibleMask((restore) =>
+        Effect.matchCauseEffect(restore(work), {
+          onSuccess: (result) => applyAfter(request, publishResult(bus, request, result)),
+          onFailure: (cause) =>
+            Cause.isInterrupted(cause)
+              ? Effect.failCause(cause)
+              : Effect.flatMap(failureFinal(request, cause), (final) => applyAfter(request, final))
+        })
+      )
 
-      const fiber = runFork(work)
+      const fiber = runFork(settled)
       const run: Run = { fiber, canceled: false }
       const forTask = runs.get(taskId) ?? new Set<Run>()
       forTask.add(run)
       runs.set(taskId, forTask)
       if (closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
-      return new Promise<Exit.Exit<AgentResult | typeof admissionRefused, unknown>>((resolve) =>
-        fiber.addObserver(resolve)
-      ).then((exit) => {
+      return new Promise<Exit.Exit<FinalStatus, unknown>>((resolve) => fiber.addObserver(resolve)).then((exit) => {
         forTask.delete(run)
         if (forTask.size === 0) runs.delete(taskId)
-        if (Exit.isSuccess(exit) && options.afterExecute === undefined) {
-          return publishFinal(context, bus, initial, publishResult(bus, request, exit.value))
-        }
-        return runPromise(Effect.flatMap(settle(bus, request, run, exit), (final) => applyAfter(request, final)))
+        if (Exit.isSuccess(exit)) return publishFinal(context, bus, initial, exit.value)
+        return runPromise(Effect.flatMap(settleInterrupted(request, run, exit.cause), (final) => applyAfter(request, final)))
           .then((published) => publishFinal(context, bus, initial, published))
       })
     }

@@ -45,6 +45,22 @@ describe("A2AServer", () => {
         fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "if-none-match": etag! } })
       )
       expect(cached.status).toBe(304)
+
+      // Without A2A-Version (above) the card is v0.3-shaped, as the SDK's legacy card router serves it.
+      expect(served).toMatchObject({ url: server.rpcUrl, preferredTransport: "JSONRPC", protocolVersion: "0.3" })
+      expect(response.headers.get("vary")).toBe("A2A-Version")
+      const v1 = yield* Effect.promise(() =>
+        fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "A2A-Version": "1.0" } })
+      )
+      const v1Card = yield* Effect.promise(() => v1.json())
+      expect(v1Card.name).toBe(card.name)
+      expect("url" in v1Card || "protocolVersion" in v1Card).toBe(false)
+      expect(v1Card.supportedInterfaces).toEqual(served.supportedInterfaces)
+      expect(v1.headers.get("etag")).not.toBe(etag)
+      const v1Stale = yield* Effect.promise(() =>
+        fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "A2A-Version": "1.0", "if-none-match": etag! } })
+      )
+      expect(v1Stale.status).toBe(200)
     }))
 
   it.scopedLive("streams over SSE; an error before the first event is plain JSON-RPC", () =>

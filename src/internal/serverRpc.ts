@@ -162,3 +162,18 @@ export const readBody = (incoming: Readable, maxBytes: number): Promise<Buffer |
     incoming.on("error", onError)
     incoming.on("close", onClose)
   })
+
+/**
+ * Whether an `A2A-Version` header asks for v0.3: absent, empty, or in
+ * [0.3, 1.0), as the SDK's legacy card router decides it.
+ *
+ * @internal
+ */
+export const isLegacyVersion = (version: string | undefined): boolean => {
+  if (version === undefined || version.trim() === "") return true
+  const [major = "", minor = "0"] = version.trim().split(".")
+  const majorNumber = Number.parseInt(major, 10)
+  const minorNumber = Number.parseInt(minor, 10)
+  if (!Number.isFinite(majorNumber) || majorNumber < 0 || !Number.isFinite(minorNumber) || minorNumber < 0) return false
+  return majorNumber === 0 && minorNumber >= 3
+}
