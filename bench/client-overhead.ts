@@ -5,31 +5,14 @@
  *
  *   npx tsx bench/client-overhead.ts
  */
-import { Role, type SendMessageRequest } from "@a2a-js/sdk"
 import { ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
 import { Effect } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import { sdkPeer } from "../test/fixtures/peers.js"
+import { sdkPeer, sdkRequest } from "../test/fixtures/peers.js"
 import { median, report } from "./report.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 20)
 const perRound = Number(process.env.BENCH_CALLS ?? 50)
-
-const request = (text: string): SendMessageRequest => ({
-  tenant: "",
-  message: {
-    messageId: crypto.randomUUID(),
-    contextId: "",
-    taskId: "",
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: []
-  },
-  configuration: undefined,
-  metadata: undefined
-})
 
 const program = Effect.gen(function*() {
   const peer = yield* sdkPeer()
@@ -46,7 +29,7 @@ const program = Effect.gen(function*() {
       return Effect.tap(effect, () => Effect.sync(() => into.push(performance.now() - start)))
     })
   const runOurs = (i: number) => timed(agent.send(`complete ${i}`), ours)
-  const runTheirs = (i: number) => timed(Effect.promise(() => raw.sendMessage(request(`complete ${i}`))), theirs)
+  const runTheirs = (i: number) => timed(Effect.promise(() => raw.sendMessage(sdkRequest(`complete ${i}`))), theirs)
   // Warm both paths (JIT, keep-alive connections) before measuring.
   for (let i = 0; i < 200; i++) yield* Effect.zip(runOurs(i), runTheirs(i))
   ours.length = 0

@@ -22,6 +22,7 @@ import express from "express"
 import type { AddressInfo } from "node:net"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
+import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
 
 const CONCURRENCY = 16
 const PER_ROUND = 300
@@ -68,21 +69,15 @@ const startExpress = async (): Promise<{ url: string; close: () => Promise<void>
   const port = (server.address() as AddressInfo).port
   const url = `http://127.0.0.1:${port}`
   const card: AgentCard = {
+    ...cardFor(`${url}/a2a/jsonrpc`),
     name: "express",
     description: "bench",
-    version: "1.0.0",
-    provider: undefined,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
-    skills: [],
-    signatures: [],
-    supportedInterfaces: [
-      { url: `${url}/a2a/jsonrpc`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
-      { url: `${url}/a2a/jsonrpc`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" }
-    ]
+    supportedInterfaces: ["1.0", "0.3"].map((protocolVersion) => ({
+      url: `${url}/a2a/jsonrpc`,
+      protocolBinding: "JSONRPC",
+      tenant: "",
+      protocolVersion
+    }))
   }
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), trivialExecutor)
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }))
@@ -90,29 +85,13 @@ const startExpress = async (): Promise<{ url: string; close: () => Promise<void>
   return { url, close: () => new Promise((resolve) => server.close(() => resolve())) }
 }
 
-const message = (text: string) => ({
-  tenant: "",
-  message: {
-    messageId: crypto.randomUUID(),
-    contextId: "",
-    taskId: "",
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: "text" as const, value: text }, metadata: {}, filename: "", mediaType: "text/plain" }],
-    metadata: {},
-    extensions: [],
-    referenceTaskIds: []
-  },
-  configuration: undefined,
-  metadata: {}
-})
-
 const round = async (client: Client, text: string): Promise<number> => {
   let next = 0
   const start = performance.now()
   await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
     while (next < PER_ROUND) {
       next++
-      await client.sendMessage(message(text))
+      await client.sendMessage(sdkRequest(text))
     }
   }))
   return performance.now() - start

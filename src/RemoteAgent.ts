@@ -159,6 +159,11 @@ const headersOf = (
 
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
 
+/** Annotates logs with the trace id, so both sides of a hop can be found in one search. */
+const withTraceId = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.option(Effect.currentSpan), (span) =>
+    span._tag === "Some" ? Effect.annotateLogs(effect, "traceId", span.value.traceId) : effect)
+
 /** Instruments calls: metrics per channel, log annotations, a span. Built once per agent. */
 const instrument = (agent: string) => {
   const outcomeCounters = Object.fromEntries(
@@ -201,9 +206,9 @@ const instrument = (agent: string) => {
     effect.pipe(
       Effect.tap((value) => {
         const v: RemoteOutcome.TaskView | RemoteEvent.Finished = value
-        return onValue(operation, v._tag === "Finished" ? v.outcome : v)
+        return withTraceId(onValue(operation, v._tag === "Finished" ? v.outcome : v))
       }),
-      Effect.tapError(onError),
+      Effect.tapError((error) => withTraceId(onError(error))),
       Effect.withSpan(`RemoteAgent.${operation}`, {
         attributes: { "a2a.agent": agent },
         kind: "client",

@@ -87,6 +87,7 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(annotations).toContainEqual(
         expect.objectContaining({ taskId: outcome.taskId, contextId: outcome.contextId, errorId: peerErrorId, outcome: "Failed" })
       )
+      expect(annotations.find((a) => a.outcome === "Failed")?.traceId).toMatch(/^[0-9a-f]{32}$/)
     }))
 
   it.scopedLive("stream: progress, artifact chunks, then Finished", () =>
