@@ -193,13 +193,14 @@ export interface GuardedRemoteAgent extends Agent.Agent {
  *
  * @example
  * ```ts
- * import { Effect, Schedule } from "effect"
- * import { CircuitBreaker, GuardedRemoteAgent, RemoteAgent } from "effect-a2a"
+ * import { Effect } from "effect"
+ * import { CircuitBreaker, GuardedRemoteAgent, RemoteAgent, RetryPolicy } from "effect-a2a"
  *
  * const program = Effect.gen(function*() {
  *   const remote = yield* RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000", onCardFailure: "degrade" })
  *   const breaker = yield* CircuitBreaker.make("booking", { trip: CircuitBreaker.consecutiveFailures(3) })
- *   const booking = GuardedRemoteAgent.make(remote, { breaker, retry: Effect.retry(Schedule.recurs(1)) })
+ *   // Retry inside the breaker, only what is safe to resend (see RetryPolicy).
+ *   const booking = GuardedRemoteAgent.make(remote, { breaker, retry: RetryPolicy.retry({ maxAttempts: 3 }, { idempotent: false }) })
  *   const result = yield* booking.send("book flight 4821 for Ana")
  *   return result.text // "REMOTE_FAILED Agent execution failed. (error_id: 3f9c0a7b12de)", ...
  * })

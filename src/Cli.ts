@@ -1,0 +1,463 @@
+/**
+ * The `effect-a2a` command line, built with `@effect/cli`:
+ *
+ * - `probe <agent-url> [--text T] [--timeout D] [--json]`: one blocking call;
+ *   says which channel it ended in (exit 0 Completed, 3 card resolution,
+ *   4 client error, 5 Failed, 6 any other outcome, 2 usage).
+ * - `find-error <error-id> [files…]`: the entries of an error id in JSON log
+ *   files (plain or gzipped) or standard input, with their cause (exit 1
+ *   when none is found).
+ * - `playground [--host H] [--port P] [--log-file F]`: a remote agent that
+ *   ends the way the message text asks.
+ *
+ * The pieces behind the commands are plain functions and Effects, usable
+ * (and tested) without a process.
+ *
+ * @since 0.1.0
+ */
+import * as Args from "@effect/cli/Args"
+import type * as CliApp from "@effect/cli/CliApp"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import { Cause, Console, Duration, Effect, FiberRef, Layer, Logger, LogLevel, Option, Schema } from "effect"
+import * as A2AServer from "./A2AServer.js"
+import * as findErrorInternal from "./internal/cliFindError.js"
+import * as playgroundInternal from "./internal/cliPlayground.js"
+import * as probeInternal from "./internal/cliProbe.js"
+import * as travelDemo from "./internal/travelDemo.js"
+
+/**
+ * Ends a command with a process exit code other than 0. `run` turns it into
+ * its result; a command added with {@link make} may fail with it too.
+ *
+ * @example
+ * ```ts
+ * import { Cli } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const notFound = Effect.fail(new Cli.ExitCode({ code: 1 }))
+ * ```
+ * @since 0.1.0
+ */
+export class ExitCode extends Schema.TaggedError<ExitCode>("effect-a2a/Cli/ExitCode")("ExitCode", {
+  code: Schema.Int
+}) {}
+
+/**
+ * The exit code of a usage error (unknown command, bad option or argument).
+ *
+ * @since 0.1.0
+ */
+export const usageExitCode = 2
+
+// ---------------------------------------------------------------------------
+// probe
+// ---------------------------------------------------------------------------
+
+/**
+ * The JSON object `probe --json` prints: `channel` and, as strings or
+ * `null`, `outcome`, `reason`, `delivery`, `taskId`, `contextId`, `errorId`,
+ * `text` (the final status text of an outcome, or the error's explanation).
+ *
+ * @example
+ * ```ts
+ * import { Cli } from "effect-a2a"
+ * import { Schema } from "effect"
+ *
+ * const report = Schema.decodeUnknownSync(Cli.ProbeReport)(JSON.parse(stdout))
+ * ```
+ * @since 0.1.0
+ */
+export const ProbeReport = probeInternal.ProbeReport
+
+/**
+ * @since 0.1.0
+ */
+export type ProbeReport = probeInternal.ProbeReport
+
+/**
+ * Resolves the card at `url`, sends `text` in one blocking call and reports
+ * the channel the call ended in. Never fails.
+ *
+ * @example
+ * ```ts
+ * import { Cli } from "effect-a2a"
+ * import { Duration, Effect } from "effect"
+ *
+ * const report = Cli.probe({ url: "http://127.0.0.1:8000", text: "ping", timeout: Duration.seconds(5) })
+ * Effect.runPromise(report).then((r) => console.log(r.channel, r.outcome, Cli.probeExitCode(r)))
+ * ```
+ * @since 0.1.0
+ */
+export const probe: (options: ProbeOptions) => Effect.Effect<ProbeReport> = probeInternal.probe
+
+/**
+ * @since 0.1.0
+ */
+export type ProbeOptions = probeInternal.ProbeOptions
+
+/**
+ * The report of an outcome (exhaustive over `RemoteOutcome`).
+ *
+ * @since 0.1.0
+ */
+export const outcomeReport = probeInternal.outcomeReport
+
+/**
+ * The report of a card resolution failure or a client error.
+ *
+ * @since 0.1.0
+ */
+export const errorReport = probeInternal.errorReport
+
+/**
+ * 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 any other
+ * outcome.
+ *
+ * @example
+ * ```ts
+ * import { Cli } from "effect-a2a"
+ * Cli.probeExitCode({ channel: "ClientError", outcome: null, reason: "Timeout", delivery: "Unknown",
+ *   taskId: null, contextId: null, errorId: null, text: null }) // 4
+ * ```
+ * @since 0.1.0
+ */
+export const probeExitCode: (report: ProbeReport) => number = probeInternal.exitCode
+
+/**
+ * The readable report printed without `--json`.
+ *
+ * @since 0.1.0
+ */
+export const formatProbeReport: (report: ProbeReport) => string = probeInternal.formatReport
+
+const timeoutOption = Options.text("timeout").pipe(
+  Options.withDescription("How long the call may take: 500ms, 30s, 2m, or milliseconds. Default 30s."),
+  Options.mapEffect((input) =>
+    Option.match(probeInternal.parseDuration(input), {
+      onNone: () =>
+        Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --timeout "${input}": expected e.g. 500ms, 30s, 2m`))),
+      onSome: Effect.succeed
+    })
+  ),
+  Options.withDefault(Duration.seconds(30))
+)
+
+// The client's own logs repeat the report: shown only with --log-level (other than the default info).
+const quietByDefault = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(
+    FiberRef.get(FiberRef.currentMinimumLogLevel),
+    (level) => level._tag === "Info" ? Logger.withMinimumLogLevel(effect, LogLevel.None) : effect
+  )
+
+const probeCommand = Command.make("probe", {
+  url: Args.text({ name: "agent-url" }).pipe(Args.withDescription("The agent's base URL (or its card URL).")),
+  text: Options.text("text").pipe(Options.withDescription("The message to send. Default: ping."), Options.withDefault("ping")),
+  timeout: timeoutOption,
+  json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout."))
+}, ({ json, text, timeout, url }) =>
+  Effect.gen(function*() {
+    const report = yield* quietByDefault(probe({ url, text, timeout }))
+    yield* Console.log(json ? JSON.stringify(report) : probeInternal.formatReport(report))
+    const code = probeInternal.exitCode(report)
+    if (code !== 0) return yield* new ExitCode({ code })
+  })).pipe(
+    Command.withDescription(
+      "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 other outcome)."
+    )
+  )
+
+// ---------------------------------------------------------------------------
+// find-error
+// ---------------------------------------------------------------------------
+
+/**
+ * A log entry that belongs to an error id, and where it was found.
+ *
+ * @since 0.1.0
+ */
+export type LogMatch = findErrorInternal.Match
+
+/**
+ * The log entry on one line (a `Logger.json` object) when it belongs to the
+ * error id: `annotations.errorId` is the id, or one of its strings holds
+ * `error_id: <id>`. Lines that are not JSON are skipped.
+ *
+ * @example
+ * ```ts
+ * import { Cli } from "effect-a2a"
+ *
+ * Cli.matchLogLine('{"message":"Runner failed to execute","annotations":{"errorId":"3f9c0a7b12de"}}', "3f9c0a7b12de")
+ * // Option.some({ message: "Runner failed to execute", ... })
+ * ```
+ * @since 0.1.0
+ */
+export const matchLogLine: (line: string, errorId: string) => Option.Option<Readonly<Record<string, unknown>>> =
+  findErrorInternal.matchLine
+
+/**
+ * A match as readable text: timestamp, level, message, the ids, then the
+ * cause.
+ *
+ * @since 0.1.0
+ */
+export const formatLogMatch: (match: LogMatch) => string = findErrorInternal.formatMatch
+
+/**
+ * Searches files (gunzipped when they are gzip) or, with no file, standard
+ * input, line by line; prints each match on stdout and each unreadable file
+ * on stderr. Succeeds with the number of matches.
+ *
+ * @example
+ * ```ts
+ * import { Cli } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * Effect.runPromise(Cli.findError("3f9c0a7b12de", ["./booking.log.jsonl.gz"])).then((n) => console.log(n, "found"))
+ * ```
+ * @since 0.1.0
+ */
+export const findError = (errorId: string, files: ReadonlyArray<string>): Effect.Effect<number> =>
+  findErrorInternal.findError(
+    errorId,
+    files.length === 0 ? [findErrorInternal.stdinSource] : files.map(findErrorInternal.fileSource),
+    (text) => Console.log(`${text}\n`),
+    (text) => Console.error(`effect-a2a find-error: ${text}`)
+  )
+
+const findErrorCommand = Command.make("find-error", {
+  errorId: Args.text({ name: "error-id" }).pipe(Args.withDescription("The error id, e.g. 3f9c0a7b12de.")),
+  files: Args.text({ name: "files" }).pipe(
+    Args.withDescription("JSON log files, plain or .gz; standard input when none."),
+    Args.repeated
+  )
+}, ({ errorId, files }) =>
+  Effect.gen(function*() {
+    const found = yield* findError(errorId, files)
+    if (found === 0) {
+      yield* Console.error(`effect-a2a find-error: no log entry with error id ${errorId}`)
+      return yield* new ExitCode({ code: 1 })
+    }
+  })).pipe(
+    Command.withDescription("Find the log entries of an error id, with their cause (exit 1 when none is found).")
+  )
+
+// ---------------------------------------------------------------------------
+// playground
+// ---------------------------------------------------------------------------
+
+/**
+ * The playground agent: the first word of the text says how it ends.
+ * `complete <text>` COMPLETED with the text as an artifact; `fail <message>`
+ * FAILED (the message only in the server's log); `reject <reason>`;
+ * `input <question>`; `auth`; `sleep <ms>` (at most 10 minutes) then
+ * completes; anything else completes echoing the text. `cancel` is refused
+ * by {@link playgroundAdmission}.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, Cli } from "effect-a2a"
+ *
+ * const Playground = A2AServer.layer({
+ *   agent: Cli.playgroundAgent,
+ *   beforeExecute: Cli.playgroundAdmission,
+ *   card: { name: "playground", description: "fails on demand" }
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const playgroundAgent = playgroundInternal.agent
+
+/**
+ * The playground's admission hook: refuses `cancel`, so it ends CANCELED.
+ *
+ * @since 0.1.0
+ */
+export const playgroundAdmission = playgroundInternal.admission
+
+/**
+ * The failure behind `fail <message>`.
+ *
+ * @since 0.1.0
+ */
+export const PlaygroundError = playgroundInternal.PlaygroundError
+
+/**
+ * @since 0.1.0
+ */
+export type PlaygroundError = playgroundInternal.PlaygroundError
+
+/**
+ * @since 0.1.0
+ */
+export type PlaygroundOptions = playgroundInternal.PlaygroundOptions
+
+/**
+ * The playground server as a layer: `host`, `port` (0 for any free port)
+ * and, optionally, a file its logs are appended to as JSON lines.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, Cli } from "effect-a2a"
+ * import { Effect, Option } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const server = yield* A2AServer.A2AServer
+ *   console.log(server.url)
+ * }).pipe(Effect.provide(Cli.playgroundLayer({ host: "127.0.0.1", port: 0, logFile: Option.none() })))
+ * ```
+ * @since 0.1.0
+ */
+export const playgroundLayer: (
+  options: PlaygroundOptions
+) => ReturnType<typeof playgroundInternal.layer> = playgroundInternal.layer
+
+/** An error's message, or its cause's when it has none (a `ServeError` wraps the Node error). */
+const describe = (error: unknown, depth = 0): string => {
+  if (error instanceof Error && error.message !== "") return error.message
+  if (depth < 3 && typeof error === "object" && error !== null && "cause" in error) return describe(error.cause, depth + 1)
+  return String(error)
+}
+
+const playgroundCommand = Command.make("playground", {
+  host: Options.text("host").pipe(Options.withDescription("Default 127.0.0.1."), Options.withDefault("127.0.0.1")),
+  port: Options.integer("port").pipe(
+    Options.withDescription("Default 8000; 0 picks a free port."),
+    Options.mapEffect((port) =>
+      port >= 0 && port <= 65535
+        ? Effect.succeed(port)
+        : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --port ${port}: expected 0 to 65535`)))
+    ),
+    Options.withDefault(8000)
+  ),
+  logFile: Options.text("log-file").pipe(
+    Options.withDescription("Append the server's logs to this file, one JSON object per line."),
+    Options.optional
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    const server = yield* A2AServer.A2AServer
+    yield* Console.log(`playground listening on ${server.url}`)
+    return yield* Effect.never
+  }).pipe(
+    Effect.provide(playgroundInternal.layer(options)),
+    Effect.catchAll((error) =>
+      Effect.zipRight(
+        Console.error(`effect-a2a playground: ${describe(error)}`),
+        Effect.fail(new ExitCode({ code: 1 }))
+      )
+    )
+  )).pipe(
+    Command.withDescription(
+      "Serve a remote agent that ends the way the message asks: complete <text>, fail <message>, reject <reason>, input <question>, auth, cancel, sleep <ms>."
+    )
+  )
+
+// ---------------------------------------------------------------------------
+// the root
+// ---------------------------------------------------------------------------
+
+const demoCommand = Command.make("demo", {}, () =>
+  travelDemo.run.pipe(
+    Effect.asVoid,
+    // The report is the output; the orchestrator's own logs would interleave with it.
+    Logger.withMinimumLogLevel(LogLevel.None)
+  )).pipe(Command.withDescription("Runs the worked example: a travel orchestrator and a remote booking service on 127.0.0.1."))
+
+/**
+ * The built-in subcommands: `probe`, `find-error`, `playground`, `demo`.
+ *
+ * @since 0.1.0
+ */
+export const subcommands = [probeCommand, findErrorCommand, playgroundCommand, demoCommand] as const
+
+const root = Command.make("effect-a2a", {}, () =>
+  Effect.zipRight(
+    Console.error("effect-a2a: a command is required (probe, find-error, playground); see effect-a2a --help"),
+    Effect.fail(new ExitCode({ code: usageExitCode }))
+  )).pipe(Command.withDescription("Probe, serve and debug A2A agents across the failure boundary."))
+
+/**
+ * The root command with the built-in subcommands and `extra` ones (e.g.
+ * `demo`).
+ *
+ * @example
+ * ```ts
+ * import { Command } from "@effect/cli"
+ * import { Cli } from "effect-a2a"
+ * import { Console } from "effect"
+ *
+ * const demo = Command.make("demo", {}, () => Console.log("…"))
+ * const withDemo = Cli.make([demo])
+ * ```
+ * @since 0.1.0
+ */
+export const make = <R = never, E = never>(
+  extra: ReadonlyArray<Command.Command<any, R, E, any>> = []
+) =>
+  Command.withSubcommands(
+    root,
+    // A non-empty tuple for the types: the built-ins always come first.
+    [...subcommands, ...extra] as unknown as readonly [
+      (typeof subcommands)[number],
+      ...Array<Command.Command<any, R, E, any>>
+    ]
+  )
+
+/**
+ * The `effect-a2a` command with the built-in subcommands.
+ *
+ * @since 0.1.0
+ */
+export const command = make()
+
+/**
+ * @since 0.1.0
+ */
+export interface RunOptions<R, E> {
+  /** Subcommands added to the built-in ones. */
+  readonly extra?: ReadonlyArray<Command.Command<any, R, E, any>> | undefined
+  /** Default: this package's version. */
+  readonly version?: string | undefined
+}
+
+/**
+ * Runs the command line on `argv` (as `process.argv`: runtime and script
+ * first) and succeeds with the process exit code: 0, the code of an
+ * {@link ExitCode}, 2 for a usage error (its help is printed on stderr), 1
+ * for anything else. Logs go to stderr, so stdout holds only the command's
+ * output.
+ *
+ * @example
+ * ```ts
+ * import { NodeContext, NodeRuntime } from "@effect/platform-node"
+ * import { Cli } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * Cli.run(process.argv).pipe(
+ *   Effect.flatMap((code) => Effect.sync(() => process.exit(code))),
+ *   Effect.provide(NodeContext.layer),
+ *   NodeRuntime.runMain
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const run = <R = never, E = never>(
+  argv: ReadonlyArray<string>,
+  options: RunOptions<R, E> = {}
+): Effect.Effect<number, never, R | CliApp.CliApp.Environment> =>
+  Command.run(make(options.extra ?? []), { name: "effect-a2a", version: options.version ?? "0.1.0" })(argv).pipe(
+    Effect.as(0),
+    Effect.catchAll((error: unknown) => {
+      if (error instanceof ExitCode) return Effect.succeed(error.code)
+      if (ValidationError.isValidationError(error)) return Effect.succeed(usageExitCode)
+      return Effect.as(Console.error(`effect-a2a: ${describe(error)}`), 1)
+    }),
+    Effect.catchAllDefect((defect) => Effect.as(Console.error(Cause.pretty(Cause.die(defect))), 1)),
+    Effect.provide(Layer.mergeAll(
+      Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true })),
+      Logger.remove(Logger.prettyLoggerDefault)
+    ))
+  )

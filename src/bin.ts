@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+/**
+ * The `effect-a2a` executable: runs {@link Cli.run} on the process's
+ * arguments and exits with its code.
+ *
+ * @since 0.1.0
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Cause, Effect, Exit } from "effect"
+import * as fs from "node:fs"
+import * as Cli from "./Cli.js"
+
+// `../package.json` from both `src/bin.ts` (tsx) and `dist/bin.js`.
+const version = (() => {
+  try {
+    const manifest: unknown = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8"))
+    const value = typeof manifest === "object" && manifest !== null ? (manifest as { version?: unknown }).version : undefined
+    return typeof value === "string" ? value : undefined
+  } catch {
+    return undefined
+  }
+})()
+
+Cli.run(process.argv, { version }).pipe(
+  Effect.provide(NodeContext.layer),
+  NodeRuntime.runMain({
+    disableErrorReporting: true,
+    disablePrettyLogger: true,
+    teardown: (exit, onExit) => {
+      const code = Exit.match(exit, {
+        onSuccess: (value) => (typeof value === "number" ? value : 0),
+        onFailure: (cause) => (Cause.isInterruptedOnly(cause) ? 130 : 1)
+      })
+      // Also for a natural exit: runMain calls `process.exit` only for non-zero codes.
+      process.exitCode = code
+      onExit(code)
+    }
+  })
+)

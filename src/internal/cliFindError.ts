@@ -1,0 +1,234 @@
+/**
+ * `effect-a2a find-error`: finds the log entries of an error id in JSON log
+ * files (one `Logger.json` object per line), plain or gzipped, or standard
+ * input, reading line by line.
+ *
+ * @internal
+ */
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { Effect, Option, Schema, Stream } from "effect"
+import * as fs from "node:fs"
+import * as stream from "node:stream"
+import * as zlib from "node:zlib"
+
+/**
+ * A log source could not be read.
+ *
+ * @internal
+ */
+export class LogSourceError extends Schema.TaggedError<LogSourceError>("effect-a2a/LogSourceError")("LogSourceError", {
+  reason: Schema.Literal("Open", "Read"),
+  source: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `cannot read ${this.source}: ${this.detail}`
+  }
+}
+
+/**
+ * A matching log entry and where it was found.
+ *
+ * @internal
+ */
+export interface Match {
+  readonly source: string
+  readonly line: number
+  readonly entry: Readonly<Record<string, unknown>>
+}
+
+/**
+ * Longer lines are skipped without being held in memory whole.
+ *
+ * @internal
+ */
+export const maxLineLength = 4 * 1024 * 1024
+
+const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** Any string within `value` (depth-bounded) for which `test` holds. */
+const someString = (value: unknown, test: (s: string) => boolean, depth = 0): boolean => {
+  if (typeof value === "string") return test(value)
+  if (depth > 8 || typeof value !== "object" || value === null) return false
+  return Object.values(value).some((inner) => someString(inner, test, depth + 1))
+}
+
+/**
+ * The log entry on `line` when it belongs to `errorId`: its
+ * `annotations.errorId` is the id, or one of its strings holds
+ * `error_id: <id>`. Lines that are not JSON objects are skipped.
+ *
+ * @internal
+ */
+export const matchLine = (line: string, errorId: string): Option.Option<Readonly<Record<string, unknown>>> => {
+  // Most lines do not hold the id at all: spare them the parse.
+  if (errorId === "" || !line.includes(JSON.stringify(errorId).slice(1, -1))) return Option.none()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(line)
+  } catch {
+    return Option.none()
+  }
+  if (!isRecord(parsed)) return Option.none()
+  const annotations = parsed["annotations"]
+  if (isRecord(annotations) && annotations["errorId"] === errorId) return Option.some(parsed)
+  const marker = `error_id: ${errorId}`
+  return someString(parsed, (s) => s.includes(marker)) ? Option.some(parsed) : Option.none()
+}
+
+const show = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value) ?? String(value))
+
+const indent = (text: string, by: string) => text.split("\n").map((line) => `${by}${line}`).join("\n")
+
+const leading = ["errorId", "taskId", "contextId"]
+
+/**
+ * A match as readable text: where it was found, timestamp, level and
+ * message, the ids and other annotations, then the cause.
+ *
+ * @internal
+ */
+export const formatMatch = (match: Match): string => {
+  const { entry } = match
+  const annotations = isRecord(entry["annotations"]) ? entry["annotations"] : {}
+  const keys = [
+    ...leading.filter((key) => key in annotations),
+    ...Object.keys(annotations).filter((key) => !leading.includes(key) && key !== "cause")
+  ]
+  const causes = [annotations["cause"], entry["cause"]].filter((cause) => cause !== undefined && cause !== null && cause !== "")
+  const head = [entry["timestamp"], entry["logLevel"], entry["message"]].filter((part) => part !== undefined).map(show)
+  return [
+    `--- ${match.source}:${match.line}`,
+    head.join(" "),
+    ...keys.map((key) => `  ${key}: ${show(annotations[key])}`),
+    ...(causes.length === 0 ? ["  cause: (none logged)"] : ["  cause:", ...causes.map((cause) => indent(show(cause), "    "))])
+  ].join("\n")
+}
+
+/**
+ * Splits text chunks into lines, dropping any line longer than `max`
+ * while it streams in.
+ *
+ * @internal
+ */
+export const boundedLines = (max: number) => <E, R>(self: Stream.Stream<string, E, R>): Stream.Stream<string, E, R> => {
+  const end = Symbol("end")
+  return self.pipe(
+    Stream.concat(Stream.make<[typeof end]>(end)),
+    Stream.mapAccum({ pending: "", skipping: false }, (state, chunk: string | typeof end) => {
+      if (chunk === end) {
+        return [{ pending: "", skipping: false }, state.skipping || state.pending === "" ? [] : [state.pending]] as const
+      }
+      const pieces = chunk.split("\n")
+      const lines: Array<string> = []
+      let { pending, skipping } = state
+      for (let i = 0; i < pieces.length - 1; i++) {
+        if (!skipping && pending.length + pieces[i]!.length <= max) lines.push(pending + pieces[i]!)
+        pending = ""
+        skipping = false
+      }
+      const last = pieces[pieces.length - 1]!
+      if (!skipping) {
+        if (pending.length + last.length > max) {
+          pending = ""
+          skipping = true
+        } else pending += last
+      }
+      return [{ pending, skipping }, lines] as const
+    }),
+    Stream.flattenIterables,
+    Stream.map((line) => (line.endsWith("\r") ? line.slice(0, -1) : line))
+  )
+}
+
+/**
+ * A source of log lines.
+ *
+ * @internal
+ */
+export interface Source {
+  readonly name: string
+  readonly bytes: Stream.Stream<Uint8Array, LogSourceError>
+}
+
+const gzipMagic = (path: string): Effect.Effect<boolean, LogSourceError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const handle = await fs.promises.open(path, "r")
+      try {
+        const { buffer, bytesRead } = await handle.read(Buffer.alloc(2), 0, 2, 0)
+        return bytesRead === 2 && buffer[0] === 0x1f && buffer[1] === 0x8b
+      } finally {
+        await handle.close()
+      }
+    },
+    catch: (error) =>
+      new LogSourceError({ reason: "Open", source: path, detail: error instanceof Error ? error.message : String(error) })
+  })
+
+const readError = (source: string) => (error: unknown) =>
+  new LogSourceError({ reason: "Read", source, detail: error instanceof Error ? error.message : String(error) })
+
+/**
+ * A file, gunzipped on the fly when it starts with the gzip magic bytes.
+ *
+ * @internal
+ */
+export const fileSource = (path: string): Source => ({
+  name: path,
+  bytes: Stream.unwrap(Effect.map(gzipMagic(path), (gzipped) =>
+    NodeStream.fromReadable(() => {
+      const file = fs.createReadStream(path)
+      if (!gzipped) return file
+      const gunzip = zlib.createGunzip()
+      // `pipeline` destroys the gunzip with the file's error, so it surfaces.
+      stream.pipeline(file, gunzip, () => undefined)
+      return gunzip
+    }, readError(path))))
+})
+
+/**
+ * Standard input (plain text; pipe a `.gz` through `zcat`).
+ *
+ * @internal
+ */
+export const stdinSource: Source = {
+  name: "stdin",
+  bytes: NodeStream.fromReadable(() => process.stdin, readError("stdin"), { closeOnDone: false })
+}
+
+/**
+ * The matches of `errorId` in one source, in order.
+ *
+ * @internal
+ */
+export const search = (errorId: string, source: Source): Stream.Stream<Match, LogSourceError> =>
+  source.bytes.pipe(
+    Stream.decodeText(),
+    boundedLines(maxLineLength),
+    Stream.zipWithIndex,
+    Stream.filterMap(([line, index]) =>
+      Option.map(matchLine(line, errorId), (entry): Match => ({ source: source.name, line: index + 1, entry }))
+    )
+  )
+
+/**
+ * Prints every match of `errorId` in `sources` through `print` and reports
+ * unreadable sources through `warn`; the number of matches.
+ *
+ * @internal
+ */
+export const findError = <R1, R2>(
+  errorId: string,
+  sources: ReadonlyArray<Source>,
+  print: (text: string) => Effect.Effect<void, never, R1>,
+  warn: (text: string) => Effect.Effect<void, never, R2>
+): Effect.Effect<number, never, R1 | R2> =>
+  Stream.fromIterable(sources).pipe(
+    Stream.flatMap((source) =>
+      search(errorId, source).pipe(Stream.catchAll((error) => Stream.execute(warn(error.message))))
+    ),
+    Stream.tap((match) => print(formatMatch(match))),
+    Stream.runCount
+  )

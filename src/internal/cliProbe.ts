@@ -1,0 +1,188 @@
+/**
+ * `effect-a2a probe`: one blocking call to a remote agent, reported as the
+ * channel it ended in.
+ *
+ * @internal
+ */
+import { Duration, Effect, Either, Option, Schema } from "effect"
+import type * as A2AClientError from "../A2AClientError.js"
+import type * as AgentCardResolutionError from "../AgentCardResolutionError.js"
+import * as Part from "../Part.js"
+import * as RemoteAgent from "../RemoteAgent.js"
+import * as RemoteOutcome from "../RemoteOutcome.js"
+
+const NullableString = Schema.NullOr(Schema.String)
+
+/**
+ * The JSON object `probe --json` prints.
+ *
+ * @internal
+ */
+export const ProbeReport = Schema.Struct({
+  channel: Schema.Literal("CardResolution", "ClientError", "Outcome"),
+  outcome: Schema.NullOr(Schema.Literal("Completed", "Failed", "Canceled", "Rejected", "InputRequired", "AuthRequired")),
+  reason: NullableString,
+  delivery: Schema.NullOr(Schema.Literal("NotSent", "Unknown")),
+  taskId: NullableString,
+  contextId: NullableString,
+  errorId: NullableString,
+  text: NullableString
+})
+
+/** @internal */
+export type ProbeReport = typeof ProbeReport.Type
+
+const nonEmpty = (value: string | undefined): string | null => value === undefined || value === "" ? null : value
+
+/**
+ * The report of a call that ended in an outcome. `text` is the final status
+ * text, or the artifacts' text when the status carries none.
+ *
+ * @internal
+ */
+export const outcomeReport = (outcome: RemoteOutcome.RemoteOutcome): ProbeReport => {
+  const text = outcome.text !== ""
+    ? outcome.text
+    : Part.textOf(outcome.artifacts.flatMap((artifact) => artifact.parts))
+  const kind = RemoteOutcome.$match({
+    Completed: () => ({ outcome: "Completed" as const, errorId: null }),
+    Failed: (failed) => ({ outcome: "Failed" as const, errorId: Option.getOrNull(failed.errorId) }),
+    Canceled: () => ({ outcome: "Canceled" as const, errorId: null }),
+    Rejected: () => ({ outcome: "Rejected" as const, errorId: null }),
+    InputRequired: () => ({ outcome: "InputRequired" as const, errorId: null }),
+    AuthRequired: () => ({ outcome: "AuthRequired" as const, errorId: null })
+  })(outcome)
+  return {
+    channel: "Outcome",
+    outcome: kind.outcome,
+    reason: null,
+    delivery: null,
+    taskId: nonEmpty(outcome.taskId),
+    contextId: nonEmpty(outcome.contextId),
+    errorId: kind.errorId,
+    text: nonEmpty(text)
+  }
+}
+
+/**
+ * The report of a call that failed. `text` is the error's explanation;
+ * `errorId` is the one a server put in its error text (`Internal error.
+ * (error_id: …)`), when it did.
+ *
+ * @internal
+ */
+export const errorReport = (
+  error: A2AClientError.A2AClientError | AgentCardResolutionError.AgentCardResolutionError
+): ProbeReport =>
+  error._tag === "AgentCardResolutionError"
+    ? {
+      channel: "CardResolution",
+      outcome: null,
+      reason: error.reason,
+      delivery: null,
+      taskId: null,
+      contextId: null,
+      errorId: null,
+      text: error.message
+    }
+    : {
+      channel: "ClientError",
+      outcome: null,
+      reason: error.reason,
+      delivery: error.delivery,
+      taskId: nonEmpty(error.taskId),
+      contextId: nonEmpty(error.contextId),
+      errorId: Option.getOrNull(RemoteOutcome.extractErrorId(error.detail)),
+      text: error.message
+    }
+
+/**
+ * The exit code of a probe: 0 Completed, 3 card resolution, 4 client error,
+ * 5 Failed, 6 any other outcome.
+ *
+ * @internal
+ */
+export const exitCode = (report: ProbeReport): number => {
+  switch (report.channel) {
+    case "CardResolution":
+      return 3
+    case "ClientError":
+      return 4
+    case "Outcome":
+      return report.outcome === "Completed" ? 0 : report.outcome === "Failed" ? 5 : 6
+  }
+}
+
+/**
+ * The short readable report: one `label: value` line per known field.
+ *
+ * @internal
+ */
+export const formatReport = (report: ProbeReport): string => {
+  const rows: Array<[string, string | null]> = [
+    ["channel", report.channel],
+    ["outcome", report.outcome],
+    ["reason", report.reason],
+    ["delivery", report.delivery],
+    ["task id", report.taskId],
+    ["context id", report.contextId],
+    ["error id", report.errorId],
+    ["text", report.text]
+  ]
+  return rows
+    .flatMap(([label, value]) => value === null ? [] : [`${`${label}:`.padEnd(12)}${value.replace(/\n/g, "\n            ")}`])
+    .join("\n")
+}
+
+const cardSuffix = "/.well-known/agent-card.json"
+
+/**
+ * The agent's base URL; a card URL is accepted too.
+ *
+ * @internal
+ */
+export const baseUrl = (url: string): string => {
+  const trimmed = url.trim()
+  return trimmed.endsWith(cardSuffix) ? trimmed.slice(0, -cardSuffix.length) : trimmed
+}
+
+/** @internal */
+export interface ProbeOptions {
+  readonly url: string
+  readonly text: string
+  readonly timeout: Duration.Duration
+}
+
+/**
+ * Resolves the card, sends one blocking message, and reports where the call
+ * ended. Never fails: every ending is a report.
+ *
+ * @internal
+ */
+export const probe = (options: ProbeOptions): Effect.Effect<ProbeReport> =>
+  RemoteAgent.make({ name: "probe", url: baseUrl(options.url), timeout: options.timeout, cardTimeout: options.timeout })
+    .pipe(
+      Effect.flatMap((agent) => agent.send(options.text)),
+      Effect.either,
+      Effect.map(Either.match({ onLeft: errorReport, onRight: outcomeReport }))
+    )
+
+const durationPattern = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/
+
+/**
+ * Parses `--timeout`: `500ms`, `30s`, `2m`, `1h`, Effect's `30 seconds`, or
+ * a bare number of milliseconds.
+ *
+ * @internal
+ */
+export const parseDuration = (input: string): Option.Option<Duration.Duration> => {
+  const trimmed = input.trim()
+  const short = durationPattern.exec(trimmed)
+  if (short !== null) {
+    const value = Number(short[1])
+    const unit = short[2] ?? "ms"
+    const millis = unit === "ms" ? value : unit === "s" ? value * 1000 : unit === "m" ? value * 60_000 : value * 3_600_000
+    return millis > 0 ? Option.some(Duration.millis(millis)) : Option.none()
+  }
+  return Option.filter(Duration.decodeUnknown(trimmed), (d) => Duration.isFinite(d) && Duration.toMillis(d) > 0)
+}

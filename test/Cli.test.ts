@@ -1,0 +1,307 @@
+/**
+ * The `effect-a2a` command line, run as real processes (`node --import tsx
+ * src/bin.ts …`) against a real playground process and real HTTP peers.
+ */
+import * as Command from "@effect/cli/Command"
+import * as CliOptions from "@effect/cli/Options"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { Duration, Effect, Exit, Logger, LogLevel, Option, Schema, Scope, Stream } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import * as zlib from "node:zlib"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Cli from "../src/Cli.js"
+import * as internalFindError from "../src/internal/cliFindError.js"
+import * as internalProbe from "../src/internal/cliProbe.js"
+import { closedPort, rawPeer } from "./fixtures/peers.js"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+const childEnv = (() => {
+  const env = { ...process.env }
+  delete env["ADK_DEBUG_ERRORS"]
+  delete env["NODE_OPTIONS"]
+  return env
+})()
+
+interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the CLI to its end, killed after `timeoutMs`. */
+const cli = (args: ReadonlyArray<string>, options: { readonly stdin?: Buffer | string; readonly timeoutMs?: number } = {}) =>
+  new Promise<Result>((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/bin.ts", ...args], {
+      cwd: root,
+      env: childEnv,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 25_000)
+    child.on("error", reject)
+    child.on("close", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+    child.stdin.end(options.stdin ?? "")
+  })
+
+const decodeReport = Schema.decodeUnknownSync(Cli.ProbeReport, { onExcessProperty: "error" })
+const reportKeys = ["channel", "outcome", "reason", "delivery", "taskId", "contextId", "errorId", "text"]
+
+/** `probe --json`: exactly one JSON object on stdout, with exactly the report's keys. */
+const probeJson = async (url: string, text?: string) => {
+  const result = await cli(["probe", url, "--json", ...(text === undefined ? [] : ["--text", text]), "--timeout", "10s"])
+  const lines = result.stdout.split("\n").filter((line) => line !== "")
+  expect(lines, result.stderr).toHaveLength(1)
+  const parsed: unknown = JSON.parse(lines[0]!)
+  expect(Object.keys(parsed as object).sort()).toEqual([...reportKeys].sort())
+  return { ...result, report: decodeReport(parsed) }
+}
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-cli-"))
+const logFile = path.join(tmp, "playground.log.jsonl")
+const scope = Effect.runSync(Scope.make())
+const playground: { url: string; exited: Promise<number | null> } = { url: "", exited: Promise.resolve(null) }
+let kill: () => void = () => undefined
+let http500Url = ""
+let closedUrl = ""
+
+beforeAll(async () => {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "src/bin.ts", "playground", "--port", "0", "--log-file", logFile],
+    { cwd: root, env: childEnv, stdio: ["ignore", "pipe", "pipe"] }
+  )
+  kill = () => child.kill("SIGTERM")
+  playground.exited = new Promise((resolve) => child.on("close", resolve))
+  playground.url = await new Promise<string>((resolve, reject) => {
+    let out = ""
+    const timer = setTimeout(() => reject(new Error(`the playground did not start: ${out}`)), 20_000)
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk
+      const match = /^playground listening on (http:\/\/\S+)$/m.exec(out)
+      if (match !== null) {
+        clearTimeout(timer)
+        resolve(match[1]!)
+      }
+    })
+    child.on("close", (code) => reject(new Error(`the playground exited with ${code}: ${out}`)))
+  })
+  const peer = await Effect.runPromise(
+    Scope.extend(
+      rawPeer((_req, res) => {
+        res.writeHead(500, { "content-type": "text/plain" })
+        res.end("boom")
+      }),
+      scope
+    )
+  )
+  http500Url = peer.url
+  closedUrl = await Effect.runPromise(closedPort)
+}, 30_000)
+
+afterAll(async () => {
+  kill()
+  const code = await Promise.race([playground.exited, new Promise((r) => setTimeout(() => r("timeout"), 10_000))])
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  fs.rmSync(tmp, { recursive: true, force: true })
+  // Stopped by the signal, through the runtime's interruption: not killed hard.
+  expect(code).toBe(130)
+})
+
+describe.concurrent("probe against the playground", () => {
+  it("Completed: exit 0, the text of the artifact", async () => {
+    const { code, report } = await probeJson(playground.url, "complete the booking is made")
+    expect(code).toBe(0)
+    expect(report).toMatchObject({
+      channel: "Outcome",
+      outcome: "Completed",
+      reason: null,
+      delivery: null,
+      errorId: null,
+      text: "the booking is made"
+    })
+    expect(report.taskId).toMatch(/\S/)
+    expect(report.contextId).toMatch(/\S/)
+  })
+
+  it("Failed: exit 5 with an error id, the message stays in the server", async () => {
+    const { code, report, stdout } = await probeJson(playground.url, "fail secret-abc")
+    expect(code).toBe(5)
+    expect(report).toMatchObject({ channel: "Outcome", outcome: "Failed", reason: null, delivery: null })
+    expect(report.errorId).toMatch(/^[0-9a-f]{12}$/)
+    expect(report.text).toContain(`error_id: ${report.errorId}`)
+    expect(stdout).not.toContain("secret-abc")
+  })
+
+  it("Canceled by the admission hook: exit 6", async () => {
+    const { code, report } = await probeJson(playground.url, "cancel")
+    expect(code).toBe(6)
+    expect(report).toMatchObject({ channel: "Outcome", outcome: "Canceled", errorId: null })
+  })
+
+  it("Rejected: exit 6 with the reason", async () => {
+    const { code, report } = await probeJson(playground.url, "reject not my job")
+    expect(code).toBe(6)
+    expect(report).toMatchObject({ channel: "Outcome", outcome: "Rejected", text: "not my job" })
+  })
+
+  it("InputRequired: exit 6 with the question", async () => {
+    const { code, report } = await probeJson(playground.url, "input which date?")
+    expect(code).toBe(6)
+    expect(report).toMatchObject({ channel: "Outcome", outcome: "InputRequired", text: "which date?" })
+  })
+
+  it("AuthRequired: exit 6", async () => {
+    const { code, report } = await probeJson(playground.url, "auth")
+    expect(code).toBe(6)
+    expect(report).toMatchObject({ channel: "Outcome", outcome: "AuthRequired", reason: null, delivery: null })
+  })
+
+  it("card resolution failure: exit 3, Unreachable", async () => {
+    const { code, report } = await probeJson(closedUrl)
+    expect(code).toBe(3)
+    expect(report).toMatchObject({
+      channel: "CardResolution",
+      outcome: null,
+      reason: "Unreachable",
+      delivery: null,
+      taskId: null,
+      contextId: null,
+      errorId: null
+    })
+  })
+
+  it("client error: a card that resolves and an endpoint answering HTTP 500, exit 4", async () => {
+    const { code, report } = await probeJson(http500Url)
+    expect(code).toBe(4)
+    expect(report).toMatchObject({ channel: "ClientError", outcome: null, reason: "HttpStatus", delivery: "Unknown" })
+  })
+
+  it("usage errors exit 2, with the help on stderr: unknown command, bad option value", async () => {
+    const results = await Promise.all([
+      cli(["frobnicate"]),
+      cli(["probe", playground.url, "--timeout", "soon"])
+    ])
+    expect(results.map((r) => r.code)).toEqual([2, 2])
+    expect(results.map((r) => r.stdout)).toEqual(["", ""])
+    expect(results[0]!.stderr).toContain("probe")
+    expect(results[1]!.stderr).toContain("--timeout")
+  })
+})
+
+describe("find-error over the playground's JSON log", () => {
+  it("finds the cause of a probe's error id in the file, a gzipped copy and stdin; exit 1 for an unknown id", async () => {
+    const { report } = await probeJson(playground.url, "fail secret-xyz")
+    const errorId = report.errorId!
+    expect(errorId).toMatch(/^[0-9a-f]{12}$/)
+    const plain = fs.readFileSync(logFile)
+    const gzipped = path.join(tmp, "copy.log.gz")
+    fs.writeFileSync(gzipped, zlib.gzipSync(plain))
+
+    const [fromFiles, fromStdin, unknown] = await Promise.all([
+      cli(["find-error", errorId, logFile, gzipped]),
+      cli(["find-error", errorId], { stdin: plain }),
+      cli(["find-error", "0123456789ab", logFile, gzipped])
+    ])
+    const entries = (stdout: string) => stdout.split(/^(?=--- )/m).filter((entry) => entry.trim() !== "")
+    const found = [...entries(fromFiles.stdout), ...entries(fromStdin.stdout)]
+    expect(fromFiles.code, fromFiles.stderr).toBe(0)
+    expect(fromStdin.code, fromStdin.stderr).toBe(0)
+    // Exactly this failure's entry, once per source.
+    expect(found.map((entry) => entry.split("\n")[0]!.replace(/:\d+$/, ""))).toEqual([`--- ${logFile}`, `--- ${gzipped}`, "--- stdin"])
+    for (const entry of found) {
+      expect(entry).toContain("ERROR Runner failed to execute")
+      expect(entry).toContain(`errorId: ${errorId}`)
+      expect(entry).toContain(`taskId: ${report.taskId}`)
+      expect(entry).toMatch(/cause:\n\s+PlaygroundError: secret-xyz/)
+    }
+    expect(unknown.code).toBe(1)
+    expect(unknown.stdout).toBe("")
+  })
+})
+
+describe("the pieces", () => {
+  it("extra subcommands join the root; ExitCode and usage errors become the exit code", async () => {
+    const ran: Array<string> = []
+    const extra = Command.make("extra", { fail: CliOptions.boolean("fail") }, ({ fail }) =>
+      fail ? Effect.fail(new Cli.ExitCode({ code: 7 })) : Effect.sync(() => ran.push("extra")))
+    const run = (args: ReadonlyArray<string>) =>
+      Effect.runPromise(
+        Cli.run(["node", "effect-a2a", ...args], { extra: [extra] }).pipe(
+          Effect.provide(NodeContext.layer),
+          Logger.withMinimumLogLevel(LogLevel.None)
+        )
+      )
+    expect(await run(["extra"])).toBe(0)
+    expect(ran).toEqual(["extra"])
+    expect(await run(["extra", "--fail"])).toBe(7)
+    expect(await run(["find-error", "0123456789ab", path.join(tmp, "missing.log")])).toBe(1)
+  })
+
+  it("matchLogLine: by annotation or by error_id text; other lines and non-JSON are skipped", () => {
+    const id = "3f9c0a7b12de"
+    const byAnnotation = JSON.stringify({ message: "x", annotations: { errorId: id } })
+    const byText = JSON.stringify({ message: `Internal error. (error_id: ${id})`, annotations: {} })
+    const other = JSON.stringify({ message: `mentions ${id} only`, annotations: { errorId: "aaaaaaaaaaaa" } })
+    expect(Option.isSome(Cli.matchLogLine(byAnnotation, id))).toBe(true)
+    expect(Option.isSome(Cli.matchLogLine(byText, id))).toBe(true)
+    expect(Option.isNone(Cli.matchLogLine(other, id))).toBe(true)
+    expect(Option.isNone(Cli.matchLogLine(`not json ${id}`, id))).toBe(true)
+    expect(Option.isNone(Cli.matchLogLine(`["error_id: ${id}"]`, id))).toBe(true)
+  })
+
+  it("boundedLines: splits across chunks, drops an over-long line, keeps the last unterminated one", async () => {
+    const lines = await Effect.runPromise(
+      Stream.make("ab", "c\n", "x".repeat(5), "y".repeat(5), "\nshort\r\nla", "st").pipe(
+        internalFindError.boundedLines(8),
+        Stream.runCollect
+      )
+    )
+    expect(Array.from(lines)).toEqual(["abc", "short", "last"])
+  })
+
+  it("the readable report: one line per known field", () => {
+    const text = Cli.formatProbeReport({
+      channel: "Outcome",
+      outcome: "Failed",
+      reason: null,
+      delivery: null,
+      taskId: "t-1",
+      contextId: "c-1",
+      errorId: "3f9c0a7b12de",
+      text: "Agent execution failed. (error_id: 3f9c0a7b12de)"
+    })
+    expect(text.split("\n")).toEqual([
+      "channel:    Outcome",
+      "outcome:    Failed",
+      "task id:    t-1",
+      "context id: c-1",
+      "error id:   3f9c0a7b12de",
+      "text:       Agent execution failed. (error_id: 3f9c0a7b12de)"
+    ])
+  })
+
+  it("parseDuration and the exit codes", () => {
+    expect(Option.map(internalProbe.parseDuration("500ms"), Duration.toMillis)).toEqual(Option.some(500))
+    expect(Option.map(internalProbe.parseDuration("30s"), Duration.toMillis)).toEqual(Option.some(30_000))
+    expect(Option.map(internalProbe.parseDuration("2 minutes"), Duration.toMillis)).toEqual(Option.some(120_000))
+    expect(Option.map(internalProbe.parseDuration("1500"), Duration.toMillis)).toEqual(Option.some(1500))
+    expect(Option.isNone(internalProbe.parseDuration("soon"))).toBe(true)
+    expect(Option.isNone(internalProbe.parseDuration("0s"))).toBe(true)
+    const base = { reason: null, delivery: null, taskId: null, contextId: null, errorId: null, text: null }
+    expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Completed" })).toBe(0)
+    expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Failed" })).toBe(5)
+    expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Canceled" })).toBe(6)
+    expect(Cli.probeExitCode({ ...base, channel: "CardResolution", outcome: null })).toBe(3)
+    expect(Cli.probeExitCode({ ...base, channel: "ClientError", outcome: null })).toBe(4)
+  })
+})
