@@ -23,6 +23,7 @@ import type { AddressInfo } from "node:net"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
+import { report } from "./report.js"
 
 const CONCURRENCY = 16
 const PER_ROUND = 300
@@ -163,6 +164,25 @@ const main = async () => {
       median(failedRatios).toFixed(2)
     } median of rounds (target <= 1.2)`
   )
+  // Time per request, so that a ratio below 1 means ours is faster.
+  report("server-throughput", [
+    {
+      name: "A2AServer vs SDK Express jsonRpcHandler, ms per request (inverse throughput)",
+      ours: totals.ours / (PER_ROUND * ROUNDS),
+      peer: totals.express / (PER_ROUND * ROUNDS),
+      unit: "ms",
+      target: "<= 1.0",
+      pass: totals.ours <= totals.express
+    },
+    {
+      name: "A2AServer FAILED vs COMPLETED path, ms per request",
+      ours: totals.failed / (PER_ROUND * ROUNDS),
+      peer: totals.ours / (PER_ROUND * ROUNDS),
+      unit: "ms",
+      target: "<= 1.2",
+      pass: totals.failed / totals.ours <= 1.2
+    }
+  ])
   await theirs.close()
   await Effect.runPromise(Scope.close(scope, Exit.void))
 }

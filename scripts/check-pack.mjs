@@ -57,6 +57,9 @@ if (!(error instanceof A2AClientError.A2AClientError) || error.reason !== "Unava
 console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.reason, delivery: error.delivery }))
 `
   )
+  // The package's bin runs from the tarball too.
+  const version = run("node", [join(modules, "effect-a2a", "dist", "bin.js"), "--version"], app).trim()
+  if (!version.includes(pkg.version)) throw new Error(`effect-a2a --version printed ${JSON.stringify(version)}`)
   process.stdout.write(run("node", ["run.mjs"], app))
 } finally {
   rmSync(app, { recursive: true, force: true })
