@@ -15,7 +15,7 @@
  */
 import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk"
 import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
-import { DefaultRequestHandler, InMemoryTaskStore, ServerCallContext, type TaskStore } from "@a2a-js/sdk/server"
+import { DefaultRequestHandler, InMemoryTaskStore, ServerCallContext, type TaskStore, type User } from "@a2a-js/sdk/server"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
@@ -29,7 +29,9 @@ import type * as Scope from "effect/Scope"
 import { createHash } from "node:crypto"
 import * as Http from "node:http"
 import * as AgentExecutor from "./AgentExecutor.js"
+import type * as IdempotencyLedger from "./IdempotencyLedger.js"
 import * as internalFailure from "./internal/serverFailure.js"
+import * as internalIdempotency from "./internal/serverIdempotency.js"
 import * as internalRpc from "./internal/serverRpc.js"
 import * as internalTaskStore from "./internal/serverTaskStore.js"
 
@@ -75,6 +77,59 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    * at start-up when missing; any other SDK `TaskStore` is used as given.
    */
   readonly taskStore?: TaskStore | TaskStoreConfig | undefined
+  /**
+   * Request-level idempotency: a `SendMessage` / `SendStreamingMessage`
+   * carrying an idempotency key (message metadata `Idempotency.metadataKey`
+   * or the `Idempotency-Key` header) runs once per key and caller. Needs an
+   * `IdempotencyLedger` in the context. See {@link IdempotencyOptions}.
+   */
+  readonly idempotency?: IdempotencyOptions | undefined
+}
+
+/**
+ * Request-level idempotency settings.
+ *
+ * - A repeat of a finished request gets the original task back in its final
+ *   state (FAILED included) without running again.
+ * - A repeat while it runs joins it: the same task id; a blocking call waits
+ *   up to `wait` for its end (then gets the task as it is), a streaming call
+ *   gets the final task as a single event.
+ * - The same key with a different payload (the message without its
+ *   `messageId`) is refused with JSON-RPC -32602
+ *   `idempotency key reused with a different request`; so is a header key
+ *   that differs from the metadata key.
+ * - A running entry holds a `lease`, renewed while this replica runs it. When
+ *   a replica dies, any replica's sweep (every `sweepEvery`) records the task
+ *   FAILED with an error id (logged with reason `interrupted`), and repeats
+ *   get that FAILED task: its side effects are never run a second time.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor, IdempotencyLedger } from "effect-a2a"
+ * import { Effect, Layer } from "effect"
+ *
+ * const ServerLive = A2AServer.layer({
+ *   agent: () => Effect.succeed(AgentExecutor.completedText("booked")),
+ *   card: { name: "booking", description: "Books flights" },
+ *   idempotency: { lease: "30 seconds", wait: "30 seconds" }
+ * }).pipe(Layer.provide(IdempotencyLedger.layerSqlite({ filename: "./idempotency.db" })))
+ * ```
+ * @since 0.1.0
+ */
+export interface IdempotencyOptions {
+  /**
+   * Who the caller is; one caller never sees another's entry. Default: the
+   * A2A tenant and the authenticated user's name (`""` when anonymous). The
+   * tenant should be the request's A2A tenant: the sweep records interrupted
+   * tasks in the task store under it.
+   */
+  readonly identity?: ((headers: internalIdempotency.Headers, user: User | undefined) => IdempotencyLedger.Identity) | undefined
+  /** The lease of a running entry. Default 30 seconds. */
+  readonly lease?: Duration.DurationInput | undefined
+  /** How long a blocking repeat waits for the running original. Default 30 seconds. */
+  readonly wait?: Duration.DurationInput | undefined
+  /** How often expired leases and entries past retention are swept. Default 5 seconds. */
+  readonly sweepEvery?: Duration.DurationInput | undefined
 }
 
 /**
@@ -202,13 +257,14 @@ const buildCard = (options: CardOptions, baseUrl: string, rpcPath: string): Agen
  *
  * @since 0.1.0
  */
-export const make = <E, R>(
+export const make: {
+  <E, R>(
+    options: Options<E, R> & { readonly idempotency: IdempotencyOptions }
+  ): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope>
+  <E, R>(options: Options<E, R>): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | Scope.Scope>
+} = <E, R>(
   options: Options<E, R>
-): Effect.Effect<
-  Context.Tag.Service<A2AServer>,
-  HttpServerError.ServeError | AgentExecutor.ConfigurationError | TaskStoreError | ConfigError.ConfigError,
-  R | Scope.Scope
-> =>
+): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
     const taskStore = options.taskStore === undefined
       ? new InMemoryTaskStore()
@@ -236,7 +292,14 @@ export const make = <E, R>(
       : address.hostname
     const url = (options.publicUrl ?? `http://${hostForUrl}:${address.port}`).replace(/\/+$/, "")
     const card = buildCard(options.card, `${url}/`, rpcPath.replace(/^\//, ""))
-    const requestHandler = new DefaultRequestHandler(card, executor.taskStore ?? taskStore, executor)
+    const requestHandler = options.idempotency === undefined
+      ? new DefaultRequestHandler(card, executor.taskStore ?? taskStore, executor)
+      : yield* (internalIdempotency.make({
+        card,
+        taskStore: executor.taskStore ?? taskStore,
+        executor,
+        options: options.idempotency
+      }))
     const dispatcher = internalRpc.makeDispatcher(requestHandler, card)
 
     // Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
@@ -405,11 +468,23 @@ export const make = <E, R>(
  *
  * @since 0.1.0
  */
-export const layer = <E, R>(
+export const layer: {
+  <E, R>(
+    options: Options<E, R> & { readonly idempotency: IdempotencyOptions }
+  ): Layer.Layer<A2AServer, MakeError, R | IdempotencyLedger.IdempotencyLedger>
+  <E, R>(options: Options<E, R>): Layer.Layer<A2AServer, MakeError, R>
+} = <E, R>(
   options: Options<E, R>
-): Layer.Layer<
-  A2AServer,
-  HttpServerError.ServeError | AgentExecutor.ConfigurationError | TaskStoreError | ConfigError.ConfigError,
-  R
-> =>
+): Layer.Layer<A2AServer, MakeError, R | IdempotencyLedger.IdempotencyLedger> =>
   Layer.scoped(A2AServer, make(options))
+
+/**
+ * Why the server could not start.
+ *
+ * @since 0.1.0
+ */
+export type MakeError =
+  | HttpServerError.ServeError
+  | AgentExecutor.ConfigurationError
+  | TaskStoreError
+  | ConfigError.ConfigError

@@ -1,0 +1,441 @@
+/**
+ * Request-level idempotency of the A2A server: `SendMessage` /
+ * `SendStreamingMessage` (and the v0.3 `message/send` / `message/stream`,
+ * which the SDK's legacy transport turns into the same handler calls) with an
+ * idempotency key start a task once per key and caller; repeats get that
+ * task back, join it while it runs, or are refused when their payload
+ * differs.
+ *
+ * The hook sits in the request handler rather than in the JSON-RPC layer:
+ * both transports call it with parsed requests and encode what it returns,
+ * so a replayed task is written in whichever protocol version was asked for.
+ *
+ * @internal
+ */
+import { type AgentCard, type Message, Task as TaskCodec, Message as MessageCodec, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
+import { RequestMalformedError } from "@a2a-js/sdk/errors"
+import {
+  type AgentExecutor as SdkAgentExecutor,
+  DefaultRequestHandler,
+  RequestContext,
+  ServerCallContext,
+  STATE_HEADERS_KEY,
+  type TaskStore,
+  UnauthenticatedUser,
+  type User
+} from "@a2a-js/sdk/server"
+import type { SendMessageRequest } from "@a2a-js/sdk"
+import { Cause, Duration, Effect, Exit, Runtime } from "effect"
+import type * as Scope from "effect/Scope"
+import { randomUUID } from "node:crypto"
+import * as Idempotency from "../Idempotency.js"
+import * as IdempotencyLedger from "../IdempotencyLedger.js"
+import * as internalFailure from "./serverFailure.js"
+import * as internalParts from "./serverParts.js"
+
+/** @internal */
+export type Headers = Readonly<Record<string, string | Array<string> | undefined>>
+
+/** @internal */
+export interface Options {
+  readonly identity?: ((headers: Headers, user: User | undefined) => IdempotencyLedger.Identity) | undefined
+  readonly lease?: Duration.DurationInput | undefined
+  readonly wait?: Duration.DurationInput | undefined
+  readonly sweepEvery?: Duration.DurationInput | undefined
+}
+
+/** The text of a key sent twice with different values. */
+export const keyMismatchText = "idempotency key differs between the Idempotency-Key header and the message metadata"
+
+const conflictText = "idempotency key reused with a different request"
+
+/** What is stored as the result of an entry: the JSON-RPC `SendMessage` result shape. */
+type Stored = { readonly task: unknown } | { readonly message: unknown }
+
+const headersOf = (context: ServerCallContext): Headers => {
+  const headers = context.state.get(STATE_HEADERS_KEY)
+  return typeof headers === "object" && headers !== null ? (headers as Headers) : {}
+}
+
+const firstHeader = (value: string | Array<string> | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value
+
+/**
+ * The key of a request: from the message metadata or the `Idempotency-Key`
+ * header; when both are present they must agree.
+ *
+ * @internal
+ */
+export const keyOf = (message: Message, headers: Headers): string | undefined => {
+  const fromMetadata: unknown = message.metadata?.[Idempotency.metadataKey]
+  const fromHeader = firstHeader(headers[Idempotency.headerName.toLowerCase()])
+  if (fromMetadata !== undefined && typeof fromMetadata !== "string") {
+    throw new RequestMalformedError(`message metadata ${Idempotency.metadataKey} must be a string`)
+  }
+  if (fromMetadata !== undefined && fromHeader !== undefined && fromMetadata !== fromHeader) {
+    throw new RequestMalformedError(keyMismatchText)
+  }
+  const key = fromMetadata ?? fromHeader
+  return key === undefined || key === "" ? undefined : key
+}
+
+/**
+ * The payload digest: the message as sent, without its `messageId` (a resend
+ * gets a new one) and without the key itself, plus whether it was streamed.
+ *
+ * @internal
+ */
+export const fingerprintOf = (message: Message, kind: "send" | "stream"): string => {
+  const { [Idempotency.metadataKey]: _key, ...metadata } = message.metadata ?? {}
+  const json = MessageCodec.toJSON({ ...message, messageId: "", metadata }) as Record<string, unknown>
+  return Idempotency.fingerprint({ kind, message: json })
+}
+
+/** The default identity: the A2A tenant and the authenticated user's name; anonymous otherwise. */
+const defaultIdentity = (context: ServerCallContext): IdempotencyLedger.Identity => ({
+  tenant: context.tenant ?? "",
+  user: context.user?.isAuthenticated === true ? context.user.userName : ""
+})
+
+const decode = (stored: unknown): Task | Message => {
+  if (typeof stored === "object" && stored !== null) {
+    if ("task" in stored) return TaskCodec.fromJSON((stored as { task: unknown }).task)
+    if ("message" in stored) return MessageCodec.fromJSON((stored as { message: unknown }).message)
+  }
+  throw new Error("idempotency ledger holds a result that is not a task or a message")
+}
+
+const encode = (result: Task | Message): Stored =>
+  "status" in result ? { task: TaskCodec.toJSON(result) } : { message: MessageCodec.toJSON(result as Message) }
+
+const toStreamResponse = (result: Task | Message): StreamResponse =>
+  "status" in result
+    ? { payload: { $case: "task", value: result } }
+    : { payload: { $case: "message", value: result as Message } }
+
+/** A one-producer, one-consumer queue of events; the consumer may leave early, the producer goes on. */
+class Relay<A> {
+  private readonly items: Array<A> = []
+  private done = false
+  private error: { readonly value: unknown } | undefined
+  private wake: (() => void) | undefined
+  push(item: A) {
+    this.items.push(item)
+    this.notify()
+  }
+  end(error?: { readonly value: unknown }) {
+    this.done = true
+    this.error = error
+    this.notify()
+  }
+  private notify() {
+    const wake = this.wake
+    this.wake = undefined
+    wake?.()
+  }
+  async *iterate(): AsyncGenerator<A, void, undefined> {
+    while (true) {
+      const item = this.items.shift()
+      if (item !== undefined) {
+        yield item
+        continue
+      }
+      if (this.done) {
+        if (this.error !== undefined) throw this.error.value
+        return
+      }
+      await new Promise<void>((resolve) => {
+        this.wake = resolve
+      })
+    }
+  }
+}
+
+/** @internal */
+export interface Made {
+  readonly handler: DefaultRequestHandler
+}
+
+/**
+ * The SDK's request handler with idempotent sends, and the ledger sweep
+ * forked in the current scope (the server's lifetime).
+ *
+ * @internal
+ */
+export const make = (deps: {
+  readonly card: AgentCard
+  readonly taskStore: TaskStore
+  readonly executor: SdkAgentExecutor
+  readonly options: Options
+}): Effect.Effect<DefaultRequestHandler, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
+  Effect.gen(function*() {
+    const ledger = yield* IdempotencyLedger.IdempotencyLedger
+    const runtime = yield* Effect.runtime<never>()
+    const runPromiseExit = Runtime.runPromiseExit(runtime)
+    // Rejects with the error itself, not a FiberFailure: the SDK's transports
+    // map its own errors (e.g. -32602) by their class.
+    const runPromise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
+      runPromiseExit(effect).then((exit) => {
+        if (Exit.isSuccess(exit)) return exit.value
+        throw Cause.squash(exit.cause)
+      })
+    const runFork = Runtime.runFork(runtime)
+    const { card, taskStore, executor, options } = deps
+    const lease = options.lease ?? Duration.seconds(30)
+    const wait = options.wait ?? Duration.seconds(30)
+    const identityOf = (context: ServerCallContext) =>
+      options.identity === undefined ? defaultIdentity(context) : options.identity(headersOf(context), context.user)
+
+    // The store is scoped by tenant and owner; the server's transport has no
+    // authentication, so every request runs as the unauthenticated user.
+    const storeContext = (tenant: string) =>
+      new ServerCallContext({ user: new UnauthenticatedUser(), ...(tenant === "" ? {} : { tenant }) })
+
+    /** A replica stopped renewing its lease: record the task FAILED, reason interrupted. */
+    const onExpired = (entry: IdempotencyLedger.Entry) =>
+      Effect.gen(function*() {
+        const context = storeContext(entry.identity.tenant)
+        const existing = yield* Effect.tryPromise(() => taskStore.load(entry.taskId, context))
+        const errorId = internalFailure.makeErrorId()
+        const contextId = existing?.contextId || randomUUID()
+        const failed: Task = {
+          id: entry.taskId,
+          contextId,
+          artifacts: existing?.artifacts ?? [],
+          history: existing?.history ?? [],
+          metadata: existing?.metadata ?? {},
+          status: {
+            state: TaskState.TASK_STATE_FAILED,
+            message: internalParts.agentMessage(entry.taskId, contextId, [
+              internalParts.textPart(internalFailure.failureText(errorId))
+            ]),
+            timestamp: new Date().toISOString()
+          }
+        }
+        yield* Effect.tryPromise(() => taskStore.save(failed, context))
+        yield* Effect.logError("Task interrupted: its replica stopped before it ended").pipe(
+          Effect.annotateLogs({
+            errorId,
+            reason: "interrupted",
+            taskId: entry.taskId,
+            idempotencyKey: entry.key,
+            leaseOwner: entry.leaseOwner._tag === "Some" ? entry.leaseOwner.value : ""
+          })
+        )
+        return encode(failed)
+      })
+
+    yield* Effect.forkScoped(IdempotencyLedger.sweep({ onExpired, every: options.sweepEvery }))
+
+    /** The task as stored now, or a SUBMITTED placeholder when its replica has not saved it yet. */
+    const snapshot = (taskId: string, context: ServerCallContext, message: Message) =>
+      Effect.map(Effect.promise(() => taskStore.load(taskId, context)), (task): Task =>
+        task ?? {
+          id: taskId,
+          contextId: message.contextId,
+          artifacts: [],
+          history: [],
+          metadata: {},
+          status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() }
+        })
+
+    interface Prepared {
+      readonly ref: IdempotencyLedger.EntryRef
+      readonly outcome: IdempotencyLedger.BeginOutcome
+    }
+
+    const begin = (params: SendMessageRequest, context: ServerCallContext, kind: "send" | "stream") =>
+      Effect.gen(function*() {
+        const message = params.message
+        if (message === undefined) return undefined
+        const key = keyOf(message, headersOf(context))
+        if (key === undefined) return undefined
+        const ref = { key, identity: identityOf(context) }
+        const request = {
+          ...ref,
+          fingerprint: fingerprintOf(message, kind),
+          taskId: message.taskId || randomUUID(),
+          lease
+        }
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const outcome = yield* ledger.begin(request)
+          if (outcome._tag !== "Interrupted") return { ref, outcome } satisfies Prepared
+          // Record it FAILED now rather than at the next sweep, then read it back.
+          yield* ledger.expireLeases({ onExpired, limit: 10 })
+        }
+        return yield* Effect.dieMessage("idempotency entry stayed interrupted")
+      }).pipe(
+        Effect.catchTag("IdempotencyConflict", () => Effect.fail(new RequestMalformedError(conflictText)))
+      )
+
+    /** Waits for a running entry; on time-out answers with the task as it is now. */
+    const join = (prepared: Prepared, taskId: string, context: ServerCallContext, message: Message) =>
+      ledger.await({ ...prepared.ref, timeout: wait }).pipe(
+        Effect.flatMap((outcome) =>
+          outcome._tag === "Finished"
+            ? Effect.sync(() => decode(outcome.result))
+            : Effect.zipRight(
+              ledger.expireLeases({ onExpired, limit: 10 }),
+              Effect.flatMap(ledger.await({ ...prepared.ref, timeout: "1 second" }), (again) =>
+                again._tag === "Finished" ? Effect.sync(() => decode(again.result)) : snapshot(taskId, context, message))
+            )
+        ),
+        Effect.catchIf(
+          (error) => error._tag === "IdempotencyError" && error.reason === "Timeout",
+          () => snapshot(taskId, context, message)
+        )
+      )
+
+    const assigned = new WeakMap<ServerCallContext, string>()
+
+    class IdempotentRequestHandler extends DefaultRequestHandler {
+      constructor() {
+        super(card, taskStore, executor)
+        // The SDK draws a task id when it builds the request context; the
+        // ledger recorded one before, so the run gets that one. The method is
+        // private in the SDK's types (1.3.0), hence the instance override.
+        const self = this as unknown as {
+          _createRequestContext: (request: SendMessageRequest, context: ServerCallContext) => Promise<RequestContext>
+        }
+        const original = self._createRequestContext.bind(this)
+        self._createRequestContext = async (request, context) => {
+          const built = await original(request, context)
+          const taskId = assigned.get(context)
+          if (taskId === undefined || request.message?.taskId) return built
+          assigned.delete(context)
+          return new RequestContext(
+            { ...built.request, message: { ...built.userMessage, taskId } },
+            taskId,
+            built.contextId,
+            built.context,
+            built.task,
+            built.referenceTasks
+          )
+        }
+      }
+
+      /** After a run: finish the entry with the stored task, or release it when no task was made. */
+      private settle(
+        prepared: Prepared,
+        held: IdempotencyLedger.Lease,
+        taskId: string,
+        context: ServerCallContext,
+        result: Task | Message | undefined
+      ): Effect.Effect<void, IdempotencyLedger.IdempotencyError> {
+        return Effect.gen(function*() {
+          const stored = yield* Effect.promise(() => taskStore.load(taskId, context).catch(() => undefined))
+          const final = stored ?? result
+          if (final === undefined) {
+            yield* ledger.abandon({ ...prepared.ref, lease: held })
+            return
+          }
+          yield* ledger.finish({ ...prepared.ref, result: encode(final), lease: held })
+        })
+      }
+
+      override sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
+        const sendOnce = () => super.sendMessage(params, context)
+        const stream = () => super.sendMessageStream(params, context)
+        const self = this
+        return runPromise(Effect.gen(function*() {
+          const prepared = yield* begin(params, context, "send")
+          if (prepared === undefined) return yield* Effect.promise(sendOnce)
+          const message = params.message!
+          const { outcome } = prepared
+          switch (outcome._tag) {
+            case "Finished":
+              return decode(outcome.result)
+            case "Running":
+              return params.configuration?.returnImmediately === true
+                ? yield* snapshot(outcome.taskId, context, message)
+                : yield* join(prepared, outcome.taskId, context, message)
+            case "Started": {
+              const taskId = outcome.taskId
+              assigned.set(context, taskId)
+              if (params.configuration?.returnImmediately === true && card.capabilities?.streaming === true) {
+                // Runs on in the background: its end is what the entry records.
+                const relay = self.drive(prepared, outcome.lease, taskId, context, stream)
+                const first = yield* Effect.promise(() => relay.iterate().next())
+                if (first.done !== true) {
+                  const payload = first.value.payload
+                  if (payload?.$case === "task" || payload?.$case === "message") return payload.value
+                }
+                return yield* snapshot(taskId, context, message)
+              }
+              const exit = yield* ledger.withLease(
+                { ...prepared.ref, lease: outcome.lease, duration: lease },
+                Effect.tryPromise({ try: sendOnce, catch: (error) => error })
+              ).pipe(Effect.exit)
+              yield* self.settle(
+                prepared,
+                outcome.lease,
+                taskId,
+                context,
+                exit._tag === "Success" ? exit.value : undefined
+              ).pipe(Effect.catchAll((error) => Effect.logWarning("idempotency entry could not be recorded", error)))
+              return yield* exit
+            }
+          }
+        }))
+      }
+
+      /** Runs the stream in the background, to its end, whether or not anyone still reads it. */
+      private drive(
+        prepared: Prepared,
+        held: IdempotencyLedger.Lease,
+        taskId: string,
+        context: ServerCallContext,
+        stream: () => AsyncGenerator<StreamResponse, void, undefined>
+      ): Relay<StreamResponse> {
+        const relay = new Relay<StreamResponse>()
+        const consume = async () => {
+          let last: Task | Message | undefined
+          try {
+            for await (const event of stream()) {
+              if (event.payload?.$case === "task" || event.payload?.$case === "message") last = event.payload.value
+              relay.push(event)
+            }
+            relay.end()
+          } catch (error) {
+            relay.end({ value: error })
+          }
+          return last
+        }
+        runFork(
+          ledger.withLease({ ...prepared.ref, lease: held, duration: lease }, Effect.promise(consume)).pipe(
+            Effect.flatMap((last) => this.settle(prepared, held, taskId, context, last)),
+            Effect.catchAllCause((cause) => Effect.logWarning("idempotency entry could not be recorded", cause))
+          )
+        )
+        return relay
+      }
+
+      override async *sendMessageStream(
+        params: SendMessageRequest,
+        context: ServerCallContext
+      ): AsyncGenerator<StreamResponse, void, undefined> {
+        const prepared = await runPromise(begin(params, context, "stream"))
+        if (prepared === undefined) {
+          yield* super.sendMessageStream(params, context)
+          return
+        }
+        const message = params.message!
+        const { outcome } = prepared
+        switch (outcome._tag) {
+          case "Finished":
+            yield toStreamResponse(decode(outcome.result))
+            return
+          case "Running":
+            yield toStreamResponse(await runPromise(join(prepared, outcome.taskId, context, message)))
+            return
+          case "Started": {
+            assigned.set(context, outcome.taskId)
+            const relay = this.drive(prepared, outcome.lease, outcome.taskId, context, () => super.sendMessageStream(params, context))
+            yield* relay.iterate()
+          }
+        }
+      }
+    }
+
+    return new IdempotentRequestHandler()
+  })

@@ -1,0 +1,360 @@
+/**
+ * Request-level idempotency of A2AServer: real servers on 127.0.0.1, the
+ * SDK's client and raw JSON-RPC posts, an in-memory ledger.
+ */
+import { type Message, SendMessageRequest, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, FastCheck, Layer, Runtime, type Scope } from "effect"
+import * as A2AClientError from "../src/A2AClientError.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
+import * as RetryPolicy from "../src/RetryPolicy.js"
+import * as FaultProxy from "./fixtures/faultProxy.js"
+import * as A2AServer from "../src/A2AServer.js"
+import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as Idempotency from "../src/Idempotency.js"
+import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
+import { fingerprintOf } from "../src/internal/serverIdempotency.js"
+import { captureLogs, eventually, makeClient, rpc, textOf, userMessage } from "./fixtures/serverAgents.js"
+
+const card = { name: "idempotent", description: "A2AServer with request-level idempotency" }
+
+const keyed = (text: string, key: string, extra: Partial<Message> = {}): Message =>
+  userMessage(text, { ...extra, metadata: { ...extra.metadata, [Idempotency.metadataKey]: key } })
+
+const sendWith = (url: string, message: Message, headers: Record<string, string> = {}) =>
+  Effect.flatMap(makeClient(url), (client) =>
+    Effect.promise(() =>
+      client.sendMessage({
+        tenant: "",
+        message,
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: false },
+        metadata: {}
+      }, { serviceParameters: headers })
+    )).pipe(Effect.map((result) => result as Task))
+
+const rawSend = (url: string, message: Message, method = "SendMessage") =>
+  Effect.map(
+    rpc(`${url}/a2a/jsonrpc`, method, SendMessageRequest.toJSON({
+      tenant: "",
+      message,
+      configuration: undefined,
+      metadata: {}
+    }), "1.0"),
+    ({ text }) => JSON.parse(text) as { result?: { task?: { id: string } }; error?: { code: number; message: string } }
+  )
+
+/** Counts runs per first text part; `gate` holds every run until it is opened. */
+const countingAgent = (runs: Map<string, number>, options: { fail?: boolean; gate?: Deferred.Deferred<void> } = {}) =>
+  ((request) =>
+    Effect.gen(function*() {
+      const part = request.message.parts[0]?.content
+      const text = part?.$case === "text" ? part.value : ""
+      runs.set(text, (runs.get(text) ?? 0) + 1)
+      if (options.gate !== undefined) yield* Deferred.await(options.gate)
+      if (options.fail === true) return yield* Effect.fail(new Error("boom"))
+      return AgentExecutor.completedText(`done ${text}`)
+    })) as AgentExecutor.Agent<Error>
+
+const withLedger = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(effect, IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))
+
+describe("A2AServer request-level idempotency", () => {
+  it.scopedLive("a repeat after the end returns the same task, in its final state, without running again", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {} })
+      const first = yield* sendWith(server.url, keyed("book", "k-1"))
+      const again = yield* sendWith(server.url, keyed("book", "k-1"))
+      expect(first.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      expect(again.id).toBe(first.id)
+      expect(again.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      expect(textOf(again)).toBe("done book")
+      expect(runs.get("book")).toBe(1)
+      // Without a key, every send is a new task.
+      const plain1 = yield* sendWith(server.url, userMessage("plain"))
+      const plain2 = yield* sendWith(server.url, userMessage("plain"))
+      expect(plain1.id).not.toBe(plain2.id)
+      expect(runs.get("plain")).toBe(2)
+    })))
+
+  it.scopedLive("v0.3 message/send is deduplicated too, answered in the v0.3 shape", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {} })
+      const legacySend = Effect.map(
+        Effect.suspend(() =>
+          rpc(`${server.url}/a2a/jsonrpc`, "message/send", {
+            message: {
+              kind: "message",
+              messageId: crypto.randomUUID(),
+              role: "user",
+              parts: [{ kind: "text", text: "legacy" }],
+              metadata: { [Idempotency.metadataKey]: "k-legacy" }
+            }
+          }, "0.3")
+        ),
+        ({ text }) => JSON.parse(text) as { result?: { kind: string; id: string; status: { state: string } } }
+      )
+      const first = yield* legacySend
+      const again = yield* legacySend
+      expect(first.result?.kind).toBe("task")
+      expect(again.result?.id).toBe(first.result?.id)
+      expect(again.result?.status.state).toBe("completed")
+      expect(runs.get("legacy")).toBe(1)
+    })))
+
+  it.scopedLive("a FAILED task is returned as is on a repeat, and the header alone carries the key", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const server = yield* A2AServer.make({ agent: countingAgent(runs, { fail: true }), card, idempotency: {} })
+      const first = yield* sendWith(server.url, userMessage("pay"), { [Idempotency.headerName]: "k-2" })
+      const again = yield* sendWith(server.url, userMessage("pay"), { [Idempotency.headerName]: "k-2" })
+      expect(first.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      expect(again.id).toBe(first.id)
+      expect(again.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      expect(textOf(again)).toBe(textOf(first))
+      expect(runs.get("pay")).toBe(1)
+    })))
+
+  it.scopedLive("a repeat while it runs joins it: same task id, one run, blocking and streaming callers get the end", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const gate = yield* Deferred.make<void>()
+      const server = yield* A2AServer.make({ agent: countingAgent(runs, { gate }), card, idempotency: {} })
+      const first = yield* Effect.fork(sendWith(server.url, keyed("slow", "k-3")))
+      yield* eventually(Effect.sync(() => runs.get("slow") ?? 0), (n) => n === 1)
+      const joined = yield* Effect.fork(sendWith(server.url, keyed("slow", "k-3")))
+      const client = yield* makeClient(server.url)
+      const streamed = yield* Effect.fork(Effect.promise(async () => {
+        const events: Array<unknown> = []
+        for await (
+          const event of client.sendMessageStream({
+            tenant: "",
+            message: keyed("slow", "k-4"),
+            configuration: undefined,
+            metadata: {}
+          })
+        ) events.push(event)
+        return events
+      }))
+      yield* eventually(Effect.sync(() => runs.get("slow") ?? 0), (n) => n === 2)
+      const streamJoin = yield* Effect.fork(Effect.promise(async () => {
+        const events: Array<unknown> = []
+        for await (
+          const event of client.sendMessageStream({
+            tenant: "",
+            message: keyed("slow", "k-4"),
+            configuration: undefined,
+            metadata: {}
+          })
+        ) events.push(event)
+        return events
+      }))
+      yield* Effect.sleep("100 millis")
+      yield* Deferred.succeed(gate, undefined)
+      const [a, b] = [yield* first.await, yield* joined.await]
+      expect(a._tag).toBe("Success")
+      const ta = a._tag === "Success" ? a.value : undefined
+      const tb = b._tag === "Success" ? b.value : undefined
+      expect(tb?.id).toBe(ta?.id)
+      expect(tb?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      const streamedEvents = yield* streamed.await
+      const joinedEvents = yield* streamJoin.await
+      expect(streamedEvents._tag).toBe("Success")
+      expect(joinedEvents._tag).toBe("Success")
+      const events = (exit: typeof joinedEvents) => (exit._tag === "Success" ? exit.value : []) as Array<StreamResponse>
+      // The joiner gets the final task as one event; the first caller's stream ran the task.
+      expect(events(joinedEvents)).toHaveLength(1)
+      const joinedTask = events(joinedEvents)[0]?.payload
+      expect(joinedTask?.$case).toBe("task")
+      const finalTask = joinedTask?.$case === "task" ? joinedTask.value : undefined
+      expect(finalTask?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      const firstIds = events(streamedEvents).map((event) =>
+        event.payload?.$case === "task" ? event.payload.value.id : event.payload?.$case === "statusUpdate" ? event.payload.value.taskId : undefined
+      )
+      expect(firstIds).toContain(finalTask?.id)
+      expect(runs.get("slow")).toBe(2) // once per key
+    })))
+
+  it.scopedLive("the same key with a different payload, or a header that disagrees, is refused with -32602", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {} })
+      const ok = yield* rawSend(server.url, keyed("seat 12A", "k-5"))
+      expect(ok.result?.task?.id).toBeTypeOf("string")
+      const other = yield* rawSend(server.url, keyed("seat 14C", "k-5"))
+      expect(other.error).toMatchObject({ code: -32602, message: "idempotency key reused with a different request" })
+      const streamed = yield* rawSend(server.url, keyed("seat 12A", "k-5"), "SendStreamingMessage")
+      expect(streamed.error?.code).toBe(IdempotencyLedger.conflictCode)
+      const mismatch = yield* Effect.map(
+        Effect.promise(async () => {
+          const response = await fetch(`${server.url}/a2a/jsonrpc`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "A2A-Version": "1.0", [Idempotency.headerName]: "k-6" },
+            body: JSON.stringify({
+              jsonrpc: "2.0",
+              id: 1,
+              method: "SendMessage",
+              params: SendMessageRequest.toJSON({ tenant: "", message: keyed("x", "k-7"), configuration: undefined, metadata: {} })
+            })
+          })
+          return response.json() as Promise<{ error?: { code: number } }>
+        }),
+        (body) => body.error?.code
+      )
+      expect(mismatch).toBe(-32602)
+      expect(runs.get("seat 12A")).toBe(1)
+      expect(runs.get("seat 14C")).toBeUndefined()
+      expect(runs.get("x")).toBeUndefined()
+    })))
+
+  it.scopedLive("two callers with one key do not see each other's result", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const server = yield* A2AServer.make({
+        agent: countingAgent(runs),
+        card,
+        idempotency: { identity: (headers) => ({ tenant: "", user: String(headers["x-caller"] ?? "") }) }
+      })
+      const ana = yield* sendWith(server.url, keyed("order", "k-8"), { "x-caller": "ana" })
+      const bob = yield* sendWith(server.url, keyed("order", "k-8"), { "x-caller": "bob" })
+      const anaAgain = yield* sendWith(server.url, keyed("order", "k-8"), { "x-caller": "ana" })
+      expect(bob.id).not.toBe(ana.id)
+      expect(anaAgain.id).toBe(ana.id)
+      expect(runs.get("order")).toBe(2)
+    })))
+
+  it.scopedLive("an expired lease ends the task FAILED with an error id, logged with reason interrupted; a repeat gets it", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const runs = new Map<string, number>()
+      const ledgerLayer = IdempotencyLedger.layerMemory({ pollInterval: "10 millis" })
+      const program = Effect.gen(function*() {
+        const ledger = yield* IdempotencyLedger.IdempotencyLedger
+        const server = yield* A2AServer.make({
+          agent: countingAgent(runs),
+          card,
+          idempotency: { sweepEvery: "50 millis" }
+        })
+        // A replica that began the task, saved it WORKING, then died: its lease is never renewed.
+        const message = keyed("crash", "k-9")
+        const taskId = crypto.randomUUID()
+        const begun = yield* ledger.begin({
+          key: "k-9",
+          identity: IdempotencyLedger.anonymous,
+          fingerprint: fingerprintOf(message, "send"),
+          taskId,
+          lease: "100 millis"
+        })
+        expect(begun._tag).toBe("Started")
+        const { ServerCallContext, UnauthenticatedUser } = yield* Effect.promise(() => import("@a2a-js/sdk/server"))
+        const context = new ServerCallContext({ user: new UnauthenticatedUser() })
+        yield* Effect.promise(() =>
+          server.taskStore.save({
+            id: taskId,
+            contextId: "ctx-crash",
+            artifacts: [],
+            history: [],
+            metadata: {},
+            status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() }
+          }, context)
+        )
+        const failed = yield* eventually(
+          Effect.promise(() => server.taskStore.load(taskId, context)),
+          (task) => task?.status?.state === TaskState.TASK_STATE_FAILED
+        )
+        const errorId = /error_id: (\w+)/.exec(textOf(failed))?.[1]
+        expect(textOf(failed)).toMatch(/^Agent execution failed\. \(error_id: \w+\)$/)
+        const logged = logs.lines.find((line) => line.annotations["reason"] === "interrupted")
+        expect(logged?.annotations["errorId"]).toBe(errorId)
+        expect(logged?.annotations["taskId"]).toBe(taskId)
+        const repeat = yield* sendWith(server.url, { ...message, messageId: crypto.randomUUID() })
+        expect(repeat.id).toBe(taskId)
+        expect(repeat.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+        expect(textOf(repeat)).toBe(textOf(failed))
+        expect(runs.get("crash")).toBeUndefined()
+      })
+      yield* program.pipe(Effect.provide(Layer.merge(ledgerLayer, logs.layer)))
+    }))
+})
+
+describe("A2AServer idempotency behind a faulty network", () => {
+  const fault: FastCheck.Arbitrary<FaultProxy.Fault> = FastCheck.oneof(
+    FastCheck.constant(FaultProxy.Fault.Pass()),
+    FastCheck.constant(FaultProxy.Fault.DropAnswer()),
+    FastCheck.constant(FaultProxy.Fault.Reset()),
+    FastCheck.constant(FaultProxy.Fault.Duplicate()),
+    FastCheck.integer({ min: 0, max: 1500 }).map((millis) => FaultProxy.Fault.Delay({ millis }))
+  )
+
+  it.scopedLive("every side effect runs at most once per key, exactly once when the call completes, within its budget", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const agent: AgentExecutor.Agent = (request) =>
+        Effect.gen(function*() {
+          const key = String(request.message.metadata?.[Idempotency.metadataKey] ?? "")
+          runs.set(key, (runs.get(key) ?? 0) + 1)
+          yield* Effect.sleep("30 millis")
+          return AgentExecutor.completedText(`booked ${key}`)
+        })
+      const server = yield* A2AServer.make({ agent, card, idempotency: {} })
+      const runtime = yield* Effect.runtime<Scope.Scope>()
+      const callTimeout = 1000
+      const budget = 6000
+      const outcomes: Array<string> = []
+      let run = 0
+      yield* Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(FastCheck.array(fault, { minLength: 1, maxLength: 3 }), async (faults) => {
+            const key = `fault-${++run}-${crypto.randomUUID()}`
+            const outcome = await Runtime.runPromise(runtime)(Effect.scoped(Effect.gen(function*() {
+              // A proxy per run: a fresh origin, so no pooled connection skips the schedule.
+              const proxy = yield* FaultProxy.make(() => ({ host: "127.0.0.1", port: server.address.port }))
+              proxy.setSchedule(faults)
+              const remote = yield* RemoteAgent.make({
+                name: "booking",
+                url: proxy.url,
+                timeout: `${callTimeout} millis`,
+                card: {
+                  ...server.card,
+                  supportedInterfaces: server.card.supportedInterfaces.map((i) => ({ ...i, url: i.url.replace(server.url, proxy.url) }))
+                }
+              })
+              const started = Date.now()
+              const result = yield* remote.send("book flight 4821", { idempotencyKey: key }).pipe(
+                RetryPolicy.retry({ maxAttempts: 5, base: "20 millis", cap: "200 millis", budget: `${budget} millis` }, { idempotent: true }),
+                Effect.either
+              )
+              return { result, elapsed: Date.now() - started }
+            })))
+            const { result, elapsed } = outcome
+            // A bound, not a performance claim: the budget plus one call's time-out and slack.
+            expect(elapsed).toBeLessThan(budget + callTimeout + 2000)
+            if (result._tag === "Right") {
+              expect(result.right._tag).toBe("Completed")
+              expect(runs.get(key)).toBe(1)
+              outcomes.push("Completed")
+            } else {
+              expect(result.left).toBeInstanceOf(A2AClientError.A2AClientError)
+              expect(runs.get(key) ?? 0).toBeLessThanOrEqual(1)
+              outcomes.push(result.left.reason)
+            }
+          }),
+          {
+            numRuns: 20,
+            interruptAfterTimeLimit: 100_000,
+            // The answer lost after the work was done, and a request that arrives twice, always run.
+            examples: [
+              [[FaultProxy.Fault.DropAnswer()]],
+              [[FaultProxy.Fault.Duplicate()]],
+              [[FaultProxy.Fault.Reset(), FaultProxy.Fault.DropAnswer(), FaultProxy.Fault.Delay({ millis: 1200 })]]
+            ]
+          }
+        )
+      )
+      // Duplicated requests may land late: they must still not run anything again.
+      yield* Effect.sleep("300 millis")
+      for (const [key, count] of runs) expect([key, count]).toEqual([key, 1])
+      expect(outcomes).toContain("Completed")
+    })), { timeout: 180_000 })
+})
