@@ -271,7 +271,7 @@ export const make: {
       : isTaskStoreConfig(options.taskStore)
       ? yield* Effect.mapError(internalTaskStore.make(options.taskStore), (failure) => new TaskStoreError(failure))
       : options.taskStore
-    const executor = yield* AgentExecutor.make(options.agent, { ...options, taskStore })
+    const executor = yield* AgentExecutor.make(options.agent, { ...options, name: options.name ?? options.card.name, taskStore })
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
     const cardMaxAge = options.cardMaxAge ?? 3600

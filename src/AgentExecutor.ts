@@ -21,12 +21,16 @@ import {
   STATE_HEADERS_KEY,
   type TaskStore
 } from "@a2a-js/sdk/server"
+import * as Headers from "@effect/platform/Headers"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import type * as ConfigError from "effect/ConfigError"
-import { Cause, Context, Data, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime, Schema } from "effect"
+import { Cause, Context, Data, Deferred, Duration, Effect, Exit, Fiber, FiberId, Metric, Option, Runtime, Schema } from "effect"
 import type * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 import * as FailureHint from "./FailureHint.js"
 import * as internalFailure from "./internal/serverFailure.js"
 import * as internalParts from "./internal/serverParts.js"
+import * as Observability from "./Observability.js"
 import * as Part from "./Part.js"
 
 /**
@@ -196,6 +200,12 @@ export interface Hooks<R = never> {
  * @since 0.1.0
  */
 export interface Options<R = never> extends Hooks<R> {
+  /**
+   * The agent's name: the `agent` tag of the server metrics and the
+   * `a2a.agent` span attribute. Default: the card name when `A2AServer`
+   * builds the executor, otherwise `agent`.
+   */
+  readonly name?: string | undefined
   /** Lets debug error detail run with `NODE_ENV=production` (a warning is logged). */
   readonly allowDebugErrorsInProduction?: boolean | undefined
   /**
@@ -271,6 +281,16 @@ const statusEvent = (
 const textStatus = (taskId: string, contextId: string, state: TaskState, text: string): TaskStatusUpdateEvent =>
   statusEvent(taskId, contextId, state, internalParts.agentMessage(taskId, contextId, [internalParts.textPart(text)]))
 
+const taskStateName = (state: TaskState | undefined): string =>
+  state === undefined ? "TASK_STATE_UNSPECIFIED" : TaskState[state] ?? String(state)
+
+
+// Effect's tracer logger turns a log line into an event of the current span,
+// annotations included: a line holding a cause is logged beside the run's
+// span, keeping the cause out of the trace (its `traceId` annotation stays).
+const offSpan = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.mapInputContext(effect, (context: Context.Context<never>) => Context.omit(Tracer.ParentSpan)(context))
+
 const headersOf = (context: RequestContext): AgentRequest["headers"] => {
   const headers = context.context.state.get(STATE_HEADERS_KEY)
   return typeof headers === "object" && headers !== null ? (headers as AgentRequest["headers"]) : {}
@@ -281,6 +301,12 @@ const headersOf = (context: RequestContext): AgentRequest["headers"] => {
  * through `Config`; fails with {@link ConfigurationError} when debug detail
  * is on in production without `allowDebugErrorsInProduction`. Runs still in
  * progress when the scope closes end FAILED.
+ *
+ * Every run is a span, `A2AServer.execute`, child of the caller's span
+ * named by the request's `traceparent` header (the agent's own spans are
+ * its children); every log of a run, the agent's included, is annotated
+ * with `taskId`, `contextId`, `traceId` and `agent`, and a failure's log
+ * with `errorId`. Runs update the metrics of {@link Observability}.
  *
  * @example
  * ```ts
@@ -322,6 +348,15 @@ export const make = <E, R>(
     }
 
     const runtime = yield* Effect.runtime<R>()
+    const clock = yield* Effect.clock
+    const agentName = options.name ?? "agent"
+    const tagged = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) => Metric.tagged(metric, "agent", agentName)
+    const metrics = {
+      completed: tagged(Observability.serverCompleted),
+      failed: tagged(Observability.serverFailed),
+      canceledByAdmission: tagged(Observability.serverCanceledByAdmission),
+      latency: tagged(Observability.serverLatency)
+    }
     const runPromise = Runtime.runPromise(runtime)
     const runFork = Runtime.runFork(runtime)
     const runs = new Map<string, Set<Run>>()
@@ -341,6 +376,7 @@ export const make = <E, R>(
           contextId: request.contextId,
           cause: Cause.pretty(cause, { renderErrorCause: true })
         }),
+        offSpan,
         Effect.as<FinalStatus>({
           event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_FAILED, text),
           failure: Option.some({ errorId, cause })
@@ -509,6 +545,7 @@ export const make = <E, R>(
               contextId: request.contextId,
               cause: Cause.pretty(cause, { renderErrorCause: true })
             }),
+            offSpan,
             Effect.as(final)
           )
         })
@@ -556,6 +593,55 @@ export const make = <E, R>(
         }
       bus.publish(AgentEvent.task(initial))
 
+      const startedAt = clock.unsafeCurrentTimeMillis()
+      const parent = HttpTraceContext.fromHeaders(Headers.fromInput(request.headers))
+      let span: Tracer.Span | undefined
+      let refused = false
+      // Made in the run's fiber; made by the settling instead when an
+      // interruption came before the fiber started.
+      const runSpan = Effect.suspend(() =>
+        span !== undefined ? Effect.succeed(span) : Effect.tap(
+          Effect.makeSpan(Observability.executeSpanName, {
+            kind: "server",
+            ...(Option.isSome(parent) ? { parent: parent.value } : { root: true }),
+            attributes: { "a2a.task_id": taskId, "a2a.context_id": contextId, "a2a.agent": agentName },
+            captureStackTrace: false
+          }),
+          (made) => {
+            span = made
+          }
+        )
+      )
+      const traced = <A, E, R2>(effect: Effect.Effect<A, E, R2>): Effect.Effect<A, E, R2> =>
+        Effect.flatMap(runSpan, (current) =>
+          effect.pipe(
+            Effect.withParentSpan(current),
+            Effect.annotateLogs({ taskId, contextId, traceId: current.traceId, agent: agentName })
+          ))
+      // Once the final status is known: the metrics, and the end of the span,
+      // which carries the error id of a failure but never its cause.
+      const finish = (published: FinalStatus): void => {
+        const state = published.event.status?.state
+        const errorId = Option.getOrUndefined(Option.map(published.failure, (failure) => failure.errorId))
+        if (state === TaskState.TASK_STATE_COMPLETED) metrics.completed.unsafeUpdate(1, [])
+        else if (state === TaskState.TASK_STATE_FAILED) metrics.failed.unsafeUpdate(1, [])
+        else if (state === TaskState.TASK_STATE_CANCELED && refused) metrics.canceledByAdmission.unsafeUpdate(1, [])
+        metrics.latency.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedAt, [])
+        if (span === undefined) return
+        const now = clock.unsafeCurrentTimeNanos()
+        span.attribute("a2a.task_state", taskStateName(state))
+        if (errorId !== undefined) {
+          span.attribute("a2a.error_id", errorId)
+          span.event("a2a.failure", now, { "a2a.error_id": errorId })
+        }
+        span.end(
+          now,
+          state === TaskState.TASK_STATE_FAILED
+            ? Exit.fail(new internalFailure.RunFailed({ errorId: errorId ?? "unknown" }))
+            : Exit.void
+        )
+      }
+
       const before = options.beforeExecute
       // Suspended: an agent that throws while building its Effect fails the run like any defect.
       const agentRun: Effect.Effect<AgentResult | typeof admissionRefused, unknown, R | AgentProgress> = Effect
@@ -563,7 +649,11 @@ export const make = <E, R>(
       const work: Effect.Effect<AgentResult | typeof admissionRefused, unknown, R> = Effect.provideService(
         before === undefined
           ? agentRun
-          : Effect.flatMap(before(request), (refuse) => refuse ? Effect.succeed(admissionRefused) : agentRun),
+          : Effect.flatMap(before(request), (refuse) => {
+            if (!refuse) return agentRun
+            refused = true
+            return Effect.succeed(admissionRefused)
+          }),
         AgentProgress,
         makeProgress(taskId, contextId, bus)
       )
@@ -579,7 +669,7 @@ export const make = <E, R>(
         })
       )
 
-      const fiber = runFork(settled)
+      const fiber = runFork(traced(settled))
       const run: Run = { fiber, canceled: false }
       const forTask = runs.get(taskId) ?? new Set<Run>()
       forTask.add(run)
@@ -588,9 +678,16 @@ export const make = <E, R>(
       return new Promise<Exit.Exit<FinalStatus, unknown>>((resolve) => fiber.addObserver(resolve)).then((exit) => {
         forTask.delete(run)
         if (forTask.size === 0) runs.delete(taskId)
-        if (Exit.isSuccess(exit)) return publishFinal(context, bus, initial, exit.value)
-        return runPromise(Effect.flatMap(settleInterrupted(request, run, exit.cause), (final) => applyAfter(request, final)))
-          .then((published) => publishFinal(context, bus, initial, published))
+        if (Exit.isSuccess(exit)) {
+          finish(exit.value)
+          return publishFinal(context, bus, initial, exit.value)
+        }
+        return runPromise(traced(
+          Effect.flatMap(settleInterrupted(request, run, exit.cause), (final) => applyAfter(request, final))
+        )).then((published) => {
+          finish(published)
+          return publishFinal(context, bus, initial, published)
+        })
       })
     }
 
@@ -606,6 +703,7 @@ export const make = <E, R>(
       return started.catch((defect) => {
         // Only reachable on a bug in this module: still never leave the task WORKING.
         const errorId = internalFailure.makeErrorId()
+        metrics.failed.unsafeUpdate(1, [])
         bus.publish(AgentEvent.statusUpdate(
           textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, internalFailure.failureText(errorId))
         ))

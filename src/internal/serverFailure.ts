@@ -6,6 +6,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
+import * as Data from "effect/Data"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 
@@ -63,4 +64,16 @@ export const describeCause = (cause: Cause.Cause<unknown>): string => {
   const defect = Cause.dieOption(cause)
   if (Option.isSome(defect)) return `${nameOf(defect.value)}: ${messageOf(defect.value)}`
   return Cause.isInterruptedOnly(cause) ? "Interrupted: the agent was interrupted" : "Unknown: unknown failure"
+}
+
+/**
+ * What the span of a failed run ends with: the error id, nothing of the
+ * cause, which only the log holds.
+ *
+ * @internal
+ */
+export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly errorId: string }> {
+  override get message(): string {
+    return failureText(this.errorId)
+  }
 }

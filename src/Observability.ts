@@ -1,0 +1,161 @@
+/**
+ * What an on-call engineer needs to follow a call across the A2A boundary:
+ * the server's metrics, a JSON log layer, and the trace id as a log
+ * annotation.
+ *
+ * Log annotations on both sides: `taskId`, `contextId`, `traceId`, and
+ * `errorId` on failures. A run on the server is one span,
+ * `A2AServer.execute`, joined to the caller's trace through the incoming
+ * `traceparent` header; its attributes are `a2a.task_id`, `a2a.context_id`,
+ * `a2a.agent`, `a2a.task_state` and, on a failure, `a2a.error_id` (the
+ * cause itself stays in the log).
+ *
+ * @since 0.1.0
+ */
+import { Effect, FiberRef, HashSet, Layer, Logger, Metric, MetricBoundaries, Option } from "effect"
+import type * as MetricKeyType from "effect/MetricKeyType"
+import type * as MetricState from "effect/MetricState"
+import * as internalJsonLog from "./internal/jsonLogFile.js"
+
+/**
+ * Runs that ended COMPLETED, tagged `agent`.
+ *
+ * @example
+ * ```ts
+ * import { Observability } from "effect-a2a"
+ * import { Effect, Metric } from "effect"
+ *
+ * const completed = Metric.value(Observability.serverCompleted.pipe(Metric.tagged("agent", "booking")))
+ * // Effect<MetricState.Counter<number>>: read `.count`
+ * ```
+ * @since 0.1.0
+ */
+export const serverCompleted: Metric.Metric.Counter<number> = Metric.counter("a2a.server.completed", {
+  description: "A2A runs that ended COMPLETED",
+  incremental: true
+})
+
+/**
+ * Runs that ended FAILED (the agent failed or died, a hook failed, or the
+ * server shut down during the run), tagged `agent`.
+ *
+ * @since 0.1.0
+ */
+export const serverFailed: Metric.Metric.Counter<number> = Metric.counter("a2a.server.failed", {
+  description: "A2A runs that ended FAILED, each with an error id in the log",
+  incremental: true
+})
+
+/**
+ * Runs the `beforeExecute` admission hook refused (CANCELED before the
+ * agent ran), tagged `agent`.
+ *
+ * @since 0.1.0
+ */
+export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.counter(
+  "a2a.server.canceled_by_admission",
+  { description: "A2A runs canceled by the admission hook before the agent ran", incremental: true }
+)
+
+/**
+ * Time from the start of a run to its final status, in milliseconds, for
+ * every ending, tagged `agent`. Buckets from 1 ms doubling up to about
+ * 9 minutes.
+ *
+ * @since 0.1.0
+ */
+export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram, number, MetricState.MetricState.Histogram> = Metric.histogram(
+  "a2a.server.latency",
+  MetricBoundaries.exponential({ start: 1, factor: 2, count: 20 }),
+  "A2A run latency in milliseconds, from the start of a run to its final status"
+)
+
+/**
+ * The span name of a server run.
+ *
+ * @since 0.1.0
+ */
+export const executeSpanName = "A2AServer.execute"
+
+/**
+ * The log file could not be opened.
+ *
+ * @since 0.1.0
+ */
+export const LogFileError = internalJsonLog.LogFileError
+
+/**
+ * @since 0.1.0
+ */
+export type LogFileError = internalJsonLog.LogFileError
+
+/**
+ * @since 0.1.0
+ */
+export interface JsonLogsOptions {
+  /**
+   * Appends to this file (created when missing) instead of writing to
+   * stdout; the other loggers stay. Each entry is in the file when the
+   * logging effect returns.
+   */
+  readonly file?: string | undefined
+}
+
+/**
+ * JSON logs, one object per line in the shape of `Logger.json` (`message`,
+ * `logLevel`, `timestamp`, `cause`, `annotations`, `spans`, `fiberId`).
+ * Without `file` it replaces the default logger (and the pretty one of
+ * `NodeRuntime.runMain`), writing to stdout; with
+ * `file` it adds a logger appending to that file, which
+ * `effect-a2a find-error` can search.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, Observability } from "effect-a2a"
+ * import { Layer } from "effect"
+ *
+ * declare const ServerLive: Layer.Layer<A2AServer.A2AServer>
+ * const Main = ServerLive.pipe(Layer.provide(Observability.layerJsonLogs({ file: "./booking.log" })))
+ * ```
+ * @since 0.1.0
+ */
+export function layerJsonLogs(options?: { readonly file?: undefined }): Layer.Layer<never>
+export function layerJsonLogs(options: JsonLogsOptions): Layer.Layer<never, LogFileError>
+export function layerJsonLogs(options: JsonLogsOptions = {}): Layer.Layer<never, LogFileError> {
+  return options.file === undefined ? jsonStdout : internalJsonLog.layer(options.file)
+}
+
+// Like `Logger.json`, but also in place of the pretty logger that
+// `NodeRuntime.runMain` puts in place of the default one.
+const jsonStdout: Layer.Layer<never> = Layer.scopedDiscard(
+  Effect.locallyScopedWith(
+    FiberRef.currentLoggers,
+    (loggers) =>
+      HashSet.add(
+        HashSet.remove(HashSet.remove(loggers, Logger.defaultLogger), Logger.prettyLoggerDefault),
+        Logger.withConsoleLog(Logger.jsonLogger)
+      )
+  )
+)
+
+/**
+ * Adds the current span's trace id to the logs of `self` as the annotation
+ * `traceId` (nothing when there is no span).
+ *
+ * @example
+ * ```ts
+ * import { Observability } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * Effect.logInfo("charging").pipe(Observability.annotateLogsWithTraceId, Effect.withSpan("charge"))
+ * ```
+ * @since 0.1.0
+ */
+export const annotateLogsWithTraceId = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(
+    Effect.option(Effect.currentParentSpan),
+    Option.match({
+      onNone: () => self,
+      onSome: (span) => Effect.annotateLogs(self, "traceId", span.traceId)
+    })
+  )
