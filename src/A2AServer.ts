@@ -420,7 +420,7 @@ export const make: {
       Effect.catchAllCause((cause) => {
         const errorId = internalFailure.makeErrorId()
         return Effect.logError("Unexpected error in the JSON-RPC endpoint").pipe(
-          Effect.annotateLogs({ errorId, cause: Cause.pretty(cause, { renderErrorCause: true }) }),
+          Effect.annotateLogs({ errorId, cause: internalFailure.renderCause(cause) }),
           Effect.as(rpcError(null, internalRpc.INTERNAL_ERROR, internalFailure.internalErrorText(errorId), 500))
         )
       }),

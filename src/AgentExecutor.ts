@@ -374,7 +374,7 @@ export const make = <E, R>(
           errorId,
           taskId: request.taskId,
           contextId: request.contextId,
-          cause: Cause.pretty(cause, { renderErrorCause: true })
+          cause: internalFailure.renderCause(cause)
         }),
         offSpan,
         Effect.as<FinalStatus>({
@@ -543,7 +543,7 @@ export const make = <E, R>(
               errorId,
               taskId: request.taskId,
               contextId: request.contextId,
-              cause: Cause.pretty(cause, { renderErrorCause: true })
+              cause: internalFailure.renderCause(cause)
             }),
             offSpan,
             Effect.as(final)
@@ -713,7 +713,7 @@ export const make = <E, R>(
               errorId,
               taskId: context.taskId,
               contextId: context.contextId,
-              cause: Cause.pretty(Cause.die(defect))
+              cause: internalFailure.renderCause(Cause.die(defect))
             })
           )
         )

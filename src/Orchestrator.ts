@@ -19,7 +19,7 @@ import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
 import * as Tool from "@effect/ai/Tool"
 import * as Toolkit from "@effect/ai/Toolkit"
-import { Effect, Mailbox, Ref, Schema, Stream } from "effect"
+import { Context, Effect, Mailbox, Ref, Schema, Stream, Tracer } from "effect"
 import type { Concurrency } from "effect/Types"
 import * as Agent from "./Agent.js"
 
@@ -176,7 +176,8 @@ export const make = <R = never>(options: Options<R>): Effect.Effect<Orchestrator
       onProgress: (progress: Agent.Progress) => Effect.Effect<void>
     ): Effect.Effect<Reply, AiError.AiError | OrchestratorError, LanguageModel.LanguageModel | R> =>
       Effect.gen(function*() {
-        const context = yield* Effect.context<R>()
+        // Without the captured parent span, so each sub-agent's spans nest under the tool call.
+        const context = Context.omit(Tracer.ParentSpan)(yield* Effect.context<R>()) as Context.Context<R>
         const calls = yield* Ref.make<ReadonlyArray<SubAgentCall>>([])
         const handlers: Record<string, (params: { readonly input: string }) => Effect.Effect<string>> = {}
         for (const [tool, agent] of tools) {

@@ -10,12 +10,15 @@ import { captureLogs, eventually, makeClient, post, rpc, send, textOf } from "./
 
 class PaymentError extends Data.TaggedError("PaymentError")<{ readonly message: string }> {}
 
+/** A typed error with fields but no message: its fields must still reach the server log. */
+class PoolExhausted extends Data.TaggedError("PoolExhausted")<{ readonly pool: string; readonly inUse: number }> {}
+
 const failedText = /^Agent execution failed\. \(error_id: ([0-9a-f]{12})\)$/
 
 const card = { name: "test-agent", description: "endings" }
 
 /** Dispatches on the message text; "slow" waits until interrupted. */
-const agent = (started?: Deferred.Deferred<void>): AgentExecutor.Agent<PaymentError> => (request) =>
+const agent = (started?: Deferred.Deferred<void>): AgentExecutor.Agent<PaymentError | PoolExhausted> => (request) =>
   Effect.gen(function* () {
     const part = request.message.parts[0]?.content
     const text = part?.$case === "text" ? part.value : ""
@@ -34,6 +37,8 @@ const agent = (started?: Deferred.Deferred<void>): AgentExecutor.Agent<PaymentEr
         return AgentExecutor.Rejected({ reason: "out of scope" })
       case "fail":
         return yield* new PaymentError({ message: "card 4111 declined" })
+      case "pool":
+        return yield* new PoolExhausted({ pool: "payments-db", inUse: 20 })
       case "die":
         return yield* Effect.die(new Error("boom"))
       case "interrupt":
@@ -135,6 +140,19 @@ describe("AgentExecutor", () => {
       const completed = yield* send(client, "complete")
       expect(textOf(completed)).toBe("done")
     }))
+
+  it.scopedLive("a typed error without a message is logged with its fields, under the error id", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: agent(), card })
+      const failed = yield* send(yield* makeClient(server.url), "pool")
+      expect(textOf(failed)).toMatch(failedText)
+      const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
+      const line = logs.lines.find((l) => l.message.includes("Runner failed to execute") && l.annotations.errorId === errorId)
+      expect(String(line?.annotations.cause)).toContain('"_tag":"PoolExhausted","pool":"payments-db","inUse":20')
+      expect(textOf(failed)).not.toContain("payments-db")
+    }).pipe(Effect.provide(logs.layer))
+  })
 
   it.scopedLive("a failing afterExecute keeps the original status and logs the hook failure with the error id", () => {
     const logs = captureLogs()

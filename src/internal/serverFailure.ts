@@ -77,3 +77,28 @@ export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly errorId:
     return failureText(this.errorId)
   }
 }
+
+const fieldsOf = (error: unknown): Option.Option<string> => {
+  if (typeof error !== "object" || error === null) return Option.none()
+  // `_tag` first: it names what failed.
+  const own = Object.entries(error)
+    .filter(([key]) => key !== "stack" && key !== "message")
+    .sort(([a], [b]) => Number(b === "_tag") - Number(a === "_tag"))
+  if (own.length === 0) return Option.none()
+  try {
+    return Option.some(JSON.stringify(Object.fromEntries(own), (_, v) => (typeof v === "bigint" ? v.toString() : v)))
+  } catch {
+    return Option.none()
+  }
+}
+
+/**
+ * The full cause for the server log: `Cause.pretty`, plus the fields of each
+ * typed failure, which `Cause.pretty` leaves out (a tagged error without a
+ * message would otherwise log as "An error has occurred").
+ */
+export const renderCause = (cause: Cause.Cause<unknown>): string => {
+  const pretty = Cause.pretty(cause, { renderErrorCause: true })
+  const fields = Array.from(Cause.failures(cause)).flatMap((error) => Option.toArray(fieldsOf(error)))
+  return fields.length === 0 ? pretty : `${pretty}\nfailure fields: ${fields.join("\n")}`
+}
