@@ -28,6 +28,7 @@ import { Cause, Context, Data, Deferred, Duration, Effect, Exit, Fiber, FiberId,
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as FailureHint from "./FailureHint.js"
+import { withoutStackTrace } from "./internal/errors.js"
 import * as internalFailure from "./internal/serverFailure.js"
 import * as internalParts from "./internal/serverParts.js"
 import * as Observability from "./Observability.js"
@@ -637,7 +638,7 @@ export const make = <E, R>(
         span.end(
           now,
           state === TaskState.TASK_STATE_FAILED
-            ? Exit.fail(new internalFailure.RunFailed({ errorId: errorId ?? "unknown" }))
+            ? Exit.fail(withoutStackTrace(() => new internalFailure.RunFailed({ errorId: errorId ?? "unknown" })))
             : Exit.void
         )
       }

@@ -62,6 +62,7 @@ import {
 } from "effect"
 import { A2AClientError, type Reason } from "./A2AClientError.js"
 import * as internal from "./internal/circuitBreaker.js"
+import { withoutStackTrace } from "./internal/errors.js"
 import { Failed } from "./RemoteOutcome.js"
 
 /**
@@ -409,7 +410,7 @@ export const make = (agent: string, options: Options = {}): Effect.Effect<Circui
               admission.change === undefined
                 ? Metric.increment(rejected)
                 : Effect.zipRight(publish(admission.change, now), Metric.increment(rejected)),
-              Effect.fail(internal.withoutStackTrace(() =>
+              Effect.fail(withoutStackTrace(() =>
                 new CircuitOpen({
                   agent,
                   retryAfter: Duration.millis(admission.retryAfter),

@@ -205,25 +205,3 @@ export const record = (
   }
 }
 
-const stackTraceLimitWritable = (() => {
-  const descriptor = Object.getOwnPropertyDescriptor(Error, "stackTraceLimit")
-  return descriptor === undefined ? Object.isExtensible(Error) : descriptor.writable === true || descriptor.set !== undefined
-})()
-
-/**
- * Builds an error without capturing a stack trace. A rejection always comes
- * from the same line of the breaker, and capturing the trace would cost more
- * than the rest of the rejection.
- *
- * @internal
- */
-export const withoutStackTrace = <A>(make: () => A): A => {
-  if (!stackTraceLimitWritable) return make()
-  const limit = Error.stackTraceLimit
-  Error.stackTraceLimit = 0
-  try {
-    return make()
-  } finally {
-    Error.stackTraceLimit = limit
-  }
-}
