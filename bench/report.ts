@@ -24,13 +24,15 @@ export const percentile = (values: ReadonlyArray<number>, p: number): number => 
 
 const fmt = (n: number) => (Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 1 ? n.toFixed(2) : n.toPrecision(3))
 
+const ratio = (r: number) => (r !== 0 && Math.abs(r) < 0.001 ? r.toExponential(1) : r.toFixed(3))
+
 export const table = (rows: ReadonlyArray<Row & { readonly bench?: string }>): string => {
   const lines = [
     "| benchmark | ours | peer | ratio | target |",
     "|---|---:|---:|---:|---|",
     ...rows.map((r) =>
       `| ${r.bench ? `${r.bench}: ` : ""}${r.name} | ${fmt(r.ours)} ${r.unit} | ${fmt(r.peer)} ${r.unit} | ${
-        (r.ours / r.peer).toFixed(3)
+        ratio(r.ours / r.peer)
       } | ${r.target} ${r.pass ? "✓" : "✗"} |`
     )
   ]
