@@ -366,18 +366,23 @@ export const make = <E, R>(
     const paused = new Map<string, string>()
     let closing = false
 
-    const failureFinal = (request: AgentRequest, cause: Cause.Cause<unknown>): Effect.Effect<FinalStatus> => {
-      const errorId = internalFailure.makeErrorId()
-      const text = internalFailure.failureText(errorId) +
-        (debug ? `: ${internalFailure.describeCause(cause)}` : "")
-      return Effect.logError("Runner failed to execute").pipe(
+    /** The server-only log line of a failure: the full cause under its error id. */
+    const logFailure = (message: string, errorId: string, request: AgentRequest, cause: Cause.Cause<unknown>) =>
+      Effect.logError(message).pipe(
         Effect.annotateLogs({
           errorId,
           taskId: request.taskId,
           contextId: request.contextId,
           cause: internalFailure.renderCause(cause)
         }),
-        offSpan,
+        offSpan
+      )
+
+    const failureFinal = (request: AgentRequest, cause: Cause.Cause<unknown>): Effect.Effect<FinalStatus> => {
+      const errorId = internalFailure.makeErrorId()
+      const text = internalFailure.failureText(errorId) +
+        (debug ? `: ${internalFailure.describeCause(cause)}` : "")
+      return logFailure("Runner failed to execute", errorId, request, cause).pipe(
         Effect.as<FinalStatus>({
           event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_FAILED, text),
           failure: Option.some({ errorId, cause })
@@ -539,14 +544,7 @@ export const make = <E, R>(
             onNone: internalFailure.makeErrorId,
             onSome: (failure) => failure.errorId
           })
-          return Effect.logError("afterExecute hook failed; the original final status is kept").pipe(
-            Effect.annotateLogs({
-              errorId,
-              taskId: request.taskId,
-              contextId: request.contextId,
-              cause: internalFailure.renderCause(cause)
-            }),
-            offSpan,
+          return logFailure("afterExecute hook failed; the original final status is kept", errorId, request, cause).pipe(
             Effect.as(final)
           )
         })

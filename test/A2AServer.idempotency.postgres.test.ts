@@ -3,7 +3,7 @@
  * store): a retry that lands on the other replica is deduplicated, and
  * concurrent first requests with one key on both replicas run the task once.
  */
-import { type Message, type Task, TaskState } from "@a2a-js/sdk"
+import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
@@ -12,7 +12,7 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
-import { makeClient, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { keyed, sendTo, textOf } from "./fixtures/serverAgents.js"
 
 /** PostgreSQL from the global setup, or DATABASE_URL; the test fails without it. */
 const databaseUrl = (): string => {
@@ -25,18 +25,8 @@ const databaseUrl = (): string => {
 
 const card = { name: "replicated", description: "Two replicas on one PostgreSQL" }
 
-const keyed = (text: string, key: string): Message => userMessage(text, { metadata: { [Idempotency.metadataKey]: key } })
 
-const sendTo = (url: string, message: Message) =>
-  Effect.flatMap(makeClient(url), (client) =>
-    Effect.promise(() =>
-      client.sendMessage({
-        tenant: "",
-        message,
-        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: false },
-        metadata: {}
-      })
-    )).pipe(Effect.map((result) => result as Task))
+
 
 /** Two replicas, each with its own ledger connection and owner, on one table and one task store. */
 const replicas = (runs: Map<string, number>) =>

@@ -2,7 +2,7 @@
  * Request-level idempotency of A2AServer: real servers on 127.0.0.1, the
  * SDK's client and raw JSON-RPC posts, an in-memory ledger.
  */
-import { type Message, SendMessageRequest, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
+import { type Message, SendMessageRequest, type StreamResponse, TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, FastCheck, Layer, Runtime, type Scope } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
@@ -14,23 +14,12 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import { fingerprintOf } from "../src/internal/serverIdempotency.js"
-import { captureLogs, eventually, makeClient, rpc, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { captureLogs, eventually, keyed, makeClient, rpc, sendTo, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "idempotent", description: "A2AServer with request-level idempotency" }
 
-const keyed = (text: string, key: string, extra: Partial<Message> = {}): Message =>
-  userMessage(text, { ...extra, metadata: { ...extra.metadata, [Idempotency.metadataKey]: key } })
 
-const sendWith = (url: string, message: Message, headers: Record<string, string> = {}) =>
-  Effect.flatMap(makeClient(url), (client) =>
-    Effect.promise(() =>
-      client.sendMessage({
-        tenant: "",
-        message,
-        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: false },
-        metadata: {}
-      }, { serviceParameters: headers })
-    )).pipe(Effect.map((result) => result as Task))
+
 
 const rawSend = (url: string, message: Message, method = "SendMessage") =>
   Effect.map(
@@ -63,16 +52,16 @@ describe("A2AServer request-level idempotency", () => {
     withLedger(Effect.gen(function*() {
       const runs = new Map<string, number>()
       const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {} })
-      const first = yield* sendWith(server.url, keyed("book", "k-1"))
-      const again = yield* sendWith(server.url, keyed("book", "k-1"))
+      const first = yield* sendTo(server.url, keyed("book", "k-1"))
+      const again = yield* sendTo(server.url, keyed("book", "k-1"))
       expect(first.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
       expect(again.id).toBe(first.id)
       expect(again.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
       expect(textOf(again)).toBe("done book")
       expect(runs.get("book")).toBe(1)
       // Without a key, every send is a new task.
-      const plain1 = yield* sendWith(server.url, userMessage("plain"))
-      const plain2 = yield* sendWith(server.url, userMessage("plain"))
+      const plain1 = yield* sendTo(server.url, userMessage("plain"))
+      const plain2 = yield* sendTo(server.url, userMessage("plain"))
       expect(plain1.id).not.toBe(plain2.id)
       expect(runs.get("plain")).toBe(2)
     })))
@@ -107,8 +96,8 @@ describe("A2AServer request-level idempotency", () => {
     withLedger(Effect.gen(function*() {
       const runs = new Map<string, number>()
       const server = yield* A2AServer.make({ agent: countingAgent(runs, { fail: true }), card, idempotency: {} })
-      const first = yield* sendWith(server.url, userMessage("pay"), { [Idempotency.headerName]: "k-2" })
-      const again = yield* sendWith(server.url, userMessage("pay"), { [Idempotency.headerName]: "k-2" })
+      const first = yield* sendTo(server.url, userMessage("pay"), { [Idempotency.headerName]: "k-2" })
+      const again = yield* sendTo(server.url, userMessage("pay"), { [Idempotency.headerName]: "k-2" })
       expect(first.status?.state).toBe(TaskState.TASK_STATE_FAILED)
       expect(again.id).toBe(first.id)
       expect(again.status?.state).toBe(TaskState.TASK_STATE_FAILED)
@@ -121,9 +110,9 @@ describe("A2AServer request-level idempotency", () => {
       const runs = new Map<string, number>()
       const gate = yield* Deferred.make<void>()
       const server = yield* A2AServer.make({ agent: countingAgent(runs, { gate }), card, idempotency: {} })
-      const first = yield* Effect.fork(sendWith(server.url, keyed("slow", "k-3")))
+      const first = yield* Effect.fork(sendTo(server.url, keyed("slow", "k-3")))
       yield* eventually(Effect.sync(() => runs.get("slow") ?? 0), (n) => n === 1)
-      const joined = yield* Effect.fork(sendWith(server.url, keyed("slow", "k-3")))
+      const joined = yield* Effect.fork(sendTo(server.url, keyed("slow", "k-3")))
       const client = yield* makeClient(server.url)
       const streamed = yield* Effect.fork(Effect.promise(async () => {
         const events: Array<unknown> = []
@@ -216,9 +205,9 @@ describe("A2AServer request-level idempotency", () => {
         card,
         idempotency: { identity: (headers) => ({ tenant: "", user: String(headers["x-caller"] ?? "") }) }
       })
-      const ana = yield* sendWith(server.url, keyed("order", "k-8"), { "x-caller": "ana" })
-      const bob = yield* sendWith(server.url, keyed("order", "k-8"), { "x-caller": "bob" })
-      const anaAgain = yield* sendWith(server.url, keyed("order", "k-8"), { "x-caller": "ana" })
+      const ana = yield* sendTo(server.url, keyed("order", "k-8"), { "x-caller": "ana" })
+      const bob = yield* sendTo(server.url, keyed("order", "k-8"), { "x-caller": "bob" })
+      const anaAgain = yield* sendTo(server.url, keyed("order", "k-8"), { "x-caller": "ana" })
       expect(bob.id).not.toBe(ana.id)
       expect(anaAgain.id).toBe(ana.id)
       expect(runs.get("order")).toBe(2)
@@ -268,7 +257,7 @@ describe("A2AServer request-level idempotency", () => {
         const logged = logs.lines.find((line) => line.annotations["reason"] === "interrupted")
         expect(logged?.annotations["errorId"]).toBe(errorId)
         expect(logged?.annotations["taskId"]).toBe(taskId)
-        const repeat = yield* sendWith(server.url, { ...message, messageId: crypto.randomUUID() })
+        const repeat = yield* sendTo(server.url, { ...message, messageId: crypto.randomUUID() })
         expect(repeat.id).toBe(taskId)
         expect(repeat.status?.state).toBe(TaskState.TASK_STATE_FAILED)
         expect(textOf(repeat)).toBe(textOf(failed))
