@@ -7,6 +7,7 @@
  * With a model provider's key and its `@effect/ai` provider installed,
  * provide that provider's `LanguageModel` layer instead of the scripted one.
  */
+import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { Cause, Console, Context, Data, Effect, Layer, Logger, LogLevel, Option, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -110,8 +111,9 @@ const channelOf = (result: Agent.Result): string =>
       })
   })
 
-const show = (n: number, title: string, reply: Orchestrator.Reply) =>
+const show = (n: number, title: string, reply: Orchestrator.Reply, seen: Array<Orchestrator.Reply>) =>
   Effect.gen(function*() {
+    seen.push(reply)
     const call = reply.calls.at(-1)
     const outcome = Option.flatMap(Option.fromNullable(call), (c) => c.result.outcome)
     yield* Console.log(`\n[${n}] ${title}`)
@@ -131,17 +133,23 @@ const show = (n: number, title: string, reply: Orchestrator.Reply) =>
     return Option.flatMap(outcome, RemoteOutcome.errorIdOf)
   })
 
-const model = () => ScriptedLanguageModel.make(ScriptedLanguageModel.delegates("booking"))
+/**
+ * Runs the scenarios with `model` as the orchestrator's parent model and
+ * prints what happened in each. Any `@effect/ai` provider's `LanguageModel`
+ * layer works; `run` uses the scripted one.
+ */
+export const runWith = <E>(model: Layer.Layer<LanguageModel.LanguageModel, E>) =>
+  Effect.scoped(Effect.provide(program, model))
 
 /**
- * Runs the scenarios and prints what happened in each.
+ * The scenarios with the scripted model: no network, no key.
  */
-export const run = Effect.suspend(() => {
-  const scripted = model()
-  return program(scripted.requests).pipe(Effect.provide(scripted.layer), Effect.scoped)
-})
+export const run = Effect.suspend(() =>
+  runWith(ScriptedLanguageModel.make(ScriptedLanguageModel.delegates("booking")).layer)
+)
 
-const program = (requests: ReadonlyArray<ScriptedLanguageModel.Request>) => Effect.gen(function*() {
+const program = Effect.gen(function*() {
+  const seen: Array<Orchestrator.Reply> = []
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-demo-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
   const book: Ledgerbook = { reservations: 0, paymentAttempts: 0, failPaymentsFor: new Set(["Ana"]) }
@@ -166,29 +174,29 @@ const program = (requests: ReadonlyArray<ScriptedLanguageModel.Request>) => Effe
   const travel = yield* orchestratorFor(booking, breaker)
   const ask = (text: string) => travel.respond(text)
 
-  yield* show(1, "A booking that succeeds", yield* ask("book flight 4821 for Kim"))
+  yield* show(1, "A booking that succeeds", yield* ask("book flight 4821 for Kim"), seen)
 
-  const failedId = yield* show(2, "The payment step fails (connection pool exhausted)", yield* ask("book flight 4821 for Ana"))
-  yield* show(2, "... the user asks again: a new task; the reservation is found, only payment runs", yield* ask("book flight 4821 for Ana"))
+  const failedId = yield* show(2, "The payment step fails (connection pool exhausted)", yield* ask("book flight 4821 for Ana"), seen)
+  yield* show(2, "... the user asks again: a new task; the reservation is found, only payment runs", yield* ask("book flight 4821 for Ana"), seen)
   yield* Console.log(`    side effects:   seat reservations made ${book.reservations} (Kim, Ana once), payments tried ${book.paymentAttempts}`)
 
   const down = yield* RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:9", onCardFailure: "degrade" })
-  yield* show(3, "The booking service is down at start-up: started degraded", yield* (yield* orchestratorFor(down)).respond("book flight 4821 for Kim"))
+  yield* show(3, "The booking service is down at start-up: started degraded", yield* (yield* orchestratorFor(down)).respond("book flight 4821 for Kim"), seen)
 
   const cut = yield* Effect.fork(ask("book flight 77 for Zoe slowly"))
   yield* Effect.sleep("300 millis")
   yield* proxy.stop
-  yield* show(4, "The service dies during a call", yield* cut.await.pipe(Effect.flatten))
+  yield* show(4, "The service dies during a call", yield* cut.await.pipe(Effect.flatten), seen)
 
   for (const attempt of [1, 2]) {
-    yield* show(5, `The service stays down (attempt ${attempt})`, yield* ask("book flight 4821 for Kim"))
+    yield* show(5, `The service stays down (attempt ${attempt})`, yield* ask("book flight 4821 for Kim"), seen)
   }
-  yield* show(5, "... repeated failures opened the circuit: the next call fails fast", yield* ask("book flight 4821 for Kim"))
+  yield* show(5, "... repeated failures opened the circuit: the next call fails fast", yield* ask("book flight 4821 for Kim"), seen)
 
   // The proxy is down now; this caller reaches the service directly.
   const directCard = { ...server.card, supportedInterfaces: server.card.supportedInterfaces.map((i) => ({ ...i, url: i.url.replace(server.url, `http://127.0.0.1:${server.address.port}`) })) }
   const direct = yield* RemoteAgent.make({ name: "booking", url: server.url, card: directCard })
-  yield* show(6, "The admission hook refuses a request", yield* (yield* orchestratorFor(direct)).respond("book flight 4821 for Mallory"))
+  yield* show(6, "The admission hook refuses a request", yield* (yield* orchestratorFor(direct)).respond("book flight 4821 for Mallory"), seen)
 
   yield* Console.log(`\n[7] Runbook: find-error ${Option.getOrElse(failedId, () => "?")} over the booking service's log`)
   const matches = yield* Option.match(failedId, {
@@ -196,7 +204,8 @@ const program = (requests: ReadonlyArray<ScriptedLanguageModel.Request>) => Effe
     onSome: (id) => findError.search(id, findError.fileSource(path.join(dir, "booking-service.log"))).pipe(Stream.runCollect)
   })
   for (const match of matches) yield* Console.log(findError.formatMatch(match).replace(/^/gm, "    "))
-  const told = requests.map((r) => ScriptedLanguageModel.promptText(r.prompt)).join("\n")
+  // Everything the model was given, in every scenario.
+  const told = seen.map((reply) => ScriptedLanguageModel.promptText(reply.prompt)).join("\n")
   yield* Console.log(
     `    the cause crossed the network: ${told.includes("connection pool exhausted") ? "YES (bug)" : "no"}`
   )
