@@ -333,6 +333,10 @@ export const make: {
     // -32603 answers carry only an error id; what happened is logged under it.
     const sanitize = (error: internalRpc.RpcError, id: unknown, where: string) => {
       if (error.code !== internalRpc.INTERNAL_ERROR) return Effect.succeed(error)
+      // Already opaque: its cause was logged under that id where it happened.
+      if (internalFailure.isInternalErrorText(error.message)) {
+        return Effect.succeed<internalRpc.RpcError>({ code: error.code, message: error.message })
+      }
       const errorId = internalFailure.makeErrorId()
       return Effect.logError("Unexpected error in the JSON-RPC endpoint").pipe(
         Effect.annotateLogs({ errorId, where, requestId: String(id), cause: `${error.message}` }),

@@ -456,9 +456,20 @@ export const make = <E, R>(
     // the final state itself, and seeing that save spares a store read.
     const awaitingSave = new Map<string, { readonly state: TaskState | undefined; readonly saved: () => void }>()
     const store = options.taskStore
+    // A store failure reaches the SDK, which would write its message into the
+    // task's status text (SQL, driver detail): give it an opaque id instead.
+    const storeFailure = (operation: string, taskId: string) => (error: unknown): never => {
+      const errorId = internalFailure.makeErrorId()
+      runFork(
+        Effect.logError(`Task store ${operation} failed`).pipe(
+          Effect.annotateLogs({ errorId, taskId, cause: internalFailure.renderCause(Cause.die(error)) })
+        )
+      )
+      throw new Error(internalFailure.internalErrorText(errorId))
+    }
     const watchedStore: TaskStore | undefined = store === undefined ? undefined : {
       save: (task, callContext) =>
-        store.save(task, callContext).then(() => {
+        store.save(task, callContext).catch(storeFailure("save", task.id)).then(() => {
           const waiting = awaitingSave.get(task.id)
           const state = task.status?.state
           if (waiting !== undefined && (state === waiting.state || isTerminal(state))) {
@@ -466,8 +477,8 @@ export const make = <E, R>(
             waiting.saved()
           }
         }),
-      load: (taskId, callContext) => store.load(taskId, callContext),
-      list: (params, callContext) => store.list(params, callContext)
+      load: (taskId, callContext) => store.load(taskId, callContext).catch(storeFailure("load", taskId)),
+      list: (params, callContext) => store.list(params, callContext).catch(storeFailure("list", ""))
     }
     // Resolves true once the final state is saved through the watched store,
     // false when that does not happen soon (nobody is processing the events).

@@ -337,7 +337,19 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         }
         yield* Effect.sleep(Math.min(delay, deadline - now))
         delay = Math.min(delay * 2, 1000)
-        current = yield* getTaskView(running.taskId, options)
+        // The message was accepted: whatever a poll hits, the send's own delivery is not "NotSent".
+        current = yield* getTaskView(running.taskId, options).pipe(
+          Effect.mapError((error) =>
+            new A2AClientError.A2AClientError({
+              ...error,
+              operation: "SendMessage",
+              delivery: "Unknown",
+              taskId: running.taskId,
+              contextId: running.contextId,
+              detail: `task ${running.taskId} was accepted; polling it failed: ${error.detail}`
+            })
+          )
+        )
       }
       return current
     })
@@ -602,7 +614,8 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
           clientConfig: { polling: false }
         })
         const client = await factory.createFromAgentCard(card)
-        return { client, card: await client.getAgentCard() }
+        // May fetch the extended card: bounded like the rest of the resolution.
+        return { client, card: await client.getAgentCard({ signal }) }
       },
       catch: (error) => classifyCard(error, context)
     })
@@ -613,20 +626,20 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Effect, Option } from "effect"
  * import { RemoteAgent, RemoteOutcome } from "effect-a2a"
  *
  * const program = Effect.gen(function*() {
  *   const booking = yield* RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000" })
  *   const outcome = yield* booking.send("book flight 4821 for Ana")
- *   return RemoteOutcome.$match(outcome, {
+ *   return RemoteOutcome.$match({
  *     Completed: (o) => o.text,
- *     Failed: (o) => `failed (error id ${o.errorId})`,
+ *     Failed: (o) => `failed (error id ${Option.getOrElse(o.errorId, () => "none")})`,
  *     Canceled: () => "canceled",
  *     Rejected: (o) => o.text,
  *     InputRequired: (o) => o.text,
  *     AuthRequired: () => "auth required"
- *   })
+ *   })(outcome)
  * })
  * ```
  * @since 0.1.0

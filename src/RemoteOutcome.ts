@@ -76,11 +76,12 @@ export const RemoteOutcome = Schema.Union(Completed, Failed, Canceled, Rejected,
 /**
  * @example
  * ```ts
+ * import { Option } from "effect"
  * import { RemoteOutcome } from "effect-a2a"
  *
  * const describe = RemoteOutcome.$match({
  *   Completed: (o) => o.text,
- *   Failed: (o) => `failed, error id ${o.errorId}`,
+ *   Failed: (o) => `failed, error id ${Option.getOrElse(o.errorId, () => "none")}`,
  *   Canceled: () => "canceled",
  *   Rejected: (o) => `rejected: ${o.text}`,
  *   InputRequired: (o) => `asks: ${o.text}`,

@@ -40,7 +40,13 @@ export interface Options {
   readonly cap?: Duration.DurationInput | undefined
   /** No attempt starts after this much time since the first. Default 30 seconds. */
   readonly budget?: Duration.DurationInput | undefined
-  /** Retry FAILED outcomes whose hint says `retryable=true`, as new tasks. Default false. */
+  /**
+   * Retry FAILED outcomes whose hint says `retryable=true`, as new tasks.
+   * Default false. A retry must be a new request: with a request-level
+   * idempotency key, the server would answer the same FAILED task again, so
+   * give each attempt its own key (the side effects' tool-level keys keep
+   * the new task safe).
+   */
   readonly retryFailed?: boolean | undefined
 }
 
@@ -89,13 +95,13 @@ const retryCounter = Metric.counter("a2a.retry", { incremental: true })
  *
  * @since 0.1.0
  */
-export const schedule = (options: Options = {}): Schedule.Schedule<Duration.Duration, Input> => {
+export const schedule = (options: Options = {}, startedAt?: number): Schedule.Schedule<Duration.Duration, Input> => {
   const maxAttempts = options.maxAttempts ?? 4
   const base = Duration.toMillis(options.base ?? Duration.millis(100))
   const cap = Duration.toMillis(options.cap ?? Duration.seconds(5))
   const budget = Duration.toMillis(options.budget ?? Duration.seconds(30))
   return Schedule.makeWithState(
-    { retries: 0, previous: base, started: Option.none<number>() },
+    { retries: 0, previous: base, started: Option.fromNullable(startedAt) },
     (now, input: Input, state) =>
       Effect.gen(function*() {
         const started = Option.getOrElse(state.started, () => now)
@@ -149,8 +155,7 @@ export const retry = (options: Options, request: Request) =>
         Option.match(reasonOf(input), {
           onNone: () => Effect.void,
           onSome: (reason) =>
-            Clock.currentTimeMillis.pipe(
-              Effect.flatMap(() => Effect.logInfo(`attempt ${attempts} failed (${reason}); retrying when the policy allows`)),
+            Effect.logInfo(`attempt ${attempts} failed (${reason}); retrying when the policy allows`).pipe(
               Effect.zipRight(
                 Metric.update(
                   retryCounter.pipe(
@@ -165,8 +170,11 @@ export const retry = (options: Options, request: Request) =>
         })
       )
     )
-    return attempt.pipe(
-      Effect.retry({ schedule: schedule(options), while: (input) => Option.isSome(reasonOf(input)) }),
+    // The budget counts from the first attempt, its own time-out included.
+    return Clock.currentTimeMillis.pipe(
+      Effect.flatMap((startedAt) =>
+        Effect.retry(attempt, { schedule: schedule(options, startedAt), while: (input) => Option.isSome(reasonOf(input)) })
+      ),
       Effect.catchAll((input) =>
         input._tag === "RetryableFailure"
           ? Effect.succeed<RemoteOutcome.RemoteOutcome>(input.outcome)

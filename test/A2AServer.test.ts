@@ -1,4 +1,4 @@
-import { TaskState } from "@a2a-js/sdk"
+import { SendMessageRequest, TaskState } from "@a2a-js/sdk"
 import { InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, FastCheck, Option, Scope } from "effect"
@@ -8,7 +8,7 @@ import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
-import { captureLogs, makeClient, post, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { captureLogs, eventually, makeClient, post, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "server-test", description: "A2AServer tests" }
 
@@ -155,6 +155,39 @@ describe("A2AServer", () => {
       const line = logs.lines.find((l) => l.annotations.errorId === errorId)
       expect(String(line?.annotations.cause)).toContain(secret)
       expect(unexpected.text).not.toContain(secret)
+
+      // A store that fails while a task runs: the SDK writes the failure into the
+      // task's status; only an error id may reach the caller there too.
+      let saves = 0
+      const savedIds = new Set<string>()
+      const failingSave = yield* A2AServer.make({
+        agent: echo,
+        card,
+        taskStore: {
+          save: (task, context) => {
+            savedIds.add(task.id)
+            return ++saves === 2 ? Promise.reject(new Error(`INSERT failed: ${secret}`)) : store.save(task, context)
+          },
+          list: (params, context) => store.list(params, context),
+          load: (taskId, context) => store.load(taskId, context)
+        }
+      })
+      const sent = yield* rpc(failingSave.rpcUrl, "SendMessage", SendMessageRequest.toJSON({
+        tenant: "",
+        message: userMessage("hello"),
+        configuration: undefined,
+        metadata: undefined
+      }))
+      expect(sent.text).not.toContain(secret)
+      const [taskId] = [...savedIds]
+      expect(taskId).toBeDefined()
+      // The SDK records the failure in the task once its event loop gives up.
+      const fetched = yield* eventually(
+        rpc(failingSave.rpcUrl, "GetTask", { id: taskId }),
+        (answer) => /TASK_STATE_(FAILED|COMPLETED)/.test(answer.text)
+      )
+      expect(fetched.text).not.toContain(secret)
+      expect(logs.lines.some((l) => l.message.includes("Task store save failed") && String(l.annotations.cause).includes(secret))).toBe(true)
     }).pipe(Effect.provide(logs.layer))
   })
 

@@ -19,6 +19,9 @@ export const failureText = (errorId: string): string => `Agent execution failed.
 /** @internal */
 export const internalErrorText = (errorId: string): string => `Internal error. (error_id: ${errorId})`
 
+/** Whether a message is exactly an {@link internalErrorText}. */
+export const isInternalErrorText = (message: string): boolean => /^Internal error\. \(error_id: [0-9a-f]{12}\)$/.test(message)
+
 /**
  * `ADK_DEBUG_ERRORS` is on for `1` or `true` in any case; anything else,
  * including absence, is off.
