@@ -18,7 +18,6 @@ import {
   type ExecutionEventBus,
   type RequestContext,
   ResultManager,
-  STATE_HEADERS_KEY,
   type TaskStore
 } from "@a2a-js/sdk/server"
 import * as Headers from "@effect/platform/Headers"
@@ -261,12 +260,6 @@ const admissionRefused = Symbol.for("effect-a2a/AgentExecutor/admissionRefused")
 
 const shutdownFiberId = FiberId.make(-1, 0)
 
-const isTerminal = (state: TaskState | undefined): boolean =>
-  state === TaskState.TASK_STATE_COMPLETED ||
-  state === TaskState.TASK_STATE_FAILED ||
-  state === TaskState.TASK_STATE_CANCELED ||
-  state === TaskState.TASK_STATE_REJECTED
-
 const statusEvent = (
   taskId: string,
   contextId: string,
@@ -292,10 +285,6 @@ const taskStateName = (state: TaskState | undefined): string =>
 const offSpan = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.mapInputContext(effect, (context: Context.Context<never>) => Context.omit(Tracer.ParentSpan)(context))
 
-const headersOf = (context: RequestContext): AgentRequest["headers"] => {
-  const headers = context.context.state.get(STATE_HEADERS_KEY)
-  return typeof headers === "object" && headers !== null ? (headers as AgentRequest["headers"]) : {}
-}
 
 /**
  * Builds the executor for an agent. Reads `ADK_DEBUG_ERRORS` and `NODE_ENV`
@@ -436,7 +425,7 @@ export const make = <E, R>(
         Effect.promise(async () => {
           const loaded = await store.load(context.taskId, context.context)
           if (loaded === undefined && !createMissing) return false
-          if (loaded !== undefined && (loaded.status?.state === state || isTerminal(loaded.status?.state))) return true
+          if (loaded !== undefined && (loaded.status?.state === state || internalParts.isTerminal(loaded.status?.state))) return true
           const manager = new ResultManager(store, context.context)
           if (loaded === undefined) await manager.processEvent(AgentEvent.task(initial))
           await manager.processEvent(AgentEvent.statusUpdate(event))
@@ -472,7 +461,7 @@ export const make = <E, R>(
         store.save(task, callContext).catch(storeFailure("save", task.id)).then(() => {
           const waiting = awaitingSave.get(task.id)
           const state = task.status?.state
-          if (waiting !== undefined && (state === waiting.state || isTerminal(state))) {
+          if (waiting !== undefined && (state === waiting.state || internalParts.isTerminal(state))) {
             awaitingSave.delete(task.id)
             waiting.saved()
           }
@@ -503,7 +492,7 @@ export const make = <E, R>(
       taskId: context.taskId,
       contextId: context.contextId,
       task: Option.fromNullable(context.task),
-      headers: headersOf(context)
+      headers: internalParts.headersOf(context.context)
     })
 
     const makeProgress = (taskId: string, contextId: string, bus: ExecutionEventBus) =>

@@ -19,7 +19,6 @@ import {
   DefaultRequestHandler,
   RequestContext,
   ServerCallContext,
-  STATE_HEADERS_KEY,
   type TaskStore,
   UnauthenticatedUser,
   type User
@@ -34,7 +33,7 @@ import * as internalFailure from "./serverFailure.js"
 import * as internalParts from "./serverParts.js"
 
 /** @internal */
-export type Headers = Readonly<Record<string, string | Array<string> | undefined>>
+export type Headers = internalParts.RequestHeaders
 
 /** @internal */
 export interface Options {
@@ -52,13 +51,9 @@ const conflictText = "idempotency key reused with a different request"
 /** What is stored as the result of an entry: the JSON-RPC `SendMessage` result shape. */
 type Stored = { readonly task: unknown } | { readonly message: unknown }
 
-const headersOf = (context: ServerCallContext): Headers => {
-  const headers = context.state.get(STATE_HEADERS_KEY)
-  return typeof headers === "object" && headers !== null ? (headers as Headers) : {}
-}
 
-const firstHeader = (value: string | Array<string> | undefined): string | undefined =>
-  Array.isArray(value) ? value[0] : value
+const firstHeader = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" || value === undefined ? value : value[0]
 
 /**
  * The key of a request: from the message metadata or the `Idempotency-Key`
@@ -184,7 +179,7 @@ export const make = (deps: {
     const lease = options.lease ?? Duration.seconds(30)
     const wait = options.wait ?? Duration.seconds(30)
     const identityOf = (context: ServerCallContext) =>
-      options.identity === undefined ? defaultIdentity(context) : options.identity(headersOf(context), context.user)
+      options.identity === undefined ? defaultIdentity(context) : options.identity(internalParts.headersOf(context), context.user)
 
     // The store is scoped by tenant and owner; the server's transport has no
     // authentication, so every request runs as the unauthenticated user.
@@ -196,6 +191,8 @@ export const make = (deps: {
       Effect.gen(function*() {
         const context = storeContext(entry.identity.tenant)
         const existing = yield* Effect.tryPromise(() => taskStore.load(entry.taskId, context))
+        // Its replica saved the end but died before recording it: keep that end.
+        if (existing !== undefined && internalParts.isSettled(existing.status?.state)) return encode(existing)
         const errorId = internalFailure.makeErrorId()
         const contextId = existing?.contextId || randomUUID()
         const failed: Task = {
@@ -248,7 +245,7 @@ export const make = (deps: {
       Effect.gen(function*() {
         const message = params.message
         if (message === undefined) return undefined
-        const key = keyOf(message, headersOf(context))
+        const key = keyOf(message, internalParts.headersOf(context))
         if (key === undefined) return undefined
         const ref = { key, identity: identityOf(context) }
         const request = {
@@ -323,13 +320,28 @@ export const make = (deps: {
         result: Task | Message | undefined
       ): Effect.Effect<void, IdempotencyLedger.IdempotencyError> {
         return Effect.gen(function*() {
-          const stored = yield* Effect.promise(() => taskStore.load(taskId, context).catch(() => undefined))
+          const stored = yield* Effect.promise(() =>
+            taskStore.load(taskId, context).catch((error: unknown) =>
+              // The entry then records what the run returned; say why.
+              runPromise(
+                Effect.logWarning("Could not read the task back to record its end; recording the run's result").pipe(
+                  Effect.annotateLogs({ taskId, idempotencyKey: prepared.ref.key, cause: internalFailure.renderCause(Cause.die(error)) }),
+                  Effect.as(undefined)
+                )
+              )
+            )
+          )
           const final = stored ?? result
           if (final === undefined) {
             yield* ledger.abandon({ ...prepared.ref, lease: held })
             return
           }
-          yield* ledger.finish({ ...prepared.ref, result: encode(final), lease: held })
+          const recorded = yield* ledger.finish({ ...prepared.ref, result: encode(final), lease: held })
+          if (!recorded) {
+            yield* Effect.logWarning("The idempotency entry was already recorded by another replica (lease lost)").pipe(
+              Effect.annotateLogs({ taskId, idempotencyKey: prepared.ref.key })
+            )
+          }
         })
       }
 

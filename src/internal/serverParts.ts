@@ -4,7 +4,8 @@
  * @internal
  */
 import type { Artifact as WireArtifact, Message, Part as WirePart } from "@a2a-js/sdk"
-import { Role } from "@a2a-js/sdk"
+import { Role, TaskState } from "@a2a-js/sdk"
+import { type ServerCallContext, STATE_HEADERS_KEY } from "@a2a-js/sdk/server"
 import type * as Part from "../Part.js"
 
 /** @internal */
@@ -60,3 +61,23 @@ export const textPart = (text: string): WirePart => ({
   filename: "",
   mediaType: "text/plain"
 })
+
+/** A state no further event changes: the task has ended. */
+export const isTerminal = (state: TaskState | undefined): boolean =>
+  state === TaskState.TASK_STATE_COMPLETED ||
+  state === TaskState.TASK_STATE_FAILED ||
+  state === TaskState.TASK_STATE_CANCELED ||
+  state === TaskState.TASK_STATE_REJECTED
+
+/** A state a run stops in: ended, or paused for input or auth. */
+export const isSettled = (state: TaskState | undefined): boolean =>
+  isTerminal(state) || state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED
+
+/** The HTTP request headers the SDK keeps in a call's context. */
+export type RequestHeaders = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+/** The request headers of a call, as the transport recorded them. */
+export const headersOf = (context: ServerCallContext): RequestHeaders => {
+  const headers = context.state.get(STATE_HEADERS_KEY)
+  return typeof headers === "object" && headers !== null ? (headers as RequestHeaders) : {}
+}
