@@ -567,7 +567,11 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
       return yield* store.renew(id, token, now + leaseMs)
     }).pipe(
       Effect.catchAll((error) => Effect.as(Effect.logWarning("idempotency lease renewal failed", error), true)),
-      Effect.repeat({ while: (renewed) => renewed })
+      Effect.repeat({ while: (renewed) => renewed }),
+      // Another holder took the key over: this run's end will not be recorded.
+      Effect.zipRight(Effect.logWarning("idempotency lease lost; another holder took the key over").pipe(
+        Effect.annotateLogs({ entry: idString(id) })
+      ))
     )
     return Effect.acquireUseRelease(
       // A forked fiber inherits its parent's mask; the renewer must stay interruptible.
