@@ -116,17 +116,29 @@ export const make = <E = never, R = never>(options: {
   name: options.name,
   description: options.description,
   run: (input) =>
-    Stream.unwrapScoped(Effect.gen(function*() {
-      const mailbox = yield* Mailbox.make<Event, E>()
-      const progress = (text: string) => Effect.asVoid(mailbox.offer(Progress.make({ agent: options.name, text })))
-      yield* options.run(input, progress).pipe(
-        Effect.flatMap((text) => mailbox.offer(textResult(options.name, text))),
-        Mailbox.into(mailbox),
-        Effect.forkScoped
-      )
-      return Mailbox.toStream(mailbox)
-    }))
+    eventsOf(options.name, (progress) => Effect.map(options.run(input, progress), (text) => textResult(options.name, text)))
 })
+
+/**
+ * The events of a run that reports progress as it goes and ends in a
+ * {@link Result}: the progress first, as it happens, then the result.
+ *
+ * @since 0.1.0
+ */
+export const eventsOf = <E, R>(
+  agent: string,
+  run: (progress: (text: string) => Effect.Effect<void>) => Effect.Effect<Result, E, R>
+): Stream.Stream<Event, E, R> =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const mailbox = yield* Mailbox.make<Event, E>()
+    const progress = (text: string) => Effect.asVoid(mailbox.offer(Progress.make({ agent, text })))
+    yield* run(progress).pipe(
+      Effect.flatMap((result) => mailbox.offer(result)),
+      Mailbox.into(mailbox),
+      Effect.forkScoped
+    )
+    return Mailbox.toStream(mailbox)
+  }))
 
 /**
  * A remote agent as an {@link Agent}, without a guard: WORKING status texts

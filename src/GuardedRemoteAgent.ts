@@ -27,7 +27,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Either, Mailbox, Match, Option, Stream } from "effect"
+import { Effect, Either, Match, Option, Stream } from "effect"
 import * as Agent from "./Agent.js"
 import type * as A2AClientError from "./A2AClientError.js"
 import * as CircuitBreaker from "./CircuitBreaker.js"
@@ -235,36 +235,27 @@ export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): Gu
     )
 
   const run = (input: string): Stream.Stream<Agent.Event> =>
-    Stream.unwrapScoped(Effect.gen(function*() {
-      const mailbox = yield* Mailbox.make<Agent.Event>()
-      const call = remote.stream(input).pipe(
-        Stream.runFoldEffect(
-          Option.none<RemoteOutcome.RemoteOutcome>(),
-          (last, event) =>
-            Match.value(event).pipe(
-              Match.tagsExhaustive({
-                Status: (e) =>
-                  e.text.trim() === ""
-                    ? Effect.succeed(last)
-                    : Effect.as(mailbox.offer(Agent.Progress.make({ agent: name, text: e.text })), last),
-                Artifact: () => Effect.succeed(last),
-                Finished: (e) => Effect.succeed(Option.some(e.outcome))
-              })
-            )
-        ),
-        Effect.flatMap(Option.match({
-          // RemoteAgent ends every stream that does not fail with Finished
-          onNone: () => Effect.dieMessage(`remote agent ${name}: stream ended without an outcome`),
-          onSome: Effect.succeed
-        }))
-      )
-      yield* guarded(call).pipe(
-        Effect.flatMap((result) => mailbox.offer(result)),
-        Mailbox.into(mailbox),
-        Effect.forkScoped
-      )
-      return Mailbox.toStream(mailbox)
-    }))
+    Agent.eventsOf(name, (progress) =>
+      guarded(
+        remote.stream(input).pipe(
+          Stream.runFoldEffect(
+            Option.none<RemoteOutcome.RemoteOutcome>(),
+            (last, event) =>
+              Match.value(event).pipe(
+                Match.tagsExhaustive({
+                  Status: (e) => e.text.trim() === "" ? Effect.succeed(last) : Effect.as(progress(e.text), last),
+                  Artifact: () => Effect.succeed(last),
+                  Finished: (e) => Effect.succeed(Option.some(e.outcome))
+                })
+              )
+          ),
+          Effect.flatMap(Option.match({
+            // RemoteAgent ends every stream that does not fail with Finished
+            onNone: () => Effect.dieMessage(`remote agent ${name}: stream ended without an outcome`),
+            onSome: Effect.succeed
+          }))
+        )
+      ))
 
   return {
     name,
