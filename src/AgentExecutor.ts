@@ -272,6 +272,17 @@ const statusEvent = (
   metadata: {}
 })
 
+/** A whole artifact, in one chunk. */
+const artifactEvent = (taskId: string, contextId: string, value: Part.Artifact) =>
+  AgentEvent.artifactUpdate({
+    taskId,
+    contextId,
+    artifact: internalParts.toWireArtifact(value),
+    append: false,
+    lastChunk: true,
+    metadata: {}
+  })
+
 const textStatus = (taskId: string, contextId: string, state: TaskState, text: string): TaskStatusUpdateEvent =>
   statusEvent(taskId, contextId, state, internalParts.agentMessage(taskId, contextId, [internalParts.textPart(text)]))
 
@@ -392,14 +403,7 @@ export const make = <E, R>(
       switch (result._tag) {
         case "Completed": {
           for (const value of result.artifacts) {
-            bus.publish(AgentEvent.artifactUpdate({
-              taskId,
-              contextId,
-              artifact: internalParts.toWireArtifact(value),
-              append: false,
-              lastChunk: true,
-              metadata: {}
-            }))
+            bus.publish(artifactEvent(taskId, contextId, value))
           }
           const message = result.parts.length === 0
             ? undefined
@@ -514,14 +518,7 @@ export const make = <E, R>(
           ),
         artifact: (value) =>
           Effect.sync(() =>
-            bus.publish(AgentEvent.artifactUpdate({
-              taskId,
-              contextId,
-              artifact: internalParts.toWireArtifact(value),
-              append: false,
-              lastChunk: true,
-              metadata: {}
-            }))
+            bus.publish(artifactEvent(taskId, contextId, value))
           )
       })
 
