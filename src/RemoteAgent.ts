@@ -16,7 +16,7 @@ import { TaskState } from "@a2a-js/sdk"
 import type { Client, RequestOptions } from "@a2a-js/sdk/client"
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
-import { Clock, Context, Duration, Effect, Layer, Metric, Option, Stream } from "effect"
+import { Clock, Context, Duration, Effect, FiberRef, Layer, LogLevel, Metric, Option, Stream } from "effect"
 import * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as Idempotency from "./Idempotency.js"
@@ -172,12 +172,10 @@ const instrument = (agent: string) => {
   const errorCounters = Object.fromEntries(
     A2AClientError.Reason.literals.map((reason) => [reason, counter("a2a.client_error", agent).pipe(Metric.tagged("reason", reason))])
   ) as Record<A2AClientError.Reason, ReturnType<typeof counter>>
-  const onValue = (operation: A2AClientError.Operation, outcome: RemoteOutcome.TaskView) => {
-    if (outcome._tag === "Running") return Effect.void
+  const logOutcome = (operation: A2AClientError.Operation, outcome: RemoteOutcome.RemoteOutcome) => {
     const errorId = Option.getOrUndefined(RemoteOutcome.errorIdOf(outcome))
-    const log = outcome._tag === "Failed" ? Effect.logWarning : Effect.logDebug
-    return Metric.update(outcomeCounters[outcome._tag], 1).pipe(
-      Effect.zipRight(log(`remote agent ${agent}: ${operation} ended ${outcome._tag}`)),
+    const level = outcome._tag === "Failed" ? LogLevel.Warning : LogLevel.Debug
+    return Effect.logWithLevel(level, `remote agent ${agent}: ${operation} ended ${outcome._tag}`).pipe(
       Effect.annotateLogs({
         agent,
         outcome: outcome._tag,
@@ -185,6 +183,17 @@ const instrument = (agent: string) => {
         contextId: outcome.contextId,
         ...(errorId === undefined ? {} : { errorId })
       }),
+      withTraceId
+    )
+  }
+  const onValue = (operation: A2AClientError.Operation, outcome: RemoteOutcome.TaskView) => {
+    if (outcome._tag === "Running") return Effect.void
+    return Metric.update(outcomeCounters[outcome._tag], 1).pipe(
+      // Build the log line only when it will be written: this runs on every call.
+      Effect.zipRight(FiberRef.getWith(FiberRef.currentMinimumLogLevel, (minimum) =>
+        LogLevel.greaterThanEqual(outcome._tag === "Failed" ? LogLevel.Warning : LogLevel.Debug, minimum)
+          ? logOutcome(operation, outcome)
+          : Effect.void)),
       Effect.zipRight(Effect.annotateCurrentSpan({ "a2a.task_id": outcome.taskId, "a2a.outcome": outcome._tag }))
     )
   }
@@ -206,7 +215,7 @@ const instrument = (agent: string) => {
     effect.pipe(
       Effect.tap((value) => {
         const v: RemoteOutcome.TaskView | RemoteEvent.Finished = value
-        return withTraceId(onValue(operation, v._tag === "Finished" ? v.outcome : v))
+        return onValue(operation, v._tag === "Finished" ? v.outcome : v)
       }),
       Effect.tapError((error) => withTraceId(onError(error))),
       Effect.withSpan(`RemoteAgent.${operation}`, {
