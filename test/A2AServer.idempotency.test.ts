@@ -3,6 +3,7 @@
  * SDK's client and raw JSON-RPC posts, an in-memory ledger.
  */
 import { type Message, SendMessageRequest, type StreamResponse, TaskState } from "@a2a-js/sdk"
+import type { Client } from "@a2a-js/sdk/client"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, FastCheck, Layer, Runtime, type Scope } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
@@ -20,6 +21,16 @@ const card = { name: "idempotent", description: "A2AServer with request-level id
 
 
 
+
+/** Every event of a streaming send, once the stream ends. */
+const collectStream = (client: Client, message: Message) =>
+  Effect.promise(async () => {
+    const events: Array<StreamResponse> = []
+    for await (const event of client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: {} })) {
+      events.push(event)
+    }
+    return events
+  })
 
 const rawSend = (url: string, message: Message, method = "SendMessage") =>
   Effect.map(
@@ -114,31 +125,9 @@ describe("A2AServer request-level idempotency", () => {
       yield* eventually(Effect.sync(() => runs.get("slow") ?? 0), (n) => n === 1)
       const joined = yield* Effect.fork(sendTo(server.url, keyed("slow", "k-3")))
       const client = yield* makeClient(server.url)
-      const streamed = yield* Effect.fork(Effect.promise(async () => {
-        const events: Array<unknown> = []
-        for await (
-          const event of client.sendMessageStream({
-            tenant: "",
-            message: keyed("slow", "k-4"),
-            configuration: undefined,
-            metadata: {}
-          })
-        ) events.push(event)
-        return events
-      }))
+      const streamed = yield* Effect.fork(collectStream(client, keyed("slow", "k-4")))
       yield* eventually(Effect.sync(() => runs.get("slow") ?? 0), (n) => n === 2)
-      const streamJoin = yield* Effect.fork(Effect.promise(async () => {
-        const events: Array<unknown> = []
-        for await (
-          const event of client.sendMessageStream({
-            tenant: "",
-            message: keyed("slow", "k-4"),
-            configuration: undefined,
-            metadata: {}
-          })
-        ) events.push(event)
-        return events
-      }))
+      const streamJoin = yield* Effect.fork(collectStream(client, keyed("slow", "k-4")))
       yield* Effect.sleep("100 millis")
       yield* Deferred.succeed(gate, undefined)
       const [a, b] = [yield* first.await, yield* joined.await]
@@ -151,7 +140,7 @@ describe("A2AServer request-level idempotency", () => {
       const joinedEvents = yield* streamJoin.await
       expect(streamedEvents._tag).toBe("Success")
       expect(joinedEvents._tag).toBe("Success")
-      const events = (exit: typeof joinedEvents) => (exit._tag === "Success" ? exit.value : []) as Array<StreamResponse>
+      const events = (exit: typeof joinedEvents) => (exit._tag === "Success" ? exit.value : [])
       // The joiner gets the final task as one event; the first caller's stream ran the task.
       expect(events(joinedEvents)).toHaveLength(1)
       const joinedTask = events(joinedEvents)[0]?.payload
