@@ -16,7 +16,7 @@ import { TaskState } from "@a2a-js/sdk"
 import type { Client, RequestOptions } from "@a2a-js/sdk/client"
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
-import { Clock, Context, Duration, Effect, FiberRef, Layer, LogLevel, Metric, Option, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Either, FiberRef, Layer, LogLevel, Metric, Option, Stream, Tracer } from "effect"
 import * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as Idempotency from "./Idempotency.js"
@@ -142,7 +142,7 @@ const outcomeCounterNames: Record<RemoteOutcome.Tag, string> = {
 }
 
 const normalizeInput = (input: Input, options: CallOptions | undefined): Exclude<Input, string> => {
-  const message = typeof input === "string" ? { parts: [Part.TextPart.make({ text: input })] } : input
+  const message = typeof input === "string" ? { parts: [convert.build(Part.TextPart, { text: input })] } : input
   return options?.idempotencyKey === undefined
     ? message
     : { ...message, metadata: { ...message.metadata, [Idempotency.metadataKey]: options.idempotencyKey } }
@@ -159,12 +159,19 @@ const headersOf = (
 
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
 
-/** Annotates logs with the trace id, so both sides of a hop can be found in one search. */
-const withTraceId = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Effect.option(Effect.currentSpan), (span) =>
-    span._tag === "Some" ? Effect.annotateLogs(effect, "traceId", span.value.traceId) : effect)
+/** The span of the caller, if any: a stream's span, or the user's. */
+const contextSpan: Effect.Effect<Tracer.AnySpan | undefined> = Effect.map(Effect.serviceOption(Tracer.ParentSpan), Option.getOrUndefined)
 
-/** Instruments calls: metrics per channel, log annotations, a span. Built once per agent. */
+/** Annotates logs with the trace id, so both sides of a hop can be found in one search. */
+const withTraceId = (span: Tracer.AnySpan | undefined) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  span === undefined ? effect : Effect.annotateLogs(effect, "traceId", span.traceId)
+
+/**
+ * Instruments calls: metrics per channel, log annotations, a span. Built once
+ * per agent. This runs on every call, so the span is handed to the call
+ * explicitly instead of being provided through the context, and the log level
+ * is checked before a log line is built.
+ */
 const instrument = (agent: string) => {
   const outcomeCounters = Object.fromEntries(
     Object.entries(outcomeCounterNames).map(([tag, name]) => [tag, counter(name, agent)])
@@ -172,9 +179,13 @@ const instrument = (agent: string) => {
   const errorCounters = Object.fromEntries(
     A2AClientError.Reason.literals.map((reason) => [reason, counter("a2a.client_error", agent).pipe(Metric.tagged("reason", reason))])
   ) as Record<A2AClientError.Reason, ReturnType<typeof counter>>
-  const logOutcome = (operation: A2AClientError.Operation, outcome: RemoteOutcome.RemoteOutcome) => {
+  const logOutcome = (
+    span: Tracer.AnySpan | undefined,
+    operation: A2AClientError.Operation,
+    outcome: RemoteOutcome.RemoteOutcome,
+    level: LogLevel.LogLevel
+  ) => {
     const errorId = Option.getOrUndefined(RemoteOutcome.errorIdOf(outcome))
-    const level = outcome._tag === "Failed" ? LogLevel.Warning : LogLevel.Debug
     return Effect.logWithLevel(level, `remote agent ${agent}: ${operation} ended ${outcome._tag}`).pipe(
       Effect.annotateLogs({
         agent,
@@ -183,21 +194,23 @@ const instrument = (agent: string) => {
         contextId: outcome.contextId,
         ...(errorId === undefined ? {} : { errorId })
       }),
-      withTraceId
+      withTraceId(span)
     )
   }
-  const onValue = (operation: A2AClientError.Operation, outcome: RemoteOutcome.TaskView) => {
+  const onValue = (span: Tracer.AnySpan | undefined, operation: A2AClientError.Operation, outcome: RemoteOutcome.TaskView) => {
     if (outcome._tag === "Running") return Effect.void
-    return Metric.update(outcomeCounters[outcome._tag], 1).pipe(
-      // Build the log line only when it will be written: this runs on every call.
-      Effect.zipRight(FiberRef.getWith(FiberRef.currentMinimumLogLevel, (minimum) =>
-        LogLevel.greaterThanEqual(outcome._tag === "Failed" ? LogLevel.Warning : LogLevel.Debug, minimum)
-          ? logOutcome(operation, outcome)
-          : Effect.void)),
-      Effect.zipRight(Effect.annotateCurrentSpan({ "a2a.task_id": outcome.taskId, "a2a.outcome": outcome._tag }))
+    if (span?._tag === "Span") {
+      span.attribute("a2a.task_id", outcome.taskId)
+      span.attribute("a2a.outcome", outcome._tag)
+    }
+    const level = outcome._tag === "Failed" ? LogLevel.Warning : LogLevel.Debug
+    const count = Metric.update(outcomeCounters[outcome._tag], 1)
+    return FiberRef.getWith(
+      FiberRef.currentMinimumLogLevel,
+      (minimum) => LogLevel.greaterThanEqual(level, minimum) ? Effect.zipRight(count, logOutcome(span, operation, outcome, level)) : count
     )
   }
-  const onError = (error: A2AClientError.A2AClientError) =>
+  const onError = (span: Tracer.AnySpan | undefined, error: A2AClientError.A2AClientError) =>
     Metric.update(errorCounters[error.reason], 1).pipe(
       Effect.zipRight(Effect.logWarning(error.message)),
       Effect.annotateLogs({
@@ -206,37 +219,40 @@ const instrument = (agent: string) => {
         delivery: error.delivery,
         ...(error.taskId === undefined ? {} : { taskId: error.taskId }),
         ...(error.contextId === undefined ? {} : { contextId: error.contextId })
-      })
-    )
-  return (operation: A2AClientError.Operation) =>
-  <A extends RemoteOutcome.TaskView | RemoteEvent.Finished>(
-    effect: Effect.Effect<A, A2AClientError.A2AClientError>
-  ): Effect.Effect<A, A2AClientError.A2AClientError> =>
-    effect.pipe(
-      Effect.tap((value) => {
-        const v: RemoteOutcome.TaskView | RemoteEvent.Finished = value
-        return onValue(operation, v._tag === "Finished" ? v.outcome : v)
       }),
-      Effect.tapError((error) => withTraceId(onError(error))),
-      Effect.withSpan(`RemoteAgent.${operation}`, {
-        attributes: { "a2a.agent": agent },
-        kind: "client",
-        captureStackTrace: false
-      })
+      withTraceId(span)
     )
+  const spanOptions = { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false } as const
+  /** Runs `body` in a client span and records how it ended. */
+  const observe = <A extends RemoteOutcome.TaskView>(
+    operation: A2AClientError.Operation,
+    body: (span: Tracer.Span) => Effect.Effect<A, A2AClientError.A2AClientError>
+  ): Effect.Effect<A, A2AClientError.A2AClientError> =>
+    Effect.useSpan(`RemoteAgent.${operation}`, spanOptions, (span) =>
+      body(span).pipe(
+        Effect.tap((value) => onValue(span, operation, value)),
+        Effect.tapError((error) => onError(span, error))
+      ))
+  return { observe, onValue, onError }
 }
 
-/** `traceparent` for the current span, so the server's spans join the caller's trace. */
-const traceHeaders: Effect.Effect<Record<string, string>> = Effect.map(
-  Effect.option(Effect.currentSpan),
-  Option.match({ onNone: () => ({}), onSome: (span) => ({ ...HttpTraceContext.toHeaders(span) }) })
-)
+/** `traceparent` for the call's span, so the server's spans join the caller's trace. */
+const traceHeaders = (span: Tracer.AnySpan | undefined): Record<string, string> =>
+  span?._tag === "Span" ? { traceparent: HttpTraceContext.toHeaders(span).traceparent! } : {}
+
+/**
+ * When the call's span started, in the Clock's milliseconds: read off the span
+ * so that a call does not read the Clock a second time.
+ */
+const startMillis = (span: Tracer.Span): number | undefined =>
+  span.status.startTime > 0n ? Number(span.status.startTime / 1_000_000n) : undefined
 
 const timeoutError = () => new DOMException("The operation timed out", "TimeoutError")
 
 /**
  * Runs one SDK call with a signal that aborts on interruption and on time-out,
- * and classifies whatever it throws.
+ * and classifies whatever it throws. Written with `Effect.async` and one
+ * controller because it runs on every call.
  */
 const callWith = (
   agent: string,
@@ -244,32 +260,45 @@ const callWith = (
   headers: Readonly<Record<string, string>> | undefined,
   defaultTimeout: Duration.Duration
 ) =>
-<A>(
+<A, B>(
   operation: A2AClientError.Operation,
   options: CallOptions | undefined,
   ids: { readonly taskId?: string | undefined; readonly contextId?: string | undefined },
-  run: (requestOptions: RequestOptions) => Promise<A>
-): Effect.Effect<A, A2AClientError.A2AClientError> =>
-  Effect.flatMap(traceHeaders, (trace) => {
-    let record: CallRecord | undefined
-    const millis = Duration.toMillis(options?.timeout ?? defaultTimeout)
-    return Effect.tryPromise({
-      try: async (interrupt) => {
-        const controller = new AbortController()
-        const onInterrupt = () => controller.abort(interrupt.reason)
-        interrupt.addEventListener("abort", onInterrupt, { once: true })
-        const timer = setTimeout(() => controller.abort(timeoutError()), millis)
-        record = track(controller.signal)
-        try {
-          return await run({ signal: controller.signal, serviceParameters: { ...trace, ...headersOf(headers, options) } })
-        } finally {
-          clearTimeout(timer)
-          interrupt.removeEventListener("abort", onInterrupt)
-        }
-      },
-      catch: (error) => classifyCall(error, { agent, operation, record, streamStarted: false, ...ids })
+  span: Tracer.AnySpan | undefined,
+  run: (requestOptions: RequestOptions) => Promise<A>,
+  decode: (response: A) => Either.Either<B, A2AClientError.A2AClientError>
+): Effect.Effect<B, A2AClientError.A2AClientError> =>
+  Effect.async<B, A2AClientError.A2AClientError>((resume) => {
+      const controller = new AbortController()
+      const record = track(controller.signal)
+      const timer = setTimeout(() => controller.abort(timeoutError()), Duration.toMillis(options?.timeout ?? defaultTimeout))
+      const fail = (error: unknown) => {
+        clearTimeout(timer)
+        resume(Effect.fail(classifyCall(error, { agent, operation, record, streamStarted: false, ...ids })))
+      }
+      try {
+        run({ signal: controller.signal, serviceParameters: { ...traceHeaders(span), ...headersOf(headers, options) } }).then(
+          (value) => {
+            clearTimeout(timer)
+            let decoded: Either.Either<B, A2AClientError.A2AClientError>
+            try {
+              decoded = decode(value)
+            } catch (error) {
+              // A throw here would otherwise be lost in the promise chain and leave the call hanging.
+              decoded = Either.left(invalid(agent, operation, `the response could not be converted: ${String(error)}`, ids))
+            }
+            resume(decoded)
+          },
+          fail
+        )
+      } catch (error) {
+        fail(error)
+      }
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        controller.abort()
+      })
     })
-  })
 
 const invalid = (
   agent: string,
@@ -291,19 +320,19 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
   const agent = agentOptions.name
   const timeout = Duration.decode(agentOptions.timeout ?? Duration.seconds(30))
   const call = callWith(agent, track, agentOptions.headers, timeout)
-  const observe = instrument(agent)
+  const { observe, onError, onValue } = instrument(agent)
 
-  const view = (operation: A2AClientError.Operation, task: Task): Effect.Effect<RemoteOutcome.TaskView, A2AClientError.A2AClientError> => {
+  const view = (operation: A2AClientError.Operation) => (task: Task): Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError> => {
     const ids = { taskId: task.id, contextId: task.contextId }
     if (typeof task.id !== "string" || task.id === "") {
-      return Effect.fail(invalid(agent, operation, "the response holds a task without an id", ids))
+      return Either.left(invalid(agent, operation, "the response holds a task without an id", ids))
     }
     const outcome = convert.taskOutcome(agent, task)
-    if (Option.isSome(outcome)) return Effect.succeed(outcome.value)
+    if (Option.isSome(outcome)) return Either.right(outcome.value)
     const state = task.status?.state
     if (convert.isRunning(state)) {
-      return Effect.succeed(
-        RemoteOutcome.Running.make({
+      return Either.right(
+        convert.build(RemoteOutcome.Running, {
           agent,
           taskId: task.id,
           contextId: String(task.contextId ?? ""),
@@ -312,21 +341,22 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         })
       )
     }
-    return Effect.fail(invalid(agent, operation, `the task is in an unrecognised state (${convert.stateName(state)})`, ids))
+    return Either.left(invalid(agent, operation, `the task is in an unrecognised state (${convert.stateName(state)})`, ids))
   }
 
-  const getTaskView = (taskId: string, options?: CallOptions) =>
-    call("GetTask", options, { taskId }, (o) => client.getTask({ tenant: "", id: taskId }, o)).pipe(
-      Effect.flatMap((task) => view("GetTask", task))
-    )
+  const getTaskView = (taskId: string, options: CallOptions | undefined, span: Tracer.AnySpan | undefined) =>
+    call("GetTask", options, { taskId }, span, (o) => client.getTask({ tenant: "", id: taskId }, o), view("GetTask"))
 
-  /** Polls a task that a blocking send returned unfinished, until it ends or the deadline passes. */
+  /** Polls a task that a blocking send returned unfinished, until it ends or the call's time is up. */
   const awaitEnd = (
     running: RemoteOutcome.Running,
-    deadline: number,
-    options: CallOptions | undefined
+    started: number | undefined,
+    limit: Duration.DurationInput,
+    options: CallOptions | undefined,
+    span: Tracer.Span
   ): Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError> =>
     Effect.gen(function*() {
+      const deadline = (started ?? (yield* Clock.currentTimeMillis)) + Duration.toMillis(limit)
       let delay = 25
       let current: RemoteOutcome.TaskView = running
       while (current._tag === "Running") {
@@ -347,7 +377,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         yield* Effect.sleep(Math.min(delay, deadline - now))
         delay = Math.min(delay * 2, 1000)
         // The message was accepted: whatever a poll hits, the send's own delivery is not "NotSent".
-        current = yield* getTaskView(running.taskId, options).pipe(
+        current = yield* getTaskView(running.taskId, options, span).pipe(
           Effect.mapError((error) =>
             new A2AClientError.A2AClientError({
               ...error,
@@ -363,19 +393,28 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
       return current
     })
 
+  const viewSent = view("SendMessage")
   const send: RemoteAgent["send"] = (input, options) =>
-    Effect.gen(function*() {
-      const started = yield* Clock.currentTimeMillis
+    observe("SendMessage", (span) => {
       const message = convert.userMessage(normalizeInput(input, options))
       const ids = { contextId: message.contextId, taskId: message.taskId }
-      const result = yield* call("SendMessage", options, ids, (o) =>
-        client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, o))
-      if (isMessage(result)) return convert.messageOutcome(agent, result)
-      const current = yield* view("SendMessage", result)
-      if (current._tag !== "Running") return current
-      return yield* awaitEnd(current, started + Duration.toMillis(options?.timeout ?? timeout), options)
-    }).pipe(observe("SendMessage"))
+      return call(
+        "SendMessage",
+        options,
+        ids,
+        span,
+        (o) => client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, o),
+        (result) => isMessage(result) ? Either.right(convert.messageOutcome(agent, result)) : viewSent(result)
+      ).pipe(
+        Effect.flatMap((current) =>
+          current._tag === "Running"
+            ? awaitEnd(current, startMillis(span), options?.timeout ?? timeout, options, span)
+            : Effect.succeed(current)
+        )
+      )
+    })
 
+  const viewStreamed = view("SendStreamingMessage")
   const stream: RemoteAgent["stream"] = (input, options) =>
     Stream.suspend(() => {
       const message = convert.userMessage(normalizeInput(input, options))
@@ -404,13 +443,10 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             for (const artifact of payload.value.artifacts ?? []) {
               state.artifacts.set(artifact.artifactId, convert.fromSdkArtifact(artifact))
             }
-            return view("SendStreamingMessage", payload.value).pipe(
-              Effect.map((v) =>
-                v._tag === "Running"
-                  ? [RemoteEvent.Status.make({ agent, taskId: v.taskId, contextId: v.contextId, state: v.state, text: v.text, parts: [] })]
-                  : finish(v)
-              )
-            )
+            return Either.map(viewStreamed(payload.value), (v) =>
+              v._tag === "Running"
+                ? [RemoteEvent.Status.make({ agent, taskId: v.taskId, contextId: v.contextId, state: v.state, text: v.text, parts: [] })]
+                : finish(v))
           }
           case "statusUpdate": {
             const update = payload.value
@@ -473,7 +509,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
           (error.reason === "Timeout" && error.delivery === "Unknown")
         if (!recoverable || state.taskId === "") return Stream.fail(error)
         return Stream.fromEffect(
-          getTaskView(state.taskId, options).pipe(
+          Effect.flatMap(contextSpan, (span) => getTaskView(state.taskId, options, span)).pipe(
             Effect.flatMap((v) => (v._tag === "Running" ? Effect.fail(error) : Effect.succeed(RemoteEvent.Finished.make({ outcome: v })))),
             Effect.catchAll(() => Effect.fail(error))
           )
@@ -485,12 +521,12 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         Effect.sync(() => new AbortController()),
         (controller) => Effect.sync(() => controller.abort())
       ).pipe(
-        Stream.zip(Stream.fromEffect(traceHeaders)),
-        Stream.flatMap(([controller, trace]) => {
+        Stream.zip(Stream.fromEffect(contextSpan)),
+        Stream.flatMap(([controller, span]) => {
           record.current = track(controller.signal)
           const generator = client.sendMessageStream(
             { tenant: "", message, configuration: undefined, metadata: undefined },
-            { signal: controller.signal, serviceParameters: { ...trace, ...headersOf(agentOptions.headers, options) } }
+            { signal: controller.signal, serviceParameters: { ...traceHeaders(span), ...headersOf(agentOptions.headers, options) } }
           )
           // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
           const iterable: AsyncIterable<StreamResponse> = {
@@ -549,10 +585,11 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         ),
         Stream.catchAll(recover)
       )
-      const observeStream = observe("SendStreamingMessage")
       return events.pipe(
-        Stream.tap((event) => (event._tag === "Finished" ? observeStream(Effect.succeed(event)) : Effect.void)),
-        Stream.tapError((error) => Effect.ignore(observeStream(Effect.fail(error)))),
+        Stream.tap((event) =>
+          event._tag === "Finished" ? Effect.flatMap(contextSpan, (span) => onValue(span, "SendStreamingMessage", event.outcome)) : Effect.void
+        ),
+        Stream.tapError((error) => Effect.flatMap(contextSpan, (span) => onError(span, error))),
         Stream.withSpan("RemoteAgent.stream", { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
       )
     })
@@ -563,12 +600,10 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     card: Option.some(card),
     send,
     stream,
-    getTask: (taskId, o) => getTaskView(taskId, o).pipe(observe("GetTask")),
+    getTask: (taskId, o) => observe("GetTask", (span) => getTaskView(taskId, o, span)),
     cancel: (taskId, o) =>
-      call("CancelTask", o, { taskId }, (ro) => client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, ro)).pipe(
-        Effect.flatMap((task) => view("CancelTask", task)),
-        observe("CancelTask")
-      )
+      observe("CancelTask", (span) =>
+        call("CancelTask", o, { taskId }, span, (ro) => client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, ro), view("CancelTask")))
   }
   return agentService
 }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck, Option, Schema } from "effect"
+import { Equal, FastCheck, Hash, Option, Schema } from "effect"
+import * as convert from "../src/internal/convert.js"
+import * as Part from "../src/Part.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 
@@ -53,6 +55,28 @@ describe("round trips", () => {
   it.prop("a running task survives Schema encode/decode", [RemoteOutcome.Running], ([running]) => {
     const encoded = Schema.encodeSync(RemoteOutcome.Running)(running)
     expect(Schema.decodeUnknownSync(RemoteOutcome.Running)(encoded)).toEqual(running)
+  })
+})
+
+describe("conversion builds the instances make builds", () => {
+  // The client builds outcomes without their constructors (see internal/convert `build`); this
+  // guards that shortcut against changes in how Schema classes are made.
+  const sameAsMake = (value: { readonly constructor: unknown }) => {
+    const Class = value.constructor as new(props: object, options?: boolean) => object
+    const { _tag, ...props } = value as unknown as Record<string, unknown>
+    const made = new Class(props, true)
+    const built = convert.build(Class, props)
+    expect(Object.getPrototypeOf(built)).toBe(Object.getPrototypeOf(made))
+    expect(Object.entries(built)).toEqual(Object.entries(made))
+    expect(Equal.equals(built, made)).toBe(true)
+    expect(Hash.hash(built)).toBe(Hash.hash(made))
+    expect(String(built)).toBe(String(made))
+  }
+  it.prop("outcomes", [RemoteOutcome.RemoteOutcome], ([outcome]) => sameAsMake(outcome))
+  it.prop("running tasks", [RemoteOutcome.Running], ([running]) => sameAsMake(running))
+  it.prop("parts and artifacts", [Part.Part, Part.Artifact], ([part, artifact]) => {
+    sameAsMake(part)
+    sameAsMake(artifact)
   })
 })
 

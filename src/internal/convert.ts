@@ -8,23 +8,38 @@ import * as FailureHint from "../FailureHint.js"
 import * as Part from "../Part.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
 
+/**
+ * The instance `Class.make(props)` returns, built without the
+ * constructor's per-field defaults pass: conversion runs on every call, and
+ * that pass was its costliest part. Only for values already checked.
+ */
+export const build = <C extends new(props: any, options?: any) => object>(
+  Class: C,
+  props: ConstructorParameters<C>[0]
+): InstanceType<C> => {
+  const instance = Object.assign(Object.create(Class.prototype), props)
+  const tag: unknown = (Class as { readonly _tag?: unknown })._tag
+  if (tag !== undefined) instance._tag = tag
+  return instance
+}
+
 export const fromSdkPart = (part: SdkPart): Part.Part => {
   const content = part.content
   switch (content?.$case) {
     case "text":
-      return Part.TextPart.make({ text: String(content.value) }, true)
+      return build(Part.TextPart, { text: String(content.value) })
     case "data":
-      return Part.DataPart.make({ data: content.value ?? null }, true)
+      return build(Part.DataPart, { data: content.value ?? null })
     case "url":
-      return Part.FilePart.make({ url: String(content.value), mediaType: part.mediaType ?? "", filename: part.filename ?? "" }, true)
+      return build(Part.FilePart, { url: String(content.value), mediaType: part.mediaType ?? "", filename: part.filename ?? "" })
     case "raw":
-      return Part.FilePart.make({
+      return build(Part.FilePart, {
         bytes: new Uint8Array(content.value),
         mediaType: part.mediaType ?? "",
         filename: part.filename ?? ""
-      }, true)
+      })
     default:
-      return Part.DataPart.make({ data: null }, true)
+      return build(Part.DataPart, { data: null })
   }
 }
 
@@ -50,12 +65,12 @@ export const toSdkPart = (part: Part.Part): SdkPart => {
 const partsOf = (parts: ReadonlyArray<SdkPart> | undefined) => Array.isArray(parts) ? parts.map(fromSdkPart) : []
 
 export const fromSdkArtifact = (artifact: SdkArtifact): Part.Artifact =>
-  Part.Artifact.make({
+  build(Part.Artifact, {
     artifactId: String(artifact.artifactId ?? ""),
     name: String(artifact.name ?? ""),
     description: String(artifact.description ?? ""),
     parts: partsOf(artifact.parts)
-  }, true)
+  })
 
 /** The outcome of a task in `state`, or none when the state is not final. */
 export const outcomeOf = (
@@ -70,23 +85,23 @@ export const outcomeOf = (
   const fields = { agent, taskId, contextId, text: Part.textOf(parts), parts, artifacts }
   switch (state) {
     case TaskState.TASK_STATE_COMPLETED:
-      return Option.some(RemoteOutcome.Completed.make(fields, true))
+      return Option.some(build(RemoteOutcome.Completed, fields))
     case TaskState.TASK_STATE_FAILED:
       return Option.some(
-        RemoteOutcome.Failed.make({
+        build(RemoteOutcome.Failed, {
           ...fields,
           errorId: RemoteOutcome.extractErrorId(fields.text),
           hint: FailureHint.fromMetadata(message?.metadata)
-        }, true)
+        })
       )
     case TaskState.TASK_STATE_CANCELED:
-      return Option.some(RemoteOutcome.Canceled.make(fields, true))
+      return Option.some(build(RemoteOutcome.Canceled, fields))
     case TaskState.TASK_STATE_REJECTED:
-      return Option.some(RemoteOutcome.Rejected.make(fields, true))
+      return Option.some(build(RemoteOutcome.Rejected, fields))
     case TaskState.TASK_STATE_INPUT_REQUIRED:
-      return Option.some(RemoteOutcome.InputRequired.make(fields, true))
+      return Option.some(build(RemoteOutcome.InputRequired, fields))
     case TaskState.TASK_STATE_AUTH_REQUIRED:
-      return Option.some(RemoteOutcome.AuthRequired.make(fields, true))
+      return Option.some(build(RemoteOutcome.AuthRequired, fields))
     default:
       return Option.none()
   }
