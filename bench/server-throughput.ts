@@ -25,6 +25,12 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
 import { report } from "./report.js"
 
+// tsx turns on source-map support, which makes every `error.stack` map each
+// frame back to the TypeScript source: a cost of running through tsx, not of
+// the server, which production runs as compiled JavaScript. The FAILED path
+// reads one stack per request (the logged cause), so it is measured as it runs there.
+process.setSourceMapsEnabled(false)
+
 const CONCURRENCY = 16
 const PER_ROUND = 300
 const ROUNDS = 12

@@ -23,10 +23,28 @@ import {
 import * as Headers from "@effect/platform/Headers"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import type * as ConfigError from "effect/ConfigError"
-import { Cause, Context, Data, Deferred, Duration, Effect, Exit, Fiber, FiberId, Metric, Option, Runtime, Schema } from "effect"
+import {
+  Cause,
+  Chunk,
+  Context,
+  Data,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  FiberId,
+  FiberRef,
+  FiberRefs,
+  HashMap,
+  Metric,
+  Option,
+  Runtime,
+  Schema
+} from "effect"
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as FailureHint from "./FailureHint.js"
+import * as convert from "./internal/convert.js"
 import { withoutStackTrace } from "./internal/errors.js"
 import * as internalFailure from "./internal/serverFailure.js"
 import * as internalParts from "./internal/serverParts.js"
@@ -146,7 +164,7 @@ export const Rejected = AgentResult.Rejected
  */
 export const completedText = (text: string, artifacts: ReadonlyArray<Part.Artifact> = []): AgentResult =>
   // `text` is typed: the class needs no validation here.
-  Completed({ parts: [Part.TextPart.make({ text }, true)], artifacts })
+  Completed({ parts: [convert.build(Part.TextPart, { text })], artifacts })
 
 /**
  * An agent: an Effect program from the request to its result. Its error
@@ -350,6 +368,16 @@ export const make = <E, R>(
 
     const runtime = yield* Effect.runtime<R>()
     const clock = yield* Effect.clock
+    const tracer = yield* Effect.tracer
+    // What a span made by `Effect.makeSpan` would take from this runtime: each
+    // run's span is made before its fiber, and handed to it in its context.
+    const spanDefaults = {
+      enabled: FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerEnabled),
+      timing: FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerTimingEnabled),
+      annotations: FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerSpanAnnotations),
+      links: Chunk.toReadonlyArray(FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerSpanLinks))
+    }
+    const logAnnotations = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations)
     const agentName = options.name ?? "agent"
     const tagged = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) => Metric.tagged(metric, "agent", agentName)
     const metrics = {
@@ -361,20 +389,19 @@ export const make = <E, R>(
     const runPromise = Runtime.runPromise(runtime)
     const runFork = Runtime.runFork(runtime)
     const runs = new Map<string, Set<Run>>()
-    const executions = new Set<Deferred.Deferred<void>>()
+    const executions = new Set<Promise<void>>()
     // Context ids of tasks that paused (input/auth required), for a cancel that finds no run.
     const paused = new Map<string, string>()
     let closing = false
 
-    /** The server-only log line of a failure: the full cause under its error id. */
-    const logFailure = (message: string, errorId: string, request: AgentRequest, cause: Cause.Cause<unknown>) =>
+    /**
+     * The server-only log line of a failure: the full cause under its error
+     * id. It runs in the run's fiber, whose logs already carry the task id,
+     * context id, trace id and agent.
+     */
+    const logFailure = (message: string, errorId: string, cause: Cause.Cause<unknown>) =>
       Effect.logError(message).pipe(
-        Effect.annotateLogs({
-          errorId,
-          taskId: request.taskId,
-          contextId: request.contextId,
-          cause: internalFailure.renderCause(cause)
-        }),
+        Effect.annotateLogs({ errorId, cause: internalFailure.renderCause(cause) }),
         offSpan
       )
 
@@ -382,7 +409,7 @@ export const make = <E, R>(
       const errorId = internalFailure.makeErrorId()
       const text = internalFailure.failureText(errorId) +
         (debug ? `: ${internalFailure.describeCause(cause)}` : "")
-      return logFailure("Runner failed to execute", errorId, request, cause).pipe(
+      return logFailure("Runner failed to execute", errorId, cause).pipe(
         Effect.as<FinalStatus>({
           event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_FAILED, text),
           failure: Option.some({ errorId, cause })
@@ -462,16 +489,16 @@ export const make = <E, R>(
     }
     const watchedStore: TaskStore | undefined = store === undefined ? undefined : {
       save: (task, callContext) =>
-        store.save(task, callContext).catch(storeFailure("save", task.id)).then(() => {
+        store.save(task, callContext).then(() => {
           const waiting = awaitingSave.get(task.id)
           const state = task.status?.state
           if (waiting !== undefined && (state === waiting.state || internalParts.isTerminal(state))) {
             awaitingSave.delete(task.id)
             waiting.saved()
           }
-        }),
-      load: (taskId, callContext) => store.load(taskId, callContext).catch(storeFailure("load", taskId)),
-      list: (params, callContext) => store.list(params, callContext).catch(storeFailure("list", ""))
+        }, storeFailure("save", task.id)),
+      load: (taskId, callContext) => store.load(taskId, callContext).then(undefined, storeFailure("load", taskId)),
+      list: (params, callContext) => store.list(params, callContext).then(undefined, storeFailure("list", ""))
     }
     // Resolves true once the final state is saved through the watched store,
     // false when that does not happen soon (nobody is processing the events).
@@ -541,7 +568,7 @@ export const make = <E, R>(
             onNone: internalFailure.makeErrorId,
             onSome: (failure) => failure.errorId
           })
-          return logFailure("afterExecute hook failed; the original final status is kept", errorId, request, cause).pipe(
+          return logFailure("afterExecute hook failed; the original final status is kept", errorId, cause).pipe(
             Effect.as(final)
           )
         })
@@ -591,29 +618,39 @@ export const make = <E, R>(
 
       const startedAt = clock.unsafeCurrentTimeMillis()
       const parent = HttpTraceContext.fromHeaders(Headers.fromInput(request.headers))
-      let span: Tracer.Span | undefined
-      let refused = false
-      // Made in the run's fiber; made by the settling instead when an
-      // interruption came before the fiber started.
-      const runSpan = Effect.suspend(() =>
-        span !== undefined ? Effect.succeed(span) : Effect.tap(
-          Effect.makeSpan(Observability.executeSpanName, {
-            kind: "server",
-            ...(Option.isSome(parent) ? { parent: parent.value } : { root: true }),
-            attributes: { "a2a.task_id": taskId, "a2a.context_id": contextId, "a2a.agent": agentName },
-            captureStackTrace: false
-          }),
-          (made) => {
-            span = made
-          }
+      const span = spanDefaults.enabled
+        ? tracer.span(
+          Observability.executeSpanName,
+          parent,
+          Context.empty(),
+          spanDefaults.links,
+          spanDefaults.timing ? clock.unsafeCurrentTimeNanos() : 0n,
+          "server",
+          { captureStackTrace: false }
         )
-      )
-      const traced = <A, E, R2>(effect: Effect.Effect<A, E, R2>): Effect.Effect<A, E, R2> =>
-        Effect.flatMap(runSpan, (current) =>
-          effect.pipe(
-            Effect.withParentSpan(current),
-            Effect.annotateLogs({ taskId, contextId, traceId: current.traceId, agent: agentName })
-          ))
+        : undefined
+      if (span !== undefined) {
+        HashMap.forEach(spanDefaults.annotations, (value, key) => span.attribute(key, value))
+        span.attribute("a2a.task_id", taskId)
+        span.attribute("a2a.context_id", contextId)
+        span.attribute("a2a.agent", agentName)
+      }
+      // The run's fiber starts with its span, progress and log annotations in
+      // place, instead of providing each around the agent: this runs per request.
+      let annotations = HashMap.set(HashMap.set(HashMap.set(logAnnotations, "taskId", taskId), "contextId", contextId), "agent", agentName)
+      if (span !== undefined) annotations = HashMap.set(annotations, "traceId", span.traceId)
+      const progress = makeProgress(taskId, contextId, bus)
+      const services = Context.add(runtime.context, AgentProgress, progress)
+      const runRuntime = Runtime.make({
+        context: span === undefined ? services : Context.add(services, Tracer.ParentSpan, span),
+        runtimeFlags: runtime.runtimeFlags,
+        fiberRefs: FiberRefs.updateAs(runtime.fiberRefs, {
+          fiberId: FiberId.none,
+          fiberRef: FiberRef.currentLogAnnotations,
+          value: annotations
+        })
+      })
+      let refused = false
       // Once the final status is known: the metrics, and the end of the span,
       // which carries the error id of a failure but never its cause.
       const finish = (published: FinalStatus): void => {
@@ -642,17 +679,13 @@ export const make = <E, R>(
       // Suspended: an agent that throws while building its Effect fails the run like any defect.
       const agentRun: Effect.Effect<AgentResult | typeof admissionRefused, unknown, R | AgentProgress> = Effect
         .suspend(() => agent(request))
-      const work: Effect.Effect<AgentResult | typeof admissionRefused, unknown, R> = Effect.provideService(
-        before === undefined
-          ? agentRun
-          : Effect.flatMap(before(request), (refuse) => {
-            if (!refuse) return agentRun
-            refused = true
-            return Effect.succeed(admissionRefused)
-          }),
-        AgentProgress,
-        makeProgress(taskId, contextId, bus)
-      )
+      const work = (before === undefined
+        ? agentRun
+        : Effect.flatMap(before(request), (refuse) => {
+          if (!refuse) return agentRun
+          refused = true
+          return Effect.succeed(admissionRefused)
+        })) as Effect.Effect<AgentResult | typeof admissionRefused, unknown, R>
       // One fiber per run: it also settles the final status, without being
       // interruptible once the agent is done; interruptions end it as they come.
       const settled: Effect.Effect<FinalStatus, unknown, R> = Effect.uninterruptibleMask((restore) =>
@@ -665,7 +698,7 @@ export const make = <E, R>(
         })
       )
 
-      const fiber = runFork(traced(settled))
+      const fiber = Runtime.runFork(runRuntime)(settled)
       const run: Run = { fiber, canceled: false }
       const forTask = runs.get(taskId) ?? new Set<Run>()
       forTask.add(run)
@@ -678,9 +711,9 @@ export const make = <E, R>(
           finish(exit.value)
           return publishFinal(context, bus, initial, exit.value)
         }
-        return runPromise(traced(
+        return Runtime.runPromise(runRuntime)(
           Effect.flatMap(settleInterrupted(request, run, exit.cause), (final) => applyAfter(request, final))
-        )).then((published) => {
+        ).then((published) => {
           finish(published)
           return publishFinal(context, bus, initial, published)
         })
@@ -688,15 +721,13 @@ export const make = <E, R>(
     }
 
     const execute = (context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
-      const done = Deferred.unsafeMake<void>(FiberId.none)
-      executions.add(done)
       let started: Promise<void>
       try {
         started = run(context, bus)
       } catch (defect) {
         started = Promise.reject(defect)
       }
-      return started.catch((defect) => {
+      const done: Promise<void> = started.catch((defect) => {
         // Only reachable on a bug in this module: still never leave the task WORKING.
         const errorId = internalFailure.makeErrorId()
         metrics.failed.unsafeUpdate(1, [])
@@ -715,8 +746,9 @@ export const make = <E, R>(
         )
       }).finally(() => {
         executions.delete(done)
-        Deferred.unsafeDone(done, Exit.void)
       })
+      executions.add(done)
+      return done
     }
 
     const cancelTask = (taskId: string, bus: ExecutionEventBus): Promise<void> => {
@@ -738,9 +770,7 @@ export const make = <E, R>(
     }
 
     // Interruptible: shutdown runs in a finalizer, where the timeouts below must still fire.
-    const awaitAll = Effect.interruptible(Effect.suspend(() =>
-      Effect.forEach(Array.from(executions), Deferred.await, { concurrency: "unbounded", discard: true })
-    ))
+    const awaitAll = Effect.interruptible(Effect.promise(() => Promise.all(executions)))
 
     const shutdown = (deadline: Duration.DurationInput): Effect.Effect<void> =>
       Effect.gen(function* () {
