@@ -148,14 +148,19 @@ const normalizeInput = (input: Input, options: CallOptions | undefined): Exclude
     : { ...message, metadata: { ...message.metadata, [Idempotency.metadataKey]: options.idempotencyKey } }
 }
 
-const headersOf = (
-  agentHeaders: Readonly<Record<string, string>> | undefined,
-  options: CallOptions | undefined
-): Record<string, string> => ({
-  ...agentHeaders,
-  ...options?.headers,
-  ...(options?.idempotencyKey === undefined ? {} : { [Idempotency.headerName]: options.idempotencyKey })
-})
+/**
+ * The headers of one call: `traceparent` for its span, so the server's spans
+ * join the caller's trace, then the call's own. The agent's headers are added
+ * to every request by its fetch (see `makeTrackingFetch`).
+ */
+const callHeaders = (span: Tracer.AnySpan | undefined, options: CallOptions | undefined): Record<string, string> => {
+  const headers: Record<string, string> = span?._tag === "Span"
+    ? { traceparent: HttpTraceContext.toHeaders(span).traceparent! }
+    : {}
+  if (options?.headers !== undefined) Object.assign(headers, options.headers)
+  if (options?.idempotencyKey !== undefined) headers[Idempotency.headerName] = options.idempotencyKey
+  return headers
+}
 
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
 
@@ -204,11 +209,13 @@ const instrument = (agent: string) => {
       span.attribute("a2a.outcome", outcome._tag)
     }
     const level = outcome._tag === "Failed" ? LogLevel.Warning : LogLevel.Debug
-    const count = Metric.update(outcomeCounters[outcome._tag], 1)
-    return FiberRef.getWith(
-      FiberRef.currentMinimumLogLevel,
-      (minimum) => LogLevel.greaterThanEqual(level, minimum) ? Effect.zipRight(count, logOutcome(span, operation, outcome, level)) : count
-    )
+    // What `Metric.update` does, and the log line only when it will be written, in one step.
+    return Effect.withFiberRuntime<void>((fiber) => {
+      outcomeCounters[outcome._tag].unsafeUpdate(1, fiber.getFiberRef(FiberRef.currentMetricLabels))
+      return LogLevel.greaterThanEqual(level, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
+        ? logOutcome(span, operation, outcome, level)
+        : Effect.void
+    })
   }
   const onError = (span: Tracer.AnySpan | undefined, error: A2AClientError.A2AClientError) =>
     Metric.update(errorCounters[error.reason], 1).pipe(
@@ -236,10 +243,6 @@ const instrument = (agent: string) => {
   return { observe, onValue, onError }
 }
 
-/** `traceparent` for the call's span, so the server's spans join the caller's trace. */
-const traceHeaders = (span: Tracer.AnySpan | undefined): Record<string, string> =>
-  span?._tag === "Span" ? { traceparent: HttpTraceContext.toHeaders(span).traceparent! } : {}
-
 /**
  * When the call's span started, in the Clock's milliseconds: read off the span
  * so that a call does not read the Clock a second time.
@@ -257,7 +260,6 @@ const timeoutError = () => new DOMException("The operation timed out", "TimeoutE
 const callWith = (
   agent: string,
   track: (signal: AbortSignal) => CallRecord,
-  headers: Readonly<Record<string, string>> | undefined,
   defaultTimeout: Duration.Duration
 ) =>
 <A, B>(
@@ -277,7 +279,7 @@ const callWith = (
         resume(Effect.fail(classifyCall(error, { agent, operation, record, streamStarted: false, ...ids })))
       }
       try {
-        run({ signal: controller.signal, serviceParameters: { ...traceHeaders(span), ...headersOf(headers, options) } }).then(
+        run({ signal: controller.signal, serviceParameters: callHeaders(span, options) }).then(
           (value) => {
             clearTimeout(timer)
             let decoded: Either.Either<B, A2AClientError.A2AClientError>
@@ -319,7 +321,7 @@ const invalid = (
 const makeClient = (agentOptions: Options, client: Client, card: AgentCard, track: (signal: AbortSignal) => CallRecord) => {
   const agent = agentOptions.name
   const timeout = Duration.decode(agentOptions.timeout ?? Duration.seconds(30))
-  const call = callWith(agent, track, agentOptions.headers, timeout)
+  const call = callWith(agent, track, timeout)
   const { observe, onError, onValue } = instrument(agent)
 
   const view = (operation: A2AClientError.Operation) => (task: Task): Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError> => {
@@ -526,7 +528,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
           record.current = track(controller.signal)
           const generator = client.sendMessageStream(
             { tenant: "", message, configuration: undefined, metadata: undefined },
-            { signal: controller.signal, serviceParameters: { ...traceHeaders(span), ...headersOf(agentOptions.headers, options) } }
+            { signal: controller.signal, serviceParameters: callHeaders(span, options) }
           )
           // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
           const iterable: AsyncIterable<StreamResponse> = {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, HashMap, Logger, Metric, MetricState, Option, Stream } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
-import { json, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
+import { cardFor, json, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 
 let agents = 0
 /** A fresh agent name per test keeps the global metric counters apart. */
@@ -141,6 +141,38 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(outcome.text).toBe("too expensive")
       expect(peer.methods()).toContain("message/send")
       expect((yield* agent.send("fail"))._tag).toBe("Failed")
+    }))
+
+  it.scopedLive("the agent's headers go with the card and every call; a call's own headers win over them", () =>
+    Effect.gen(function*() {
+      const seen: Array<{ readonly method: string; readonly auth: unknown; readonly tenant: unknown; readonly key: unknown }> = []
+      const record = (req: { readonly method?: string | undefined; readonly headers: Record<string, unknown> }) =>
+        seen.push({
+          method: req.method ?? "",
+          auth: req.headers.authorization,
+          tenant: req.headers["x-tenant"],
+          key: req.headers["idempotency-key"]
+        })
+      const peer = yield* rawPeer(
+        (req, res, body) => {
+          record(req)
+          json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "no" } })
+        },
+        (req, res, base) => {
+          record(req)
+          json(res, 200, cardFor(`${base}/rpc`))
+        }
+      )
+      const agent = yield* agentFor(peer.url, { headers: { authorization: "Bearer agent", "x-tenant": "acme" } })
+      yield* Effect.ignore(agent.getTask("t"))
+      yield* Effect.ignore(agent.getTask("t", { headers: { authorization: "Bearer call" }, idempotencyKey: "k-1" }))
+      yield* Effect.ignore(Stream.runDrain(agent.stream("go")))
+      expect(seen).toEqual([
+        { method: "GET", auth: "Bearer agent", tenant: "acme", key: undefined },
+        { method: "POST", auth: "Bearer agent", tenant: "acme", key: undefined },
+        { method: "POST", auth: "Bearer call", tenant: "acme", key: "k-1" },
+        { method: "POST", auth: "Bearer agent", tenant: "acme", key: undefined }
+      ])
     }))
 
   it.scopedLive("the request carries traceparent of the caller's trace", () =>

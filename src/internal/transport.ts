@@ -38,6 +38,7 @@ const limitBody = (response: Response, limit: number): Response => {
 
 export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Record<string, string>>): TrackingFetch => {
   const records = new WeakMap<AbortSignal, CallRecord>()
+  const withHeaders = Object.keys(headers).length > 0
   return {
     track: (signal) => {
       const record: CallRecord = { sent: false }
@@ -47,7 +48,10 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
     fetch: async (input, init) => {
       const record = init?.signal ? records.get(init.signal) : undefined
       if (record) record.sent = true
-      const response = await fetch(input, { ...init, headers: { ...headers, ...(init?.headers as Record<string, string>) } })
+      const response = await fetch(
+        input,
+        withHeaders ? { ...init, headers: { ...headers, ...(init?.headers as Record<string, string>) } } : init
+      )
       if (record) {
         record.status = response.status
         const retryAfter = parseRetryAfter(response.headers.get("retry-after"), Date.now())
