@@ -14,15 +14,15 @@ export interface TrackingFetch {
 }
 
 const limitBody = (response: Response, limit: number): Response => {
-  if (response.body === null || response.headers.get("content-type")?.startsWith("text/event-stream")) return response
   const length = response.headers.get("content-length")
   const declared = Number(length)
+  // The HTTP client holds a body to its declared length, so only bodies without one need counting.
+  if (length !== null && declared <= limit) return response
+  if (response.body === null || response.headers.get("content-type")?.startsWith("text/event-stream")) return response
   if (declared > limit) {
     void response.body.cancel().catch(() => undefined)
     throw new ResponseTooLarge(limit)
   }
-  // The HTTP client holds a body to its declared length, so only bodies without one need counting.
-  if (length !== null && Number.isFinite(declared)) return response
   let seen = 0
   const limited = response.body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
