@@ -15,7 +15,7 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import { fingerprintOf } from "../src/internal/serverIdempotency.js"
-import { captureLogs, eventually, keyed, makeClient, rpc, sendTo, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { captureLogs, eventually, keyed, makeClient, rpc, sendMessage, sendTo, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "idempotent", description: "A2AServer with request-level idempotency" }
 
@@ -201,6 +201,37 @@ describe("A2AServer request-level idempotency", () => {
       expect(anaAgain.id).toBe(ana.id)
       expect(runs.get("order")).toBe(2)
     })))
+
+  for (const streaming of [true, false]) {
+    it.scopedLive(
+      `returnImmediately (${streaming ? "streaming" : "non-streaming"} card): answered at once, the entry records the run's end`,
+      () =>
+        withLedger(Effect.gen(function*() {
+          const runs = new Map<string, number>()
+          const gate = yield* Deferred.make<void>()
+          const server = yield* A2AServer.make({
+            agent: countingAgent(runs, { gate }),
+            card: { ...card, capabilities: { streaming, pushNotifications: false, extensions: [] } },
+            idempotency: { wait: "100 millis" }
+          })
+          const client = yield* makeClient(server.url)
+          const first = yield* sendMessage(client, keyed("later", "k-10"), {}, true)
+          expect(first.status?.state).not.toBe(TaskState.TASK_STATE_COMPLETED)
+          // While it runs, a repeat gets the same task as it is now.
+          const during = yield* sendMessage(client, { ...keyed("later", "k-10"), messageId: crypto.randomUUID() }, {}, true)
+          expect(during.id).toBe(first.id)
+          yield* Deferred.succeed(gate, undefined)
+          // Once it ended, a repeat gets its final state, never the early snapshot.
+          const after = yield* eventually(
+            sendMessage(client, { ...keyed("later", "k-10"), messageId: crypto.randomUUID() }),
+            (task) => task.status?.state === TaskState.TASK_STATE_COMPLETED
+          )
+          expect(after.id).toBe(first.id)
+          expect(textOf(after)).toBe("done later")
+          expect(runs.get("later")).toBe(1)
+        }))
+    )
+  }
 
   it.scopedLive("an expired lease ends the task FAILED with an error id, logged with reason interrupted; a repeat gets it", () =>
     Effect.gen(function*() {

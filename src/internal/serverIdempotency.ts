@@ -24,7 +24,7 @@ import {
   type User
 } from "@a2a-js/sdk/server"
 import type { SendMessageRequest } from "@a2a-js/sdk"
-import { Cause, Duration, Effect, Exit, Runtime } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import * as Idempotency from "../Idempotency.js"
@@ -285,9 +285,26 @@ export const make = (deps: {
 
     const assigned = new WeakMap<ServerCallContext, string>()
 
+    // The runs of this process by task id: a send that returns immediately is
+    // answered before its run ends, and its entry must record that end.
+    const runs = new Map<string, Promise<void>>()
+    const watchedExecutor: SdkAgentExecutor = {
+      execute: (context, bus) => {
+        const run = executor.execute(context, bus)
+        runs.set(context.taskId, run)
+        const forget = () => {
+          if (runs.get(context.taskId) === run) runs.delete(context.taskId)
+        }
+        run.then(forget, forget)
+        return run
+      },
+      cancelTask: (taskId, bus) => executor.cancelTask(taskId, bus)
+    }
+    const runEnded = (taskId: string) => Effect.promise(() => (runs.get(taskId) ?? Promise.resolve()).catch(() => undefined))
+
     class IdempotentRequestHandler extends DefaultRequestHandler {
       constructor() {
-        super(card, taskStore, executor)
+        super(card, taskStore, watchedExecutor)
         // The SDK draws a task id when it builds the request context; the
         // ledger recorded one before, so the run gets that one. The method is
         // private in the SDK's types (1.3.0), hence the instance override.
@@ -373,6 +390,25 @@ export const make = (deps: {
                   if (payload?.$case === "task" || payload?.$case === "message") return payload.value
                 }
                 return yield* snapshot(taskId, context, message)
+              }
+              if (params.configuration?.returnImmediately === true) {
+                // Answered as soon as the SDK answers; the entry waits in the background for the run's end.
+                const answered = yield* Deferred.make<Message | Task, unknown>()
+                runFork(
+                  ledger.withLease(
+                    { ...prepared.ref, lease: outcome.lease, duration: lease },
+                    Effect.tryPromise({ try: sendOnce, catch: (error) => error }).pipe(
+                      Effect.exit,
+                      Effect.tap((exit) => Deferred.done(answered, exit)),
+                      Effect.flatMap((exit) => Effect.as(runEnded(taskId), Exit.getOrElse(exit, () => undefined)))
+                    )
+                  ).pipe(
+                    Effect.onExit((exit) => Exit.isFailure(exit) ? Deferred.failCause(answered, exit.cause) : Effect.void),
+                    Effect.flatMap((result) => self.settle(prepared, outcome.lease, taskId, context, result)),
+                    Effect.catchAllCause((cause) => Effect.logWarning("idempotency entry could not be recorded", cause))
+                  )
+                )
+                return yield* Deferred.await(answered)
               }
               const exit = yield* ledger.withLease(
                 { ...prepared.ref, lease: outcome.lease, duration: lease },
