@@ -380,7 +380,6 @@ export const make: {
     }
 
     let closing = false
-    let inFlight = 0
 
     const serveRpc = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       if (closing) {
@@ -427,14 +426,7 @@ export const make: {
           Effect.annotateLogs({ errorId, cause: internalFailure.renderCause(cause) }),
           Effect.as(rpcError(null, internalRpc.INTERNAL_ERROR, internalFailure.internalErrorText(errorId), 500))
         )
-      }),
-      (handled) =>
-        Effect.suspend(() => {
-          inFlight++
-          return Effect.ensuring(handled, Effect.sync(() => {
-            inFlight--
-          }))
-        })
+      })
     )
 
     const router = HttpRouter.empty.pipe(
@@ -453,12 +445,17 @@ export const make: {
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         closing = true
-        nodeServer.close()
+        // Stops accepting; the connections close as they go idle.
+        let closed = false
+        nodeServer.close(() => {
+          closed = true
+        })
         nodeServer.closeIdleConnections()
         yield* executor.shutdown(shutdownTimeout)
-        // Let the answers to the runs that just ended go out.
-        yield* Effect.sleep("10 millis").pipe(
-          Effect.repeat({ while: () => inFlight > 0, times: 200 })
+        // Let the answers to the runs that just ended go out: a connection is idle once its answer is.
+        yield* Effect.sync(() => nodeServer.closeIdleConnections()).pipe(
+          Effect.zipRight(Effect.sleep("10 millis")),
+          Effect.repeat({ until: () => closed, times: 200 })
         )
         nodeServer.closeAllConnections()
       })
