@@ -34,6 +34,7 @@ import * as internalFailure from "./internal/serverFailure.js"
 import * as internalIdempotency from "./internal/serverIdempotency.js"
 import * as internalRpc from "./internal/serverRpc.js"
 import * as internalTaskStore from "./internal/serverTaskStore.js"
+import * as internalTracing from "./internal/tracing.js"
 
 /**
  * The card fields the server does not fill in itself: `supportedInterfaces`
@@ -436,7 +437,7 @@ export const make: {
     // The platform builds a span per request (URL parsing, every header as an
     // attribute); with no tracer of the application's it goes nowhere.
     const tracer = yield* Effect.tracer
-    const httpSpans = options.httpSpans ?? tracer !== Effect.runSync(Effect.tracer)
+    const httpSpans = options.httpSpans ?? internalTracing.exportsSpans(tracer)
     yield* httpSpans
       ? httpServer.serve(router)
       : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)

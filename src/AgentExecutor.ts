@@ -23,6 +23,7 @@ import {
 import * as Headers from "@effect/platform/Headers"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import type * as ConfigError from "effect/ConfigError"
+import { identity } from "effect/Function"
 import {
   Cause,
   Chunk,
@@ -48,6 +49,7 @@ import * as convert from "./internal/convert.js"
 import { withoutStackTrace } from "./internal/errors.js"
 import * as internalFailure from "./internal/serverFailure.js"
 import * as internalParts from "./internal/serverParts.js"
+import * as internalTracing from "./internal/tracing.js"
 import * as Observability from "./Observability.js"
 import * as Part from "./Part.js"
 
@@ -369,6 +371,11 @@ export const make = <E, R>(
     const runtime = yield* Effect.runtime<R>()
     const clock = yield* Effect.clock
     const tracer = yield* Effect.tracer
+    // A line logged beside a span becomes one of its events: only worth
+    // keeping the cause out of when the spans go somewhere.
+    const keepOffSpan: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E> = internalTracing.exportsSpans(tracer)
+      ? offSpan
+      : identity
     // What a span made by `Effect.makeSpan` would take from this runtime: each
     // run's span is made before its fiber, and handed to it in its context.
     const spanDefaults = {
@@ -402,7 +409,7 @@ export const make = <E, R>(
     const logFailure = (message: string, errorId: string, cause: Cause.Cause<unknown>) =>
       Effect.logError(message).pipe(
         Effect.annotateLogs({ errorId, cause: internalFailure.renderCause(cause) }),
-        offSpan
+        keepOffSpan
       )
 
     const failureFinal = (request: AgentRequest, cause: Cause.Cause<unknown>): Effect.Effect<FinalStatus> => {
