@@ -644,8 +644,12 @@ export const make = <E, R>(
       }
       // The run's fiber starts with its span, progress and log annotations in
       // place, instead of providing each around the agent: this runs per request.
-      let annotations = HashMap.set(HashMap.set(HashMap.set(logAnnotations, "taskId", taskId), "contextId", contextId), "agent", agentName)
-      if (span !== undefined) annotations = HashMap.set(annotations, "traceId", span.traceId)
+      const annotations = HashMap.mutate(logAnnotations, (map) => {
+        HashMap.set(map, "taskId", taskId)
+        HashMap.set(map, "contextId", contextId)
+        HashMap.set(map, "agent", agentName)
+        if (span !== undefined) HashMap.set(map, "traceId", span.traceId)
+      })
       const progress = makeProgress(taskId, contextId, bus)
       const services = Context.add(runtime.context, AgentProgress, progress)
       const runRuntime = Runtime.make({

@@ -165,11 +165,15 @@ const callHeaders = (span: Tracer.AnySpan | undefined, options: CallOptions | un
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
 
 /** The span of the caller, if any: a stream's span, or the user's. */
-const contextSpan: Effect.Effect<Tracer.AnySpan | undefined> = Effect.map(Effect.serviceOption(Tracer.ParentSpan), Option.getOrUndefined)
+const contextSpan: Effect.Effect<Tracer.AnySpan | undefined> = Effect.map(
+  Effect.serviceOption(Tracer.ParentSpan),
+  Option.getOrUndefined
+)
 
 /** Annotates logs with the trace id, so both sides of a hop can be found in one search. */
-const withTraceId = (span: Tracer.AnySpan | undefined) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  span === undefined ? effect : Effect.annotateLogs(effect, "traceId", span.traceId)
+const withTraceId =
+  (span: Tracer.AnySpan | undefined) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    span === undefined ? effect : Effect.annotateLogs(effect, "traceId", span.traceId)
 
 /**
  * Instruments calls: metrics per channel, log annotations, a span. Built once
@@ -202,7 +206,11 @@ const instrument = (agent: string) => {
       withTraceId(span)
     )
   }
-  const onValue = (span: Tracer.AnySpan | undefined, operation: A2AClientError.Operation, outcome: RemoteOutcome.TaskView) => {
+  const onValue = (
+    span: Tracer.AnySpan | undefined,
+    operation: A2AClientError.Operation,
+    outcome: RemoteOutcome.TaskView
+  ) => {
     if (outcome._tag === "Running") return Effect.void
     if (span?._tag === "Span") {
       span.attribute("a2a.task_id", outcome.taskId)
@@ -271,36 +279,36 @@ const callWith = (
   decode: (response: A) => Either.Either<B, A2AClientError.A2AClientError>
 ): Effect.Effect<B, A2AClientError.A2AClientError> =>
   Effect.async<B, A2AClientError.A2AClientError>((resume) => {
-      const controller = new AbortController()
-      const record = track(controller.signal)
-      const timer = setTimeout(() => controller.abort(timeoutError()), Duration.toMillis(options?.timeout ?? defaultTimeout))
-      const fail = (error: unknown) => {
-        clearTimeout(timer)
-        resume(Effect.fail(classifyCall(error, { agent, operation, record, streamStarted: false, ...ids })))
-      }
-      try {
-        run({ signal: controller.signal, serviceParameters: callHeaders(span, options) }).then(
-          (value) => {
-            clearTimeout(timer)
-            let decoded: Either.Either<B, A2AClientError.A2AClientError>
-            try {
-              decoded = decode(value)
-            } catch (error) {
-              // A throw here would otherwise be lost in the promise chain and leave the call hanging.
-              decoded = Either.left(invalid(agent, operation, `the response could not be converted: ${String(error)}`, ids))
-            }
-            resume(decoded)
-          },
-          fail
-        )
-      } catch (error) {
-        fail(error)
-      }
-      return Effect.sync(() => {
-        clearTimeout(timer)
-        controller.abort()
-      })
+    const controller = new AbortController()
+    const record = track(controller.signal)
+    const timer = setTimeout(() => controller.abort(timeoutError()), Duration.toMillis(options?.timeout ?? defaultTimeout))
+    const fail = (error: unknown) => {
+      clearTimeout(timer)
+      resume(Effect.fail(classifyCall(error, { agent, operation, record, streamStarted: false, ...ids })))
+    }
+    try {
+      run({ signal: controller.signal, serviceParameters: callHeaders(span, options) }).then(
+        (value) => {
+          clearTimeout(timer)
+          let decoded: Either.Either<B, A2AClientError.A2AClientError>
+          try {
+            decoded = decode(value)
+          } catch (error) {
+            // A throw here would otherwise be lost in the promise chain and leave the call hanging.
+            decoded = Either.left(invalid(agent, operation, `the response could not be converted: ${String(error)}`, ids))
+          }
+          resume(decoded)
+        },
+        fail
+      )
+    } catch (error) {
+      fail(error)
+    }
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      controller.abort()
     })
+  })
 
 const invalid = (
   agent: string,
@@ -324,7 +332,8 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
   const call = callWith(agent, track, timeout)
   const { observe, onError, onValue } = instrument(agent)
 
-  const view = (operation: A2AClientError.Operation) => (task: Task): Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError> => {
+  const view = (operation: A2AClientError.Operation) =>
+  (task: Task): Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError> => {
     const ids = { taskId: task.id, contextId: task.contextId }
     if (typeof task.id !== "string" || task.id === "") {
       return Either.left(invalid(agent, operation, "the response holds a task without an id", ids))
