@@ -244,10 +244,10 @@ const instrument = (agent: string) => {
     body: (span: Tracer.Span) => Effect.Effect<A, A2AClientError.A2AClientError>
   ): Effect.Effect<A, A2AClientError.A2AClientError> =>
     Effect.useSpan(`RemoteAgent.${operation}`, spanOptions, (span) =>
-      body(span).pipe(
-        Effect.tap((value) => onValue(span, operation, value)),
-        Effect.tapError((error) => onError(span, error))
-      ))
+      Effect.tapBoth(body(span), {
+        onSuccess: (value) => onValue(span, operation, value),
+        onFailure: (error) => onError(span, error)
+      }))
   return { observe, onValue, onError }
 }
 
