@@ -45,19 +45,20 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
       records.set(signal, record)
       return record
     },
-    fetch: async (input, init) => {
+    fetch: (input, init) => {
       const record = init?.signal ? records.get(init.signal) : undefined
       if (record) record.sent = true
-      const response = await fetch(
+      return fetch(
         input,
         withHeaders ? { ...init, headers: { ...headers, ...(init?.headers as Record<string, string>) } } : init
-      )
-      if (record) {
-        record.status = response.status
-        const retryAfter = parseRetryAfter(response.headers.get("retry-after"), Date.now())
-        if (retryAfter !== undefined) record.retryAfter = retryAfter
-      }
-      return limitBody(response, maxResponseBytes)
+      ).then((response) => {
+        if (record) {
+          record.status = response.status
+          const retryAfter = parseRetryAfter(response.headers.get("retry-after"), Date.now())
+          if (retryAfter !== undefined) record.retryAfter = retryAfter
+        }
+        return limitBody(response, maxResponseBytes)
+      })
     }
   }
 }
