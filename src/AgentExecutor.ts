@@ -26,7 +26,6 @@ import type * as ConfigError from "effect/ConfigError"
 import { identity } from "effect/Function"
 import {
   Cause,
-  Chunk,
   Context,
   Data,
   Duration,
@@ -47,6 +46,7 @@ import * as Tracer from "effect/Tracer"
 import * as FailureHint from "./FailureHint.js"
 import * as convert from "./internal/convert.js"
 import { withoutStackTrace } from "./internal/errors.js"
+import * as internalMetrics from "./internal/metrics.js"
 import * as internalFailure from "./internal/serverFailure.js"
 import * as internalParts from "./internal/serverParts.js"
 import * as internalTracing from "./internal/tracing.js"
@@ -376,22 +376,16 @@ export const make = <E, R>(
     const keepOffSpan: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E> = internalTracing.exportsSpans(tracer)
       ? offSpan
       : identity
-    // What a span made by `Effect.makeSpan` would take from this runtime: each
-    // run's span is made before its fiber, and handed to it in its context.
-    const spanDefaults = {
-      enabled: FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerEnabled),
-      timing: FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerTimingEnabled),
-      annotations: FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerSpanAnnotations),
-      links: Chunk.toReadonlyArray(FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerSpanLinks))
-    }
+    // Each run's span is made before its fiber, and handed to it in its context.
+    const spanSettings = internalTracing.spanSettings((ref) => FiberRefs.getOrDefault(runtime.fiberRefs, ref), tracer, clock)
     const logAnnotations = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations)
     const agentName = options.name ?? "agent"
-    const tagged = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) => Metric.tagged(metric, "agent", agentName)
+    const agentTag = { agent: agentName }
     const metrics = {
-      completed: tagged(Observability.serverCompleted),
-      failed: tagged(Observability.serverFailed),
-      canceledByAdmission: tagged(Observability.serverCanceledByAdmission),
-      latency: tagged(Observability.serverLatency)
+      completed: internalMetrics.tagged(internalMetrics.serverCompleted, agentTag),
+      failed: internalMetrics.tagged(internalMetrics.serverFailed, agentTag),
+      canceledByAdmission: internalMetrics.tagged(internalMetrics.serverCanceledByAdmission, agentTag),
+      latency: internalMetrics.tagged(internalMetrics.serverLatency, agentTag)
     }
     const runPromise = Runtime.runPromise(runtime)
     const runFork = Runtime.runFork(runtime)
@@ -624,24 +618,13 @@ export const make = <E, R>(
       bus.publish(AgentEvent.task(initial))
 
       const startedAt = clock.unsafeCurrentTimeMillis()
-      const parent = HttpTraceContext.fromHeaders(Headers.fromInput(request.headers))
-      const span = spanDefaults.enabled
-        ? tracer.span(
-          Observability.executeSpanName,
-          parent,
-          Context.empty(),
-          spanDefaults.links,
-          spanDefaults.timing ? clock.unsafeCurrentTimeNanos() : 0n,
-          "server",
-          { captureStackTrace: false }
-        )
-        : undefined
-      if (span !== undefined) {
-        HashMap.forEach(spanDefaults.annotations, (value, key) => span.attribute(key, value))
-        span.attribute("a2a.task_id", taskId)
-        span.attribute("a2a.context_id", contextId)
-        span.attribute("a2a.agent", agentName)
-      }
+      const span = internalTracing.startSpan(
+        spanSettings,
+        Observability.executeSpanName,
+        HttpTraceContext.fromHeaders(Headers.fromInput(request.headers)),
+        "server",
+        { "a2a.task_id": taskId, "a2a.context_id": contextId, "a2a.agent": agentName }
+      )
       // The run's fiber starts with its span, progress and log annotations in
       // place, instead of providing each around the agent: this runs per request.
       const annotations = HashMap.mutate(logAnnotations, (map) => {
@@ -672,14 +655,14 @@ export const make = <E, R>(
         else if (state === TaskState.TASK_STATE_CANCELED && refused) metrics.canceledByAdmission.unsafeUpdate(1, [])
         metrics.latency.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedAt, [])
         if (span === undefined) return
-        const now = clock.unsafeCurrentTimeNanos()
         span.attribute("a2a.task_state", taskStateName(state))
         if (errorId !== undefined) {
           span.attribute("a2a.error_id", errorId)
-          span.event("a2a.failure", now, { "a2a.error_id": errorId })
+          span.event("a2a.failure", clock.unsafeCurrentTimeNanos(), { "a2a.error_id": errorId })
         }
-        span.end(
-          now,
+        internalTracing.endSpan(
+          spanSettings,
+          span,
           state === TaskState.TASK_STATE_FAILED
             ? Exit.fail(withoutStackTrace(() => new internalFailure.RunFailed({ errorId: errorId ?? "unknown" })))
             : Exit.void

@@ -12,10 +12,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, FiberRef, HashSet, Layer, Logger, Metric, MetricBoundaries, Option } from "effect"
+import { Effect, FiberRef, HashSet, Layer, Logger, Metric, Option } from "effect"
 import type * as MetricKeyType from "effect/MetricKeyType"
 import type * as MetricState from "effect/MetricState"
 import * as internalJsonLog from "./internal/jsonLogFile.js"
+import * as internalMetrics from "./internal/metrics.js"
 
 /**
  * Runs that ended COMPLETED, tagged `agent`.
@@ -30,10 +31,7 @@ import * as internalJsonLog from "./internal/jsonLogFile.js"
  * ```
  * @since 0.1.0
  */
-export const serverCompleted: Metric.Metric.Counter<number> = Metric.counter("a2a.server.completed", {
-  description: "A2A runs that ended COMPLETED",
-  incremental: true
-})
+export const serverCompleted: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverCompleted)
 
 /**
  * Runs that ended FAILED (the agent failed or died, a hook failed, or the
@@ -41,10 +39,7 @@ export const serverCompleted: Metric.Metric.Counter<number> = Metric.counter("a2
  *
  * @since 0.1.0
  */
-export const serverFailed: Metric.Metric.Counter<number> = Metric.counter("a2a.server.failed", {
-  description: "A2A runs that ended FAILED, each with an error id in the log",
-  incremental: true
-})
+export const serverFailed: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverFailed)
 
 /**
  * Runs the `beforeExecute` admission hook refused (CANCELED before the
@@ -52,9 +47,8 @@ export const serverFailed: Metric.Metric.Counter<number> = Metric.counter("a2a.s
  *
  * @since 0.1.0
  */
-export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.counter(
-  "a2a.server.canceled_by_admission",
-  { description: "A2A runs canceled by the admission hook before the agent ran", incremental: true }
+export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.fromMetricKey(
+  internalMetrics.serverCanceledByAdmission
 )
 
 /**
@@ -64,11 +58,8 @@ export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.c
  *
  * @since 0.1.0
  */
-export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram, number, MetricState.MetricState.Histogram> = Metric.histogram(
-  "a2a.server.latency",
-  MetricBoundaries.exponential({ start: 1, factor: 2, count: 20 }),
-  "A2A run latency in milliseconds, from the start of a run to its final status"
-)
+export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram, number, MetricState.MetricState.Histogram> = Metric
+  .fromMetricKey(internalMetrics.serverLatency)
 
 /**
  * The span name of a server run.

@@ -71,5 +71,10 @@ export class Artifact extends Schema.Class<Artifact>("effect-a2a/Artifact")({
  * ```
  * @since 0.1.0
  */
-export const textOf = (parts: ReadonlyArray<Part>): string =>
-  parts.flatMap((part) => (part._tag === "Text" ? [part.text] : [])).join("\n")
+export const textOf = (parts: ReadonlyArray<Part>): string => {
+  let text: string | undefined
+  for (const part of parts) {
+    if (part._tag === "Text") text = text === undefined ? part.text : `${text}\n${part.text}`
+  }
+  return text ?? ""
+}

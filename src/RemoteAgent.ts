@@ -13,14 +13,14 @@
  */
 import type { AgentCard, Message, StreamResponse, Task } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
-import type { Client, RequestOptions } from "@a2a-js/sdk/client"
+import type { Client } from "@a2a-js/sdk/client"
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
-import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
-import { Clock, Context, Duration, Effect, Either, FiberRef, Layer, LogLevel, Metric, Option, Stream, Tracer } from "effect"
+import { Context, Duration, Effect, Either, Layer, Metric, Option, Stream, Tracer } from "effect"
 import * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as Idempotency from "./Idempotency.js"
 import { type CallRecord, classifyCall, classifyCard } from "./internal/classify.js"
+import * as clientCall from "./internal/clientCall.js"
 import * as convert from "./internal/convert.js"
 import { cardFetch, makeTrackingFetch } from "./internal/transport.js"
 import * as Part from "./Part.js"
@@ -130,36 +130,20 @@ export interface Options {
   readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
-const counter = (name: string, agent: string) => Metric.counter(name, { incremental: true }).pipe(Metric.tagged("agent", agent))
-
-const outcomeCounterNames: Record<RemoteOutcome.Tag, string> = {
-  Completed: "a2a.remote_completed",
-  Failed: "a2a.remote_failed",
-  Canceled: "a2a.remote_canceled",
-  Rejected: "a2a.remote_rejected",
-  InputRequired: "a2a.remote_input_required",
-  AuthRequired: "a2a.remote_auth_required"
-}
-
-const normalizeInput = (input: Input, options: CallOptions | undefined): Exclude<Input, string> => {
-  const message = typeof input === "string" ? { parts: [convert.build(Part.TextPart, { text: input })] } : input
-  return options?.idempotencyKey === undefined
-    ? message
-    : { ...message, metadata: { ...message.metadata, [Idempotency.metadataKey]: options.idempotencyKey } }
-}
-
-/**
- * The headers of one call: `traceparent` for its span, so the server's spans
- * join the caller's trace, then the call's own. The agent's headers are added
- * to every request by its fetch (see `makeTrackingFetch`).
- */
-const callHeaders = (span: Tracer.AnySpan | undefined, options: CallOptions | undefined): Record<string, string> => {
-  const headers: Record<string, string> = span?._tag === "Span"
-    ? { traceparent: HttpTraceContext.toHeaders(span).traceparent! }
-    : {}
-  if (options?.headers !== undefined) Object.assign(headers, options.headers)
-  if (options?.idempotencyKey !== undefined) headers[Idempotency.headerName] = options.idempotencyKey
-  return headers
+/** The SDK message of a call; an idempotency key also goes into its metadata. */
+const messageOf = (input: Input, options: CallOptions | undefined): Message => {
+  const key = options?.idempotencyKey
+  if (typeof input === "string") {
+    return convert.userMessage([convert.textSdkPart(input)], undefined, undefined, key === undefined ? undefined : { [Idempotency.metadataKey]: key })
+  }
+  return convert.userMessage(
+    input.parts.map(convert.toSdkPart),
+    input.contextId,
+    input.taskId,
+    key === undefined
+      ? input.metadata === undefined ? undefined : { ...input.metadata }
+      : { ...input.metadata, [Idempotency.metadataKey]: key }
+  )
 }
 
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
@@ -170,173 +154,16 @@ const contextSpan: Effect.Effect<Tracer.AnySpan | undefined> = Effect.map(
   Option.getOrUndefined
 )
 
-/** Annotates logs with the trace id, so both sides of a hop can be found in one search. */
-const withTraceId =
-  (span: Tracer.AnySpan | undefined) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    span === undefined ? effect : Effect.annotateLogs(effect, "traceId", span.traceId)
-
-/**
- * Instruments calls: metrics per channel, log annotations, a span. Built once
- * per agent. This runs on every call, so the span is handed to the call
- * explicitly instead of being provided through the context, and the log level
- * is checked before a log line is built.
- */
-const instrument = (agent: string) => {
-  const outcomeCounters = Object.fromEntries(
-    Object.entries(outcomeCounterNames).map(([tag, name]) => [tag, counter(name, agent)])
-  ) as Record<RemoteOutcome.Tag, ReturnType<typeof counter>>
-  const errorCounters = Object.fromEntries(
-    A2AClientError.Reason.literals.map((reason) => [reason, counter("a2a.client_error", agent).pipe(Metric.tagged("reason", reason))])
-  ) as Record<A2AClientError.Reason, ReturnType<typeof counter>>
-  const logOutcome = (
-    span: Tracer.AnySpan | undefined,
-    operation: A2AClientError.Operation,
-    outcome: RemoteOutcome.RemoteOutcome,
-    level: LogLevel.LogLevel
-  ) => {
-    const errorId = Option.getOrUndefined(RemoteOutcome.errorIdOf(outcome))
-    return Effect.logWithLevel(level, `remote agent ${agent}: ${operation} ended ${outcome._tag}`).pipe(
-      Effect.annotateLogs({
-        agent,
-        outcome: outcome._tag,
-        taskId: outcome.taskId,
-        contextId: outcome.contextId,
-        ...(errorId === undefined ? {} : { errorId })
-      }),
-      withTraceId(span)
-    )
-  }
-  const onValue = (
-    span: Tracer.AnySpan | undefined,
-    operation: A2AClientError.Operation,
-    outcome: RemoteOutcome.TaskView
-  ) => {
-    if (outcome._tag === "Running") return Effect.void
-    if (span?._tag === "Span") {
-      span.attribute("a2a.task_id", outcome.taskId)
-      span.attribute("a2a.outcome", outcome._tag)
-    }
-    const level = outcome._tag === "Failed" ? LogLevel.Warning : LogLevel.Debug
-    // What `Metric.update` does, and the log line only when it will be written, in one step.
-    return Effect.withFiberRuntime<void>((fiber) => {
-      outcomeCounters[outcome._tag].unsafeUpdate(1, fiber.getFiberRef(FiberRef.currentMetricLabels))
-      return LogLevel.greaterThanEqual(level, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
-        ? logOutcome(span, operation, outcome, level)
-        : Effect.void
-    })
-  }
-  const onError = (span: Tracer.AnySpan | undefined, error: A2AClientError.A2AClientError) =>
-    Metric.update(errorCounters[error.reason], 1).pipe(
-      Effect.zipRight(Effect.logWarning(error.message)),
-      Effect.annotateLogs({
-        agent,
-        reason: error.reason,
-        delivery: error.delivery,
-        ...(error.taskId === undefined ? {} : { taskId: error.taskId }),
-        ...(error.contextId === undefined ? {} : { contextId: error.contextId })
-      }),
-      withTraceId(span)
-    )
-  const spanOptions = { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false } as const
-  /** Runs `body` in a client span and records how it ended. */
-  const observe = <A extends RemoteOutcome.TaskView>(
-    operation: A2AClientError.Operation,
-    body: (span: Tracer.Span) => Effect.Effect<A, A2AClientError.A2AClientError>
-  ): Effect.Effect<A, A2AClientError.A2AClientError> =>
-    Effect.useSpan(`RemoteAgent.${operation}`, spanOptions, (span) =>
-      Effect.tapBoth(body(span), {
-        onSuccess: (value) => onValue(span, operation, value),
-        onFailure: (error) => onError(span, error)
-      }))
-  return { observe, onValue, onError }
-}
-
-/**
- * When the call's span started, in the Clock's milliseconds: read off the span
- * so that a call does not read the Clock a second time.
- */
-const startMillis = (span: Tracer.Span): number | undefined =>
-  span.status.startTime > 0n ? Number(span.status.startTime / 1_000_000n) : undefined
-
-const timeoutError = () => new DOMException("The operation timed out", "TimeoutError")
-
-/**
- * Runs one SDK call with a signal that aborts on interruption and on time-out,
- * and classifies whatever it throws. Written with `Effect.async` and one
- * controller because it runs on every call.
- */
-const callWith = (
-  agent: string,
-  track: (signal: AbortSignal) => CallRecord,
-  defaultTimeout: Duration.Duration
-) =>
-<A, B>(
-  operation: A2AClientError.Operation,
-  options: CallOptions | undefined,
-  ids: { readonly taskId?: string | undefined; readonly contextId?: string | undefined },
-  span: Tracer.AnySpan | undefined,
-  run: (requestOptions: RequestOptions) => Promise<A>,
-  decode: (response: A) => Either.Either<B, A2AClientError.A2AClientError>
-): Effect.Effect<B, A2AClientError.A2AClientError> =>
-  Effect.async<B, A2AClientError.A2AClientError>((resume) => {
-    const controller = new AbortController()
-    const record = track(controller.signal)
-    const timer = setTimeout(() => controller.abort(timeoutError()), Duration.toMillis(options?.timeout ?? defaultTimeout))
-    const fail = (error: unknown) => {
-      clearTimeout(timer)
-      resume(Effect.fail(classifyCall(error, { agent, operation, record, streamStarted: false, ...ids })))
-    }
-    try {
-      run({ signal: controller.signal, serviceParameters: callHeaders(span, options) }).then(
-        (value) => {
-          clearTimeout(timer)
-          let decoded: Either.Either<B, A2AClientError.A2AClientError>
-          try {
-            decoded = decode(value)
-          } catch (error) {
-            // A throw here would otherwise be lost in the promise chain and leave the call hanging.
-            decoded = Either.left(invalid(agent, operation, `the response could not be converted: ${String(error)}`, ids))
-          }
-          resume(decoded)
-        },
-        fail
-      )
-    } catch (error) {
-      fail(error)
-    }
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      controller.abort()
-    })
-  })
-
-const invalid = (
-  agent: string,
-  operation: A2AClientError.Operation,
-  detail: string,
-  ids: { readonly taskId?: string | undefined; readonly contextId?: string | undefined }
-) =>
-  new A2AClientError.A2AClientError({
-    agent,
-    operation,
-    reason: "InvalidResponse",
-    delivery: "Unknown",
-    detail,
-    ...(ids.taskId ? { taskId: ids.taskId } : {}),
-    ...(ids.contextId ? { contextId: ids.contextId } : {})
-  })
-
 const makeClient = (agentOptions: Options, client: Client, card: AgentCard, track: (signal: AbortSignal) => CallRecord) => {
   const agent = agentOptions.name
   const timeout = Duration.decode(agentOptions.timeout ?? Duration.seconds(30))
-  const call = callWith(agent, track, timeout)
-  const { observe, onError, onValue } = instrument(agent)
+  const { operate, reportStream, request } = clientCall.make(agent, track, timeout)
 
   const view = (operation: A2AClientError.Operation) =>
   (task: Task): Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError> => {
     const ids = { taskId: task.id, contextId: task.contextId }
     if (typeof task.id !== "string" || task.id === "") {
-      return Either.left(invalid(agent, operation, "the response holds a task without an id", ids))
+      return Either.left(clientCall.invalid(agent, operation, "the response holds a task without an id", ids))
     }
     const outcome = convert.taskOutcome(agent, task)
     if (Option.isSome(outcome)) return Either.right(outcome.value)
@@ -352,83 +179,81 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         })
       )
     }
-    return Either.left(invalid(agent, operation, `the task is in an unrecognised state (${convert.stateName(state)})`, ids))
+    return Either.left(clientCall.invalid(agent, operation, `the task is in an unrecognised state (${convert.stateName(state)})`, ids))
   }
 
-  const getTaskView = (taskId: string, options: CallOptions | undefined, span: Tracer.AnySpan | undefined) =>
-    call("GetTask", options, { taskId }, span, (o) => client.getTask({ tenant: "", id: taskId }, o), view("GetTask"))
+  const viewTask = view("GetTask")
+  const getTask = (taskId: string, options: CallOptions | undefined, observed = true) =>
+    operate<RemoteOutcome.TaskView>("GetTask", options, (exchange, done) =>
+      request(exchange, "GetTask", { taskId }, (o) => client.getTask({ tenant: "", id: taskId }, o), viewTask, done), observed)
 
-  /** Polls a task that a blocking send returned unfinished, until it ends or the call's time is up. */
-  const awaitEnd = (
-    running: RemoteOutcome.Running,
-    started: number | undefined,
-    limit: Duration.DurationInput,
-    options: CallOptions | undefined,
-    span: Tracer.Span
-  ): Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError> =>
-    Effect.gen(function*() {
-      const deadline = (started ?? (yield* Clock.currentTimeMillis)) + Duration.toMillis(limit)
-      let delay = 25
-      let current: RemoteOutcome.TaskView = running
-      while (current._tag === "Running") {
-        const now = yield* Clock.currentTimeMillis
-        if (now >= deadline) {
-          return yield* Effect.fail(
-            new A2AClientError.A2AClientError({
-              agent,
-              operation: "SendMessage",
-              reason: "Timeout",
-              delivery: "Unknown",
-              detail: `task ${running.taskId} did not end within ${Duration.format(timeout)}`,
-              taskId: running.taskId,
-              contextId: running.contextId
-            })
-          )
-        }
-        yield* Effect.sleep(Math.min(delay, deadline - now))
-        delay = Math.min(delay * 2, 1000)
-        // The message was accepted: whatever a poll hits, the send's own delivery is not "NotSent".
-        current = yield* getTaskView(running.taskId, options, span).pipe(
-          Effect.mapError((error) =>
-            new A2AClientError.A2AClientError({
-              ...error,
-              operation: "SendMessage",
-              delivery: "Unknown",
-              taskId: running.taskId,
-              contextId: running.contextId,
-              detail: `task ${running.taskId} was accepted; polling it failed: ${error.detail}`
-            })
-          )
-        )
-      }
-      return current
-    })
+  /**
+   * Polls a task that a blocking send returned unfinished, until it ends or
+   * the call's time is up (the exchange's signal aborts then).
+   */
+  const awaitEnd = (exchange: clientCall.Exchange, running: RemoteOutcome.Running, done: clientCall.Done<RemoteOutcome.RemoteOutcome>) => {
+    const ids = { taskId: running.taskId, contextId: running.contextId }
+    const timedOut = () =>
+      new A2AClientError.A2AClientError({
+        agent,
+        operation: "SendMessage",
+        reason: "Timeout",
+        delivery: "Unknown",
+        detail: `task ${running.taskId} did not end within ${Duration.format(exchange.timeout)}`,
+        ...ids
+      })
+    let delay = 25
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const onAbort = () => {
+      clearTimeout(timer)
+      done(Either.left(timedOut()))
+    }
+    exchange.signal.addEventListener("abort", onAbort, { once: true })
+    const finish: clientCall.Done<RemoteOutcome.RemoteOutcome> = (result) => {
+      exchange.signal.removeEventListener("abort", onAbort)
+      done(result)
+    }
+    const next = (current: RemoteOutcome.TaskView): void => {
+      if (current._tag !== "Running") return finish(Either.right(current))
+      const left = exchange.deadline - Date.now()
+      if (left <= 0) return finish(Either.left(timedOut()))
+      timer = setTimeout(() =>
+        request(exchange, "GetTask", ids, (o) => client.getTask({ tenant: "", id: running.taskId }, o), viewTask, (polled) =>
+          Either.isRight(polled)
+            ? next(polled.right)
+            // The message was accepted: whatever a poll hits, the send's own delivery is not "NotSent".
+            : finish(Either.left(
+              new A2AClientError.A2AClientError({
+                ...polled.left,
+                operation: "SendMessage",
+                delivery: "Unknown",
+                ...ids,
+                detail: `task ${running.taskId} was accepted; polling it failed: ${polled.left.detail}`
+              })
+            ))), Math.min(delay, left))
+      delay = Math.min(delay * 2, 1000)
+    }
+    next(running)
+  }
 
   const viewSent = view("SendMessage")
   const send: RemoteAgent["send"] = (input, options) =>
-    observe("SendMessage", (span) => {
-      const message = convert.userMessage(normalizeInput(input, options))
-      const ids = { contextId: message.contextId, taskId: message.taskId }
-      return call(
+    operate<RemoteOutcome.RemoteOutcome>("SendMessage", options, (exchange, done) => {
+      const message = messageOf(input, options)
+      request(
+        exchange,
         "SendMessage",
-        options,
-        ids,
-        span,
+        { contextId: message.contextId, taskId: message.taskId },
         (o) => client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, o),
-        (result) => isMessage(result) ? Either.right(convert.messageOutcome(agent, result)) : viewSent(result)
-      ).pipe(
-        Effect.flatMap((current) =>
-          current._tag === "Running"
-            ? awaitEnd(current, startMillis(span), options?.timeout ?? timeout, options, span)
-            : Effect.succeed(current)
-        )
+        (result) => isMessage(result) ? Either.right(convert.messageOutcome(agent, result)) : viewSent(result),
+        (result) => Either.isRight(result) && result.right._tag === "Running" ? awaitEnd(exchange, result.right, done) : done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
       )
     })
 
   const viewStreamed = view("SendStreamingMessage")
   const stream: RemoteAgent["stream"] = (input, options) =>
     Stream.suspend(() => {
-      const message = convert.userMessage(normalizeInput(input, options))
+      const message = messageOf(input, options)
       const state = {
         taskId: message.taskId,
         contextId: message.contextId,
@@ -470,7 +295,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             if (Option.isSome(outcome)) return Effect.succeed(finish(outcome.value))
             if (!convert.isRunning(status?.state)) {
               return Effect.fail(
-                invalid(agent, "SendStreamingMessage", `status update in an unrecognised state (${convert.stateName(status?.state)})`, ids())
+                clientCall.invalid(agent, "SendStreamingMessage", `status update in an unrecognised state (${convert.stateName(status?.state)})`, ids())
               )
             }
             const parts = (status?.message?.parts ?? []).map(convert.fromSdkPart)
@@ -488,7 +313,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
           case "artifactUpdate": {
             const update = payload.value
             if (update.artifact === undefined) {
-              return Effect.fail(invalid(agent, "SendStreamingMessage", "artifact update without an artifact", ids()))
+              return Effect.fail(clientCall.invalid(agent, "SendStreamingMessage", "artifact update without an artifact", ids()))
             }
             const chunk = convert.fromSdkArtifact(update.artifact)
             const previous = state.artifacts.get(chunk.artifactId)
@@ -510,7 +335,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             ])
           }
           default:
-            return Effect.fail(invalid(agent, "SendStreamingMessage", "stream event without a payload", ids()))
+            return Effect.fail(clientCall.invalid(agent, "SendStreamingMessage", "stream event without a payload", ids()))
         }
       }
 
@@ -520,7 +345,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
           (error.reason === "Timeout" && error.delivery === "Unknown")
         if (!recoverable || state.taskId === "") return Stream.fail(error)
         return Stream.fromEffect(
-          Effect.flatMap(contextSpan, (span) => getTaskView(state.taskId, options, span)).pipe(
+          getTask(state.taskId, options, false).pipe(
             Effect.flatMap((v) => (v._tag === "Running" ? Effect.fail(error) : Effect.succeed(RemoteEvent.Finished.make({ outcome: v })))),
             Effect.catchAll(() => Effect.fail(error))
           )
@@ -537,7 +362,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
           record.current = track(controller.signal)
           const generator = client.sendMessageStream(
             { tenant: "", message, configuration: undefined, metadata: undefined },
-            { signal: controller.signal, serviceParameters: callHeaders(span, options) }
+            { signal: controller.signal, serviceParameters: clientCall.callHeaders(span, options) }
           )
           // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
           const iterable: AsyncIterable<StreamResponse> = {
@@ -598,23 +423,24 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
       )
       return events.pipe(
         Stream.tap((event) =>
-          event._tag === "Finished" ? Effect.flatMap(contextSpan, (span) => onValue(span, "SendStreamingMessage", event.outcome)) : Effect.void
+          event._tag === "Finished" ? reportStream(Either.right(event.outcome)) : Effect.void
         ),
-        Stream.tapError((error) => Effect.flatMap(contextSpan, (span) => onError(span, error))),
+        Stream.tapError((error) => reportStream(Either.left(error))),
         Stream.withSpan("RemoteAgent.stream", { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
       )
     })
 
+  const viewCanceled = view("CancelTask")
   const agentService: RemoteAgent = {
     name: agent,
     url: agentOptions.url,
     card: Option.some(card),
     send,
     stream,
-    getTask: (taskId, o) => observe("GetTask", (span) => getTaskView(taskId, o, span)),
+    getTask: (taskId, o) => getTask(taskId, o),
     cancel: (taskId, o) =>
-      observe("CancelTask", (span) =>
-        call("CancelTask", o, { taskId }, span, (ro) => client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, ro), view("CancelTask")))
+      operate<RemoteOutcome.TaskView>("CancelTask", o, (exchange, done) =>
+        request(exchange, "CancelTask", { taskId }, (ro) => client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, ro), viewCanceled, done))
   }
   return agentService
 }
@@ -634,7 +460,7 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
       delivery: "NotSent",
       detail: `the agent was not available at start-up: ${cause.message}`
     })
-  const errorCounter = counter("a2a.client_error", cause.agent).pipe(Metric.tagged("reason", "Unavailable"))
+  const errorCounter = clientCall.counter("a2a.client_error", cause.agent, { reason: "Unavailable" })
   const failing = (operation: A2AClientError.Operation) =>
     Metric.update(errorCounter, 1).pipe(Effect.zipRight(Effect.fail(fail(operation))))
   return {
@@ -704,7 +530,7 @@ export const make = (options: Options): Effect.Effect<RemoteAgent, AgentCardReso
     const tracking = makeTrackingFetch(options.maxResponseBytes ?? 10 * 1024 * 1024, options.headers ?? {})
     const resolved = yield* resolveClient(options, tracking).pipe(
       Effect.tapError((error) =>
-        Metric.update(counter("a2a.card_resolution_error", options.name).pipe(Metric.tagged("reason", error.reason)), 1)
+        Metric.update(clientCall.counter("a2a.card_resolution_error", options.name, { reason: error.reason }), 1)
       )
     )
     return makeClient(options, resolved.client, resolved.card, tracking.track)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, HashMap, Logger, Metric, MetricState, Option, Stream } from "effect"
+import { Chunk, Effect, Exit, Fiber, HashMap, Logger, Metric, MetricState, Option, Stream, Tracer } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
 import { cardFor, json, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
@@ -130,6 +130,75 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       const view = yield* agent.cancel(taskId)
       expect(view._tag).toBe("Canceled")
       expect((yield* agent.getTask(taskId))._tag).toBe("Canceled")
+    }))
+
+  it.scopedLive("a blocking send answered with a WORKING task polls it until it ends", () =>
+    Effect.gen(function*() {
+      const peer = yield* sdkPeer()
+      const agent = yield* agentFor(peer.url)
+      const outcome = yield* agent.send("working 300")
+      expect(outcome).toMatchObject({ _tag: "Completed", text: "finished later" })
+      expect(peer.methods()[0]).toBe("SendMessage")
+      expect(peer.methods().slice(1).length).toBeGreaterThan(0)
+      expect(new Set(peer.methods().slice(1))).toEqual(new Set(["GetTask"]))
+    }))
+
+  it.scopedLive("a task that does not end within the call's time fails with Timeout, delivery Unknown", () =>
+    Effect.gen(function*() {
+      const peer = yield* sdkPeer()
+      const agent = yield* agentFor(peer.url)
+      const error = yield* Effect.flip(agent.send("working 10000", { timeout: "400 millis" }))
+      expect(error).toMatchObject({ reason: "Timeout", delivery: "Unknown", operation: "SendMessage" })
+      expect(error.taskId).toBeDefined()
+      expect(error.detail).toContain("did not end within 400ms")
+      // Polled, and no more once the time was up.
+      const polls = peer.methods().filter((method) => method === "GetTask").length
+      expect(polls).toBeGreaterThan(0)
+      yield* Effect.sleep("300 millis")
+      expect(peer.methods().filter((method) => method === "GetTask").length).toBe(polls)
+    }))
+
+  it.scopedLive("with a tracer that exports spans: a client span per call, ended on success, failure and interruption", () =>
+    Effect.gen(function*() {
+      const native = yield* Effect.tracer
+      const spans: Array<Tracer.Span> = []
+      const recording = Tracer.make({
+        span: (...args) => {
+          const span = native.span(...args)
+          spans.push(span)
+          return span
+        },
+        context: (f) => f()
+      })
+      const peer = yield* sdkPeer()
+      const agent = yield* agentFor(peer.url)
+      yield* Effect.gen(function*() {
+        const done = yield* agent.send("complete x")
+        yield* Effect.flip(agent.getTask("no-such-task"))
+        const fiber = yield* Effect.fork(agent.send("sleep 5000"))
+        yield* Effect.sleep("200 millis")
+        yield* Fiber.interrupt(fiber)
+        const calls = spans.filter((span) => span.name !== "caller")
+        const [send, getTask, interrupted] = calls
+        expect(calls.map((span) => [span.name, span.kind])).toEqual([
+          ["RemoteAgent.SendMessage", "client"],
+          ["RemoteAgent.GetTask", "client"],
+          ["RemoteAgent.SendMessage", "client"]
+        ])
+        expect(Object.fromEntries(send!.attributes)).toEqual({
+          "a2a.agent": agent.name,
+          "a2a.task_id": done.taskId,
+          "a2a.outcome": "Completed"
+        })
+        for (const span of calls) {
+          expect(span.parent).toEqual(Option.some(expect.objectContaining({ name: "caller" })))
+          expect(span.status._tag).toBe("Ended")
+        }
+        const exitOf = (span: Tracer.Span | undefined) => span?.status._tag === "Ended" ? span.status.exit : undefined
+        expect(Exit.isSuccess(exitOf(send)!)).toBe(true)
+        expect(Exit.isFailure(exitOf(getTask)!)).toBe(true)
+        expect(Exit.isInterrupted(exitOf(interrupted)!)).toBe(true)
+      }).pipe(Effect.withSpan("caller"), Effect.withTracer(recording))
     }))
 
   it.scopedLive("a v0.3 peer (the SDK's legacy compat server) works through the compat transport", () =>

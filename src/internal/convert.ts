@@ -43,11 +43,18 @@ export const fromSdkPart = (part: SdkPart): Part.Part => {
   }
 }
 
+export const textSdkPart = (text: string): SdkPart => ({
+  content: { $case: "text", value: text },
+  metadata: undefined,
+  filename: "",
+  mediaType: ""
+})
+
 export const toSdkPart = (part: Part.Part): SdkPart => {
   const base = { metadata: undefined, filename: "", mediaType: "" }
   switch (part._tag) {
     case "Text":
-      return { ...base, content: { $case: "text", value: part.text } }
+      return textSdkPart(part.text)
     case "Data":
       return { ...base, content: { $case: "data", value: part.data } }
     case "File":
@@ -128,18 +135,19 @@ export const messageOutcome = (agent: string, message: Message): RemoteOutcome.R
     outcomeOf(agent, String(message.taskId ?? ""), String(message.contextId ?? ""), TaskState.TASK_STATE_COMPLETED, message, [])
   )
 
-export const userMessage = (input: {
-  readonly parts: ReadonlyArray<Part.Part>
-  readonly contextId?: string | undefined
-  readonly taskId?: string | undefined
-  readonly metadata?: Readonly<Record<string, unknown>> | undefined
-}): Message => ({
+/** A user message of the SDK's shape. */
+export const userMessage = (
+  parts: Array<SdkPart>,
+  contextId: string | undefined,
+  taskId: string | undefined,
+  metadata: Record<string, unknown> | undefined
+): Message => ({
   messageId: crypto.randomUUID(),
-  contextId: input.contextId ?? "",
-  taskId: input.taskId ?? "",
+  contextId: contextId ?? "",
+  taskId: taskId ?? "",
   role: Role.ROLE_USER,
-  parts: input.parts.map(toSdkPart),
-  metadata: input.metadata === undefined ? undefined : { ...input.metadata },
+  parts,
+  metadata,
   extensions: [],
   referenceTaskIds: []
 })

@@ -1,10 +1,18 @@
 /**
- * Whether spans go anywhere.
+ * Spans made and ended by hand, for the paths that run on every request, and
+ * whether spans go anywhere.
  *
  * @internal
  */
+import * as Chunk from "effect/Chunk"
+import type * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Tracer from "effect/Tracer"
+import type * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import * as Tracer from "effect/Tracer"
 
 let defaultTracer: Tracer.Tracer | undefined
 
@@ -16,3 +24,111 @@ let defaultTracer: Tracer.Tracer | undefined
  */
 export const exportsSpans = (tracer: Tracer.Tracer): boolean =>
   tracer !== (defaultTracer ??= Effect.runSync(Effect.tracer))
+
+/**
+ * What a span made by `Effect.makeSpan` takes from a fiber: its tracer and
+ * clock, and the tracer settings in its refs.
+ *
+ * @internal
+ */
+export interface SpanSettings {
+  readonly tracer: Tracer.Tracer
+  readonly clock: Clock.Clock
+  readonly enabled: boolean
+  readonly timing: boolean
+  readonly annotations: HashMap.HashMap<string, unknown>
+  readonly links: Chunk.Chunk<Tracer.SpanLink>
+}
+
+/**
+ * Reads the settings through `get`: a runtime's `FiberRefs`, or a running
+ * fiber's `getFiberRef` (its `getFiberRefs` would copy them).
+ *
+ * @internal
+ */
+export const spanSettings = (
+  get: <A>(ref: FiberRef.FiberRef<A>) => A,
+  tracer: Tracer.Tracer,
+  clock: Clock.Clock
+): SpanSettings => ({
+  tracer,
+  clock,
+  enabled: get(FiberRef.currentTracerEnabled),
+  timing: get(FiberRef.currentTracerTimingEnabled),
+  annotations: get(FiberRef.currentTracerSpanAnnotations),
+  links: get(FiberRef.currentTracerSpanLinks)
+})
+
+/**
+ * The parent a new span takes from `span`, skipping spans that opted out of
+ * propagation, as `Effect.makeSpan` does.
+ *
+ * @internal
+ */
+export const propagatedParent = (span: Tracer.AnySpan | undefined): Option.Option<Tracer.AnySpan> => {
+  let current = span
+  while (current !== undefined && Context.get(current.context, Tracer.DisablePropagation)) {
+    current = current._tag === "Span" ? Option.getOrUndefined(current.parent) : undefined
+  }
+  return Option.fromNullable(current)
+}
+
+/**
+ * Starts a span the way `Effect.makeSpan` would for the same settings, or
+ * none when tracing is off. Whoever starts it must end it with `endSpan` on
+ * every path, interruption included.
+ *
+ * @internal
+ */
+export const startSpan = (
+  settings: SpanSettings,
+  name: string,
+  parent: Option.Option<Tracer.AnySpan>,
+  kind: Tracer.SpanKind,
+  attributes: Readonly<Record<string, unknown>>
+): Tracer.Span | undefined => {
+  if (!settings.enabled) return undefined
+  const span = settings.tracer.span(
+    name,
+    parent,
+    Context.empty(),
+    Chunk.toReadonlyArray(settings.links),
+    settings.timing ? settings.clock.unsafeCurrentTimeNanos() : 0n,
+    kind,
+    { captureStackTrace: false }
+  )
+  HashMap.forEach(settings.annotations, (value, key) => span.attribute(key, value))
+  for (const key in attributes) span.attribute(key, attributes[key])
+  return span
+}
+
+/** Ends `span` once, at the clock's time unless timing is off. @internal */
+export const endSpan = (settings: SpanSettings, span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): void => {
+  if (span.status._tag === "Ended") return
+  span.end(settings.timing ? settings.clock.unsafeCurrentTimeNanos() : 0n, exit)
+}
+
+/** What a hop needs of a span: its ids for `traceparent` and log annotations. @internal */
+export interface SpanIds {
+  readonly traceId: string
+  readonly spanId: string
+  readonly sampled: boolean
+}
+
+/** The W3C `traceparent` header of `span`. @internal */
+export const traceparent = (span: SpanIds): string => `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
+
+const randomHex32 = (): string => crypto.randomUUID().replaceAll("-", "")
+
+/**
+ * Ids for a span under `parent` that no tracer would export: Effect's
+ * default tracer keeps a span for the code that runs in it, and none runs in
+ * a client call, so only its ids are made. The last 16 hex digits of a
+ * random UUID are never all zero (its variant digit is 8 to b).
+ *
+ * @internal
+ */
+export const childIds = (parent: Option.Option<Tracer.AnySpan>): SpanIds =>
+  parent._tag === "Some"
+    ? { traceId: parent.value.traceId, spanId: randomHex32().slice(16), sampled: parent.value.sampled }
+    : { traceId: randomHex32(), spanId: randomHex32().slice(16), sampled: true }

@@ -36,17 +36,23 @@ const limitBody = (response: Response, limit: number): Response => {
   return new Response(limited, { status: response.status, statusText: response.statusText, headers: response.headers })
 }
 
+const recordKey = Symbol("effect-a2a/CallRecord")
+
+interface Tracked extends AbortSignal {
+  [recordKey]?: CallRecord
+}
+
 export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Record<string, string>>): TrackingFetch => {
-  const records = new WeakMap<AbortSignal, CallRecord>()
   const withHeaders = Object.keys(headers).length > 0
   return {
     track: (signal) => {
       const record: CallRecord = { sent: false }
-      records.set(signal, record)
+      // On the signal itself rather than in a WeakMap: weak tables cost every garbage collection.
+      ;(signal as Tracked)[recordKey] = record
       return record
     },
     fetch: (input, init) => {
-      const record = init?.signal ? records.get(init.signal) : undefined
+      const record = (init?.signal as Tracked | null | undefined)?.[recordKey]
       if (record) record.sent = true
       return fetch(
         input,
@@ -54,8 +60,11 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
       ).then((response) => {
         if (record) {
           record.status = response.status
-          const retryAfter = parseRetryAfter(response.headers.get("retry-after"), Date.now())
-          if (retryAfter !== undefined) record.retryAfter = retryAfter
+          // Only a refusal's Retry-After matters to the caller.
+          if (!response.ok) {
+            const retryAfter = parseRetryAfter(response.headers.get("retry-after"), Date.now())
+            if (retryAfter !== undefined) record.retryAfter = retryAfter
+          }
         }
         return limitBody(response, maxResponseBytes)
       })

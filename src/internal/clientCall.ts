@@ -1,0 +1,271 @@
+/**
+ * One client operation as one asynchronous step: its span, its requests (a
+ * blocking send may poll), the conversion of the answer, the outcome metric
+ * and the log line. It runs on every call, and on a busy process each Effect
+ * step around a call costs more than the work it wraps, so the operation is
+ * written with callbacks inside a single `Effect.async`: the span starts when
+ * it is registered and ends where it settles or is interrupted, with nothing
+ * in between that could skip the end.
+ *
+ * @internal
+ */
+import type { RequestOptions } from "@a2a-js/sdk/client"
+import type { Fiber } from "effect"
+import { Clock, Context, Duration, Effect, Either, Exit, FiberRef, LogLevel, type Metric, MetricKey, Option, type Tracer } from "effect"
+import * as A2AClientError from "../A2AClientError.js"
+import * as Idempotency from "../Idempotency.js"
+import type { CallOptions } from "../RemoteAgent.js"
+import * as RemoteOutcome from "../RemoteOutcome.js"
+import { type CallRecord, classifyCall } from "./classify.js"
+import * as metrics from "./metrics.js"
+import * as tracing from "./tracing.js"
+
+/** The known ids of the task a request is about, for errors. @internal */
+export interface Ids {
+  readonly taskId?: string | undefined
+  readonly contextId?: string | undefined
+}
+
+/** One operation's requests share its abort signal, record, headers and deadline. @internal */
+export interface Exchange {
+  readonly signal: AbortSignal
+  readonly record: CallRecord
+  readonly headers: Record<string, string>
+  /** When the operation's time is up, in `Date.now()` milliseconds. */
+  readonly deadline: number
+  readonly timeout: Duration.Duration
+}
+
+/** How an operation (or one of its requests) ended. @internal */
+export type Done<B> = (result: Either.Either<B, A2AClientError.A2AClientError>) => void
+
+/**
+ * The headers of one call: `traceparent` for its span, so the server's spans
+ * join the caller's trace, then the call's own. The agent's headers are added
+ * to every request by its fetch (see `makeTrackingFetch`).
+ *
+ * @internal
+ */
+export const callHeaders = (span: tracing.SpanIds | undefined, options: CallOptions | undefined): Record<string, string> => {
+  const headers: Record<string, string> = span === undefined ? {} : { traceparent: tracing.traceparent(span) }
+  if (options?.headers !== undefined) Object.assign(headers, options.headers)
+  if (options?.idempotencyKey !== undefined) headers[Idempotency.headerName] = options.idempotencyKey
+  return headers
+}
+
+/** A response that could not be used. @internal */
+export const invalid = (agent: string, operation: A2AClientError.Operation, detail: string, ids: Ids) =>
+  new A2AClientError.A2AClientError({
+    agent,
+    operation,
+    reason: "InvalidResponse",
+    delivery: "Unknown",
+    detail,
+    ...(ids.taskId ? { taskId: ids.taskId } : {}),
+    ...(ids.contextId ? { contextId: ids.contextId } : {})
+  })
+
+/** A counter of one agent's calls. @internal */
+export const counter = (name: string, agent: string, tags?: Readonly<Record<string, string>>): Metric.Metric.Counter<number> =>
+  metrics.tagged(MetricKey.counter(name, { incremental: true }), { agent, ...tags })
+
+const outcomeCounterNames: Record<RemoteOutcome.Tag, string> = {
+  Completed: "a2a.remote_completed",
+  Failed: "a2a.remote_failed",
+  Canceled: "a2a.remote_canceled",
+  Rejected: "a2a.remote_rejected",
+  InputRequired: "a2a.remote_input_required",
+  AuthRequired: "a2a.remote_auth_required"
+}
+
+/** Annotates logs with the trace id, so both sides of a hop can be found in one search. */
+const withTraceId =
+  (span: tracing.SpanIds | undefined) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    span === undefined ? effect : Effect.annotateLogs(effect, "traceId", span.traceId)
+
+const timeoutError = () => new DOMException("The operation timed out", "TimeoutError")
+
+const spanKind = "client" as const
+
+/**
+ * The calls of one agent, with their metrics per channel, log annotations
+ * and spans. Built once per agent.
+ *
+ * @internal
+ */
+export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, defaultTimeout: Duration.Duration) => {
+  const outcomeCounters = Object.fromEntries(
+    Object.entries(outcomeCounterNames).map(([tag, name]) => [tag, counter(name, agent)])
+  ) as Record<RemoteOutcome.Tag, ReturnType<typeof counter>>
+  const errorCounters = Object.fromEntries(
+    A2AClientError.Reason.literals.map((reason) => [reason, counter("a2a.client_error", agent, { reason })])
+  ) as Record<A2AClientError.Reason, ReturnType<typeof counter>>
+  const spanAttributes = { "a2a.agent": agent }
+
+  const logged = (fiber: Fiber.RuntimeFiber<unknown, unknown>, level: LogLevel.LogLevel) =>
+    LogLevel.greaterThanEqual(level, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
+
+  /**
+   * Counts how an operation ended and marks its span; the log line, when its
+   * level is on, is returned to run in the fiber. What `Metric.update` does,
+   * without its steps.
+   */
+  const report = (
+    fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    span: tracing.SpanIds | Tracer.AnySpan | undefined,
+    operation: A2AClientError.Operation,
+    result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
+  ): Effect.Effect<void> | undefined => {
+    const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
+    if (Either.isLeft(result)) {
+      const error = result.left
+      errorCounters[error.reason].unsafeUpdate(1, labels)
+      if (!logged(fiber, LogLevel.Warning)) return undefined
+      return Effect.logWarning(error.message).pipe(
+        Effect.annotateLogs({
+          agent,
+          reason: error.reason,
+          delivery: error.delivery,
+          ...(error.taskId === undefined ? {} : { taskId: error.taskId }),
+          ...(error.contextId === undefined ? {} : { contextId: error.contextId })
+        }),
+        withTraceId(span)
+      )
+    }
+    const outcome = result.right
+    if (outcome._tag === "Running") return undefined
+    if (span !== undefined && "_tag" in span && span._tag === "Span") {
+      span.attribute("a2a.task_id", outcome.taskId)
+      span.attribute("a2a.outcome", outcome._tag)
+    }
+    outcomeCounters[outcome._tag].unsafeUpdate(1, labels)
+    const level = outcome._tag === "Failed" ? LogLevel.Warning : LogLevel.Debug
+    if (!logged(fiber, level)) return undefined
+    const errorId = Option.getOrUndefined(RemoteOutcome.errorIdOf(outcome))
+    return Effect.logWithLevel(level, `remote agent ${agent}: ${operation} ended ${outcome._tag}`).pipe(
+      Effect.annotateLogs({
+        agent,
+        outcome: outcome._tag,
+        taskId: outcome.taskId,
+        contextId: outcome.contextId,
+        ...(errorId === undefined ? {} : { errorId })
+      }),
+      withTraceId(span)
+    )
+  }
+
+  /**
+   * Records how a stream ended, in the stream's span.
+   */
+  const reportStream = (result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>): Effect.Effect<void> =>
+    Effect.withFiberRuntime((fiber) => report(fiber, fiber.currentSpan, "SendStreamingMessage", result) ?? Effect.void)
+
+  /**
+   * One request of an exchange. `done` gets the decoded answer or the
+   * classified error, exactly once; a throw while decoding becomes a typed
+   * `InvalidResponse` (it would otherwise be lost in the promise chain and
+   * leave the call hanging).
+   */
+  const request = <A, B>(
+    exchange: Exchange,
+    operation: A2AClientError.Operation,
+    ids: Ids,
+    run: (options: RequestOptions) => Promise<A>,
+    decode: (response: A) => Either.Either<B, A2AClientError.A2AClientError>,
+    done: Done<B>
+  ): void => {
+    const fail = (error: unknown) =>
+      done(Either.left(classifyCall(error, { agent, operation, record: exchange.record, streamStarted: false, ...ids })))
+    try {
+      run({ signal: exchange.signal, serviceParameters: exchange.headers }).then((response) => {
+        let decoded: Either.Either<B, A2AClientError.A2AClientError>
+        try {
+          decoded = decode(response)
+        } catch (error) {
+          decoded = Either.left(invalid(agent, operation, `the response could not be converted: ${String(error)}`, ids))
+        }
+        done(decoded)
+      }, fail)
+    } catch (error) {
+      fail(error)
+    }
+  }
+
+  /**
+   * Runs one operation: `start` sends its requests on the exchange and calls
+   * `done` once. The exchange's signal aborts on interruption and when the
+   * operation's time is up. With `observed` off (a stream recovering its
+   * task's state) the operation makes no span and counts nothing: the stream
+   * does both.
+   */
+  const operate = <B extends RemoteOutcome.TaskView>(
+    operation: A2AClientError.Operation,
+    options: CallOptions | undefined,
+    start: (exchange: Exchange, done: Done<B>) => void,
+    observed = true
+  ): Effect.Effect<B, A2AClientError.A2AClientError> =>
+    Effect.withFiberRuntime((fiber) => {
+      const tracer = fiber.currentTracer
+      // A real span only when spans go somewhere; otherwise its ids carry the trace to the server.
+      const settings = observed && tracing.exportsSpans(tracer)
+        ? tracing.spanSettings((ref) => fiber.getFiberRef(ref), tracer, Context.get(fiber.currentDefaultServices, Clock.Clock))
+        : undefined
+      const parent = fiber.currentSpan
+      const span = settings && tracing.startSpan(
+        settings,
+        `RemoteAgent.${operation}`,
+        tracing.propagatedParent(parent),
+        spanKind,
+        spanAttributes
+      )
+      const ids: tracing.SpanIds | undefined = !observed
+        ? parent
+        : settings !== undefined
+        ? span
+        : fiber.getFiberRef(FiberRef.currentTracerEnabled)
+        ? tracing.childIds(tracing.propagatedParent(parent))
+        : undefined
+      return Effect.async<B, A2AClientError.A2AClientError>((resume) => {
+        const timeout = Duration.decode(options?.timeout ?? defaultTimeout)
+        const controller = new AbortController()
+        const timer = setTimeout(() => controller.abort(timeoutError()), Duration.toMillis(timeout))
+        let open = true
+        const close = (exit: Exit.Exit<B, A2AClientError.A2AClientError>): void => {
+          open = false
+          clearTimeout(timer)
+          if (span !== undefined) tracing.endSpan(settings!, span, exit)
+        }
+        const done: Done<B> = (result) => {
+          if (!open) return
+          const exit: Exit.Exit<B, A2AClientError.A2AClientError> = Either.isRight(result)
+            ? Exit.succeed(result.right)
+            : Exit.fail(result.left)
+          const log = observed ? report(fiber, span ?? ids, operation, result) : undefined
+          close(exit)
+          resume(log === undefined ? exit : Effect.zipRight(log, exit))
+        }
+        try {
+          start({
+            signal: controller.signal,
+            record: track(controller.signal),
+            headers: callHeaders(ids, options),
+            deadline: Date.now() + Duration.toMillis(timeout),
+            timeout
+          }, done)
+        } catch (defect) {
+          if (open) {
+            controller.abort()
+            close(Exit.die(defect))
+            resume(Exit.die(defect))
+          }
+        }
+        return Effect.sync(() => {
+          if (!open) return
+          controller.abort()
+          close(Exit.interrupt(fiber.id()))
+        })
+      })
+    })
+
+  return { operate, request, reportStream }
+}

@@ -1,0 +1,46 @@
+/**
+ * Metric keys of the server, and tagged metrics for hot paths.
+ *
+ * @internal
+ */
+import * as Metric from "effect/Metric"
+import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as MetricKey from "effect/MetricKey"
+import type * as MetricKeyType from "effect/MetricKeyType"
+
+/**
+ * The metric of `key` with `tags` added. Unlike `Metric.tagged`, which builds
+ * and hashes the tagged key on every update to find its entry in the
+ * registry, this finds the entry once.
+ *
+ * @internal
+ */
+export const tagged = <Type extends MetricKeyType.MetricKeyType<any, any>>(
+  key: MetricKey.MetricKey<Type>,
+  tags: Readonly<Record<string, string>>
+) => Metric.fromMetricKey(Object.entries(tags).reduce((tagged, [name, value]) => MetricKey.tagged(tagged, name, value), key))
+
+/** @internal */
+export const serverCompleted = MetricKey.counter("a2a.server.completed", {
+  description: "A2A runs that ended COMPLETED",
+  incremental: true
+})
+
+/** @internal */
+export const serverFailed = MetricKey.counter("a2a.server.failed", {
+  description: "A2A runs that ended FAILED, each with an error id in the log",
+  incremental: true
+})
+
+/** @internal */
+export const serverCanceledByAdmission = MetricKey.counter("a2a.server.canceled_by_admission", {
+  description: "A2A runs canceled by the admission hook before the agent ran",
+  incremental: true
+})
+
+/** @internal */
+export const serverLatency = MetricKey.histogram(
+  "a2a.server.latency",
+  MetricBoundaries.exponential({ start: 1, factor: 2, count: 20 }),
+  "A2A run latency in milliseconds, from the start of a run to its final status"
+)
