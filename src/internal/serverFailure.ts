@@ -11,7 +11,11 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 
 /** @internal */
-export const makeErrorId = (): string => crypto.randomUUID().replace(/-/g, "").slice(0, 12)
+export const makeErrorId = (): string => {
+  // The first 12 hex digits of a version 4 UUID are all random (its fixed digits come later).
+  const uuid = crypto.randomUUID()
+  return uuid.slice(0, 8) + uuid.slice(9, 13)
+}
 
 /** @internal */
 export const failureText = (errorId: string): string => `Agent execution failed. (error_id: ${errorId})`
@@ -83,6 +87,13 @@ export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly errorId:
 
 const fieldsOf = (error: unknown): Option.Option<string> => {
   if (typeof error !== "object" || error === null) return Option.none()
+  // A plain Error has no enumerable fields: the common case, answered without copying.
+  let enumerable = false
+  for (const _ in error) {
+    enumerable = true
+    break
+  }
+  if (!enumerable) return Option.none()
   // `_tag` first: it names what failed.
   const own = Object.entries(error)
     .filter(([key]) => key !== "stack" && key !== "message")

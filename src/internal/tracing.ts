@@ -118,17 +118,23 @@ export interface SpanIds {
 /** The W3C `traceparent` header of `span`. @internal */
 export const traceparent = (span: SpanIds): string => `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
 
-const randomHex32 = (): string => crypto.randomUUID().replaceAll("-", "")
+const hex8 = (): string => ((Math.random() * 0x1_0000_0000) >>> 0).toString(16).padStart(8, "0")
+
+/** 16 random hex digits, not all zero (W3C forbids an all-zero span id). */
+const spanIdHex = (): string => {
+  const id = hex8() + hex8()
+  return id === "0000000000000000" ? spanIdHex() : id
+}
 
 /**
  * Ids for a span under `parent` that no tracer would export: Effect's
  * default tracer keeps a span for the code that runs in it, and none runs in
- * a client call, so only its ids are made. The last 16 hex digits of a
- * random UUID are never all zero (its variant digit is 8 to b).
+ * a client call, so only its ids are made, from `Math.random` as that tracer
+ * makes them.
  *
  * @internal
  */
 export const childIds = (parent: Option.Option<Tracer.AnySpan>): SpanIds =>
   parent._tag === "Some"
-    ? { traceId: parent.value.traceId, spanId: randomHex32().slice(16), sampled: parent.value.sampled }
-    : { traceId: randomHex32(), spanId: randomHex32().slice(16), sampled: true }
+    ? { traceId: parent.value.traceId, spanId: spanIdHex(), sampled: parent.value.sampled }
+    : { traceId: spanIdHex() + spanIdHex(), spanId: spanIdHex(), sampled: true }
