@@ -158,6 +158,21 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(peer.methods().filter((method) => method === "GetTask").length).toBe(polls)
     }))
 
+  it.scopedLive("interrupting a send while it polls stops the polling and counts no error", () =>
+    Effect.gen(function*() {
+      const peer = yield* sdkPeer()
+      const agent = yield* agentFor(peer.url)
+      const fiber = yield* Effect.fork(agent.send("working 10000"))
+      yield* Effect.sleep("300 millis")
+      expect(peer.methods()).toContain("GetTask")
+      const exit = yield* Fiber.interrupt(fiber)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      const polls = peer.methods().length
+      yield* Effect.sleep("300 millis")
+      expect(peer.methods()).toHaveLength(polls)
+      expect(yield* count("a2a.client_error", { agent: agent.name })).toBe(0)
+    }))
+
   it.scopedLive("with a tracer that exports spans: a client span per call, ended on success, failure and interruption", () =>
     Effect.gen(function*() {
       const native = yield* Effect.tracer

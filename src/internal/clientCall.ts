@@ -254,15 +254,16 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
           }, done)
         } catch (defect) {
           if (open) {
-            controller.abort()
             close(Exit.die(defect))
+            controller.abort()
             resume(Exit.die(defect))
           }
         }
+        // Closed before aborting: what the abort sets off must find the operation ended.
         return Effect.sync(() => {
           if (!open) return
-          controller.abort()
           close(Exit.interrupt(fiber.id()))
+          controller.abort()
         })
       })
     })
