@@ -397,28 +397,33 @@ export const make: {
       if (Number.isFinite(declared) && declared > maxBodyBytes) {
         return Effect.succeed(rpcError(null, internalRpc.INVALID_REQUEST, "Request body too large.", 413))
       }
-      return Effect.flatMap(Effect.promise(() => internalRpc.readBody(incoming, maxBodyBytes)), (bytes) => {
-        if (bytes === undefined) {
-          return Effect.succeed(rpcError(null, internalRpc.INVALID_REQUEST, "Request body too large or unreadable.", 413))
-        }
-        let body: unknown
-        try {
-          body = JSON.parse(utf8.decode(bytes))
-        } catch {
-          return Effect.succeed(rpcError(null, internalRpc.PARSE_ERROR, "Invalid JSON payload."))
-        }
-        return Effect.flatMap(Effect.promise(() => dispatcher.dispatch(body, headers)), (dispatched) => {
-          if (dispatched._tag === "Json") {
-            return Effect.map(
-              sanitizeBody(dispatched.body, "response"),
-              (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
-            )
+      // Read, parse and dispatch in one promise: one wait for the fiber per request.
+      type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
+      const receive = (): Promise<Received> =>
+        internalRpc.readBody(incoming, maxBodyBytes).then((bytes): Received | Promise<Received> => {
+          if (bytes === undefined) {
+            return rpcError(null, internalRpc.INVALID_REQUEST, "Request body too large or unreadable.", 413)
           }
-          return Effect.succeed(HttpServerResponse.stream(sseStream(dispatched), {
-            contentType: SSE_HEADERS["Content-Type"],
-            headers: { ...SSE_HEADERS, ...dispatched.headers }
-          }))
+          let body: unknown
+          try {
+            body = JSON.parse(utf8.decode(bytes))
+          } catch {
+            return rpcError(null, internalRpc.PARSE_ERROR, "Invalid JSON payload.")
+          }
+          return dispatcher.dispatch(body, headers)
         })
+      return Effect.flatMap(Effect.promise(receive), (dispatched) => {
+        if (HttpServerResponse.isServerResponse(dispatched)) return Effect.succeed(dispatched)
+        if (dispatched._tag === "Json") {
+          return Effect.map(
+            sanitizeBody(dispatched.body, "response"),
+            (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
+          )
+        }
+        return Effect.succeed(HttpServerResponse.stream(sseStream(dispatched), {
+          contentType: SSE_HEADERS["Content-Type"],
+          headers: { ...SSE_HEADERS, ...dispatched.headers }
+        }))
       })
     }).pipe(
       Effect.catchAllCause((cause) => {
