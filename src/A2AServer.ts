@@ -332,23 +332,25 @@ export const make: {
     })
 
     // -32603 answers carry only an error id; what happened is logged under it.
-    const sanitize = (error: internalRpc.RpcError, id: unknown, where: string) => {
+    // `thrown` is what was thrown, when known; otherwise the log has the error's message.
+    const sanitize = (error: internalRpc.RpcError, id: unknown, where: string, thrown?: unknown) => {
       if (error.code !== internalRpc.INTERNAL_ERROR) return Effect.succeed(error)
       // Already opaque: its cause was logged under that id where it happened.
       if (internalFailure.isInternalErrorText(error.message)) {
         return Effect.succeed<internalRpc.RpcError>({ code: error.code, message: error.message })
       }
       const errorId = internalFailure.makeErrorId()
+      const cause = thrown === undefined ? `${error.message}` : internalFailure.renderCause(Cause.die(thrown))
       return Effect.logError("Unexpected error in the JSON-RPC endpoint").pipe(
-        Effect.annotateLogs({ errorId, where, requestId: String(id), cause: `${error.message}` }),
+        Effect.annotateLogs({ errorId, where, requestId: String(id), cause }),
         Effect.as<internalRpc.RpcError>({ code: internalRpc.INTERNAL_ERROR, message: internalFailure.internalErrorText(errorId) })
       )
     }
 
-    const sanitizeBody = (body: unknown, where: string): Effect.Effect<unknown> => {
+    const sanitizeBody = (body: unknown, where: string, thrown?: unknown): Effect.Effect<unknown> => {
       if (typeof body === "object" && body !== null && "error" in body) {
         const response = body as internalRpc.RpcErrorResponse
-        return Effect.map(sanitize(response.error, response.id, where), (error) => ({ ...response, error }))
+        return Effect.map(sanitize(response.error, response.id, where, thrown), (error) => ({ ...response, error }))
       }
       return Effect.succeed(body)
     }
@@ -368,7 +370,7 @@ export const make: {
         Stream.mapEffect((event) => Effect.map(sanitizeBody(event, "stream"), formatSSEEvent)),
         Stream.catchAll((error) =>
           Stream.fromEffect(Effect.map(
-            sanitize(mapError(error), id, "stream"),
+            sanitize(mapError(error), id, "stream", error),
             (mapped) => formatSSEErrorEvent({ jsonrpc: "2.0", id, error: mapped })
           ))
         ),
@@ -416,7 +418,7 @@ export const make: {
         if (HttpServerResponse.isServerResponse(dispatched)) return Effect.succeed(dispatched)
         if (dispatched._tag === "Json") {
           return Effect.map(
-            sanitizeBody(dispatched.body, "response"),
+            sanitizeBody(dispatched.body, "response", dispatched.cause),
             (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
           )
         }

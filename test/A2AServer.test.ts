@@ -153,7 +153,8 @@ describe("A2AServer", () => {
       expect(Object.keys(error)).toEqual(["code", "message"])
       const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(error.message))
       const line = logs.lines.find((l) => l.annotations.errorId === errorId)
-      expect(String(line?.annotations.cause)).toContain(secret)
+      // The whole error, with its stack, though the SDK's transport answered it with its message only.
+      expect(String(line?.annotations.cause)).toMatch(new RegExp(`^Error: db down: ${secret}\\n\\s+at `))
       expect(unexpected.text).not.toContain(secret)
 
       // A store that fails while a task runs: the SDK writes the failure into the

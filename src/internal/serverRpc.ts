@@ -40,13 +40,19 @@ export interface RpcErrorResponse {
 }
 
 /**
- * The outcome of a dispatch. `cause` is set on -32603 answers: what went
- * wrong, for the log only.
+ * The outcome of a dispatch. `cause` is set on -32603 answers when the thrown
+ * value is known: what went wrong, for the log only.
  *
  * @internal
  */
 export type Dispatched =
-  | { readonly _tag: "Json"; readonly status: number; readonly body: unknown; readonly headers: Record<string, string> }
+  | {
+    readonly _tag: "Json"
+    readonly status: number
+    readonly body: unknown
+    readonly headers: Record<string, string>
+    readonly cause?: unknown
+  }
   | {
     readonly _tag: "Stream"
     readonly first: IteratorResult<unknown> | undefined
@@ -70,10 +76,45 @@ const idOf = (body: unknown): unknown =>
 const methodOf = (body: unknown): unknown =>
   typeof body === "object" && body !== null && "method" in body ? (body as { method: unknown }).method : undefined
 
+const isInternalError = (result: unknown): boolean =>
+  typeof result === "object" && result !== null && "error" in result &&
+  (result as { error?: { code?: unknown } }).error?.code === INTERNAL_ERROR
+
+/**
+ * `handler`, keeping what its calls reject with under their call context:
+ * the SDK's transport answers a rejection as -32603 with its message only,
+ * and the server log wants the whole error. The caller gets the handler's own
+ * promise, so no step is added.
+ */
+const capturing = (handler: A2ARequestHandler, thrown: WeakMap<object, unknown>): A2ARequestHandler => {
+  const wrapped = new Map<PropertyKey, unknown>()
+  return new Proxy(handler, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver)
+      if (typeof value !== "function") return value
+      let method = wrapped.get(property)
+      if (method === undefined) {
+        method = (...args: Array<unknown>) => {
+          const result: unknown = value.apply(target, args)
+          const context = args[args.length - 1]
+          if (result instanceof Promise && typeof context === "object" && context !== null) {
+            result.catch((error: unknown) => thrown.set(context, error))
+          }
+          return result
+        }
+        wrapped.set(property, method)
+      }
+      return method
+    }
+  })
+}
+
 /** @internal */
 export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard): Dispatcher => {
-  const v1 = new JsonRpcTransportHandler(requestHandler)
-  const legacy = new LegacyJsonRpcTransportHandler(requestHandler)
+  const thrown = new WeakMap<object, unknown>()
+  const captured = capturing(requestHandler, thrown)
+  const v1 = new JsonRpcTransportHandler(captured)
+  const legacy = new LegacyJsonRpcTransportHandler(captured)
   const versionHeader = A2A_VERSION_HEADER.toLowerCase()
   const dispatch = async (body: unknown, headers: Headers): Promise<Dispatched> => {
     const requestedVersion = headers[versionHeader] || undefined
@@ -109,18 +150,25 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
         try {
           first = await iterator.next()
         } catch (error) {
-          return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error: mapError(error) }, headers: {} }
+          return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error: mapError(error) }, headers: {}, cause: error }
         }
         return { _tag: "Stream", first, iterator, mapError, id, headers: responseHeaders }
       }
-      return { _tag: "Json", status: 200, body: result, headers: responseHeaders }
+      return {
+        _tag: "Json",
+        status: 200,
+        body: result,
+        headers: responseHeaders,
+        ...(isInternalError(result) && thrown.has(context) ? { cause: thrown.get(context) } : {})
+      }
     } catch (error) {
       const mapped = mapError(error)
       return {
         _tag: "Json",
         status: mapped.code === INTERNAL_ERROR ? 500 : 200,
         body: { jsonrpc: "2.0", id, error: mapped },
-        headers: {}
+        headers: {},
+        cause: error
       }
     }
   }
