@@ -36,7 +36,6 @@ import {
   FiberRef,
   FiberRefs,
   HashMap,
-  Metric,
   Option,
   Runtime,
   Schema

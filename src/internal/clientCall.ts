@@ -103,7 +103,7 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
   const spanAttributes = { "a2a.agent": agent }
 
   const logged = (fiber: Fiber.RuntimeFiber<unknown, unknown>, level: LogLevel.LogLevel) =>
-    LogLevel.greaterThanEqual(level, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
+    level.ordinal >= fiber.getFiberRef(FiberRef.currentMinimumLogLevel).ordinal
 
   /**
    * Counts how an operation ended and marks its span; the log line, when its
