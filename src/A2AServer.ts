@@ -93,8 +93,9 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
  * - A repeat of a finished request gets the original task back in its final
  *   state (FAILED included) without running again.
  * - A repeat while it runs joins it: the same task id; a blocking call waits
- *   up to `wait` for its end (then gets the task as it is), a streaming call
- *   gets the final task as a single event.
+ *   up to `wait` for its end (then gets the task as it is); a streaming call
+ *   follows the run's events as they come when this replica runs it, and
+ *   otherwise gets the final task as a single event.
  * - The same key with a different payload (the message without its
  *   `messageId`) is refused with JSON-RPC -32602
  *   `idempotency key reused with a different request`; so is a header key

@@ -116,7 +116,7 @@ describe("A2AServer request-level idempotency", () => {
       expect(runs.get("pay")).toBe(1)
     })))
 
-  it.scopedLive("a repeat while it runs joins it: same task id, one run, blocking and streaming callers get the end", () =>
+  it.scopedLive("a repeat while it runs joins it: same task id, one run; a blocking caller gets the end, a streaming one follows the run", () =>
     withLedger(Effect.gen(function*() {
       const runs = new Map<string, number>()
       const gate = yield* Deferred.make<void>()
@@ -141,16 +141,22 @@ describe("A2AServer request-level idempotency", () => {
       expect(streamedEvents._tag).toBe("Success")
       expect(joinedEvents._tag).toBe("Success")
       const events = (exit: typeof joinedEvents) => (exit._tag === "Success" ? exit.value : [])
-      // The joiner gets the final task as one event; the first caller's stream ran the task.
-      expect(events(joinedEvents)).toHaveLength(1)
-      const joinedTask = events(joinedEvents)[0]?.payload
-      expect(joinedTask?.$case).toBe("task")
-      const finalTask = joinedTask?.$case === "task" ? joinedTask.value : undefined
-      expect(finalTask?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-      const firstIds = events(streamedEvents).map((event) =>
+      // The joiner follows the run as it goes: the task while it works, then its final status.
+      const idOf = (event: StreamResponse) =>
         event.payload?.$case === "task" ? event.payload.value.id : event.payload?.$case === "statusUpdate" ? event.payload.value.taskId : undefined
-      )
-      expect(firstIds).toContain(finalTask?.id)
+      const stateOf = (event: StreamResponse | undefined) =>
+        event?.payload?.$case === "task"
+          ? event.payload.value.status?.state
+          : event?.payload?.$case === "statusUpdate"
+          ? event.payload.value.status?.state
+          : undefined
+      const joinedStream = events(joinedEvents)
+      expect(joinedStream.length).toBeGreaterThanOrEqual(2)
+      expect(stateOf(joinedStream[0])).toBe(TaskState.TASK_STATE_WORKING)
+      expect(stateOf(joinedStream.at(-1))).toBe(TaskState.TASK_STATE_COMPLETED)
+      // The first caller's stream ran the task the joiner followed.
+      expect(new Set(joinedStream.map(idOf)).size).toBe(1)
+      expect(events(streamedEvents).map(idOf)).toContain(idOf(joinedStream[0]!))
       expect(runs.get("slow")).toBe(2) // once per key
     })))
 

@@ -108,6 +108,23 @@ const toStreamResponse = (result: Task | Message): StreamResponse =>
     ? { payload: { $case: "task", value: result } }
     : { payload: { $case: "message", value: result as Message } }
 
+const turnEnds: ReadonlySet<TaskState | undefined> = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED,
+  TaskState.TASK_STATE_INPUT_REQUIRED,
+  TaskState.TASK_STATE_AUTH_REQUIRED
+])
+
+/** Whether a stream event ends the turn: a final or interrupted state. */
+const endsTurn = (event: StreamResponse): boolean => {
+  const payload = event.payload
+  if (payload?.$case === "statusUpdate") return turnEnds.has(payload.value.status?.state)
+  if (payload?.$case === "task") return turnEnds.has(payload.value.status?.state)
+  return payload?.$case === "message"
+}
+
 /** A one-producer, one-consumer queue of events; the consumer may leave early, the producer goes on. */
 class Relay<A> {
   private readonly items: Array<A> = []
@@ -473,9 +490,22 @@ export const make = (deps: {
           case "Finished":
             yield toStreamResponse(decode(outcome.result))
             return
-          case "Running":
+          case "Running": {
+            // Run by this process: its events are followed as they come. Run
+            // elsewhere, or ended meanwhile: its end is awaited.
+            if (runs.has(outcome.taskId)) {
+              try {
+                for await (const event of super.resubscribe({ tenant: params.tenant, id: outcome.taskId }, context)) {
+                  yield event
+                  if (endsTurn(event)) return
+                }
+              } catch {
+                // The run ended between the check and the subscription.
+              }
+            }
             yield toStreamResponse(await runPromise(join(prepared, outcome.taskId, context, message)))
             return
+          }
           case "Started": {
             assigned.set(context, outcome.taskId)
             const relay = this.drive(prepared, outcome.lease, outcome.taskId, context, () => super.sendMessageStream(params, context))
