@@ -274,5 +274,12 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       }).pipe(Effect.withSpan("orchestrator"))
       expect(seen).toHaveLength(2)
       for (const header of seen) expect(header).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`))
+      // Outside any span each call starts a trace of its own.
+      yield* Effect.ignore(agent.getTask("t"))
+      yield* Effect.ignore(agent.getTask("t"))
+      const [first, second] = seen.slice(2)
+      for (const header of [first, second]) expect(header).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+      expect(first!.slice(3, 35)).not.toBe(second!.slice(3, 35))
+      expect(first!.slice(3, 35)).not.toBe(traceId)
     }))
 })
