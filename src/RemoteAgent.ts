@@ -134,7 +134,8 @@ export interface Options {
 const messageOf = (input: Input, options: CallOptions | undefined): Message => {
   const key = options?.idempotencyKey
   if (typeof input === "string") {
-    return convert.userMessage([convert.textSdkPart(input)], undefined, undefined, key === undefined ? undefined : { [Idempotency.metadataKey]: key })
+    const metadata = key === undefined ? undefined : { [Idempotency.metadataKey]: key }
+    return convert.userMessage([convert.textSdkPart(input)], undefined, undefined, metadata)
   }
   return convert.userMessage(
     input.parts.map(convert.toSdkPart),
@@ -184,14 +185,23 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
 
   const viewTask = view("GetTask")
   const getTask = (taskId: string, options: CallOptions | undefined, observed = true) =>
-    operate<RemoteOutcome.TaskView>("GetTask", options, (exchange, done) =>
-      request(exchange, "GetTask", { taskId }, (o) => client.getTask({ tenant: "", id: taskId }, o), viewTask, done), observed)
+    operate<RemoteOutcome.TaskView>(
+      "GetTask",
+      options,
+      (exchange, done) =>
+        request(exchange, "GetTask", { taskId }, (o) => client.getTask({ tenant: "", id: taskId }, o), viewTask, done),
+      observed
+    )
 
   /**
    * Polls a task that a blocking send returned unfinished, until it ends or
    * the call's time is up (the exchange's signal aborts then).
    */
-  const awaitEnd = (exchange: clientCall.Exchange, running: RemoteOutcome.Running, done: clientCall.Done<RemoteOutcome.RemoteOutcome>) => {
+  const awaitEnd = (
+    exchange: clientCall.Exchange,
+    running: RemoteOutcome.Running,
+    done: clientCall.Done<RemoteOutcome.RemoteOutcome>
+  ) => {
     const ids = { taskId: running.taskId, contextId: running.contextId }
     const timedOut = () =>
       new A2AClientError.A2AClientError({
@@ -246,7 +256,10 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         { contextId: message.contextId, taskId: message.taskId },
         (o) => client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, o),
         (result) => isMessage(result) ? Either.right(convert.messageOutcome(agent, result)) : viewSent(result),
-        (result) => Either.isRight(result) && result.right._tag === "Running" ? awaitEnd(exchange, result.right, done) : done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
+        (result) =>
+          Either.isRight(result) && result.right._tag === "Running"
+            ? awaitEnd(exchange, result.right, done)
+            : done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
       )
     })
 
