@@ -11,7 +11,7 @@
  */
 import type { RequestOptions } from "@a2a-js/sdk/client"
 import type { Fiber } from "effect"
-import { Clock, Context, Duration, Effect, Either, Exit, FiberRef, LogLevel, type Metric, MetricKey, Option, type Tracer } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberRef, LogLevel, type Metric, MetricKey, Option, type Tracer } from "effect"
 import * as A2AClientError from "../A2AClientError.js"
 import * as Idempotency from "../Idempotency.js"
 import type { CallOptions } from "../RemoteAgent.js"
@@ -205,27 +205,29 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
     observed = true
   ): Effect.Effect<B, A2AClientError.A2AClientError> =>
     Effect.withFiberRuntime((fiber) => {
-      const tracer = fiber.currentTracer
-      // A real span only when spans go somewhere; otherwise its ids carry the trace to the server.
-      const settings = observed && tracing.exportsSpans(tracer)
-        ? tracing.spanSettings((ref) => fiber.getFiberRef(ref), tracer, Context.get(fiber.currentDefaultServices, Clock.Clock))
-        : undefined
-      const parent = fiber.currentSpan
-      const span = settings && tracing.startSpan(
-        settings,
-        `RemoteAgent.${operation}`,
-        tracing.propagatedParent(parent),
-        spanKind,
-        spanAttributes
-      )
-      const ids: tracing.SpanIds | undefined = !observed
-        ? parent
-        : settings !== undefined
-        ? span
-        : fiber.getFiberRef(FiberRef.currentTracerEnabled)
-        ? tracing.childIds(tracing.propagatedParent(parent))
-        : undefined
-      return Effect.async<B, A2AClientError.A2AClientError>((resume) => {
+      // Set when the call starts; run when it ends in a failure, interruption included.
+      let cancel: ((cause: Cause.Cause<A2AClientError.A2AClientError>) => void) | undefined
+      const call = Effect.async<B, A2AClientError.A2AClientError>((resume) => {
+        const tracer = fiber.currentTracer
+        // A real span only when spans go somewhere; otherwise its ids carry the trace to the server.
+        const settings = observed && tracing.exportsSpans(tracer)
+          ? tracing.spanSettings((ref) => fiber.getFiberRef(ref), tracer, Context.get(fiber.currentDefaultServices, Clock.Clock))
+          : undefined
+        const parent = fiber.currentSpan
+        const span = settings && tracing.startSpan(
+          settings,
+          `RemoteAgent.${operation}`,
+          tracing.propagatedParent(parent),
+          spanKind,
+          spanAttributes
+        )
+        const ids: tracing.SpanIds | undefined = !observed
+          ? parent
+          : settings !== undefined
+          ? span
+          : fiber.getFiberRef(FiberRef.currentTracerEnabled)
+          ? tracing.childIds(tracing.propagatedParent(parent))
+          : undefined
         const timeout = Duration.decode(options?.timeout ?? defaultTimeout)
         const controller = new AbortController()
         const timer = setTimeout(() => controller.abort(timeoutError()), Duration.toMillis(timeout))
@@ -244,6 +246,12 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
           close(exit)
           resume(log === undefined ? exit : Effect.zipRight(log, exit))
         }
+        // Closed before aborting: what the abort sets off must find the call ended.
+        cancel = (cause) => {
+          if (!open) return
+          close(Exit.failCause(cause))
+          controller.abort()
+        }
         try {
           start({
             signal: controller.signal,
@@ -254,18 +262,18 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
           }, done)
         } catch (defect) {
           if (open) {
-            close(Exit.die(defect))
-            controller.abort()
+            cancel(Cause.die(defect))
             resume(Exit.die(defect))
           }
         }
-        // Closed before aborting: what the abort sets off must find the operation ended.
-        return Effect.sync(() => {
-          if (!open) return
-          close(Exit.interrupt(fiber.id()))
-          controller.abort()
-        })
       })
+      // The canceler of an `Effect.async` costs more steps than this on every call, a success included.
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.catchAllCause(restore(call), (cause) => {
+          cancel?.(cause)
+          return Effect.failCause(cause)
+        })
+      )
     })
 
   return { operate, request, reportStream }
