@@ -13,7 +13,7 @@
  * @internal
  */
 import { type AgentCard, type Message, Task as TaskCodec, Message as MessageCodec, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
-import { RequestMalformedError } from "@a2a-js/sdk/errors"
+import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
   type AgentExecutor as SdkAgentExecutor,
   DefaultRequestHandler,
@@ -499,8 +499,10 @@ export const make = (deps: {
                   yield event
                   if (endsTurn(event)) return
                 }
-              } catch {
-                // The run ended between the check and the subscription.
+              } catch (error) {
+                // The run ended between the check and the subscription (the
+                // SDK refuses to subscribe to a finished task): awaited below.
+                if (!(error instanceof UnsupportedOperationError)) throw error
               }
             }
             yield toStreamResponse(await runPromise(join(prepared, outcome.taskId, context, message)))
