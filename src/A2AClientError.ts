@@ -12,7 +12,9 @@
 import { Duration, Schema } from "effect"
 
 /**
- * Why a call failed.
+ * Why a call failed. `InvalidRequest`: the caller's message could not be
+ * sent as it is (a data part or metadata that is not JSON data); it is never
+ * sent, and sending it again fails the same way.
  *
  * @since 0.1.0
  */
@@ -25,7 +27,8 @@ export const Reason = Schema.Literal(
   "ProtocolError",
   "InvalidResponse",
   "StreamInterrupted",
-  "Unavailable"
+  "Unavailable",
+  "InvalidRequest"
 )
 
 /**
@@ -180,7 +183,8 @@ export const protocolErrorName = (code: number): ProtocolErrorName =>
  *   ProtocolError: (e) => `${e.protocolError}`,
  *   InvalidResponse: () => "garbled",
  *   StreamInterrupted: () => "cut",
- *   Unavailable: () => "not resolved at start-up"
+ *   Unavailable: () => "not resolved at start-up",
+ *   InvalidRequest: () => "not JSON"
  * })
  * ```
  * @since 0.1.0

@@ -25,6 +25,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Cause, Context, Data, Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import type * as ConfigError from "effect/ConfigError"
+import { identity } from "effect/Function"
 import type * as Scope from "effect/Scope"
 import { createHash } from "node:crypto"
 import * as Http from "node:http"
@@ -368,7 +369,10 @@ export const make: {
         )
       )
       return Stream.concat(head, rest).pipe(
-        Stream.mapEffect((event) => Effect.map(sanitizeBody(event, "stream"), formatSSEEvent)),
+        // An event that cannot be written ends the stream with an error event, like any failure.
+        Stream.mapEffect((event) =>
+          Effect.flatMap(sanitizeBody(event, "stream"), (body) => Effect.try({ try: () => formatSSEEvent(body), catch: identity }))
+        ),
         Stream.catchAll((error) =>
           Stream.fromEffect(Effect.map(
             sanitize(mapError(error), id, "stream", error),

@@ -45,6 +45,7 @@ import * as Tracer from "effect/Tracer"
 import * as FailureHint from "./FailureHint.js"
 import * as convert from "./internal/convert.js"
 import { withoutStackTrace } from "./internal/errors.js"
+import * as json from "./internal/json.js"
 import * as internalMetrics from "./internal/metrics.js"
 import * as internalFailure from "./internal/serverFailure.js"
 import * as internalParts from "./internal/serverParts.js"
@@ -247,6 +248,35 @@ export class ConfigurationError extends Schema.TaggedError<ConfigurationError>("
     message: Schema.String
   }
 ) {}
+
+/**
+ * Output of an agent (a data part, an artifact, metadata set by an
+ * `afterExecute` hook) that is not JSON data, so the wire could not carry
+ * it. The run ends FAILED with an error id, like any defect, and this error,
+ * with the path to the offending value, is what the server log shows;
+ * nothing of the output is stored or sent.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ *
+ * new AgentExecutor.InvalidOutput({ path: "result.parts[0].data.total", found: "a bigint" }).message
+ * // "The agent's output is not JSON data at result.parts[0].data.total: a bigint"
+ * ```
+ * @since 0.1.0
+ */
+export class InvalidOutput extends Schema.TaggedError<InvalidOutput>("effect-a2a/InvalidOutput")("InvalidOutput", {
+  path: Schema.String,
+  found: Schema.String
+}) {
+  override get message(): string {
+    return `The agent's output is not JSON data at ${this.path}: ${this.found}`
+  }
+}
+
+/** Dies with {@link InvalidOutput} when `problem` is set: output is checked before anything of it is published. */
+const checked = (problem: json.NotJson | undefined): Effect.Effect<void> =>
+  problem === undefined ? Effect.void : Effect.die(new InvalidOutput(problem))
 
 /**
  * The `@a2a-js/sdk` executor, plus what a server needs to stop it.
@@ -533,19 +563,23 @@ export const make = <E, R>(
             bus.publish(AgentEvent.statusUpdate(textStatus(taskId, contextId, TaskState.TASK_STATE_WORKING, text)))
           ),
         data: (value) =>
-          Effect.sync(() =>
-            bus.publish(AgentEvent.statusUpdate(statusEvent(
-              taskId,
-              contextId,
-              TaskState.TASK_STATE_WORKING,
-              internalParts.agentMessage(taskId, contextId, [
-                internalParts.toWirePart(Part.DataPart.make({ data: value }))
-              ])
-            )))
+          Effect.zipRight(
+            checked(json.notJson(value, "progress.data")),
+            Effect.sync(() =>
+              bus.publish(AgentEvent.statusUpdate(statusEvent(
+                taskId,
+                contextId,
+                TaskState.TASK_STATE_WORKING,
+                internalParts.agentMessage(taskId, contextId, [
+                  internalParts.toWirePart(Part.DataPart.make({ data: value }))
+                ])
+              )))
+            )
           ),
         artifact: (value) =>
-          Effect.sync(() =>
-            bus.publish(artifactEvent(taskId, contextId, value))
+          Effect.zipRight(
+            checked(json.partsNotJson(value.parts, "progress.artifact.parts")),
+            Effect.sync(() => bus.publish(artifactEvent(taskId, contextId, value)))
           )
       })
 
@@ -563,6 +597,7 @@ export const make = <E, R>(
       const after = options.afterExecute
       if (after === undefined) return Effect.succeed(final)
       return after(request, final).pipe(
+        Effect.tap((replaced) => checked(json.statusNotJson(replaced.event, "afterExecute.event"))),
         Effect.catchAllCause((cause) => {
           const errorId = Option.match(final.failure, {
             onNone: internalFailure.makeErrorId,
@@ -681,13 +716,19 @@ export const make = <E, R>(
         })) as Effect.Effect<AgentResult | typeof admissionRefused, unknown, R>
       // One fiber per run: it also settles the final status, without being
       // interruptible once the agent is done; interruptions end it as they come.
+      const failed = (cause: Cause.Cause<unknown>) =>
+        Effect.flatMap(failureFinal(request, cause), (final) => applyAfter(request, final))
       const settled: Effect.Effect<FinalStatus, unknown, R> = Effect.uninterruptibleMask((restore) =>
         Effect.matchCauseEffect(restore(work), {
-          onSuccess: (result) => applyAfter(request, publishResult(bus, request, result)),
-          onFailure: (cause) =>
-            Cause.isInterrupted(cause)
-              ? Effect.failCause(cause)
-              : Effect.flatMap(failureFinal(request, cause), (final) => applyAfter(request, final))
+          onSuccess: (result) => {
+            const problem = result !== admissionRefused && result._tag === "Completed"
+              ? json.partsNotJson(result.parts, "result.parts") ?? json.artifactsNotJson(result.artifacts, "result.artifacts")
+              : undefined
+            return problem === undefined
+              ? applyAfter(request, publishResult(bus, request, result))
+              : failed(Cause.die(new InvalidOutput(problem)))
+          },
+          onFailure: (cause) => Cause.isInterrupted(cause) ? Effect.failCause(cause) : failed(cause)
         })
       )
 

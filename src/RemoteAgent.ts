@@ -22,6 +22,7 @@ import * as Idempotency from "./Idempotency.js"
 import { type CallRecord, classifyCall, classifyCard } from "./internal/classify.js"
 import * as clientCall from "./internal/clientCall.js"
 import * as convert from "./internal/convert.js"
+import * as json from "./internal/json.js"
 import { cardFetch, makeTrackingFetch } from "./internal/transport.js"
 import * as Part from "./Part.js"
 import * as RemoteEvent from "./RemoteEvent.js"
@@ -147,6 +148,25 @@ const messageOf = (input: Input, options: CallOptions | undefined): Message => {
   )
 }
 
+/** Where a message's data parts or metadata stop being JSON data, which the wire cannot carry. */
+const inputNotJson = (input: Input): json.NotJson | undefined =>
+  typeof input === "string"
+    ? undefined
+    : json.partsNotJson(input.parts, "parts") ??
+      (input.metadata === undefined ? undefined : json.notJson(input.metadata, "metadata"))
+
+/** The typed error of a message that is never sent because it is not JSON data. */
+const invalidRequest = (agent: string, operation: A2AClientError.Operation, input: Input, problem: json.NotJson) =>
+  new A2AClientError.A2AClientError({
+    agent,
+    operation,
+    reason: "InvalidRequest",
+    delivery: "NotSent",
+    detail: `the message is not JSON data at ${problem.path}: ${problem.found}`,
+    ...(typeof input !== "string" && input.taskId ? { taskId: input.taskId } : {}),
+    ...(typeof input !== "string" && input.contextId ? { contextId: input.contextId } : {})
+  })
+
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
 
 /** The span of the caller, if any: a stream's span, or the user's. */
@@ -249,6 +269,8 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
   const viewSent = view("SendMessage")
   const send: RemoteAgent["send"] = (input, options) =>
     operate<RemoteOutcome.RemoteOutcome>("SendMessage", options, (exchange, done) => {
+      const problem = inputNotJson(input)
+      if (problem !== undefined) return done(Either.left(invalidRequest(agent, "SendMessage", input, problem)))
       const message = messageOf(input, options)
       request(
         exchange,
@@ -264,8 +286,16 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     })
 
   const viewStreamed = view("SendStreamingMessage")
+  const observeStream = (events: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>) =>
+    events.pipe(
+      Stream.tap((event) => event._tag === "Finished" ? reportStream(Either.right(event.outcome)) : Effect.void),
+      Stream.tapError((error) => reportStream(Either.left(error))),
+      Stream.withSpan("RemoteAgent.stream", { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
+    )
   const stream: RemoteAgent["stream"] = (input, options) =>
     Stream.suspend(() => {
+      const problem = inputNotJson(input)
+      if (problem !== undefined) return observeStream(Stream.fail(invalidRequest(agent, "SendStreamingMessage", input, problem)))
       const message = messageOf(input, options)
       const state = {
         taskId: message.taskId,
@@ -434,13 +464,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         ),
         Stream.catchAll(recover)
       )
-      return events.pipe(
-        Stream.tap((event) =>
-          event._tag === "Finished" ? reportStream(Either.right(event.outcome)) : Effect.void
-        ),
-        Stream.tapError((error) => reportStream(Either.left(error))),
-        Stream.withSpan("RemoteAgent.stream", { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
-      )
+      return observeStream(events)
     })
 
   const viewCanceled = view("CancelTask")

@@ -75,7 +75,9 @@ type Input = A2AClientError.A2AClientError | RetryableFailure
  * @since 0.1.0
  */
 export const retryReason = (error: A2AClientError.A2AClientError, request: Request): Option.Option<string> => {
-  if (error.reason === "Unavailable" || error.reason === "ProtocolError") return Option.none()
+  if (error.reason === "Unavailable" || error.reason === "ProtocolError" || error.reason === "InvalidRequest") {
+    return Option.none()
+  }
   if (error.reason === "HttpStatus" && (error.status === 429 || error.status === 503)) {
     return Option.some(`HttpStatus ${error.status}`)
   }

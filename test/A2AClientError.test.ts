@@ -324,7 +324,8 @@ describe("A2AClientError", () => {
       ProtocolError: () => "protocol",
       InvalidResponse: () => "invalid",
       StreamInterrupted: () => "cut",
-      Unavailable: () => "unavailable"
+      Unavailable: () => "unavailable",
+      InvalidRequest: () => "not json"
     })
     expect(describe(error)).toBe("http 502")
     expect(error.message).toContain("HTTP 502")

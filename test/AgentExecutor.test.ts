@@ -173,6 +173,77 @@ describe("AgentExecutor", () => {
     }).pipe(Effect.provide(logs.layer))
   })
 
+  it.scopedLive("output that is not JSON data fails the run with an error id; nothing of it is stored or sent", () => {
+    const logs = captureLogs()
+    const cyclic: Record<string, unknown> = { id: 1 }
+    cyclic["self"] = cyclic
+    const outputs: Record<string, readonly [Effect.Effect<AgentExecutor.AgentResult, never, AgentExecutor.AgentProgress>, string, string]> = {
+      bigint: [
+        Effect.succeed(AgentExecutor.Completed({ parts: [Part.DataPart.make({ data: { total: 10n } })], artifacts: [] })),
+        "result.parts[0].data.total",
+        "a bigint"
+      ],
+      cycle: [
+        Effect.succeed(AgentExecutor.completedText("ok", [
+          Part.Artifact.make({ artifactId: "a", name: "", description: "", parts: [Part.DataPart.make({ data: [cyclic] })] })
+        ])),
+        "result.artifacts[0].parts[0].data[0].self",
+        "a reference to an enclosing value (a cycle)"
+      ],
+      // A function is what a task store's structuredClone cannot copy: the task stayed WORKING.
+      progress: [
+        Effect.as(AgentExecutor.data({ format: () => "x" }), AgentExecutor.completedText("ok")),
+        "progress.data.format",
+        "a function"
+      ],
+      map: [
+        Effect.as(
+          AgentExecutor.artifact(Part.Artifact.make({ artifactId: "a", name: "", description: "", parts: [Part.DataPart.make({ data: new Map() })] })),
+          AgentExecutor.completedText("ok")
+        ),
+        "progress.artifact.parts[0].data",
+        "a Map"
+      ]
+    }
+    return Effect.gen(function* () {
+      const byText: AgentExecutor.Agent = (request) => {
+        const part = request.message.parts[0]?.content
+        return outputs[part?.$case === "text" ? part.value : ""]![0]
+      }
+      const server = yield* A2AServer.make({ agent: byText, card })
+      const client = yield* makeClient(server.url)
+      for (const [name, [, path, found]] of Object.entries(outputs)) {
+        const failed = yield* send(client, name)
+        expect(failed.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+        expect(textOf(failed)).toMatch(failedText)
+        expect(failed.artifacts).toEqual([])
+        // Stored FAILED, and readable: the bad value never reached the store.
+        const stored = yield* Effect.promise(() => client.getTask({ tenant: "", id: failed.id, historyLength: 0 }))
+        expect(stored.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+        const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
+        const line = logs.lines.find((line) => line.annotations.errorId === errorId)
+        expect(line?.message).toBe("Runner failed to execute")
+        expect(String(line?.annotations.cause)).toContain(`InvalidOutput: The agent's output is not JSON data at ${path}: ${found}`)
+      }
+    }).pipe(Effect.provide(logs.layer))
+  })
+
+  it.scopedLive("an afterExecute hook whose status is not JSON data is a failing hook: the original status is kept", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const server = yield* A2AServer.make({
+        agent: agent(),
+        card,
+        afterExecute: (_, final) => Effect.succeed({ ...final, event: { ...final.event, metadata: { at: new Date(0) } } })
+      })
+      const completed = yield* send(yield* makeClient(server.url), "complete")
+      expect(completed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      expect(textOf(completed)).toBe("done")
+      const hookLine = logs.lines.find((line) => line.message.includes("afterExecute"))
+      expect(String(hookLine?.annotations.cause)).toContain("not JSON data at afterExecute.event.metadata.at: a Date")
+    }).pipe(Effect.provide(logs.layer))
+  })
+
   it.scopedLive("cancel: running task ends CANCELED, finished -32002, unknown -32001, message to FAILED -32004", () =>
     Effect.gen(function* () {
       const started = yield* Deferred.make<void>()

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Fiber, HashMap, Logger, Metric, MetricState, Option, Stream, Tracer } from "effect"
+import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
+import * as RetryPolicy from "../src/RetryPolicy.js"
 import { cardFor, json, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 
 let agents = 0
@@ -107,6 +109,32 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       const last = yield* Stream.runLast(agent.stream("fail"))
       const finished = Option.getOrThrow(last)
       expect(finished._tag === "Finished" && finished.outcome._tag).toBe("Failed")
+    }))
+
+  it.scopedLive("a message that is not JSON data is never sent: InvalidRequest, NotSent, counted, not retried", () =>
+    Effect.gen(function*() {
+      const peer = yield* sdkPeer()
+      const agent = yield* agentFor(peer.url)
+      const before = peer.requests()
+      const inputs: ReadonlyArray<readonly [RemoteAgent.Input, string]> = [
+        [{ parts: [Part.DataPart.make({ data: { total: 10n } })] }, "parts[0].data.total: a bigint"],
+        [{ parts: [Part.TextPart.make({ text: "hi" })], metadata: { callback: () => 1 } }, "metadata.callback: a function"],
+        [{ parts: [Part.DataPart.make({ data: new Map([[1, 2]]) })], contextId: "ctx-1" }, "parts[0].data: a Map"]
+      ]
+      for (const [input, where] of inputs) {
+        const sent = yield* Effect.flip(agent.send(input))
+        const streamed = yield* Effect.flip(Stream.runDrain(agent.stream(input)))
+        for (const error of [sent, streamed]) {
+          expect(error.reason).toBe("InvalidRequest")
+          expect(error.delivery).toBe("NotSent")
+          expect(error.detail).toBe(`the message is not JSON data at ${where}`)
+          expect(Option.isNone(RetryPolicy.retryReason(error, { idempotent: true }))).toBe(true)
+        }
+        expect(sent.operation).toBe("SendMessage")
+        expect(streamed.operation).toBe("SendStreamingMessage")
+      }
+      expect(peer.requests()).toBe(before)
+      expect(yield* count("a2a.client_error", { agent: agent.name, reason: "InvalidRequest" })).toBe(inputs.length * 2)
     }))
 
   it.scopedLive("getTask and cancel give typed views", () =>

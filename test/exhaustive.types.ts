@@ -47,7 +47,8 @@ const reasonCases = {
   ProtocolError: () => 6,
   InvalidResponse: () => 7,
   StreamInterrupted: () => 8,
-  Unavailable: () => 9
+  Unavailable: () => 9,
+  InvalidRequest: () => 10
 }
 
 export const allReasons = A2AClientError.matchReason(reasonCases)
@@ -70,6 +71,6 @@ export const reasonsWithMatch = (error: A2AClientError.A2AClientError) =>
     Match.when("ProtocolError", () => 6),
     Match.when("InvalidResponse", () => 7),
     Match.when("StreamInterrupted", () => 8),
-    // @ts-expect-error Unavailable is left, so the match is not exhaustive
+    // @ts-expect-error Unavailable and InvalidRequest are left, so the match is not exhaustive
     Match.exhaustive
   )

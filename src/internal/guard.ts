@@ -76,7 +76,8 @@ const reasonText = A2AClientError.matchReason({
     }`,
   InvalidResponse: () => "the response could not be read",
   StreamInterrupted: () => "the stream was interrupted",
-  Unavailable: () => "the agent was not available at start-up"
+  Unavailable: () => "the agent was not available at start-up",
+  InvalidRequest: () => "the message holds a value that is not JSON data"
 })
 
 // "not submitted" is a promise that nothing happened remotely, so it is only

@@ -1,0 +1,142 @@
+/**
+ * Whether a value is JSON data, the only thing a data part or metadata can
+ * carry across the wire. Anything else would fail later, where it can no
+ * longer be reported well: `JSON.stringify` throws on a bigint or a cycle
+ * after the task is stored, a task store's `structuredClone` throws on a
+ * function and leaves the task WORKING, and a `Map` or a `Date` silently
+ * becomes something else.
+ *
+ * @internal
+ */
+import type { Part as WirePart, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import type * as Part from "../Part.js"
+
+/** Where a value stops being JSON data, and what was found there. @internal */
+export interface NotJson {
+  readonly path: string
+  readonly found: string
+}
+
+const maxDepth = 256
+
+const identifier = /^[A-Za-z_$][\w$]*$/
+
+const child = (path: string, key: string | number): string =>
+  typeof key === "number" ? `${path}[${key}]` : identifier.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`
+
+const describe = (value: unknown): string => {
+  switch (typeof value) {
+    case "number":
+      return `the number ${value}`
+    case "undefined":
+      return "undefined"
+    case "object": {
+      const constructor: unknown = (Object.getPrototypeOf(value) as { constructor?: unknown } | null)?.constructor
+      return typeof constructor === "function" && constructor.name !== "" ? `a ${constructor.name}` : "an object that is not plain"
+    }
+    default:
+      return `a ${typeof value}`
+  }
+}
+
+const isPlainObject = (value: object): boolean => {
+  const prototype: unknown = Object.getPrototypeOf(value)
+  return prototype === Object.prototype || prototype === null
+}
+
+const walk = (value: unknown, path: string, ancestors: Array<object>): NotJson | undefined => {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return undefined
+    case "number":
+      return Number.isFinite(value) ? undefined : { path, found: describe(value) }
+    case "object": {
+      if (value === null) return undefined
+      if (ancestors.includes(value)) return { path, found: "a reference to an enclosing value (a cycle)" }
+      if (ancestors.length >= maxDepth) return { path, found: `values nested deeper than ${maxDepth} levels` }
+      const isArray = Array.isArray(value)
+      if (!isArray && !isPlainObject(value)) return { path, found: describe(value) }
+      ancestors.push(value)
+      try {
+        if (isArray) {
+          for (let i = 0; i < value.length; i++) {
+            const problem = walk(value[i], child(path, i), ancestors)
+            if (problem !== undefined) return problem
+          }
+          return undefined
+        }
+        for (const key of Object.keys(value)) {
+          const field = (value as Record<string, unknown>)[key]
+          // An absent optional field: JSON leaves the key out, as the type means.
+          if (field === undefined) continue
+          const problem = walk(field, child(path, key), ancestors)
+          if (problem !== undefined) return problem
+        }
+        return undefined
+      } finally {
+        ancestors.pop()
+      }
+    }
+    default:
+      return { path, found: describe(value) }
+  }
+}
+
+/**
+ * The first place where `value` is not JSON data (null, booleans, finite
+ * numbers, strings, arrays and plain objects of these, without cycles; an
+ * object field that is `undefined` counts as absent), or none.
+ *
+ * @internal
+ */
+export const notJson = (value: unknown, path: string): NotJson | undefined => {
+  try {
+    return walk(value, path, [])
+  } catch (error) {
+    // A getter or a proxy that throws.
+    return { path, found: `a value that could not be read (${error instanceof Error ? error.message : String(error)})` }
+  }
+}
+
+/** The first data part of `parts` that is not JSON data. @internal */
+export const partsNotJson = (parts: ReadonlyArray<Part.Part>, path: string): NotJson | undefined => {
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!
+    if (part._tag !== "Data") continue
+    const problem = notJson(part.data, `${path}[${i}].data`)
+    if (problem !== undefined) return problem
+  }
+  return undefined
+}
+
+/** The first data part of `artifacts` that is not JSON data. @internal */
+export const artifactsNotJson = (artifacts: ReadonlyArray<Part.Artifact>, path: string): NotJson | undefined => {
+  for (let i = 0; i < artifacts.length; i++) {
+    const problem = partsNotJson(artifacts[i]!.parts, `${path}[${i}].parts`)
+    if (problem !== undefined) return problem
+  }
+  return undefined
+}
+
+const wirePartNotJson = (part: WirePart, path: string): NotJson | undefined =>
+  (part.metadata === undefined ? undefined : notJson(part.metadata, `${path}.metadata`)) ??
+    (part.content?.$case === "data" ? notJson(part.content.value, `${path}.data`) : undefined)
+
+/**
+ * The first value of a status update that is not JSON data, among those its
+ * type leaves open (metadata and data parts).
+ *
+ * @internal
+ */
+export const statusNotJson = (event: TaskStatusUpdateEvent, path: string): NotJson | undefined => {
+  const message = event.status?.message
+  const problem = (event.metadata === undefined ? undefined : notJson(event.metadata, `${path}.metadata`)) ??
+    (message?.metadata === undefined ? undefined : notJson(message.metadata, `${path}.status.message.metadata`))
+  if (problem !== undefined || message === undefined) return problem
+  for (let i = 0; i < message.parts.length; i++) {
+    const partProblem = wirePartNotJson(message.parts[i]!, `${path}.status.message.parts[${i}]`)
+    if (partProblem !== undefined) return partProblem
+  }
+  return undefined
+}
