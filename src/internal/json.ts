@@ -44,42 +44,47 @@ const isPlainObject = (value: object): boolean => {
   return prototype === Object.prototype || prototype === null
 }
 
-const walk = (value: unknown, path: string, ancestors: Array<object>): NotJson | undefined => {
+/**
+ * What `value` holds that is not JSON data, or none. `keys` and `ancestors`
+ * are the path to `value`; on a finding they are left at the offending
+ * value, so the path text is only built for it.
+ */
+const walk = (value: unknown, keys: Array<string | number>, ancestors: Array<object>): string | undefined => {
   switch (typeof value) {
     case "string":
     case "boolean":
       return undefined
     case "number":
-      return Number.isFinite(value) ? undefined : { path, found: describe(value) }
+      return Number.isFinite(value) ? undefined : describe(value)
     case "object": {
       if (value === null) return undefined
-      if (ancestors.includes(value)) return { path, found: "a reference to an enclosing value (a cycle)" }
-      if (ancestors.length >= maxDepth) return { path, found: `values nested deeper than ${maxDepth} levels` }
+      if (ancestors.includes(value)) return "a reference to an enclosing value (a cycle)"
+      if (ancestors.length >= maxDepth) return `values nested deeper than ${maxDepth} levels`
       const isArray = Array.isArray(value)
-      if (!isArray && !isPlainObject(value)) return { path, found: describe(value) }
+      if (!isArray && !isPlainObject(value)) return describe(value)
       ancestors.push(value)
-      try {
-        if (isArray) {
-          for (let i = 0; i < value.length; i++) {
-            const problem = walk(value[i], child(path, i), ancestors)
-            if (problem !== undefined) return problem
-          }
-          return undefined
+      if (isArray) {
+        for (let i = 0; i < value.length; i++) {
+          keys.push(i)
+          const found = walk(value[i], keys, ancestors)
+          if (found !== undefined) return found
+          keys.pop()
         }
+      } else {
         for (const key of Object.keys(value)) {
+          keys.push(key)
           const field = (value as Record<string, unknown>)[key]
           // An absent optional field: JSON leaves the key out, as the type means.
-          if (field === undefined) continue
-          const problem = walk(field, child(path, key), ancestors)
-          if (problem !== undefined) return problem
+          const found = field === undefined ? undefined : walk(field, keys, ancestors)
+          if (found !== undefined) return found
+          keys.pop()
         }
-        return undefined
-      } finally {
-        ancestors.pop()
       }
+      ancestors.pop()
+      return undefined
     }
     default:
-      return { path, found: describe(value) }
+      return describe(value)
   }
 }
 
@@ -91,12 +96,15 @@ const walk = (value: unknown, path: string, ancestors: Array<object>): NotJson |
  * @internal
  */
 export const notJson = (value: unknown, path: string): NotJson | undefined => {
+  const keys: Array<string | number> = []
+  let found: string | undefined
   try {
-    return walk(value, path, [])
+    found = walk(value, keys, [])
   } catch (error) {
     // A getter or a proxy that throws.
-    return { path, found: `a value that could not be read (${error instanceof Error ? error.message : String(error)})` }
+    found = `a value that could not be read (${error instanceof Error ? error.message : String(error)})`
   }
+  return found === undefined ? undefined : { path: keys.reduce<string>(child, path), found }
 }
 
 /** The first data part of `parts` that is not JSON data. @internal */

@@ -51,7 +51,7 @@ describe("json", () => {
     for (let i = 0; i < 300; i++) deep = [deep]
     expect(json.notJson(deep, "data")?.found).toBe("values nested deeper than 256 levels")
     const hostile = Object.defineProperty({}, "x", { enumerable: true, get: () => { throw new Error("no") } })
-    expect(json.notJson(hostile, "data")).toEqual({ path: "data", found: "a value that could not be read (no)" })
+    expect(json.notJson(hostile, "data")).toEqual({ path: "data.x", found: "a value that could not be read (no)" })
     expect(json.notJson({ "a b": 1n }, "data")).toEqual({ path: `data["a b"]`, found: "a bigint" })
     expect(json.notJson({ optional: undefined, nested: Object.create(null) }, "data")).toBeUndefined()
     expect(json.notJson([undefined], "data")).toEqual({ path: "data[0]", found: "undefined" })
