@@ -204,8 +204,12 @@ export interface FinalStatus {
  *
  * - `beforeExecute`: `true` cancels the task before the agent runs (the
  *   caller sees CANCELED); a failing hook fails the task with an error id.
- * - `afterExecute`: may replace the final status; it cannot drop it. A
- *   failing hook keeps the original status and is logged with the error id.
+ * - `afterExecute`: may replace the final status with another final one
+ *   (completed, failed, canceled, rejected, input or auth required); it
+ *   cannot drop it. A hook that fails, throws, returns a state that is not
+ *   final, runs longer than `afterExecuteTimeout` or is interrupted (a
+ *   cancel, a shutdown) keeps the original status and is logged with the
+ *   error id.
  *
  * @since 0.1.0
  */
@@ -214,6 +218,8 @@ export interface Hooks<R = never> {
   readonly afterExecute?:
     | ((request: AgentRequest, final: FinalStatus) => Effect.Effect<FinalStatus, unknown, R>)
     | undefined
+  /** How long `afterExecute` may run. Default: 10 seconds. */
+  readonly afterExecuteTimeout?: Duration.DurationInput | undefined
 }
 
 /**
@@ -593,11 +599,37 @@ export const make = <E, R>(
         })
         : failureFinal(request, cause)
 
-    const applyAfter = (request: AgentRequest, final: FinalStatus): Effect.Effect<FinalStatus, never, R> => {
+    const afterTimeout = Duration.decode(options.afterExecuteTimeout ?? Duration.seconds(10))
+    /**
+     * The final status after the `afterExecute` hook, which runs once per
+     * run (`hook.entered`): an interrupted hook is not run again for the
+     * status the interruption leads to. `restore` makes it interruptible
+     * where the run's fiber settles its status, so a cancel or a shutdown
+     * does not wait for it; its time limit bounds it everywhere.
+     */
+    const applyAfter = (
+      request: AgentRequest,
+      final: FinalStatus,
+      hook: { entered: boolean },
+      restore: <A, E, R1>(effect: Effect.Effect<A, E, R1>) => Effect.Effect<A, E, R1> = identity
+    ): Effect.Effect<FinalStatus, never, R> => {
       const after = options.afterExecute
-      if (after === undefined) return Effect.succeed(final)
-      return after(request, final).pipe(
-        Effect.tap((replaced) => checked(json.statusNotJson(replaced.event, "afterExecute.event"))),
+      if (after === undefined || hook.entered) return Effect.succeed(final)
+      hook.entered = true
+      return restore(
+        Effect.suspend(() => after(request, final)).pipe(
+          Effect.timeoutFail({
+            duration: afterTimeout,
+            onTimeout: () => new Cause.TimeoutException(`afterExecute did not finish within ${Duration.format(afterTimeout)}`)
+          })
+        )
+      ).pipe(
+        Effect.tap((replaced) => {
+          const state = replaced?.event?.status?.state
+          return internalParts.isSettled(state)
+            ? checked(json.statusNotJson(replaced.event, "afterExecute.event"))
+            : Effect.dieMessage(`afterExecute returned a status update in state ${taskStateName(state)}, which is not final`)
+        }),
         Effect.catchAllCause((cause) => {
           const errorId = Option.match(final.failure, {
             onNone: internalFailure.makeErrorId,
@@ -716,21 +748,22 @@ export const make = <E, R>(
         })) as Effect.Effect<AgentResult | typeof admissionRefused, unknown, R>
       // One fiber per run: it also settles the final status, without being
       // interruptible once the agent is done; interruptions end it as they come.
-      const failed = (cause: Cause.Cause<unknown>) =>
-        Effect.flatMap(failureFinal(request, cause), (final) => applyAfter(request, final))
-      const settled: Effect.Effect<FinalStatus, unknown, R> = Effect.uninterruptibleMask((restore) =>
-        Effect.matchCauseEffect(restore(work), {
+      const hook = { entered: false }
+      const settled: Effect.Effect<FinalStatus, unknown, R> = Effect.uninterruptibleMask((restore) => {
+        const failed = (cause: Cause.Cause<unknown>) =>
+          Effect.flatMap(failureFinal(request, cause), (final) => applyAfter(request, final, hook, restore))
+        return Effect.matchCauseEffect(restore(work), {
           onSuccess: (result) => {
             const problem = result !== admissionRefused && result._tag === "Completed"
               ? json.partsNotJson(result.parts, "result.parts") ?? json.artifactsNotJson(result.artifacts, "result.artifacts")
               : undefined
             return problem === undefined
-              ? applyAfter(request, publishResult(bus, request, result))
+              ? applyAfter(request, publishResult(bus, request, result), hook, restore)
               : failed(Cause.die(new InvalidOutput(problem)))
           },
           onFailure: (cause) => Cause.isInterrupted(cause) ? Effect.failCause(cause) : failed(cause)
         })
-      )
+      })
 
       const fiber = Runtime.runFork(runRuntime)(settled)
       const run: Run = { fiber, canceled: false }
@@ -746,7 +779,7 @@ export const make = <E, R>(
           return publishFinal(context, bus, initial, exit.value)
         }
         return Runtime.runPromise(runRuntime)(
-          Effect.flatMap(settleInterrupted(request, run, exit.cause), (final) => applyAfter(request, final))
+          Effect.flatMap(settleInterrupted(request, run, exit.cause), (final) => applyAfter(request, final, hook))
         ).then((published) => {
           finish(published)
           return publishFinal(context, bus, initial, published)

@@ -1,6 +1,6 @@
 import { type Task, TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, ConfigProvider, Data, Deferred, Effect, Exit, FastCheck, Option, Schema } from "effect"
+import { Cause, ConfigProvider, Data, Deferred, Duration, Effect, Exit, FastCheck, Option, Schema, Scope } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as FailureHint from "../src/FailureHint.js"
@@ -243,6 +243,53 @@ describe("AgentExecutor", () => {
       expect(String(hookLine?.annotations.cause)).toContain("not JSON data at afterExecute.event.metadata.at: a Date")
     }).pipe(Effect.provide(logs.layer))
   })
+
+  it.scopedLive("an afterExecute that throws, returns a state that is not final, or runs too long keeps the original status", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const hooks: ReadonlyArray<readonly [AgentExecutor.Hooks["afterExecute"], string]> = [
+        [() => { throw new Error("hook threw") }, "hook threw"],
+        [(_, final) => Effect.succeed({ ...final, event: { ...final.event, status: { ...final.event.status!, state: TaskState.TASK_STATE_WORKING } } }), "TASK_STATE_WORKING, which is not final"],
+        [() => Effect.never, "afterExecute did not finish within 200ms"]
+      ]
+      for (const [afterExecute, logged] of hooks) {
+        const server = yield* A2AServer.make({ agent: agent(), card, afterExecute, afterExecuteTimeout: "200 millis" })
+        const client = yield* makeClient(server.url)
+        const completed = yield* send(client, "complete")
+        expect(completed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+        const failed = yield* send(client, "fail")
+        expect(failed.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+        const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
+        const hookLine = logs.lines.find((line) => line.message.includes("afterExecute") && line.annotations.errorId === errorId)
+        expect(String(hookLine?.annotations.cause)).toContain(logged)
+      }
+    }).pipe(Effect.provide(logs.layer))
+  })
+
+  it.live("a hanging afterExecute does not hold a cancel or a shutdown: the task ends, nothing stays WORKING", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const server = yield* Scope.extend(
+        A2AServer.make({ agent: agent(), card, afterExecute: () => Effect.never, shutdownTimeout: "200 millis" }),
+        scope
+      )
+      const client = yield* makeClient(server.url)
+      const toCancel = yield* send(client, "complete", {}, true)
+      const canceled = yield* Effect.promise(() => client.cancelTask({ tenant: "", id: toCancel.id, metadata: {} })).pipe(
+        Effect.timeoutFail({ duration: "3 seconds", onTimeout: () => new Error("cancel waited for the hook") })
+      )
+      expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+      const pending = yield* send(client, "complete", {}, true)
+      const closedIn = yield* Scope.close(scope, Exit.void).pipe(
+        Effect.timed,
+        Effect.map(([duration]) => Duration.toMillis(duration))
+      )
+      expect(closedIn).toBeLessThan(3000)
+      const context = new (yield* Effect.promise(() => import("@a2a-js/sdk/server"))).ServerCallContext()
+      const stored = yield* Effect.promise(() => server.taskStore.load(pending.id, context))
+      expect(stored?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      expect(textOf(stored)).toMatch(failedText)
+    }))
 
   it.scopedLive("cancel: running task ends CANCELED, finished -32002, unknown -32001, message to FAILED -32004", () =>
     Effect.gen(function* () {
