@@ -77,6 +77,27 @@ describe("A2AServer request-level idempotency", () => {
       expect(runs.get("plain")).toBe(2)
     })))
 
+  it.scopedLive("a keyed request that is refused before any run is refused again on a repeat, never answered with the old task", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {} })
+      const ended = yield* sendTo(server.url, userMessage("book"))
+      expect(ended.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      // A follow-up to a task that has ended: -32004, for the first call and for its retry, sent or streamed.
+      const followUp = keyed("again", "k-ended", { taskId: ended.id, contextId: ended.contextId })
+      for (const method of ["SendMessage", "SendMessage", "SendStreamingMessage", "SendMessage"]) {
+        const answer = yield* rpc(`${server.url}/a2a/jsonrpc`, method, SendMessageRequest.toJSON({
+          tenant: "",
+          message: { ...followUp, messageId: crypto.randomUUID() },
+          configuration: undefined,
+          metadata: {}
+        }), "1.0")
+        expect(answer.text).toContain(`"code":-32004`)
+        expect(answer.text).not.toContain(`"result"`)
+      }
+      expect(runs.get("again")).toBeUndefined()
+    })))
+
   it.scopedLive("v0.3 message/send is deduplicated too, answered in the v0.3 shape", () =>
     withLedger(Effect.gen(function*() {
       const runs = new Map<string, number>()

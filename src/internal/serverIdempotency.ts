@@ -305,8 +305,12 @@ export const make = (deps: {
     // The runs of this process by task id: a send that returns immediately is
     // answered before its run ends, and its entry must record that end.
     const runs = new Map<string, Promise<void>>()
+    // The calls that started a run: one refused before (a message to a task
+    // that has ended) must not record that task as its result.
+    const ran = new WeakSet<ServerCallContext>()
     const watchedExecutor: SdkAgentExecutor = {
       execute: (context, bus) => {
+        if (context.context !== undefined) ran.add(context.context)
         const run = executor.execute(context, bus)
         runs.set(context.taskId, run)
         const forget = () => {
@@ -345,7 +349,7 @@ export const make = (deps: {
         }
       }
 
-      /** After a run: finish the entry with the stored task, or release it when no task was made. */
+      /** After a run: finish the entry with the stored task, or release it when no run started or no task was made. */
       private settle(
         prepared: Prepared,
         held: IdempotencyLedger.Lease,
@@ -354,6 +358,10 @@ export const make = (deps: {
         result: Task | Message | undefined
       ): Effect.Effect<void, IdempotencyLedger.IdempotencyError> {
         return Effect.gen(function*() {
+          if (!ran.has(context)) {
+            yield* ledger.abandon({ ...prepared.ref, lease: held })
+            return
+          }
           const stored = yield* Effect.promise(() =>
             taskStore.load(taskId, context).catch((error: unknown) =>
               // The entry then records what the run returned; say why.
