@@ -12,9 +12,10 @@
 import { Duration, Schema } from "effect"
 
 /**
- * Why a call failed. `InvalidRequest`: the caller's message could not be
- * sent as it is (a data part or metadata that is not JSON data); it is never
- * sent, and sending it again fails the same way.
+ * Why a call failed. `InvalidRequest`: the call could not be sent as it is
+ * (a data part or metadata that is not JSON data, a header or idempotency key
+ * that HTTP cannot carry); it is never sent, and sending it again fails the
+ * same way.
  *
  * @since 0.1.0
  */

@@ -15,7 +15,7 @@ import type { AgentCard, Message, StreamResponse, Task } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
-import { Context, Duration, Effect, Either, Layer, Metric, Option, Stream, Tracer } from "effect"
+import { Context, Duration, Effect, Either, Layer, Metric, Option, Stream, Struct, Tracer } from "effect"
 import * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as Idempotency from "./Idempotency.js"
@@ -148,21 +148,42 @@ const messageOf = (input: Input, options: CallOptions | undefined): Message => {
   )
 }
 
-/** Where a message's data parts or metadata stop being JSON data, which the wire cannot carry. */
-const inputNotJson = (input: Input): json.NotJson | undefined =>
-  typeof input === "string"
+const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+// What fetch refuses in a header value: NUL, CR, LF, or a character beyond one byte.
+const badHeaderValue = /[\0\r\n]|[^\u0000-\u00ff]/
+
+/**
+ * Why a call cannot be sent as it is, or none: a data part or metadata that
+ * is not JSON data, or a header (the idempotency key included) that fetch
+ * would refuse. Checked before anything is sent, so the error can say so.
+ */
+const unsendable = (input: Input, options: CallOptions | undefined): string | undefined => {
+  const problem = typeof input === "string"
     ? undefined
     : json.partsNotJson(input.parts, "parts") ??
       (input.metadata === undefined ? undefined : json.notJson(input.metadata, "metadata"))
+  if (problem !== undefined) return `the message is not JSON data at ${problem.path}: ${problem.found}`
+  if (options === undefined) return undefined
+  if (options.idempotencyKey !== undefined && badHeaderValue.test(options.idempotencyKey)) {
+    return "the idempotency key cannot be sent as a header (it holds a line break, NUL or a character beyond Latin-1)"
+  }
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    if (!headerName.test(name)) return `the header name ${JSON.stringify(name)} is not an HTTP token`
+    if (badHeaderValue.test(value)) {
+      return `the value of header ${name} cannot be sent (it holds a line break, NUL or a character beyond Latin-1)`
+    }
+  }
+  return undefined
+}
 
-/** The typed error of a message that is never sent because it is not JSON data. */
-const invalidRequest = (agent: string, operation: A2AClientError.Operation, input: Input, problem: json.NotJson) =>
+/** The typed error of a call that is never sent: see `unsendable`. */
+const invalidRequest = (agent: string, operation: A2AClientError.Operation, input: Input, detail: string) =>
   new A2AClientError.A2AClientError({
     agent,
     operation,
     reason: "InvalidRequest",
     delivery: "NotSent",
-    detail: `the message is not JSON data at ${problem.path}: ${problem.found}`,
+    detail,
     ...(typeof input !== "string" && input.taskId ? { taskId: input.taskId } : {}),
     ...(typeof input !== "string" && input.contextId ? { contextId: input.contextId } : {})
   })
@@ -251,10 +272,11 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         request(exchange, "GetTask", ids, (o) => client.getTask({ tenant: "", id: running.taskId }, o), viewTask, (polled) =>
           Either.isRight(polled)
             ? next(polled.right)
-            // The message was accepted: whatever a poll hits, the send's own delivery is not "NotSent".
+            // The message was accepted: whatever a poll hits, the send's own delivery is not "NotSent",
+            // and a refusal of the poll (429, 503 and its Retry-After) is not a refusal of the message.
             : finish(Either.left(
               new A2AClientError.A2AClientError({
-                ...polled.left,
+                ...Struct.omit(polled.left, "status", "retryAfter"),
                 operation: "SendMessage",
                 delivery: "Unknown",
                 ...ids,
@@ -269,7 +291,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
   const viewSent = view("SendMessage")
   const send: RemoteAgent["send"] = (input, options) =>
     operate<RemoteOutcome.RemoteOutcome>("SendMessage", options, (exchange, done) => {
-      const problem = inputNotJson(input)
+      const problem = unsendable(input, options)
       if (problem !== undefined) return done(Either.left(invalidRequest(agent, "SendMessage", input, problem)))
       const message = messageOf(input, options)
       request(
@@ -294,7 +316,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     )
   const stream: RemoteAgent["stream"] = (input, options) =>
     Stream.suspend(() => {
-      const problem = inputNotJson(input)
+      const problem = unsendable(input, options)
       if (problem !== undefined) return observeStream(Stream.fail(invalidRequest(agent, "SendStreamingMessage", input, problem)))
       const message = messageOf(input, options)
       const state = {
@@ -382,11 +404,15 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         }
       }
 
-      /** A stream cut before a final state: ask once for the task's real state. */
+      /**
+       * A stream cut before a final state: ask once for the task's real state.
+       * Only once this stream has had an event: a task id the caller gave (a
+       * continuation) says nothing of whether this message was received.
+       */
       const recover = (error: A2AClientError.A2AClientError): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
         const recoverable = error.reason === "StreamInterrupted" || error.reason === "ConnectionLost" ||
           (error.reason === "Timeout" && error.delivery === "Unknown")
-        if (!recoverable || state.taskId === "") return Stream.fail(error)
+        if (!recoverable || !state.started || state.taskId === "") return Stream.fail(error)
         return Stream.fromEffect(
           getTask(state.taskId, options, false).pipe(
             Effect.flatMap((v) => (v._tag === "Running" ? Effect.fail(error) : Effect.succeed(RemoteEvent.Finished.make({ outcome: v })))),

@@ -18,7 +18,8 @@
  *
  * Delays grow exponentially with decorrelated jitter, within a maximum number
  * of attempts and a total time budget. Giving up returns the last typed
- * error, with its `attempts`.
+ * error, with its `attempts`; its `delivery` is `"Unknown"` when any attempt
+ * may have reached the agent, even if the last one was never sent.
  *
  * @since 0.1.0
  */
@@ -141,6 +142,8 @@ export const retry = (options: Options, request: Request) =>
 ): Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R> =>
   Effect.suspend(() => {
     let attempts = 0
+    // Whether an attempt may have reached the agent: then the last error cannot say NotSent.
+    let reached = false
     const reasonOf = (input: Input): Option.Option<string> =>
       input._tag === "RetryableFailure" ? Option.some("Failed") : retryReason(input, request)
     const attempt = Effect.suspend(() => {
@@ -153,8 +156,9 @@ export const retry = (options: Options, request: Request) =>
           ? Effect.fail(new RetryableFailure({ outcome }))
           : Effect.succeed(outcome)
       ),
-      Effect.tapError((input) =>
-        Option.match(reasonOf(input), {
+      Effect.tapError((input) => {
+        if (input._tag === "RetryableFailure" || input.delivery === "Unknown") reached = true
+        return Option.match(reasonOf(input), {
           onNone: () => Effect.void,
           onSome: (reason) =>
             Effect.logInfo(`attempt ${attempts} failed (${reason}); retrying when the policy allows`).pipe(
@@ -170,7 +174,7 @@ export const retry = (options: Options, request: Request) =>
               Effect.annotateLogs({ attempt: attempts, reason })
             )
         })
-      )
+      })
     )
     // The budget counts from the first attempt, its own time-out included.
     return Clock.currentTimeMillis.pipe(
@@ -180,7 +184,13 @@ export const retry = (options: Options, request: Request) =>
       Effect.catchAll((input) =>
         input._tag === "RetryableFailure"
           ? Effect.succeed<RemoteOutcome.RemoteOutcome>(input.outcome)
-          : Effect.fail(new A2AClientError.A2AClientError({ ...input, attempts }))
+          : Effect.fail(
+            new A2AClientError.A2AClientError(
+              reached && input.delivery === "NotSent"
+                ? { ...input, attempts, delivery: "Unknown", detail: `${input.detail} (an earlier attempt may have been received)` }
+                : { ...input, attempts }
+            )
+          )
       )
     )
   })

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Fiber, HashMap, Logger, Metric, MetricState, Option, Stream, Tracer } from "effect"
+import * as zlib from "node:zlib"
+import { Chunk, Duration, Effect, Either, Exit, Fiber, HashMap, Logger, Metric, MetricState, Option, Stream, Tracer } from "effect"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
-import { cardFor, json, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
+import { cardFor, json, listen, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 
 let agents = 0
 /** A fresh agent name per test keeps the global metric counters apart. */
@@ -111,23 +112,27 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(finished._tag === "Finished" && finished.outcome._tag).toBe("Failed")
     }))
 
-  it.scopedLive("a message that is not JSON data is never sent: InvalidRequest, NotSent, counted, not retried", () =>
+  it.scopedLive("a message that is not JSON data, or a header HTTP cannot carry, is never sent: InvalidRequest, NotSent, counted, not retried", () =>
     Effect.gen(function*() {
       const peer = yield* sdkPeer()
       const agent = yield* agentFor(peer.url)
       const before = peer.requests()
-      const inputs: ReadonlyArray<readonly [RemoteAgent.Input, string]> = [
-        [{ parts: [Part.DataPart.make({ data: { total: 10n } })] }, "parts[0].data.total: a bigint"],
-        [{ parts: [Part.TextPart.make({ text: "hi" })], metadata: { callback: () => 1 } }, "metadata.callback: a function"],
-        [{ parts: [Part.DataPart.make({ data: new Map([[1, 2]]) })], contextId: "ctx-1" }, "parts[0].data: a Map"]
+      const unsendable = "cannot be sent (it holds a line break, NUL or a character beyond Latin-1)"
+      const inputs: ReadonlyArray<readonly [RemoteAgent.Input, RemoteAgent.CallOptions | undefined, string]> = [
+        [{ parts: [Part.DataPart.make({ data: { total: 10n } })] }, undefined, "the message is not JSON data at parts[0].data.total: a bigint"],
+        [{ parts: [Part.TextPart.make({ text: "hi" })], metadata: { callback: () => 1 } }, undefined, "the message is not JSON data at metadata.callback: a function"],
+        [{ parts: [Part.DataPart.make({ data: new Map([[1, 2]]) })], contextId: "ctx-1" }, undefined, "the message is not JSON data at parts[0].data: a Map"],
+        ["hi", { idempotencyKey: "ключ" }, `the idempotency key ${unsendable.replace("cannot be sent", "cannot be sent as a header")}`],
+        ["hi", { headers: { "x-user": "a\r\nb" } }, `the value of header x-user ${unsendable}`],
+        ["hi", { headers: { "bad header": "x" } }, `the header name "bad header" is not an HTTP token`]
       ]
-      for (const [input, where] of inputs) {
-        const sent = yield* Effect.flip(agent.send(input))
-        const streamed = yield* Effect.flip(Stream.runDrain(agent.stream(input)))
+      for (const [input, options, detail] of inputs) {
+        const sent = yield* Effect.flip(agent.send(input, options))
+        const streamed = yield* Effect.flip(Stream.runDrain(agent.stream(input, options)))
         for (const error of [sent, streamed]) {
           expect(error.reason).toBe("InvalidRequest")
           expect(error.delivery).toBe("NotSent")
-          expect(error.detail).toBe(`the message is not JSON data at ${where}`)
+          expect(error.detail).toBe(detail)
           expect(Option.isNone(RetryPolicy.retryReason(error, { idempotent: true }))).toBe(true)
         }
         expect(sent.operation).toBe("SendMessage")
@@ -309,5 +314,88 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       for (const header of [first, second]) expect(header).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
       expect(first!.slice(3, 35)).not.toBe(second!.slice(3, 35))
       expect(first!.slice(3, 35)).not.toBe(traceId)
+    }))
+})
+
+describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects, polling and cut streams", () => {
+  const task = (id: string, state: string, extra: Record<string, unknown> = {}) => ({
+    task: { id, contextId: "c1", status: { state, message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "done" }] } }, ...extra }
+  })
+
+  it.scopedLive("a timeout beyond what a timer holds, or an infinite one, still waits for the answer", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => {
+        setTimeout(() => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: task("t1", "TASK_STATE_COMPLETED") }), 100)
+      })
+      for (const timeout of [Duration.infinity, Duration.days(30)]) {
+        const agent = yield* agentFor(peer.url, { timeout })
+        expect((yield* agent.send("hi"))._tag).toBe("Completed")
+        expect((yield* (yield* agentFor(peer.url)).send("hi", { timeout }))._tag).toBe("Completed")
+      }
+    }))
+
+  it.scopedLive("maxResponseBytes counts a compressed body as it decodes", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => {
+        const payload = JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), result: task("t1", "TASK_STATE_COMPLETED", { artifacts: [{ artifactId: "a", parts: [{ text: "x".repeat(1 << 20) }] }] }) })
+        const compressed = zlib.gzipSync(payload)
+        res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip", "content-length": compressed.length })
+        res.end(compressed)
+      })
+      const agent = yield* agentFor(peer.url, { maxResponseBytes: 64 * 1024 })
+      const result = yield* Effect.either(agent.send("hi"))
+      // Checked field by field: a failing comparison with the accepted megabyte would print it.
+      expect(result._tag).toBe("Left")
+      const error = Either.getLeft(result).pipe(Option.getOrThrow)
+      expect([error.reason, error.delivery]).toEqual(["InvalidResponse", "Unknown"])
+      expect(error.detail).toContain("exceeds 65536 bytes")
+    }))
+
+  it.scopedLive("a redirect is an HTTP answer, not a request that never left: not resent without a key", () =>
+    Effect.gen(function*() {
+      const closed = yield* listen(() => undefined)
+      const peer = yield* rawPeer((_req, res) => {
+        res.writeHead(307, { location: `${closed.url}/rpc` })
+        res.end()
+      })
+      const agent = yield* agentFor(peer.url)
+      const error = yield* Effect.flip(agent.send("book").pipe(RetryPolicy.retry({ maxAttempts: 3, base: "10 millis" }, { idempotent: false })))
+      expect(error).toMatchObject({ reason: "HttpStatus", status: 307, delivery: "Unknown", attempts: 1 })
+      expect(peer.methods()).toEqual(["SendMessage"])
+      expect(closed.requests()).toBe(0)
+    }))
+
+  it.scopedLive("a refused poll of an accepted task is not a refusal of the message: it is not resent", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => {
+        if ((JSON.parse(body) as { method: string }).method === "SendMessage") {
+          return json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: task("t1", "TASK_STATE_WORKING") })
+        }
+        res.writeHead(503, { "retry-after": "0" })
+        res.end("busy")
+      })
+      const agent = yield* agentFor(peer.url)
+      const error = yield* Effect.flip(agent.send("charge").pipe(RetryPolicy.retry({ maxAttempts: 3, base: "10 millis" }, { idempotent: false })))
+      expect(error).toMatchObject({ operation: "SendMessage", delivery: "Unknown", taskId: "t1", attempts: 1 })
+      expect(error.status).toBeUndefined()
+      expect(peer.methods()).toEqual(["SendMessage", "GetTask"])
+    }))
+
+  it.scopedLive("a stream cut before its first event is an error, even when it continues a task; a bad event is InvalidResponse", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((req, res, body) => {
+        const rpc = JSON.parse(body) as { id: number; method: string; params: { message?: { parts?: Array<{ text?: string }> } } }
+        if (rpc.method === "GetTask") return json(res, 200, { jsonrpc: "2.0", id: rpc.id, result: task("t1", "TASK_STATE_INPUT_REQUIRED").task })
+        if (rpc.params.message?.parts?.[0]?.text === "cut") return req.socket.destroy()
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: task("t1", "TASK_STATE_WORKING") })}\n\n`)
+        res.end(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: { artifactUpdate: { taskId: "t1", contextId: "c1", artifact: { artifactId: "a", parts: [null] } } } })}\n\n`)
+      })
+      const agent = yield* agentFor(peer.url)
+      const cut = yield* Effect.flip(Stream.runDrain(agent.stream({ parts: [Part.TextPart.make({ text: "cut" })], taskId: "t1" })))
+      expect(cut).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown" })
+      const garbled = yield* Effect.flip(Stream.runDrain(agent.stream("garbled")))
+      expect(garbled).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
+      expect(peer.methods()).not.toContain("GetTask")
     }))
 })

@@ -98,6 +98,20 @@ describe("RetryPolicy.retry", () => {
       expect(yield* calls).toBe(3)
     }))
 
+  it.effect("the last error says Unknown when an earlier attempt may have been received, even if the last was never sent", () =>
+    Effect.gen(function*() {
+      const { call } = yield* scripted([
+        error({ reason: "Timeout", delivery: "Unknown" }),
+        error({ reason: "ConnectionRefused", delivery: "NotSent" })
+      ])
+      const failure = yield* withClock(Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 3 }, { idempotent: true }))))
+      expect(failure).toMatchObject({ reason: "ConnectionRefused", delivery: "Unknown", attempts: 3 })
+      expect(failure.detail).toContain("an earlier attempt may have been received")
+      const { call: neverSent } = yield* scripted([error({ reason: "ConnectionRefused", delivery: "NotSent" })])
+      const refused = yield* withClock(Effect.flip(neverSent.pipe(RetryPolicy.retry({ maxAttempts: 2 }, { idempotent: false }))))
+      expect(refused).toMatchObject({ delivery: "NotSent", attempts: 2, detail: "x" })
+    }))
+
   it.effect("stops when the time budget would be exceeded", () =>
     Effect.gen(function*() {
       const { call, calls } = yield* scripted([error({ reason: "HttpStatus", delivery: "Unknown", status: 503, retryAfter: Duration.seconds(10) })])

@@ -140,6 +140,10 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   if (facts.names.includes("SyntaxError") || has((m) => invalidResponseMessages.some((p) => m.includes(p)))) {
     return { reason: "InvalidResponse", delivery: "Unknown" }
   }
+  // A TypeError other than fetch's own is the SDK failing to read what came: a bad event, not a cut stream.
+  if (ctx.streamStarted && facts.names[0] === "TypeError" && !has((m) => m === "fetch failed")) {
+    return { reason: "InvalidResponse", delivery: "Unknown" }
+  }
   if (ctx.streamStarted) return { reason: "StreamInterrupted", delivery: "Unknown" }
   return { reason: "InvalidResponse", delivery: sentDelivery }
 }

@@ -85,6 +85,9 @@ const withTraceId =
 
 const timeoutError = () => new DOMException("The operation timed out", "TimeoutError")
 
+/** The longest delay `setTimeout` takes (about 24.8 days). */
+const maxTimerMillis = 2 ** 31 - 1
+
 const spanKind = "client" as const
 
 /**
@@ -229,8 +232,16 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
           ? tracing.childIds(tracing.propagatedParent(parent))
           : undefined
         const timeout = Duration.decode(options?.timeout ?? defaultTimeout)
+        const millis = Duration.toMillis(timeout)
+        const deadline = Date.now() + millis
         const controller = new AbortController()
-        const timer = setTimeout(() => controller.abort(timeoutError()), Duration.toMillis(timeout))
+        const expire = () => controller.abort(timeoutError())
+        // Node fires a longer timer at once, so a long deadline is reached in steps; an infinite one has none.
+        const arm = (): ReturnType<typeof setTimeout> | undefined => {
+          const left = deadline - Date.now()
+          return left > maxTimerMillis ? setTimeout(() => (timer = arm()), maxTimerMillis) : setTimeout(expire, left)
+        }
+        let timer = millis <= maxTimerMillis ? setTimeout(expire, millis) : Number.isFinite(millis) ? arm() : undefined
         let open = true
         const close = (exit: Exit.Exit<B, A2AClientError.A2AClientError>): void => {
           open = false
@@ -257,7 +268,7 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
             signal: controller.signal,
             record: track(controller.signal),
             headers: callHeaders(ids, options),
-            deadline: Date.now() + Duration.toMillis(timeout),
+            deadline,
             timeout
           }, done)
         } catch (defect) {

@@ -77,7 +77,7 @@ const reasonText = A2AClientError.matchReason({
   InvalidResponse: () => "the response could not be read",
   StreamInterrupted: () => "the stream was interrupted",
   Unavailable: () => "the agent was not available at start-up",
-  InvalidRequest: () => "the message holds a value that is not JSON data"
+  InvalidRequest: () => "the request could not be sent as it is"
 })
 
 // "not submitted" is a promise that nothing happened remotely, so it is only
@@ -88,7 +88,7 @@ const deliveryText = (error: A2AClientError.A2AClientError): string =>
     Match.when("Unknown", () =>
       error.taskId === undefined
         ? "the outcome is unknown: no task was confirmed"
-        : `the outcome is unknown: task ${error.taskId} was confirmed but its ending was not received`),
+        : `the outcome is unknown: the ending of task ${error.taskId} was not received`),
     Match.exhaustive
   )
 

@@ -14,12 +14,14 @@ export interface TrackingFetch {
 }
 
 const limitBody = (response: Response, limit: number): Response => {
-  const length = response.headers.get("content-length")
+  // The HTTP client holds a body to its declared length, so only bodies without one need counting;
+  // a compressed body's length is not the length of what it decodes to.
+  const encoding = response.headers.get("content-encoding")
+  const length = encoding === null || encoding === "identity" ? response.headers.get("content-length") : null
   const declared = Number(length)
-  // The HTTP client holds a body to its declared length, so only bodies without one need counting.
   if (length !== null && declared <= limit) return response
   if (response.body === null || response.headers.get("content-type")?.startsWith("text/event-stream")) return response
-  if (declared > limit) {
+  if (length !== null && declared > limit) {
     void response.body.cancel().catch(() => undefined)
     throw new ResponseTooLarge(limit)
   }
@@ -54,9 +56,13 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
     fetch: (input, init) => {
       const record = (init?.signal as Tracked | null | undefined)?.[recordKey]
       if (record) record.sent = true
+      // A redirect is answered, not followed: following it would resend the request elsewhere, and a
+      // failure there would read as if this one had never been sent.
       return fetch(
         input,
-        withHeaders ? { ...init, headers: { ...headers, ...(init?.headers as Record<string, string>) } } : init
+        withHeaders
+          ? { ...init, redirect: "manual", headers: { ...headers, ...(init?.headers as Record<string, string>) } }
+          : { ...init, redirect: "manual" }
       ).then((response) => {
         if (record) {
           record.status = response.status
