@@ -132,6 +132,17 @@ describe("A2AServer", () => {
       expect(JSON.parse(unknown.text).error.code).toBe(-32601)
       const invalid = yield* rpc(server.rpcUrl, "GetTask", "not an object")
       expect(JSON.parse(invalid.text).error.code).toBe(-32602)
+      // Params the SDK cannot decode are invalid params, not an internal error.
+      for (const method of ["SendMessage", "SendStreamingMessage"]) {
+        const nullPart = yield* rpc(server.rpcUrl, method, { message: { messageId: "m", role: "ROLE_USER", parts: [null] } })
+        expect(JSON.parse(nullPart.text).error.code).toBe(-32602)
+      }
+      // 0 and "" are ids like any other, on the streaming methods too.
+      for (const id of [0, ""]) {
+        const body = JSON.stringify({ jsonrpc: "2.0", id, method: "SubscribeToTask", params: { id: "no-such-task" } })
+        const answer = JSON.parse((yield* post(server.rpcUrl, body, { "A2A-Version": "1.0" })).text)
+        expect([answer.id, answer.error.code]).toEqual([id, -32001])
+      }
 
       // A task store that throws: only an error id goes out, the cause is logged under it.
       const secret = "sk-internal-detail"

@@ -70,23 +70,37 @@ export interface Dispatcher {
   readonly dispatch: (body: unknown, headers: Headers) => Promise<Dispatched>
 }
 
-const idOf = (body: unknown): unknown =>
-  typeof body === "object" && body !== null && "id" in body && (body as { id: unknown }).id ? (body as { id: unknown }).id : null
+// JSON-RPC ids are strings or numbers; 0 and "" are ids too.
+const idOf = (body: unknown): unknown => {
+  const id = typeof body === "object" && body !== null && "id" in body ? (body as { id: unknown }).id : null
+  return typeof id === "string" || typeof id === "number" ? id : null
+}
 
 const methodOf = (body: unknown): unknown =>
   typeof body === "object" && body !== null && "method" in body ? (body as { method: unknown }).method : undefined
+
+const invalidParams = (id: unknown): RpcErrorResponse => ({
+  jsonrpc: "2.0",
+  id,
+  error: { code: -32602, message: "Invalid params: the request's params could not be decoded." }
+})
 
 const isInternalError = (result: unknown): boolean =>
   typeof result === "object" && result !== null && "error" in result &&
   (result as { error?: { code?: unknown } }).error?.code === INTERNAL_ERROR
 
 /**
- * `handler`, keeping what its calls reject with under their call context:
- * the SDK's transport answers a rejection as -32603 with its message only,
- * and the server log wants the whole error. The caller gets the handler's own
- * promise, so no step is added.
+ * `handler`, noting the call contexts it was called with and keeping what
+ * its calls reject with under their call context: the SDK's transport
+ * answers a rejection as -32603 with its message only, and the server log
+ * wants the whole error. The caller gets the handler's own promise, so no
+ * step is added.
  */
-const capturing = (handler: A2ARequestHandler, thrown: WeakMap<object, unknown>): A2ARequestHandler => {
+const capturing = (
+  handler: A2ARequestHandler,
+  called: WeakSet<object>,
+  thrown: WeakMap<object, unknown>
+): A2ARequestHandler => {
   const wrapped = new Map<PropertyKey, unknown>()
   return new Proxy(handler, {
     get(target, property, receiver) {
@@ -97,8 +111,9 @@ const capturing = (handler: A2ARequestHandler, thrown: WeakMap<object, unknown>)
         method = (...args: Array<unknown>) => {
           const result: unknown = value.apply(target, args)
           const context = args[args.length - 1]
-          if (result instanceof Promise && typeof context === "object" && context !== null) {
-            result.catch((error: unknown) => thrown.set(context, error))
+          if (typeof context === "object" && context !== null) {
+            called.add(context)
+            if (result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
           }
           return result
         }
@@ -111,8 +126,9 @@ const capturing = (handler: A2ARequestHandler, thrown: WeakMap<object, unknown>)
 
 /** @internal */
 export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard): Dispatcher => {
+  const called = new WeakSet<object>()
   const thrown = new WeakMap<object, unknown>()
-  const captured = capturing(requestHandler, thrown)
+  const captured = capturing(requestHandler, called, thrown)
   const v1 = new JsonRpcTransportHandler(captured)
   const legacy = new LegacyJsonRpcTransportHandler(captured)
   const versionHeader = A2A_VERSION_HEADER.toLowerCase()
@@ -153,6 +169,10 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
           return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error: mapError(error) }, headers: {}, cause: error }
         }
         return { _tag: "Stream", first, iterator, mapError, id, headers: responseHeaders }
+      }
+      if (isInternalError(result) && !called.has(context)) {
+        // The SDK failed before it reached the request handler: it could not decode the params.
+        return { _tag: "Json", status: 200, body: invalidParams(id), headers: responseHeaders }
       }
       return {
         _tag: "Json",
