@@ -14,6 +14,7 @@ import type { Message, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import {
   AgentEvent,
+  type AgentExecutionEvent,
   type AgentExecutor as SdkAgentExecutor,
   type ExecutionEventBus,
   type RequestContext,
@@ -338,6 +339,18 @@ const artifactEvent = (taskId: string, contextId: string, value: Part.Artifact) 
     metadata: {}
   })
 
+/** A run's bus, and the artifact updates the run published on it. */
+interface RunEvents {
+  readonly bus: ExecutionEventBus
+  readonly artifacts: Array<AgentExecutionEvent>
+}
+
+const publishArtifact = (events: RunEvents, taskId: string, contextId: string, value: Part.Artifact): void => {
+  const event = artifactEvent(taskId, contextId, value)
+  events.artifacts.push(event)
+  events.bus.publish(event)
+}
+
 const textStatus = (taskId: string, contextId: string, state: TaskState, text: string): TaskStatusUpdateEvent =>
   statusEvent(taskId, contextId, state, internalParts.agentMessage(taskId, contextId, [internalParts.textPart(text)]))
 
@@ -454,7 +467,7 @@ export const make = <E, R>(
     }
 
     const publishResult = (
-      bus: ExecutionEventBus,
+      events: RunEvents,
       request: AgentRequest,
       result: AgentResult | typeof admissionRefused
     ): FinalStatus => {
@@ -465,9 +478,7 @@ export const make = <E, R>(
       }
       switch (result._tag) {
         case "Completed": {
-          for (const value of result.artifacts) {
-            bus.publish(artifactEvent(taskId, contextId, value))
-          }
+          for (const value of result.artifacts) publishArtifact(events, taskId, contextId, value)
           const message = result.parts.length === 0
             ? undefined
             : internalParts.agentMessage(taskId, contextId, result.parts.map(internalParts.toWirePart))
@@ -483,8 +494,9 @@ export const make = <E, R>(
     }
 
     // Writes the final state when the caller's own event processing did not
-    // (it stops when a stream is dropped), so no task stays WORKING.
-    const persistFinal = (context: RequestContext, initial: Task, event: TaskStatusUpdateEvent) => {
+    // (it stops when a stream is dropped), so no task stays WORKING, with the
+    // run's artifacts (each replaces its earlier copy, if one was saved).
+    const persistFinal = (context: RequestContext, events: RunEvents, initial: Task, event: TaskStatusUpdateEvent) => {
       const store = options.taskStore
       if (store === undefined) return Effect.void
       const state = event.status?.state
@@ -495,6 +507,7 @@ export const make = <E, R>(
           if (loaded !== undefined && (loaded.status?.state === state || internalParts.isTerminal(loaded.status?.state))) return true
           const manager = new ResultManager(store, context.context)
           if (loaded === undefined) await manager.processEvent(AgentEvent.task(initial))
+          for (const artifact of events.artifacts) await manager.processEvent(artifact)
           await manager.processEvent(AgentEvent.statusUpdate(event))
           return true
         })
@@ -562,17 +575,17 @@ export const make = <E, R>(
       headers: internalParts.headersOf(context.context)
     })
 
-    const makeProgress = (taskId: string, contextId: string, bus: ExecutionEventBus) =>
+    const makeProgress = (taskId: string, contextId: string, events: RunEvents) =>
       AgentProgress.of({
         status: (text) =>
           Effect.sync(() =>
-            bus.publish(AgentEvent.statusUpdate(textStatus(taskId, contextId, TaskState.TASK_STATE_WORKING, text)))
+            events.bus.publish(AgentEvent.statusUpdate(textStatus(taskId, contextId, TaskState.TASK_STATE_WORKING, text)))
           ),
         data: (value) =>
           Effect.zipRight(
             checked(json.notJson(value, "progress.data")),
             Effect.sync(() =>
-              bus.publish(AgentEvent.statusUpdate(statusEvent(
+              events.bus.publish(AgentEvent.statusUpdate(statusEvent(
                 taskId,
                 contextId,
                 TaskState.TASK_STATE_WORKING,
@@ -585,7 +598,7 @@ export const make = <E, R>(
         artifact: (value) =>
           Effect.zipRight(
             checked(json.partsNotJson(value.parts, "progress.artifact.parts")),
-            Effect.sync(() => bus.publish(artifactEvent(taskId, contextId, value)))
+            Effect.sync(() => publishArtifact(events, taskId, contextId, value))
           )
       })
 
@@ -644,10 +657,11 @@ export const make = <E, R>(
 
     const publishFinal = (
       context: RequestContext,
-      bus: ExecutionEventBus,
+      events: RunEvents,
       initial: Task,
       published: FinalStatus
     ): Promise<void> => {
+      const bus = events.bus
       const { contextId, taskId } = context
       const event: TaskStatusUpdateEvent = { ...published.event, taskId, contextId }
       const state = event.status?.state
@@ -662,7 +676,7 @@ export const make = <E, R>(
       }
       const saved = finalSaved(taskId, state)
       bus.publish(AgentEvent.statusUpdate(event))
-      return saved.then((done) => done ? undefined : runPromise(persistFinal(context, initial, event)))
+      return saved.then((done) => done ? undefined : runPromise(persistFinal(context, events, initial, event)))
     }
 
     // Plain promises around one fiber per run.
@@ -699,7 +713,8 @@ export const make = <E, R>(
         HashMap.set(map, "agent", agentName)
         if (span !== undefined) HashMap.set(map, "traceId", span.traceId)
       })
-      const progress = makeProgress(taskId, contextId, bus)
+      const events: RunEvents = { bus, artifacts: [] }
+      const progress = makeProgress(taskId, contextId, events)
       const services = Context.add(runtime.context, AgentProgress, progress)
       const runRuntime = Runtime.make({
         context: span === undefined ? services : Context.add(services, Tracer.ParentSpan, span),
@@ -758,7 +773,7 @@ export const make = <E, R>(
               ? json.partsNotJson(result.parts, "result.parts") ?? json.artifactsNotJson(result.artifacts, "result.artifacts")
               : undefined
             return problem === undefined
-              ? applyAfter(request, publishResult(bus, request, result), hook, restore)
+              ? applyAfter(request, publishResult(events, request, result), hook, restore)
               : failed(Cause.die(new InvalidOutput(problem)))
           },
           onFailure: (cause) => Cause.isInterrupted(cause) ? Effect.failCause(cause) : failed(cause)
@@ -776,13 +791,13 @@ export const make = <E, R>(
         if (forTask.size === 0) runs.delete(taskId)
         if (Exit.isSuccess(exit)) {
           finish(exit.value)
-          return publishFinal(context, bus, initial, exit.value)
+          return publishFinal(context, events, initial, exit.value)
         }
         return Runtime.runPromise(runRuntime)(
           Effect.flatMap(settleInterrupted(request, run, exit.cause), (final) => applyAfter(request, final, hook))
         ).then((published) => {
           finish(published)
-          return publishFinal(context, bus, initial, published)
+          return publishFinal(context, events, initial, published)
         })
       })
     }

@@ -6,7 +6,8 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as FailureHint from "../src/FailureHint.js"
 import * as Part from "../src/Part.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
-import { captureLogs, eventually, makeClient, post, rpc, send, textOf } from "./fixtures/serverAgents.js"
+import * as http from "node:http"
+import { captureLogs, eventually, makeClient, post, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 class PaymentError extends Data.TaggedError("PaymentError")<{ readonly message: string }> {}
 
@@ -366,6 +367,36 @@ describe("AgentExecutor", () => {
       Effect.provide(logs.layer)
     )
   })
+
+  it.scopedLive("a stream dropped mid-run keeps every artifact of the run in the stored task", () =>
+    Effect.gen(function* () {
+      const artifact = (artifactId: string) =>
+        Part.Artifact.make({ artifactId, name: "", description: "", parts: [Part.TextPart.make({ text: artifactId })] })
+      const stepwise: AgentExecutor.Agent = () =>
+        AgentExecutor.status("started").pipe(
+          Effect.zipRight(Effect.sleep("300 millis")),
+          Effect.zipRight(AgentExecutor.artifact(artifact("progress"))),
+          Effect.as(AgentExecutor.completedText("late", [artifact("result")]))
+        )
+      const server = yield* A2AServer.make({ agent: stepwise, card })
+      // A caller that goes away after the first event, its socket closed.
+      const taskId = yield* Effect.async<string>((resume) => {
+        const request = http.request(server.rpcUrl, { method: "POST", headers: { "content-type": "application/json", "A2A-Version": "1.0" } }, (response) => {
+          response.once("data", (chunk) => {
+            request.destroy()
+            resume(Effect.succeed(/"id":"([0-9a-f-]{36})"/.exec(String(chunk))?.[1] ?? ""))
+          })
+        })
+        request.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message: userMessage("go") } }))
+      })
+      expect(taskId).not.toBe("")
+      const client = yield* makeClient(server.url)
+      const done = yield* eventually(
+        Effect.promise(() => client.getTask({ tenant: "", id: taskId })),
+        (task: Task) => task.status?.state === TaskState.TASK_STATE_COMPLETED
+      )
+      expect(done.artifacts.map((a) => a.artifactId)).toEqual(["progress", "result"])
+    }))
 
   it.scopedLive("a task never stays WORKING when its stream is dropped", () =>
     Effect.gen(function* () {
