@@ -623,6 +623,13 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
       })
     })
 
+  /** A request-level result as stored: JSON, or a typed error for what JSON cannot hold. */
+  const resultText = (key: string, result: unknown): Effect.Effect<string, IdempotencyError> =>
+    Effect.try({
+      try: () => JSON.stringify(result) ?? "null",
+      catch: (cause) => new IdempotencyError({ reason: "InvalidResult", key, detail: "the result could not be written as JSON", cause })
+    })
+
   const renewLease: Service["renewLease"] = (request) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
@@ -634,10 +641,8 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
     Effect.gen(function*() {
       const id = requestId(request)
       const now = yield* Clock.currentTimeMillis
-      const done = yield* db(
-        request.key,
-        store.finish(id, JSON.stringify(request.result) ?? "null", now, { token: request.lease?.token })
-      )
+      const text = yield* resultText(request.key, request.result)
+      const done = yield* db(request.key, store.finish(id, text, now, { token: request.lease?.token }))
       if (done) yield* notifier.signal(id)
       return done
     })
@@ -693,11 +698,12 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
       for (const row of candidates) {
         const entry = toEntry(row)
         const result = yield* options.onExpired(entry)
+        const text = yield* resultText(row.key, result)
         const at = yield* Clock.currentTimeMillis
         // Guarded by the expired token: a late renewal or finish by the owner wins over the sweep.
         const done = yield* db(
           row.key,
-          store.finish(row, JSON.stringify(result) ?? "null", at, {
+          store.finish(row, text, at, {
             token: row.leaseToken ?? undefined,
             expiredAt: at
           })
@@ -740,6 +746,8 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
             const record = (value: Either.Either<A, E>) =>
               Schema.encode(codec)(value).pipe(
                 Effect.mapError(invalid("the result could not be encoded")),
+                // Read back before it is stored: JSON turns NaN and Infinity into null, which may not decode.
+                Effect.tap((text) => Effect.mapError(Schema.decode(codec)(text), invalid("the result would not decode from JSON"))),
                 Effect.flatMap((text) => db(key, store.finish(id, text, now, { token: held.token }))),
                 Effect.flatMap((done) =>
                   done ? Effect.void : Effect.logWarning("idempotency lease was lost before the result was recorded")
@@ -765,7 +773,13 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
               const recorded = storeFailure
                 ? record(Either.left(failure.value))
                 : Effect.asVoid(db(key, store.release(id, held.token)))
-              yield* Effect.catchAll(recorded, (error) => Effect.logWarning("idempotency failure could not be recorded", error))
+              // Unrecorded, the entry would hold its lease to the end: end it now, so later callers
+              // learn at once that the outcome is unknown.
+              yield* Effect.catchAll(recorded, (error) =>
+                Effect.zipRight(
+                  Effect.logWarning("idempotency failure could not be recorded", error),
+                  Effect.ignore(store.renew(id, held.token, now))
+                ))
             } else {
               // A defect or an interruption: the side effect may have happened. End the lease now
               // so later callers learn at once that the outcome is unknown.
@@ -932,7 +946,20 @@ export const layerSql = (
 export const layerSqlite = (
   options: SqlOptions & { readonly filename: string }
 ): Layer.Layer<IdempotencyLedger, IdempotencyError | ConfigError> =>
-  layerSql(options).pipe(Layer.provide(SqliteClient.layer({ filename: options.filename })))
+  layerSql(options).pipe(Layer.provide(
+    SqliteClient.layer({ filename: options.filename }).pipe(
+      // Opening the file throws (a missing directory, a file that is not a database).
+      Layer.catchAllCause((cause) =>
+        Layer.fail(
+          new IdempotencyError({
+            reason: "Unavailable",
+            detail: `could not open the SQLite ledger at ${options.filename}`,
+            cause: Cause.squash(cause)
+          })
+        )
+      )
+    )
+  ))
 
 /**
  * A ledger in PostgreSQL, shared by several server replicas. Needs the

@@ -545,7 +545,7 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
     const context = { agent: options.name, url: options.url, record }
     return yield* Effect.tryPromise({
       try: async (interrupt) => {
-        const signal = AbortSignal.any([interrupt, AbortSignal.timeout(cardMillis)])
+        const signal = AbortSignal.any([interrupt, AbortSignal.timeout(Math.min(cardMillis, clientCall.maxTimerMillis))])
         const resolver = new DefaultAgentCardResolver({
           fetchImpl: cardFetch(record, signal, maxBytes, options.headers ?? {}),
           legacyCompat: { enabled: true },

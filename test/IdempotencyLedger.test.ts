@@ -366,6 +366,31 @@ const ledgerSuite = (backend: Backend) =>
         expect(second).toEqual(first)
       }))
 
+    it.scoped("what the store cannot hold is a typed InvalidResult, and never leaves a key held", () =>
+      Effect.gen(function*() {
+        const l = yield* ledger()
+        // Request level: a result JSON cannot hold.
+        const started = yield* begin(l, "bad-result")
+        const lease = started._tag === "Started" ? started.lease : undefined
+        const cyclic: Record<string, unknown> = {}
+        cyclic["self"] = cyclic
+        for (const result of [{ n: 1n }, cyclic]) {
+          const refused = yield* Effect.flip(l.finish({ key: "bad-result", identity: ana, result, lease }))
+          expect([refused.reason, refused.detail]).toEqual(["InvalidResult", "the result could not be written as JSON"])
+        }
+        // Tool level: a result that would not decode from JSON (NaN becomes null), run once.
+        let runs = 0
+        const measure = l.once("nan", Effect.sync(() => (runs++, Number.NaN)), { success: Schema.Number, waitTimeout: "1 second" })
+        expect((yield* Effect.flip(measure)).reason).toBe("InvalidResult")
+        expect((yield* Effect.flip(measure)).reason).toBe("Interrupted")
+        expect(runs).toBe(1)
+        // A failure the failure schema cannot encode: the next caller learns at once that the outcome is unknown.
+        const pay = l.once("unencodable", Effect.fail(1.5), { success: Schema.String, failure: Schema.Int, waitTimeout: "1 second" })
+        expect(yield* Effect.flip(pay)).toBe(1.5)
+        const next = yield* Effect.flip(pay)
+        expect(typeof next === "number" ? next : next.reason).toBe("Interrupted")
+      }))
+
     it.scopedLive("25 concurrent calls with one key run the effect once and all get its result", () =>
       Effect.gen(function*() {
         const l = yield* ledger({ pollInterval: "20 millis" })
@@ -551,6 +576,18 @@ describe("IdempotencyLedger errors", () => {
     const decoded = Schema.decodeUnknownEither(IdempotencyError)({ _tag: "IdempotencyError", reason: "Nope", detail: "" })
     expect(Either.isLeft(decoded)).toBe(true)
   })
+
+  it.scoped("layerSqlite fails typed when its file cannot be opened: a missing directory, a file that is not a database", () =>
+    Effect.gen(function*() {
+      const notADatabase = path.join(sqliteDirectory(), `${unique("garbage")}.db`)
+      fs.writeFileSync(notADatabase, "this is not a database, it is plain text that is long enough to be read")
+      for (const filename of [path.join(sqliteDirectory(), "no-such-dir", "ledger.db"), notADatabase]) {
+        const error = yield* Effect.flip(build(IdempotencyLedger.layerSqlite({ filename })))
+        expect(error).toBeInstanceOf(IdempotencyError)
+        expect((error as IdempotencyLedger.IdempotencyError).reason).toBe("Unavailable")
+        expect((error as IdempotencyLedger.IdempotencyError).detail).toBe(`could not open the SQLite ledger at ${filename}`)
+      }
+    }))
 
   it.effect("the accessor `Idempotency.once` reads the ledger from the context, data-first and data-last", () =>
     Effect.gen(function*() {

@@ -328,7 +328,7 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
         setTimeout(() => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: task("t1", "TASK_STATE_COMPLETED") }), 100)
       })
       for (const timeout of [Duration.infinity, Duration.days(30)]) {
-        const agent = yield* agentFor(peer.url, { timeout })
+        const agent = yield* agentFor(peer.url, { timeout, cardTimeout: timeout })
         expect((yield* agent.send("hi"))._tag).toBe("Completed")
         expect((yield* (yield* agentFor(peer.url)).send("hi", { timeout }))._tag).toBe("Completed")
       }

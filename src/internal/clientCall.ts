@@ -85,8 +85,8 @@ const withTraceId =
 
 const timeoutError = () => new DOMException("The operation timed out", "TimeoutError")
 
-/** The longest delay `setTimeout` takes (about 24.8 days). */
-const maxTimerMillis = 2 ** 31 - 1
+/** The longest delay `setTimeout` takes (about 24.8 days); Node fires a longer one at once. @internal */
+export const maxTimerMillis = 2 ** 31 - 1
 
 const spanKind = "client" as const
 

@@ -15,10 +15,16 @@ const hasToJSON = (value: object): value is { toJSON: () => unknown } =>
  * (`undefined`, functions, symbols) are dropped from objects and become
  * `null` in arrays, as with `JSON.stringify`.
  */
-export const canonicalJson = (value: unknown): string => write(value) ?? "null"
+export const canonicalJson = (value: unknown): string => write(value, []) ?? "null"
 
-const write = (input: unknown): string | undefined => {
-  const value = input !== null && typeof input === "object" && hasToJSON(input) ? input.toJSON() : input
+// Boxed primitives are written as their primitive, as `JSON.stringify` writes them.
+const unbox = (value: object): unknown =>
+  value instanceof Number || value instanceof String || value instanceof Boolean ? value.valueOf() : value
+
+const write = (input: unknown, ancestors: Array<object>): string | undefined => {
+  const value = input !== null && typeof input === "object"
+    ? hasToJSON(input) ? input.toJSON() : unbox(input)
+    : input
   switch (typeof value) {
     case "string":
       return JSON.stringify(value)
@@ -31,14 +37,23 @@ const write = (input: unknown): string | undefined => {
       throw new TypeError("canonicalJson: a bigint cannot be written as JSON")
     case "object": {
       if (value === null) return "null"
-      if (Array.isArray(value)) return `[${value.map((item) => write(item) ?? "null").join(",")}]`
-      const record = value as Record<string, unknown>
-      const fields: Array<string> = []
-      for (const key of Object.keys(record).sort()) {
-        const written = write(record[key])
-        if (written !== undefined) fields.push(`${JSON.stringify(key)}:${written}`)
+      if (ancestors.includes(value)) throw new TypeError("canonicalJson: a cyclic value cannot be written as JSON")
+      ancestors.push(value)
+      let text: string
+      if (Array.isArray(value)) {
+        // `Array.from` visits holes too: a sparse array is written with nulls, as `JSON.stringify` writes it.
+        text = `[${Array.from(value, (item) => write(item, ancestors) ?? "null").join(",")}]`
+      } else {
+        const record = value as Record<string, unknown>
+        const fields: Array<string> = []
+        for (const key of Object.keys(record).sort()) {
+          const written = write(record[key], ancestors)
+          if (written !== undefined) fields.push(`${JSON.stringify(key)}:${written}`)
+        }
+        text = `{${fields.join(",")}}`
       }
-      return `{${fields.join(",")}}`
+      ancestors.pop()
+      return text
     }
     default:
       return undefined
