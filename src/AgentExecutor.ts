@@ -208,9 +208,12 @@ export interface FinalStatus {
  * - `afterExecute`: may replace the final status with another final one
  *   (completed, failed, canceled, rejected, input or auth required); it
  *   cannot drop it. A hook that fails, throws, returns a state that is not
- *   final, runs longer than `afterExecuteTimeout` or is interrupted (a
- *   cancel, a shutdown) keeps the original status and is logged with the
- *   error id.
+ *   final or runs longer than `afterExecuteTimeout` keeps the original
+ *   status and is logged with the error id. It runs once per run. A cancel
+ *   or a shutdown that comes while it runs interrupts it, and the task then
+ *   ends CANCELED (a cancel) or FAILED with an error id (a shutdown) like
+ *   any interrupted run. For a run a cancel ended it runs within
+ *   `afterExecuteTimeout`; the runs a shutdown ends are settled without it.
  *
  * @since 0.1.0
  */
@@ -648,7 +651,10 @@ export const make = <E, R>(
             onNone: internalFailure.makeErrorId,
             onSome: (failure) => failure.errorId
           })
-          return logFailure("afterExecute hook failed; the original final status is kept", errorId, cause).pipe(
+          const message = Cause.isInterruptedOnly(cause)
+            ? "afterExecute hook interrupted by a cancel or a shutdown; the run ends as interrupted"
+            : "afterExecute hook failed; the original final status is kept"
+          return logFailure(message, errorId, cause).pipe(
             Effect.as(final)
           )
         })
@@ -794,7 +800,9 @@ export const make = <E, R>(
           return publishFinal(context, events, initial, exit.value)
         }
         return Runtime.runPromise(runRuntime)(
-          Effect.flatMap(settleInterrupted(request, run, exit.cause), (final) => applyAfter(request, final, hook))
+          // A shutdown has a deadline to keep: the runs it ends are settled without the hook.
+          Effect.flatMap(settleInterrupted(request, run, exit.cause), (final) =>
+            closing ? Effect.succeed(final) : applyAfter(request, final, hook))
         ).then((published) => {
           finish(published)
           return publishFinal(context, events, initial, published)

@@ -151,41 +151,51 @@ const messageOf = (input: Input, options: CallOptions | undefined): Message => {
 const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 // What fetch refuses in a header value: NUL, CR, LF, or a character beyond one byte.
 const badHeaderValue = /[\0\r\n]|[^\u0000-\u00ff]/
+const unsendableValue = "it holds a line break, NUL or a character beyond Latin-1"
 
-/**
- * Why a call cannot be sent as it is, or none: a data part or metadata that
- * is not JSON data, or a header (the idempotency key included) that fetch
- * would refuse. Checked before anything is sent, so the error can say so.
- */
-const unsendable = (input: Input, options: CallOptions | undefined): string | undefined => {
-  const problem = typeof input === "string"
-    ? undefined
-    : json.partsNotJson(input.parts, "parts") ??
-      (input.metadata === undefined ? undefined : json.notJson(input.metadata, "metadata"))
-  if (problem !== undefined) return `the message is not JSON data at ${problem.path}: ${problem.found}`
-  if (options === undefined) return undefined
-  if (options.idempotencyKey !== undefined && badHeaderValue.test(options.idempotencyKey)) {
-    return "the idempotency key cannot be sent as a header (it holds a line break, NUL or a character beyond Latin-1)"
-  }
-  for (const [name, value] of Object.entries(options.headers ?? {})) {
-    if (!headerName.test(name)) return `the header name ${JSON.stringify(name)} is not an HTTP token`
-    if (badHeaderValue.test(value)) {
-      return `the value of header ${name} cannot be sent (it holds a line break, NUL or a character beyond Latin-1)`
-    }
+/** Why `headers` cannot be sent, or none. */
+const headersProblem = (headers: Readonly<Record<string, string>> | undefined, whose: string): string | undefined => {
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!headerName.test(name)) return `${whose} header name ${JSON.stringify(name)} is not an HTTP token`
+    if (badHeaderValue.test(value)) return `the value of ${whose} header ${name} cannot be sent (${unsendableValue})`
   }
   return undefined
 }
 
-/** The typed error of a call that is never sent: see `unsendable`. */
-const invalidRequest = (agent: string, operation: A2AClientError.Operation, input: Input, detail: string) =>
+/**
+ * Why a call's options cannot be sent, or none: a header fetch would refuse,
+ * or an idempotency key it would refuse or change (it trims spaces and tabs
+ * at the ends, and the key in the metadata must be the same).
+ */
+const optionsProblem = (options: CallOptions | undefined): string | undefined => {
+  if (options === undefined) return undefined
+  const key = options.idempotencyKey
+  if (key !== undefined && badHeaderValue.test(key)) return `the idempotency key cannot be sent as a header (${unsendableValue})`
+  if (key !== undefined && /^[\t ]|[\t ]$/.test(key)) return "the idempotency key starts or ends with a space or a tab"
+  return headersProblem(options.headers, "the call's")
+}
+
+/** Where a message's data parts or metadata stop being JSON data, or none. */
+const inputProblem = (input: Input): string | undefined => {
+  if (typeof input === "string") return undefined
+  const problem = json.partsNotJson(input.parts, "parts") ??
+    (input.metadata === undefined ? undefined : json.notJson(input.metadata, "metadata"))
+  return problem === undefined ? undefined : `the message is not JSON data at ${problem.path}: ${problem.found}`
+}
+
+const inputIds = (input: Input): clientCall.Ids =>
+  typeof input === "string" ? {} : { taskId: input.taskId, contextId: input.contextId }
+
+/** The typed error of a call that is never sent, because `detail`. */
+const invalidRequest = (agent: string, operation: A2AClientError.Operation, ids: clientCall.Ids, detail: string) =>
   new A2AClientError.A2AClientError({
     agent,
     operation,
     reason: "InvalidRequest",
     delivery: "NotSent",
     detail,
-    ...(typeof input !== "string" && input.taskId ? { taskId: input.taskId } : {}),
-    ...(typeof input !== "string" && input.contextId ? { contextId: input.contextId } : {})
+    ...(ids.taskId ? { taskId: ids.taskId } : {}),
+    ...(ids.contextId ? { contextId: ids.contextId } : {})
   })
 
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
@@ -200,6 +210,10 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
   const agent = agentOptions.name
   const timeout = Duration.decode(agentOptions.timeout ?? Duration.seconds(30))
   const { operate, reportStream, request } = clientCall.make(agent, track, timeout)
+  // The agent's own headers go with every request: checked once, reported on every call.
+  const agentHeadersProblem = headersProblem(agentOptions.headers, "the agent's")
+  const unsendable = (options: CallOptions | undefined, input?: Input) =>
+    agentHeadersProblem ?? optionsProblem(options) ?? (input === undefined ? undefined : inputProblem(input))
 
   const view = (operation: A2AClientError.Operation) =>
   (task: Task): Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError> => {
@@ -229,8 +243,11 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     operate<RemoteOutcome.TaskView>(
       "GetTask",
       options,
-      (exchange, done) =>
-        request(exchange, "GetTask", { taskId }, (o) => client.getTask({ tenant: "", id: taskId }, o), viewTask, done),
+      (exchange, done) => {
+        const problem = unsendable(options)
+        if (problem !== undefined) return done(Either.left(invalidRequest(agent, "GetTask", { taskId }, problem)))
+        request(exchange, "GetTask", { taskId }, (o) => client.getTask({ tenant: "", id: taskId }, o), viewTask, done)
+      },
       observed
     )
 
@@ -291,8 +308,8 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
   const viewSent = view("SendMessage")
   const send: RemoteAgent["send"] = (input, options) =>
     operate<RemoteOutcome.RemoteOutcome>("SendMessage", options, (exchange, done) => {
-      const problem = unsendable(input, options)
-      if (problem !== undefined) return done(Either.left(invalidRequest(agent, "SendMessage", input, problem)))
+      const problem = unsendable(options, input)
+      if (problem !== undefined) return done(Either.left(invalidRequest(agent, "SendMessage", inputIds(input), problem)))
       const message = messageOf(input, options)
       request(
         exchange,
@@ -316,8 +333,10 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     )
   const stream: RemoteAgent["stream"] = (input, options) =>
     Stream.suspend(() => {
-      const problem = unsendable(input, options)
-      if (problem !== undefined) return observeStream(Stream.fail(invalidRequest(agent, "SendStreamingMessage", input, problem)))
+      const problem = unsendable(options, input)
+      if (problem !== undefined) {
+        return observeStream(Stream.fail(invalidRequest(agent, "SendStreamingMessage", inputIds(input), problem)))
+      }
       const message = messageOf(input, options)
       const state = {
         taskId: message.taskId,
@@ -502,8 +521,11 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     stream,
     getTask: (taskId, o) => getTask(taskId, o),
     cancel: (taskId, o) =>
-      operate<RemoteOutcome.TaskView>("CancelTask", o, (exchange, done) =>
-        request(exchange, "CancelTask", { taskId }, (ro) => client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, ro), viewCanceled, done))
+      operate<RemoteOutcome.TaskView>("CancelTask", o, (exchange, done) => {
+        const problem = unsendable(o)
+        if (problem !== undefined) return done(Either.left(invalidRequest(agent, "CancelTask", { taskId }, problem)))
+        request(exchange, "CancelTask", { taskId }, (ro) => client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, ro), viewCanceled, done)
+      })
   }
   return agentService
 }

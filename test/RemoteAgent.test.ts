@@ -123,8 +123,9 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
         [{ parts: [Part.TextPart.make({ text: "hi" })], metadata: { callback: () => 1 } }, undefined, "the message is not JSON data at metadata.callback: a function"],
         [{ parts: [Part.DataPart.make({ data: new Map([[1, 2]]) })], contextId: "ctx-1" }, undefined, "the message is not JSON data at parts[0].data: a Map"],
         ["hi", { idempotencyKey: "ключ" }, `the idempotency key ${unsendable.replace("cannot be sent", "cannot be sent as a header")}`],
-        ["hi", { headers: { "x-user": "a\r\nb" } }, `the value of header x-user ${unsendable}`],
-        ["hi", { headers: { "bad header": "x" } }, `the header name "bad header" is not an HTTP token`]
+        ["hi", { idempotencyKey: " k1" }, "the idempotency key starts or ends with a space or a tab"],
+        ["hi", { headers: { "x-user": "a\r\nb" } }, `the value of the call's header x-user ${unsendable}`],
+        ["hi", { headers: { "bad header": "x" } }, `the call's header name "bad header" is not an HTTP token`]
       ]
       for (const [input, options, detail] of inputs) {
         const sent = yield* Effect.flip(agent.send(input, options))
@@ -138,8 +139,16 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
         expect(sent.operation).toBe("SendMessage")
         expect(streamed.operation).toBe("SendStreamingMessage")
       }
+      // getTask and cancel check their headers too, and so does every call of an agent with a bad header of its own.
+      const badHeader = { headers: { "x-user": "ключ" } }
+      for (const error of [yield* Effect.flip(agent.getTask("t1", badHeader)), yield* Effect.flip(agent.cancel("t1", badHeader))]) {
+        expect([error.reason, error.delivery, error.taskId]).toEqual(["InvalidRequest", "NotSent", "t1"])
+      }
+      const misconfigured = yield* agentFor(peer.url, { card: cardFor(`${peer.url}/a2a/jsonrpc`), headers: { "x-tenant": "a\nb" } })
+      const refused = yield* Effect.flip(misconfigured.send("hi"))
+      expect([refused.reason, refused.detail]).toEqual(["InvalidRequest", `the value of the agent's header x-tenant ${unsendable}`])
       expect(peer.requests()).toBe(before)
-      expect(yield* count("a2a.client_error", { agent: agent.name, reason: "InvalidRequest" })).toBe(inputs.length * 2)
+      expect(yield* count("a2a.client_error", { agent: agent.name, reason: "InvalidRequest" })).toBe(inputs.length * 2 + 2)
     }))
 
   it.scopedLive("getTask and cancel give typed views", () =>

@@ -32,7 +32,10 @@ const describe = (value: unknown): string => {
       return "undefined"
     case "object": {
       const constructor: unknown = (Object.getPrototypeOf(value) as { constructor?: unknown } | null)?.constructor
-      return typeof constructor === "function" && constructor.name !== "" ? `a ${constructor.name}` : "an object that is not plain"
+      // A class instance, or an object made on another prototype (such as `Data.struct`): encode it to plain data first.
+      return typeof constructor === "function" && constructor !== Object && constructor.name !== ""
+        ? `a ${constructor.name}`
+        : "an object whose prototype is not Object.prototype"
     }
     default:
       return `a ${typeof value}`

@@ -109,12 +109,11 @@ const capturing = (
       let method = wrapped.get(property)
       if (method === undefined) {
         method = (...args: Array<unknown>) => {
-          const result: unknown = value.apply(target, args)
           const context = args[args.length - 1]
-          if (typeof context === "object" && context !== null) {
-            called.add(context)
-            if (result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
-          }
+          const isContext = typeof context === "object" && context !== null
+          if (isContext) called.add(context)
+          const result: unknown = value.apply(target, args)
+          if (isContext && result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
           return result
         }
         wrapped.set(property, method)
