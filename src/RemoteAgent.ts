@@ -198,6 +198,9 @@ const invalidRequest = (agent: string, operation: A2AClientError.Operation, ids:
     ...(ids.contextId ? { contextId: ids.contextId } : {})
   })
 
+/** How long the last poll before a call's deadline leaves for its answer. */
+const pollAnswerMillis = 20
+
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
 
 /** The span of the caller, if any: a stream's span, or the user's. */
@@ -281,25 +284,30 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
       exchange.signal.removeEventListener("abort", onAbort)
       done(result)
     }
+    const poll = () =>
+      request(exchange, "GetTask", ids, (o) => client.getTask({ tenant: "", id: running.taskId }, o), viewTask, (polled) =>
+        Either.isRight(polled)
+          ? next(polled.right)
+          // The message was accepted: whatever a poll hits, the send's own delivery is not "NotSent",
+          // and a refusal of the poll (429, 503 and its Retry-After) is not a refusal of the message.
+          : finish(Either.left(
+            new A2AClientError.A2AClientError({
+              ...Struct.omit(polled.left, "status", "retryAfter"),
+              operation: "SendMessage",
+              delivery: "Unknown",
+              ...ids,
+              detail: `task ${running.taskId} was accepted; polling it failed: ${polled.left.detail}`
+            })
+          )))
     const next = (current: RemoteOutcome.TaskView): void => {
       if (current._tag !== "Running") return finish(Either.right(current))
       const left = exchange.deadline - Date.now()
       if (left <= 0) return finish(Either.left(timedOut()))
-      timer = setTimeout(() =>
-        request(exchange, "GetTask", ids, (o) => client.getTask({ tenant: "", id: running.taskId }, o), viewTask, (polled) =>
-          Either.isRight(polled)
-            ? next(polled.right)
-            // The message was accepted: whatever a poll hits, the send's own delivery is not "NotSent",
-            // and a refusal of the poll (429, 503 and its Retry-After) is not a refusal of the message.
-            : finish(Either.left(
-              new A2AClientError.A2AClientError({
-                ...Struct.omit(polled.left, "status", "retryAfter"),
-                operation: "SendMessage",
-                delivery: "Unknown",
-                ...ids,
-                detail: `task ${running.taskId} was accepted; polling it failed: ${polled.left.detail}`
-              })
-            ))), Math.min(delay, left))
+      // The last poll leaves its answer time to come before the deadline; a poll due at the deadline (a
+      // late timer) would only be aborted on its way. After the last one, the call's own timer ends it.
+      const wait = Math.min(delay, left - pollAnswerMillis)
+      if (wait <= 0) return
+      timer = setTimeout(() => Date.now() >= exchange.deadline ? finish(Either.left(timedOut())) : poll(), wait)
       delay = Math.min(delay * 2, 1000)
     }
     next(running)

@@ -233,15 +233,17 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
           : undefined
         const timeout = Duration.decode(options?.timeout ?? defaultTimeout)
         const millis = Duration.toMillis(timeout)
-        const deadline = Date.now() + millis
         const controller = new AbortController()
         const expire = () => controller.abort(timeoutError())
         // Node fires a longer timer at once, so a long deadline is reached in steps; an infinite one has none.
+        const ends = Date.now() + millis
         const arm = (): ReturnType<typeof setTimeout> | undefined => {
-          const left = deadline - Date.now()
+          const left = ends - Date.now()
           return left > maxTimerMillis ? setTimeout(() => (timer = arm()), maxTimerMillis) : setTimeout(expire, left)
         }
         let timer = millis <= maxTimerMillis ? setTimeout(expire, millis) : Number.isFinite(millis) ? arm() : undefined
+        // Read after the timer is set, so that nothing timed by the deadline outlives the timer.
+        const deadline = Date.now() + millis
         let open = true
         const close = (exit: Exit.Exit<B, A2AClientError.A2AClientError>): void => {
           open = false
