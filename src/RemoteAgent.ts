@@ -188,15 +188,7 @@ const inputIds = (input: Input): clientCall.Ids =>
 
 /** The typed error of a call that is never sent, because `detail`. */
 const invalidRequest = (agent: string, operation: A2AClientError.Operation, ids: clientCall.Ids, detail: string) =>
-  new A2AClientError.A2AClientError({
-    agent,
-    operation,
-    reason: "InvalidRequest",
-    delivery: "NotSent",
-    detail,
-    ...(ids.taskId ? { taskId: ids.taskId } : {}),
-    ...(ids.contextId ? { contextId: ids.contextId } : {})
-  })
+  clientCall.callError(agent, operation, "InvalidRequest", "NotSent", detail, ids)
 
 /** How long the last poll before a call's deadline leaves for its answer. */
 const pollAnswerMillis = 20

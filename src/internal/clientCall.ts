@@ -53,17 +53,28 @@ export const callHeaders = (span: tracing.SpanIds | undefined, options: CallOpti
   return headers
 }
 
-/** A response that could not be used. @internal */
-export const invalid = (agent: string, operation: A2AClientError.Operation, detail: string, ids: Ids) =>
+/** An error of a call, with the task's ids when known. @internal */
+export const callError = (
+  agent: string,
+  operation: A2AClientError.Operation,
+  reason: A2AClientError.Reason,
+  delivery: A2AClientError.Delivery,
+  detail: string,
+  ids: Ids
+) =>
   new A2AClientError.A2AClientError({
     agent,
     operation,
-    reason: "InvalidResponse",
-    delivery: "Unknown",
+    reason,
+    delivery,
     detail,
     ...(ids.taskId ? { taskId: ids.taskId } : {}),
     ...(ids.contextId ? { contextId: ids.contextId } : {})
   })
+
+/** A response that could not be used. @internal */
+export const invalid = (agent: string, operation: A2AClientError.Operation, detail: string, ids: Ids) =>
+  callError(agent, operation, "InvalidResponse", "Unknown", detail, ids)
 
 /** A counter of one agent's calls. @internal */
 export const counter = (name: string, agent: string, tags?: Readonly<Record<string, string>>): Metric.Metric.Counter<number> =>
