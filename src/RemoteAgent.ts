@@ -196,9 +196,8 @@ const pollAnswerMillis = 20
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
 
 /** The span of the caller, if any: a stream's span, or the user's. */
-const contextSpan: Effect.Effect<Tracer.AnySpan | undefined> = Effect.map(
-  Effect.serviceOption(Tracer.ParentSpan),
-  Option.getOrUndefined
+const contextSpan: Effect.Effect<Tracer.AnySpan | undefined> = Effect.withFiberRuntime((fiber) =>
+  Effect.succeed(clientCall.tracedSpan(fiber))
 )
 
 const makeClient = (agentOptions: Options, client: Client, card: AgentCard, track: (signal: AbortSignal) => CallRecord) => {

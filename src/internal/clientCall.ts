@@ -72,6 +72,16 @@ export const callError = (
     ...(ids.contextId ? { contextId: ids.contextId } : {})
   })
 
+/**
+ * The fiber's span, or none with tracing off: `Effect.withSpan` then still
+ * provides a placeholder span, whose ids ("noop") must not reach a
+ * `traceparent` or a log line.
+ *
+ * @internal
+ */
+export const tracedSpan = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Tracer.AnySpan | undefined =>
+  fiber.getFiberRef(FiberRef.currentTracerEnabled) ? fiber.currentSpan : undefined
+
 /** A response that could not be used. @internal */
 export const invalid = (agent: string, operation: A2AClientError.Operation, detail: string, ids: Ids) =>
   callError(agent, operation, "InvalidResponse", "Unknown", detail, ids)
@@ -172,7 +182,7 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
    * Records how a stream ended, in the stream's span.
    */
   const reportStream = (result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>): Effect.Effect<void> =>
-    Effect.withFiberRuntime((fiber) => report(fiber, fiber.currentSpan, "SendStreamingMessage", result) ?? Effect.void)
+    Effect.withFiberRuntime((fiber) => report(fiber, tracedSpan(fiber), "SendStreamingMessage", result) ?? Effect.void)
 
   /**
    * One request of an exchange. `done` gets the decoded answer or the
