@@ -86,6 +86,20 @@ const hold = (breaker: CircuitBreaker.CircuitBreaker, calls: Ref.Ref<number>) =>
   })
 
 describe("CircuitBreaker", () => {
+  it.effect("a wall clock stepped back restarts the open duration instead of stretching it", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(10_000_000)
+      const breaker = yield* CircuitBreaker.make(freshAgent(), { trip: CircuitBreaker.consecutiveFailures(1), openDuration: "30 seconds" })
+      const calls = yield* Ref.make(0)
+      yield* Effect.flip(breaker.protect(remote(calls, "fail")))
+      // An NTP correction moves the clock an hour back.
+      yield* TestClock.setTime(10_000_000 - 3_600_000)
+      expect(Duration.toMillis((yield* rejection(breaker.protect(remote(calls, "ok")))).retryAfter)).toBe(30_000)
+      yield* TestClock.adjust("31 seconds")
+      yield* breaker.protect(remote(calls, "ok"))
+      expect(yield* breaker.state).toBe("Closed")
+    }))
+
   it.effect("trips after consecutive failures and rejects without calling the remote until the open duration passed", () =>
     Effect.gen(function*() {
       const agent = freshAgent()

@@ -47,6 +47,8 @@ export type State =
     readonly epoch: number
     readonly probing: number
     readonly trips: number
+    /** When it opened and until when it stays open, in the clock's milliseconds. */
+    readonly openedAt: number
     readonly until: number
   }
   | {
@@ -102,7 +104,7 @@ const open = (
   delayFor: (trip: number) => number
 ): [Change, State] => {
   const openFor = Math.max(0, delayFor(trips))
-  const to: State = { _tag: "Open", epoch: from.epoch + 1, probing, trips, until: now + openFor }
+  const to: State = { _tag: "Open", epoch: from.epoch + 1, probing, trips, openedAt: now, until: now + openFor }
   return [{ from: from._tag, to, openFor }, to]
 }
 
@@ -112,8 +114,10 @@ export const admit = (config: Config, state: State, now: number): [Admission, St
     case "Closed":
       return [{ _tag: "Admitted", permit: { epoch: state.epoch, probe: false }, change: undefined }, state]
     case "Open": {
-      if (now < state.until) {
-        return [{ _tag: "Rejected", state: "Open", retryAfter: state.until - now, change: undefined }, state]
+      // A wall clock stepped back (an NTP correction) restarts the wait instead of stretching it past its length.
+      const current = now < state.openedAt ? { ...state, openedAt: now, until: now + (state.until - state.openedAt) } : state
+      if (now < current.until) {
+        return [{ _tag: "Rejected", state: "Open", retryAfter: current.until - now, change: undefined }, current]
       }
       const to: State = {
         _tag: "HalfOpen",
