@@ -327,6 +327,19 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       yield* Effect.ignore(agent.getTask("t")).pipe(Effect.withTracerEnabled(false))
       yield* Effect.ignore(Stream.runDrain(agent.stream("go"))).pipe(Effect.withTracerEnabled(false))
       expect(seen.slice(4)).toEqual([undefined, undefined])
+      // Nor for the task lookup of a stream cut after its first event.
+      const headers: Array<string | undefined> = []
+      const cutting = yield* rawPeer((req, res, body) => {
+        headers.push(req.headers.traceparent as string | undefined)
+        const rpc = JSON.parse(body) as { id: number; method: string }
+        const task = { id: "t1", contextId: "c1", status: { state: rpc.method === "GetTask" ? "TASK_STATE_COMPLETED" : "TASK_STATE_WORKING" } }
+        if (rpc.method === "GetTask") return json(res, 200, { jsonrpc: "2.0", id: rpc.id, result: task })
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: { task } })}\n\n`, () => req.socket.destroy())
+      })
+      const recovered = yield* Stream.runLast((yield* agentFor(cutting.url)).stream("go")).pipe(Effect.withTracerEnabled(false))
+      expect(Option.map(recovered, (event) => event._tag)).toEqual(Option.some("Finished"))
+      expect(headers).toEqual([undefined, undefined])
     }))
 })
 

@@ -237,7 +237,9 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
         const settings = observed && tracing.exportsSpans(tracer)
           ? tracing.spanSettings((ref) => fiber.getFiberRef(ref), tracer, Context.get(fiber.currentDefaultServices, Clock.Clock))
           : undefined
-        const parent = fiber.currentSpan
+        // With tracing off no ids leave the call: the fiber's span is then a placeholder.
+        const enabled = fiber.getFiberRef(FiberRef.currentTracerEnabled)
+        const parent = enabled ? fiber.currentSpan : undefined
         const span = settings && tracing.startSpan(
           settings,
           `RemoteAgent.${operation}`,
@@ -245,26 +247,24 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
           spanKind,
           spanAttributes
         )
-        const ids: tracing.SpanIds | undefined = !observed
+        const ids: tracing.SpanIds | undefined = !enabled
+          ? undefined
+          : !observed
           ? parent
           : settings !== undefined
           ? span
-          : fiber.getFiberRef(FiberRef.currentTracerEnabled)
-          ? tracing.childIds(tracing.propagatedParent(parent))
-          : undefined
+          : tracing.childIds(tracing.propagatedParent(parent))
         const timeout = Duration.decode(options?.timeout ?? defaultTimeout)
         const millis = Duration.toMillis(timeout)
         const controller = new AbortController()
         const expire = () => controller.abort(timeoutError())
+        const deadline = Date.now() + millis
         // Node fires a longer timer at once, so a long deadline is reached in steps; an infinite one has none.
-        const ends = Date.now() + millis
         const arm = (): ReturnType<typeof setTimeout> | undefined => {
-          const left = ends - Date.now()
+          const left = deadline - Date.now()
           return left > maxTimerMillis ? setTimeout(() => (timer = arm()), maxTimerMillis) : setTimeout(expire, left)
         }
         let timer = millis <= maxTimerMillis ? setTimeout(expire, millis) : Number.isFinite(millis) ? arm() : undefined
-        // Read after the timer is set, so that nothing timed by the deadline outlives the timer.
-        const deadline = Date.now() + millis
         let open = true
         const close = (exit: Exit.Exit<B, A2AClientError.A2AClientError>): void => {
           open = false
