@@ -343,8 +343,12 @@ export const make: {
       }
       const errorId = internalFailure.makeErrorId()
       const cause = thrown === undefined ? `${error.message}` : internalFailure.renderCause(Cause.die(thrown))
-      return Effect.logError("Unexpected error in the JSON-RPC endpoint").pipe(
-        Effect.annotateLogs({ errorId, where, requestId: String(id), cause }),
+      return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
+        errorId,
+        where,
+        requestId: String(id),
+        cause
+      }).pipe(
         Effect.as<internalRpc.RpcError>({ code: internalRpc.INTERNAL_ERROR, message: internalFailure.internalErrorText(errorId) })
       )
     }
@@ -435,8 +439,10 @@ export const make: {
     }).pipe(
       Effect.catchAllCause((cause) => {
         const errorId = internalFailure.makeErrorId()
-        return Effect.logError("Unexpected error in the JSON-RPC endpoint").pipe(
-          Effect.annotateLogs({ errorId, cause: internalFailure.renderCause(cause) }),
+        return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
+          errorId,
+          cause: internalFailure.renderCause(cause)
+        }).pipe(
           Effect.as(rpcError(null, internalRpc.INTERNAL_ERROR, internalFailure.internalErrorText(errorId), 500))
         )
       })

@@ -361,12 +361,6 @@ const taskStateName = (state: TaskState | undefined): string =>
   state === undefined ? "TASK_STATE_UNSPECIFIED" : TaskState[state] ?? String(state)
 
 
-// Effect's tracer logger turns a log line into an event of the current span,
-// annotations included: a line holding a cause is logged beside the run's
-// span, keeping the cause out of the trace (its `traceId` annotation stays).
-const offSpan = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-  Effect.mapInputContext(effect, (context: Context.Context<never>) => Context.omit(Tracer.ParentSpan)(context))
-
 
 /**
  * Builds the executor for an agent. Reads `ADK_DEBUG_ERRORS` and `NODE_ENV`
@@ -422,11 +416,12 @@ export const make = <E, R>(
     const runtime = yield* Effect.runtime<R>()
     const clock = yield* Effect.clock
     const tracer = yield* Effect.tracer
-    // A line logged beside a span becomes one of its events: only worth
-    // keeping the cause out of when the spans go somewhere.
-    const keepOffSpan: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E> = internalTracing.exportsSpans(tracer)
-      ? offSpan
-      : identity
+    const exporting = internalTracing.exportsSpans(tracer)
+    // What a failed run's span ends with. A span that goes nowhere gets one
+    // shared value (its error id is in its attributes) instead of a new error per run.
+    const unexportedFailure = Exit.fail(new internalFailure.RunFailed({ errorId: "unknown" }))
+    const failedExit = (errorId: string) =>
+      exporting ? Exit.fail(withoutStackTrace(() => new internalFailure.RunFailed({ errorId }))) : unexportedFailure
     // Each run's span is made before its fiber, and handed to it in its context.
     const spanSettings = internalTracing.spanSettings((ref) => FiberRefs.getOrDefault(runtime.fiberRefs, ref), tracer, clock)
     const logAnnotations = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations)
@@ -452,10 +447,7 @@ export const make = <E, R>(
      * context id, trace id and agent.
      */
     const logFailure = (message: string, errorId: string, cause: Cause.Cause<unknown>) =>
-      Effect.logError(message).pipe(
-        Effect.annotateLogs({ errorId, cause: internalFailure.renderCause(cause) }),
-        keepOffSpan
-      )
+      internalFailure.logErrorOffSpan(message, { errorId, cause: internalFailure.renderCause(cause) })
 
     const failureFinal = (request: AgentRequest, cause: Cause.Cause<unknown>): Effect.Effect<FinalStatus> => {
       const errorId = internalFailure.makeErrorId()
@@ -533,9 +525,11 @@ export const make = <E, R>(
     const storeFailure = (operation: string, taskId: string) => (error: unknown): never => {
       const errorId = internalFailure.makeErrorId()
       runFork(
-        Effect.logError(`Task store ${operation} failed`).pipe(
-          Effect.annotateLogs({ errorId, taskId, cause: internalFailure.renderCause(Cause.die(error)) })
-        )
+        internalFailure.logErrorOffSpan(`Task store ${operation} failed`, {
+          errorId,
+          taskId,
+          cause: internalFailure.renderCause(Cause.die(error))
+        })
       )
       throw new Error(internalFailure.internalErrorText(errorId))
     }
@@ -751,7 +745,7 @@ export const make = <E, R>(
           spanSettings,
           span,
           state === TaskState.TASK_STATE_FAILED
-            ? Exit.fail(withoutStackTrace(() => new internalFailure.RunFailed({ errorId: errorId ?? "unknown" })))
+            ? failedExit(errorId ?? "unknown")
             : Exit.void
         )
       }
@@ -825,14 +819,12 @@ export const make = <E, R>(
           textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, internalFailure.failureText(errorId))
         ))
         return runPromise(
-          Effect.logError("Runner failed to execute").pipe(
-            Effect.annotateLogs({
-              errorId,
-              taskId: context.taskId,
-              contextId: context.contextId,
-              cause: internalFailure.renderCause(Cause.die(defect))
-            })
-          )
+          internalFailure.logErrorOffSpan("Runner failed to execute", {
+            errorId,
+            taskId: context.taskId,
+            contextId: context.contextId,
+            cause: internalFailure.renderCause(Cause.die(defect))
+          })
         )
       }).finally(() => {
         executions.delete(done)

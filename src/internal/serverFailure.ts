@@ -5,8 +5,17 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
+import * as DefaultServices from "effect/DefaultServices"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
+import * as Inspectable from "effect/Inspectable"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 
@@ -106,13 +115,94 @@ const fieldsOf = (error: unknown): Option.Option<string> => {
   }
 }
 
+// Frames at and below these are the Effect runtime's, not the agent's.
+const runtimeFrame = (line: string): boolean =>
+  line.includes("effect_internal_function") || line.includes("Generator.next")
+const constructorFrame = (line: string): boolean =>
+  line.includes(" at new BaseEffectError") || line.includes(" at new YieldableError")
+
+// Beyond this a chain of causes is cut: it may loop back on itself.
+const maxCauseDepth = 8
+
+const renderValue = (raw: unknown, typed: boolean, depth: number): string => {
+  // A failure raised inside a span comes wrapped in a proxy that adds the span: every read through it is slow.
+  const value = Cause.originalError(raw)
+  if (!(value instanceof Error)) {
+    const fields = typed ? fieldsOf(value) : Option.none()
+    return Option.isSome(fields) ? `${nameOf(value)}: ${fields.value}` : `${nameOf(value)}: ${messageOf(value)}`
+  }
+  let text = `${value.name}: ${value.message === "" ? "An error has occurred" : value.message}`
+  // The stack's own header repeats the message (perhaps over several lines): only frames are kept.
+  if (typeof value.stack === "string") {
+    for (const line of value.stack.split("\n")) {
+      if (!line.startsWith("    at ")) continue
+      if (runtimeFrame(line)) break
+      if (!constructorFrame(line)) text += `\n${line}`
+    }
+  }
+  if (typed) {
+    const fields = fieldsOf(value)
+    if (Option.isSome(fields)) text += `\nfields: ${fields.value}`
+  }
+  if (value.cause !== undefined) {
+    const inner = depth < maxCauseDepth ? renderValue(value.cause, false, depth + 1) : "(deeper causes cut)"
+    text += ` {\n  [cause]: ${inner.replaceAll("\n", "\n  ")}\n}`
+  }
+  return text
+}
+
 /**
- * The full cause for the server log: `Cause.pretty`, plus the fields of each
- * typed failure, which `Cause.pretty` leaves out (a tagged error without a
- * message would otherwise log as "An error has occurred").
+ * The full cause for the server log: each failure and defect with its
+ * stack, its chain of causes, and the fields of a typed failure (a tagged
+ * error without a message would otherwise log only its name).
+ *
+ * Written out rather than `Cause.pretty`, which builds a new `Error` per
+ * failure and walks its spans: that cost most of a failed request.
  */
 export const renderCause = (cause: Cause.Cause<unknown>): string => {
-  const pretty = Cause.pretty(cause, { renderErrorCause: true })
-  const fields = Array.from(Cause.failures(cause)).flatMap((error) => Option.toArray(fieldsOf(error)))
-  return fields.length === 0 ? pretty : `${pretty}\nfailure fields: ${fields.join("\n")}`
+  const blocks: Array<string> = []
+  Cause.reduce(cause, undefined, (_, node) => {
+    if (node._tag === "Fail") blocks.push(renderValue(node.error, true, 0))
+    else if (node._tag === "Die") blocks.push(renderValue(node.defect, false, 0))
+    return Option.none()
+  })
+  if (blocks.length > 0) return blocks.join("\n")
+  return Cause.isInterruptedOnly(cause) ? "All fibers interrupted without errors." : "Unknown: unknown failure"
 }
+
+/**
+ * `Effect.logError(message)` inside `Effect.annotateLogs(annotations)`,
+ * with the line kept off the current span (the tracer's logger is left out:
+ * a span may be exported, the cause must stay in the log).
+ *
+ * It hands the line to the fiber's loggers itself, as the fiber does,
+ * instead of setting the fiber's annotations and then restoring them: each
+ * of those copies the fiber's refs, which cost more than the line.
+ *
+ * @internal
+ */
+export const logErrorOffSpan = (message: string, annotations: Record<string, string>): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) => {
+    const logLevel = LogLevel.Error
+    if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), logLevel)) return Effect.void
+    let withExtra = fiber.getFiberRef(FiberRef.currentLogAnnotations)
+    for (const [key, value] of Object.entries(annotations)) withExtra = HashMap.set(withExtra, key, value)
+    const context = fiber.getFiberRefs()
+    const options: Logger.Logger.Options<unknown> = {
+      fiberId: fiber.id(),
+      logLevel,
+      // As `Effect.log` passes it: the list of its arguments.
+      message: [message],
+      cause: Cause.empty,
+      context,
+      spans: fiber.getFiberRef(FiberRef.currentLogSpan),
+      annotations: withExtra,
+      date: new Date(Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis())
+    }
+    Inspectable.withRedactableContext(context, () => {
+      for (const logger of fiber.getFiberRef(FiberRef.currentLoggers)) {
+        if (logger !== Logger.tracerLogger) logger.log(options)
+      }
+    })
+    return Effect.void
+  })
