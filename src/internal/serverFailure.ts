@@ -96,13 +96,6 @@ export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly errorId:
 
 const fieldsOf = (error: unknown): Option.Option<string> => {
   if (typeof error !== "object" || error === null) return Option.none()
-  // A plain Error has no enumerable fields: the common case, answered without copying.
-  let enumerable = false
-  for (const _ in error) {
-    enumerable = true
-    break
-  }
-  if (!enumerable) return Option.none()
   // `_tag` first: it names what failed.
   const own = Object.entries(error)
     .filter(([key]) => key !== "stack" && key !== "message")
@@ -115,11 +108,29 @@ const fieldsOf = (error: unknown): Option.Option<string> => {
   }
 }
 
-// Frames at and below these are the Effect runtime's, not the agent's.
-const runtimeFrame = (line: string): boolean =>
-  line.includes("effect_internal_function") || line.includes("Generator.next")
+// Frames at and below the first line holding one of these are the Effect
+// runtime's, not the agent's.
+const runtimeMarkers = ["effect_internal_function", "Generator.next"]
 const constructorFrame = (line: string): boolean =>
   line.includes(" at new BaseEffectError") || line.includes(" at new YieldableError")
+
+/**
+ * The frames of a stack (each line starting with a newline), without its
+ * header, which repeats the message, perhaps over several lines. Cut with
+ * searches over the whole text rather than line by line: this runs once
+ * per failed request.
+ */
+const framesOf = (stack: string): string => {
+  const start = stack.indexOf("\n    at ")
+  if (start === -1) return ""
+  let end = stack.length
+  for (const marker of runtimeMarkers) {
+    const at = stack.indexOf(marker, start)
+    if (at !== -1 && at < end) end = stack.lastIndexOf("\n", at)
+  }
+  const frames = stack.slice(start, end)
+  return frames.includes(" at new ") ? frames.split("\n").filter((line) => !constructorFrame(line)).join("\n") : frames
+}
 
 // Beyond this a chain of causes is cut: it may loop back on itself.
 const maxCauseDepth = 8
@@ -132,14 +143,7 @@ const renderValue = (raw: unknown, typed: boolean, depth: number): string => {
     return Option.isSome(fields) ? `${nameOf(value)}: ${fields.value}` : `${nameOf(value)}: ${messageOf(value)}`
   }
   let text = `${value.name}: ${value.message === "" ? "An error has occurred" : value.message}`
-  // The stack's own header repeats the message (perhaps over several lines): only frames are kept.
-  if (typeof value.stack === "string") {
-    for (const line of value.stack.split("\n")) {
-      if (!line.startsWith("    at ")) continue
-      if (runtimeFrame(line)) break
-      if (!constructorFrame(line)) text += `\n${line}`
-    }
-  }
+  if (typeof value.stack === "string") text += framesOf(value.stack)
   if (typed) {
     const fields = fieldsOf(value)
     if (Option.isSome(fields)) text += `\nfields: ${fields.value}`

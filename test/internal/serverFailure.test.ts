@@ -32,12 +32,28 @@ describe("serverFailure.renderCause", () => {
     expect(chained).toContain("\n    [cause]: string: the root\n  }\n}")
   })
 
-  it("names a tagged error without a message, and keeps the Effect runtime's frames out", () => {
+  it("names a tagged error without a message", () => {
     const text = internalFailure.renderCause(causeOf(Effect.suspend(() => new Quiet({ code: 7 }))))
     expect(text).toMatch(/^Quiet: An error has occurred\n/)
     expect(text).toContain('fields: {"_tag":"Quiet","code":7}')
-    expect(text).not.toContain("new BaseEffectError")
-    expect(text).not.toContain("effect_internal_function")
+  })
+
+  it("keeps the frames of the agent, not those of the Effect runtime nor of the error's constructors", () => {
+    const error = new Error("first line\n    second line")
+    error.stack = [
+      "Error: first line",
+      "    second line",
+      "    at new BaseEffectError (effect/Data.js:1:1)",
+      "    at agent (agent.js:3:7)",
+      "    at async handler (agent.js:9:1)",
+      "    at Object.effect_internal_function (effect/Utils.js:1:1)",
+      "    at runLoop (effect/fiberRuntime.js:1:1)"
+    ].join("\n")
+    expect(internalFailure.renderCause(Cause.die(error))).toBe(
+      "Error: first line\n    second line\n    at agent (agent.js:3:7)\n    at async handler (agent.js:9:1)"
+    )
+    error.stack = "Error: first line\n    at agent (agent.js:3:7)\n    at Generator.next (<anonymous>)\n    at runLoop (x.js:1:1)"
+    expect(internalFailure.renderCause(Cause.die(error))).toBe("Error: first line\n    second line\n    at agent (agent.js:3:7)")
   })
 
   it("renders every failure and defect of a cause, and a loop of causes ends", () => {
