@@ -360,8 +360,6 @@ const textStatus = (taskId: string, contextId: string, state: TaskState, text: s
 const taskStateName = (state: TaskState | undefined): string =>
   state === undefined ? "TASK_STATE_UNSPECIFIED" : TaskState[state] ?? String(state)
 
-
-
 /**
  * Builds the executor for an agent. Reads `ADK_DEBUG_ERRORS` and `NODE_ENV`
  * through `Config`; fails with {@link ConfigurationError} when debug detail

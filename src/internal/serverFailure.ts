@@ -94,17 +94,17 @@ export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly errorId:
   }
 }
 
-const fieldsOf = (error: unknown): Option.Option<string> => {
-  if (typeof error !== "object" || error === null) return Option.none()
+const fieldsOf = (error: unknown): string | undefined => {
+  if (typeof error !== "object" || error === null) return undefined
   // `_tag` first: it names what failed.
   const own = Object.entries(error)
     .filter(([key]) => key !== "stack" && key !== "message")
     .sort(([a], [b]) => Number(b === "_tag") - Number(a === "_tag"))
-  if (own.length === 0) return Option.none()
+  if (own.length === 0) return undefined
   try {
-    return Option.some(JSON.stringify(Object.fromEntries(own), (_, v) => (typeof v === "bigint" ? v.toString() : v)))
+    return JSON.stringify(Object.fromEntries(own), (_, v) => (typeof v === "bigint" ? v.toString() : v))
   } catch {
-    return Option.none()
+    return undefined
   }
 }
 
@@ -138,16 +138,11 @@ const maxCauseDepth = 8
 const renderValue = (raw: unknown, typed: boolean, depth: number): string => {
   // A failure raised inside a span comes wrapped in a proxy that adds the span: every read through it is slow.
   const value = Cause.originalError(raw)
-  if (!(value instanceof Error)) {
-    const fields = typed ? fieldsOf(value) : Option.none()
-    return Option.isSome(fields) ? `${nameOf(value)}: ${fields.value}` : `${nameOf(value)}: ${messageOf(value)}`
-  }
+  if (!(value instanceof Error)) return `${nameOf(value)}: ${(typed ? fieldsOf(value) : undefined) ?? messageOf(value)}`
   let text = `${value.name}: ${value.message === "" ? "An error has occurred" : value.message}`
   if (typeof value.stack === "string") text += framesOf(value.stack)
-  if (typed) {
-    const fields = fieldsOf(value)
-    if (Option.isSome(fields)) text += `\nfields: ${fields.value}`
-  }
+  const fields = typed ? fieldsOf(value) : undefined
+  if (fields !== undefined) text += `\nfields: ${fields}`
   if (value.cause !== undefined) {
     const inner = depth < maxCauseDepth ? renderValue(value.cause, false, depth + 1) : "(deeper causes cut)"
     text += ` {\n  [cause]: ${inner.replaceAll("\n", "\n  ")}\n}`
@@ -164,14 +159,29 @@ const renderValue = (raw: unknown, typed: boolean, depth: number): string => {
  * failure and walks its spans: that cost most of a failed request.
  */
 export const renderCause = (cause: Cause.Cause<unknown>): string => {
-  const blocks: Array<string> = []
-  Cause.reduce(cause, undefined, (_, node) => {
-    if (node._tag === "Fail") blocks.push(renderValue(node.error, true, 0))
-    else if (node._tag === "Die") blocks.push(renderValue(node.defect, false, 0))
-    return Option.none()
-  })
-  if (blocks.length > 0) return blocks.join("\n")
-  return Cause.isInterruptedOnly(cause) ? "All fibers interrupted without errors." : "Unknown: unknown failure"
+  let text = ""
+  let interrupted = false
+  // Depth first, left before right, as `Cause.pretty` lists them; a loop rather than `Cause.reduce`.
+  const pending: Array<Cause.Cause<unknown>> = [cause]
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    switch (node._tag) {
+      case "Fail":
+        text += (text === "" ? "" : "\n") + renderValue(node.error, true, 0)
+        break
+      case "Die":
+        text += (text === "" ? "" : "\n") + renderValue(node.defect, false, 0)
+        break
+      case "Interrupt":
+        interrupted = true
+        break
+      case "Sequential":
+      case "Parallel":
+        pending.push(node.right, node.left)
+        break
+    }
+  }
+  if (text !== "") return text
+  return interrupted ? "All fibers interrupted without errors." : "Unknown: unknown failure"
 }
 
 /**

@@ -68,8 +68,11 @@ describe("serverFailure.renderCause", () => {
     expect(text).toContain("[cause]: (deeper causes cut)")
   })
 
-  it("says when the run was only interrupted", () => {
+  it("says when the run was only interrupted, and when the cause holds nothing", () => {
     expect(internalFailure.renderCause(Cause.interrupt(FiberId.none))).toBe("All fibers interrupted without errors.")
+    expect(internalFailure.renderCause(Cause.sequential(Cause.empty, Cause.interrupt(FiberId.none))))
+      .toBe("All fibers interrupted without errors.")
+    expect(internalFailure.renderCause(Cause.empty)).toBe("Unknown: unknown failure")
   })
 })
 
