@@ -63,6 +63,8 @@ describe("serverFailure.renderCause", () => {
       Cause.parallel(Cause.fail({ reason: "typed", amount: 10n }), Cause.sequential(Cause.die(looping), Cause.die(42)))
     )
     expect(text).toContain('object: {"reason":"typed","amount":"10"}')
+    expect(internalFailure.renderCause(Cause.fail({ _tag: "Declined", message: "over the limit", limit: 300 })))
+      .toBe('Declined: {"_tag":"Declined","message":"over the limit","limit":300}')
     expect(text).toContain("number: 42")
     expect(text.match(/\[cause\]: Error: looping/g)?.length).toBe(8)
     expect(text).toContain("[cause]: (deeper causes cut)")
