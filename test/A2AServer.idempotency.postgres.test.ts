@@ -3,7 +3,7 @@
  * store): a retry that lands on the other replica is deduplicated, and
  * concurrent first requests with one key on both replicas run the task once.
  */
-import { TaskState } from "@a2a-js/sdk"
+import { SendMessageRequest, TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
@@ -12,7 +12,7 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
-import { keyed, sendTo, textOf } from "./fixtures/serverAgents.js"
+import { keyed, rpc, sendTo, textOf } from "./fixtures/serverAgents.js"
 
 /** PostgreSQL from the global setup, or DATABASE_URL; the test fails without it. */
 const databaseUrl = (): string => {
@@ -24,9 +24,6 @@ const databaseUrl = (): string => {
 }
 
 const card = { name: "replicated", description: "Two replicas on one PostgreSQL" }
-
-
-
 
 /** Two replicas, each with its own ledger connection and owner, on one table and one task store. */
 const replicas = (runs: Map<string, number>) =>
@@ -86,5 +83,20 @@ describe("A2AServer idempotency on two replicas sharing PostgreSQL", () => {
         expect(fromB.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
         expect(runs.get(key)).toBe(1)
       }
+    }), { timeout: 60_000 })
+
+  it.scopedLive("a key holding NUL, which PostgreSQL text cannot store, is refused as invalid params, not as an outage", () =>
+    Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const { a } = yield* replicas(runs)
+      const params = SendMessageRequest.toJSON({
+        tenant: "",
+        message: keyed("book", "pg-k\u0000-5"),
+        configuration: undefined,
+        metadata: {}
+      })
+      const { text } = yield* rpc(`${a.url}/a2a/jsonrpc`, "SendMessage", params)
+      expect(JSON.parse(text)).toMatchObject({ error: { code: -32602, message: expect.stringContaining("NUL") } })
+      expect(runs.size).toBe(0)
     }), { timeout: 60_000 })
 })

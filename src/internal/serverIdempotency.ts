@@ -71,6 +71,8 @@ export const keyOf = (message: Message, headers: Headers): string | undefined =>
     throw new RequestMalformedError(keyMismatchText)
   }
   const key = fromMetadata ?? fromHeader
+  // Only the metadata can carry it (a header cannot), and PostgreSQL text cannot store it.
+  if (key?.includes("\u0000")) throw new RequestMalformedError("idempotency key must not contain NUL (U+0000)")
   return key === undefined || key === "" ? undefined : key
 }
 
