@@ -58,14 +58,23 @@ const nameOf = (error: unknown): string => {
   return typeof error
 }
 
+// JSON that a bigint does not stop; undefined for what JSON cannot hold (a cycle).
+const jsonOf = (value: unknown): string | undefined => {
+  try {
+    return JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v))
+  } catch {
+    return undefined
+  }
+}
+
+// A value that is not an error, shown whole.
+const shownOf = (value: unknown): string =>
+  typeof value === "object" && value !== null ? jsonOf(value) ?? String(value) : String(value)
+
 const messageOf = (error: unknown): string => {
   if (error instanceof Error) return error.message
   if (Predicate.hasProperty(error, "message") && typeof error.message === "string") return error.message
-  try {
-    return typeof error === "string" ? error : JSON.stringify(error) ?? String(error)
-  } catch {
-    return String(error)
-  }
+  return shownOf(error)
 }
 
 /**
@@ -91,15 +100,6 @@ export const describeCause = (cause: Cause.Cause<unknown>): string => {
 export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly errorId: string }> {
   override get message(): string {
     return failureText(this.errorId)
-  }
-}
-
-// JSON that a bigint does not stop; undefined for what JSON cannot hold (a cycle).
-const jsonOf = (value: unknown): string | undefined => {
-  try {
-    return JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v))
-  } catch {
-    return undefined
   }
 }
 
@@ -141,11 +141,7 @@ const maxCauseDepth = 8
 const renderValue = (raw: unknown, typed: boolean, depth: number): string => {
   // A failure raised inside a span comes wrapped in a proxy that adds the span: every read through it is slow.
   const value = Cause.originalError(raw)
-  if (!(value instanceof Error)) {
-    // Not an error: the value is all there is to show, whole.
-    const shown = typeof value === "object" && value !== null ? jsonOf(value) ?? String(value) : String(value)
-    return `${nameOf(value)}: ${shown}`
-  }
+  if (!(value instanceof Error)) return `${nameOf(value)}: ${shownOf(value)}`
   let text = `${value.name}: ${value.message === "" ? "An error has occurred" : value.message}`
   if (typeof value.stack === "string") text += framesOf(value.stack)
   const fields = typed ? fieldsOf(value) : undefined
