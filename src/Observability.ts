@@ -8,7 +8,9 @@
  * `A2AServer.execute`, joined to the caller's trace through the incoming
  * `traceparent` header; its attributes are `a2a.task_id`, `a2a.context_id`,
  * `a2a.agent`, `a2a.task_state` and, on a failure, `a2a.error_id` (the
- * cause itself stays in the log).
+ * cause itself stays in the log). With Effect's default tracer, whose spans
+ * go nowhere, the run's span has only its ids: the agent's own spans and log
+ * lines still join the caller's trace.
  *
  * @since 0.1.0
  */

@@ -1,6 +1,13 @@
 import { type Task, TaskState } from "@a2a-js/sdk"
+import {
+  type AgentExecutionEvent,
+  DefaultExecutionEventBus,
+  defaultServerCallContextBuilder,
+  RequestContext,
+  UnauthenticatedUser
+} from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, ConfigProvider, Data, Deferred, Duration, Effect, Exit, FastCheck, Option, Schema, Scope } from "effect"
+import { Cause, ConfigProvider, Data, Deferred, Duration, Effect, Exit, FastCheck, Option, Schema, Scope, Tracer } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as FailureHint from "../src/FailureHint.js"
@@ -512,4 +519,70 @@ describe("AgentExecutor", () => {
         if (sample.kind !== "nested") expect(text).toContain(sample.secret)
       }
     }).pipe(Effect.withConfigProvider(ConfigProvider.fromJson({ ADK_DEBUG_ERRORS: "1" }))))
+})
+
+describe("AgentExecutor, driven by the SDK's interface directly", () => {
+  const callerTrace = "0af7651916cd43dd8448eb211c80319c"
+  const callerSpan = "b7ad6b7169203331"
+  const contextFor = (text: string) =>
+    new RequestContext(
+      { tenant: "", message: userMessage(text), configuration: undefined, metadata: undefined },
+      crypto.randomUUID(),
+      crypto.randomUUID(),
+      defaultServerCallContextBuilder({
+        extensions: undefined,
+        user: new UnauthenticatedUser(),
+        headers: { "content-type": "application/json", traceparent: `00-${callerTrace}-${callerSpan}-01` }
+      })
+    )
+  const recording = () => {
+    const bus = new DefaultExecutionEventBus()
+    const events: Array<AgentExecutionEvent> = []
+    bus.on("event", (event) => events.push(event))
+    const states = () => events.map((event) => event.kind === "task" ? event.data.status?.state : event.kind === "statusUpdate" ? event.data.status?.state : event.kind)
+    return { bus, states }
+  }
+
+  it.scoped("an agent that never waits has its final status out when execute returns, as a plain SDK executor has", () =>
+    Effect.gen(function* () {
+      const executor = yield* AgentExecutor.make(agent())
+      for (const [text, final] of [["echo", TaskState.TASK_STATE_COMPLETED], ["fail", TaskState.TASK_STATE_FAILED]] as const) {
+        const { bus, states } = recording()
+        const done = executor.execute(contextFor(text), bus)
+        // Nothing awaited yet: both events were published within the call.
+        expect(states()).toEqual([TaskState.TASK_STATE_WORKING, final])
+        yield* Effect.promise(() => done)
+      }
+    }))
+
+  it.scopedLive("an agent that waits ends the same way, after execute has returned", () =>
+    Effect.gen(function* () {
+      const executor = yield* AgentExecutor.make(() => Effect.as(Effect.sleep("5 millis"), AgentExecutor.completedText("later")))
+      const { bus, states } = recording()
+      const done = executor.execute(contextFor("echo"), bus)
+      expect(states()).toEqual([TaskState.TASK_STATE_WORKING])
+      yield* Effect.promise(() => done)
+      expect(states()).toEqual([TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED])
+    }))
+
+  it.scoped("with Effect's default tracer the agent runs in the run's span, a child of the caller's named by traceparent", () =>
+    Effect.gen(function* () {
+      let seen: Tracer.Span | undefined
+      let inner: Tracer.Span | undefined
+      const executor = yield* AgentExecutor.make(() =>
+        Effect.gen(function* () {
+          seen = yield* Effect.currentSpan
+          inner = yield* Effect.currentSpan.pipe(Effect.withSpan("agent.step"))
+          return AgentExecutor.completedText("traced")
+        }).pipe(Effect.orDie)
+      )
+      const { bus } = recording()
+      yield* Effect.promise(() => executor.execute(contextFor("echo"), bus))
+      expect(seen?.name).toBe("A2AServer.execute")
+      expect(seen?.traceId).toBe(callerTrace)
+      expect(Option.map(seen!.parent, (parent) => parent.spanId)).toEqual(Option.some(callerSpan))
+      expect(inner?.traceId).toBe(callerTrace)
+      expect(Option.map(inner!.parent, (parent) => parent.spanId)).toEqual(Option.some(seen!.spanId))
+      expect(seen?.status._tag).toBe("Ended")
+    }))
 })

@@ -4,6 +4,8 @@
  *
  * @internal
  */
+import * as Headers from "@effect/platform/Headers"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import * as Chunk from "effect/Chunk"
 import type * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -150,4 +152,61 @@ export const childIds = (parent: Option.Option<Tracer.AnySpan>): SpanIds => {
   return parent._tag === "Some"
     ? { traceId: parent.value.traceId, spanId: ids.slice(32), sampled: parent.value.sampled }
     : { traceId: ids.slice(0, 32), spanId: ids.slice(32), sampled: true }
+}
+
+const noAttributes: ReadonlyMap<string, unknown> = new Map()
+
+/**
+ * A span that Effect's default tracer would make and export nowhere, known
+ * only by its ids: code that runs in it (the agent's own spans, its log
+ * lines) still joins its trace, without the default span's per-digit random
+ * ids and attribute map. Its attributes and events are not kept: nothing
+ * exports them.
+ *
+ * @internal
+ */
+export class UnexportedSpan implements Tracer.Span {
+  readonly _tag = "Span"
+  readonly traceId: string
+  readonly spanId: string
+  readonly sampled: boolean
+  readonly context = Context.empty()
+  readonly attributes = noAttributes
+  readonly links: ReadonlyArray<Tracer.SpanLink> = []
+  status: Tracer.SpanStatus = { _tag: "Started", startTime: 0n }
+  constructor(
+    readonly name: string,
+    readonly parent: Option.Option<Tracer.AnySpan>,
+    readonly kind: Tracer.SpanKind
+  ) {
+    const ids = childIds(parent)
+    this.traceId = ids.traceId
+    this.spanId = ids.spanId
+    this.sampled = ids.sampled
+  }
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    this.status = { _tag: "Ended", startTime: 0n, endTime, exit }
+  }
+  attribute(): void {}
+  event(): void {}
+  addLinks(): void {}
+}
+
+/**
+ * The caller's span named by the request's trace headers (W3C `traceparent`,
+ * then B3). Node and the SDK's transports give header names in lower case and
+ * values as strings: such headers are read in place, any others through
+ * `Headers.fromInput`.
+ *
+ * @internal
+ */
+export const parentOfHeaders = (
+  headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+): Option.Option<Tracer.ExternalSpan> => {
+  for (const key in headers) {
+    if (typeof headers[key] !== "string" || key !== key.toLowerCase()) {
+      return HttpTraceContext.fromHeaders(Headers.fromInput(headers))
+    }
+  }
+  return HttpTraceContext.fromHeaders(headers as Headers.Headers)
 }

@@ -1,0 +1,66 @@
+import * as Headers from "@effect/platform/Headers"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
+import { describe, expect, it } from "@effect/vitest"
+import { Exit, FastCheck, Option } from "effect"
+import * as tracing from "../../src/internal/tracing.js"
+
+const hex = (length: number) => FastCheck.stringMatching(new RegExp(`^[0-9a-fA-F]{${length}}$`))
+// Valid and broken trace headers, and headers that carry none.
+const traceValue = FastCheck.oneof(
+  FastCheck.tuple(hex(32), hex(16), FastCheck.constantFrom("00", "01")).map(([t, s, f]) => `00-${t}-${s}-${f}`),
+  FastCheck.tuple(hex(32), hex(16)).map(([t, s]) => `${t}-${s}-1`),
+  hex(32),
+  FastCheck.string({ maxLength: 20 })
+)
+const name = FastCheck.constantFrom(
+  "traceparent",
+  "Traceparent",
+  "b3",
+  "B3",
+  "x-b3-traceid",
+  "X-B3-TraceId",
+  "x-b3-spanid",
+  "x-b3-sampled",
+  "content-type",
+  "A2A-Version"
+)
+const value = FastCheck.oneof(
+  traceValue,
+  FastCheck.array(traceValue, { minLength: 1, maxLength: 2 }),
+  FastCheck.constant(undefined)
+)
+
+describe("internal/tracing", () => {
+  it.prop(
+    "parentOfHeaders names the same caller's span as HttpTraceContext.fromHeaders over Headers.fromInput",
+    [FastCheck.dictionary(name, value, { maxKeys: 6 })],
+    ([headers]) => {
+      expect(tracing.parentOfHeaders(headers)).toEqual(HttpTraceContext.fromHeaders(Headers.fromInput(headers)))
+    }
+  )
+
+  it("reads Node's lower-case headers in place: a traceparent names the caller's span", () => {
+    const parent = tracing.parentOfHeaders({
+      "content-type": "application/json",
+      traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    })
+    expect(Option.map(parent, ({ spanId, traceId }) => ({ spanId, traceId }))).toEqual(
+      Option.some({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" })
+    )
+  })
+
+  it("an unexported span keeps its caller's trace and a fresh span id, and records how it ended", () => {
+    const caller = tracing.parentOfHeaders({ traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00" })
+    const span = new tracing.UnexportedSpan("run", caller, "server")
+    expect(span.traceId).toBe("0af7651916cd43dd8448eb211c80319c")
+    expect(span.spanId).toMatch(/^[0-9a-f]{16}$/)
+    expect(span.spanId).not.toBe("b7ad6b7169203331")
+    expect(span.sampled).toBe(false)
+    expect(span.status._tag).toBe("Started")
+    span.end(5n, Exit.void)
+    expect(span.status._tag).toBe("Ended")
+    const own = new tracing.UnexportedSpan("run", Option.none(), "server")
+    expect(own.traceId).toMatch(/^[0-9a-f]{32}$/)
+    expect(own.traceId).not.toBe(new tracing.UnexportedSpan("run", Option.none(), "server").traceId)
+  })
+})
