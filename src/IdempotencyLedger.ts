@@ -55,11 +55,14 @@ import { idString, isStale } from "./internal/ledgerStore.js"
  * - `Timeout`: waiting for another run of the key took longer than allowed.
  * - `NotFound`: the entry waited for does not exist (any more).
  * - `InvalidResult`: a result could not be encoded or a stored one decoded.
+ * - `InvalidKey`: the key or its identity holds NUL (U+0000), which
+ *   PostgreSQL cannot store; refused by every ledger, before its store, so
+ *   that a key works the same on each.
  * - `Unavailable`: the store failed (database down, migration failed, …).
  *
  * @since 0.1.0
  */
-export const Reason = Schema.Literal("Interrupted", "Timeout", "NotFound", "InvalidResult", "Unavailable")
+export const Reason = Schema.Literal("Interrupted", "Timeout", "NotFound", "InvalidResult", "InvalidKey", "Unavailable")
 
 /**
  * @since 0.1.0
@@ -527,14 +530,21 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
     return codec
   }
 
-  const db = <A>(key: string | undefined, effect: Effect.Effect<A, SE>): Effect.Effect<A, IdempotencyError> =>
-    Effect.mapError(effect, (cause) =>
+  /** A store operation on the row `id` (none: on many rows). */
+  const db = <A>(id: RowId | undefined, effect: Effect.Effect<A, SE>): Effect.Effect<A, IdempotencyError> => {
+    if (id !== undefined && (id.key.includes("\u0000") || id.tenant.includes("\u0000") || id.principal.includes("\u0000"))) {
+      return Effect.fail(
+        new IdempotencyError({ reason: "InvalidKey", key: id.key, detail: "a key and its identity must not contain NUL (U+0000)" })
+      )
+    }
+    return Effect.mapError(effect, (cause) =>
       new IdempotencyError({
         reason: "Unavailable",
-        ...(key === undefined ? {} : { key }),
+        ...(id === undefined ? {} : { key: id.key }),
         detail: "the ledger store failed",
         cause
       }))
+  }
 
   const newLease = (now: number, leaseMs: number): Lease => ({
     token: randomUUID(),
@@ -544,7 +554,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
 
   /** The live (not stale) row of `id`. */
   const read = (id: RowId, now: number) =>
-    db(id.key, store.get(id)).pipe(
+    db(id, store.get(id)).pipe(
       Effect.map(Option.filter((row) => !isStale(row, now - retentionMs, now)))
     )
 
@@ -598,7 +608,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
         const now = yield* Clock.currentTimeMillis
         const lease = newLease(now, leaseMs)
         const inserted = yield* db(
-          request.key,
+          id,
           store.insert(runningRow(id, request.fingerprint, request.taskId, lease, now), now - retentionMs, now)
         )
         if (inserted) return BeginOutcome.Started({ taskId: request.taskId, lease })
@@ -634,7 +644,8 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const leaseMs = millis(request.duration, Duration.millis(defaultLeaseMs))
-      return yield* db(request.key, store.renew(requestId(request), request.lease.token, now + leaseMs))
+      const id = requestId(request)
+      return yield* db(id, store.renew(id, request.lease.token, now + leaseMs))
     })
 
   const finish: Service["finish"] = (request) =>
@@ -642,7 +653,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
       const id = requestId(request)
       const now = yield* Clock.currentTimeMillis
       const text = yield* resultText(request.key, request.result)
-      const done = yield* db(request.key, store.finish(id, text, now, { token: request.lease?.token }))
+      const done = yield* db(id, store.finish(id, text, now, { token: request.lease?.token }))
       if (done) yield* notifier.signal(id)
       return done
     })
@@ -650,7 +661,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
   const abandon: Service["abandon"] = (request) =>
     Effect.gen(function*() {
       const id = requestId(request)
-      const done = yield* db(request.key, store.release(id, request.lease.token))
+      const done = yield* db(id, store.release(id, request.lease.token))
       if (done) yield* notifier.signal(id)
       return done
     })
@@ -702,7 +713,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
         const at = yield* Clock.currentTimeMillis
         // Guarded by the expired token: a late renewal or finish by the owner wins over the sweep.
         const done = yield* db(
-          row.key,
+          row,
           store.finish(row, text, at, {
             token: row.leaseToken ?? undefined,
             expiredAt: at
@@ -748,7 +759,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
                 Effect.mapError(invalid("the result could not be encoded")),
                 // Read back before it is stored: JSON turns NaN and Infinity into null, which may not decode.
                 Effect.tap((text) => Effect.mapError(Schema.decode(codec)(text), invalid("the result would not decode from JSON"))),
-                Effect.flatMap((text) => db(key, store.finish(id, text, now, { token: held.token }))),
+                Effect.flatMap((text) => db(id, store.finish(id, text, now, { token: held.token }))),
                 Effect.flatMap((done) =>
                   done ? Effect.void : Effect.logWarning("idempotency lease was lost before the result was recorded")
                 )
@@ -772,7 +783,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
             if (Option.isSome(failure) && !Cause.isDie(cause) && !Cause.isInterrupted(cause)) {
               const recorded = storeFailure
                 ? record(Either.left(failure.value))
-                : Effect.asVoid(db(key, store.release(id, held.token)))
+                : Effect.asVoid(db(id, store.release(id, held.token)))
               // Unrecorded, the entry would hold its lease to the end: end it now, so later callers
               // learn at once that the outcome is unknown.
               yield* Effect.catchAll(recorded, (error) =>
@@ -796,7 +807,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             const fresh = newLease(now, leaseMs)
-            if (yield* db(key, store.insert(runningRow(id, "", null, fresh, now), now - retentionMs, now))) {
+            if (yield* db(id, store.insert(runningRow(id, "", null, fresh, now), now - retentionMs, now))) {
               return { _tag: "Run", lease: fresh } as const
             }
             const existing = yield* read(id, now)
@@ -811,7 +822,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
                   detail: "a previous run stopped before recording its outcome; it may or may not have taken effect"
                 })
               }
-              const taken = yield* db(key, store.takeover(id, row.leaseToken ?? "", fresh, now))
+              const taken = yield* db(id, store.takeover(id, row.leaseToken ?? "", fresh, now))
               return taken ? { _tag: "Run", lease: fresh } as const : { _tag: "Again" } as const
             }
             if (now >= deadline) return yield* timeout(key, waitMs)

@@ -129,6 +129,27 @@ const ledgerSuite = (backend: Backend) =>
         expect(Option.map(entry, (e) => e.result)).toEqual(Option.some(Option.some(failedTask)))
       }))
 
+    it.scoped("a key or identity holding NUL is refused as InvalidKey before the store, so a key works alike on every ledger", () =>
+      Effect.gen(function*() {
+        const l = yield* ledger()
+        let ran = 0
+        const refusals = [
+          yield* Effect.flip(begin(l, "k\u00001")),
+          yield* Effect.flip(begin(l, "k1", { tenant: "ac\u0000me", user: "ana" })),
+          yield* Effect.flip(l.get({ key: "k\u00001", identity: ana })),
+          yield* Effect.flip(l.finish({ key: "k1", identity: { tenant: "acme", user: "a\u0000na" }, result: null })),
+          yield* Effect.flip(l.once("k\u00001", Effect.sync(() => ran++), { success: Schema.Number }))
+        ]
+        for (const refused of refusals) {
+          expect(refused._tag).toBe("IdempotencyError")
+          expect(refused).toMatchObject({ reason: "InvalidKey" })
+          expect(refused.message).toContain("must not contain NUL")
+        }
+        expect(ran).toBe(0)
+        // Nothing was stored: the same key without NUL starts afresh.
+        expect((yield* begin(l, "k1"))._tag).toBe("Started")
+      }))
+
     it.scoped("the same key with a different payload is refused, while running and after it finished", () =>
       Effect.gen(function*() {
         const l = yield* ledger()
