@@ -330,6 +330,12 @@ export interface Service {
    * `interrupted`). Each entry is claimed atomically, so with several
    * replicas sweeping each entry is recorded once; returns the entries this
    * call recorded.
+   *
+   * An entry whose `onExpired` fails, or whose result cannot be written as
+   * JSON, stays expired and the sweep goes on with the others: one such
+   * entry would otherwise hold up every sweep. The call then fails with all
+   * of those failures (in the cause), and what it recorded stays recorded.
+   * A failing store ends the call at once, with the failures so far.
    */
   readonly expireLeases: <E = never, R = never>(options: {
     readonly onExpired: (entry: Entry) => Effect.Effect<unknown, E, R>
@@ -706,25 +712,32 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
       const now = yield* Clock.currentTimeMillis
       const candidates = yield* db(undefined, store.listExpired("request", now, options.limit ?? 100))
       const recorded: Array<{ readonly entry: Entry; readonly result: unknown }> = []
+      let failures: Cause.Cause<IdempotencyError | Effect.Effect.Error<ReturnType<typeof options.onExpired>>> = Cause.empty
       for (const row of candidates) {
         const entry = toEntry(row)
-        const result = yield* options.onExpired(entry)
-        const text = yield* resultText(row.key, result)
+        const written = yield* Effect.either(Effect.flatMap(
+          options.onExpired(entry),
+          (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text }))
+        ))
+        if (Either.isLeft(written)) {
+          failures = Cause.parallel(failures, Cause.fail(written.left))
+          continue
+        }
         const at = yield* Clock.currentTimeMillis
         // Guarded by the expired token: a late renewal or finish by the owner wins over the sweep.
         const done = yield* db(
           row,
-          store.finish(row, text, at, {
+          store.finish(row, written.right.text, at, {
             token: row.leaseToken ?? undefined,
             expiredAt: at
           })
-        )
+        ).pipe(Effect.catchAll((error) => Effect.failCause(Cause.parallel(failures, Cause.fail(error)))))
         if (done) {
           yield* notifier.signal(row)
-          recorded.push({ entry, result })
+          recorded.push({ entry, result: written.right.result })
         }
       }
-      return recorded
+      return Cause.isEmpty(failures) ? recorded : yield* Effect.failCause(failures)
     })
 
   const cleanup: Service["cleanup"] = (options) =>
@@ -881,16 +894,20 @@ export const sweep = <E, R>(options: {
   readonly onExpired: (entry: Entry) => Effect.Effect<unknown, E, R>
   readonly every?: Duration.DurationInput | undefined
 }): Effect.Effect<never, never, IdempotencyLedger | R> =>
-  Effect.flatMap(IdempotencyLedger, (ledger) =>
-    Effect.zip(ledger.expireLeases({ onExpired: options.onExpired }), ledger.cleanup()).pipe(
-      Effect.catchAllCause((cause) =>
+  Effect.flatMap(IdempotencyLedger, (ledger) => {
+    // Each step on its own: entries that cannot be expired do not keep old ones from being deleted.
+    const logged = (step: string) => <A, E2, R2>(effect: Effect.Effect<A, E2, R2>) =>
+      Effect.catchAllCause(effect, (cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.interrupt
-          : Effect.logWarning("idempotency ledger sweep failed", cause)
-      ),
+          : Effect.logWarning(`idempotency ledger sweep: ${step} failed`, cause))
+    return ledger.expireLeases({ onExpired: options.onExpired }).pipe(
+      logged("expiring leases"),
+      Effect.zipRight(logged("cleanup")(ledger.cleanup())),
       Effect.zipRight(Effect.sleep(options.every ?? Duration.seconds(5))),
       Effect.forever
-    ))
+    )
+  })
 
 // ---------------------------------------------------------------------------
 // Layers

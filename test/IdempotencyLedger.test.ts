@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Redacted, Schema, TestClock } from "effect"
+import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Redacted, Schema, TestClock } from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
@@ -237,6 +237,30 @@ const ledgerSuite = (backend: Backend) =>
         expect(yield* l.finish({ key: "k1", identity: ana, result: "ok", lease: started.lease })).toBe(true)
       }))
 
+    it.scoped("an entry whose expiry cannot be recorded does not hold up the sweep of the others; every failure is in the cause", () =>
+      Effect.gen(function*() {
+        const l = yield* ledger({ lease: "1 second" })
+        for (const key of ["k1", "k2", "k3"]) yield* begin(l, key, ana, "f1", `task-${key}`)
+        yield* TestClock.adjust("2 seconds")
+        const exit = yield* Effect.exit(l.expireLeases({
+          onExpired: (entry) =>
+            entry.key === "k1"
+              ? Effect.fail("no result for k1" as const)
+              : entry.key === "k2"
+              ? Effect.succeed({ at: 10n })
+              : Effect.succeed({ state: "FAILED" })
+        }))
+        if (!Exit.isFailure(exit)) return expect.unreachable("the sweep should fail")
+        const failures = Array.from(Cause.failures(exit.cause))
+        expect(failures).toHaveLength(2)
+        expect(failures).toContain("no result for k1")
+        expect(failures.find((f) => typeof f !== "string")).toMatchObject({ reason: "InvalidResult", key: "k2" })
+        // k3 was recorded all the same; k1 and k2 are still expired, for a later sweep.
+        expect(tag(yield* begin(l, "k3", ana))).toBe("Finished")
+        const later = yield* l.expireLeases({ onExpired: () => Effect.succeed("interrupted") })
+        expect(later.map((e) => e.entry.key).sort()).toEqual(["k1", "k2"])
+      }))
+
     it.scoped("a lost lease can neither be renewed nor finish the entry", () =>
       Effect.gen(function*() {
         const l = yield* ledger({ lease: "1 second" })
@@ -293,6 +317,29 @@ const ledgerSuite = (backend: Backend) =>
         )
         expect(Option.isNone(gone)).toBe(true)
         yield* Fiber.interrupt(sweeper)
+      }))
+
+    it.scoped("sweep still deletes old entries while an expired one cannot be recorded", () =>
+      Effect.gen(function*() {
+        const l = yield* ledger({ lease: "1 second", retention: "10 seconds" })
+        yield* begin(l, "done", ana, "f1", "task-1")
+        yield* l.finish({ key: "done", identity: ana, result: "ok" })
+        yield* TestClock.adjust("9 seconds")
+        // Expired from 10 s on; within retention until 19 s.
+        yield* begin(l, "stuck", ana, "f1", "task-2")
+        const sweeper = yield* IdempotencyLedger.sweep({ every: "1 second", onExpired: () => Effect.fail("cannot record") }).pipe(
+          Effect.provideService(IdempotencyLedger.IdempotencyLedger, l),
+          Effect.fork
+        )
+        for (let second = 0; second < 3; second++) {
+          yield* settle
+          yield* TestClock.adjust("1 second")
+        }
+        yield* settle
+        yield* Fiber.interrupt(sweeper)
+        // "done" passed retention at 10 s: the sweeper deleted it although "stuck" could not be expired.
+        expect(yield* l.cleanup()).toBe(0)
+        expect(tag(yield* begin(l, "stuck", ana))).toBe("Interrupted")
       }))
 
     it.scoped("an abandoned entry frees its key", () =>
