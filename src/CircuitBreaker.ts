@@ -256,8 +256,7 @@ export interface CircuitBreaker {
 
 /**
  * The gauge of each breaker's state, tagged with `agent`: 0 closed,
- * 1 half-open, 2 open. Breakers of one agent in one process (two registries)
- * share it: it reads the state of the latest change.
+ * 1 half-open, 2 open.
  *
  * @since 0.1.0
  */
@@ -384,9 +383,7 @@ export const make = (agent: string, options: Options = {}): Effect.Effect<Circui
     const pubsub = yield* PubSub.sliding<Transition>(1024)
     const gauge = Metric.tagged(stateGauge, "agent", agent)
     const rejected = Metric.tagged(rejectedCounter, "agent", agent)
-    // Registered (a fresh gauge reads 0, closed) without overwriting it: another
-    // breaker of the same agent in this process may be open.
-    yield* Metric.modify(gauge, 0)
+    yield* Metric.set(gauge, 0)
 
     // The gauge is set from the state read after the change, so that two
     // changes published in the other order still leave the latest state.

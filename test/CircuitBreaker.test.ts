@@ -132,17 +132,6 @@ describe("CircuitBreaker", () => {
       expect(yield* metricsOf(agent)).toEqual({ gauge: 0, rejected: 2 })
     }))
 
-  it.effect("a second breaker of the same agent leaves the shared gauge as the open one set it", () =>
-    Effect.gen(function*() {
-      const agent = freshAgent()
-      const first = yield* CircuitBreaker.make(agent, { trip: CircuitBreaker.consecutiveFailures(1) })
-      expect(yield* metricsOf(agent)).toEqual({ gauge: 0, rejected: 0 })
-      yield* Effect.flip(first.protect(remote(yield* Ref.make(0), "fail")))
-      expect(yield* metricsOf(agent)).toEqual({ gauge: 2, rejected: 0 })
-      yield* CircuitBreaker.make(agent, { trip: CircuitBreaker.consecutiveFailures(1) })
-      expect(yield* metricsOf(agent)).toEqual({ gauge: 2, rejected: 0 })
-    }))
-
   it.effect("a success resets the count of consecutive failures", () =>
     Effect.gen(function*() {
       const breaker = yield* CircuitBreaker.make(freshAgent(), { trip: CircuitBreaker.consecutiveFailures(3) })
