@@ -256,7 +256,9 @@ export interface CircuitBreaker {
 
 /**
  * The gauge of each breaker's state, tagged with `agent`: 0 closed,
- * 1 half-open, 2 open.
+ * 1 half-open, 2 open. Breakers of one agent in one process (two registries)
+ * share it: each sets it when it is made and when its state changes, so it
+ * shows the latest of them.
  *
  * @since 0.1.0
  */

@@ -445,12 +445,26 @@ const makeNotifier = () => {
   }
 }
 
-const requestId = (ref: EntryRef): RowId => ({
+/**
+ * `id` as a caller gave it, refused when it holds NUL: PostgreSQL text
+ * cannot store it, so every ledger refuses it alike. Rows read back from a
+ * store are not checked (a ledger before this check kept such keys).
+ */
+const checkedId = (id: RowId): Effect.Effect<RowId, IdempotencyError> =>
+  id.key.includes("\u0000") || id.tenant.includes("\u0000") || id.principal.includes("\u0000")
+    ? Effect.fail(
+      new IdempotencyError({ reason: "InvalidKey", key: id.key, detail: "a key and its identity must not contain NUL (U+0000)" })
+    )
+    : Effect.succeed(id)
+
+const requestRow = (ref: EntryRef): RowId => ({
   scope: "request",
   tenant: ref.identity.tenant,
   principal: ref.identity.user,
   key: ref.key
 })
+
+const requestId = (ref: EntryRef): Effect.Effect<RowId, IdempotencyError> => checkedId(requestRow(ref))
 
 const parseResult = (text: string | null): Option.Option<unknown> => {
   if (text === null) return Option.none()
@@ -537,20 +551,14 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
   }
 
   /** A store operation on the row `id` (none: on many rows). */
-  const db = <A>(id: RowId | undefined, effect: Effect.Effect<A, SE>): Effect.Effect<A, IdempotencyError> => {
-    if (id !== undefined && (id.key.includes("\u0000") || id.tenant.includes("\u0000") || id.principal.includes("\u0000"))) {
-      return Effect.fail(
-        new IdempotencyError({ reason: "InvalidKey", key: id.key, detail: "a key and its identity must not contain NUL (U+0000)" })
-      )
-    }
-    return Effect.mapError(effect, (cause) =>
+  const db = <A>(id: RowId | undefined, effect: Effect.Effect<A, SE>): Effect.Effect<A, IdempotencyError> =>
+    Effect.mapError(effect, (cause) =>
       new IdempotencyError({
         reason: "Unavailable",
         ...(id === undefined ? {} : { key: id.key }),
         detail: "the ledger store failed",
         cause
       }))
-  }
 
   const newLease = (now: number, leaseMs: number): Lease => ({
     token: randomUUID(),
@@ -597,9 +605,10 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
     )
   }
 
+  // Its lease came from `begin`, which checked the key.
   const withLease: Service["withLease"] = (request, effect) =>
     holding(
-      requestId(request),
+      requestRow(request),
       request.lease.token,
       millis(request.duration, Duration.millis(defaultLeaseMs)),
       effect
@@ -607,7 +616,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
 
   const begin: Service["begin"] = (request) =>
     Effect.gen(function*() {
-      const id = requestId(request)
+      const id = yield* requestId(request)
       const leaseMs = millis(request.lease, Duration.millis(defaultLeaseMs))
       // A row can vanish between the insert and the read (abandon, cleanup); then try again.
       for (let attempt = 0; attempt < 5; attempt++) {
@@ -650,13 +659,13 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const leaseMs = millis(request.duration, Duration.millis(defaultLeaseMs))
-      const id = requestId(request)
+      const id = yield* requestId(request)
       return yield* db(id, store.renew(id, request.lease.token, now + leaseMs))
     })
 
   const finish: Service["finish"] = (request) =>
     Effect.gen(function*() {
-      const id = requestId(request)
+      const id = yield* requestId(request)
       const now = yield* Clock.currentTimeMillis
       const text = yield* resultText(request.key, request.result)
       const done = yield* db(id, store.finish(id, text, now, { token: request.lease?.token }))
@@ -666,20 +675,20 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
 
   const abandon: Service["abandon"] = (request) =>
     Effect.gen(function*() {
-      const id = requestId(request)
+      const id = yield* requestId(request)
       const done = yield* db(id, store.release(id, request.lease.token))
       if (done) yield* notifier.signal(id)
       return done
     })
 
   const get: Service["get"] = (ref) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => read(requestId(ref), now)).pipe(
+    Effect.flatMap(Effect.zip(requestId(ref), Clock.currentTimeMillis), ([id, now]) => read(id, now)).pipe(
       Effect.map(Option.map(toEntry))
     )
 
   const await_: Service["await"] = (ref) =>
     Effect.gen(function*() {
-      const id = requestId(ref)
+      const id = yield* requestId(ref)
       const waitMs = millis(ref.timeout, Duration.millis(defaultWaitMs))
       const deadline = (yield* Clock.currentTimeMillis) + waitMs
       while (true) {
@@ -753,7 +762,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
   ) =>
     Effect.gen(function*() {
       const identity = onceOptions.identity ?? anonymous
-      const id: RowId = { scope: "tool", tenant: identity.tenant, principal: identity.user, key }
+      const id = yield* checkedId({ scope: "tool", tenant: identity.tenant, principal: identity.user, key })
       const leaseMs = millis(onceOptions.lease, Duration.millis(defaultLeaseMs))
       const waitMs = millis(onceOptions.waitTimeout, Duration.millis(defaultWaitMs))
       const storeFailure = onceOptions.failure !== undefined

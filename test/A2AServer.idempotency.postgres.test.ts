@@ -85,18 +85,20 @@ describe("A2AServer idempotency on two replicas sharing PostgreSQL", () => {
       }
     }), { timeout: 60_000 })
 
-  it.scopedLive("a key holding NUL, which PostgreSQL text cannot store, is refused as invalid params, not as an outage", () =>
+  it.scopedLive("a key or tenant holding NUL, which PostgreSQL text cannot store, is refused as invalid params, not as an outage", () =>
     Effect.gen(function*() {
       const runs = new Map<string, number>()
       const { a } = yield* replicas(runs)
-      const params = SendMessageRequest.toJSON({
-        tenant: "",
-        message: keyed("book", "pg-k\u0000-5"),
-        configuration: undefined,
-        metadata: {}
-      })
-      const { text } = yield* rpc(`${a.url}/a2a/jsonrpc`, "SendMessage", params)
-      expect(JSON.parse(text)).toMatchObject({ error: { code: -32602, message: expect.stringContaining("NUL") } })
+      for (const [tenant, key] of [["", "pg-k\u0000-5"], ["ac\u0000me", "pg-k-6"]]) {
+        const params = SendMessageRequest.toJSON({
+          tenant: tenant!,
+          message: keyed("book", key!),
+          configuration: undefined,
+          metadata: {}
+        })
+        const { text } = yield* rpc(`${a.url}/a2a/jsonrpc`, "SendMessage", params)
+        expect(JSON.parse(text)).toMatchObject({ error: { code: -32602, message: expect.stringContaining("NUL") } })
+      }
       expect(runs.size).toBe(0)
     }), { timeout: 60_000 })
 })

@@ -1,4 +1,6 @@
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Redacted, Schema, TestClock } from "effect"
 import { spawn } from "node:child_process"
@@ -655,6 +657,21 @@ describe("IdempotencyLedger errors", () => {
         expect((error as IdempotencyLedger.IdempotencyError).reason).toBe("Unavailable")
         expect((error as IdempotencyLedger.IdempotencyError).detail).toBe(`could not open the SQLite ledger at ${filename}`)
       }
+    }))
+
+  it.scoped("a stored key holding NUL (kept by a SQLite ledger before keys were checked) is still expired by the sweep", () =>
+    Effect.gen(function*() {
+      const filename = path.join(sqliteDirectory(), `${unique("legacy")}.db`)
+      const l = yield* build(IdempotencyLedger.layerSqlite({ filename, lease: "1 second" }))
+      yield* begin(l, "legacy")
+      yield* begin(l, "other")
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`UPDATE effect_a2a_idempotency SET idem_key = ${"leg\u0000acy"} WHERE idem_key = ${"legacy"}`).pipe(
+          Effect.provide(SqliteClient.layer({ filename }))
+        )
+      yield* TestClock.adjust("2 seconds")
+      const expired = yield* l.expireLeases({ onExpired: () => Effect.succeed("interrupted") })
+      expect(expired.map((e) => e.entry.key).sort()).toEqual(["leg\u0000acy", "other"])
     }))
 
   it.effect("the accessor `Idempotency.once` reads the ledger from the context, data-first and data-last", () =>

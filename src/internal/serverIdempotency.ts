@@ -71,8 +71,6 @@ export const keyOf = (message: Message, headers: Headers): string | undefined =>
     throw new RequestMalformedError(keyMismatchText)
   }
   const key = fromMetadata ?? fromHeader
-  // Only the metadata can carry it (a header cannot), and PostgreSQL text cannot store it.
-  if (key?.includes("\u0000")) throw new RequestMalformedError("idempotency key must not contain NUL (U+0000)")
   return key === undefined || key === "" ? undefined : key
 }
 
@@ -281,7 +279,12 @@ export const make = (deps: {
         }
         return yield* Effect.dieMessage("idempotency entry stayed interrupted")
       }).pipe(
-        Effect.catchTag("IdempotencyConflict", () => Effect.fail(new RequestMalformedError(conflictText)))
+        Effect.catchTag("IdempotencyConflict", () => Effect.fail(new RequestMalformedError(conflictText))),
+        // NUL in the key (only metadata can carry it) or the tenant: what the request sent, not an outage.
+        Effect.catchIf(
+          (error) => error instanceof IdempotencyLedger.IdempotencyError && error.reason === "InvalidKey",
+          () => Effect.fail(new RequestMalformedError("idempotency key and tenant must not contain NUL (U+0000)"))
+        )
       )
 
     /** Waits for a running entry; on time-out answers with the task as it is now. */
