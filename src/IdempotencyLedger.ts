@@ -448,7 +448,8 @@ const makeNotifier = () => {
 /**
  * `id` as a caller gave it, refused when it holds NUL: PostgreSQL text
  * cannot store it, so every ledger refuses it alike. Rows read back from a
- * store are not checked (a ledger before this check kept such keys).
+ * store are not checked: SQLite and memory ledgers of earlier versions kept
+ * such keys, and those entries must still expire.
  */
 const checkedId = (id: RowId): Effect.Effect<RowId, IdempotencyError> =>
   id.key.includes("\u0000") || id.tenant.includes("\u0000") || id.principal.includes("\u0000")

@@ -539,7 +539,10 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
     const bus = new DefaultExecutionEventBus()
     const events: Array<AgentExecutionEvent> = []
     bus.on("event", (event) => events.push(event))
-    const states = () => events.map((event) => event.kind === "task" ? event.data.status?.state : event.kind === "statusUpdate" ? event.data.status?.state : event.kind)
+    const states = () =>
+      events.map((event) =>
+        event.kind === "task" || event.kind === "statusUpdate" ? event.data.status?.state : event.kind
+      )
     return { bus, states }
   }
 

@@ -280,10 +280,10 @@ export const make = (deps: {
         return yield* Effect.dieMessage("idempotency entry stayed interrupted")
       }).pipe(
         Effect.catchTag("IdempotencyConflict", () => Effect.fail(new RequestMalformedError(conflictText))),
-        // NUL in the key (only metadata can carry it) or the tenant: what the request sent, not an outage.
+        // NUL in the key (only metadata can carry it), the tenant or the user name: not an outage.
         Effect.catchIf(
           (error) => error instanceof IdempotencyLedger.IdempotencyError && error.reason === "InvalidKey",
-          () => Effect.fail(new RequestMalformedError("idempotency key and tenant must not contain NUL (U+0000)"))
+          () => Effect.fail(new RequestMalformedError("idempotency key, tenant and user name must not contain NUL (U+0000)"))
         )
       )
 
