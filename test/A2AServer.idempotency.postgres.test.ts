@@ -89,10 +89,10 @@ describe("A2AServer idempotency on two replicas sharing PostgreSQL", () => {
     Effect.gen(function*() {
       const runs = new Map<string, number>()
       const { a } = yield* replicas(runs)
-      for (const [tenant, key] of [["", "pg-k\u0000-5"], ["ac\u0000me", "pg-k-6"]]) {
+      for (const [tenant, key] of [["", "pg-k\u0000-5"], ["ac\u0000me", "pg-k-6"]] as const) {
         const params = SendMessageRequest.toJSON({
-          tenant: tenant!,
-          message: keyed("book", key!),
+          tenant,
+          message: keyed("book", key),
           configuration: undefined,
           metadata: {}
         })
