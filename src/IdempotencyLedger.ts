@@ -190,13 +190,24 @@ export interface Entry {
 }
 
 /**
+ * An entry that {@link Service.expireLeases} or {@link Service.expireLease}
+ * recorded, with the result `onExpired` gave it.
+ *
+ * @since 0.1.0
+ */
+export interface Expired {
+  readonly entry: Entry
+  readonly result: unknown
+}
+
+/**
  * What {@link Service.begin} decided.
  *
  * - `Started`: this request is the first; run the task and keep the lease.
  * - `Running`: the same request runs; join `taskId`.
  * - `Finished`: the same request ended; answer with `result`, without running.
  * - `Interrupted`: the same request was running but its owner's lease expired;
- *   run {@link Service.expireLeases} to record it as failed, then begin again.
+ *   run {@link Service.expireLease} to record it as failed, then begin again.
  *
  * @since 0.1.0
  */
@@ -336,11 +347,27 @@ export interface Service {
    * entry would otherwise hold up every sweep. The call then fails with all
    * of those failures (in the cause), and what it recorded stays recorded.
    * A failing store ends the call at once, with the failures so far.
+   *
+   * A call takes up to `limit` (100) expired entries, oldest lease first,
+   * going on after the last entry the previous call of this ledger took,
+   * and from the oldest again once the end is reached: entries that keep
+   * failing are not the only ones every call tries.
    */
   readonly expireLeases: <E = never, R = never>(options: {
     readonly onExpired: (entry: Entry) => Effect.Effect<unknown, E, R>
     readonly limit?: number | undefined
-  }) => Effect.Effect<ReadonlyArray<{ readonly entry: Entry; readonly result: unknown }>, IdempotencyError | E, R>
+  }) => Effect.Effect<ReadonlyArray<Expired>, IdempotencyError | E, R>
+  /**
+   * What {@link Service.expireLeases} does for one entry: a request that
+   * finds its own entry `Interrupted` records it here, whatever else has
+   * expired. None when the entry is not running with an expired lease
+   * (its owner renewed or finished it, or another replica recorded it
+   * first); a failure of `onExpired` fails the call and leaves the entry
+   * expired.
+   */
+  readonly expireLease: <E = never, R = never>(
+    ref: EntryRef & { readonly onExpired: (entry: Entry) => Effect.Effect<unknown, E, R> }
+  ) => Effect.Effect<Option.Option<Expired>, IdempotencyError | E, R>
   /** Deletes entries older than `retention` (the layer's, 24 h by default); returns how many. */
   readonly cleanup: (
     options?: { readonly retention?: Duration.DurationInput | undefined }
@@ -717,37 +744,60 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
       }
     })
 
+  /** The result `onExpired` gives for an expired row, and its stored text. */
+  const expiredResult = <E, R>(row: Row, onExpired: (entry: Entry) => Effect.Effect<unknown, E, R>) =>
+    Effect.flatMap(
+      onExpired(toEntry(row)),
+      (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text }))
+    )
+
+  /** Records an expired row as finished; true when this call recorded it. */
+  const recordExpired = (row: Row, text: string) =>
+    Effect.gen(function*() {
+      const at = yield* Clock.currentTimeMillis
+      // Guarded by the expired token: a late renewal or finish by the owner wins over the sweep.
+      const done = yield* db(row, store.finish(row, text, at, { token: row.leaseToken ?? undefined, expiredAt: at }))
+      if (done) yield* notifier.signal(row)
+      return done
+    })
+
+  // Where the next `expireLeases` goes on: this ledger's own, like its notifier.
+  let expiredCursor: Row | undefined
+
   const expireLeases: Service["expireLeases"] = (options) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const candidates = yield* db(undefined, store.listExpired("request", now, options.limit ?? 100))
-      const recorded: Array<{ readonly entry: Entry; readonly result: unknown }> = []
+      const limit = options.limit ?? 100
+      const candidates = yield* db(undefined, store.listExpired("request", now, limit, expiredCursor))
+      expiredCursor = candidates.length < limit ? undefined : candidates[candidates.length - 1]
+      const recorded: Array<Expired> = []
       let failures: Cause.Cause<IdempotencyError | Effect.Effect.Error<ReturnType<typeof options.onExpired>>> = Cause.empty
       for (const row of candidates) {
-        const entry = toEntry(row)
-        const written = yield* Effect.either(Effect.flatMap(
-          options.onExpired(entry),
-          (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text }))
-        ))
+        const written = yield* Effect.either(expiredResult(row, options.onExpired))
         if (Either.isLeft(written)) {
           failures = Cause.parallel(failures, Cause.fail(written.left))
           continue
         }
-        const at = yield* Clock.currentTimeMillis
-        // Guarded by the expired token: a late renewal or finish by the owner wins over the sweep.
-        const done = yield* db(
-          row,
-          store.finish(row, written.right.text, at, {
-            token: row.leaseToken ?? undefined,
-            expiredAt: at
-          })
-        ).pipe(Effect.catchAll((error) => Effect.failCause(Cause.parallel(failures, Cause.fail(error)))))
-        if (done) {
-          yield* notifier.signal(row)
-          recorded.push({ entry, result: written.right.result })
-        }
+        const done = yield* recordExpired(row, written.right.text).pipe(
+          Effect.catchAll((error) => Effect.failCause(Cause.parallel(failures, Cause.fail(error))))
+        )
+        if (done) recorded.push({ entry: toEntry(row), result: written.right.result })
       }
       return Cause.isEmpty(failures) ? recorded : yield* Effect.failCause(failures)
+    })
+
+  const expireLease: Service["expireLease"] = (ref) =>
+    Effect.gen(function*() {
+      const id = yield* requestId(ref)
+      const now = yield* Clock.currentTimeMillis
+      const existing = yield* read(id, now)
+      if (Option.isNone(existing)) return Option.none()
+      const row = existing.value
+      if (row.state !== "running" || (row.leaseExpiresAt ?? 0) > now) return Option.none()
+      const written = yield* expiredResult(row, ref.onExpired)
+      return (yield* recordExpired(row, written.text))
+        ? Option.some<Expired>({ entry: toEntry(row), result: written.result })
+        : Option.none()
     })
 
   const cleanup: Service["cleanup"] = (options) =>
@@ -877,6 +927,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
     get,
     await: await_,
     expireLeases,
+    expireLease,
     cleanup,
     once
   }

@@ -312,6 +312,36 @@ describe("A2AServer request-level idempotency", () => {
       })
       yield* program.pipe(Effect.provide(Layer.merge(ledgerLayer, logs.layer)))
     }))
+
+  it.scopedLive("a repeat whose own entry expired gets that entry recorded, however many older ones expired; those are left to the sweep", () =>
+    Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const program = Effect.gen(function*() {
+        const ledger = yield* IdempotencyLedger.IdempotencyLedger
+        // No sweep during the test: only the request itself records anything.
+        const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: { sweepEvery: "1 hour" } })
+        const lease = "100 millis"
+        const identity = IdempotencyLedger.anonymous
+        // Forty replicas' runs with older leases, then ours: a request that recorded the oldest ten at a time missed it.
+        for (let i = 0; i < 40; i++) {
+          yield* ledger.begin({ key: `other-${i}`, identity, fingerprint: "f", taskId: crypto.randomUUID(), lease })
+        }
+        yield* Effect.sleep("5 millis")
+        const message = keyed("crash", "k-own")
+        const taskId = crypto.randomUUID()
+        yield* ledger.begin({ key: "k-own", identity, fingerprint: fingerprintOf(message, "send"), taskId, lease })
+        yield* Effect.sleep("150 millis")
+
+        const repeat = yield* sendTo(server.url, { ...message, messageId: crypto.randomUUID() })
+        expect(repeat.id).toBe(taskId)
+        expect(repeat.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+        expect(textOf(repeat)).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\)$/)
+        expect(runs.get("crash")).toBeUndefined()
+        const other = yield* ledger.begin({ key: "other-0", identity, fingerprint: "f", taskId: "unused" })
+        expect(other._tag).toBe("Interrupted")
+      })
+      yield* program.pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" })))
+    }))
 })
 
 describe("A2AServer idempotency behind a faulty network", () => {

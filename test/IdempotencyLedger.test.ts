@@ -263,6 +263,62 @@ const ledgerSuite = (backend: Backend) =>
         expect(later.map((e) => e.entry.key).sort()).toEqual(["k1", "k2"])
       }))
 
+    it.scoped("entries that always fail to expire do not hold up the ones behind them: each call goes on where the last stopped", () =>
+      Effect.gen(function*() {
+        const l = yield* ledger({ lease: "1 second" })
+        // k0 holds the oldest lease; k1 to k4 share a later one, so a call goes on after k1 by its id. The
+        // expiry of k0 and k1 always fails.
+        yield* begin(l, "k0", ana, "f1", "task-k0")
+        yield* TestClock.adjust("10 millis")
+        for (const key of ["k3", "k1", "k4", "k2"]) yield* begin(l, key, ana, "f1", `task-${key}`)
+        yield* TestClock.adjust("2 seconds")
+        const expire = l.expireLeases({
+          limit: 2,
+          onExpired: (entry) => entry.key === "k0" || entry.key === "k1" ? Effect.fail(entry.key) : Effect.succeed("interrupted")
+        }).pipe(
+          Effect.exit,
+          Effect.map(Exit.match({ onFailure: (cause) => Array.from(Cause.failures(cause)), onSuccess: (recorded) => recorded.map((e) => e.entry.key) }))
+        )
+        expect(yield* expire).toEqual(["k0", "k1"])
+        expect(yield* expire).toEqual(["k2", "k3"])
+        // The end: fewer than the limit, then from the oldest again.
+        expect(yield* expire).toEqual(["k4"])
+        expect(yield* expire).toEqual(["k0", "k1"])
+        for (const key of ["k2", "k3", "k4"]) expect(tag(yield* begin(l, key, ana))).toBe("Finished")
+      }))
+
+    it.scoped("expireLease records one expired entry, whatever else expired, once; never a live, finished or absent one", () =>
+      Effect.gen(function*() {
+        const l = yield* ledger({ lease: "1 second" })
+        for (const key of ["k1", "k2"]) yield* begin(l, key, ana, "f1", `task-${key}`)
+        yield* TestClock.adjust("2 seconds")
+        yield* begin(l, "live", ana, "f1", "task-live")
+        const record = (key: string, identity = ana) =>
+          l.expireLease({ key, identity, onExpired: (entry) => Effect.succeed({ id: entry.taskId, state: "FAILED" }) })
+
+        // A failing onExpired fails the call and leaves the entry expired.
+        const failed = yield* Effect.flip(l.expireLease({ key: "k1", identity: ana, onExpired: () => Effect.fail("down" as const) }))
+        expect(failed).toBe("down")
+        expect(tag(yield* begin(l, "k1", ana))).toBe("Interrupted")
+
+        const k2 = yield* record("k2")
+        expect(Option.map(k2, (e) => [e.entry.taskId, e.result])).toEqual(Option.some(["task-k2", { id: "task-k2", state: "FAILED" }]))
+        const replay = yield* begin(l, "k2", ana)
+        assertTag(replay, "Finished")
+        expect(replay.result).toEqual({ id: "task-k2", state: "FAILED" })
+        // Already recorded, still held, someone else's, or absent: nothing to record.
+        expect(yield* record("k2")).toEqual(Option.none())
+        expect(yield* record("live")).toEqual(Option.none())
+        expect(yield* record("k1", bob)).toEqual(Option.none())
+        expect(yield* record("absent")).toEqual(Option.none())
+        expect(tag(yield* begin(l, "live", ana))).toBe("Running")
+        // k1 was left for the sweep.
+        const swept = yield* l.expireLeases({ onExpired: () => Effect.succeed("interrupted") })
+        expect(swept.map((e) => e.entry.key)).toEqual(["k1"])
+        const invalid = yield* Effect.flip(record("k\u0000"))
+        expect(invalid).toMatchObject({ _tag: "IdempotencyError", reason: "InvalidKey" })
+      }))
+
     it.scoped("a lost lease can neither be renewed nor finish the entry", () =>
       Effect.gen(function*() {
         const l = yield* ledger({ lease: "1 second" })

@@ -275,7 +275,7 @@ export const make = (deps: {
           const outcome = yield* ledger.begin(request)
           if (outcome._tag !== "Interrupted") return { ref, outcome } satisfies Prepared
           // Record it FAILED now rather than at the next sweep, then read it back.
-          yield* ledger.expireLeases({ onExpired, limit: 10 })
+          yield* ledger.expireLease({ ...ref, onExpired })
         }
         return yield* Effect.dieMessage("idempotency entry stayed interrupted")
       }).pipe(
@@ -294,7 +294,7 @@ export const make = (deps: {
           outcome._tag === "Finished"
             ? Effect.sync(() => decode(outcome.result))
             : Effect.zipRight(
-              ledger.expireLeases({ onExpired, limit: 10 }),
+              ledger.expireLease({ ...prepared.ref, onExpired }),
               Effect.flatMap(ledger.await({ ...prepared.ref, timeout: "1 second" }), (again) =>
                 again._tag === "Finished" ? Effect.sync(() => decode(again.result)) : snapshot(taskId, context, message))
             )
