@@ -338,9 +338,11 @@ export interface Service {
   /**
    * Finishes running entries whose lease expired with the result
    * `onExpired` gives (a server records the task as FAILED, reason
-   * `interrupted`). Each entry is claimed atomically, so with several
-   * replicas sweeping each entry is recorded once; returns the entries this
-   * call recorded.
+   * `interrupted`); returns the entries this call recorded. Each entry is
+   * claimed atomically before `onExpired` runs: with several replicas
+   * sweeping, `onExpired` runs once per entry, and from then on its owner
+   * can neither renew nor finish it (a late owner learns it lost the lease
+   * instead of recording an end the sweep contradicts).
    *
    * An entry whose `onExpired` fails, or whose result cannot be written as
    * JSON, stays expired and the sweep goes on with the others: one such
@@ -348,10 +350,10 @@ export interface Service {
    * of those failures (in the cause), and what it recorded stays recorded.
    * A failing store ends the call at once, with the failures so far.
    *
-   * A call takes up to `limit` (100) expired entries, oldest lease first,
-   * going on after the last entry the previous call of this ledger took,
-   * and from the oldest again once the end is reached: entries that keep
-   * failing are not the only ones every call tries.
+   * A call takes up to `limit` (100) expired entries, oldest lease first.
+   * The lease of an entry whose `onExpired` fails is ended anew at that
+   * moment, which puts it behind the others: entries that keep failing do
+   * not hold up the ones behind them.
    */
   readonly expireLeases: <E = never, R = never>(options: {
     readonly onExpired: (entry: Entry) => Effect.Effect<unknown, E, R>
@@ -744,44 +746,51 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
       }
     })
 
-  /** The result `onExpired` gives for an expired row, and its stored text. */
-  const expiredResult = <E, R>(row: Row, onExpired: (entry: Entry) => Effect.Effect<unknown, E, R>) =>
-    Effect.flatMap(
-      onExpired(toEntry(row)),
-      (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text }))
+  /**
+   * Records an expired row with what `onExpired` gives it: none when the row
+   * was no longer expired (its owner renewed or finished it, another sweep
+   * took it). The row is claimed first, with a lease of this ledger's
+   * length, so that only one sweep runs `onExpired` for it and its owner can
+   * no longer renew or finish it. A failure of `onExpired` (or a result that
+   * is not JSON) is returned as a `Left` and ends the claim at once, for the
+   * next sweep; a store failure fails.
+   */
+  const expireRow = <E, R>(row: Row, onExpired: (entry: Entry) => Effect.Effect<unknown, E, R>) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const none = Either.right(Option.none<Expired>())
+        if (row.leaseToken === null) return none
+        const now = yield* Clock.currentTimeMillis
+        const claim = newLease(now, defaultLeaseMs)
+        if (!(yield* db(row, store.takeover(row, row.leaseToken, claim, now)))) return none
+        const entry = toEntry(row)
+        const written = yield* restore(
+          Effect.flatMap(onExpired(entry), (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text })))
+        ).pipe(
+          // Ended now, the claim leaves the entry expired again; should that fail, the claim runs out after its lease.
+          Effect.onError(() => Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (at) => store.renew(row, claim.token, at)))),
+          Effect.either
+        )
+        if (Either.isLeft(written)) return Either.left(written.left)
+        const at = yield* Clock.currentTimeMillis
+        const done = yield* db(row, store.finish(row, written.right.text, at, { token: claim.token }))
+        if (done) yield* notifier.signal(row)
+        return Either.right(done ? Option.some<Expired>({ entry, result: written.right.result }) : Option.none<Expired>())
+      })
     )
-
-  /** Records an expired row as finished; true when this call recorded it. */
-  const recordExpired = (row: Row, text: string) =>
-    Effect.gen(function*() {
-      const at = yield* Clock.currentTimeMillis
-      // Guarded by the expired token: a late renewal or finish by the owner wins over the sweep.
-      const done = yield* db(row, store.finish(row, text, at, { token: row.leaseToken ?? undefined, expiredAt: at }))
-      if (done) yield* notifier.signal(row)
-      return done
-    })
-
-  // Where the next `expireLeases` goes on: this ledger's own, like its notifier.
-  let expiredCursor: Row | undefined
 
   const expireLeases: Service["expireLeases"] = (options) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const limit = options.limit ?? 100
-      const candidates = yield* db(undefined, store.listExpired("request", now, limit, expiredCursor))
-      expiredCursor = candidates.length < limit ? undefined : candidates[candidates.length - 1]
+      const candidates = yield* db(undefined, store.listExpired("request", now, options.limit ?? 100))
       const recorded: Array<Expired> = []
       let failures: Cause.Cause<IdempotencyError | Effect.Effect.Error<ReturnType<typeof options.onExpired>>> = Cause.empty
       for (const row of candidates) {
-        const written = yield* Effect.either(expiredResult(row, options.onExpired))
-        if (Either.isLeft(written)) {
-          failures = Cause.parallel(failures, Cause.fail(written.left))
-          continue
-        }
-        const done = yield* recordExpired(row, written.right.text).pipe(
+        const expired = yield* expireRow(row, options.onExpired).pipe(
           Effect.catchAll((error) => Effect.failCause(Cause.parallel(failures, Cause.fail(error))))
         )
-        if (done) recorded.push({ entry: toEntry(row), result: written.right.result })
+        if (Either.isLeft(expired)) failures = Cause.parallel(failures, Cause.fail(expired.left))
+        else if (Option.isSome(expired.right)) recorded.push(expired.right.value)
       }
       return Cause.isEmpty(failures) ? recorded : yield* Effect.failCause(failures)
     })
@@ -794,10 +803,7 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
       if (Option.isNone(existing)) return Option.none()
       const row = existing.value
       if (row.state !== "running" || (row.leaseExpiresAt ?? 0) > now) return Option.none()
-      const written = yield* expiredResult(row, ref.onExpired)
-      return (yield* recordExpired(row, written.text))
-        ? Option.some<Expired>({ entry: toEntry(row), result: written.result })
-        : Option.none()
+      return yield* Effect.flatten(expireRow(row, ref.onExpired))
     })
 
   const cleanup: Service["cleanup"] = (options) =>

@@ -263,28 +263,57 @@ const ledgerSuite = (backend: Backend) =>
         expect(later.map((e) => e.entry.key).sort()).toEqual(["k1", "k2"])
       }))
 
-    it.scoped("entries that always fail to expire do not hold up the ones behind them: each call goes on where the last stopped", () =>
+    it.scoped("entries whose expiry keeps failing go behind the others instead of holding them up", () =>
       Effect.gen(function*() {
         const l = yield* ledger({ lease: "1 second" })
-        // k0 holds the oldest lease; k1 to k4 share a later one, so a call goes on after k1 by its id. The
-        // expiry of k0 and k1 always fails.
-        yield* begin(l, "k0", ana, "f1", "task-k0")
-        yield* TestClock.adjust("10 millis")
-        for (const key of ["k3", "k1", "k4", "k2"]) yield* begin(l, key, ana, "f1", `task-${key}`)
+        // k0 and k1 hold the oldest leases, and their expiry fails.
+        for (const key of ["k0", "k1", "k2", "k3"]) {
+          yield* begin(l, key, ana, "f1", `task-${key}`)
+          yield* TestClock.adjust("10 millis")
+        }
         yield* TestClock.adjust("2 seconds")
-        const expire = l.expireLeases({
-          limit: 2,
-          onExpired: (entry) => entry.key === "k0" || entry.key === "k1" ? Effect.fail(entry.key) : Effect.succeed("interrupted")
-        }).pipe(
-          Effect.exit,
-          Effect.map(Exit.match({ onFailure: (cause) => Array.from(Cause.failures(cause)), onSuccess: (recorded) => recorded.map((e) => e.entry.key) }))
-        )
-        expect(yield* expire).toEqual(["k0", "k1"])
-        expect(yield* expire).toEqual(["k2", "k3"])
-        // The end: fewer than the limit, then from the oldest again.
-        expect(yield* expire).toEqual(["k4"])
-        expect(yield* expire).toEqual(["k0", "k1"])
-        for (const key of ["k2", "k3", "k4"]) expect(tag(yield* begin(l, key, ana))).toBe("Finished")
+        const expire = (failing: ReadonlyArray<string>) =>
+          l.expireLeases({
+            limit: 2,
+            onExpired: (entry) => failing.includes(entry.key) ? Effect.fail(entry.key) : Effect.succeed("interrupted")
+          }).pipe(
+            Effect.exit,
+            Effect.map(Exit.match({
+              onFailure: (cause) => Array.from(Cause.failures(cause)),
+              onSuccess: (recorded) => recorded.map((e) => e.entry.key)
+            }))
+          )
+        expect(yield* expire(["k0", "k1"])).toEqual(["k0", "k1"])
+        expect(yield* expire(["k0", "k1"])).toEqual(["k2", "k3"])
+        expect(yield* expire([])).toEqual(["k0", "k1"])
+        for (const key of ["k0", "k1", "k2", "k3"]) expect(tag(yield* begin(l, key, ana))).toBe("Finished")
+      }))
+
+    it.scoped("with several sweeps at once, onExpired runs once per entry, and the owner can no longer record an end", () =>
+      Effect.gen(function*() {
+        const l = yield* ledger({ lease: "1 second" })
+        const started = yield* begin(l, "k1", ana, "f1", "task-k1")
+        assertTag(started, "Started")
+        yield* TestClock.adjust("2 seconds")
+        let calls = 0
+        const gate = yield* Deferred.make<void>()
+        const first = yield* Effect.fork(l.expireLeases({
+          onExpired: () => Effect.as(Effect.zipRight(Effect.sync(() => calls++), Deferred.await(gate)), "first")
+        }))
+        yield* Effect.yieldNow()
+        for (let i = 0; i < 10 && calls === 0; i++) yield* settle
+        expect(calls).toBe(1)
+        // While the first sweep works on it, the entry is claimed: a second sweep and the late owner find nothing to do.
+        expect(yield* l.expireLeases({ onExpired: () => Effect.sync(() => calls++) })).toEqual([])
+        expect(yield* l.finish({ key: "k1", identity: ana, result: "late", lease: started.lease })).toBe(false)
+        expect(yield* l.renewLease({ key: "k1", identity: ana, lease: started.lease })).toBe(false)
+        expect(tag(yield* begin(l, "k1", ana))).toBe("Running")
+        yield* Deferred.succeed(gate, undefined)
+        expect((yield* Fiber.join(first)).map((e) => e.result)).toEqual(["first"])
+        expect(calls).toBe(1)
+        const replay = yield* begin(l, "k1", ana)
+        assertTag(replay, "Finished")
+        expect(replay.result).toBe("first")
       }))
 
     it.scoped("expireLease records one expired entry, whatever else expired, once; never a live, finished or absent one", () =>

@@ -6,7 +6,7 @@
  */
 import { Effect, Option } from "effect"
 import type { Row, RowId, Store } from "./ledgerStore.js"
-import { expiredOrder, idString, isStale } from "./ledgerStore.js"
+import { idString, isStale } from "./ledgerStore.js"
 
 export const make = (): Store<never> => {
   const rows = new Map<string, Row>()
@@ -51,14 +51,11 @@ export const make = (): Store<never> => {
         const row = running(id)
         return row !== undefined && row.leaseToken === token && rows.delete(idString(id))
       }),
-    listExpired: (scope, now, limit, after) =>
+    listExpired: (scope, now, limit) =>
       Effect.sync(() =>
         Array.from(rows.values())
-          .filter((row) =>
-            row.scope === scope && row.state === "running" && (row.leaseExpiresAt ?? 0) <= now &&
-            (after === undefined || expiredOrder(after, row) < 0)
-          )
-          .sort(expiredOrder)
+          .filter((row) => row.scope === scope && row.state === "running" && (row.leaseExpiresAt ?? 0) <= now)
+          .sort((a, b) => (a.leaseExpiresAt ?? 0) - (b.leaseExpiresAt ?? 0))
           .slice(0, limit)
       ),
     deleteStale: (before, now) =>

@@ -149,17 +149,10 @@ export const make = (table: string): Effect.Effect<Store<SqlError>, never, SqlCl
       release: (id, token) =>
         sql`DELETE FROM ${t} WHERE ${where(id)} AND state = 'running' AND lease_token = ${token}
           RETURNING idem_key`.pipe(Effect.map(changed)),
-      // In `expiredOrder`; both databases compare row values column by column.
-      listExpired: (scope, now, limit, after) =>
+      listExpired: (scope, now, limit) =>
         sql`SELECT * FROM ${t}
           WHERE scope = ${scope} AND state = 'running' AND lease_expires_at <= ${now}
-            ${
-          after === undefined
-            ? sql``
-            : sql`AND (lease_expires_at, tenant, principal, idem_key)
-                > (${after.leaseExpiresAt ?? 0}, ${after.tenant}, ${after.principal}, ${after.key})`
-        }
-          ORDER BY lease_expires_at, tenant, principal, idem_key LIMIT ${limit}`.pipe(Effect.flatMap(decodeRows)),
+          ORDER BY lease_expires_at LIMIT ${limit}`.pipe(Effect.flatMap(decodeRows)),
       deleteStale: (before, now) =>
         sql`DELETE FROM ${t}
           WHERE created_at < ${before} AND (state = 'finished' OR lease_expires_at <= ${now})

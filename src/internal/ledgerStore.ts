@@ -66,11 +66,8 @@ export interface Store<E> {
   ) => Effect.Effect<boolean, E>
   /** Deletes a running row held by `token`. */
   readonly release: (id: RowId, token: string) => Effect.Effect<boolean, E>
-  /**
-   * Running rows of `scope` whose lease expired at or before `now`, in
-   * {@link expiredOrder}, only those after `after` when given.
-   */
-  readonly listExpired: (scope: Scope, now: number, limit: number, after?: Row) => Effect.Effect<ReadonlyArray<Row>, E>
+  /** Running rows of `scope` whose lease expired at or before `now`, oldest lease first. */
+  readonly listExpired: (scope: Scope, now: number, limit: number) => Effect.Effect<ReadonlyArray<Row>, E>
   /** Deletes rows created before `before` that no live lease holds at `now`; returns how many. */
   readonly deleteStale: (before: number, now: number) => Effect.Effect<number, E>
 }
@@ -83,15 +80,3 @@ export const idString = (id: RowId): string => JSON.stringify([id.scope, id.tena
  */
 export const isStale = (row: Row, before: number, now: number): boolean =>
   row.createdAt < before && (row.state === "finished" || (row.leaseExpiresAt ?? 0) <= now)
-
-/**
- * Oldest lease first, then by id: a total order, so that a list can go on
- * after a given row. The SQL store orders by the same columns.
- */
-export const expiredOrder = (a: Row, b: Row): number =>
-  (a.leaseExpiresAt ?? 0) - (b.leaseExpiresAt ?? 0) ||
-  compareStrings(a.tenant, b.tenant) ||
-  compareStrings(a.principal, b.principal) ||
-  compareStrings(a.key, b.key)
-
-const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
