@@ -447,7 +447,17 @@ export const make = (agent: string, options: Options = {}): Effect.Effect<Circui
     const noDelays = Effect.succeed(noDelay)
 
     const complete = (permit: internal.Permit, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> => {
-      const verdict = verdictOf(exit)
+      let verdict: internal.Verdict
+      try {
+        verdict = verdictOf(exit)
+      } catch (defect) {
+        // A throwing `isFailure` must still give a probe's slot back, or the breaker stays half-open for good.
+        return Effect.zipRight(settle(permit, "Ignored"), Effect.die(defect))
+      }
+      return settle(permit, verdict)
+    }
+
+    const settle = (permit: internal.Permit, verdict: internal.Verdict): Effect.Effect<void> => {
       if (verdict === "Ignored" && !permit.probe) return Effect.void
       // only a failure or a probe can change the state, and only then is the time needed
       if (verdict === "Success" && !permit.probe) {

@@ -340,6 +340,23 @@ describe("CircuitBreaker", () => {
       expect(yield* breaker.state).toBe("Closed")
     }))
 
+  it.effect("a failure predicate that throws fails that call with the defect and gives its probe slot back", () =>
+    Effect.gen(function*() {
+      const breaker = yield* CircuitBreaker.make(freshAgent(), {
+        trip: CircuitBreaker.consecutiveFailures(1),
+        openDuration: "1 second",
+        // Reads a field that an unexpected success does not have.
+        isFailure: (exit) => Exit.isFailure(exit) || (exit.value as { readonly status: { readonly ok: boolean } }).status.ok === false
+      })
+      yield* Effect.exit(breaker.protect(Effect.fail(clientError("ConnectionRefused"))))
+      yield* TestClock.adjust("1 second")
+      const probe = yield* Effect.exit(breaker.protect(Effect.succeed(undefined)))
+      expect(Exit.isFailure(probe) && probe.cause._tag === "Die" && probe.cause.defect instanceof TypeError).toBe(true)
+      expect(yield* breaker.state).toBe("HalfOpen")
+      expect(yield* breaker.protect(Effect.succeed({ status: { ok: true } }))).toEqual({ status: { ok: true } })
+      expect(yield* breaker.state).toBe("Closed")
+    }))
+
   it.effect("every default failure reason trips", () =>
     Effect.forEach(
       [
