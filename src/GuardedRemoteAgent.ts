@@ -34,6 +34,7 @@ import * as CircuitBreaker from "./CircuitBreaker.js"
 import * as guard from "./internal/guard.js"
 import type * as RemoteAgent from "./RemoteAgent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
+import * as RetryPolicy from "./RetryPolicy.js"
 
 /**
  * The prefix of a FAILED remote task: `REMOTE_FAILED <status text, with its
@@ -164,12 +165,17 @@ export interface Options {
   /** Rejects calls at once while the remote keeps failing. */
   readonly breaker?: CircuitBreaker.CircuitBreaker | undefined
   /**
-   * The retry policy, applied inside the breaker. For `run`, a retried
-   * attempt reports its progress again.
+   * The retry policy, applied inside the breaker: `RetryPolicy` options, or
+   * a function of the call. Either way it is told per call whether the call
+   * is safe to resend: only a `send` with an idempotency key is (`run`
+   * streams without one), and a message to an existing task never resends a
+   * FAILED one. For `run`, a retried attempt reports its progress again.
    */
   readonly retry?:
+    | RetryPolicy.Options
     | ((
-      call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>
+      call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>,
+      request: RetryPolicy.Request
     ) => Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
     | undefined
   /** Formats a completed task; a throw is a defect, never text. */
@@ -200,7 +206,7 @@ export interface GuardedRemoteAgent extends Agent.Agent {
  *   const remote = yield* RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000", onCardFailure: "degrade" })
  *   const breaker = yield* CircuitBreaker.make("booking", { trip: CircuitBreaker.consecutiveFailures(3) })
  *   // Retry inside the breaker, only what is safe to resend (see RetryPolicy).
- *   const booking = GuardedRemoteAgent.make(remote, { breaker, retry: RetryPolicy.retry({ maxAttempts: 3 }, { idempotent: false }) })
+ *   const booking = GuardedRemoteAgent.make(remote, { breaker, retry: { maxAttempts: 3 } })
  *   const result = yield* booking.send("book flight 4821 for Ana")
  *   return result.text // "REMOTE_FAILED Agent execution failed. (error_id: 3f9c0a7b12de)", ...
  * })
@@ -209,7 +215,19 @@ export interface GuardedRemoteAgent extends Agent.Agent {
  */
 export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): GuardedRemoteAgent => {
   const name = remote.name
-  const retry = options.retry ?? ((call) => call)
+  const policy = options.retry
+  const retry = (
+    call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>,
+    input: RemoteAgent.Input,
+    callOptions?: RemoteAgent.CallOptions
+  ) => {
+    if (policy === undefined) return call
+    const request: RetryPolicy.Request = {
+      idempotent: callOptions?.idempotencyKey !== undefined,
+      continuesTask: typeof input !== "string" && input.taskId !== undefined && input.taskId !== ""
+    }
+    return typeof policy === "function" ? policy(call, request) : RetryPolicy.retry(policy, request)(call)
+  }
   const protect = options.breaker === undefined
     ? <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | CircuitBreaker.CircuitOpen> => effect
     : options.breaker.protect
@@ -220,7 +238,7 @@ export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): Gu
     call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>
   ): Effect.Effect<Agent.Result> =>
     Effect.map(
-      Effect.either(protect(retry(call))),
+      Effect.either(protect(call)),
       Either.match({
         onLeft: (error) =>
           Agent.Result.make({ agent: name, text: guard.errorText(error), outcome: Option.none(), error: Option.some(error) }),
@@ -236,7 +254,7 @@ export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): Gu
 
   const run = (input: string): Stream.Stream<Agent.Event> =>
     Agent.eventsOf(name, (progress) =>
-      guarded(
+      guarded(retry(
         remote.stream(input).pipe(
           Stream.runFoldEffect(
             Option.none<RemoteOutcome.RemoteOutcome>(),
@@ -254,14 +272,15 @@ export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): Gu
             onNone: () => Effect.dieMessage(`remote agent ${name}: stream ended without an outcome`),
             onSome: Effect.succeed
           }))
-        )
-      ))
+        ),
+        input
+      )))
 
   return {
     name,
     description: guard.describeRemote(remote, options.description),
     remote,
-    send: (input, callOptions) => guarded(remote.send(input, callOptions)),
+    send: (input, callOptions) => guarded(retry(remote.send(input, callOptions), input, callOptions)),
     run
   }
 }

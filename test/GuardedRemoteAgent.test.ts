@@ -7,7 +7,7 @@ import * as CircuitBreaker from "../src/CircuitBreaker.js"
 import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { authText, confirmation, question, rejectReason, serveBooking, ticketText } from "./fixtures/bookingAgent.js"
-import { closedPort, rawPeer } from "./fixtures/peers.js"
+import { closedPort, json, rawPeer } from "./fixtures/peers.js"
 
 let agents = 0
 // Metrics are process-wide, so every remote agent gets its own name.
@@ -167,6 +167,24 @@ describe("GuardedRemoteAgent against our executor", () => {
         expect(Option.map(result.error, (e) => e._tag)).toEqual(Option.some("CircuitOpen"))
       }
       expect(calls).toBe(2)
+    }))
+
+  it.scopedLive("the retry policy is told per call what is safe: a keyed send is resent, a run or a send without a key is not", () =>
+    Effect.gen(function*() {
+      // Every request may have been received (500): only a call with an idempotency key may be resent.
+      const peer = yield* rawPeer((_req, res) => json(res, 500, { error: "broken" }))
+      const remote = yield* RemoteAgent.make({ name: freshName(), url: peer.url })
+      const guarded = GuardedRemoteAgent.make(remote, { retry: { maxAttempts: 3, base: "1 millis", cap: "2 millis" } })
+      const sent = (before: number) => peer.requests() - before
+      let before = peer.requests()
+      expect((yield* guarded.send("book", { idempotencyKey: "k-1" })).text).toMatch(/^REMOTE_UNAVAILABLE/)
+      expect(sent(before)).toBe(3)
+      before = peer.requests()
+      expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_UNAVAILABLE/)
+      expect(sent(before)).toBe(1)
+      before = peer.requests()
+      expect((yield* Agent.result(guarded, "book")).text).toMatch(/^REMOTE_UNAVAILABLE/)
+      expect(sent(before)).toBe(1)
     }))
 
   it.scoped("circuit timing with TestClock: the retry delay counts down, then a probe reaches the remote", () =>
