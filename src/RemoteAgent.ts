@@ -149,9 +149,9 @@ const messageOf = (input: Input, options: CallOptions | undefined): Message => {
 }
 
 const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
-// What fetch refuses in a header value: NUL, CR, LF, or a character beyond one byte.
-const badHeaderValue = /[\0\r\n]|[^\u0000-\u00ff]/
-const unsendableValue = "it holds a line break, NUL or a character beyond Latin-1"
+// What fetch refuses in a header value: a control character other than tab (DEL included), or one beyond a byte.
+const badHeaderValue = /[^\t\u0020-\u007e\u0080-\u00ff]/
+const unsendableValue = "it holds a control character other than tab, or a character beyond Latin-1"
 
 /** Why `headers` cannot be sent, or none. */
 const headersProblem = (headers: Readonly<Record<string, string>> | undefined, whose: string): string | undefined => {
@@ -219,13 +219,15 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     if (Option.isSome(outcome)) return Either.right(outcome.value)
     const state = task.status?.state
     if (convert.isRunning(state)) {
+      const parts = (task.status?.message?.parts ?? []).map(convert.fromSdkPart)
       return Either.right(
         convert.build(RemoteOutcome.Running, {
           agent,
           taskId: task.id,
           contextId: String(task.contextId ?? ""),
           state: state === TaskState.TASK_STATE_SUBMITTED ? "Submitted" : "Working",
-          text: Part.textOf((task.status?.message?.parts ?? []).map(convert.fromSdkPart))
+          text: Part.textOf(parts),
+          parts
         })
       )
     }
@@ -364,7 +366,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             }
             return Either.map(viewStreamed(payload.value), (v) =>
               v._tag === "Running"
-                ? [RemoteEvent.Status.make({ agent, taskId: v.taskId, contextId: v.contextId, state: v.state, text: v.text, parts: [] })]
+                ? [RemoteEvent.Status.make({ agent, taskId: v.taskId, contextId: v.contextId, state: v.state, text: v.text, parts: v.parts })]
                 : finish(v))
           }
           case "statusUpdate": {
@@ -564,23 +566,39 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
     const record: CallRecord = { sent: false }
     const cardMillis = Duration.toMillis(options.cardTimeout ?? Duration.seconds(10))
     const context = { agent: options.name, url: options.url, record }
+    const resolve = async (signal: AbortSignal) => {
+      const resolver = new DefaultAgentCardResolver({
+        fetchImpl: cardFetch(record, signal, maxBytes, options.headers ?? {}),
+        legacyCompat: { enabled: true },
+        ...(options.cardPath === undefined ? {} : { path: options.cardPath })
+      })
+      const card = options.card ?? (await resolver.resolve(options.url))
+      const factory = new ClientFactory({
+        transports: [new JsonRpcTransportFactory({ fetchImpl: tracking.fetch, legacyCompat: { enabled: true } })],
+        cardResolver: resolver,
+        clientConfig: { polling: false }
+      })
+      const client = await factory.createFromAgentCard(card)
+      // May fetch the extended card: bounded like the rest of the resolution.
+      return { client, card: await client.getAgentCard({ signal }) }
+    }
     return yield* Effect.tryPromise({
       try: async (interrupt) => {
-        const signal = AbortSignal.any([interrupt, AbortSignal.timeout(Math.min(cardMillis, clientCall.maxTimerMillis))])
-        const resolver = new DefaultAgentCardResolver({
-          fetchImpl: cardFetch(record, signal, maxBytes, options.headers ?? {}),
-          legacyCompat: { enabled: true },
-          ...(options.cardPath === undefined ? {} : { path: options.cardPath })
-        })
-        const card = options.card ?? (await resolver.resolve(options.url))
-        const factory = new ClientFactory({
-          transports: [new JsonRpcTransportFactory({ fetchImpl: tracking.fetch, legacyCompat: { enabled: true } })],
-          cardResolver: resolver,
-          clientConfig: { polling: false }
-        })
-        const client = await factory.createFromAgentCard(card)
-        // May fetch the extended card: bounded like the rest of the resolution.
-        return { client, card: await client.getAgentCard({ signal }) }
+        // Not `AbortSignal.any([interrupt, AbortSignal.timeout(…)])`: on Node 20 a garbage collection can
+        // drop that timeout before it fires, and a card whose body stalls then hangs the start-up.
+        const controller = new AbortController()
+        const onInterrupt = () => controller.abort(interrupt.reason)
+        interrupt.addEventListener("abort", onInterrupt, { once: true })
+        const timer = setTimeout(
+          () => controller.abort(new DOMException("The card was not resolved in time", "TimeoutError")),
+          Math.min(cardMillis, clientCall.maxTimerMillis)
+        )
+        try {
+          return await resolve(controller.signal)
+        } finally {
+          clearTimeout(timer)
+          interrupt.removeEventListener("abort", onInterrupt)
+        }
       },
       catch: (error) => classifyCard(error, context)
     })

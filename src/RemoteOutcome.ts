@@ -143,7 +143,10 @@ export class Running extends Schema.TaggedClass<Running>("effect-a2a/Running")("
   taskId: Schema.String,
   contextId: Schema.String,
   state: Schema.Literal("Submitted", "Working"),
-  text: Schema.String
+  /** The text of its status message. */
+  text: Schema.String,
+  /** All parts of its status message. */
+  parts: Schema.Array(Part)
 }) {}
 
 /**

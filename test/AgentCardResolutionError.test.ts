@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Logger, Option, Schema } from "effect"
+import { Effect, Fiber, Layer, Logger, Option, Schema } from "effect"
+import { setFlagsFromString } from "node:v8"
+import { runInNewContext } from "node:vm"
 import * as AgentCardResolutionError from "../src/AgentCardResolutionError.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { cardFor, closedPort, json, rawPeer } from "./fixtures/peers.js"
@@ -54,6 +56,25 @@ describe("card resolution fails start-up with a typed error", () => {
     Effect.gen(function*() {
       const peer = yield* cardServer(() => undefined)
       expect(yield* resolve(peer.url, { cardTimeout: "200 millis" })).toMatchObject({ reason: "Unreachable" })
+    }))
+
+  it.scopedLive("a card whose body stalls: bounded by the card timeout, even across garbage collections", () =>
+    Effect.gen(function*() {
+      const peer = yield* cardServer((_req, res) => {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.write("{\"name\":")
+      })
+      // A collection while the body is awaited once dropped the timeout on Node 20, and start-up hung.
+      setFlagsFromString("--expose-gc")
+      const gc = runInNewContext("gc") as () => void
+      const fiber = yield* Effect.fork(resolve(peer.url, { cardTimeout: "300 millis" }))
+      for (let i = 0; i < 5; i++) {
+        yield* Effect.sleep("20 millis")
+        gc()
+      }
+      const error = yield* Fiber.join(fiber).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "hung" as const }))
+      expect(error).toMatchObject({ reason: "Unreachable" })
+      expect(error.message).toContain("TimeoutError")
     }))
 
   it.scopedLive("the layer fails start-up by default", () =>

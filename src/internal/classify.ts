@@ -177,6 +177,10 @@ export const classifyCall = (error: unknown, ctx: CallContext): A2AClientError.A
   })
 }
 
+const unreachable = (facts: Facts): boolean =>
+  facts.names.includes("TimeoutError") || facts.names.includes("AbortError") ||
+  facts.codes.some((code) => notSentCodes.has(code) || lostCodes.has(code))
+
 /**
  * Classifies any thrown value of a card resolution. Total: it never throws.
  */
@@ -195,7 +199,8 @@ export const classifyCard = (
     else if (facts.messages.some((m) => m.startsWith("Failed to fetch Agent Card"))) reason = "HttpStatus"
     else if (facts.names.includes("SyntaxError")) reason = "InvalidJson"
     else if (facts.names.includes("ResponseTooLarge")) reason = "InvalidCard"
-    else if (ctx.record.status === undefined) reason = "Unreachable"
+    // Also after a status: a body that stalls past the time limit, or an extended card's endpoint that is down.
+    else if (ctx.record.status === undefined || unreachable(facts)) reason = "Unreachable"
     else reason = "InvalidCard"
   } catch {
     reason = "InvalidCard"

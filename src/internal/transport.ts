@@ -38,6 +38,21 @@ const limitBody = (response: Response, limit: number): Response => {
   return new Response(limited, { status: response.status, statusText: response.statusText, headers: response.headers })
 }
 
+/**
+ * `over` on top of `base`, with names compared as HTTP compares them,
+ * without case: a call's `authorization` replaces the agent's
+ * `Authorization` instead of both being sent.
+ */
+export const mergeHeaders = (
+  base: Readonly<Record<string, string>>,
+  over: Readonly<Record<string, string>> | undefined
+): Record<string, string> => {
+  const merged: Record<string, string> = {}
+  for (const name in base) merged[name.toLowerCase()] = base[name]!
+  for (const name in over) merged[name.toLowerCase()] = over[name]!
+  return merged
+}
+
 const recordKey = Symbol("effect-a2a/CallRecord")
 
 interface Tracked extends AbortSignal {
@@ -61,7 +76,7 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
       return fetch(
         input,
         withHeaders
-          ? { ...init, redirect: "manual", headers: { ...headers, ...(init?.headers as Record<string, string>) } }
+          ? { ...init, redirect: "manual", headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined) }
           : { ...init, redirect: "manual" }
       ).then((response) => {
         if (record) {
@@ -108,7 +123,7 @@ export const cardFetch =
   async (input, init) => {
     record.sent = true
     const response = limitBody(
-      await fetch(input, { ...init, headers: { ...headers, ...(init?.headers as Record<string, string>) }, signal }),
+      await fetch(input, { ...init, headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined), signal }),
       maxBytes
     )
     record.status = response.status
