@@ -760,12 +760,12 @@ export const make = <E, R>(
       }
 
       const before = options.beforeExecute
-      // Suspended: an agent that throws while building its Effect fails the run like any defect.
+      // Suspended, both: an agent or a hook that throws while building its Effect fails the run like any defect.
       const agentRun: Effect.Effect<AgentResult | typeof admissionRefused, unknown, R | AgentProgress> = Effect
         .suspend(() => agent(request))
       const work = (before === undefined
         ? agentRun
-        : Effect.flatMap(before(request), (refuse) => {
+        : Effect.flatMap(Effect.suspend(() => before(request)), (refuse) => {
           if (!refuse) return agentRun
           refused = true
           return Effect.succeed(admissionRefused)

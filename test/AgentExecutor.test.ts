@@ -118,6 +118,21 @@ describe("AgentExecutor", () => {
       const failed = yield* send(yield* makeClient(failing.url), "complete")
       expect(failed.status?.state).toBe(TaskState.TASK_STATE_FAILED)
       expect(textOf(failed)).toMatch(failedText)
+
+      // A hook that throws instead of returning an Effect fails inside the run: its afterExecute still runs.
+      let after = 0
+      const throwing = yield* A2AServer.make({
+        agent: agent(),
+        card,
+        beforeExecute: () => {
+          throw new Error("tenant lookup failed")
+        },
+        afterExecute: (_request, final) => Effect.sync(() => (after++, final))
+      })
+      const thrown = yield* send(yield* makeClient(throwing.url), "complete")
+      expect(thrown.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      expect(textOf(thrown)).toMatch(failedText)
+      expect(after).toBe(1)
     }))
 
   it.scopedLive("failureHints adds the suffix and the metadata our FailureHint decodes", () =>
