@@ -226,6 +226,12 @@ describe("AgentExecutor", () => {
         ),
         "progress.artifact.parts[0].data",
         "a Map"
+      ],
+      // Looks like a plain object (a reactive one, say), but the store's structuredClone refused it: WORKING again.
+      proxy: [
+        Effect.succeed(AgentExecutor.Completed({ parts: [Part.DataPart.make({ data: { seats: new Proxy({ free: 2 }, {}) } })], artifacts: [] })),
+        "result.parts[0].data.seats",
+        "a Proxy"
       ]
     }
     return Effect.gen(function* () {

@@ -9,6 +9,7 @@
  * @internal
  */
 import type { Part as WirePart, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import { types } from "node:util"
 import type * as Part from "../Part.js"
 
 /** Where a value stops being JSON data, and what was found there. @internal */
@@ -63,6 +64,8 @@ const walk = (value: unknown, keys: Array<string | number>, ancestors: Array<obj
       if (value === null) return undefined
       if (ancestors.includes(value)) return "a reference to an enclosing value (a cycle)"
       if (ancestors.length >= maxDepth) return `values nested deeper than ${maxDepth} levels`
+      // It answers for its target, and a task store's `structuredClone` refuses it: a reactive object, say.
+      if (types.isProxy(value)) return "a Proxy"
       const isArray = Array.isArray(value)
       if (!isArray && !isPlainObject(value)) return describe(value)
       ancestors.push(value)
