@@ -27,6 +27,7 @@ import {
   Cause,
   Context,
   Data,
+  Deferred,
   Duration,
   Effect,
   Exit,
@@ -296,7 +297,10 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
   readonly running: Effect.Effect<number>
   /**
    * Waits up to `deadline` for the runs in progress, then interrupts the
-   * rest; they end FAILED with an error id. New runs fail at once.
+   * rest; they end FAILED with an error id. A run that is still not done
+   * 5 seconds later (in an uninterruptible step) ends FAILED without it,
+   * logged as `ShutdownTimeout`. New runs fail at once; a second call waits
+   * for the first.
    */
   readonly shutdown: (deadline: Duration.DurationInput) => Effect.Effect<void>
   /**
@@ -311,7 +315,12 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
 interface Run {
   readonly fiber: Fiber.RuntimeFiber<FinalStatus, unknown>
   canceled: boolean
+  /** Ends the task FAILED without waiting for the fiber, which a shutdown could not stop. */
+  readonly abandon: () => Promise<void>
 }
+
+/** Why a run that did not stop at a shutdown ended FAILED: its fiber could not be interrupted in time. */
+class ShutdownTimeout extends Data.TaggedError("ShutdownTimeout")<{ readonly message: string }> {}
 
 const admissionRefused = Symbol.for("effect-a2a/AgentExecutor/admissionRefused")
 
@@ -790,8 +799,25 @@ export const make = <E, R>(
       })
 
       const fiber = Runtime.runFork(runRuntime)(settled)
-      const run: Run = { fiber, canceled: false }
+      // Set when a shutdown gave up on the fiber and ended the task itself.
+      let abandoned = false
+      const run: Run = {
+        fiber,
+        canceled: false,
+        abandon: () => {
+          if (abandoned) return Promise.resolve()
+          abandoned = true
+          const cause = Cause.die(withoutStackTrace(() =>
+            new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
+          ))
+          return Runtime.runPromise(runRuntime)(failureFinal(request, cause)).then((final) => {
+            finish(final)
+            return publishFinal(context, events, initial, final)
+          })
+        }
+      }
       const complete = (exit: Exit.Exit<FinalStatus, unknown>): Promise<void> => {
+        if (abandoned) return Promise.resolve()
         if (Exit.isSuccess(exit)) {
           finish(exit.value)
           return publishFinal(context, events, initial, exit.value)
@@ -873,15 +899,27 @@ export const make = <E, R>(
     // Interruptible: shutdown runs in a finalizer, where the timeouts below must still fire.
     const awaitAll = Effect.interruptible(Effect.promise(() => Promise.all(executions)))
 
+    // A second shutdown (the scope's, after the server's) waits for the first instead of starting over.
+    const stopped = yield* Deferred.make<void>()
     const shutdown = (deadline: Duration.DurationInput): Effect.Effect<void> =>
-      Effect.gen(function* () {
+      Effect.suspend(() => {
+        if (closing) return Effect.interruptible(Deferred.await(stopped))
         closing = true
-        yield* Effect.timeoutOption(awaitAll, deadline)
-        for (const forTask of runs.values()) {
-          for (const run of forTask) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
-        }
-        // Interrupted runs still publish FAILED and persist it.
-        yield* Effect.timeoutOption(awaitAll, Duration.seconds(5))
+        const allRuns = () => Array.from(runs.values()).flatMap((forTask) => Array.from(forTask))
+        return Effect.gen(function* () {
+          yield* Effect.timeoutOption(awaitAll, deadline)
+          for (const run of allRuns()) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
+          // Interrupted runs still publish FAILED and persist it.
+          yield* Effect.timeoutOption(awaitAll, Duration.seconds(5))
+          // Those that cannot be interrupted yet are ended without them: no task stays WORKING.
+          const left = allRuns()
+          if (left.length > 0) {
+            yield* Effect.timeoutOption(
+              Effect.interruptible(Effect.promise(() => Promise.allSettled(left.map((run) => run.abandon())))),
+              Duration.seconds(5)
+            )
+          }
+        }).pipe(Effect.ensuring(Deferred.succeed(stopped, undefined)))
       })
 
     yield* Effect.addFinalizer(() => shutdown(Duration.zero))

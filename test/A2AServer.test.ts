@@ -285,6 +285,38 @@ describe("A2AServer", () => {
       expect(yield* server.executor.running).toBe(0)
     }))
 
+  it.live("a run that a shutdown cannot interrupt still ends FAILED with an error id, and a late end does not change it", () =>
+    Effect.gen(function* () {
+      const logs = captureLogs()
+      const started = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      // Uninterruptible, like the acquire step of a resource.
+      const agent: AgentExecutor.Agent = () =>
+        Effect.zipRight(
+          Deferred.succeed(started, void 0),
+          Effect.uninterruptible(Effect.as(Deferred.await(release), AgentExecutor.completedText("late")))
+        )
+      const scope = yield* Scope.make()
+      const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "100 millis" }), scope).pipe(
+        Effect.provide(logs.layer)
+      )
+      const stuck = yield* send(yield* makeClient(server.url), "stuck", {}, true)
+      yield* Deferred.await(started)
+      yield* Scope.close(scope, Exit.void)
+      const context = new (yield* Effect.promise(() => import("@a2a-js/sdk/server"))).ServerCallContext()
+      const load = Effect.promise(() => server.taskStore.load(stuck.id, context))
+      const failed = yield* load
+      expect(failed?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      const errorId = /error_id: ([0-9a-f]{12})\)$/.exec(textOf(failed))?.[1]
+      expect(errorId).toBeDefined()
+      const line = logs.lines.find((line) => line.annotations.errorId === errorId)
+      expect(String(line?.annotations.cause)).toContain("ShutdownTimeout: the run did not stop when the server shut down")
+      // The agent ends after all: the task keeps the end it was given.
+      yield* Deferred.succeed(release, void 0)
+      yield* Effect.sleep("100 millis")
+      expect((yield* load)?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+    }), { timeout: 30_000 })
+
   it.live("a SQLite task store keeps tasks across a restart; its table is created once, idempotently", () =>
     Effect.gen(function* () {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-server-"))
