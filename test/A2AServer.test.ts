@@ -143,6 +143,13 @@ describe("A2AServer", () => {
         const answer = JSON.parse((yield* post(server.rpcUrl, body, { "A2A-Version": "1.0" })).text)
         expect([answer.id, answer.error.code]).toEqual([id, -32001])
       }
+      // An id that JSON-RPC does not allow is answered with null, never echoed, in both protocol versions.
+      for (const [version, id] of [["1.0", { secret: "x" }], ["0.3", [1]], ["1.0", true]] as const) {
+        const body = JSON.stringify({ jsonrpc: "2.0", id, method: "GetTask", params: { id: "t" } })
+        const answer = JSON.parse((yield* post(server.rpcUrl, body, { "A2A-Version": version })).text)
+        expect(answer.id).toBeNull()
+        expect(answer.error.code).toBeLessThan(0)
+      }
 
       // A task store that throws: only an error id goes out, the cause is logged under it.
       const secret = "sk-internal-detail"

@@ -176,7 +176,8 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
       return {
         _tag: "Json",
         status: 200,
-        body: result,
+        // The SDK echoes an invalid id (an object, say) in its error; JSON-RPC answers it with null.
+        body: typeof result === "object" && result !== null && "error" in result ? { ...result, id } : result,
         headers: responseHeaders,
         ...(isInternalError(result) && thrown.has(context) ? { cause: thrown.get(context) } : {})
       }
