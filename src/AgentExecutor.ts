@@ -27,7 +27,6 @@ import {
   Cause,
   Context,
   Data,
-  Deferred,
   Duration,
   Effect,
   Exit,
@@ -521,7 +520,7 @@ export const make = <E, R>(
         Effect.flatMap((done) => done ? Effect.void : Effect.zipRight(Effect.sleep("100 millis"), attempt(true))),
         Effect.catchAllCause((cause) =>
           Effect.logWarning("Could not persist the final task state").pipe(
-            Effect.annotateLogs({ taskId: context.taskId, cause: Cause.pretty(cause) })
+            Effect.annotateLogs({ taskId: context.taskId, contextId: context.contextId, cause: internalFailure.renderCause(cause) })
           )
         )
       )
@@ -899,27 +898,34 @@ export const make = <E, R>(
     // Interruptible: shutdown runs in a finalizer, where the timeouts below must still fire.
     const awaitAll = Effect.interruptible(Effect.promise(() => Promise.all(executions)))
 
-    // A second shutdown (the scope's, after the server's) waits for the first instead of starting over.
-    const stopped = yield* Deferred.make<void>()
+    const allRuns = () => Array.from(runs.values()).flatMap((forTask) => Array.from(forTask))
+    const stop = (deadline: Duration.DurationInput) =>
+      Effect.gen(function* () {
+        yield* Effect.timeoutOption(awaitAll, deadline)
+        for (const run of allRuns()) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
+        // Interrupted runs still publish FAILED and persist it.
+        yield* Effect.timeoutOption(awaitAll, Duration.seconds(5))
+        // Those that cannot be interrupted yet are ended without them: no task stays WORKING.
+        const left = allRuns()
+        if (left.length > 0) {
+          yield* Effect.timeoutOption(
+            Effect.interruptible(Effect.promise(() => Promise.allSettled(left.map((run) => run.abandon())))),
+            Duration.seconds(5)
+          )
+        }
+      })
+    // Runs once, on its own fiber: a caller that stops waiting (a timeout) does not stop it, and a second
+    // shutdown (the scope's, after the server's) waits for the first instead of starting over.
+    let stopping: Fiber.RuntimeFiber<void> | undefined
     const shutdown = (deadline: Duration.DurationInput): Effect.Effect<void> =>
       Effect.suspend(() => {
-        if (closing) return Effect.interruptible(Deferred.await(stopped))
         closing = true
-        const allRuns = () => Array.from(runs.values()).flatMap((forTask) => Array.from(forTask))
-        return Effect.gen(function* () {
-          yield* Effect.timeoutOption(awaitAll, deadline)
-          for (const run of allRuns()) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
-          // Interrupted runs still publish FAILED and persist it.
-          yield* Effect.timeoutOption(awaitAll, Duration.seconds(5))
-          // Those that cannot be interrupted yet are ended without them: no task stays WORKING.
-          const left = allRuns()
-          if (left.length > 0) {
-            yield* Effect.timeoutOption(
-              Effect.interruptible(Effect.promise(() => Promise.allSettled(left.map((run) => run.abandon())))),
-              Duration.seconds(5)
-            )
-          }
-        }).pipe(Effect.ensuring(Deferred.succeed(stopped, undefined)))
+        return stopping === undefined
+          ? Effect.flatMap(Effect.forkDaemon(stop(deadline)), (fiber) => {
+            stopping = fiber
+            return Fiber.join(fiber)
+          })
+          : Fiber.join(stopping)
       })
 
     yield* Effect.addFinalizer(() => shutdown(Duration.zero))

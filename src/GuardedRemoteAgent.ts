@@ -223,7 +223,8 @@ export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): Gu
   ) => {
     if (policy === undefined) return call
     const request: RetryPolicy.Request = {
-      idempotent: callOptions?.idempotencyKey !== undefined,
+      // An empty key is no key: the server does not deduplicate on it.
+      idempotent: callOptions?.idempotencyKey !== undefined && callOptions.idempotencyKey !== "",
       continuesTask: typeof input !== "string" && input.taskId !== undefined && input.taskId !== ""
     }
     return typeof policy === "function" ? policy(call, request) : RetryPolicy.retry(policy, request)(call)

@@ -764,8 +764,14 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
         const claim = newLease(now, defaultLeaseMs)
         if (!(yield* db(row, store.takeover(row, row.leaseToken, claim, now)))) return none
         const entry = toEntry(row)
-        const written = yield* restore(
-          Effect.flatMap(onExpired(entry), (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text })))
+        // Renewed while `onExpired` runs, like a run's lease: a slow one must not be taken over and run twice.
+        const written = yield* holding(
+          row,
+          claim.token,
+          defaultLeaseMs,
+          restore(
+            Effect.flatMap(onExpired(entry), (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text })))
+          )
         ).pipe(
           // Ended now, the claim leaves the entry expired again; should that fail, the claim runs out after its lease.
           Effect.onError(() => Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (at) => store.renew(row, claim.token, at)))),

@@ -292,6 +292,24 @@ describe("A2AServer", () => {
       expect(yield* server.executor.running).toBe(0)
     }))
 
+  it.live("a shutdown whose caller stops waiting still ends the runs; a later shutdown waits for it", () =>
+    Effect.gen(function* () {
+      const started = yield* Deferred.make<void>()
+      const agent: AgentExecutor.Agent = () =>
+        Effect.zipRight(Deferred.succeed(started, void 0), Effect.as(Effect.never, AgentExecutor.completedText("never")))
+      const scope = yield* Scope.make()
+      const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "100 millis" }), scope)
+      const task = yield* send(yield* makeClient(server.url), "work", {}, true)
+      yield* Deferred.await(started)
+      const first = yield* Effect.either(Effect.timeout(server.executor.shutdown("300 millis"), "20 millis"))
+      expect(first._tag).toBe("Left")
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* server.executor.running).toBe(0)
+      const context = new (yield* Effect.promise(() => import("@a2a-js/sdk/server"))).ServerCallContext()
+      const stored = yield* Effect.promise(() => server.taskStore.load(task.id, context))
+      expect(stored?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+    }))
+
   it.live("a run that a shutdown cannot interrupt still ends FAILED with an error id, and a late end does not change it", () =>
     Effect.gen(function* () {
       const logs = captureLogs()

@@ -182,6 +182,10 @@ describe("GuardedRemoteAgent against our executor", () => {
       before = peer.requests()
       expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_UNAVAILABLE/)
       expect(sent(before)).toBe(1)
+      // An empty key is no key: the server does not deduplicate on it.
+      before = peer.requests()
+      expect((yield* guarded.send("book", { idempotencyKey: "" })).text).toMatch(/^REMOTE_UNAVAILABLE/)
+      expect(sent(before)).toBe(1)
       before = peer.requests()
       expect((yield* Agent.result(guarded, "book")).text).toMatch(/^REMOTE_UNAVAILABLE/)
       expect(sent(before)).toBe(1)

@@ -308,6 +308,12 @@ const ledgerSuite = (backend: Backend) =>
         expect(yield* l.finish({ key: "k1", identity: ana, result: "late", lease: started.lease })).toBe(false)
         expect(yield* l.renewLease({ key: "k1", identity: ana, lease: started.lease })).toBe(false)
         expect(tag(yield* begin(l, "k1", ana))).toBe("Running")
+        // A slow onExpired keeps its claim past the claim's lease, renewed as a run's lease is.
+        for (let i = 0; i < 5; i++) {
+          yield* TestClock.adjust("500 millis")
+          yield* settle
+        }
+        expect(yield* l.expireLeases({ onExpired: () => Effect.sync(() => calls++) })).toEqual([])
         yield* Deferred.succeed(gate, undefined)
         expect((yield* Fiber.join(first)).map((e) => e.result)).toEqual(["first"])
         expect(calls).toBe(1)

@@ -311,6 +311,13 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       ])
     }))
 
+  it.scopedLive("a call's content-type or a2a-version header in any case does not join the SDK's own", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      const headers = { "content-type": "application/json", "A2A-VERSION": "0.3", Accept: "text/plain" }
+      expect((yield* agent.send("complete x", { headers }))._tag).toBe("Completed")
+    }))
+
   it.scopedLive("the request carries traceparent of the caller's trace", () =>
     Effect.gen(function*() {
       const seen: Array<string | undefined> = []

@@ -60,7 +60,6 @@ interface Tracked extends AbortSignal {
 }
 
 export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Record<string, string>>): TrackingFetch => {
-  const withHeaders = Object.keys(headers).length > 0
   return {
     track: (signal) => {
       const record: CallRecord = { sent: false }
@@ -73,11 +72,11 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
       if (record) record.sent = true
       // A redirect is answered, not followed: following it would resend the request elsewhere, and a
       // failure there would read as if this one had never been sent.
+      // Merged even without headers of the agent's own: the SDK's `Content-Type` and `A2A-Version` must replace a
+      // call's `content-type` or `a2a-version`, not be sent beside them (fetch would join the two values).
       return fetch(
         input,
-        withHeaders
-          ? { ...init, redirect: "manual", headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined) }
-          : { ...init, redirect: "manual" }
+        { ...init, redirect: "manual", headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined) }
       ).then((response) => {
         if (record) {
           record.status = response.status
