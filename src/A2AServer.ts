@@ -33,6 +33,7 @@ import * as AgentExecutor from "./AgentExecutor.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
 import * as internalFailure from "./internal/serverFailure.js"
 import * as internalIdempotency from "./internal/serverIdempotency.js"
+import * as internalParts from "./internal/serverParts.js"
 import * as internalRpc from "./internal/serverRpc.js"
 import * as internalTaskStore from "./internal/serverTaskStore.js"
 import * as internalTracing from "./internal/tracing.js"
@@ -296,7 +297,7 @@ export const make: {
     const url = (options.publicUrl ?? `http://${hostForUrl}:${address.port}`).replace(/\/+$/, "")
     const card = buildCard(options.card, `${url}/`, rpcPath.replace(/^\//, ""))
     const requestHandler = options.idempotency === undefined
-      ? new DefaultRequestHandler(card, executor.taskStore ?? taskStore, executor)
+      ? new DefaultRequestHandler(card, executor.taskStore ?? taskStore, executor, ...internalParts.closingPausedBuses)
       : yield* (internalIdempotency.make({
         card,
         taskStore: executor.taskStore ?? taskStore,

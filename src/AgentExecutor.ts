@@ -447,8 +447,6 @@ export const make = <E, R>(
     const runFork = Runtime.runFork(runtime)
     const runs = new Map<string, Set<Run>>()
     const executions = new Set<Promise<void>>()
-    // Context ids of tasks that paused (input/auth required), for a cancel that finds no run.
-    const paused = new Map<string, string>()
     let closing = false
 
     /**
@@ -675,11 +673,6 @@ export const make = <E, R>(
       const { contextId, taskId } = context
       const event: TaskStatusUpdateEvent = { ...published.event, taskId, contextId }
       const state = event.status?.state
-      if (state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED) {
-        paused.set(taskId, contextId)
-      } else {
-        paused.delete(taskId)
-      }
       if (store === undefined) {
         bus.publish(AgentEvent.statusUpdate(event))
         return publishedNow
@@ -885,11 +878,11 @@ export const make = <E, R>(
           run.fiber.unsafeInterruptAsFork(FiberId.none)
         }
       } else {
-        // A paused task has no run; its bus is still open, so end it here.
-        const contextId = paused.get(taskId) ?? ""
-        paused.delete(taskId)
+        // A paused task has no run. A2AServer's handler closes its bus, and the SDK cancels it in the store;
+        // a handler that keeps paused tasks' buses open calls here, so end it on that bus. Its context id is
+        // in the store, not here: a map of them would keep one entry for every task left paused.
         bus.publish(AgentEvent.statusUpdate(
-          textStatus(taskId, contextId, TaskState.TASK_STATE_CANCELED, "Task canceled.")
+          textStatus(taskId, "", TaskState.TASK_STATE_CANCELED, "Task canceled.")
         ))
       }
       return Promise.resolve()

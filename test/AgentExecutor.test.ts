@@ -373,6 +373,27 @@ describe("AgentExecutor", () => {
       expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
     }))
 
+  it.scopedLive("a stream that pauses (auth or input required) ends, and so does a resubscription to a paused task", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: agent(), card })
+      const client = yield* makeClient(server.url)
+      // Every event until the server ends the stream; a stream left open fails the test instead of hanging it.
+      const drain = (events: () => AsyncGenerator<{ readonly payload?: unknown }>) =>
+        Effect.promise(async () => {
+          const seen: Array<unknown> = []
+          for await (const event of events()) seen.push(event.payload)
+          return seen.length
+        }).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "the stream stayed open" }))
+      for (const text of ["auth", "input"]) {
+        const streamed = yield* drain(() =>
+          client.sendMessageStream({ tenant: "", message: userMessage(text), configuration: undefined, metadata: {} })
+        )
+        expect(streamed).toBeGreaterThan(0)
+        const paused = yield* send(client, text)
+        expect(yield* drain(() => client.resubscribeTask({ tenant: "", id: paused.id }))).toBe(1)
+      }
+    }))
+
   it.scopedLive("ADK_DEBUG_ERRORS (any case) appends the error name and message", () =>
     Effect.gen(function* () {
       const server = yield* A2AServer.make({ agent: agent(), card })

@@ -330,7 +330,7 @@ export const make = (deps: {
 
     class IdempotentRequestHandler extends DefaultRequestHandler {
       constructor() {
-        super(card, taskStore, watchedExecutor)
+        super(card, taskStore, watchedExecutor, ...internalParts.closingPausedBuses)
         // The SDK draws a task id when it builds the request context; the
         // ledger recorded one before, so the run gets that one. The method is
         // private in the SDK's types (1.3.0), hence the instance override.
