@@ -52,7 +52,7 @@ export class OrchestratorError extends Schema.TaggedError<OrchestratorError>("ef
   }
 ) {
   override get message(): string {
-    return `the model was still calling tools after ${this.turns} turns`
+    return `the model was still calling tools after ${this.turns} turns (those of the last turn were not run)`
   }
 }
 
@@ -194,7 +194,10 @@ export const make = <R = never>(options: Options<R>): Effect.Effect<Orchestrator
           const response = yield* LanguageModel.generateText({
             prompt,
             toolkit: withHandlers,
-            ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency })
+            ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+            // The last turn must answer. A tool it calls anyway is not run: its side effect would happen, and
+            // the caller then be told the request failed (TurnLimit), and likely try it again.
+            ...(turn === maxTurns ? { toolChoice: "none" as const, disableToolCallResolution: true as const } : {})
           })
           prompt = Prompt.merge(prompt, Prompt.fromResponseParts(response.content))
           if (response.toolCalls.length === 0) {

@@ -213,13 +213,18 @@ describe("Orchestrator loop", () => {
       expect(reply.calls.map((c) => c.input)).toEqual(["Lisbon", "Porto", "Faro"])
     }))
 
-  it.effect("a model that never stops calling tools ends with a TurnLimit error after maxTurns calls", () =>
+  it.effect("a model that never stops calling tools ends with a TurnLimit error after maxTurns calls; the last turn's are not run", () =>
     Effect.gen(function*() {
+      let runs = 0
+      const counted = Agent.make({ name: "weather", description: "counts", run: (city) => Effect.sync(() => (runs++, `sunny in ${city}`)) })
       const model = scriptedModel(() => [toolCall("weather", "Lisbon")])
-      const orchestrator = yield* Orchestrator.make({ agents: [local], maxTurns: 3 })
+      const orchestrator = yield* Orchestrator.make({ agents: [counted], maxTurns: 3 })
       const error = yield* Effect.flip(orchestrator.respond("Weather?").pipe(Effect.provide(model.layer)))
       expect(error._tag === "OrchestratorError" && [error.reason, error.turns]).toEqual(["TurnLimit", 3])
       expect(model.requests).toHaveLength(3)
+      // The last turn is asked to answer, and the call it made anyway had no effect (a booking would not be made).
+      expect(model.requests.map((request) => request.toolChoice)).toEqual(["auto", "auto", "none"])
+      expect(runs).toBe(2)
     }))
 
   it.effect("a defect in a local sub-agent is a defect of the orchestrator, never a tool result", () =>
