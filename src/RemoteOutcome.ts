@@ -125,12 +125,16 @@ export const extractErrorId = (text: string): Option.Option<string> => {
 }
 
 /**
- * The error id of an outcome, when it is a `Failed` that carries one.
+ * The error id of an outcome, when it is a `Failed` that carries one: the
+ * one in its text, else the one in its failure hint (a peer may send the
+ * hint with a text of its own).
  *
  * @since 0.1.0
  */
 export const errorIdOf = (outcome: RemoteOutcome): Option.Option<string> =>
-  outcome._tag === "Failed" ? outcome.errorId : Option.none()
+  outcome._tag === "Failed"
+    ? Option.orElse(outcome.errorId, () => Option.map(outcome.hint, (hint) => hint.errorId))
+    : Option.none()
 
 /**
  * A task that has not ended yet (submitted or working), as `getTask` and

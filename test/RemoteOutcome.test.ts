@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Equal, FastCheck, Hash, Option, Schema } from "effect"
+import * as FailureHint from "../src/FailureHint.js"
 import * as convert from "../src/internal/convert.js"
 import * as Part from "../src/Part.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
@@ -95,5 +96,20 @@ describe("$match", () => {
     expect(describe(RemoteOutcome.Failed.make({ ...fields, errorId: Option.some("abc"), hint: Option.none() }))).toBe(
       "failed abc"
     )
+  })
+})
+
+describe("errorIdOf", () => {
+  it("takes the id in the text, else the one in the failure hint; none for other outcomes", () => {
+    const fields = { agent: "a", taskId: "t", contextId: "c", text: "Payment declined.", parts: [], artifacts: [] }
+    const hint = Option.some(FailureHint.FailureHint.make({ errorId: "3f9c0a7b12de", retryable: true }))
+    const inText = Option.some("0123456789ab")
+    expect(RemoteOutcome.errorIdOf(RemoteOutcome.Failed.make({ ...fields, errorId: Option.none(), hint }))).toEqual(
+      Option.some("3f9c0a7b12de")
+    )
+    expect(RemoteOutcome.errorIdOf(RemoteOutcome.Failed.make({ ...fields, errorId: inText, hint }))).toEqual(inText)
+    expect(RemoteOutcome.errorIdOf(RemoteOutcome.Failed.make({ ...fields, errorId: Option.none(), hint: Option.none() })))
+      .toEqual(Option.none())
+    expect(RemoteOutcome.errorIdOf(RemoteOutcome.Completed.make(fields))).toEqual(Option.none())
   })
 })

@@ -34,7 +34,7 @@ export const completedText = (outcome: RemoteOutcome.Completed): string =>
 
 const failedText = (outcome: RemoteOutcome.Failed): string => {
   const text = nonEmpty(outcome.text) ? outcome.text : "the remote task failed"
-  const errorId = Option.orElse(outcome.errorId, () => Option.map(outcome.hint, (hint) => hint.errorId))
+  const errorId = RemoteOutcome.errorIdOf(outcome)
   // the id must reach the reader even when the status text did not carry it
   const withId = Option.match(errorId, {
     onNone: () => text,
