@@ -205,8 +205,26 @@ export const parentOfHeaders = (
 ): Option.Option<Tracer.ExternalSpan> => {
   for (const key in headers) {
     if (typeof headers[key] !== "string" || key !== key.toLowerCase()) {
-      return HttpTraceContext.fromHeaders(Headers.fromInput(headers))
+      return Option.flatMap(HttpTraceContext.fromHeaders(Headers.fromInput(headers)), validParent)
     }
   }
-  return HttpTraceContext.fromHeaders(headers as Headers.Headers)
+  return Option.flatMap(HttpTraceContext.fromHeaders(headers as Headers.Headers), validParent)
+}
+
+const lowerHex = /^[0-9a-f]+$/
+const validId = (id: string, length: number): boolean => id.length === length && lowerHex.test(id) && !/^0+$/.test(id)
+
+/**
+ * The parent when its ids are valid, as W3C Trace Context requires of a
+ * caller to join (lower-case hex, not all zeros; a 64-bit B3 trace id is
+ * padded to 128 bits); otherwise none, and the run starts its own trace.
+ * Taken as it came, an all-zero `traceparent` would put every such caller
+ * in one trace, and a garbage one would travel on in nested calls.
+ *
+ * @internal
+ */
+export const validParent = (span: Tracer.ExternalSpan): Option.Option<Tracer.ExternalSpan> => {
+  const traceId = span.traceId.length === 16 ? span.traceId.padStart(32, "0") : span.traceId
+  if (!validId(traceId, 32) || !validId(span.spanId, 16)) return Option.none()
+  return Option.some(traceId === span.traceId ? span : Tracer.externalSpan({ ...span, traceId }))
 }

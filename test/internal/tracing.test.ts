@@ -32,12 +32,30 @@ const value = FastCheck.oneof(
 
 describe("internal/tracing", () => {
   it.prop(
-    "parentOfHeaders names the same caller's span as HttpTraceContext.fromHeaders over Headers.fromInput",
+    "parentOfHeaders names the same caller's span as HttpTraceContext.fromHeaders over Headers.fromInput, when valid",
     [FastCheck.dictionary(name, value, { maxKeys: 6 })],
     ([headers]) => {
-      expect(tracing.parentOfHeaders(headers)).toEqual(HttpTraceContext.fromHeaders(Headers.fromInput(headers)))
+      expect(tracing.parentOfHeaders(headers)).toEqual(
+        Option.flatMap(HttpTraceContext.fromHeaders(Headers.fromInput(headers)), tracing.validParent)
+      )
     }
   )
+
+  it("a trace header with invalid ids is ignored; a 64-bit B3 trace id is padded", () => {
+    const span = "b7ad6b7169203331"
+    for (
+      const traceparent of [
+        `00-${"0".repeat(32)}-${span}-01`,
+        `00-0AF7651916CD43DD8448EB211C80319C-${span}-01`,
+        `00-0af7651916cd43dd8448eb211c80319c-${"0".repeat(16)}-01`
+      ]
+    ) expect(tracing.parentOfHeaders({ traceparent })).toEqual(Option.none())
+    expect(tracing.parentOfHeaders({ b3: "not a trace id-x" })).toEqual(Option.none())
+    const b3 = tracing.parentOfHeaders({ b3: `8448eb211c80319c-${span}-1` })
+    expect(Option.map(b3, (parent) => [parent.traceId, parent.spanId])).toEqual(
+      Option.some([`${"0".repeat(16)}8448eb211c80319c`, span])
+    )
+  })
 
   it("reads Node's lower-case headers in place: a traceparent names the caller's span", () => {
     const parent = tracing.parentOfHeaders({
