@@ -257,16 +257,29 @@ describe("the pieces", () => {
     expect(Option.isNone(Cli.matchLogLine(other, id))).toBe(true)
     expect(Option.isNone(Cli.matchLogLine(`not json ${id}`, id))).toBe(true)
     expect(Option.isNone(Cli.matchLogLine(`["error_id: ${id}"]`, id))).toBe(true)
+    // A part of an id is not the id.
+    expect(Option.isNone(Cli.matchLogLine(byText, id.slice(0, 4)))).toBe(true)
+    expect(Option.isSome(Cli.matchLogLine(JSON.stringify({ message: `error_id: ${id}`, annotations: {} }), id))).toBe(true)
   })
 
-  it("boundedLines: splits across chunks, drops an over-long line, keeps the last unterminated one", async () => {
+  it("find-error reports the line number a match is on, also after an over-long line", async () => {
+    const id = "abc123abc123"
+    const file = path.join(tmp, "long-line.log")
+    fs.writeFileSync(file, ["{}", "x".repeat(5 * 1024 * 1024), JSON.stringify({ message: "m", annotations: { errorId: id } })].join("\n"))
+    const matches = await Effect.runPromise(
+      Stream.runCollect(internalFindError.search(id, { name: file, bytes: Stream.fromIterable([fs.readFileSync(file)]) }))
+    )
+    expect(Array.from(matches).map((match) => match.line)).toEqual([3])
+  })
+
+  it("boundedLines: splits across chunks, empties an over-long line (line numbers hold), keeps the last unterminated one", async () => {
     const lines = await Effect.runPromise(
       Stream.make("ab", "c\n", "x".repeat(5), "y".repeat(5), "\nshort\r\nla", "st").pipe(
         internalFindError.boundedLines(8),
         Stream.runCollect
       )
     )
-    expect(Array.from(lines)).toEqual(["abc", "short", "last"])
+    expect(Array.from(lines)).toEqual(["abc", "", "short", "last"])
   })
 
   it("the readable report: one line per known field", () => {

@@ -74,7 +74,15 @@ export const matchLine = (line: string, errorId: string): Option.Option<Readonly
   const annotations = parsed["annotations"]
   if (isRecord(annotations) && annotations["errorId"] === errorId) return Option.some(parsed)
   const marker = `error_id: ${errorId}`
-  return someString(parsed, (s) => s.includes(marker)) ? Option.some(parsed) : Option.none()
+  return someString(parsed, (s) => holdsMarker(s, marker)) ? Option.some(parsed) : Option.none()
+}
+
+// The marker as a whole id: "error_id: 3f9c" is not found in "error_id: 3f9c0a7b12de".
+const holdsMarker = (text: string, marker: string): boolean => {
+  for (let at = text.indexOf(marker); at !== -1; at = text.indexOf(marker, at + 1)) {
+    if (!/[0-9a-fA-F]/.test(text.charAt(at + marker.length))) return true
+  }
+  return false
 }
 
 const show = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value) ?? String(value))
@@ -107,8 +115,9 @@ export const formatMatch = (match: Match): string => {
 }
 
 /**
- * Splits text chunks into lines, dropping any line longer than `max`
- * while it streams in.
+ * Splits text chunks into lines, emptying any line longer than `max` while
+ * it streams in (kept as an empty line, so that the lines after it keep
+ * their numbers).
  *
  * @internal
  */
@@ -124,7 +133,7 @@ export const boundedLines = (max: number) => <E, R>(self: Stream.Stream<string, 
       const lines: Array<string> = []
       let { pending, skipping } = state
       for (let i = 0; i < pieces.length - 1; i++) {
-        if (!skipping && pending.length + pieces[i]!.length <= max) lines.push(pending + pieces[i]!)
+        lines.push(!skipping && pending.length + pieces[i]!.length <= max ? pending + pieces[i]! : "")
         pending = ""
         skipping = false
       }
