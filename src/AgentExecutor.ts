@@ -239,7 +239,8 @@ export interface Options<R = never> extends Hooks<R> {
   /**
    * The task store of the request handler. When given, the final state is
    * written to it even if no caller is listening any more (a dropped
-   * stream), so no task stays WORKING.
+   * stream), so no task stays WORKING; and a cancel that another replica
+   * wrote to it stops a run here within about a second.
    */
   readonly taskStore?: TaskStore | undefined
 }
@@ -324,6 +325,8 @@ class ShutdownTimeout extends Data.TaggedError("ShutdownTimeout")<{ readonly mes
 const admissionRefused = Symbol.for("effect-a2a/AgentExecutor/admissionRefused")
 
 const shutdownFiberId = FiberId.make(-1, 0)
+
+const cancelWatchMillis = 1000
 
 // What a run returns when its final status went out without anything left to
 // wait for: one settled promise, so that `execute` knows it by identity.
@@ -832,11 +835,48 @@ export const make = <E, R>(
       forTask.add(run)
       runs.set(taskId, forTask)
       if (closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
+      const stopWatching = watchForCancel(context, run)
       return new Promise<Exit.Exit<FinalStatus, unknown>>((resolve) => fiber.addObserver(resolve)).then((exit) => {
+        stopWatching()
         forTask.delete(run)
         if (forTask.size === 0) runs.delete(taskId)
         return complete(exit)
       })
+    }
+
+    /**
+     * With a task store, which replicas may share: a cancel that reached
+     * another replica is written straight to the store (the SDK finds no run
+     * there to stop). Checked every second while the run waits, it stops the
+     * run here as a local cancel would; otherwise the agent would go on to
+     * its end, side effects included, and its end be dropped. Returns the
+     * stop of the watch.
+     */
+    const watchForCancel = (context: RequestContext, run: Run): () => void => {
+      const store = options.taskStore
+      if (store === undefined) return () => {}
+      let timer: ReturnType<typeof setTimeout> | undefined
+      let watching = true
+      const check = () => {
+        store.load(context.taskId, context.context).then(
+          (task) => {
+            if (!watching) return
+            if (task?.status?.state !== TaskState.TASK_STATE_CANCELED) return next()
+            run.canceled = true
+            run.fiber.unsafeInterruptAsFork(FiberId.none)
+          },
+          // A store that fails now is the run's own store's problem; the watch goes on.
+          () => next()
+        )
+      }
+      const next = () => {
+        if (watching) timer = setTimeout(check, cancelWatchMillis)
+      }
+      next()
+      return () => {
+        watching = false
+        clearTimeout(timer)
+      }
     }
 
     const execute = (context: RequestContext, bus: ExecutionEventBus): Promise<void> => {

@@ -1,7 +1,7 @@
 import { SendMessageRequest, TaskState } from "@a2a-js/sdk"
 import { InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, FastCheck, Option, Scope } from "effect"
+import { Deferred, Effect, Exit, FastCheck, Fiber, Option, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -341,6 +341,33 @@ describe("A2AServer", () => {
       yield* Effect.sleep("100 millis")
       expect((yield* load)?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
     }), { timeout: 30_000 })
+
+  it.live("a cancel that reaches another replica of a shared store stops the run: its side effect never happens", () =>
+    Effect.gen(function* () {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-replicas-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const taskStore = A2AServer.TaskStoreConfig.Sqlite({ filename: path.join(dir, "tasks.db") })
+      const sideEffects: Array<string> = []
+      const started = yield* Deferred.make<string>()
+      const agent: AgentExecutor.Agent = (request) =>
+        Effect.gen(function* () {
+          yield* Deferred.succeed(started, request.taskId)
+          yield* Effect.sleep("5 seconds")
+          sideEffects.push(`charged for ${request.taskId}`)
+          return AgentExecutor.completedText("booked")
+        })
+      const a = yield* A2AServer.make({ agent, card, taskStore })
+      const b = yield* A2AServer.make({ agent, card, taskStore })
+      const blocking = yield* Effect.fork(send(yield* makeClient(a.url), "book"))
+      const id = yield* Deferred.await(started)
+      const canceled = JSON.parse((yield* rpc(b.rpcUrl, "CancelTask", { id })).text)
+      expect(canceled.result?.status?.state).toBe("TASK_STATE_CANCELED")
+      const final = yield* Fiber.join(blocking)
+      expect(final.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+      expect(sideEffects).toEqual([])
+      const stored = JSON.parse((yield* rpc(a.rpcUrl, "GetTask", { id })).text)
+      expect(stored.result?.status?.state).toBe("TASK_STATE_CANCELED")
+    }).pipe(Effect.scoped), { timeout: 30_000 })
 
   it.live("a SQLite task store keeps tasks across a restart; its table is created once, idempotently", () =>
     Effect.gen(function* () {
