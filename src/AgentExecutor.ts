@@ -315,6 +315,8 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
 interface Run {
   readonly fiber: Fiber.RuntimeFiber<FinalStatus, unknown>
   canceled: boolean
+  /** Ends the watch for a cancel from another replica (see `watchForCancel`). */
+  stopWatching: () => void
   /** Ends the task FAILED without waiting for the fiber, which a shutdown could not stop. */
   readonly abandon: () => Promise<void>
 }
@@ -449,6 +451,8 @@ export const make = <E, R>(
     const runPromise = Runtime.runPromise(runtime)
     const runFork = Runtime.runFork(runtime)
     const runs = new Map<string, Set<Run>>()
+    // The context id of a paused task, by the bus a handler may keep open for it: gone with the bus.
+    const pausedContexts = new WeakMap<ExecutionEventBus, string>()
     const executions = new Set<Promise<void>>()
     let closing = false
 
@@ -676,6 +680,9 @@ export const make = <E, R>(
       const { contextId, taskId } = context
       const event: TaskStatusUpdateEvent = { ...published.event, taskId, contextId }
       const state = event.status?.state
+      if (state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED) {
+        pausedContexts.set(bus, contextId)
+      }
       if (store === undefined) {
         bus.publish(AgentEvent.statusUpdate(event))
         return publishedNow
@@ -799,9 +806,11 @@ export const make = <E, R>(
       const run: Run = {
         fiber,
         canceled: false,
+        stopWatching: () => {},
         abandon: () => {
           if (abandoned) return Promise.resolve()
           abandoned = true
+          run.stopWatching()
           const cause = Cause.die(withoutStackTrace(() =>
             new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
           ))
@@ -835,9 +844,9 @@ export const make = <E, R>(
       forTask.add(run)
       runs.set(taskId, forTask)
       if (closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
-      const stopWatching = watchForCancel(context, run)
+      run.stopWatching = watchForCancel(context, run)
       return new Promise<Exit.Exit<FinalStatus, unknown>>((resolve) => fiber.addObserver(resolve)).then((exit) => {
-        stopWatching()
+        run.stopWatching()
         forTask.delete(run)
         if (forTask.size === 0) runs.delete(taskId)
         return complete(exit)
@@ -858,7 +867,8 @@ export const make = <E, R>(
       let timer: ReturnType<typeof setTimeout> | undefined
       let watching = true
       const check = () => {
-        store.load(context.taskId, context.context).then(
+        // Through a promise step: a store that throws instead of rejecting must not throw out of a timer.
+        Promise.resolve(context).then((c) => store.load(c.taskId, c.context)).then(
           (task) => {
             if (!watching) return
             if (task?.status?.state !== TaskState.TASK_STATE_CANCELED) return next()
@@ -870,7 +880,8 @@ export const make = <E, R>(
         )
       }
       const next = () => {
-        if (watching) timer = setTimeout(check, cancelWatchMillis)
+        // Unref'd: the run, not its watch, is what keeps the process up.
+        if (watching) timer = setTimeout(check, cancelWatchMillis).unref()
       }
       next()
       return () => {
@@ -919,10 +930,9 @@ export const make = <E, R>(
         }
       } else {
         // A paused task has no run. A2AServer's handler closes its bus, and the SDK cancels it in the store;
-        // a handler that keeps paused tasks' buses open calls here, so end it on that bus. Its context id is
-        // in the store, not here: a map of them would keep one entry for every task left paused.
+        // a handler that keeps paused tasks' buses open calls here, so end it on that bus.
         bus.publish(AgentEvent.statusUpdate(
-          textStatus(taskId, "", TaskState.TASK_STATE_CANCELED, "Task canceled.")
+          textStatus(taskId, pausedContexts.get(bus) ?? "", TaskState.TASK_STATE_CANCELED, "Task canceled.")
         ))
       }
       return Promise.resolve()

@@ -2,8 +2,12 @@ import { type Task, TaskState } from "@a2a-js/sdk"
 import {
   type AgentExecutionEvent,
   DefaultExecutionEventBus,
+  DefaultRequestHandler,
   defaultServerCallContextBuilder,
+  InMemoryTaskStore,
   RequestContext,
+  ServerCallContext,
+  type TaskStore,
   UnauthenticatedUser
 } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
@@ -14,6 +18,7 @@ import * as FailureHint from "../src/FailureHint.js"
 import * as Part from "../src/Part.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import * as http from "node:http"
+import { cardFor } from "./fixtures/peers.js"
 import { captureLogs, eventually, makeClient, post, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 class PaymentError extends Data.TaggedError("PaymentError")<{ readonly message: string }> {}
@@ -630,4 +635,54 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
       expect(Option.map(inner!.parent, (parent) => parent.spanId)).toEqual(Option.some(seen!.spanId))
       expect(seen?.status._tag).toBe("Ended")
     }))
+
+  it.scoped("under a handler that keeps a paused task's bus open, a cancel ends it CANCELED in its own context", () =>
+    Effect.gen(function* () {
+      const executor = yield* AgentExecutor.make(agent(), { taskStore: new InMemoryTaskStore() })
+      // The SDK's default: paused tasks' buses stay open, and a cancel reaches the executor.
+      const handler = new DefaultRequestHandler(cardFor("http://127.0.0.1/unused"), executor.taskStore!, executor)
+      const context = new ServerCallContext()
+      const paused = (yield* Effect.promise(() =>
+        handler.sendMessage({ tenant: "", message: userMessage("input"), configuration: undefined, metadata: {} }, context)
+      )) as Task
+      expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+      const canceled = yield* Effect.promise(() => handler.cancelTask({ tenant: "", id: paused.id, metadata: {} }, context))
+      expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+      expect(canceled.status?.message?.contextId).toBe(paused.contextId)
+    }))
+
+  it.scopedLive("the watch for a cancel from another replica survives a store that throws, and ends with the run", () =>
+    Effect.gen(function* () {
+      const inner = new InMemoryTaskStore()
+      let loads = 0
+      let throwing = false
+      const store: TaskStore = {
+        save: (task, context) => inner.save(task, context),
+        load: (id, context) => {
+          loads++
+          // Thrown, not rejected: out of a timer it would end the process.
+          if (throwing) throw new Error("connection lost")
+          return inner.load(id, context)
+        },
+        list: (params, context) => inner.list(params, context)
+      }
+      const gate = yield* Deferred.make<void>()
+      const executor = yield* AgentExecutor.make(
+        () => Effect.as(Deferred.await(gate), AgentExecutor.completedText("done")),
+        { taskStore: store }
+      )
+      const { bus, states } = recording()
+      const done = executor.execute(contextFor("wait"), bus)
+      throwing = true
+      yield* Effect.sleep("2500 millis")
+      expect(loads).toBeGreaterThanOrEqual(2)
+      throwing = false
+      yield* Deferred.succeed(gate, undefined)
+      yield* Effect.promise(() => done)
+      expect(states().at(-1)).toBe(TaskState.TASK_STATE_COMPLETED)
+      const after = loads
+      yield* Effect.sleep("1500 millis")
+      expect(loads).toBe(after)
+    }))
 })
+
