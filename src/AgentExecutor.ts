@@ -397,7 +397,9 @@ const taskStateName = (state: TaskState | undefined): string =>
  *   const executor = yield* AgentExecutor.make(() => Effect.succeed(AgentExecutor.completedText("hi")), {
  *     taskStore: new InMemoryTaskStore()
  *   })
- *   return new DefaultRequestHandler(card, executor.taskStore!, executor)
+ *   // Runs end when they pause (input or auth required): close the bus then, or such streams stay open.
+ *   const closePaused = { keepBusAliveStates: [] }
+ *   return new DefaultRequestHandler(card, executor.taskStore!, executor, undefined, undefined, undefined, undefined, undefined, closePaused)
  * })
  * ```
  * @since 0.1.0
