@@ -204,11 +204,19 @@ export const parentOfHeaders = (
   headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 ): Option.Option<Tracer.ExternalSpan> => {
   for (const key in headers) {
-    if (typeof headers[key] !== "string" || key !== key.toLowerCase()) {
-      return Option.flatMap(HttpTraceContext.fromHeaders(Headers.fromInput(headers)), validParent)
-    }
+    if (typeof headers[key] !== "string" || key !== key.toLowerCase()) return validFromHeaders(Headers.fromInput(headers))
   }
-  return Option.flatMap(HttpTraceContext.fromHeaders(headers as Headers.Headers), validParent)
+  return validFromHeaders(headers as Headers.Headers)
+}
+
+// `HttpTraceContext.fromHeaders`'s order (W3C, then B3, then X-B3), each taken only when its ids are valid.
+const decoders = [HttpTraceContext.w3c, HttpTraceContext.b3, HttpTraceContext.xb3]
+const validFromHeaders = (headers: Headers.Headers): Option.Option<Tracer.ExternalSpan> => {
+  for (const decode of decoders) {
+    const parent = Option.flatMap(decode(headers), validParent)
+    if (Option.isSome(parent)) return parent
+  }
+  return Option.none()
 }
 
 const lowerHex = /^[0-9a-f]+$/

@@ -32,12 +32,14 @@ const value = FastCheck.oneof(
 
 describe("internal/tracing", () => {
   it.prop(
-    "parentOfHeaders names the same caller's span as HttpTraceContext.fromHeaders over Headers.fromInput, when valid",
+    "parentOfHeaders names the first valid of W3C, B3 and X-B3 over Headers.fromInput, as HttpTraceContext reads them",
     [FastCheck.dictionary(name, value, { maxKeys: 6 })],
     ([headers]) => {
-      expect(tracing.parentOfHeaders(headers)).toEqual(
-        Option.flatMap(HttpTraceContext.fromHeaders(Headers.fromInput(headers)), tracing.validParent)
-      )
+      const all = Headers.fromInput(headers)
+      const first = [HttpTraceContext.w3c, HttpTraceContext.b3, HttpTraceContext.xb3]
+        .map((decode) => Option.flatMap(decode(all), tracing.validParent))
+        .find(Option.isSome)
+      expect(tracing.parentOfHeaders(headers)).toEqual(first ?? Option.none())
     }
   )
 
@@ -51,6 +53,9 @@ describe("internal/tracing", () => {
       ]
     ) expect(tracing.parentOfHeaders({ traceparent })).toEqual(Option.none())
     expect(tracing.parentOfHeaders({ b3: "not a trace id-x" })).toEqual(Option.none())
+    // An invalid traceparent does not hide a valid B3 header.
+    const behind = tracing.parentOfHeaders({ traceparent: `00-${"0".repeat(32)}-${span}-01`, b3: `0af7651916cd43dd8448eb211c80319c-${span}-1` })
+    expect(Option.map(behind, (parent) => parent.traceId)).toEqual(Option.some("0af7651916cd43dd8448eb211c80319c"))
     const b3 = tracing.parentOfHeaders({ b3: `8448eb211c80319c-${span}-1` })
     expect(Option.map(b3, (parent) => [parent.traceId, parent.spanId])).toEqual(
       Option.some([`${"0".repeat(16)}8448eb211c80319c`, span])
