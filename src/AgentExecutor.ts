@@ -21,6 +21,7 @@ import {
   ResultManager,
   type TaskStore
 } from "@a2a-js/sdk/server"
+import { A2AError } from "@a2a-js/sdk/errors"
 import type * as ConfigError from "effect/ConfigError"
 import { identity } from "effect/Function"
 import {
@@ -540,6 +541,8 @@ export const make = <E, R>(
     // A store failure reaches the SDK, which would write its message into the
     // task's status text (SQL, driver detail): give it an opaque id instead.
     const storeFailure = (operation: string, taskId: string) => (error: unknown): never => {
+      // The caller's own mistake, as the SDK's stores report it (a page token that does not decode): -32602 as is.
+      if (error instanceof A2AError) throw error
       const errorId = internalFailure.makeErrorId()
       runFork(
         internalFailure.logErrorOffSpan(`Task store ${operation} failed`, {

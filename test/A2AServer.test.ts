@@ -143,6 +143,9 @@ describe("A2AServer", () => {
         const answer = JSON.parse((yield* post(server.rpcUrl, body, { "A2A-Version": "1.0" })).text)
         expect([answer.id, answer.error.code]).toEqual([id, -32001])
       }
+      // A page token that does not decode is the caller's mistake, not a store failure.
+      const badToken = JSON.parse((yield* rpc(server.rpcUrl, "ListTasks", { pageToken: "%%%" })).text)
+      expect(badToken.error.code).toBe(-32602)
       // An id that JSON-RPC does not allow is answered with null, never echoed, in both protocol versions.
       for (const [version, id] of [["1.0", { secret: "x" }], ["0.3", [1]], ["1.0", true]] as const) {
         const body = JSON.stringify({ jsonrpc: "2.0", id, method: "GetTask", params: { id: "t" } })
