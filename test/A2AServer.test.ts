@@ -372,6 +372,17 @@ describe("A2AServer", () => {
       expect(stored.result?.status?.state).toBe("TASK_STATE_CANCELED")
     }).pipe(Effect.scoped), { timeout: 30_000 })
 
+  it.live("a SQLite file named with a leading // is the file both created and opened", () =>
+    Effect.gen(function* () {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-slashes-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const taskStore = A2AServer.TaskStoreConfig.Sqlite({ filename: `/${path.join(dir, "tasks.db")}` })
+      const server = yield* A2AServer.make({ agent: echo, card, taskStore })
+      const task = yield* send(yield* makeClient(server.url), "remember me")
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      expect(fs.existsSync(path.join(dir, "tasks.db"))).toBe(true)
+    }).pipe(Effect.scoped))
+
   it.live("a SQLite task store keeps tasks across a restart; its table is created once, idempotently", () =>
     Effect.gen(function* () {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-server-"))
