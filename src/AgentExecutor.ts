@@ -871,6 +871,23 @@ export const make = <E, R>(
       if (store === undefined) return () => {}
       let timer: ReturnType<typeof setTimeout> | undefined
       let watching = true
+      let warned = false
+      // Once per run: the watch goes on, and every second would repeat the same line.
+      const failed = (error: unknown) => {
+        if (!warned) {
+          warned = true
+          runFork(
+            Effect.logWarning("Could not read the task's state to see whether it was canceled; still checking").pipe(
+              Effect.annotateLogs({
+                taskId: context.taskId,
+                contextId: context.contextId,
+                cause: internalFailure.renderCause(Cause.die(error))
+              })
+            )
+          )
+        }
+        next()
+      }
       const check = () => {
         // Through a promise step: a store that throws instead of rejecting must not throw out of a timer.
         Promise.resolve(context).then((c) => store.load(c.taskId, c.context)).then(
@@ -880,8 +897,7 @@ export const make = <E, R>(
             run.canceled = true
             run.fiber.unsafeInterruptAsFork(FiberId.none)
           },
-          // A store that fails now is the run's own store's problem; the watch goes on.
-          () => next()
+          failed
         )
       }
       const next = () => {

@@ -19,7 +19,6 @@ import * as RemoteOutcome from "../RemoteOutcome.js"
 import { type CallRecord, classifyCall } from "./classify.js"
 import * as metrics from "./metrics.js"
 import * as tracing from "./tracing.js"
-import { mergeHeaders } from "./transport.js"
 
 /** The known ids of the task a request is about, for errors. @internal */
 export interface Ids {
@@ -48,14 +47,13 @@ export type Done<B> = (result: Either.Either<B, A2AClientError.A2AClientError>) 
  * @internal
  */
 export const callHeaders = (span: tracing.SpanIds | undefined, options: CallOptions | undefined): Record<string, string> => {
-  const traced: Record<string, string> = span === undefined ? {} : { traceparent: tracing.traceparent(span) }
-  const headers = options?.headers === undefined ? traced : mergeHeaders(traced, options.headers)
-  // Lower case, as `mergeHeaders` writes names: the key replaces an `Idempotency-Key` given in the headers.
-  if (options?.idempotencyKey !== undefined) headers[idempotencyHeader] = options.idempotencyKey
+  const headers: Record<string, string> = span === undefined ? {} : { traceparent: tracing.traceparent(span) }
+  if (options?.headers !== undefined) Object.assign(headers, options.headers)
+  // Last: the tracking fetch merges names without case, the later winning, so the key replaces an
+  // `idempotency-key` given in the headers.
+  if (options?.idempotencyKey !== undefined) headers[Idempotency.headerName] = options.idempotencyKey
   return headers
 }
-
-const idempotencyHeader = Idempotency.headerName.toLowerCase()
 
 /** An error of a call, with the task's ids when known. @internal */
 export const callError = (

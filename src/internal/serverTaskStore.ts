@@ -87,17 +87,15 @@ const connect = (config: Config): Effect.Effect<Kysely<unknown>, Failure> =>
  */
 export const make = (given: Config): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
   Effect.gen(function* () {
-    // One absolute path for both the migration and the connection: the migration reads its file from a
-    // `sqlite:` URL, where a path starting with `//` would name another file than the one opened.
-    const config: Config = given._tag === "Sqlite" && given.filename !== "" && given.filename !== ":memory:"
-      ? { ...given, filename: Path.resolve(given.filename) }
-      : given
-    if (config._tag === "Sqlite" && (config.filename === "" || config.filename === ":memory:")) {
+    if (given._tag === "Sqlite" && (given.filename === "" || given.filename === ":memory:")) {
       return yield* Effect.fail<Failure>({
         reason: "Connection",
         message: "A SQLite task store needs a file; use the in-memory store for a throwaway one."
       })
     }
+    // One absolute path for both the migration and the connection: the migration reads its file from a
+    // `sqlite:` URL, where a path starting with `//` would name another file than the one opened.
+    const config: Config = given._tag === "Sqlite" ? { ...given, filename: Path.resolve(given.filename) } : given
     yield* migrate(config._tag === "Sqlite" ? `sqlite:${config.filename}` : config.url)
     const db = yield* Effect.acquireRelease(
       connect(config),

@@ -43,7 +43,7 @@ const limitBody = (response: Response, limit: number): Response => {
  * without case: a call's `authorization` replaces the agent's
  * `Authorization` instead of both being sent.
  */
-export const mergeHeaders = (
+const mergeHeaders = (
   base: Readonly<Record<string, string>>,
   over: Readonly<Record<string, string>> | undefined
 ): Record<string, string> => {
