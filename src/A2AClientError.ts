@@ -15,7 +15,9 @@ import { Duration, Schema } from "effect"
  * Why a call failed. `InvalidRequest`: the call could not be sent as it is
  * (a data part or metadata that is not JSON data, a header or idempotency key
  * that HTTP cannot carry); it is never sent, and sending it again fails the
- * same way.
+ * same way. `HttpStatus` without a `status`: the agent answered with a
+ * redirect, which is not followed (fetch keeps neither its code nor its
+ * target); configure the agent's final URL.
  *
  * @since 0.1.0
  */
@@ -180,7 +182,7 @@ export const protocolErrorName = (code: number): ProtocolErrorName =>
  *   ConnectionLost: () => "lost",
  *   Timeout: () => "slow",
  *   Aborted: () => "aborted",
- *   HttpStatus: (e) => `HTTP ${e.status}`,
+ *   HttpStatus: (e) => `HTTP ${e.status ?? "3xx (a redirect)"}`,
  *   ProtocolError: (e) => `${e.protocolError}`,
  *   InvalidResponse: () => "garbled",
  *   StreamInterrupted: () => "cut",

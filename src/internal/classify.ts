@@ -21,6 +21,17 @@ export class ResponseTooLarge extends Error {
   }
 }
 
+/**
+ * Raised by the tracking fetch when the agent answered with a redirect: it
+ * is not followed, and fetch keeps neither its status nor its target.
+ */
+export class RedirectAnswered extends Error {
+  constructor() {
+    super("the agent answered with a redirect (HTTP 3xx), which is not followed: configure the agent's final URL")
+    this.name = "RedirectAnswered"
+  }
+}
+
 /** Raised while resolving a card whose content is not an agent card. */
 export class CardContentError extends Error {
   constructor(readonly reason: "InvalidJson" | "InvalidCard", detail: string) {
@@ -122,6 +133,7 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   const sentDelivery: A2AClientError.Delivery = ctx.record?.sent === false ? "NotSent" : "Unknown"
   const has = (predicate: (message: string) => boolean) => facts.messages.some(predicate)
   if (facts.names.includes("ResponseTooLarge")) return { reason: "InvalidResponse", delivery: "Unknown" }
+  if (facts.names.includes("RedirectAnswered")) return { reason: "HttpStatus", delivery: "Unknown" }
   const rpc = facts.chain.find((e) => typeof prop(e, "envelopeCode") === "number")
   if (rpc !== undefined) return { reason: "ProtocolError", delivery: "Unknown", code: prop(rpc, "envelopeCode") as number }
   if (facts.names.includes("InvalidAgentResponseError")) return { reason: "InvalidResponse", delivery: "Unknown" }

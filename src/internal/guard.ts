@@ -69,7 +69,7 @@ const reasonText = A2AClientError.matchReason({
   ConnectionLost: () => "the connection was lost",
   Timeout: () => "the call timed out",
   Aborted: () => "the call was aborted",
-  HttpStatus: (e) => e.status === undefined ? "the server answered with an HTTP error" : `the server answered HTTP ${e.status}`,
+  HttpStatus: (e) => e.status === undefined ? "the server answered with an HTTP error or a redirect" : `the server answered HTTP ${e.status}`,
   ProtocolError: (e) =>
     `the agent answered with a protocol error${e.code === undefined ? "" : ` ${e.code}`}${
       e.protocolError === undefined ? "" : ` ${e.protocolError}`

@@ -5,7 +5,7 @@
  * which every call of ours owns.
  */
 import { Schema } from "effect"
-import { type CallRecord, CardContentError, parseRetryAfter, ResponseTooLarge } from "./classify.js"
+import { type CallRecord, CardContentError, parseRetryAfter, RedirectAnswered, ResponseTooLarge } from "./classify.js"
 
 export interface TrackingFetch {
   readonly fetch: typeof fetch
@@ -71,12 +71,13 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
       const record = (init?.signal as Tracked | null | undefined)?.[recordKey]
       if (record) record.sent = true
       // A redirect is answered, not followed: following it would resend the request elsewhere, and a
-      // failure there would read as if this one had never been sent.
+      // failure there would read as if this one had never been sent. Mode "error" rather than "manual":
+      // with any other mode, fetch copies each request and its body first, in case it must follow.
       // Merged even without headers of the agent's own: the SDK's `Content-Type` and `A2A-Version` must replace a
       // call's `content-type` or `a2a-version`, not be sent beside them (fetch would join the two values).
       return fetch(
         input,
-        { ...init, redirect: "manual", headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined) }
+        { ...init, redirect: "error", headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined) }
       ).then((response) => {
         if (record) {
           record.status = response.status
@@ -87,10 +88,16 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
           }
         }
         return limitBody(response, maxResponseBytes)
+      }, (error: unknown) => {
+        throw isRedirect(error) ? new RedirectAnswered() : error
       })
     }
   }
 }
+
+// How fetch rejects a redirect in mode "error".
+const isRedirect = (error: unknown): boolean =>
+  error instanceof TypeError && error.cause instanceof Error && error.cause.message === "unexpected redirect"
 
 const AgentInterface = Schema.Struct({
   url: Schema.String,
