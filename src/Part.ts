@@ -50,8 +50,20 @@ export const Part = Schema.Union(TextPart, DataPart, FilePart)
 export type Part = typeof Part.Type
 
 /**
- * An output of a task.
+ * An output of a task. Within a task, an artifact replaces an earlier one
+ * with the same `artifactId` (or is joined to it, chunk by chunk); an empty
+ * id is an id like any other, so give each artifact its own.
  *
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ * const report = Part.Artifact.make({
+ *   artifactId: "report",
+ *   name: "report.txt",
+ *   description: "",
+ *   parts: [Part.TextPart.make({ text: "all good" })]
+ * })
+ * ```
  * @since 0.1.0
  */
 export class Artifact extends Schema.Class<Artifact>("effect-a2a/Artifact")({

@@ -344,9 +344,19 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         contextId: message.contextId,
         started: false,
         finished: false,
+        // The task this stream's events are of, from the first that names one.
+        followed: "",
         artifacts: new Map<string, Part.Artifact>()
       }
       const ids = () => ({ taskId: state.taskId, contextId: state.contextId })
+      // An event of another task is not part of this call's answer: folding it in would mix two tasks' results.
+      const otherTask = (taskId: string | undefined): A2AClientError.A2AClientError | undefined => {
+        if (!taskId) return undefined
+        if (state.followed === "") state.followed = taskId
+        return taskId === state.followed
+          ? undefined
+          : clientCall.invalid(agent, "SendStreamingMessage", `an event of task ${taskId} in the stream of task ${state.followed}`, ids())
+      }
       const idle = Duration.decode(options?.timeout ?? timeout)
       const finish = (outcome: RemoteOutcome.RemoteOutcome) => {
         state.finished = true
@@ -359,6 +369,8 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
           case "message":
             return Effect.succeed(finish(convert.messageOutcome(agent, payload.value)))
           case "task": {
+            const other = otherTask(payload.value.id)
+            if (other !== undefined) return Effect.fail(other)
             state.taskId = payload.value.id || state.taskId
             state.contextId = payload.value.contextId || state.contextId
             for (const artifact of payload.value.artifacts ?? []) {
@@ -371,6 +383,8 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
           }
           case "statusUpdate": {
             const update = payload.value
+            const other = otherTask(update.taskId)
+            if (other !== undefined) return Effect.fail(other)
             state.taskId = update.taskId || state.taskId
             state.contextId = update.contextId || state.contextId
             const status = update.status
@@ -400,12 +414,20 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             if (update.artifact === undefined) {
               return Effect.fail(clientCall.invalid(agent, "SendStreamingMessage", "artifact update without an artifact", ids()))
             }
+            const other = otherTask(update.taskId)
+            if (other !== undefined) return Effect.fail(other)
             const chunk = convert.fromSdkArtifact(update.artifact)
             const previous = state.artifacts.get(chunk.artifactId)
+            // As the peer's task store joins them: a later chunk's name or description replaces the earlier one.
             state.artifacts.set(
               chunk.artifactId,
               update.append && previous !== undefined
-                ? Part.Artifact.make({ ...previous, parts: [...previous.parts, ...chunk.parts] })
+                ? Part.Artifact.make({
+                  artifactId: chunk.artifactId,
+                  name: chunk.name || previous.name,
+                  description: chunk.description || previous.description,
+                  parts: [...previous.parts, ...chunk.parts]
+                })
                 : chunk
             )
             return Effect.succeed([

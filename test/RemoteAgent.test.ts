@@ -470,4 +470,49 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
       expect(garbled).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
       expect(peer.methods()).not.toContain("GetTask")
     }))
+
+  it.scopedLive("a stream joins an artifact's chunks as the peer's store does; an event of another task, or a v0.3 event the SDK refuses, is InvalidResponse", () =>
+    Effect.gen(function*() {
+      // Each peer streams a WORKING task, the events its message names, then COMPLETED.
+      const v03 = { started: { kind: "task", id: "t1", contextId: "c1", status: { state: "working" } }, done: { kind: "status-update", taskId: "t1", contextId: "c1", final: true, status: { state: "completed" } } }
+      const v10 = { started: task("t1", "TASK_STATE_WORKING"), done: { statusUpdate: { taskId: "t1", contextId: "c1", status: { state: "TASK_STATE_COMPLETED" } } } }
+      const chunk = (taskId: string, artifact: object, append: boolean) => ({ artifactUpdate: { taskId, contextId: "c1", artifact, append, lastChunk: !append } })
+      const scenarios: Record<string, ReadonlyArray<object>> = {
+        named: [
+          chunk("t1", { artifactId: "a", parts: [{ text: "p1" }] }, false),
+          chunk("t1", { artifactId: "a", name: "report.txt", parts: [{ text: "p2" }] }, true)
+        ],
+        other: [chunk("t1", { artifactId: "a", parts: [{ text: "mine" }] }, false), chunk("t2", { artifactId: "b", parts: [{ text: "theirs" }] }, false)],
+        weird: [{ kind: "artifact-update", taskId: "t1", contextId: "c1", artifact: { artifactId: "a", parts: [{ kind: "weird" }] } }]
+      }
+      const sse = (events: { started: object; done: object }) => (_req: unknown, res: import("node:http").ServerResponse, body: string) => {
+        const rpc = JSON.parse(body) as { id: number; params: { message: { parts: Array<{ text: string }> } } }
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        for (const result of [events.started, ...(scenarios[rpc.params.message.parts[0]!.text] ?? []), events.done]) {
+          res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result })}\n\n`)
+        }
+        res.end()
+      }
+      const peer = yield* rawPeer(sse(v10))
+      const agent = yield* agentFor(peer.url)
+      const named = yield* Stream.runCollect(agent.stream("named"))
+      const last = Chunk.last(named).pipe(Option.getOrThrow)
+      expect(last._tag === "Finished" && last.outcome._tag === "Completed" ? last.outcome.artifacts : undefined).toMatchObject([
+        { artifactId: "a", name: "report.txt", parts: [{ text: "p1" }, { text: "p2" }] }
+      ])
+      const other = yield* Effect.flip(Stream.runDrain(agent.stream("other")))
+      expect(other).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", taskId: "t1" })
+      expect(other.detail).toContain("an event of task t2 in the stream of task t1")
+
+      const legacy = yield* rawPeer(sse(v03), (_req, res, base) =>
+        json(res, 200, {
+          protocolVersion: "0.3.0", name: "legacy", description: "v0.3", url: `${base}/rpc`, preferredTransport: "JSONRPC",
+          version: "1", capabilities: { streaming: true }, defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"], skills: []
+        }))
+      const legacyAgent = yield* agentFor(legacy.url)
+      const weird = yield* Effect.flip(Stream.runDrain(legacyAgent.stream("weird")))
+      expect(weird).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
+      // A bad event is not a cut stream: nothing to recover with a GetTask.
+      expect(legacy.methods()).toEqual(["message/stream"])
+    }))
 })

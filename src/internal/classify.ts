@@ -152,8 +152,11 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   if (facts.names.includes("SyntaxError") || has((m) => invalidResponseMessages.some((p) => m.includes(p)))) {
     return { reason: "InvalidResponse", delivery: "Unknown" }
   }
-  // A TypeError other than fetch's own is the SDK failing to read what came: a bad event, not a cut stream.
-  if (ctx.streamStarted && facts.names[0] === "TypeError" && !has((m) => m === "fetch failed")) {
+  // A TypeError other than fetch's own, or the SDK refusing an event it translates from v0.3, is the SDK
+  // failing to read what came: a bad event, not a cut stream.
+  const unreadable = (facts.names[0] === "TypeError" && !has((m) => m === "fetch failed")) ||
+    facts.names.includes("RequestMalformedError")
+  if (ctx.streamStarted && unreadable) {
     return { reason: "InvalidResponse", delivery: "Unknown" }
   }
   if (ctx.streamStarted) return { reason: "StreamInterrupted", delivery: "Unknown" }
