@@ -5,12 +5,13 @@
  */
 import { TaskState } from "@a2a-js/sdk"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Exit, Redacted, Scope } from "effect"
 import { inject } from "vitest"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import { startPostgres, type RunningPostgres } from "./fixtures/postgres.js"
-import { makeClient, send, textOf } from "./fixtures/serverAgents.js"
+import { captureLogs, eventually, makeClient, send, textOf } from "./fixtures/serverAgents.js"
 
 const card = { name: "server-pg-test", description: "A2AServer on PostgreSQL" }
 
@@ -62,6 +63,24 @@ describe("A2AServer on PostgreSQL", () => {
       expect(textOf(loaded)).toBe("echo shared")
       yield* Scope.close(second, Exit.void)
     }))
+
+  it.live("a database that ends the store's connections (a restart, a failover) does not end the process; the next request reconnects", () => {
+    const logs = captureLogs()
+    // Named, so that only this server's connections are ended: other test files share the database.
+    const named = `${url}${url.includes("?") ? "&" : "?"}application_name=effect-a2a-ended`
+    return Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Postgres({ url: named, poolSize: 2 }) })
+      const client = yield* makeClient(server.url)
+      expect((yield* send(client, "before")).status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      const sql = yield* PgClient.PgClient
+      const [ended] = yield* sql<{ readonly n: number }>`
+        select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where application_name = 'effect-a2a-ended'`
+      expect(ended?.n).toBeGreaterThan(0)
+      yield* eventually(Effect.sync(() => logs.lines), (lines) => lines.some((line) => line.message.includes("lost an idle connection")))
+      const after = yield* send(client, "after")
+      expect(textOf(after)).toBe("echo after")
+    }).pipe(Effect.scoped, Effect.provide(logs.layer), Effect.provide(PgClient.layer({ url: Redacted.make(url) })))
+  })
 
   it.effect("an unreachable PostgreSQL fails the layer with TaskStoreError", () =>
     Effect.gen(function* () {

@@ -8,7 +8,7 @@
  * @internal
  */
 import type { TaskStore } from "@a2a-js/sdk/server"
-import { Effect } from "effect"
+import { Effect, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
 import type { Kysely, PostgresPool, SqliteDatabase } from "kysely"
 import { createRequire } from "node:module"
@@ -62,7 +62,7 @@ const migrate = (url: string): Effect.Effect<void, Failure> =>
     catch: fail("Migration", "Could not create the task table")
   })
 
-const connect = (config: Config): Effect.Effect<Kysely<unknown>, Failure> =>
+const connect = (config: Config, onIdleError: (error: unknown) => void): Effect.Effect<Kysely<unknown>, Failure> =>
   Effect.tryPromise({
     try: async () => {
       const kysely = await import("kysely")
@@ -73,8 +73,11 @@ const connect = (config: Config): Effect.Effect<Kysely<unknown>, Failure> =>
       }
       const pg = await load("pg")
       const Pool = (pg.default ?? pg).Pool
-      const pool = new Pool({ connectionString: config.url, max: config.poolSize ?? 10 }) as PostgresPool
-      return new kysely.Kysely<unknown>({ dialect: new kysely.PostgresDialect({ pool }) })
+      const pool = new Pool({ connectionString: config.url, max: config.poolSize ?? 10 })
+      // An idle connection the database ends (a restart, a failover, an idle timeout) is an `error` event
+      // of the pool, which drops that connection; unhandled, the event would end the process.
+      pool.on("error", onIdleError)
+      return new kysely.Kysely<unknown>({ dialect: new kysely.PostgresDialect({ pool: pool as PostgresPool }) })
     },
     catch: fail("Driver", `Could not open the ${config._tag} task store`)
   })
@@ -97,8 +100,15 @@ export const make = (given: Config): Effect.Effect<TaskStore, Failure, Scope.Sco
     // `sqlite:` URL, where a path starting with `//` would name another file than the one opened.
     const config: Config = given._tag === "Sqlite" ? { ...given, filename: Path.resolve(given.filename) } : given
     yield* migrate(config._tag === "Sqlite" ? `sqlite:${config.filename}` : config.url)
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const onIdleError = (error: unknown) =>
+      runFork(Effect.logWarning(
+        `The ${config._tag} task store lost an idle connection; a new one opens when needed: ${
+          error instanceof Error ? error.message : String(error)
+        }`
+      ))
     const db = yield* Effect.acquireRelease(
-      connect(config),
+      connect(config, onIdleError),
       (db) => Effect.promise(() => db.destroy().catch(() => undefined))
     )
     // Fail at start-up, not on the first request, when the database is unreachable.
