@@ -4,6 +4,7 @@
  */
 import { type Message, SendMessageRequest, type StreamResponse, TaskState } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
+import { InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, FastCheck, Layer, Runtime, type Scope } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
@@ -135,6 +136,34 @@ describe("A2AServer request-level idempotency", () => {
       expect(again.status?.state).toBe(TaskState.TASK_STATE_FAILED)
       expect(textOf(again)).toBe(textOf(first))
       expect(runs.get("pay")).toBe(1)
+    })))
+
+  it.scopedLive("a run whose task the store refuses is recorded FAILED with an error id: a repeat gets that, and does not run again", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const logs = captureLogs()
+      // A store that refuses every save once the run has begun (as a column too short for an id does).
+      const memory = new InMemoryTaskStore()
+      const taskStore: TaskStore = {
+        load: (taskId, context) => memory.load(taskId, context),
+        list: (params, context) => memory.list(params, context),
+        save: async (task, context) => {
+          if (task.status?.state !== TaskState.TASK_STATE_FAILED) throw new Error("value too long for type character varying(36)")
+          return memory.save(task, context)
+        }
+      }
+      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {}, taskStore }).pipe(Effect.provide(logs.layer))
+      const first = yield* rawSend(server.url, keyed("ship", "k-store"))
+      expect(first.error?.code).toBe(-32603)
+      const again = yield* sendTo(server.url, keyed("ship", "k-store"))
+      expect(runs.get("ship")).toBe(1)
+      expect(again.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      const errorId = /error_id: ([0-9a-f]{12})/.exec(textOf(again))?.[1]
+      expect(errorId).toBeDefined()
+      expect(logs.lines.find((line) => line.annotations["errorId"] === errorId)).toMatchObject({
+        level: "ERROR",
+        annotations: { taskId: again.id, idempotencyKey: "k-store", savedToStore: "true" }
+      })
     })))
 
   it.scopedLive("a repeat while it runs joins it: same task id, one run; a blocking caller gets the end, a streaming one follows the run", () =>

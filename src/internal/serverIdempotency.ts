@@ -203,6 +203,24 @@ export const make = (deps: {
     const storeContext = (tenant: string) =>
       new ServerCallContext({ user: new UnauthenticatedUser(), ...(tenant === "" ? {} : { tenant }) })
 
+    /** The task ended FAILED under a new error id, with what is known of it. */
+    const failedTask = (taskId: string, contextId: string, existing: Task | undefined) => {
+      const errorId = internalFailure.makeErrorId()
+      const task: Task = {
+        id: taskId,
+        contextId,
+        artifacts: existing?.artifacts ?? [],
+        history: existing?.history ?? [],
+        metadata: existing?.metadata ?? {},
+        status: {
+          state: TaskState.TASK_STATE_FAILED,
+          message: internalParts.agentMessage(taskId, contextId, [internalParts.textPart(internalFailure.failureText(errorId))]),
+          timestamp: new Date().toISOString()
+        }
+      }
+      return { errorId, task }
+    }
+
     /** A replica stopped renewing its lease: record the task FAILED, reason interrupted. */
     const onExpired = (entry: IdempotencyLedger.Entry) =>
       Effect.gen(function*() {
@@ -210,22 +228,7 @@ export const make = (deps: {
         const existing = yield* Effect.tryPromise(() => taskStore.load(entry.taskId, context))
         // Its replica saved the end but died before recording it: keep that end.
         if (existing !== undefined && internalParts.isSettled(existing.status?.state)) return encode(existing)
-        const errorId = internalFailure.makeErrorId()
-        const contextId = existing?.contextId || randomUUID()
-        const failed: Task = {
-          id: entry.taskId,
-          contextId,
-          artifacts: existing?.artifacts ?? [],
-          history: existing?.history ?? [],
-          metadata: existing?.metadata ?? {},
-          status: {
-            state: TaskState.TASK_STATE_FAILED,
-            message: internalParts.agentMessage(entry.taskId, contextId, [
-              internalParts.textPart(internalFailure.failureText(errorId))
-            ]),
-            timestamp: new Date().toISOString()
-          }
-        }
+        const { errorId, task: failed } = failedTask(entry.taskId, existing?.contextId || randomUUID(), existing)
         yield* Effect.tryPromise(() => taskStore.save(failed, context))
         yield* Effect.logError("Task interrupted: its replica stopped before it ended").pipe(
           Effect.annotateLogs({
@@ -256,6 +259,7 @@ export const make = (deps: {
     interface Prepared {
       readonly ref: IdempotencyLedger.EntryRef
       readonly outcome: IdempotencyLedger.BeginOutcome
+      readonly contextId: string
     }
 
     const begin = (params: SendMessageRequest, context: ServerCallContext, kind: "send" | "stream") =>
@@ -273,7 +277,7 @@ export const make = (deps: {
         }
         for (let attempt = 0; attempt < 3; attempt++) {
           const outcome = yield* ledger.begin(request)
-          if (outcome._tag !== "Interrupted") return { ref, outcome } satisfies Prepared
+          if (outcome._tag !== "Interrupted") return { ref, outcome, contextId: message.contextId } satisfies Prepared
           // Record it FAILED now rather than at the next sweep, then read it back.
           yield* ledger.expireLease({ ...ref, onExpired })
         }
@@ -354,7 +358,7 @@ export const make = (deps: {
         }
       }
 
-      /** After a run: finish the entry with the stored task, or release it when no run started or no task was made. */
+      /** After a run: finish the entry with the stored task, or release it when no run started. */
       private settle(
         prepared: Prepared,
         held: IdempotencyLedger.Lease,
@@ -378,10 +382,16 @@ export const make = (deps: {
               )
             )
           )
-          const final = stored ?? result
+          let final = stored ?? result
           if (final === undefined) {
-            yield* ledger.abandon({ ...prepared.ref, lease: held })
-            return
+            // The run started, but no task of it can be read (its store refused it): the entry records it
+            // FAILED, so that a repeat does not run its side effects again.
+            const { errorId, task } = failedTask(taskId, prepared.contextId || randomUUID(), undefined)
+            const saved = yield* Effect.promise(() => taskStore.save(task, context).then(() => true, () => false))
+            yield* Effect.logError("The run's task could not be stored; its idempotency entry records it FAILED").pipe(
+              Effect.annotateLogs({ errorId, taskId, idempotencyKey: prepared.ref.key, savedToStore: String(saved) })
+            )
+            final = task
           }
           const recorded = yield* ledger.finish({ ...prepared.ref, result: encode(final), lease: held })
           if (!recorded) {
