@@ -141,7 +141,9 @@ export interface IdempotencyOptions {
  * SDK's own migration (`a2a-db upgrade --store tasks`) at start-up, which is
  * idempotent and safe for several replicas starting together, and closes
  * the connection when it stops. Needs `kysely` plus `better-sqlite3` (SQLite)
- * or `pg` (PostgreSQL).
+ * or `pg` (PostgreSQL). Ids the SDK's table cannot hold are refused with
+ * -32602 before anything runs, on either database: a task or context id
+ * over 36 characters, a tenant over 255, any id with NUL.
  *
  * @example
  * ```ts
@@ -304,7 +306,11 @@ export const make: {
         executor,
         options: options.idempotency
       }))
-    const dispatcher = internalRpc.makeDispatcher(requestHandler, card)
+    const dispatcher = internalRpc.makeDispatcher(
+      requestHandler,
+      card,
+      options.taskStore !== undefined && isTaskStoreConfig(options.taskStore)
+    )
 
     // Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
     // request whose A2A-Version is absent or in [0.3, 1.0) gets the card in

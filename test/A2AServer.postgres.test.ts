@@ -11,7 +11,8 @@ import { inject } from "vitest"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import { startPostgres, type RunningPostgres } from "./fixtures/postgres.js"
-import { captureLogs, eventually, makeClient, send, textOf } from "./fixtures/serverAgents.js"
+import { SendMessageRequest } from "@a2a-js/sdk"
+import { captureLogs, eventually, makeClient, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "server-pg-test", description: "A2AServer on PostgreSQL" }
 
@@ -81,6 +82,26 @@ describe("A2AServer on PostgreSQL", () => {
       expect(textOf(after)).toBe("echo after")
     }).pipe(Effect.scoped, Effect.provide(logs.layer), Effect.provide(PgClient.layer({ url: Redacted.make(url) })))
   })
+
+  it.live("ids the task table cannot hold are refused with -32602 before the agent runs; ids that fit are served", () =>
+    Effect.gen(function* () {
+      const ran: Array<string> = []
+      const agent: AgentExecutor.Agent = (request) => Effect.sync(() => ran.push(request.contextId)).pipe(Effect.as(AgentExecutor.completedText("ran")))
+      const server = yield* A2AServer.make({ agent, card, taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 }) })
+      const post = (method: string, params: unknown) =>
+        Effect.map(rpc(server.rpcUrl, method, params), ({ text }) => JSON.parse(text) as { result?: unknown; error?: { code: number; message: string } })
+      const sendWith = (contextId: string) =>
+        post("SendMessage", SendMessageRequest.toJSON({ tenant: "", message: userMessage("hi", { contextId }), configuration: undefined, metadata: {} }))
+      const tooLong = yield* sendWith("c".repeat(37))
+      expect(tooLong.error).toMatchObject({ code: -32602, message: "contextId must be at most 36 characters for this server's task store" })
+      expect((yield* sendWith("c\u0000")).error).toMatchObject({ code: -32602, message: "contextId must not contain NUL (U+0000)" })
+      expect((yield* post("GetTask", { id: "t\u0000" })).error).toMatchObject({ code: -32602 })
+      expect(ran).toEqual([])
+      // 36 characters fit, however many UTF-16 units they take.
+      const wide = "\u{1F600}".repeat(36)
+      expect((yield* sendWith(wide)).error).toBeUndefined()
+      expect(ran).toEqual([wide])
+    }).pipe(Effect.scoped))
 
   it.effect("an unreachable PostgreSQL fails the layer with TaskStoreError", () =>
     Effect.gen(function* () {

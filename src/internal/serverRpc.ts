@@ -16,6 +16,7 @@ import {
   UnauthenticatedUser,
   validateVersion
 } from "@a2a-js/sdk/server"
+import { RequestMalformedError } from "@a2a-js/sdk/errors"
 import type { Readable } from "node:stream"
 
 /** @internal */
@@ -96,10 +97,50 @@ const isInternalError = (result: unknown): boolean =>
  * wants the whole error. The caller gets the handler's own promise, so no
  * step is added.
  */
+/**
+ * The longest ids the SDK's database task table holds (`varchar(36)` and
+ * `varchar(255)` columns); PostgreSQL also refuses NUL in text.
+ */
+const storedIdLimits = { id: 36, taskId: 36, contextId: 36, tenant: 255 } as const
+
+const characters = (text: string): number => (text.length <= 36 ? text.length : [...text].length)
+
+/**
+ * Why a request's ids cannot be stored, or undefined: checked before
+ * anything runs, since a run whose task cannot be saved would have its
+ * side effects and no task.
+ *
+ * @internal
+ */
+export const unstorableId = (params: unknown): string | undefined => {
+  if (typeof params !== "object" || params === null) return undefined
+  const { message } = params as { readonly message?: unknown }
+  const fields: Array<[string, unknown]> = [
+    ["id", (params as { readonly id?: unknown }).id],
+    ["tenant", (params as { readonly tenant?: unknown }).tenant],
+    ["contextId", (params as { readonly contextId?: unknown }).contextId]
+  ]
+  if (typeof message === "object" && message !== null) {
+    fields.push(["taskId", (message as { readonly taskId?: unknown }).taskId])
+    fields.push(["contextId", (message as { readonly contextId?: unknown }).contextId])
+  }
+  for (const [name, value] of fields) {
+    if (typeof value !== "string") continue
+    const limit = storedIdLimits[name as keyof typeof storedIdLimits]
+    if (value.includes("\u0000")) return `${name} must not contain NUL (U+0000)`
+    if (characters(value) > limit) return `${name} must be at most ${limit} characters for this server's task store`
+  }
+  return undefined
+}
+
+const sendMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream"])
+const taskMethods = new Set<PropertyKey>(["getTask", "cancelTask", "resubscribe", "listTasks"])
+
 const capturing = (
   handler: A2ARequestHandler,
   called: WeakSet<object>,
-  thrown: WeakMap<object, unknown>
+  thrown: WeakMap<object, unknown>,
+  checkIds: boolean
 ): A2ARequestHandler => {
   const wrapped = new Map<PropertyKey, unknown>()
   return new Proxy(handler, {
@@ -108,10 +149,21 @@ const capturing = (
       if (typeof value !== "function") return value
       let method = wrapped.get(property)
       if (method === undefined) {
+        const checked = checkIds && (sendMethods.has(property) || taskMethods.has(property))
         method = (...args: Array<unknown>) => {
           const context = args[args.length - 1]
           const isContext = typeof context === "object" && context !== null
           if (isContext) called.add(context)
+          const problem = checked ? unstorableId(args[0]) : undefined
+          if (problem !== undefined) {
+            const refused = new RequestMalformedError(problem)
+            // A stream is refused on its first event: answered as a plain JSON-RPC error.
+            return property === "sendMessageStream" || property === "resubscribe"
+              ? (async function*() {
+                throw refused
+              })()
+              : Promise.reject(refused)
+          }
           const result: unknown = value.apply(target, args)
           if (isContext && result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
           return result
@@ -124,10 +176,10 @@ const capturing = (
 }
 
 /** @internal */
-export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard): Dispatcher => {
+export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard, checkIds = false): Dispatcher => {
   const called = new WeakSet<object>()
   const thrown = new WeakMap<object, unknown>()
-  const captured = capturing(requestHandler, called, thrown)
+  const captured = capturing(requestHandler, called, thrown, checkIds)
   const v1 = new JsonRpcTransportHandler(captured)
   const legacy = new LegacyJsonRpcTransportHandler(captured)
   const versionHeader = A2A_VERSION_HEADER.toLowerCase()
