@@ -19,6 +19,7 @@ import {
   type ExecutionEventBus,
   type RequestContext,
   ResultManager,
+  type ServerCallContext,
   type TaskStore
 } from "@a2a-js/sdk/server"
 import { A2AError } from "@a2a-js/sdk/errors"
@@ -38,6 +39,7 @@ import {
   HashMap,
   Option,
   Runtime,
+  Schedule,
   Schema
 } from "effect"
 import type * as Scope from "effect/Scope"
@@ -322,6 +324,17 @@ interface Run {
   readonly abandon: () => Promise<void>
 }
 
+// On the context of a request: its store calls in flight, and when the last one ended.
+const activityKey = Symbol("effect-a2a/StoreActivity")
+interface Active {
+  [activityKey]?: { inFlight: number; lastEnded: number }
+}
+// How long a run's final save is waited for once its request's store calls are quiet, and in all.
+const saveIdle = 100
+const saveWaitLimit = 30_000
+// Writing a final state the handler did not: retried while the store is down, for about half a minute.
+const persistRetry = Schedule.exponential("100 millis").pipe(Schedule.either(Schedule.spaced("5 seconds")), Schedule.upTo("30 seconds"))
+
 /** Why a run that did not stop at a shutdown ended FAILED: its fiber could not be interrupted in time. */
 class ShutdownTimeout extends Data.TaggedError("ShutdownTimeout")<{ readonly message: string }> {}
 
@@ -514,7 +527,7 @@ export const make = <E, R>(
       if (store === undefined) return Effect.void
       const state = event.status?.state
       const attempt = (createMissing: boolean) =>
-        Effect.promise(async () => {
+        Effect.tryPromise(async () => {
           const loaded = await store.load(context.taskId, context.context)
           if (loaded === undefined && !createMissing) return false
           if (loaded !== undefined && (loaded.status?.state === state || internalParts.isTerminal(loaded.status?.state))) return true
@@ -524,8 +537,10 @@ export const make = <E, R>(
           await manager.processEvent(AgentEvent.statusUpdate(event))
           return true
         })
-      return attempt(false).pipe(
-        Effect.flatMap((done) => done ? Effect.void : Effect.zipRight(Effect.sleep("100 millis"), attempt(true))),
+      // A store that is down for a while (a failover) is waited for, within bounds.
+      const retried = (createMissing: boolean) => Effect.retry(attempt(createMissing), persistRetry)
+      return retried(false).pipe(
+        Effect.flatMap((done) => done ? Effect.void : Effect.zipRight(Effect.sleep("100 millis"), retried(true))),
         Effect.catchAllCause((cause) =>
           Effect.logWarning("Could not persist the final task state").pipe(
             Effect.annotateLogs({ taskId: context.taskId, contextId: context.contextId, cause: internalFailure.renderCause(cause) })
@@ -553,27 +568,70 @@ export const make = <E, R>(
       )
       throw new Error(internalFailure.internalErrorText(errorId))
     }
+    // The store calls in flight, and when the last one ended: while the
+    // handler is still working through a run's events (a slow store, many
+    // events), its final save is waited for, not written ahead of them.
+    // Counted per request: the handler works through a run's events under the context of the request that
+    // started it, while readers of the task (GetTask, a cancel on another replica) come with their own.
+    const began = (callContext: ServerCallContext | undefined): void => {
+      if (callContext === undefined) return
+      const activity = (callContext as Active)[activityKey]
+      if (activity === undefined) (callContext as Active)[activityKey] = { inFlight: 1, lastEnded: 0 }
+      else activity.inFlight++
+    }
+    const ended = (callContext: ServerCallContext | undefined): void => {
+      const activity = callContext === undefined ? undefined : (callContext as Active)[activityKey]
+      if (activity === undefined) return
+      activity.inFlight--
+      activity.lastEnded = performance.now()
+    }
     const watchedStore: TaskStore | undefined = store === undefined ? undefined : {
-      save: (task, callContext) =>
-        store.save(task, callContext).then(() => {
+      save: (task, callContext) => {
+        began(callContext)
+        return store.save(task, callContext).then(() => {
+          ended(callContext)
           const waiting = awaitingSave.get(task.id)
           const state = task.status?.state
           if (waiting !== undefined && (state === waiting.state || internalParts.isTerminal(state))) {
             awaitingSave.delete(task.id)
             waiting.saved()
           }
-        }, storeFailure("save", task.id)),
-      load: (taskId, callContext) => store.load(taskId, callContext).then(undefined, storeFailure("load", taskId)),
+        }, (error: unknown) => {
+          ended(callContext)
+          return storeFailure("save", task.id)(error)
+        })
+      },
+      load: (taskId, callContext) => {
+        began(callContext)
+        return store.load(taskId, callContext).then((task) => {
+          ended(callContext)
+          return task
+        }, (error: unknown) => {
+          ended(callContext)
+          return storeFailure("load", taskId)(error)
+        })
+      },
       list: (params, callContext) => store.list(params, callContext).then(undefined, storeFailure("list", ""))
     }
     // Resolves true once the final state is saved through the watched store,
-    // false when that does not happen soon (nobody is processing the events).
-    const finalSaved = (taskId: string, state: TaskState | undefined): Promise<boolean> =>
+    // false once the request's store calls have been quiet for a while
+    // (nobody is processing the events) or after `saveWaitLimit` in all.
+    const finalSaved = (taskId: string, state: TaskState | undefined, callContext: ServerCallContext | undefined): Promise<boolean> =>
       new Promise((resolve) => {
-        const timer = setTimeout(() => {
+        const startedAt = performance.now()
+        let timer: ReturnType<typeof setTimeout>
+        const check = () => {
+          const now = performance.now()
+          const activity = callContext === undefined ? undefined : (callContext as Active)[activityKey]
+          const busy = activity !== undefined && activity.inFlight > 0
+          const quietFor = now - Math.max(activity?.lastEnded ?? 0, startedAt)
+          if (now - startedAt < saveWaitLimit && (busy || quietFor < saveIdle)) {
+            timer = setTimeout(check, busy ? saveIdle : saveIdle - quietFor)
+            return
+          }
           if (awaitingSave.get(taskId) === waiting) awaitingSave.delete(taskId)
           resolve(false)
-        }, 100)
+        }
         const waiting = {
           state,
           saved: () => {
@@ -582,6 +640,7 @@ export const make = <E, R>(
           }
         }
         awaitingSave.set(taskId, waiting)
+        timer = setTimeout(check, saveIdle)
       })
 
     const makeRequest = (context: RequestContext): AgentRequest => ({
@@ -692,7 +751,7 @@ export const make = <E, R>(
         bus.publish(AgentEvent.statusUpdate(event))
         return publishedNow
       }
-      const saved = finalSaved(taskId, state)
+      const saved = finalSaved(taskId, state, context.context)
       bus.publish(AgentEvent.statusUpdate(event))
       return saved.then((done) => done ? undefined : runPromise(persistFinal(context, events, initial, event)))
     }

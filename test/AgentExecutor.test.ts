@@ -11,7 +11,7 @@ import {
   UnauthenticatedUser
 } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, ConfigProvider, Data, Deferred, Duration, Effect, Exit, FastCheck, Option, Schema, Scope, Tracer } from "effect"
+import { Cause, ConfigProvider, Data, Deferred, Duration, Effect, Exit, FastCheck, Fiber, Option, Schema, Scope, Tracer } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as FailureHint from "../src/FailureHint.js"
@@ -487,6 +487,71 @@ describe("AgentExecutor", () => {
         (task: Task) => task.status?.state === TaskState.TASK_STATE_COMPLETED
       )
       expect(textOf(done)).toBe("late")
+    }))
+
+  // An in-memory store whose calls take `delay`, and fail while `down` is set.
+  const flakyStore = (delay: Duration.DurationInput) => {
+    const memory = new InMemoryTaskStore()
+    const state = { down: false }
+    const call = <A>(run: () => Promise<A>) =>
+      new Promise((resolve) => setTimeout(resolve, Duration.toMillis(delay))).then(() => {
+        if (state.down) throw new Error("connection refused")
+        return run()
+      })
+    const store: TaskStore = {
+      save: (task, context) => call(() => memory.save(task, context)),
+      load: (taskId, context) => call(() => memory.load(taskId, context)),
+      list: (params, context) => memory.list(params, context)
+    }
+    return { store, state, memory }
+  }
+
+  it.scopedLive("on a slow store every progress status of a run is kept: the final state is not written ahead of them", () =>
+    Effect.gen(function* () {
+      const { store } = flakyStore("2 millis")
+      const steps: AgentExecutor.Agent = () =>
+        Effect.forEach(Array.from({ length: 60 }, (_, i) => i), (i) => AgentExecutor.status(`step ${i}`), { discard: true }).pipe(
+          Effect.as(AgentExecutor.completedText("done"))
+        )
+      const server = yield* A2AServer.make({ agent: steps, card, taskStore: store })
+      const client = yield* makeClient(server.url)
+      const answer = yield* send(client, "go")
+      const progress = (task: Task) => (task.history ?? []).filter((message) => JSON.stringify(message).includes("step ")).length
+      expect([answer.status?.state, progress(answer)]).toEqual([TaskState.TASK_STATE_COMPLETED, 60])
+      const stored = yield* Effect.promise(() => client.getTask({ tenant: "", id: answer.id }))
+      expect([stored.status?.state, progress(stored)]).toEqual([TaskState.TASK_STATE_COMPLETED, 60])
+    }))
+
+  it.scopedLive("a store that is down when a run ends is retried until it is back: the task ends, it does not stay WORKING", () =>
+    Effect.gen(function* () {
+      const { store, state, memory } = flakyStore(0)
+      const release = yield* Deferred.make<void>()
+      const started = yield* Deferred.make<void>()
+      const server = yield* A2AServer.make({
+        agent: () => Deferred.succeed(started, void 0).pipe(Effect.zipRight(Deferred.await(release)), Effect.as(AgentExecutor.completedText("kept"))),
+        card,
+        taskStore: store
+      })
+      const client = yield* makeClient(server.url)
+      const answer = yield* Effect.fork(Effect.promise(() =>
+        client.sendMessage({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} }).then(
+          () => "answered",
+          () => "failed"
+        )
+      ))
+      yield* Deferred.await(started)
+      state.down = true
+      yield* Deferred.succeed(release, void 0)
+      yield* Effect.sleep("400 millis")
+      state.down = false
+      // The caller's own answer could not be saved; the run's end is written once the store is back.
+      expect(yield* Fiber.join(answer)).toBe("failed")
+      const context = new ServerCallContext({ user: new UnauthenticatedUser() })
+      const tasks = yield* eventually(
+        Effect.promise(() => memory.list({ tenant: "", contextId: "", status: 0, pageSize: 10, pageToken: "", historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: false }, context)),
+        (listed) => listed.tasks.length === 1 && listed.tasks[0]?.status?.state === TaskState.TASK_STATE_COMPLETED
+      )
+      expect(textOf(tasks.tasks[0])).toBe("kept")
     }))
 
   type Kind = "message" | "nested" | "defect" | "parse"
