@@ -55,9 +55,10 @@ import { idString, isStale } from "./internal/ledgerStore.js"
  * - `Timeout`: waiting for another run of the key took longer than allowed.
  * - `NotFound`: the entry waited for does not exist (any more).
  * - `InvalidResult`: a result could not be encoded or a stored one decoded.
- * - `InvalidKey`: the key or its identity holds NUL (U+0000), which
- *   PostgreSQL cannot store; refused by every ledger, before its store, so
- *   that a key works the same on each.
+ * - `InvalidKey`: the key or its identity holds NUL (U+0000) or a lone
+ *   surrogate, or is over 2000 bytes of UTF-8 together, which PostgreSQL
+ *   cannot store or keep apart; refused by every ledger, before its store,
+ *   so that a key works the same on each.
  * - `Unavailable`: the store failed (database down, migration failed, …).
  *
  * @since 0.1.0
@@ -474,18 +475,32 @@ const makeNotifier = () => {
   }
 }
 
+// PostgreSQL's index holds about 2700 bytes of a row's key columns.
+const maxIdBytes = 2000
+
+const invalidId = (id: RowId): string | undefined => {
+  const parts = [id.key, id.tenant, id.principal]
+  if (parts.some((part) => part.includes("\u0000"))) return "a key and its identity must not contain NUL (U+0000)"
+  // Stored as UTF-8, a lone surrogate becomes U+FFFD: two different keys would be one.
+  if (parts.some((part) => /\p{Surrogate}/u.test(part))) return "a key and its identity must be well-formed Unicode (no lone surrogate)"
+  const bytes = parts.reduce((sum, part) => sum + Buffer.byteLength(part, "utf8"), 0)
+  if (bytes > maxIdBytes) return `a key and its identity must be at most ${maxIdBytes} bytes of UTF-8 together (got ${bytes})`
+  return undefined
+}
+
 /**
- * `id` as a caller gave it, refused when it holds NUL: PostgreSQL text
- * cannot store it, so every ledger refuses it alike. Rows read back from a
- * store are not checked: SQLite and memory ledgers of earlier versions kept
- * such keys, and those entries must still expire.
+ * `id` as a caller gave it, refused when a SQL ledger could not keep it
+ * apart from others (NUL, a lone surrogate, too long for an index): every
+ * ledger refuses it alike. Rows read back from a store are not checked:
+ * SQLite and memory ledgers of earlier versions kept such keys, and those
+ * entries must still expire.
  */
-const checkedId = (id: RowId): Effect.Effect<RowId, IdempotencyError> =>
-  id.key.includes("\u0000") || id.tenant.includes("\u0000") || id.principal.includes("\u0000")
-    ? Effect.fail(
-      new IdempotencyError({ reason: "InvalidKey", key: id.key, detail: "a key and its identity must not contain NUL (U+0000)" })
-    )
-    : Effect.succeed(id)
+const checkedId = (id: RowId): Effect.Effect<RowId, IdempotencyError> => {
+  const detail = invalidId(id)
+  return detail === undefined
+    ? Effect.succeed(id)
+    : Effect.fail(new IdempotencyError({ reason: "InvalidKey", key: id.key, detail }))
+}
 
 const requestRow = (ref: EntryRef): RowId => ({
   scope: "request",

@@ -85,11 +85,12 @@ describe("A2AServer idempotency on two replicas sharing PostgreSQL", () => {
       }
     }), { timeout: 60_000 })
 
-  it.scopedLive("a key or tenant holding NUL, which PostgreSQL text cannot store, is refused as invalid params, not as an outage", () =>
+  it.scopedLive("a key or tenant PostgreSQL cannot store or keep apart (NUL, a lone surrogate, too long) is refused as invalid params, not as an outage", () =>
     Effect.gen(function*() {
       const runs = new Map<string, number>()
       const { a } = yield* replicas(runs)
-      for (const [tenant, key] of [["", "pg-k\u0000-5"], ["ac\u0000me", "pg-k-6"]] as const) {
+      const refused = [["", "pg-k\u0000-5", "NUL"], ["ac\u0000me", "pg-k-6", "NUL"], ["", "pg-k-\uD800", "lone surrogate"], ["", "k".repeat(3000), "2000 bytes"]] as const
+      for (const [tenant, key, why] of refused) {
         const params = SendMessageRequest.toJSON({
           tenant,
           message: keyed("book", key),
@@ -97,7 +98,7 @@ describe("A2AServer idempotency on two replicas sharing PostgreSQL", () => {
           metadata: {}
         })
         const { text } = yield* rpc(`${a.url}/a2a/jsonrpc`, "SendMessage", params)
-        expect(JSON.parse(text)).toMatchObject({ error: { code: -32602, message: expect.stringContaining("NUL") } })
+        expect(JSON.parse(text)).toMatchObject({ error: { code: -32602, message: expect.stringContaining(why) } })
       }
       expect(runs.size).toBe(0)
     }), { timeout: 60_000 })

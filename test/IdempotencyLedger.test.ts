@@ -147,6 +147,11 @@ const ledgerSuite = (backend: Backend) =>
           expect(refused).toMatchObject({ reason: "InvalidKey" })
           expect(refused.message).toContain("must not contain NUL")
         }
+        // Two keys that differ only in a lone surrogate would be one key in UTF-8; a key too long for an index.
+        expect((yield* Effect.flip(begin(l, "k\uD800"))).message).toContain("no lone surrogate")
+        expect((yield* Effect.flip(begin(l, "k", { tenant: "\uDC00", user: "ana" }))).message).toContain("no lone surrogate")
+        expect((yield* Effect.flip(begin(l, "k".repeat(2001)))).message).toContain("at most 2000 bytes of UTF-8 together (got 2008)")
+        expect((yield* begin(l, "\u{1F600}".repeat(497)))._tag).toBe("Started")
         expect(ran).toBe(0)
         // Nothing was stored: the same key without NUL starts afresh.
         expect((yield* begin(l, "k1"))._tag).toBe("Started")

@@ -284,10 +284,11 @@ export const make = (deps: {
         return yield* Effect.dieMessage("idempotency entry stayed interrupted")
       }).pipe(
         Effect.catchTag("IdempotencyConflict", () => Effect.fail(new RequestMalformedError(conflictText))),
-        // NUL in the key (only metadata can carry it), the tenant or the user name: not an outage.
+        // A key (with its tenant and user name) no ledger can keep: the caller's mistake, not an outage.
         Effect.catchIf(
-          (error) => error instanceof IdempotencyLedger.IdempotencyError && error.reason === "InvalidKey",
-          () => Effect.fail(new RequestMalformedError("idempotency key, tenant and user name must not contain NUL (U+0000)"))
+          (error): error is IdempotencyLedger.IdempotencyError =>
+            error instanceof IdempotencyLedger.IdempotencyError && error.reason === "InvalidKey",
+          (error) => Effect.fail(new RequestMalformedError(`idempotency key: ${error.detail}`))
         )
       )
 
