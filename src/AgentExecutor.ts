@@ -324,6 +324,15 @@ interface Run {
   readonly abandon: () => Promise<void>
 }
 
+// A custom store's call that throws instead of rejecting, as a rejection: every call it began then ends.
+const settled = <A>(call: () => Promise<A>): Promise<A> => {
+  try {
+    return call()
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
 // On the context of a request: its store calls in flight, and when the last one ended.
 const activityKey = Symbol("effect-a2a/StoreActivity")
 interface Active {
@@ -537,14 +546,19 @@ export const make = <E, R>(
           await manager.processEvent(AgentEvent.statusUpdate(event))
           return true
         })
-      // A store that is down for a while (a failover) is waited for, within bounds.
+      // A store that is down for a while (a failover) is waited for, within bounds; a shutdown stops waiting.
       const retried = (createMissing: boolean) => Effect.retry(attempt(createMissing), persistRetry)
+      const ids = { taskId: context.taskId, contextId: context.contextId }
       return retried(false).pipe(
         Effect.flatMap((done) => done ? Effect.void : Effect.zipRight(Effect.sleep("100 millis"), retried(true))),
         Effect.catchAllCause((cause) =>
           Effect.logWarning("Could not persist the final task state").pipe(
-            Effect.annotateLogs({ taskId: context.taskId, contextId: context.contextId, cause: internalFailure.renderCause(cause) })
+            Effect.annotateLogs({ ...ids, cause: internalFailure.renderCause(cause) })
           )
+        ),
+        Effect.onInterrupt(() =>
+          Effect.logWarning("Could not persist the final task state before the server shut down: the task store was unavailable")
+            .pipe(Effect.annotateLogs(ids))
         )
       )
     }
@@ -588,7 +602,7 @@ export const make = <E, R>(
     const watchedStore: TaskStore | undefined = store === undefined ? undefined : {
       save: (task, callContext) => {
         began(callContext)
-        return store.save(task, callContext).then(() => {
+        return settled(() => store.save(task, callContext)).then(() => {
           ended(callContext)
           const waiting = awaitingSave.get(task.id)
           const state = task.status?.state
@@ -603,7 +617,7 @@ export const make = <E, R>(
       },
       load: (taskId, callContext) => {
         began(callContext)
-        return store.load(taskId, callContext).then((task) => {
+        return settled(() => store.load(taskId, callContext)).then((task) => {
           ended(callContext)
           return task
         }, (error: unknown) => {
@@ -734,6 +748,18 @@ export const make = <E, R>(
       )
     }
 
+    // Final states written by the executor itself, on their own fibers: a shutdown stops them at its deadline.
+    const persisting = new Set<Fiber.RuntimeFiber<void>>()
+    const persisted = (persist: Effect.Effect<void>): Promise<void> =>
+      new Promise((resolve) => {
+        const fiber = runFork(persist)
+        persisting.add(fiber)
+        fiber.addObserver(() => {
+          persisting.delete(fiber)
+          resolve()
+        })
+      })
+
     const publishFinal = (
       context: RequestContext,
       events: RunEvents,
@@ -753,7 +779,7 @@ export const make = <E, R>(
       }
       const saved = finalSaved(taskId, state, context.context)
       bus.publish(AgentEvent.statusUpdate(event))
-      return saved.then((done) => done ? undefined : runPromise(persistFinal(context, events, initial, event)))
+      return saved.then((done) => done ? undefined : persisted(persistFinal(context, events, initial, event)))
     }
 
     // Plain promises around one fiber per run.
@@ -1026,6 +1052,7 @@ export const make = <E, R>(
       Effect.gen(function* () {
         yield* Effect.timeoutOption(awaitAll, deadline)
         for (const run of allRuns()) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
+        for (const fiber of persisting) fiber.unsafeInterruptAsFork(shutdownFiberId)
         // Interrupted runs still publish FAILED and persist it.
         yield* Effect.timeoutOption(awaitAll, Duration.seconds(5))
         // Those that cannot be interrupted yet are ended without them: no task stays WORKING.

@@ -1,4 +1,4 @@
-import { type Task, TaskState } from "@a2a-js/sdk"
+import { SendMessageRequest, type Task, TaskState } from "@a2a-js/sdk"
 import {
   type AgentExecutionEvent,
   DefaultExecutionEventBus,
@@ -552,6 +552,70 @@ describe("AgentExecutor", () => {
         (listed) => listed.tasks.length === 1 && listed.tasks[0]?.status?.state === TaskState.TASK_STATE_COMPLETED
       )
       expect(textOf(tasks.tasks[0])).toBe("kept")
+    }))
+
+  it.live("a shutdown stops waiting for a store that is down at its deadline: no store call after it, the task's ids logged", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const { store, state } = flakyStore(0)
+      const after = { stopped: false, calls: 0 }
+      const counted: TaskStore = {
+        save: (task, context) => {
+          if (after.stopped) after.calls++
+          return store.save(task, context)
+        },
+        load: (taskId, context) => {
+          if (after.stopped) after.calls++
+          return store.load(taskId, context)
+        },
+        list: (params, context) => store.list(params, context)
+      }
+      const scope = yield* Scope.make()
+      const server = yield* A2AServer.make({
+        agent: () => Effect.as(Effect.sleep("100 millis"), AgentExecutor.completedText("done")),
+        card,
+        taskStore: counted,
+        shutdownTimeout: "300 millis"
+      }).pipe(Scope.extend(scope), Effect.provide(logs.layer))
+      const answer = yield* rpc(server.rpcUrl, "SendMessage", SendMessageRequest.toJSON({
+        tenant: "",
+        message: userMessage("go"),
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+        metadata: {}
+      }))
+      const taskId = (JSON.parse(answer.text) as { result: { task: { id: string } } }).result.task.id
+      state.down = true
+      yield* Effect.sleep("300 millis")
+      const started = Date.now()
+      yield* Scope.close(scope, Exit.void)
+      after.stopped = true
+      expect(Date.now() - started).toBeLessThan(3_000)
+      yield* Effect.sleep("500 millis")
+      expect(after.calls).toBe(0)
+      expect(logs.lines.find((line) => line.message.includes("before the server shut down"))?.annotations).toMatchObject({ taskId })
+    })
+  })
+
+  it.scopedLive("a custom store that throws instead of rejecting does not hold the run: it ends within the usual wait", () =>
+    Effect.gen(function* () {
+      const memory = new InMemoryTaskStore()
+      let thrown = 0
+      const store: TaskStore = {
+        load: (taskId, context) => memory.load(taskId, context),
+        list: (params, context) => memory.list(params, context),
+        save: (task, context) => {
+          if (thrown === 0 && task.status?.state === TaskState.TASK_STATE_COMPLETED) {
+            thrown++
+            throw new Error("refused")
+          }
+          return memory.save(task, context)
+        }
+      }
+      const server = yield* A2AServer.make({ agent: () => Effect.succeed(AgentExecutor.completedText("done")), card, taskStore: store })
+      yield* rpc(server.rpcUrl, "SendMessage", SendMessageRequest.toJSON({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} }))
+      expect(thrown).toBe(1)
+      // 200 checks 10 ms apart: well under the 30 s a run waits for a store call that never ends.
+      yield* eventually(server.executor.running, (running) => running === 0)
     }))
 
   type Kind = "message" | "nested" | "defect" | "parse"
