@@ -101,7 +101,7 @@ const isInternalError = (result: unknown): boolean =>
  * The longest ids the SDK's database task table holds (`varchar(36)` and
  * `varchar(255)` columns); PostgreSQL also refuses NUL in text.
  */
-const storedIdLimits = { id: 36, taskId: 36, contextId: 36, tenant: 255 } as const
+const storedIdLimits = { id: 36, taskId: 36, contextId: 36, referenceTaskIds: 36, tenant: 255 } as const
 
 const characters = (text: string): number => (text.length <= 36 ? text.length : [...text].length)
 
@@ -123,6 +123,8 @@ export const unstorableId = (params: unknown): string | undefined => {
   if (typeof message === "object" && message !== null) {
     fields.push(["taskId", (message as { readonly taskId?: unknown }).taskId])
     fields.push(["contextId", (message as { readonly contextId?: unknown }).contextId])
+    const references = (message as { readonly referenceTaskIds?: unknown }).referenceTaskIds
+    if (Array.isArray(references)) for (const reference of references) fields.push(["referenceTaskIds", reference])
   }
   for (const [name, value] of fields) {
     if (typeof value !== "string") continue
