@@ -143,7 +143,7 @@ export interface IdempotencyOptions {
  * the connection when it stops. Needs `kysely` plus `better-sqlite3` (SQLite)
  * or `pg` (PostgreSQL). Ids the SDK's table cannot hold are refused with
  * -32602 before anything runs, on either database: a task or context id
- * over 36 characters, a tenant over 255, any id with NUL.
+ * over 36 characters, a tenant over 255, any id with NUL or a lone surrogate.
  *
  * @example
  * ```ts

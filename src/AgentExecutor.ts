@@ -246,6 +246,13 @@ export interface Options<R = never> extends Hooks<R> {
    * wrote to it stops a run here within about a second.
    */
   readonly taskStore?: TaskStore | undefined
+  /**
+   * How long a final state that no caller's handler saved (the store was
+   * down, or the stream was dropped) is retried while the task store
+   * fails, before a warning is logged and the task is left as stored. A
+   * shutdown stops retrying at its deadline. Default: 30 seconds.
+   */
+  readonly finalSaveTimeout?: Duration.DurationInput | undefined
 }
 
 /**
@@ -341,8 +348,9 @@ interface Active {
 // How long a run's final save is waited for once its request's store calls are quiet, and in all.
 const saveIdle = 100
 const saveWaitLimit = 30_000
-// Writing a final state the handler did not: retried while the store is down, for about half a minute.
-const persistRetry = Schedule.exponential("100 millis").pipe(Schedule.either(Schedule.spaced("5 seconds")), Schedule.upTo("30 seconds"))
+// Writing a final state the handler did not: retried while the store is down, at most 5 s apart.
+const persistRetry = (timeout: Duration.DurationInput) =>
+  Schedule.exponential("100 millis").pipe(Schedule.either(Schedule.spaced("5 seconds")), Schedule.upTo(timeout))
 
 /** Why a run that did not stop at a shutdown ended FAILED: its fiber could not be interrupted in time. */
 class ShutdownTimeout extends Data.TaggedError("ShutdownTimeout")<{ readonly message: string }> {}
@@ -547,7 +555,7 @@ export const make = <E, R>(
           return true
         })
       // A store that is down for a while (a failover) is waited for, within bounds; a shutdown stops waiting.
-      const retried = (createMissing: boolean) => Effect.retry(attempt(createMissing), persistRetry)
+      const retried = (createMissing: boolean) => Effect.retry(attempt(createMissing), finalSaveRetry)
       const ids = { taskId: context.taskId, contextId: context.contextId }
       return retried(false).pipe(
         Effect.flatMap((done) => done ? Effect.void : Effect.zipRight(Effect.sleep("100 millis"), retried(true))),
@@ -703,6 +711,7 @@ export const make = <E, R>(
         : failureFinal(request, cause)
 
     const afterTimeout = Duration.decode(options.afterExecuteTimeout ?? Duration.seconds(10))
+    const finalSaveRetry = persistRetry(options.finalSaveTimeout ?? Duration.seconds(30))
     /**
      * The final status after the `afterExecute` hook, which runs once per
      * run (`hook.entered`): an interrupted hook is not run again for the

@@ -4,7 +4,7 @@
  */
 import { type Message, SendMessageRequest, type StreamResponse, TaskState } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
-import { InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
+import { InMemoryTaskStore, ServerCallContext, type TaskStore, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, FastCheck, Layer, Runtime, type Scope } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
@@ -152,7 +152,9 @@ describe("A2AServer request-level idempotency", () => {
           return memory.save(task, context)
         }
       }
-      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {}, taskStore }).pipe(Effect.provide(logs.layer))
+      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {}, taskStore, finalSaveTimeout: "300 millis" }).pipe(
+        Effect.provide(logs.layer)
+      )
       const first = yield* rawSend(server.url, keyed("ship", "k-store"))
       expect(first.error?.code).toBe(-32603)
       const again = yield* sendTo(server.url, keyed("ship", "k-store"))
@@ -164,6 +166,28 @@ describe("A2AServer request-level idempotency", () => {
         level: "ERROR",
         annotations: { taskId: again.id, idempotencyKey: "k-store", savedToStore: "true" }
       })
+    })))
+
+  it.scopedLive("a store that is down for a moment: the entry records the end the run writes once it is back, as the store holds it", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const memory = new InMemoryTaskStore()
+      const store = { down: true }
+      const taskStore: TaskStore = {
+        load: (taskId, context) => store.down ? Promise.reject(new Error("connection refused")) : memory.load(taskId, context),
+        list: (params, context) => memory.list(params, context),
+        save: (task, context) => store.down ? Promise.reject(new Error("connection refused")) : memory.save(task, context)
+      }
+      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {}, taskStore })
+      const first = yield* rawSend(server.url, keyed("ship", "k-outage"))
+      expect(first.error?.code).toBe(-32603)
+      yield* Effect.sleep("300 millis")
+      store.down = false
+      const again = yield* sendTo(server.url, keyed("ship", "k-outage"))
+      const context = new ServerCallContext({ user: new UnauthenticatedUser() })
+      const stored = yield* Effect.promise(() => memory.load(again.id, context))
+      expect([again.status?.state, stored?.status?.state]).toEqual([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_COMPLETED])
+      expect(runs.get("ship")).toBe(1)
     })))
 
   it.scopedLive("a repeat while it runs joins it: same task id, one run; a blocking caller gets the end, a streaming one follows the run", () =>

@@ -96,6 +96,9 @@ describe("A2AServer on PostgreSQL", () => {
       expect(tooLong.error).toMatchObject({ code: -32602, message: "contextId must be at most 36 characters for this server's task store" })
       expect((yield* sendWith("c\u0000")).error).toMatchObject({ code: -32602, message: "contextId must not contain NUL (U+0000)" })
       expect((yield* post("GetTask", { id: "t\u0000" })).error).toMatchObject({ code: -32602 })
+      // PostgreSQL would store both as U+FFFD: one context, one tenant.
+      expect((yield* sendWith("c\uD800")).error).toMatchObject({ code: -32602, message: "contextId must be well-formed Unicode (no lone surrogate)" })
+      expect((yield* post("ListTasks", { tenant: "acme-\uDFFF" })).error).toMatchObject({ code: -32602 })
       const referencing = SendMessageRequest.toJSON({ tenant: "", message: userMessage("hi", { referenceTaskIds: ["r\u0000"] }), configuration: undefined, metadata: {} })
       expect((yield* post("SendMessage", referencing)).error).toMatchObject({ code: -32602, message: "referenceTaskIds must not contain NUL (U+0000)" })
       expect(ran).toEqual([])

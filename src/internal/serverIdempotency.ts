@@ -311,6 +311,8 @@ export const make = (deps: {
       )
 
     const assigned = new WeakMap<ServerCallContext, string>()
+    // The context id the handler gave each request's run, for a task recorded without the store.
+    const runContexts = new WeakMap<ServerCallContext, string>()
 
     // The runs of this process by task id: a send that returns immediately is
     // answered before its run ends, and its entry must record that end.
@@ -345,6 +347,7 @@ export const make = (deps: {
         const original = self._createRequestContext.bind(this)
         self._createRequestContext = async (request, context) => {
           const built = await original(request, context)
+          runContexts.set(context, built.contextId)
           const taskId = assigned.get(context)
           if (taskId === undefined || request.message?.taskId) return built
           assigned.delete(context)
@@ -372,7 +375,7 @@ export const make = (deps: {
             yield* ledger.abandon({ ...prepared.ref, lease: held })
             return
           }
-          const stored = yield* Effect.promise(() =>
+          const read = Effect.promise(() =>
             taskStore.load(taskId, context).catch((error: unknown) =>
               // The entry then records what the run returned; say why.
               runPromise(
@@ -383,11 +386,17 @@ export const make = (deps: {
               )
             )
           )
-          let final = stored ?? result
+          let final = (yield* read) ?? result
+          if (final === undefined) {
+            // The handler gave up (its store refused a save), but the run may go on and write its end
+            // itself once the store is back: that end is what the entry records, read after the run.
+            yield* ledger.withLease({ ...prepared.ref, lease: held, duration: lease }, runEnded(taskId))
+            final = yield* read
+          }
           if (final === undefined) {
             // The run started, but no task of it can be read (its store refused it): the entry records it
             // FAILED, so that a repeat does not run its side effects again.
-            const { errorId, task } = failedTask(taskId, prepared.contextId || randomUUID(), undefined)
+            const { errorId, task } = failedTask(taskId, runContexts.get(context) || prepared.contextId || randomUUID(), undefined)
             const saved = yield* Effect.promise(() => taskStore.save(task, context).then(() => true, () => false))
             yield* Effect.logError("The run's task could not be stored; its idempotency entry records it FAILED").pipe(
               Effect.annotateLogs({ errorId, taskId, idempotencyKey: prepared.ref.key, savedToStore: String(saved) })
@@ -455,13 +464,17 @@ export const make = (deps: {
                 { ...prepared.ref, lease: outcome.lease, duration: lease },
                 Effect.tryPromise({ try: sendOnce, catch: (error) => error })
               ).pipe(Effect.exit)
-              yield* self.settle(
+              const settling = self.settle(
                 prepared,
                 outcome.lease,
                 taskId,
                 context,
                 exit._tag === "Success" ? exit.value : undefined
               ).pipe(Effect.catchAll((error) => Effect.logWarning("idempotency entry could not be recorded", error)))
+              // A failed answer is not held back: the run may still be writing its end, which the entry then
+              // records in the background (a repeat meanwhile joins the running entry).
+              if (exit._tag === "Success") yield* settling
+              else runFork(settling)
               return yield* exit
             }
           }

@@ -99,7 +99,8 @@ const isInternalError = (result: unknown): boolean =>
  */
 /**
  * The longest ids the SDK's database task table holds (`varchar(36)` and
- * `varchar(255)` columns); PostgreSQL also refuses NUL in text.
+ * `varchar(255)` columns); PostgreSQL also refuses NUL in text, and keeps
+ * no lone surrogate apart from another.
  */
 const storedIdLimits = { id: 36, taskId: 36, contextId: 36, referenceTaskIds: 36, tenant: 255 } as const
 
@@ -130,6 +131,8 @@ export const unstorableId = (params: unknown): string | undefined => {
     if (typeof value !== "string") continue
     const limit = storedIdLimits[name as keyof typeof storedIdLimits]
     if (value.includes("\u0000")) return `${name} must not contain NUL (U+0000)`
+    // Stored as UTF-8, a lone surrogate becomes U+FFFD: two different ids would be one.
+    if (/\p{Surrogate}/u.test(value)) return `${name} must be well-formed Unicode (no lone surrogate)`
     if (characters(value) > limit) return `${name} must be at most ${limit} characters for this server's task store`
   }
   return undefined
