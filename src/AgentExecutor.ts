@@ -593,8 +593,9 @@ export const make = <E, R>(
     // The store calls in flight, and when the last one ended: while the
     // handler is still working through a run's events (a slow store, many
     // events), its final save is waited for, not written ahead of them.
-    // Counted per request: the handler works through a run's events under the context of the request that
-    // started it, while readers of the task (GetTask, a cancel on another replica) come with their own.
+    // Counted per request: the handler works through a run's events under
+    // the context of the request that started it, while readers of the task
+    // (GetTask, a cancel from another replica) come with their own.
     const began = (callContext: ServerCallContext | undefined): void => {
       if (callContext === undefined) return
       const activity = (callContext as Active)[activityKey]

@@ -42,6 +42,7 @@ import * as Memory from "./internal/ledgerMemory.js"
 import * as Sql from "./internal/ledgerSql.js"
 import type { Row, RowId, Store } from "./internal/ledgerStore.js"
 import { idString, isStale } from "./internal/ledgerStore.js"
+import { storedTextProblem } from "./internal/storedText.js"
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -480,9 +481,10 @@ const maxIdBytes = 2000
 
 const invalidId = (id: RowId): string | undefined => {
   const parts = [id.key, id.tenant, id.principal]
-  if (parts.some((part) => part.includes("\u0000"))) return "a key and its identity must not contain NUL (U+0000)"
-  // Stored as UTF-8, a lone surrogate becomes U+FFFD: two different keys would be one.
-  if (parts.some((part) => /\p{Surrogate}/u.test(part))) return "a key and its identity must be well-formed Unicode (no lone surrogate)"
+  for (const part of parts) {
+    const problem = storedTextProblem(part)
+    if (problem !== undefined) return `a key and its identity ${problem}`
+  }
   const bytes = parts.reduce((sum, part) => sum + Buffer.byteLength(part, "utf8"), 0)
   if (bytes > maxIdBytes) return `a key and its identity must be at most ${maxIdBytes} bytes of UTF-8 together (got ${bytes})`
   return undefined

@@ -259,7 +259,6 @@ export const make = (deps: {
     interface Prepared {
       readonly ref: IdempotencyLedger.EntryRef
       readonly outcome: IdempotencyLedger.BeginOutcome
-      readonly contextId: string
     }
 
     const begin = (params: SendMessageRequest, context: ServerCallContext, kind: "send" | "stream") =>
@@ -277,7 +276,7 @@ export const make = (deps: {
         }
         for (let attempt = 0; attempt < 3; attempt++) {
           const outcome = yield* ledger.begin(request)
-          if (outcome._tag !== "Interrupted") return { ref, outcome, contextId: message.contextId } satisfies Prepared
+          if (outcome._tag !== "Interrupted") return { ref, outcome } satisfies Prepared
           // Record it FAILED now rather than at the next sweep, then read it back.
           yield* ledger.expireLease({ ...ref, onExpired })
         }
@@ -396,7 +395,7 @@ export const make = (deps: {
           if (final === undefined) {
             // The run started, but no task of it can be read (its store refused it): the entry records it
             // FAILED, so that a repeat does not run its side effects again.
-            const { errorId, task } = failedTask(taskId, runContexts.get(context) || prepared.contextId || randomUUID(), undefined)
+            const { errorId, task } = failedTask(taskId, runContexts.get(context) ?? randomUUID(), undefined)
             const saved = yield* Effect.promise(() => taskStore.save(task, context).then(() => true, () => false))
             yield* Effect.logError("The run's task could not be stored; its idempotency entry records it FAILED").pipe(
               Effect.annotateLogs({ errorId, taskId, idempotencyKey: prepared.ref.key, savedToStore: String(saved) })

@@ -18,6 +18,7 @@ import {
 } from "@a2a-js/sdk/server"
 import { RequestMalformedError } from "@a2a-js/sdk/errors"
 import type { Readable } from "node:stream"
+import { storedTextProblem } from "./storedText.js"
 
 /** @internal */
 export const INTERNAL_ERROR = -32603
@@ -91,16 +92,8 @@ const isInternalError = (result: unknown): boolean =>
   (result as { error?: { code?: unknown } }).error?.code === INTERNAL_ERROR
 
 /**
- * `handler`, noting the call contexts it was called with and keeping what
- * its calls reject with under their call context: the SDK's transport
- * answers a rejection as -32603 with its message only, and the server log
- * wants the whole error. The caller gets the handler's own promise, so no
- * step is added.
- */
-/**
  * The longest ids the SDK's database task table holds (`varchar(36)` and
- * `varchar(255)` columns); PostgreSQL also refuses NUL in text, and keeps
- * no lone surrogate apart from another.
+ * `varchar(255)` columns).
  */
 const storedIdLimits = { id: 36, taskId: 36, contextId: 36, referenceTaskIds: 36, tenant: 255 } as const
 
@@ -110,10 +103,8 @@ const characters = (text: string): number => (text.length <= 36 ? text.length : 
  * Why a request's ids cannot be stored, or undefined: checked before
  * anything runs, since a run whose task cannot be saved would have its
  * side effects and no task.
- *
- * @internal
  */
-export const unstorableId = (params: unknown): string | undefined => {
+const unstorableId = (params: unknown): string | undefined => {
   if (typeof params !== "object" || params === null) return undefined
   const { message } = params as { readonly message?: unknown }
   const fields: Array<[string, unknown]> = [
@@ -130,17 +121,23 @@ export const unstorableId = (params: unknown): string | undefined => {
   for (const [name, value] of fields) {
     if (typeof value !== "string") continue
     const limit = storedIdLimits[name as keyof typeof storedIdLimits]
-    if (value.includes("\u0000")) return `${name} must not contain NUL (U+0000)`
-    // Stored as UTF-8, a lone surrogate becomes U+FFFD: two different ids would be one.
-    if (/\p{Surrogate}/u.test(value)) return `${name} must be well-formed Unicode (no lone surrogate)`
+    const problem = storedTextProblem(value)
+    if (problem !== undefined) return `${name} ${problem}`
     if (characters(value) > limit) return `${name} must be at most ${limit} characters for this server's task store`
   }
   return undefined
 }
 
-const sendMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream"])
-const taskMethods = new Set<PropertyKey>(["getTask", "cancelTask", "resubscribe", "listTasks"])
+const storedIdMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream", "getTask", "cancelTask", "resubscribe", "listTasks"])
 
+/**
+ * `handler`, noting the call contexts it was called with and keeping what
+ * its calls reject with under their call context: the SDK's transport
+ * answers a rejection as -32603 with its message only, and the server log
+ * wants the whole error. The caller gets the handler's own promise, so no
+ * step is added. With `checkIds`, a call whose ids the task store cannot
+ * hold is refused (-32602) before the handler sees it.
+ */
 const capturing = (
   handler: A2ARequestHandler,
   called: WeakSet<object>,
@@ -154,7 +151,7 @@ const capturing = (
       if (typeof value !== "function") return value
       let method = wrapped.get(property)
       if (method === undefined) {
-        const checked = checkIds && (sendMethods.has(property) || taskMethods.has(property))
+        const checked = checkIds && storedIdMethods.has(property)
         method = (...args: Array<unknown>) => {
           const context = args[args.length - 1]
           const isContext = typeof context === "object" && context !== null
