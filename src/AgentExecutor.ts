@@ -984,8 +984,8 @@ export const make = <E, R>(
         next()
       }
       const check = () => {
-        // Through a promise step: a store that throws instead of rejecting must not throw out of a timer.
-        Promise.resolve(context).then((c) => store.load(c.taskId, c.context)).then(
+        // `settled`: a store that throws instead of rejecting must not throw out of a timer.
+        settled(() => store.load(context.taskId, context.context)).then(
           (task) => {
             if (!watching) return
             if (task?.status?.state !== TaskState.TASK_STATE_CANCELED) return next()
@@ -1058,11 +1058,14 @@ export const make = <E, R>(
     const awaitAll = Effect.interruptible(Effect.promise(() => Promise.all(executions)))
 
     const allRuns = () => Array.from(runs.values()).flatMap((forTask) => Array.from(forTask))
+    const stopPersisting = () => {
+      for (const fiber of persisting) fiber.unsafeInterruptAsFork(shutdownFiberId)
+    }
     const stop = (deadline: Duration.DurationInput) =>
       Effect.gen(function* () {
         yield* Effect.timeoutOption(awaitAll, deadline)
         for (const run of allRuns()) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
-        for (const fiber of persisting) fiber.unsafeInterruptAsFork(shutdownFiberId)
+        stopPersisting()
         // Interrupted runs still publish FAILED and persist it.
         yield* Effect.timeoutOption(awaitAll, Duration.seconds(5))
         // Those that cannot be interrupted yet are ended without them: no task stays WORKING.
@@ -1073,6 +1076,8 @@ export const make = <E, R>(
             Duration.seconds(5)
           )
         }
+        // Final saves begun since (of interrupted or abandoned runs) stop with the shutdown too.
+        stopPersisting()
       })
     // Runs once, on its own fiber: a caller that stops waiting (a timeout) does not stop it, and a second
     // shutdown (the scope's, after the server's) waits for the first instead of starting over.
