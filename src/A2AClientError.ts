@@ -19,6 +19,13 @@ import { Duration, Schema } from "effect"
  * redirect, which is not followed (fetch keeps neither its code nor its
  * target); configure the agent's final URL.
  *
+ * @example
+ * ```ts
+ * import { A2AClientError } from "effect-a2a"
+ *
+ * // the remote side was never reached: nothing to reconcile there
+ * const unreached = (reason: A2AClientError.Reason) => reason === "ConnectionRefused" || reason === "Unavailable"
+ * ```
  * @since 0.1.0
  */
 export const Reason = Schema.Literal(
@@ -42,6 +49,13 @@ export type Reason = typeof Reason.Type
 /**
  * Whether the request may have reached the remote agent.
  *
+ * @example
+ * ```ts
+ * import { A2AClientError } from "effect-a2a"
+ *
+ * // sending again cannot run the request twice only when it never left
+ * const safeToResend = (error: A2AClientError.A2AClientError) => error.delivery === "NotSent"
+ * ```
  * @since 0.1.0
  */
 export const Delivery = Schema.Literal("NotSent", "Unknown")
@@ -82,6 +96,15 @@ export const protocolErrorNames = {
  * The A2A name of a JSON-RPC error, `"Unknown"` for a code outside the
  * specification.
  *
+ * @example
+ * ```ts
+ * import { A2AClientError } from "effect-a2a"
+ *
+ * // the remote agent no longer knows the task (restarted, expired): start a new one
+ * const forgotten = (name: A2AClientError.ProtocolErrorName | undefined) => name === "TaskNotFound"
+ * declare const error: A2AClientError.A2AClientError
+ * forgotten(error.protocolError)
+ * ```
  * @since 0.1.0
  */
 export const ProtocolErrorName = Schema.Literal(...Object.values(protocolErrorNames), "Unknown")
@@ -94,6 +117,13 @@ export type ProtocolErrorName = typeof ProtocolErrorName.Type
 /**
  * The operation a call was performing.
  *
+ * @example
+ * ```ts
+ * import { A2AClientError } from "effect-a2a"
+ *
+ * // a failed read is safe to repeat; a failed send may have started a task
+ * const isRead = (operation: A2AClientError.Operation) => operation === "GetTask" || operation === "SubscribeToTask"
+ * ```
  * @since 0.1.0
  */
 export const Operation = Schema.Literal(
@@ -164,6 +194,13 @@ export class A2AClientError extends Schema.TaggedError<A2AClientError>("effect-a
 /**
  * The name of a JSON-RPC error code.
  *
+ * @example
+ * ```ts
+ * import { A2AClientError } from "effect-a2a"
+ *
+ * A2AClientError.protocolErrorName(-32001) // "TaskNotFound"
+ * A2AClientError.protocolErrorName(-32099) // "Unknown"
+ * ```
  * @since 0.1.0
  */
 export const protocolErrorName = (code: number): ProtocolErrorName =>

@@ -42,6 +42,17 @@ import * as internalTracing from "./internal/tracing.js"
  * The card fields the server does not fill in itself: `supportedInterfaces`
  * is always derived from the bound address.
  *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ *
+ * const card: A2AServer.CardOptions = {
+ *   name: "booking",
+ *   description: "Books flights",
+ *   version: "2.1.0",
+ *   documentationUrl: "https://example.com/booking"
+ * }
+ * ```
  * @since 0.1.0
  */
 export type CardOptions = Partial<Omit<AgentCard, "supportedInterfaces">> & {
@@ -50,6 +61,22 @@ export type CardOptions = Partial<Omit<AgentCard, "supportedInterfaces">> & {
 }
 
 /**
+ * What {@link make} and {@link layer} take: the agent, its card, where to
+ * listen, and the options of the `AgentExecutor` that runs the agent.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const options: A2AServer.Options<never, never> = {
+ *   agent: () => Effect.succeed(AgentExecutor.completedText("booked")),
+ *   card: { name: "booking", description: "Books flights" },
+ *   host: "0.0.0.0",
+ *   port: 8000,
+ *   taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: "./tasks.db" })
+ * }
+ * ```
  * @since 0.1.0
  */
 export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore"> {
@@ -170,6 +197,17 @@ export const TaskStoreConfig = Data.taggedEnum<TaskStoreConfig>()
  * The database task store could not be set up: its driver is missing, its
  * table could not be created, or the database is unreachable.
  *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const server = A2AServer.make({
+ *   agent: () => Effect.succeed(AgentExecutor.completedText("booked")),
+ *   card: { name: "booking", description: "Books flights" },
+ *   taskStore: A2AServer.TaskStoreConfig.Postgres({ url: "postgresql://a2a@db/a2a" })
+ * }).pipe(Effect.tapErrorTag("TaskStoreError", (error) => Effect.logError(`task store (${error.reason}): ${error.message}`)))
+ * ```
  * @since 0.1.0
  */
 export class TaskStoreError extends Schema.TaggedError<TaskStoreError>("effect-a2a/TaskStoreError")(
@@ -216,6 +254,13 @@ export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
 /**
  * The well-known path of the agent card.
  *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const cardUrl = Effect.map(A2AServer.A2AServer, (server) => `${server.url}${A2AServer.cardPath}`)
+ * ```
  * @since 0.1.0
  */
 export const cardPath = "/.well-known/agent-card.json"
@@ -261,6 +306,20 @@ const buildCard = (options: CardOptions, baseUrl: string, rpcPath: string): Agen
  * Closing the scope stops accepting requests, lets running tasks finish
  * within `shutdownTimeout`, then ends the rest FAILED with an error id.
  *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.scoped(Effect.gen(function* () {
+ *   const server = yield* A2AServer.make({
+ *     agent: () => Effect.succeed(AgentExecutor.completedText("hello")),
+ *     card: { name: "greeter", description: "Says hello" }
+ *   })
+ *   yield* Effect.log(`JSON-RPC at ${server.rpcUrl}`)
+ *   yield* Effect.never // serves until the scope closes
+ * }))
+ * ```
  * @since 0.1.0
  */
 export const make: {
@@ -493,6 +552,18 @@ export const make: {
 /**
  * The server as a Layer: it runs while the layer is alive.
  *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { NodeRuntime } from "@effect/platform-node"
+ * import { Effect, Layer } from "effect"
+ *
+ * A2AServer.layer({
+ *   agent: () => Effect.succeed(AgentExecutor.completedText("hello")),
+ *   card: { name: "greeter", description: "Says hello" },
+ *   port: 8000
+ * }).pipe(Layer.launch, NodeRuntime.runMain)
+ * ```
  * @since 0.1.0
  */
 export const layer: {
@@ -508,6 +579,15 @@ export const layer: {
 /**
  * Why the server could not start.
  *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ *
+ * const hint = (error: A2AServer.MakeError): string =>
+ *   error._tag === "ServeError" ? "is the port free?"
+ *   : error._tag === "TaskStoreError" ? `check the task database (${error.reason})`
+ *   : "check the configuration"
+ * ```
  * @since 0.1.0
  */
 export type MakeError =

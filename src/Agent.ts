@@ -24,6 +24,15 @@ import * as RemoteOutcome from "./RemoteOutcome.js"
 /**
  * Progress reported while an agent runs.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Agent } from "effect-a2a"
+ *
+ * declare const booking: Agent.Agent
+ * const result = Agent.result(booking, "book flight 4821", (progress: Agent.Progress) =>
+ *   Effect.log(`${progress.agent}: ${progress.text}`))
+ * ```
  * @since 0.1.0
  */
 export class Progress extends Schema.TaggedClass<Progress>("effect-a2a/Agent/Progress")("Progress", {
@@ -53,6 +62,19 @@ export class Result extends Schema.TaggedClass<Result>("effect-a2a/Agent/Result"
 }) {}
 
 /**
+ * What a run emits: any number of {@link Progress} events, then a
+ * {@link Result}.
+ *
+ * @example
+ * ```ts
+ * import { Stream } from "effect"
+ * import { Agent } from "effect-a2a"
+ *
+ * declare const booking: Agent.Agent
+ * // one line per event, for a terminal
+ * const lines = Stream.map(booking.run("book flight 4821"), (event: Agent.Event) =>
+ *   event._tag === "Progress" ? `... ${event.text}` : event.text)
+ * ```
  * @since 0.1.0
  */
 export const Event = Schema.Union(Progress, Result)
@@ -86,6 +108,13 @@ export interface Agent<E = never, R = never> {
 /**
  * A {@link Result} of a local agent: text only.
  *
+ * @example
+ * ```ts
+ * import { Agent } from "effect-a2a"
+ *
+ * const result = Agent.textResult("greeter", "hello")
+ * result.outcome // Option.none(): no remote side behind it
+ * ```
  * @since 0.1.0
  */
 export const textResult = (agent: string, text: string): Result =>
@@ -123,6 +152,18 @@ export const make = <E = never, R = never>(options: {
  * The events of a run that reports progress as it goes and ends in a
  * {@link Result}: the progress first, as it happens, then the result.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Agent } from "effect-a2a"
+ *
+ * const events = Agent.eventsOf("planner", (progress) =>
+ *   Effect.gen(function*() {
+ *     yield* progress("searching flights")
+ *     yield* progress("comparing prices")
+ *     return Agent.textResult("planner", "flight 4821 is the cheapest")
+ *   }))
+ * ```
  * @since 0.1.0
  */
 export const eventsOf = <E, R>(

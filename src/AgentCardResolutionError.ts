@@ -8,6 +8,19 @@
 import { Schema } from "effect"
 
 /**
+ * Why the card could not be resolved; the error's message says what to do
+ * about each.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schedule } from "effect"
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * // the agent may still be starting: wait while it is unreachable, fail at once on a bad card
+ * const booking = RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000" }).pipe(
+ *   Effect.retry({ schedule: Schedule.spaced("1 second"), times: 10, while: (error) => error.reason === "Unreachable" })
+ * )
+ * ```
  * @since 0.1.0
  */
 export const Reason = Schema.Literal("Unreachable", "HttpStatus", "InvalidJson", "InvalidCard", "NoCompatibleTransport")

@@ -60,6 +60,16 @@ import * as Part from "./Part.js"
  * task as stored before this turn (on a follow-up), and the HTTP request
  * headers.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect, Option } from "effect"
+ *
+ * const echo: AgentExecutor.Agent = (request: AgentExecutor.AgentRequest) => {
+ *   const text = request.message.parts.map((part) => part.content?.$case === "text" ? part.content.value : "").join("")
+ *   return Effect.succeed(AgentExecutor.completedText(Option.isSome(request.task) ? `(follow-up) ${text}` : text))
+ * }
+ * ```
  * @since 0.1.0
  */
 export interface AgentRequest {
@@ -100,18 +110,54 @@ export class AgentProgress extends Context.Tag("effect-a2a/AgentExecutor/AgentPr
 >() {}
 
 /**
+ * Publishes a WORKING status with a text message, from inside an agent.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const agent: AgentExecutor.Agent = () =>
+ *   Effect.zipRight(AgentExecutor.status("checking seat availability"), Effect.succeed(AgentExecutor.completedText("seat 12A")))
+ * ```
  * @since 0.1.0
  */
 export const status = (text: string): Effect.Effect<void, never, AgentProgress> =>
   Effect.flatMap(AgentProgress, (progress) => progress.status(text))
 
 /**
+ * Publishes a WORKING status with a data part, for callers that read
+ * progress as data. A value that is not JSON data ends the run FAILED
+ * ({@link InvalidOutput}).
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const agent: AgentExecutor.Agent = () =>
+ *   Effect.gen(function* () {
+ *     yield* AgentExecutor.data({ step: 1, of: 3 })
+ *     return AgentExecutor.completedText("done")
+ *   })
+ * ```
  * @since 0.1.0
  */
 export const data = (value: unknown): Effect.Effect<void, never, AgentProgress> =>
   Effect.flatMap(AgentProgress, (progress) => progress.data(value))
 
 /**
+ * Publishes an artifact while the run goes on, before its result.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor, Part } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const draft = Part.Artifact.make({ artifactId: "draft", name: "draft.txt", description: "", parts: [Part.TextPart.make({ text: "..." })] })
+ * const agent: AgentExecutor.Agent = () =>
+ *   Effect.as(AgentExecutor.artifact(draft), AgentExecutor.completedText("draft ready"))
+ * ```
  * @since 0.1.0
  */
 export const artifact = (value: Part.Artifact): Effect.Effect<void, never, AgentProgress> =>
@@ -142,21 +188,67 @@ export type AgentResult = Data.TaggedEnum<{
 export const AgentResult = Data.taggedEnum<AgentResult>()
 
 /**
+ * A successful end: the answer's parts and the task's artifacts;
+ * {@link completedText} covers the text-only case.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor, Part } from "effect-a2a"
+ *
+ * AgentExecutor.Completed({
+ *   parts: [Part.TextPart.make({ text: "booked" }), Part.DataPart.make({ data: { booking: "4821" } })],
+ *   artifacts: []
+ * })
+ * ```
  * @since 0.1.0
  */
 export const Completed = AgentResult.Completed
 
 /**
+ * Ends the turn INPUT_REQUIRED with `question`; the caller answers with a
+ * follow-up message on the same task.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect, Option } from "effect"
+ *
+ * const agent: AgentExecutor.Agent = (request) =>
+ *   Effect.succeed(Option.isNone(request.task)
+ *     ? AgentExecutor.InputRequired({ question: "Which date?" })
+ *     : AgentExecutor.completedText("booked"))
+ * ```
  * @since 0.1.0
  */
 export const InputRequired = AgentResult.InputRequired
 
 /**
+ * Ends the turn AUTH_REQUIRED; `text` tells the caller how to authenticate.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const agent: AgentExecutor.Agent = (request) =>
+ *   Effect.succeed(request.headers["authorization"] === undefined
+ *     ? AgentExecutor.AuthRequired({ text: "Sign in to your bank account first" })
+ *     : AgentExecutor.completedText("balance: 120 EUR"))
+ * ```
  * @since 0.1.0
  */
 export const AuthRequired = AgentResult.AuthRequired
 
 /**
+ * Ends the task REJECTED: the agent declines the request, with `reason`.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const agent: AgentExecutor.Agent = () => Effect.succeed(AgentExecutor.Rejected({ reason: "I only book flights" }))
+ * ```
  * @since 0.1.0
  */
 export const Rejected = AgentResult.Rejected
@@ -164,6 +256,13 @@ export const Rejected = AgentResult.Rejected
 /**
  * A `Completed` result with one text part.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor, Part } from "effect-a2a"
+ *
+ * declare const report: Part.Artifact
+ * AgentExecutor.completedText("booked flight 4821", [report])
+ * ```
  * @since 0.1.0
  */
 export const completedText = (text: string, artifacts: ReadonlyArray<Part.Artifact> = []): AgentResult =>
@@ -175,6 +274,15 @@ export const completedText = (text: string, artifacts: ReadonlyArray<Part.Artifa
  * channel is free; every failure is reported to the caller only as an error
  * id.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Data, Effect } from "effect"
+ *
+ * class Overbooked extends Data.TaggedError("Overbooked")<{ readonly flight: string }> {}
+ * // the caller sees FAILED with an error id; the Overbooked cause is logged here
+ * const booking: AgentExecutor.Agent<Overbooked> = () => Effect.fail(new Overbooked({ flight: "4821" }))
+ * ```
  * @since 0.1.0
  */
 export type Agent<E = never, R = never> = (request: AgentRequest) => Effect.Effect<AgentResult, E, R | AgentProgress>
@@ -183,6 +291,14 @@ export type Agent<E = never, R = never> = (request: AgentRequest) => Effect.Effe
  * A failure of a run: the id it was logged under and its cause (server side
  * only, never sent).
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const alert = (failure: AgentExecutor.Failure) =>
+ *   Effect.logError("run failed", failure.cause).pipe(Effect.annotateLogs("errorId", failure.errorId))
+ * ```
  * @since 0.1.0
  */
 export interface Failure {
@@ -194,6 +310,15 @@ export interface Failure {
  * The final status update of a run, as it will be published, with the
  * failure behind it when the run failed.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * // an afterExecute hook that stamps every final status with the serving region
+ * const afterExecute = (_request: AgentExecutor.AgentRequest, final: AgentExecutor.FinalStatus) =>
+ *   Effect.succeed({ ...final, event: { ...final.event, metadata: { ...final.event.metadata, region: "eu-west-1" } } })
+ * ```
  * @since 0.1.0
  */
 export interface FinalStatus {
@@ -216,6 +341,18 @@ export interface FinalStatus {
  *   any interrupted run. For a run a cancel ended it runs within
  *   `afterExecuteTimeout`; the runs a shutdown ends are settled without it.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const hooks: AgentExecutor.Hooks = {
+ *   // no tenant header: the task is CANCELED before the agent runs
+ *   beforeExecute: (request) => Effect.succeed(request.headers["x-tenant"] === undefined),
+ *   afterExecute: AgentExecutor.failureHints(() => ({ retryable: true })),
+ *   afterExecuteTimeout: "2 seconds"
+ * }
+ * ```
  * @since 0.1.0
  */
 export interface Hooks<R = never> {
@@ -228,6 +365,20 @@ export interface Hooks<R = never> {
 }
 
 /**
+ * What {@link make} takes besides the agent: the {@link Hooks}, the name,
+ * and the task store. `A2AServer` passes its own options on.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { InMemoryTaskStore } from "@a2a-js/sdk/server"
+ *
+ * const options: AgentExecutor.Options = {
+ *   name: "booking",
+ *   taskStore: new InMemoryTaskStore(),
+ *   finalSaveTimeout: "1 minute"
+ * }
+ * ```
  * @since 0.1.0
  */
 export interface Options<R = never> extends Hooks<R> {
@@ -258,6 +409,17 @@ export interface Options<R = never> extends Hooks<R> {
 /**
  * A configuration the executor refuses to start with.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * declare const agent: AgentExecutor.Agent
+ * // ADK_DEBUG_ERRORS on with NODE_ENV=production, and allowDebugErrorsInProduction not set
+ * const executor = AgentExecutor.make(agent).pipe(
+ *   Effect.tapErrorTag("ConfigurationError", (error) => Effect.logError(error.message))
+ * )
+ * ```
  * @since 0.1.0
  */
 export class ConfigurationError extends Schema.TaggedError<ConfigurationError>("effect-a2a/ConfigurationError")(
@@ -300,6 +462,17 @@ const checked = (problem: json.NotJson | undefined): Effect.Effect<void> =>
 /**
  * The `@a2a-js/sdk` executor, plus what a server needs to stop it.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const drain = (executor: AgentExecutor.EffectAgentExecutor) =>
+ *   Effect.gen(function* () {
+ *     yield* Effect.log(`waiting for ${yield* executor.running} runs`)
+ *     yield* executor.shutdown("1 minute")
+ *   })
+ * ```
  * @since 0.1.0
  */
 export interface EffectAgentExecutor extends SdkAgentExecutor {
@@ -420,10 +593,12 @@ const taskStateName = (state: TaskState | undefined): string =>
  *
  * @example
  * ```ts
+ * import type { AgentCard } from "@a2a-js/sdk"
  * import { AgentExecutor } from "effect-a2a"
  * import { DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server"
  * import { Effect } from "effect"
  *
+ * declare const card: AgentCard
  * const program = Effect.gen(function* () {
  *   const executor = yield* AgentExecutor.make(() => Effect.succeed(AgentExecutor.completedText("hi")), {
  *     taskStore: new InMemoryTaskStore()
@@ -1107,6 +1282,15 @@ export const make = <E, R>(
 /**
  * The failure hints to attach to a failed run.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Cause } from "effect"
+ *
+ * const decide = (cause: Cause.Cause<unknown>): AgentExecutor.HintDecision =>
+ *   Cause.isInterruptedOnly(cause) ? { retryable: true } : { retryable: false, contact: "booking-oncall" }
+ * const afterExecute = AgentExecutor.failureHints(decide)
+ * ```
  * @since 0.1.0
  */
 export interface HintDecision {

@@ -68,6 +68,15 @@ import { Failed } from "./RemoteOutcome.js"
 /**
  * The state of a breaker.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * declare const breaker: CircuitBreaker.CircuitBreaker
+ * // skip an optional call while the remote is known to be failing
+ * const worthCalling = Effect.map(breaker.state, (state: CircuitBreaker.State) => state === "Closed")
+ * ```
  * @since 0.1.0
  */
 export const State = Schema.Literal("Closed", "Open", "HalfOpen")
@@ -107,6 +116,15 @@ export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("effect-a2a/Cir
 /**
  * When a closed breaker trips.
  *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * const trip: CircuitBreaker.TripPolicy = process.env.NODE_ENV === "production"
+ *   ? CircuitBreaker.failureRate({ threshold: 0.5, window: 20, minimumCalls: 10 })
+ *   : CircuitBreaker.consecutiveFailures(3)
+ * const BreakersLive = CircuitBreaker.layer({ trip })
+ * ```
  * @since 0.1.0
  */
 export type TripPolicy = internal.Policy
@@ -147,6 +165,19 @@ export const failureRate = (options: {
  * predicate says. A call that is neither a failure nor a success (an error or
  * defect the predicate does not count) leaves the counts unchanged.
  *
+ * @example
+ * ```ts
+ * import { Cause, Exit } from "effect"
+ * import { A2AClientError, CircuitBreaker } from "effect-a2a"
+ *
+ * // the default, and also HTTP 429 (the remote sheds load)
+ * const isFailure: CircuitBreaker.FailurePredicate = (exit) =>
+ *   CircuitBreaker.isRemoteFailure(exit) ||
+ *   (Exit.isFailure(exit) && Array.from(Cause.failures(exit.cause)).some((e) =>
+ *     e instanceof A2AClientError.A2AClientError && e.status === 429
+ *   ))
+ * const breaker = CircuitBreaker.make("booking", { isFailure })
+ * ```
  * @since 0.1.0
  */
 export type FailurePredicate = (exit: Exit.Exit<unknown, unknown>) => boolean
@@ -156,7 +187,8 @@ const transportReasons: ReadonlyArray<Reason> = ["ConnectionRefused", "Connectio
 /**
  * Builds a {@link FailurePredicate}. By default it counts an
  * `A2AClientError` whose reason is `ConnectionRefused`, `ConnectionLost`,
- * `Timeout` or `StreamInterrupted`, or `HttpStatus` with a 5xx status.
+ * `Timeout` or `StreamInterrupted`, or any with a 5xx HTTP status (`HttpStatus`,
+ * or `ProtocolError` when the 5xx answer held a JSON-RPC error).
  * `exclude` removes reasons; `failedOutcome` also counts a `Failed`
  * `RemoteOutcome` returned on the success channel.
  *
@@ -176,8 +208,8 @@ export const remoteFailure = (options?: {
   const excluded = new Set(options?.exclude ?? [])
   const counts = (error: unknown): boolean =>
     error instanceof A2AClientError && !excluded.has(error.reason) &&
-    (transportReasons.includes(error.reason) ||
-      (error.reason === "HttpStatus" && error.status !== undefined && error.status >= 500))
+    // A 5xx counts whether or not its body held a JSON-RPC error (a server shutting down sends one).
+    (transportReasons.includes(error.reason) || (error.status !== undefined && error.status >= 500))
   const failedOutcome = options?.failedOutcome === true
   return (exit) =>
     Exit.isFailure(exit)
@@ -188,11 +220,37 @@ export const remoteFailure = (options?: {
 /**
  * The default {@link FailurePredicate}: `remoteFailure()`.
  *
+ * @example
+ * ```ts
+ * import { Exit } from "effect"
+ * import { A2AClientError, CircuitBreaker } from "effect-a2a"
+ *
+ * const timeout = new A2AClientError.A2AClientError({
+ *   agent: "booking", operation: "SendMessage", reason: "Timeout", delivery: "Unknown", detail: "no answer in 30s"
+ * })
+ * CircuitBreaker.isRemoteFailure(Exit.fail(timeout)) // true
+ * CircuitBreaker.isRemoteFailure(Exit.fail(new Error("a bug of ours"))) // false
+ * ```
  * @since 0.1.0
  */
 export const isRemoteFailure: FailurePredicate = remoteFailure()
 
 /**
+ * How a breaker trips, how long it stays open and how it probes the remote again.
+ *
+ * @example
+ * ```ts
+ * import { Schedule } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * const options: CircuitBreaker.Options = {
+ *   trip: CircuitBreaker.consecutiveFailures(3),
+ *   openDuration: Schedule.exponential("2 seconds"), // 2s, 4s, 8s, ... for trips in a row
+ *   halfOpenProbes: 2,
+ *   isFailure: CircuitBreaker.remoteFailure({ failedOutcome: true })
+ * }
+ * const BreakersLive = CircuitBreaker.layer(options)
+ * ```
  * @since 0.1.0
  */
 export interface Options {
@@ -219,6 +277,16 @@ export interface Options {
  * callers may publish two changes in the other order, so sort by `sequence`
  * when the order matters.
  *
+ * @example
+ * ```ts
+ * import { Duration, Option } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * const describe = (t: CircuitBreaker.Transition): string =>
+ *   `${t.agent}: ${t.from} -> ${t.to}` +
+ *   Option.match(t.openFor, { onNone: () => "", onSome: (d) => ` for ${Duration.format(d)}` })
+ * // "booking: Closed -> Open for 30s"
+ * ```
  * @since 0.1.0
  */
 export interface Transition {
@@ -237,6 +305,20 @@ export interface Transition {
 /**
  * The breaker of one remote agent.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { A2AClientError, CircuitBreaker } from "effect-a2a"
+ *
+ * declare const send: Effect.Effect<string, A2AClientError.A2AClientError>
+ *
+ * const program = Effect.gen(function*() {
+ *   const breaker: CircuitBreaker.CircuitBreaker = yield* CircuitBreaker.make("booking")
+ *   const reply = yield* breaker.protect(send) // fails with CircuitOpen, without calling, while open
+ *   yield* Effect.log(`${breaker.agent} is ${yield* breaker.state}`)
+ *   return reply
+ * })
+ * ```
  * @since 0.1.0
  */
 export interface CircuitBreaker {
@@ -260,6 +342,15 @@ export interface CircuitBreaker {
  * share it: each sets it when it is made and when its state changes, so it
  * shows the latest of them.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * const bookingState = Metric.value(Metric.tagged(CircuitBreaker.stateGauge, "agent", "booking")).pipe(
+ *   Effect.map((gauge) => gauge.value) // 0 closed, 1 half-open, 2 open
+ * )
+ * ```
  * @since 0.1.0
  */
 export const stateGauge = Metric.gauge("a2a.circuit.state", {
@@ -269,6 +360,16 @@ export const stateGauge = Metric.gauge("a2a.circuit.state", {
 /**
  * The counter of calls rejected by a breaker, tagged with `agent`.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * // calls to booking that never left this process
+ * const rejected = Metric.value(Metric.tagged(CircuitBreaker.rejectedCounter, "agent", "booking")).pipe(
+ *   Effect.map((counter) => counter.count)
+ * )
+ * ```
  * @since 0.1.0
  */
 export const rejectedCounter = Metric.counter("a2a.circuit.rejected", {
@@ -500,6 +601,15 @@ export const make = (agent: string, options: Options = {}): Effect.Effect<Circui
 /**
  * One breaker per remote agent name, created on first use.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * // a fresh registry per test, so that no breaker carries its state into the next test
+ * const isolated = <A, E>(test: Effect.Effect<A, E, CircuitBreaker.Registry>) =>
+ *   Effect.provideServiceEffect(test, CircuitBreaker.Registry, CircuitBreaker.makeRegistry())
+ * ```
  * @since 0.1.0
  */
 export class Registry extends Context.Tag("effect-a2a/CircuitBreaker/Registry")<Registry, {
@@ -557,6 +667,17 @@ export const layer = (options: Options | ((agent: string) => Options) = {}): Lay
 /**
  * The breaker of `agent` from the {@link Registry}.
  *
+ * @example
+ * ```ts
+ * import { Console, Effect, Stream } from "effect"
+ * import { CircuitBreaker } from "effect-a2a"
+ *
+ * // log every change of state of the booking breaker
+ * const watch = Effect.gen(function*() {
+ *   const breaker = yield* CircuitBreaker.forAgent("booking")
+ *   yield* Stream.runForEach(breaker.transitions, (t) => Console.log(`booking: ${t.from} -> ${t.to}`))
+ * })
+ * ```
  * @since 0.1.0
  */
 export const forAgent = (agent: string): Effect.Effect<CircuitBreaker, never, Registry> =>

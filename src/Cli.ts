@@ -9,6 +9,8 @@
  *   when none is found).
  * - `playground [--host H] [--port P] [--log-file F]`: a remote agent that
  *   ends the way the message text asks.
+ * - `demo`: the worked example, a travel orchestrator and a remote booking
+ *   service on 127.0.0.1, through every failure channel.
  *
  * The pieces behind the commands are plain functions and Effects, usable
  * (and tested) without a process.
@@ -34,7 +36,7 @@ import * as travelDemo from "./internal/travelDemo.js"
  *
  * @example
  * ```ts
- * import { Cli } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  * import { Effect } from "effect"
  *
  * const notFound = Effect.fail(new Cli.ExitCode({ code: 1 }))
@@ -48,6 +50,14 @@ export class ExitCode extends Schema.TaggedError<ExitCode>("effect-a2a/Cli/ExitC
 /**
  * The exit code of a usage error (unknown command, bad option or argument).
  *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Effect } from "effect"
+ *
+ * const code = Cli.run(["node", "effect-a2a", "probe"]) // the agent URL is missing
+ * const misused = Effect.map(code, (c) => c === Cli.usageExitCode) // true
+ * ```
  * @since 0.1.0
  */
 export const usageExitCode = 2
@@ -63,9 +73,10 @@ export const usageExitCode = 2
  *
  * @example
  * ```ts
- * import { Cli } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  * import { Schema } from "effect"
  *
+ * declare const stdout: string // what `effect-a2a probe --json` printed
  * const report = Schema.decodeUnknownSync(Cli.ProbeReport)(JSON.parse(stdout))
  * ```
  * @since 0.1.0
@@ -83,7 +94,7 @@ export type ProbeReport = probeInternal.ProbeReport
  *
  * @example
  * ```ts
- * import { Cli } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  * import { Duration, Effect } from "effect"
  *
  * const report = Cli.probe({ url: "http://127.0.0.1:8000", text: "ping", timeout: Duration.seconds(5) })
@@ -94,6 +105,20 @@ export type ProbeReport = probeInternal.ProbeReport
 export const probe: (options: ProbeOptions) => Effect.Effect<ProbeReport> = probeInternal.probe
 
 /**
+ * What {@link probe} needs: the agent's base URL (or its card URL), the message text and how long the call may take.
+ *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Duration } from "effect"
+ *
+ * const options: Cli.ProbeOptions = {
+ *   url: "http://127.0.0.1:8000/.well-known/agent-card.json", // a card URL works too
+ *   text: "complete ok",
+ *   timeout: Duration.seconds(5)
+ * }
+ * const report = Cli.probe(options)
+ * ```
  * @since 0.1.0
  */
 export type ProbeOptions = probeInternal.ProbeOptions
@@ -101,6 +126,16 @@ export type ProbeOptions = probeInternal.ProbeOptions
 /**
  * The report of an outcome (exhaustive over `RemoteOutcome`).
  *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Effect } from "effect"
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * declare const agent: RemoteAgent.RemoteAgent
+ * // a probe through an agent that is already resolved
+ * const report = agent.send("ping").pipe(Effect.match({ onFailure: Cli.errorReport, onSuccess: Cli.outcomeReport }))
+ * ```
  * @since 0.1.0
  */
 export const outcomeReport = probeInternal.outcomeReport
@@ -108,6 +143,17 @@ export const outcomeReport = probeInternal.outcomeReport
 /**
  * The report of a card resolution failure or a client error.
  *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ * import { A2AClientError } from "effect-a2a"
+ *
+ * const report = Cli.errorReport(new A2AClientError.A2AClientError({
+ *   agent: "booking", operation: "SendMessage", reason: "ConnectionRefused", delivery: "NotSent", detail: "ECONNREFUSED"
+ * }))
+ * report.channel // "ClientError"
+ * Cli.probeExitCode(report) // 4
+ * ```
  * @since 0.1.0
  */
 export const errorReport = probeInternal.errorReport
@@ -118,7 +164,7 @@ export const errorReport = probeInternal.errorReport
  *
  * @example
  * ```ts
- * import { Cli } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  * Cli.probeExitCode({ channel: "ClientError", outcome: null, reason: "Timeout", delivery: "Unknown",
  *   taskId: null, contextId: null, errorId: null, text: null }) // 4
  * ```
@@ -129,6 +175,17 @@ export const probeExitCode: (report: ProbeReport) => number = probeInternal.exit
 /**
  * The readable report printed without `--json`.
  *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Console, Duration, Effect } from "effect"
+ *
+ * const program = Cli.probe({ url: "http://127.0.0.1:8000", text: "reject no seats", timeout: Duration.seconds(5) })
+ *   .pipe(Effect.flatMap((report) => Console.log(Cli.formatProbeReport(report))))
+ * // channel:    Outcome
+ * // outcome:    Rejected
+ * // ...
+ * ```
  * @since 0.1.0
  */
 export const formatProbeReport: (report: ProbeReport) => string = probeInternal.formatReport
@@ -176,6 +233,19 @@ const probeCommand = Command.make("probe", {
 /**
  * A log entry that belongs to an error id, and where it was found.
  *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Option } from "effect"
+ *
+ * const matchesIn = (source: string, lines: ReadonlyArray<string>, errorId: string): Array<Cli.LogMatch> =>
+ *   lines.flatMap((text, i) =>
+ *     Option.match(Cli.matchLogLine(text, errorId), {
+ *       onNone: () => [],
+ *       onSome: (entry) => [{ source, line: i + 1, entry }]
+ *     })
+ *   )
+ * ```
  * @since 0.1.0
  */
 export type LogMatch = findErrorInternal.Match
@@ -187,7 +257,7 @@ export type LogMatch = findErrorInternal.Match
  *
  * @example
  * ```ts
- * import { Cli } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  *
  * Cli.matchLogLine('{"message":"Runner failed to execute","annotations":{"errorId":"3f9c0a7b12de"}}', "3f9c0a7b12de")
  * // Option.some({ message: "Runner failed to execute", ... })
@@ -201,6 +271,21 @@ export const matchLogLine: (line: string, errorId: string) => Option.Option<Read
  * A match as readable text: timestamp, level, message, the ids, then the
  * cause.
  *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ *
+ * Cli.formatLogMatch({
+ *   source: "booking.log",
+ *   line: 42,
+ *   entry: {
+ *     logLevel: "ERROR",
+ *     message: "Runner failed to execute",
+ *     annotations: { errorId: "3f9c0a7b12de", cause: "Error: card declined" }
+ *   }
+ * })
+ * // "--- booking.log:42\nERROR Runner failed to execute\n  errorId: 3f9c0a7b12de\n  cause:\n    Error: card declined"
+ * ```
  * @since 0.1.0
  */
 export const formatLogMatch: (match: LogMatch) => string = findErrorInternal.formatMatch
@@ -212,7 +297,7 @@ export const formatLogMatch: (match: LogMatch) => string = findErrorInternal.for
  *
  * @example
  * ```ts
- * import { Cli } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  * import { Effect } from "effect"
  *
  * Effect.runPromise(Cli.findError("3f9c0a7b12de", ["./booking.log.jsonl.gz"])).then((n) => console.log(n, "found"))
@@ -258,7 +343,8 @@ const findErrorCommand = Command.make("find-error", {
  *
  * @example
  * ```ts
- * import { A2AServer, Cli } from "effect-a2a"
+ * import { A2AServer } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  *
  * const Playground = A2AServer.layer({
  *   agent: Cli.playgroundAgent,
@@ -273,6 +359,16 @@ export const playgroundAgent = playgroundInternal.agent
 /**
  * The playground's admission hook: refuses `cancel`, so it ends CANCELED.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Effect } from "effect"
+ *
+ * // also cancel requests that name no tenant
+ * const beforeExecute = (request: AgentExecutor.AgentRequest) =>
+ *   Effect.map(Cli.playgroundAdmission(request), (refused) => refused || request.headers["x-tenant"] === undefined)
+ * ```
  * @since 0.1.0
  */
 export const playgroundAdmission = playgroundInternal.admission
@@ -280,6 +376,17 @@ export const playgroundAdmission = playgroundInternal.admission
 /**
  * The failure behind `fail <message>`.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Cause, Option } from "effect"
+ *
+ * // a failure asked for with `fail <message>` is not worth retrying
+ * const afterExecute = AgentExecutor.failureHints((cause) => ({
+ *   retryable: !Option.exists(Cause.failureOption(cause), (error) => error instanceof Cli.PlaygroundError)
+ * }))
+ * ```
  * @since 0.1.0
  */
 export const PlaygroundError = playgroundInternal.PlaygroundError
@@ -290,6 +397,16 @@ export const PlaygroundError = playgroundInternal.PlaygroundError
 export type PlaygroundError = playgroundInternal.PlaygroundError
 
 /**
+ * Where {@link playgroundLayer} listens and where it appends its logs (`Option.none()` for no file).
+ *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Option } from "effect"
+ *
+ * const options: Cli.PlaygroundOptions = { host: "0.0.0.0", port: 8000, logFile: Option.some("./playground.jsonl") }
+ * const PlaygroundLive = Cli.playgroundLayer(options)
+ * ```
  * @since 0.1.0
  */
 export type PlaygroundOptions = playgroundInternal.PlaygroundOptions
@@ -300,7 +417,8 @@ export type PlaygroundOptions = playgroundInternal.PlaygroundOptions
  *
  * @example
  * ```ts
- * import { A2AServer, Cli } from "effect-a2a"
+ * import { A2AServer } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  * import { Effect, Option } from "effect"
  *
  * const program = Effect.gen(function*() {
@@ -369,28 +487,35 @@ const demoCommand = Command.make("demo", {}, () =>
 /**
  * The built-in subcommands: `probe`, `find-error`, `playground`, `demo`.
  *
+ * @example
+ * ```ts
+ * import { Command } from "@effect/cli"
+ * import * as Cli from "effect-a2a/Cli"
+ *
+ * // the built-in subcommands under a root command of your own
+ * const tool = Command.make("my-tool").pipe(Command.withSubcommands(Cli.subcommands))
+ * ```
  * @since 0.1.0
  */
 export const subcommands = [probeCommand, findErrorCommand, playgroundCommand, demoCommand] as const
 
 const root = Command.make("effect-a2a", {}, () =>
   Effect.zipRight(
-    Console.error("effect-a2a: a command is required (probe, find-error, playground); see effect-a2a --help"),
+    Console.error("effect-a2a: a command is required (probe, find-error, playground, demo); see effect-a2a --help"),
     Effect.fail(new ExitCode({ code: usageExitCode }))
   )).pipe(Command.withDescription("Probe, serve and debug A2A agents across the failure boundary."))
 
 /**
- * The root command with the built-in subcommands and `extra` ones (e.g.
- * `demo`).
+ * The root command with the built-in subcommands and `extra` ones.
  *
  * @example
  * ```ts
  * import { Command } from "@effect/cli"
- * import { Cli } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  * import { Console } from "effect"
  *
- * const demo = Command.make("demo", {}, () => Console.log("…"))
- * const withDemo = Cli.make([demo])
+ * const hello = Command.make("hello", {}, () => Console.log("hello"))
+ * const withHello = Cli.make([hello])
  * ```
  * @since 0.1.0
  */
@@ -409,11 +534,38 @@ export const make = <R = never, E = never>(
 /**
  * The `effect-a2a` command with the built-in subcommands.
  *
+ * @example
+ * ```ts
+ * import { Command } from "@effect/cli"
+ * import { NodeContext, NodeRuntime } from "@effect/platform-node"
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Effect } from "effect"
+ *
+ * // run by @effect/cli itself, without the exit codes of `run`
+ * Command.run(Cli.command, { name: "effect-a2a", version: "0.1.0" })(process.argv).pipe(
+ *   Effect.provide(NodeContext.layer),
+ *   NodeRuntime.runMain
+ * )
+ * ```
  * @since 0.1.0
  */
 export const command = make()
 
 /**
+ * What {@link run} adds to the built-in command line: more subcommands and the version `--version` prints.
+ *
+ * @example
+ * ```ts
+ * import { Command } from "@effect/cli"
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Console } from "effect"
+ *
+ * const options: Cli.RunOptions<never, never> = {
+ *   extra: [Command.make("hello", {}, () => Console.log("hello"))],
+ *   version: "1.2.0"
+ * }
+ * const code = Cli.run(process.argv, options)
+ * ```
  * @since 0.1.0
  */
 export interface RunOptions<R, E> {
@@ -433,7 +585,7 @@ export interface RunOptions<R, E> {
  * @example
  * ```ts
  * import { NodeContext, NodeRuntime } from "@effect/platform-node"
- * import { Cli } from "effect-a2a"
+ * import * as Cli from "effect-a2a/Cli"
  * import { Effect } from "effect"
  *
  * Cli.run(process.argv).pipe(

@@ -10,6 +10,15 @@ import { Option, Schema } from "effect"
 /**
  * The metadata key of the hint on a FAILED status message.
  *
+ * @example
+ * ```ts
+ * import type { Task } from "@a2a-js/sdk"
+ * import { FailureHint } from "effect-a2a"
+ *
+ * declare const task: Task // a FAILED task, as the SDK returns it
+ * // { errorId, retryable, contact? }, when the server sent one
+ * const raw = task.status?.message?.metadata?.[FailureHint.key]
+ * ```
  * @since 0.1.0
  */
 export const key = "effect-a2a/failure"
@@ -33,6 +42,13 @@ export class FailureHint extends Schema.Class<FailureHint>("effect-a2a/FailureHi
 /**
  * The text suffix written after the failure text.
  *
+ * @example
+ * ```ts
+ * import { FailureHint } from "effect-a2a"
+ *
+ * const hint = FailureHint.FailureHint.make({ errorId: "3f9c0a7b12de", retryable: true })
+ * const text = `Payment service busy. ${FailureHint.suffix(hint)}` // "Payment service busy. [retryable=true]"
+ * ```
  * @since 0.1.0
  */
 export const suffix = (hint: FailureHint): string =>
@@ -44,6 +60,17 @@ const decode = Schema.decodeUnknownOption(FailureHint)
  * Reads the hint from a message's metadata; anything that does not decode is
  * ignored.
  *
+ * @example
+ * ```ts
+ * import type { Task } from "@a2a-js/sdk"
+ * import { Option } from "effect"
+ * import { FailureHint } from "effect-a2a"
+ *
+ * declare const task: Task // a FAILED task, as the SDK returns it
+ * const retryable = FailureHint.fromMetadata(task.status?.message?.metadata).pipe(
+ *   Option.exists((hint) => hint.retryable)
+ * )
+ * ```
  * @since 0.1.0
  */
 export const fromMetadata = (metadata: Readonly<Record<string, unknown>> | undefined): Option.Option<FailureHint> =>

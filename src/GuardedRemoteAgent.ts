@@ -53,6 +53,15 @@ export const FAILED: "REMOTE_FAILED" = guard.FAILED
 /**
  * A failed call: `REMOTE_UNAVAILABLE: <what is known about delivery> (<agent>: <reason>)`.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ *
+ * declare const booking: GuardedRemoteAgent.GuardedRemoteAgent
+ * const reply = Effect.map(booking.send("book flight 4821 for Ana"), (result) =>
+ *   result.text.startsWith(GuardedRemoteAgent.UNAVAILABLE) ? "Booking cannot be reached right now." : result.text)
+ * ```
  * @since 0.1.0
  */
 export const UNAVAILABLE: "REMOTE_UNAVAILABLE" = guard.UNAVAILABLE
@@ -60,6 +69,14 @@ export const UNAVAILABLE: "REMOTE_UNAVAILABLE" = guard.UNAVAILABLE
 /**
  * A CANCELED remote task.
  *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ *
+ * declare const answer: string // what the booking tool answered
+ * const canceled = Option.contains(GuardedRemoteAgent.markerOf(answer), GuardedRemoteAgent.CANCELED)
+ * ```
  * @since 0.1.0
  */
 export const CANCELED: "REMOTE_CANCELED" = guard.CANCELED
@@ -67,6 +84,13 @@ export const CANCELED: "REMOTE_CANCELED" = guard.CANCELED
 /**
  * A REJECTED remote task: `REMOTE_REJECTED <reason>`.
  *
+ * @example
+ * ```ts
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ *
+ * const instruction =
+ *   `When a tool answers ${GuardedRemoteAgent.REJECTED} <reason>, tell the user the reason and do not call it again.`
+ * ```
  * @since 0.1.0
  */
 export const REJECTED: "REMOTE_REJECTED" = guard.REJECTED
@@ -74,6 +98,16 @@ export const REJECTED: "REMOTE_REJECTED" = guard.REJECTED
 /**
  * A remote task waiting for input: `REMOTE_INPUT_REQUIRED <question>`.
  *
+ * @example
+ * ```ts
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ *
+ * // the question to put to the user, when the remote agent asked one
+ * const questionOf = (answer: string): string | undefined =>
+ *   answer.startsWith(`${GuardedRemoteAgent.INPUT_REQUIRED} `)
+ *     ? answer.slice(GuardedRemoteAgent.INPUT_REQUIRED.length + 1)
+ *     : undefined
+ * ```
  * @since 0.1.0
  */
 export const INPUT_REQUIRED: "REMOTE_INPUT_REQUIRED" = guard.INPUT_REQUIRED
@@ -81,6 +115,13 @@ export const INPUT_REQUIRED: "REMOTE_INPUT_REQUIRED" = guard.INPUT_REQUIRED
 /**
  * A remote task waiting for authorization.
  *
+ * @example
+ * ```ts
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ *
+ * const instruction =
+ *   `If a tool answers ${GuardedRemoteAgent.AUTH_REQUIRED}, ask the user to sign in to that service first.`
+ * ```
  * @since 0.1.0
  */
 export const AUTH_REQUIRED: "REMOTE_AUTH_REQUIRED" = guard.AUTH_REQUIRED
@@ -88,6 +129,16 @@ export const AUTH_REQUIRED: "REMOTE_AUTH_REQUIRED" = guard.AUTH_REQUIRED
 /**
  * A call rejected by the breaker: `REMOTE_CIRCUIT_OPEN retry after <duration>: ...`.
  *
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { CircuitBreaker, GuardedRemoteAgent } from "effect-a2a"
+ *
+ * const text = GuardedRemoteAgent.errorText(
+ *   new CircuitBreaker.CircuitOpen({ agent: "booking", retryAfter: Duration.seconds(20), state: "Open" })
+ * )
+ * // "REMOTE_CIRCUIT_OPEN retry after 20s: the request was not submitted (booking failed repeatedly)"
+ * ```
  * @since 0.1.0
  */
 export const CIRCUIT_OPEN: "REMOTE_CIRCUIT_OPEN" = guard.CIRCUIT_OPEN
@@ -95,11 +146,30 @@ export const CIRCUIT_OPEN: "REMOTE_CIRCUIT_OPEN" = guard.CIRCUIT_OPEN
 /**
  * Every prefix, in one list.
  *
+ * @example
+ * ```ts
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ *
+ * const instruction = `Tool answers starting with ${GuardedRemoteAgent.markers.join(", ")} are not results: ` +
+ *   "report them to the user as they are."
+ * ```
  * @since 0.1.0
  */
 export const markers: ReadonlyArray<Marker> = guard.markers
 
 /**
+ * One of the prefixes of {@link markers}.
+ *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ *
+ * const worthRetrying = (marker: GuardedRemoteAgent.Marker): boolean =>
+ *   marker === GuardedRemoteAgent.UNAVAILABLE || marker === GuardedRemoteAgent.CIRCUIT_OPEN
+ * declare const answer: string
+ * const retryLater = GuardedRemoteAgent.markerOf(answer).pipe(Option.exists(worthRetrying))
+ * ```
  * @since 0.1.0
  */
 export type Marker = guard.Marker
@@ -107,6 +177,19 @@ export type Marker = guard.Marker
 /**
  * The failures a guard turns into text.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { CircuitBreaker, GuardedRemoteAgent, RemoteAgent } from "effect-a2a"
+ *
+ * declare const remote: RemoteAgent.RemoteAgent
+ * declare const breaker: CircuitBreaker.CircuitBreaker
+ * // the text a guard gives, for a call made by hand
+ * const text: Effect.Effect<string> = breaker.protect(remote.send("ping")).pipe(Effect.match({
+ *   onFailure: (error: GuardedRemoteAgent.GuardError) => GuardedRemoteAgent.errorText(error),
+ *   onSuccess: (outcome) => GuardedRemoteAgent.outcomeText(outcome)
+ * }))
+ * ```
  * @since 0.1.0
  */
 export type GuardError = A2AClientError.A2AClientError | CircuitBreaker.CircuitOpen
@@ -157,6 +240,20 @@ export const outcomeText: (
 export const errorText: (error: GuardError) => string = guard.errorText
 
 /**
+ * How a remote agent is guarded: its description, its breaker, its retry policy and the text of a completed task.
+ *
+ * @example
+ * ```ts
+ * import { GuardedRemoteAgent, Part, RemoteAgent } from "effect-a2a"
+ *
+ * declare const remote: RemoteAgent.RemoteAgent
+ * const options: GuardedRemoteAgent.Options = {
+ *   description: "Books flights: give the flight number and the passenger's name",
+ *   retry: { maxAttempts: 3, retryFailed: true },
+ *   completedText: (outcome) => outcome.artifacts.map((artifact) => Part.textOf(artifact.parts)).join("\n")
+ * }
+ * const booking = GuardedRemoteAgent.make(remote, options)
+ * ```
  * @since 0.1.0
  */
 export interface Options {
@@ -186,6 +283,17 @@ export interface Options {
  * A guarded remote agent: an {@link Agent.Agent} that never fails, plus a
  * blocking `send`.
  *
+ * @example
+ * ```ts
+ * import { Stream } from "effect"
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ *
+ * declare const booking: GuardedRemoteAgent.GuardedRemoteAgent
+ * // blocking, with an idempotency key: an Agent.Result, never a failure
+ * const result = booking.send("book flight 4821 for Ana", { idempotencyKey: "order-17" })
+ * // as an Agent: progress events, then the result
+ * const events = Stream.runCollect(booking.run("book flight 4821 for Ana"))
+ * ```
  * @since 0.1.0
  */
 export interface GuardedRemoteAgent extends Agent.Agent {

@@ -27,6 +27,13 @@ export {
 /**
  * The message metadata key that carries the idempotency key.
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor, Idempotency } from "effect-a2a"
+ *
+ * // inside an agent: the key the caller sent with the message, if any
+ * const keyOf = (request: AgentExecutor.AgentRequest): unknown => request.message.metadata?.[Idempotency.metadataKey]
+ * ```
  * @since 0.1.0
  */
 export const metadataKey = "effect-a2a/idempotency-key"
@@ -35,6 +42,13 @@ export const metadataKey = "effect-a2a/idempotency-key"
  * The HTTP header that carries the idempotency key (the IETF
  * `Idempotency-Key` draft's name).
  *
+ * @example
+ * ```ts
+ * import { AgentExecutor, Idempotency } from "effect-a2a"
+ *
+ * // inside an agent: the key the caller sent as a header (Node lower-cases header names)
+ * const headerKeyOf = (request: AgentExecutor.AgentRequest) => request.headers[Idempotency.headerName.toLowerCase()]
+ * ```
  * @since 0.1.0
  */
 export const headerName = "Idempotency-Key"
@@ -43,6 +57,14 @@ export const headerName = "Idempotency-Key"
  * The prefix of derived keys; it names the derivation, so a change to it can
  * never make an old key collide with a new one.
  *
+ * @example
+ * ```ts
+ * import { Idempotency } from "effect-a2a"
+ *
+ * const isDerived = (key: string): boolean => key.startsWith(Idempotency.derivedPrefix)
+ * isDerived(Idempotency.deriveKey({ contextId: "ctx-42", operation: "book-flight", params: {} })) // true
+ * isDerived(Idempotency.deriveKey({ key: "order-17" })) // false
+ * ```
  * @since 0.1.0
  */
 export const derivedPrefix = "idem-v1-"
@@ -80,6 +102,18 @@ export const fingerprint = (payload: unknown): string => sha256Hex(canonical(pay
 /**
  * What a key is derived from, or the caller's own key.
  *
+ * @example
+ * ```ts
+ * import { Idempotency } from "effect-a2a"
+ *
+ * // the caller's key when it sent one, else one derived from the booking
+ * const keyFor = (callerKey: string | undefined, contextId: string, flight: string): string => {
+ *   const source: Idempotency.KeySource = callerKey !== undefined
+ *     ? { key: callerKey }
+ *     : { contextId, operation: "book-flight", params: { flight } }
+ *   return Idempotency.deriveKey(source)
+ * }
+ * ```
  * @since 0.1.0
  */
 export type KeySource =

@@ -62,6 +62,16 @@ import { storedTextProblem } from "./internal/storedText.js"
  *   so that a key works the same on each.
  * - `Unavailable`: the store failed (database down, migration failed, …).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { IdempotencyLedger } from "effect-a2a"
+ *
+ * declare const charge: Effect.Effect<string, IdempotencyLedger.IdempotencyError>
+ * // an Interrupted run may have charged already: only a slow or unavailable ledger is retried
+ * const retryable = (reason: IdempotencyLedger.Reason) => reason === "Timeout" || reason === "Unavailable"
+ * const charged = charge.pipe(Effect.retry({ times: 2, while: (error) => retryable(error.reason) }))
+ * ```
  * @since 0.1.0
  */
 export const Reason = Schema.Literal("Interrupted", "Timeout", "NotFound", "InvalidResult", "InvalidKey", "Unavailable")
@@ -105,6 +115,14 @@ export class IdempotencyError extends Schema.TaggedError<IdempotencyError>("effe
  * The JSON-RPC error code a server answers an {@link IdempotencyConflict} with
  * (A2A `InvalidParams`).
  *
+ * @example
+ * ```ts
+ * import { A2AClientError, IdempotencyLedger } from "effect-a2a"
+ *
+ * declare const error: A2AClientError.A2AClientError // from a send with an idempotency key
+ * // the server refused the call: the key was reused with a different request
+ * const reused = error.reason === "ProtocolError" && error.code === IdempotencyLedger.conflictCode
+ * ```
  * @since 0.1.0
  */
 export const conflictCode = -32602
@@ -144,6 +162,16 @@ export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>
  * lookup, so one caller can never see or join another caller's entry, even
  * with the same key.
  *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Idempotency, IdempotencyLedger } from "effect-a2a"
+ *
+ * declare const charge: Effect.Effect<string, Error>
+ * const identity: IdempotencyLedger.Identity = { tenant: "acme", user: "ana" }
+ * // "order-17" of another tenant or user is another entry
+ * const charged = Idempotency.once("order-17", charge, { success: Schema.String, identity })
+ * ```
  * @since 0.1.0
  */
 export const Identity = Schema.Struct({ tenant: Schema.String, user: Schema.String })
@@ -156,6 +184,16 @@ export type Identity = typeof Identity.Type
 /**
  * The identity tool-level entries use when `once` is given none.
  *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Idempotency, IdempotencyLedger } from "effect-a2a"
+ *
+ * declare const user: string | undefined // the signed-in user, if any
+ * declare const charge: Effect.Effect<string, Error>
+ * const identity = user === undefined ? IdempotencyLedger.anonymous : { tenant: "acme", user }
+ * const charged = Idempotency.once("order-17", charge, { success: Schema.String, identity })
+ * ```
  * @since 0.1.0
  */
 export const anonymous: Identity = { tenant: "", user: "" }
@@ -164,6 +202,22 @@ export const anonymous: Identity = { tenant: "", user: "" }
  * The right to run an entry: renew it while running, pass it to
  * {@link Service.finish}. `expiresAt` is in epoch milliseconds.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { IdempotencyLedger } from "effect-a2a"
+ *
+ * declare const runTask: Effect.Effect<{ readonly id: string }>
+ * const program = Effect.gen(function*() {
+ *   const ledger = yield* IdempotencyLedger.IdempotencyLedger
+ *   const ref = { key: "order-17", identity: IdempotencyLedger.anonymous }
+ *   const begun = yield* ledger.begin({ ...ref, fingerprint: "f", taskId: "task-1" })
+ *   if (begun._tag !== "Started") return
+ *   const lease: IdempotencyLedger.Lease = begun.lease
+ *   const result = yield* ledger.withLease({ ...ref, lease }, runTask)
+ *   yield* ledger.finish({ ...ref, result, lease })
+ * })
+ * ```
  * @since 0.1.0
  */
 export interface Lease {
@@ -175,6 +229,16 @@ export interface Lease {
 /**
  * A request-level record as stored.
  *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { IdempotencyLedger } from "effect-a2a"
+ *
+ * const describe = (entry: IdempotencyLedger.Entry): string =>
+ *   entry.state === "finished"
+ *     ? `task ${entry.taskId} finished`
+ *     : `task ${entry.taskId} running on ${Option.getOrElse(entry.leaseOwner, () => "no replica")}`
+ * ```
  * @since 0.1.0
  */
 export interface Entry {
@@ -195,6 +259,17 @@ export interface Entry {
  * An entry that {@link Service.expireLeases} or {@link Service.expireLease}
  * recorded, with the result `onExpired` gave it.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { IdempotencyLedger } from "effect-a2a"
+ *
+ * const sweepOnce = Effect.flatMap(IdempotencyLedger.IdempotencyLedger, (ledger) =>
+ *   ledger.expireLeases({ onExpired: (entry) => Effect.succeed({ id: entry.taskId, state: "FAILED" }) })).pipe(
+ *     Effect.tap((expired: ReadonlyArray<IdempotencyLedger.Expired>) =>
+ *       Effect.forEach(expired, ({ entry }) => Effect.logWarning(`task ${entry.taskId} was interrupted`)))
+ *   )
+ * ```
  * @since 0.1.0
  */
 export interface Expired {
@@ -241,6 +316,18 @@ export const BeginOutcome = Data.taggedEnum<BeginOutcome>()
 /**
  * What {@link Service.await} ends with.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { IdempotencyLedger } from "effect-a2a"
+ *
+ * // a repeat that found its request Running waits for the original's result
+ * const resultOf = (ref: IdempotencyLedger.EntryRef) =>
+ *   Effect.flatMap(IdempotencyLedger.IdempotencyLedger, (ledger) => ledger.await({ ...ref, timeout: "10 seconds" }))
+ *     .pipe(Effect.map((outcome: IdempotencyLedger.AwaitOutcome) =>
+ *       outcome._tag === "Finished" ? outcome.result : undefined
+ *     ))
+ * ```
  * @since 0.1.0
  */
 export type AwaitOutcome = Data.TaggedEnum.Value<BeginOutcome, "Finished" | "Interrupted">
@@ -248,6 +335,14 @@ export type AwaitOutcome = Data.TaggedEnum.Value<BeginOutcome, "Finished" | "Int
 /**
  * A key within its caller's identity.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { IdempotencyLedger } from "effect-a2a"
+ *
+ * const ref: IdempotencyLedger.EntryRef = { key: "order-17", identity: { tenant: "acme", user: "ana" } }
+ * const entry = Effect.flatMap(IdempotencyLedger.IdempotencyLedger, (ledger) => ledger.get(ref))
+ * ```
  * @since 0.1.0
  */
 export interface EntryRef {
@@ -256,6 +351,22 @@ export interface EntryRef {
 }
 
 /**
+ * What {@link Service.begin} records: the key within its identity, the
+ * payload's digest and the task id to give the first request.
+ *
+ * @example
+ * ```ts
+ * import { Idempotency, IdempotencyLedger } from "effect-a2a"
+ *
+ * declare const payload: { readonly flight: string; readonly passenger: string }
+ * const request: IdempotencyLedger.BeginRequest = {
+ *   key: "order-17",
+ *   identity: { tenant: "acme", user: "ana" },
+ *   fingerprint: Idempotency.fingerprint(payload),
+ *   taskId: crypto.randomUUID(),
+ *   lease: "1 minute"
+ * }
+ * ```
  * @since 0.1.0
  */
 export interface BeginRequest extends EntryRef {
@@ -269,6 +380,21 @@ export interface BeginRequest extends EntryRef {
 /**
  * Options of {@link Service.once}.
  *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Idempotency, IdempotencyLedger } from "effect-a2a"
+ *
+ * class Declined extends Schema.TaggedError<Declined>()("Declined", { reason: Schema.String }) {}
+ * declare const charge: Effect.Effect<string, Declined>
+ *
+ * const options: IdempotencyLedger.OnceOptions<string, string, Declined> = {
+ *   success: Schema.String,
+ *   failure: Declined, // a decline is final: later calls fail with it, without charging
+ *   waitTimeout: "1 minute"
+ * }
+ * const charged = charge.pipe(Idempotency.once("charge-order-17", options))
+ * ```
  * @since 0.1.0
  */
 export interface OnceOptions<A, I, E> {
@@ -293,6 +419,19 @@ export interface OnceOptions<A, I, E> {
 }
 
 /**
+ * What an idempotency ledger does, whatever stores it: the request-level
+ * entries of a server and the tool-level runs of `once`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { IdempotencyLedger } from "effect-a2a"
+ *
+ * const tidy = (ledger: IdempotencyLedger.Service) =>
+ *   ledger.cleanup({ retention: "1 hour" }).pipe(
+ *     Effect.tap((removed) => Effect.log(`${ledger.owner}: removed ${removed} idempotency entries`))
+ *   )
+ * ```
  * @since 0.1.0
  */
 export interface Service {
@@ -409,6 +548,17 @@ export class IdempotencyLedger extends Context.Tag("effect-a2a/IdempotencyLedger
 /**
  * Settings shared by every layer.
  *
+ * @example
+ * ```ts
+ * import { IdempotencyLedger } from "effect-a2a"
+ *
+ * const options: IdempotencyLedger.Options = {
+ *   owner: process.env.HOSTNAME ?? "local", // this replica, as `Entry.leaseOwner` shows it
+ *   retention: "7 days",
+ *   lease: "1 minute"
+ * }
+ * const LedgerLive = IdempotencyLedger.layerSqlite({ ...options, filename: "./idempotency.db" })
+ * ```
  * @since 0.1.0
  */
 export interface Options {
@@ -428,6 +578,18 @@ export interface Options {
 }
 
 /**
+ * The {@link Options} of a SQL ledger, and the table it keeps its entries in.
+ *
+ * @example
+ * ```ts
+ * import { SqliteClient } from "@effect/sql-sqlite-node"
+ * import { Layer } from "effect"
+ * import { IdempotencyLedger } from "effect-a2a"
+ *
+ * // the ledger in the application's own database, in a table of its own
+ * const options: IdempotencyLedger.SqlOptions = { table: "booking_idempotency", retention: "48 hours" }
+ * const LedgerLive = IdempotencyLedger.layerSql(options).pipe(Layer.provide(SqliteClient.layer({ filename: "app.db" })))
+ * ```
  * @since 0.1.0
  */
 export interface SqlOptions extends Options {

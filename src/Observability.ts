@@ -39,6 +39,14 @@ export const serverCompleted: Metric.Metric.Counter<number> = Metric.fromMetricK
  * Runs that ended FAILED (the agent failed or died, a hook failed, or the
  * server shut down during the run), tagged `agent`.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const failedRuns = Metric.value(Observability.serverFailed.pipe(Metric.tagged("agent", "booking")))
+ * const alarming = Effect.map(failedRuns, (state) => state.count > 10)
+ * ```
  * @since 0.1.0
  */
 export const serverFailed: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverFailed)
@@ -47,6 +55,14 @@ export const serverFailed: Metric.Metric.Counter<number> = Metric.fromMetricKey(
  * Runs the `beforeExecute` admission hook refused (CANCELED before the
  * agent ran), tagged `agent`.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const refused = Metric.value(Observability.serverCanceledByAdmission.pipe(Metric.tagged("agent", "booking")))
+ * const report = Effect.flatMap(refused, (state) => Effect.logInfo(`${state.count} runs refused by admission`))
+ * ```
  * @since 0.1.0
  */
 export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.fromMetricKey(
@@ -58,6 +74,14 @@ export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.f
  * every ending, tagged `agent`. Buckets from 1 ms doubling up to about
  * 9 minutes.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const latency = Metric.value(Observability.serverLatency.pipe(Metric.tagged("agent", "booking")))
+ * const meanMillis = Effect.map(latency, (state) => state.count === 0 ? 0 : state.sum / state.count)
+ * ```
  * @since 0.1.0
  */
 export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram, number, MetricState.MetricState.Histogram> = Metric
@@ -66,6 +90,14 @@ export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram,
 /**
  * The span name of a server run.
  *
+ * @example
+ * ```ts
+ * import type { Tracer } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * // e.g. in a test tracer, to pick out the server's runs
+ * const isServerRun = (span: Tracer.Span) => span.name === Observability.executeSpanName
+ * ```
  * @since 0.1.0
  */
 export const executeSpanName = "A2AServer.execute"
@@ -73,6 +105,15 @@ export const executeSpanName = "A2AServer.execute"
 /**
  * The log file could not be opened.
  *
+ * @example
+ * ```ts
+ * import { Console, Effect, Layer } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const main = Layer.launch(Observability.layerJsonLogs({ file: "/var/log/booking.log" })).pipe(
+ *   Effect.catchTag("LogFileError", (error) => Console.error(`cannot log to ${error.path}: ${error.detail}`))
+ * )
+ * ```
  * @since 0.1.0
  */
 export const LogFileError = internalJsonLog.LogFileError
@@ -83,6 +124,15 @@ export const LogFileError = internalJsonLog.LogFileError
 export type LogFileError = internalJsonLog.LogFileError
 
 /**
+ * Where {@link layerJsonLogs} writes.
+ *
+ * @example
+ * ```ts
+ * import { Observability } from "effect-a2a"
+ *
+ * const options: Observability.JsonLogsOptions = { file: process.env["LOG_FILE"] }
+ * const Logs = Observability.layerJsonLogs(options) // stdout when LOG_FILE is unset
+ * ```
  * @since 0.1.0
  */
 export interface JsonLogsOptions {

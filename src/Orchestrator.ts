@@ -27,6 +27,16 @@ import * as Agent from "./Agent.js"
  * The paragraph added to the system instruction by default, so that the model
  * never reports a failed or unknown remote action as done.
  *
+ * @example
+ * ```ts
+ * import { Agent, Orchestrator } from "effect-a2a"
+ *
+ * declare const booking: Agent.Agent
+ * const travel = Orchestrator.make({
+ *   agents: [booking],
+ *   remoteFailureInstruction: `${Orchestrator.defaultInstruction} Never retry a payment without asking.`
+ * })
+ * ```
  * @since 0.1.0
  */
 export const defaultInstruction =
@@ -42,6 +52,17 @@ export const defaultInstruction =
  * The orchestration could not end: the model kept calling tools for
  * `maxTurns` calls.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Orchestrator } from "effect-a2a"
+ *
+ * declare const travel: Orchestrator.Orchestrator<never>
+ * const answer = travel.respond("Book flight 4821 for Ana").pipe(
+ *   Effect.map((reply) => reply.text),
+ *   Effect.catchTag("OrchestratorError", (error) => Effect.succeed(`Sorry, I gave up after ${error.turns} steps.`))
+ * )
+ * ```
  * @since 0.1.0
  */
 export class OrchestratorError extends Schema.TaggedError<OrchestratorError>("effect-a2a/OrchestratorError")(
@@ -57,6 +78,23 @@ export class OrchestratorError extends Schema.TaggedError<OrchestratorError>("ef
 }
 
 /**
+ * What {@link make} needs: the sub-agents, the instructions, and the limits of
+ * one answer.
+ *
+ * @example
+ * ```ts
+ * import { Agent, Orchestrator } from "effect-a2a"
+ *
+ * declare const booking: Agent.Agent
+ * declare const payments: Agent.Agent
+ * const options: Orchestrator.Options<never> = {
+ *   name: "travel",
+ *   agents: [booking, payments],
+ *   instructions: "You are a travel assistant.",
+ *   maxTurns: 6
+ * }
+ * const travel = Orchestrator.make(options)
+ * ```
  * @since 0.1.0
  */
 export interface Options<R> {
@@ -78,6 +116,16 @@ export interface Options<R> {
 /**
  * A call of a sub-agent made while answering.
  *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { Orchestrator } from "effect-a2a"
+ *
+ * declare const reply: Orchestrator.Reply
+ * const failedCalls = reply.calls
+ *   .filter((call) => Option.exists(call.result.outcome, (outcome) => outcome._tag === "Failed"))
+ *   .map((call) => `${call.agent}: ${call.input}`)
+ * ```
  * @since 0.1.0
  */
 export interface SubAgentCall {
@@ -88,6 +136,21 @@ export interface SubAgentCall {
 }
 
 /**
+ * What {@link Orchestrator} `respond` returns: the answer, and how the model
+ * came to it.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Orchestrator } from "effect-a2a"
+ *
+ * declare const travel: Orchestrator.Orchestrator<never>
+ * const program = Effect.gen(function*() {
+ *   const reply = yield* travel.respond("Book flight 4821 for Ana")
+ *   yield* Effect.logInfo(`${reply.turns} model calls, ${reply.calls.length} sub-agent calls`)
+ *   return reply.text
+ * })
+ * ```
  * @since 0.1.0
  */
 export interface Reply {
@@ -104,6 +167,17 @@ export interface Reply {
  * An orchestrator: an {@link Agent.Agent} itself (its `run` forwards the
  * sub-agents' progress), plus `respond` for a whole prompt.
  *
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Orchestrator } from "effect-a2a"
+ *
+ * declare const travel: Orchestrator.Orchestrator<never>
+ * // as an agent: the sub-agents' progress, then the answer as the last event
+ * const events = travel.run("Book flight 4821 for Ana").pipe(
+ *   Stream.runForEach((event) => Effect.logInfo(event.text))
+ * )
+ * ```
  * @since 0.1.0
  */
 export interface Orchestrator<R>

@@ -7,6 +7,15 @@
 import { Schema } from "effect"
 
 /**
+ * Plain text, the content most agents read and write.
+ *
+ * @example
+ * ```ts
+ * import { Part, RemoteAgent } from "effect-a2a"
+ *
+ * declare const booking: RemoteAgent.RemoteAgent
+ * booking.send({ parts: [Part.TextPart.make({ text: "book flight 4821 for Ana" })], contextId: "trip-42" })
+ * ```
  * @since 0.1.0
  */
 export class TextPart extends Schema.TaggedClass<TextPart>("effect-a2a/TextPart")("Text", {
@@ -16,6 +25,15 @@ export class TextPart extends Schema.TaggedClass<TextPart>("effect-a2a/TextPart"
 /**
  * Structured data (any JSON value).
  *
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ *
+ * const request = [
+ *   Part.TextPart.make({ text: "book this flight" }),
+ *   Part.DataPart.make({ data: { flight: "4821", date: "2025-06-01", passengers: ["Ana"] } })
+ * ]
+ * ```
  * @since 0.1.0
  */
 export class DataPart extends Schema.TaggedClass<DataPart>("effect-a2a/DataPart")("Data", {
@@ -25,6 +43,13 @@ export class DataPart extends Schema.TaggedClass<DataPart>("effect-a2a/DataPart"
 /**
  * A file, by reference (`url`) or inline (`bytes`).
  *
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ *
+ * const ticket = Part.FilePart.make({ url: "https://example.com/t/4821.pdf", mediaType: "application/pdf", filename: "ticket.pdf" })
+ * const note = Part.FilePart.make({ bytes: new TextEncoder().encode("window seat"), mediaType: "text/plain", filename: "note.txt" })
+ * ```
  * @since 0.1.0
  */
 export class FilePart extends Schema.TaggedClass<FilePart>("effect-a2a/FilePart")("File", {

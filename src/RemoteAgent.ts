@@ -32,6 +32,17 @@ import * as RemoteOutcome from "./RemoteOutcome.js"
  * A message to send: plain text, or parts with an optional conversation
  * (`contextId`), task to continue (`taskId`) and metadata.
  *
+ * @example
+ * ```ts
+ * import { Part, RemoteAgent } from "effect-a2a"
+ *
+ * const simple: RemoteAgent.Input = "book flight 4821 for Ana"
+ * const detailed: RemoteAgent.Input = {
+ *   parts: [Part.TextPart.make({ text: "book this flight" }), Part.DataPart.make({ data: { flight: "4821" } })],
+ *   contextId: "trip-42",
+ *   metadata: { channel: "web" }
+ * }
+ * ```
  * @since 0.1.0
  */
 export type Input =
@@ -46,6 +57,14 @@ export type Input =
 /**
  * Per-call options.
  *
+ * @example
+ * ```ts
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * declare const booking: RemoteAgent.RemoteAgent
+ * const options: RemoteAgent.CallOptions = { timeout: "2 minutes", idempotencyKey: "order-1234", headers: { "x-tenant": "acme" } }
+ * booking.send("book flight 4821 for Ana", options)
+ * ```
  * @since 0.1.0
  */
 export interface CallOptions {
@@ -108,6 +127,21 @@ export const RemoteAgent: Context.Tag<RemoteAgent, RemoteAgent> = Context.Generi
 )
 
 /**
+ * How {@link make} and {@link layer} reach the agent and how long they wait.
+ *
+ * @example
+ * ```ts
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * const options: RemoteAgent.Options = {
+ *   name: "booking",
+ *   url: "https://booking.internal",
+ *   timeout: "10 seconds",
+ *   onCardFailure: "degrade",
+ *   headers: { authorization: `Bearer ${process.env["BOOKING_TOKEN"] ?? ""}` }
+ * }
+ * const BookingLive = RemoteAgent.layer(options)
+ * ```
  * @since 0.1.0
  */
 export interface Options {
@@ -235,23 +269,23 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
   }
 
   const viewTask = view("GetTask")
-  const getTask = (taskId: string, options: CallOptions | undefined, observed = true) =>
-    operate<RemoteOutcome.TaskView>(
-      "GetTask",
-      options,
-      (exchange, done) => {
-        const problem = unsendable(options)
-        if (problem !== undefined) return done(Either.left(invalidRequest(agent, "GetTask", { taskId }, problem)))
-        request(exchange, "GetTask", { taskId }, (o) => client.getTask({ tenant: "", id: taskId }, o), viewTask, done)
-      },
-      observed
-    )
+  /** One GetTask request of an exchange (a call of its own, or a poll of another call). */
+  const readTask = (exchange: clientCall.Exchange, taskId: string, ids: clientCall.Ids, done: clientCall.Done<RemoteOutcome.TaskView>) =>
+    request(exchange, "GetTask", ids, (o) => client.getTask({ tenant: "", id: taskId }, o), viewTask, done)
+  const getTask = (taskId: string, options: CallOptions | undefined) =>
+    operate<RemoteOutcome.TaskView>("GetTask", options, (exchange, done) => {
+      const problem = unsendable(options)
+      if (problem !== undefined) return done(Either.left(invalidRequest(agent, "GetTask", { taskId }, problem)))
+      readTask(exchange, taskId, { taskId }, done)
+    })
 
   /**
-   * Polls a task that a blocking send returned unfinished, until it ends or
-   * the call's time is up (the exchange's signal aborts then).
+   * Polls a task that a call found unfinished (a blocking send's answer, or a
+   * stream that ended while its task still ran), until it ends or the call's
+   * time is up (the exchange's signal aborts then).
    */
   const awaitEnd = (
+    operation: "SendMessage" | "SendStreamingMessage",
     exchange: clientCall.Exchange,
     running: RemoteOutcome.Running,
     done: clientCall.Done<RemoteOutcome.RemoteOutcome>
@@ -260,7 +294,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     const timedOut = () =>
       new A2AClientError.A2AClientError({
         agent,
-        operation: "SendMessage",
+        operation,
         reason: "Timeout",
         delivery: "Unknown",
         detail: `task ${running.taskId} did not end within ${Duration.format(exchange.timeout)}`,
@@ -278,15 +312,15 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
       done(result)
     }
     const poll = () =>
-      request(exchange, "GetTask", ids, (o) => client.getTask({ tenant: "", id: running.taskId }, o), viewTask, (polled) =>
+      readTask(exchange, running.taskId, ids, (polled) =>
         Either.isRight(polled)
           ? next(polled.right)
-          // The message was accepted: whatever a poll hits, the send's own delivery is not "NotSent",
+          // The message was accepted: whatever a poll hits, the call's own delivery is not "NotSent",
           // and a refusal of the poll (429, 503 and its Retry-After) is not a refusal of the message.
           : finish(Either.left(
             new A2AClientError.A2AClientError({
               ...Struct.omit(polled.left, "status", "retryAfter"),
-              operation: "SendMessage",
+              operation,
               delivery: "Unknown",
               ...ids,
               detail: `task ${running.taskId} was accepted; polling it failed: ${polled.left.detail}`
@@ -320,7 +354,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         (result) => isMessage(result) ? Either.right(convert.messageOutcome(agent, result)) : viewSent(result),
         (result) =>
           Either.isRight(result) && result.right._tag === "Running"
-            ? awaitEnd(exchange, result.right, done)
+            ? awaitEnd("SendMessage", exchange, result.right, done)
             : done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
       )
     })
@@ -447,20 +481,34 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
       }
 
       /**
-       * A stream cut before a final state: ask once for the task's real state.
-       * Only once this stream has had an event: a task id the caller gave (a
-       * continuation) says nothing of whether this message was received.
+       * A stream that ended or was cut before a final state: ask for the
+       * task's real state. A task that still runs (its agent's turn ended
+       * before it did, or the card offers no streaming and the SDK sent one
+       * blocking call) is polled until it ends, as a send's is, within the
+       * call's time; after a silence that reached that time, it is not waited
+       * for again. Only once this stream has had an event: a task id the
+       * caller gave (a continuation) says nothing of whether this message was
+       * received.
        */
       const recover = (error: A2AClientError.A2AClientError): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
         const recoverable = error.reason === "StreamInterrupted" || error.reason === "ConnectionLost" ||
           (error.reason === "Timeout" && error.delivery === "Unknown")
         if (!recoverable || !state.started || state.taskId === "") return Stream.fail(error)
-        return Stream.fromEffect(
-          getTask(state.taskId, options, false).pipe(
-            Effect.flatMap((v) => (v._tag === "Running" ? Effect.fail(error) : Effect.succeed(RemoteEvent.Finished.make({ outcome: v })))),
-            Effect.catchAll(() => Effect.fail(error))
-          )
+        const taskId = state.taskId
+        const ended = operate<RemoteOutcome.RemoteOutcome>(
+          "SendStreamingMessage",
+          options,
+          (exchange, done) =>
+            readTask(exchange, taskId, ids(), (polled) => {
+              // A failed look at the task says less than the stream's own error.
+              if (Either.isLeft(polled)) return done(Either.left(error))
+              const view = polled.right
+              if (view._tag !== "Running") return done(Either.right(view))
+              return error.reason === "Timeout" ? done(Either.left(error)) : awaitEnd("SendStreamingMessage", exchange, view, done)
+            }),
+          false
         )
+        return Stream.fromEffect(Effect.map(ended, (outcome) => RemoteEvent.Finished.make({ outcome })))
       }
 
       const record: { current?: CallRecord } = {}
@@ -542,7 +590,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     card: Option.some(card),
     send,
     stream,
-    getTask: (taskId, o) => getTask(taskId, o),
+    getTask,
     cancel: (taskId, o) =>
       operate<RemoteOutcome.TaskView>("CancelTask", o, (exchange, done) => {
         const problem = unsendable(o)
@@ -557,6 +605,16 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
  * An agent whose card could not be resolved at start-up: every call fails
  * with reason `Unavailable`, delivery `NotSent`, explaining why.
  *
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { AgentCardResolutionError, RemoteAgent } from "effect-a2a"
+ *
+ * // a test layer for the degraded path: every call fails with reason "Unavailable"
+ * const BookingDown = Layer.succeed(RemoteAgent.RemoteAgent, RemoteAgent.unavailable(
+ *   new AgentCardResolutionError.AgentCardResolutionError({ agent: "booking", url: "http://127.0.0.1:8000", reason: "Unreachable", detail: "connect ECONNREFUSED" })
+ * ))
+ * ```
  * @since 0.1.0
  */
 export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionError): RemoteAgent => {

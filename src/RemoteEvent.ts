@@ -11,6 +11,17 @@ import { RemoteOutcome } from "./RemoteOutcome.js"
 /**
  * A status update that does not end the task (submitted, working).
  *
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { RemoteAgent, RemoteEvent } from "effect-a2a"
+ *
+ * const logProgress = (agent: RemoteAgent.RemoteAgent) =>
+ *   agent.stream("book flight 4821").pipe(
+ *     Stream.filter((e): e is RemoteEvent.Status => e._tag === "Status"),
+ *     Stream.runForEach((status) => Effect.logInfo(`${status.state}: ${status.text}`))
+ *   )
+ * ```
  * @since 0.1.0
  */
 export class Status extends Schema.TaggedClass<Status>("effect-a2a/RemoteEvent/Status")("Status", {
@@ -25,6 +36,19 @@ export class Status extends Schema.TaggedClass<Status>("effect-a2a/RemoteEvent/S
 /**
  * A chunk of an artifact. `append` adds to an earlier chunk of the same id.
  *
+ * @example
+ * ```ts
+ * import { Stream } from "effect"
+ * import { Part, RemoteAgent, RemoteEvent } from "effect-a2a"
+ *
+ * // the text of a report sent in appended chunks (the tag is "Artifact")
+ * const reportText = (agent: RemoteAgent.RemoteAgent) =>
+ *   agent.stream("write the trip report").pipe(
+ *     Stream.filter((e): e is RemoteEvent.ArtifactChunk => e._tag === "Artifact" && e.artifact.artifactId === "report"),
+ *     Stream.map((chunk) => Part.textOf(chunk.artifact.parts)),
+ *     Stream.mkString
+ *   )
+ * ```
  * @since 0.1.0
  */
 export class ArtifactChunk extends Schema.TaggedClass<ArtifactChunk>("effect-a2a/RemoteEvent/Artifact")("Artifact", {
@@ -39,6 +63,15 @@ export class ArtifactChunk extends Schema.TaggedClass<ArtifactChunk>("effect-a2a
 /**
  * The last event of every stream that does not fail.
  *
+ * @example
+ * ```ts
+ * import { Stream } from "effect"
+ * import { RemoteEvent, RemoteOutcome } from "effect-a2a"
+ *
+ * // the stream of a stub agent in a test
+ * const outcome = RemoteOutcome.Completed.make({ agent: "booking", taskId: "t1", contextId: "c1", text: "booked", parts: [], artifacts: [] })
+ * const events = Stream.make(RemoteEvent.Finished.make({ outcome }))
+ * ```
  * @since 0.1.0
  */
 export class Finished extends Schema.TaggedClass<Finished>("effect-a2a/RemoteEvent/Finished")("Finished", {

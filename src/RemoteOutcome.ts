@@ -22,6 +22,18 @@ const fields = {
 }
 
 /**
+ * The task ended COMPLETED: its answer is in `text` and `parts`, its outputs
+ * in `artifacts`.
+ *
+ * @example
+ * ```ts
+ * import { RemoteOutcome } from "effect-a2a"
+ *
+ * // what a stub agent in a test may answer
+ * const booked = RemoteOutcome.Completed.make({
+ *   agent: "booking", taskId: "t1", contextId: "c1", text: "Booked flight 4821", parts: [], artifacts: []
+ * })
+ * ```
  * @since 0.1.0
  */
 export class Completed extends Schema.TaggedClass<Completed>("effect-a2a/Completed")("Completed", fields) {}
@@ -30,6 +42,16 @@ export class Completed extends Schema.TaggedClass<Completed>("effect-a2a/Complet
  * The remote agent ran and failed. `errorId` is the opaque id the remote
  * side logged the cause under, when it sent one.
  *
+ * @example
+ * ```ts
+ * import { Effect, Option } from "effect"
+ * import { RemoteOutcome } from "effect-a2a"
+ *
+ * const report = (failed: RemoteOutcome.Failed) =>
+ *   Effect.logError(`booking failed: ${failed.text}`).pipe(
+ *     Effect.annotateLogs("retryable", Option.exists(failed.hint, (hint) => hint.retryable))
+ *   )
+ * ```
  * @since 0.1.0
  */
 export class Failed extends Schema.TaggedClass<Failed>("effect-a2a/Failed")("Failed", {
@@ -39,6 +61,17 @@ export class Failed extends Schema.TaggedClass<Failed>("effect-a2a/Failed")("Fai
 }) {}
 
 /**
+ * The task was canceled before it ended: by a `cancel`, or by the agent's
+ * side.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * const stop = (agent: RemoteAgent.RemoteAgent, taskId: string) =>
+ *   agent.cancel(taskId).pipe(Effect.map((view) => view._tag === "Canceled"))
+ * ```
  * @since 0.1.0
  */
 export class Canceled extends Schema.TaggedClass<Canceled>("effect-a2a/Canceled")("Canceled", fields) {}
@@ -46,6 +79,14 @@ export class Canceled extends Schema.TaggedClass<Canceled>("effect-a2a/Canceled"
 /**
  * The agent refused the task; `text` holds its reason.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { RemoteOutcome } from "effect-a2a"
+ *
+ * declare const outcome: RemoteOutcome.RemoteOutcome
+ * if (Schema.is(RemoteOutcome.Rejected)(outcome)) console.log(`the agent refused: ${outcome.text}`)
+ * ```
  * @since 0.1.0
  */
 export class Rejected extends Schema.TaggedClass<Rejected>("effect-a2a/Rejected")("Rejected", fields) {}
@@ -53,6 +94,14 @@ export class Rejected extends Schema.TaggedClass<Rejected>("effect-a2a/Rejected"
 /**
  * The agent needs more input; `text` holds its question.
  *
+ * @example
+ * ```ts
+ * import { Part, RemoteAgent, RemoteOutcome } from "effect-a2a"
+ *
+ * // answers the question in the same task
+ * const answer = (agent: RemoteAgent.RemoteAgent, asked: RemoteOutcome.InputRequired, reply: string) =>
+ *   agent.send({ parts: [Part.TextPart.make({ text: reply })], taskId: asked.taskId, contextId: asked.contextId })
+ * ```
  * @since 0.1.0
  */
 export class InputRequired extends Schema.TaggedClass<InputRequired>("effect-a2a/InputRequired")(
@@ -61,6 +110,19 @@ export class InputRequired extends Schema.TaggedClass<InputRequired>("effect-a2a
 ) {}
 
 /**
+ * The agent needs the user to sign in or to grant access before it goes on.
+ *
+ * @example
+ * ```ts
+ * import { Part, RemoteAgent, RemoteOutcome } from "effect-a2a"
+ *
+ * // goes on with the task once the user signed in
+ * const resume = (agent: RemoteAgent.RemoteAgent, asked: RemoteOutcome.AuthRequired, token: string) =>
+ *   agent.send(
+ *     { parts: [Part.TextPart.make({ text: "signed in" })], taskId: asked.taskId, contextId: asked.contextId },
+ *     { headers: { authorization: `Bearer ${token}` } }
+ *   )
+ * ```
  * @since 0.1.0
  */
 export class AuthRequired extends Schema.TaggedClass<AuthRequired>("effect-a2a/AuthRequired")(
@@ -95,6 +157,13 @@ export type RemoteOutcome = typeof RemoteOutcome.Type
 /**
  * The tags of {@link RemoteOutcome}.
  *
+ * @example
+ * ```ts
+ * import { RemoteOutcome } from "effect-a2a"
+ *
+ * const notDone: ReadonlyArray<RemoteOutcome.Tag> = ["Failed", "Canceled", "Rejected"]
+ * const actionNotDone = (outcome: RemoteOutcome.RemoteOutcome) => notDone.includes(outcome._tag)
+ * ```
  * @since 0.1.0
  */
 export type Tag = RemoteOutcome["_tag"]
@@ -102,6 +171,20 @@ export type Tag = RemoteOutcome["_tag"]
 /**
  * Exhaustive matching over outcomes: leaving a case out does not compile.
  *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { RemoteOutcome } from "effect-a2a"
+ *
+ * const worthRetrying = RemoteOutcome.$match({
+ *   Completed: () => false,
+ *   Failed: (o) => Option.exists(o.hint, (hint) => hint.retryable),
+ *   Canceled: () => false,
+ *   Rejected: () => false,
+ *   InputRequired: () => false,
+ *   AuthRequired: () => false
+ * })
+ * ```
  * @since 0.1.0
  */
 export const $match = Match.typeTags<RemoteOutcome>()
@@ -129,6 +212,17 @@ export const extractErrorId = (text: string): Option.Option<string> => {
  * one in its text, else the one in its failure hint (a peer may send the
  * hint with a text of its own).
  *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { RemoteOutcome } from "effect-a2a"
+ *
+ * declare const outcome: RemoteOutcome.RemoteOutcome
+ * const hint = Option.match(RemoteOutcome.errorIdOf(outcome), {
+ *   onNone: () => "",
+ *   onSome: (id) => `the agent's owners can run: effect-a2a find-error ${id}`
+ * })
+ * ```
  * @since 0.1.0
  */
 export const errorIdOf = (outcome: RemoteOutcome): Option.Option<string> =>
@@ -140,6 +234,16 @@ export const errorIdOf = (outcome: RemoteOutcome): Option.Option<string> =>
  * A task that has not ended yet (submitted or working), as `getTask` and
  * `cancel` may find it. Not an outcome.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * const progress = (agent: RemoteAgent.RemoteAgent, taskId: string) =>
+ *   agent.getTask(taskId).pipe(
+ *     Effect.map((view) => view._tag === "Running" ? `${view.state}: ${view.text}` : `ended ${view._tag}`)
+ *   )
+ * ```
  * @since 0.1.0
  */
 export class Running extends Schema.TaggedClass<Running>("effect-a2a/Running")("Running", {
@@ -156,6 +260,14 @@ export class Running extends Schema.TaggedClass<Running>("effect-a2a/Running")("
 /**
  * What `getTask` and `cancel` see: an outcome, or a task still running.
  *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import type { RemoteOutcome } from "effect-a2a"
+ *
+ * const outcomeOf = (view: RemoteOutcome.TaskView): Option.Option<RemoteOutcome.RemoteOutcome> =>
+ *   view._tag === "Running" ? Option.none() : Option.some(view)
+ * ```
  * @since 0.1.0
  */
 export type TaskView = RemoteOutcome | Running

@@ -8,10 +8,11 @@
  * - `delivery: "NotSent"` errors (the request provably never left);
  * - `delivery: "Unknown"` errors when the request carries an idempotency key,
  *   which lets the server recognise a repeat;
- * - HTTP 429 and 503, after the server's `Retry-After`.
+ * - HTTP 429 and 503, after the server's `Retry-After`, and with an
+ *   idempotency key any 5xx, whether or not the body holds a JSON-RPC error.
  *
- * It never resends after a definite answer (a JSON-RPC error, such as the
- * `UnsupportedOperation` of a task in a terminal state). A FAILED task is
+ * It never resends after a definite answer (a JSON-RPC error in a 2xx or 4xx
+ * response, such as the `UnsupportedOperation` of a task in a terminal state). A FAILED task is
  * terminal too: with `retryFailed`, a FAILED outcome whose hint says
  * `retryable=true` is retried as a new task, which is only safe when the
  * agent's side effects use tool-level idempotency keys.
@@ -30,6 +31,17 @@ import * as A2AClientError from "./A2AClientError.js"
 import * as RemoteOutcome from "./RemoteOutcome.js"
 
 /**
+ * How hard {@link retry} tries: attempts, delays, a time budget, and whether
+ * a retryable FAILED outcome is tried again.
+ *
+ * @example
+ * ```ts
+ * import { RemoteAgent, RetryPolicy } from "effect-a2a"
+ *
+ * const patient: RetryPolicy.Options = { maxAttempts: 6, base: "200 millis", cap: "10 seconds", budget: "1 minute" }
+ * const book = (agent: RemoteAgent.RemoteAgent, key: string) =>
+ *   agent.send("book flight 4821", { idempotencyKey: key }).pipe(RetryPolicy.retry(patient, { idempotent: true }))
+ * ```
  * @since 0.1.0
  */
 export interface Options {
@@ -54,6 +66,15 @@ export interface Options {
 /**
  * What the policy knows of the request.
  *
+ * @example
+ * ```ts
+ * import { Part, RemoteAgent, RetryPolicy } from "effect-a2a"
+ *
+ * // an answer within an existing task, without an idempotency key
+ * const request: RetryPolicy.Request = { idempotent: false, continuesTask: true }
+ * const reply = (agent: RemoteAgent.RemoteAgent, taskId: string) =>
+ *   agent.send({ parts: [Part.TextPart.make({ text: "yes" })], taskId }).pipe(RetryPolicy.retry({ retryFailed: true }, request))
+ * ```
  * @since 0.1.0
  */
 export interface Request {
@@ -73,18 +94,26 @@ type Input = A2AClientError.A2AClientError | RetryableFailure
 /**
  * Why an input may be retried, or none when it must not be.
  *
+ * @example
+ * ```ts
+ * import { A2AClientError, RetryPolicy } from "effect-a2a"
+ *
+ * const refused = new A2AClientError.A2AClientError({
+ *   agent: "booking", operation: "SendMessage", reason: "ConnectionRefused", delivery: "NotSent", detail: "connect ECONNREFUSED"
+ * })
+ * RetryPolicy.retryReason(refused, { idempotent: false }) // Option.some("ConnectionRefused")
+ * ```
  * @since 0.1.0
  */
 export const retryReason = (error: A2AClientError.A2AClientError, request: Request): Option.Option<string> => {
-  if (error.reason === "Unavailable" || error.reason === "ProtocolError" || error.reason === "InvalidRequest") {
-    return Option.none()
-  }
-  if (error.reason === "HttpStatus" && (error.status === 429 || error.status === 503)) {
-    return Option.some(`HttpStatus ${error.status}`)
-  }
-  if (error.delivery === "NotSent") return Option.some(error.reason)
-  if (request.idempotent && error.reason !== "HttpStatus") return Option.some(error.reason)
-  if (request.idempotent && error.status !== undefined && error.status >= 500) return Option.some(`HttpStatus ${error.status}`)
+  if (error.reason === "Unavailable" || error.reason === "InvalidRequest") return Option.none()
+  // The HTTP status decides, whether or not the body held a JSON-RPC error: a server that is
+  // shutting down answers 503 with one, and an SDK server's 500 carries one too.
+  const status = error.status
+  if (status === 429 || status === 503) return Option.some(`HttpStatus ${status}`)
+  if (request.idempotent && status !== undefined && status >= 500) return Option.some(`HttpStatus ${status}`)
+  if (error.reason === "ProtocolError" || error.reason === "HttpStatus") return Option.none()
+  if (error.delivery === "NotSent" || request.idempotent) return Option.some(error.reason)
   return Option.none()
 }
 
@@ -96,6 +125,17 @@ const retryCounter = Metric.counter("a2a.retry", { incremental: true })
  * at least the input's `Retry-After`, and none once the attempts or the time
  * budget would be exceeded.
  *
+ * @example
+ * ```ts
+ * import { Effect, Option } from "effect"
+ * import { A2AClientError, RemoteOutcome, RetryPolicy } from "effect-a2a"
+ *
+ * declare const call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>
+ * const retried = Effect.retry(call, {
+ *   schedule: RetryPolicy.schedule({ maxAttempts: 3 }),
+ *   while: (error) => Option.isSome(RetryPolicy.retryReason(error, { idempotent: true }))
+ * })
+ * ```
  * @since 0.1.0
  */
 export const schedule = (options: Options = {}, startedAt?: number): Schedule.Schedule<Duration.Duration, Input> => {
@@ -144,6 +184,8 @@ export const retry = (options: Options, request: Request) =>
     let attempts = 0
     // Whether an attempt may have reached the agent: then the last error cannot say NotSent.
     let reached = false
+    // Why the last failed attempt may be retried, and whose it was; none when it may not.
+    let retrying: { readonly reason: string; readonly agent: string } | undefined
     const reasonOf = (input: Input): Option.Option<string> =>
       input._tag === "RetryableFailure" ? Option.some("Failed") : retryReason(input, request)
     const attempt = Effect.suspend(() => {
@@ -156,30 +198,35 @@ export const retry = (options: Options, request: Request) =>
           ? Effect.fail(new RetryableFailure({ outcome }))
           : Effect.succeed(outcome)
       ),
-      Effect.tapError((input) => {
-        if (input._tag === "RetryableFailure" || input.delivery === "Unknown") reached = true
-        return Option.match(reasonOf(input), {
-          onNone: () => Effect.void,
-          onSome: (reason) =>
-            Effect.logInfo(`attempt ${attempts} failed (${reason}); retrying when the policy allows`).pipe(
-              Effect.zipRight(
-                Metric.update(
-                  retryCounter.pipe(
-                    Metric.tagged("reason", reason),
-                    Metric.tagged("agent", input._tag === "RetryableFailure" ? input.outcome.agent : input.agent)
-                  ),
-                  1
-                )
-              ),
-              Effect.annotateLogs({ attempt: attempts, reason })
-            )
+      Effect.tapError((input) =>
+        Effect.sync(() => {
+          if (input._tag === "RetryableFailure" || input.delivery === "Unknown") reached = true
+          retrying = Option.getOrUndefined(Option.map(reasonOf(input), (reason) => ({
+            reason,
+            agent: input._tag === "RetryableFailure" ? input.outcome.agent : input.agent
+          })))
         })
-      })
+      )
     )
+    // Logged and counted once the schedule goes on: the attempt it gives up after is not retried.
+    const announce = (delay: Duration.Duration, decision: ScheduleDecision.ScheduleDecision) => {
+      if (ScheduleDecision.isDone(decision) || retrying === undefined) return Effect.void
+      const { agent, reason } = retrying
+      return Effect.logInfo(`attempt ${attempts} failed (${reason}); retrying in ${Duration.format(delay)}`).pipe(
+        Effect.zipRight(Metric.update(retryCounter.pipe(Metric.tagged("reason", reason), Metric.tagged("agent", agent)), 1)),
+        Effect.annotateLogs({ attempt: attempts, reason })
+      )
+    }
     // The budget counts from the first attempt, its own time-out included.
     return Clock.currentTimeMillis.pipe(
       Effect.flatMap((startedAt) =>
-        Effect.retry(attempt, { schedule: schedule(options, startedAt), while: (input) => Option.isSome(reasonOf(input)) })
+        Effect.retry(
+          attempt,
+          schedule(options, startedAt).pipe(
+            Schedule.whileInput((input: Input) => Option.isSome(reasonOf(input))),
+            Schedule.onDecision(announce)
+          )
+        )
       ),
       Effect.catchAll((input) =>
         input._tag === "RetryableFailure"

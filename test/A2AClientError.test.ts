@@ -205,16 +205,22 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       expect(last.outcome._tag === "Failed" && Option.getOrNull(last.outcome.errorId)).toBe("aaaaaaaaaaaa")
     }))
 
-  it.scopedLive("a stream that ends cleanly before a final state: StreamInterrupted", () =>
+  it.scopedLive("a stream that ends cleanly before a final state: its task is polled, then Timeout if it does not end", () =>
     Effect.gen(function*() {
+      let polls = 0
       const peer = yield* rawPeer((_req, res, body) => {
         const method = (JSON.parse(body) as { method: string }).method
-        if (method === "GetTask") return json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: task("t-end", TaskState.TASK_STATE_WORKING) })
+        if (method === "GetTask") {
+          polls++
+          return json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: task("t-end", TaskState.TASK_STATE_WORKING) })
+        }
         sse(res)(rpcId(body), { task: task("t-end", TaskState.TASK_STATE_WORKING) })
         res.end()
       })
-      const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go")))
-      expect(error).toMatchObject({ reason: "StreamInterrupted", taskId: "t-end" })
+      const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go", { timeout: "400 millis" })))
+      expect(error).toMatchObject({ reason: "Timeout", delivery: "Unknown", taskId: "t-end", operation: "SendStreamingMessage" })
+      expect(error.detail).toContain("did not end within 400ms")
+      expect(polls).toBeGreaterThan(1)
     }))
 
   it.scopedLive("an SSE error event: ProtocolError from its typed cause", () =>

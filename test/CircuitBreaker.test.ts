@@ -365,7 +365,9 @@ describe("CircuitBreaker", () => {
         clientError("Timeout"),
         clientError("StreamInterrupted"),
         clientError("HttpStatus", 500),
-        clientError("HttpStatus", 503)
+        clientError("HttpStatus", 503),
+        // A server shutting down answers 503 with a JSON-RPC error in the body.
+        clientError("ProtocolError", 503)
       ],
       (error) =>
         Effect.gen(function*() {

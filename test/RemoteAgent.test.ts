@@ -188,6 +188,21 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(new Set(peer.methods().slice(1))).toEqual(new Set(["GetTask"]))
     }))
 
+  it.scopedLive("a stream whose turn ends with the task WORKING polls it until it ends, as a send does", () =>
+    Effect.gen(function*() {
+      // With a card without streaming, the SDK sends the stream as one blocking call: the same ending.
+      for (const streaming of [true, false]) {
+        const peer = yield* sdkPeer({ streaming })
+        const agent = yield* agentFor(peer.url)
+        const last = yield* Stream.runLast(agent.stream("working 300")).pipe(Effect.map(Option.getOrThrow))
+        expect(last).toMatchObject({ _tag: "Finished", outcome: { _tag: "Completed", text: "finished later" } })
+        expect(peer.methods()[0]).toBe(streaming ? "SendStreamingMessage" : "SendMessage")
+        expect(new Set(peer.methods().slice(1))).toEqual(new Set(["GetTask"]))
+        expect(yield* count("a2a.remote_completed", { agent: agent.name })).toBe(1)
+        expect(yield* count("a2a.client_error", { agent: agent.name })).toBe(0)
+      }
+    }))
+
   it.scopedLive("a task that does not end within the call's time fails with Timeout, delivery Unknown", () =>
     Effect.gen(function*() {
       const peer = yield* sdkPeer()

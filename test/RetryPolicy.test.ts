@@ -1,6 +1,6 @@
 import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Option, Ref, TestClock } from "effect"
+import { Duration, Effect, Fiber, Metric, Option, Ref, TestClock } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
 import * as FailureHint from "../src/FailureHint.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
@@ -69,11 +69,37 @@ describe("which errors are retried", () => {
     expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status: 404 }), keyed))).toBe(false)
     const terminal = error({ reason: "ProtocolError", delivery: "Unknown", code: -32004, protocolError: "UnsupportedOperation" })
     expect(Option.isSome(RetryPolicy.retryReason(terminal, keyed))).toBe(false)
+    // The status decides when a 5xx answer holds a JSON-RPC error (a server shutting down answers 503 with one).
+    const shuttingDown = error({ reason: "ProtocolError", delivery: "Unknown", status: 503, code: -32603, protocolError: "InternalError" })
+    expect(RetryPolicy.retryReason(shuttingDown, plain)).toEqual(Option.some("HttpStatus 503"))
+    const internal = error({ reason: "ProtocolError", delivery: "Unknown", status: 500, code: -32603, protocolError: "InternalError" })
+    expect(RetryPolicy.retryReason(internal, keyed)).toEqual(Option.some("HttpStatus 500"))
+    expect(Option.isSome(RetryPolicy.retryReason(internal, plain))).toBe(false)
     expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Unavailable" }), keyed))).toBe(false)
   })
 })
 
 describe("RetryPolicy.retry", () => {
+  it.scopedLive("a server shutting down (503 with a JSON-RPC error) is retried; a2a.retry counts the retries made", () =>
+    Effect.gen(function*() {
+      let requests = 0
+      const peer = yield* rawPeer((_req, res, body) => {
+        requests++
+        res.writeHead(503, { "retry-after": "0", "content-type": "application/json" })
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code: -32603, message: "The server is shutting down." } }))
+      })
+      const name = `shutting-down-${Date.now()}`
+      const agent = yield* RemoteAgent.make({ name, url: peer.url })
+      const failure = yield* Effect.flip(agent.send("book").pipe(RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false })))
+      expect(failure).toMatchObject({ reason: "ProtocolError", status: 503, attempts: 3 })
+      expect(requests).toBe(3)
+      const retries = yield* Metric.value(
+        Metric.counter("a2a.retry", { incremental: true }).pipe(Metric.tagged("reason", "HttpStatus 503"), Metric.tagged("agent", name))
+      )
+      // Three attempts are two retries: the last attempt is given up on, not retried.
+      expect(retries.count).toBe(2)
+    }))
+
   it.effect("retries NotSent errors until the call succeeds", () =>
     Effect.gen(function*() {
       const { call, calls } = yield* scripted([error(), error(), completed])

@@ -1,0 +1,102 @@
+/**
+ * Every exported declaration of a public module has a JSDoc comment with an
+ * example, and every example compiles against the library as a user imports
+ * it (`effect-a2a`), under the project's strict compiler options.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import ts from "typescript"
+
+const root = path.resolve(import.meta.dirname, "..")
+const modules = fs.readdirSync(path.join(root, "src"))
+  .filter((file) => file.endsWith(".ts") && file !== "index.ts" && file !== "bin.ts")
+  .sort()
+
+interface Example {
+  readonly module: string
+  readonly line: number
+  readonly code: string
+}
+
+// The ```ts blocks of a file's JSDoc comments, each with the line it starts on.
+const examplesOf = (module: string, text: string): Array<Example> => {
+  const examples: Array<Example> = []
+  const lines = text.split("\n")
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*\* ```ts\s*$/.test(lines[i]!)) continue
+    const body: Array<string> = []
+    let j = i + 1
+    for (; j < lines.length && !/^\s*\* ```\s*$/.test(lines[j]!); j++) {
+      body.push(lines[j]!.replace(/^\s*\*( |$)/, ""))
+    }
+    examples.push({ module, line: i + 2, code: body.join("\n") })
+    i = j
+  }
+  return examples
+}
+
+// Exported names without a JSDoc example on any of their declarations: a
+// Schema and the type of the same name, or the signatures of an overloaded
+// function, are one thing, documented once.
+const undocumented = (module: string, text: string): Array<string> => {
+  const source = ts.createSourceFile(module, text, ts.ScriptTarget.Latest, true)
+  const names = new Map<string, { line: number; documented: boolean }>()
+  for (const statement of source.statements) {
+    const exported = ts.canHaveModifiers(statement) &&
+      ts.getModifiers(statement)?.some((modifier) => modifier.kind === ts.SyntaxKind.ExportKeyword)
+    if (!exported) continue
+    const declared = ts.isVariableStatement(statement)
+      ? statement.declarationList.declarations.map((declaration) => declaration.name.getText(source))
+      : [(statement as ts.DeclarationStatement).name?.getText(source) ?? "(unnamed)"]
+    const documented = ts.getJSDocCommentsAndTags(statement).some((doc) => doc.getText(source).includes("```ts"))
+    const line = source.getLineAndCharacterOfPosition(statement.getStart(source)).line + 1
+    for (const name of declared) {
+      const known = names.get(name)
+      names.set(name, { line: known?.line ?? line, documented: documented || known?.documented === true })
+    }
+  }
+  return [...names].filter(([, { documented }]) => !documented).map(([name, { line }]) => `${module}:${line} ${name}`)
+}
+
+describe("docs", () => {
+  const sources = modules.map((module) => [module, fs.readFileSync(path.join(root, "src", module), "utf8")] as const)
+
+  it("every export of a public module has a JSDoc example", () => {
+    expect(sources.flatMap(([module, text]) => undocumented(module, text))).toEqual([])
+  })
+
+  it("every JSDoc example compiles", () => {
+    const examples = sources.flatMap(([module, text]) => examplesOf(module, text))
+    expect(examples.length).toBeGreaterThan(200)
+    const config = ts.getParsedCommandLineOfConfigFile(path.join(root, "tsconfig.json"), undefined, {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n"))
+      }
+    })!
+    // Each example is its own module, next to the sources so that `effect-a2a` resolves through the paths.
+    const files = new Map(examples.map((example, i) => [
+      path.join(root, "test", `.docs-${i}.ts`),
+      { example, text: `${example.code}\nexport {}\n` }
+    ]))
+    const host = ts.createCompilerHost(config.options)
+    const readFile = host.readFile
+    host.readFile = (file) => files.get(path.resolve(file))?.text ?? readFile(file)
+    const fileExists = host.fileExists
+    host.fileExists = (file) => files.has(path.resolve(file)) || fileExists(file)
+    const program = ts.createProgram({ rootNames: [...files.keys()], options: { ...config.options, noEmit: true }, host })
+    const problems = [...files].flatMap(([file, { example }]) =>
+      [...program.getSyntacticDiagnostics(program.getSourceFile(file)), ...program.getSemanticDiagnostics(program.getSourceFile(file))].map((diagnostic) => {
+        const at = diagnostic.file !== undefined && diagnostic.start !== undefined
+          ? diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start).line
+          : 0
+        const where = diagnostic.file?.fileName === file
+          ? `src/${example.module}:${example.line + at}`
+          : `${diagnostic.file?.fileName ?? "?"} (from the example at src/${example.module}:${example.line})`
+        return `${where}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n")}`
+      })
+    )
+    expect(problems).toEqual([])
+  }, 180_000)
+})
