@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk"
+import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, formatSSEEvent, type SendMessageRequest, SSE_HEADERS } from "@a2a-js/sdk"
 import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
 import { DefaultRequestHandler, InMemoryTaskStore, ServerCallContext, type TaskStore, type User } from "@a2a-js/sdk/server"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
@@ -365,11 +365,19 @@ export const make: {
         executor,
         options: options.idempotency
       }))
-    const dispatcher = internalRpc.makeDispatcher(
-      requestHandler,
-      card,
-      options.taskStore !== undefined && isTaskStoreConfig(options.taskStore)
-    )
+    // A keyed message goes to the ledger, which joins a repeat to its run instead of refusing it.
+    const keyed = (params: SendMessageRequest, context: ServerCallContext): boolean => {
+      if (options.idempotency === undefined || params.message === undefined) return false
+      try {
+        return internalIdempotency.keyOf(params.message, internalParts.headersOf(context)) !== undefined
+      } catch {
+        return true
+      }
+    }
+    const dispatcher = internalRpc.makeDispatcher(requestHandler, card, {
+      checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore),
+      claim: (taskId, params, context) => keyed(params, context) ? () => {} : executor.claim(taskId)
+    })
 
     // Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
     // request whose A2A-Version is absent or in [0.3, 1.0) gets the card in

@@ -493,6 +493,15 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
    * checking the store about 100 ms after each run.
    */
   readonly taskStore: TaskStore | undefined
+  /**
+   * Holds a task for one message that continues it, until the returned
+   * release is called (when that request ends); undefined while a run of the
+   * task is in progress here or another message holds it. The SDK runs every
+   * message to a task that is not in a terminal state on the task's one
+   * event bus, so a second run would settle both callers with whichever run
+   * ended first: `A2AServer` refuses such a message instead (-32004).
+   */
+  readonly claim: (taskId: string) => (() => void) | undefined
 }
 
 interface Run {
@@ -1270,12 +1279,24 @@ export const make = <E, R>(
 
     yield* Effect.addFinalizer(() => shutdown(Duration.zero))
 
+    const claimed = new Set<string>()
+    const claim = (taskId: string): (() => void) | undefined => {
+      if (claimed.has(taskId) || runs.has(taskId)) return undefined
+      claimed.add(taskId)
+      let held = true
+      return () => {
+        if (held) claimed.delete(taskId)
+        held = false
+      }
+    }
+
     return {
       execute,
       cancelTask,
       running: Effect.sync(() => executions.size),
       shutdown,
-      taskStore: watchedStore
+      taskStore: watchedStore,
+      claim
     } satisfies EffectAgentExecutor
   })
 

@@ -380,7 +380,8 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         finished: false,
         // The task this stream's events are of, from the first that names one.
         followed: "",
-        artifacts: new Map<string, Part.Artifact>()
+        // Each artifact as received so far; its parts grow in place as chunks append, built once at the end.
+        artifacts: new Map<string, { artifactId: string; name: string; description: string; parts: Array<Part.Part> }>()
       }
       const ids = () => ({ taskId: state.taskId, contextId: state.contextId })
       // An event of another task is not part of this call's answer: folding it in would mix two tasks' results.
@@ -408,7 +409,8 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             state.taskId = payload.value.id || state.taskId
             state.contextId = payload.value.contextId || state.contextId
             for (const artifact of payload.value.artifacts ?? []) {
-              state.artifacts.set(artifact.artifactId, convert.fromSdkArtifact(artifact))
+              const received = convert.fromSdkArtifact(artifact)
+              state.artifacts.set(received.artifactId, { ...received, parts: [...received.parts] })
             }
             return Either.map(viewStreamed(payload.value), (v) =>
               v._tag === "Running"
@@ -423,7 +425,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             state.contextId = update.contextId || state.contextId
             const status = update.status
             const outcome = convert.outcomeOf(agent, state.taskId, state.contextId, status?.state, status?.message, [
-              ...state.artifacts.values()
+              ...Array.from(state.artifacts.values(), (artifact) => convert.build(Part.Artifact, artifact))
             ])
             if (Option.isSome(outcome)) return Effect.succeed(finish(outcome.value))
             if (!convert.isRunning(status?.state)) {
@@ -453,17 +455,11 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             const chunk = convert.fromSdkArtifact(update.artifact)
             const previous = state.artifacts.get(chunk.artifactId)
             // As the peer's task store joins them: a later chunk's name or description replaces the earlier one.
-            state.artifacts.set(
-              chunk.artifactId,
-              update.append && previous !== undefined
-                ? Part.Artifact.make({
-                  artifactId: chunk.artifactId,
-                  name: chunk.name || previous.name,
-                  description: chunk.description || previous.description,
-                  parts: [...previous.parts, ...chunk.parts]
-                })
-                : chunk
-            )
+            if (update.append && previous !== undefined) {
+              previous.name = chunk.name || previous.name
+              previous.description = chunk.description || previous.description
+              for (const part of chunk.parts) previous.parts.push(part)
+            } else state.artifacts.set(chunk.artifactId, { ...chunk, parts: [...chunk.parts] })
             return Effect.succeed([
               RemoteEvent.ArtifactChunk.make({
                 agent,

@@ -58,6 +58,25 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
         expect(error).toMatchObject({ reason: "HttpStatus", status, delivery: "Unknown" })
         expect(error.retryAfter && Duration.toMillis(error.retryAfter)).toBe(7000)
       }
+      // More digits than a number holds: no delay anyone can wait, so none, and still the typed error.
+      const huge = yield* rawPeer((_req, res) => {
+        res.writeHead(503, { "content-type": "text/plain", "retry-after": "9".repeat(400) })
+        res.end("slow down")
+      })
+      const error = yield* sendError(yield* agentAt(huge.url))
+      expect(error).toMatchObject({ reason: "HttpStatus", status: 503, delivery: "Unknown" })
+      expect(error.retryAfter).toBeUndefined()
+    }))
+
+  it.scopedLive("a JSON-RPC error whose code is not an integer: InvalidResponse, for a send and a stream", () =>
+    Effect.gen(function*() {
+      for (const code of [1.5, 1e20]) {
+        const peer = yield* rawPeer((_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code, message: "odd" } }))
+        const agent = yield* agentAt(peer.url)
+        expect(yield* sendError(agent)).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", operation: "SendMessage" })
+        const streamed = yield* Effect.flip(Stream.runDrain(agent.stream("go")))
+        expect(streamed).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", operation: "SendStreamingMessage" })
+      }
     }))
 
   it.scopedLive("a JSON-RPC error for each A2A code: ProtocolError with code and name", () =>
@@ -114,6 +133,21 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       const error = yield* sendError(yield* agentAt(peer.url, { maxResponseBytes: 1024 * 1024 }))
       expect(error.reason).toBe("InvalidResponse")
       expect(error.detail).toContain("exceeds")
+      // Calling itself an event stream does not spare a blocking answer, or a refusal of a stream, the limit.
+      for (const status of [200, 500]) {
+        const claimed = yield* rawPeer((_req, res) => {
+          res.writeHead(status, { "content-type": "text/event-stream" })
+          res.write(`{"jsonrpc":"2.0","id":1,"result":"`)
+          res.end(`${"x".repeat(2 * 1024 * 1024)}"}`)
+        })
+        const agent = yield* agentAt(claimed.url, { maxResponseBytes: 1024 * 1024 })
+        if (status === 200) {
+          expect(yield* sendError(agent)).toMatchObject({ reason: "InvalidResponse", detail: expect.stringContaining("exceeds") })
+        } else {
+          const streamed = yield* Effect.flip(Stream.runDrain(agent.stream("go")))
+          expect(streamed.detail).toContain("exceeds")
+        }
+      }
     }))
 
   it.scopedLive("a response with missing fields: InvalidResponse", () =>

@@ -27,6 +27,55 @@ const isJsonRpcError = (text: string): boolean => {
 }
 
 describe("A2AServer", () => {
+  it.scopedLive("a message to a task whose run is in progress is refused (-32004), before it runs; the run's caller gets its own ending", () =>
+    Effect.gen(function* () {
+      const ran: Array<string> = []
+      const agent: AgentExecutor.Agent<Error> = (request) =>
+        Effect.gen(function* () {
+          const part = request.message.parts[0]?.content
+          const [command = "", ms = "0"] = (part?.$case === "text" ? part.value : "").split(" ")
+          ran.push(command)
+          if (command === "ask") return AgentExecutor.InputRequired({ question: "which seat?" })
+          yield* Effect.sleep(`${Number(ms)} millis`)
+          return command === "fail" ? yield* Effect.fail(new Error("no seat")) : AgentExecutor.completedText(`done ${command}`)
+        })
+      const server = yield* A2AServer.make({ agent, card })
+      const client = yield* makeClient(server.url)
+      const started = yield* send(client, "work 600", {}, true)
+      const message = (text: string) => ({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: started.id, parts: [{ text }] } })
+      const refused = yield* rpc(server.rpcUrl, "SendMessage", message("fail 0"))
+      expect(JSON.parse(refused.text).error).toMatchObject({ code: -32004, message: expect.stringContaining("still running") })
+      // A stream is refused the same way, before its first event: a plain JSON-RPC error.
+      const streamed = yield* rpc(server.rpcUrl, "SendStreamingMessage", message("fail 0"))
+      expect(JSON.parse(streamed.text).error.code).toBe(-32004)
+      // v0.3 too.
+      const legacy = yield* rpc(server.rpcUrl, "message/send", {
+        message: { kind: "message", messageId: crypto.randomUUID(), role: "user", taskId: started.id, parts: [{ kind: "text", text: "fail 0" }] }
+      }, "0.3")
+      expect(JSON.parse(legacy.text).error.code).toBe(-32004)
+      const ended = yield* eventually(
+        Effect.promise(() => client.getTask({ tenant: "", id: started.id, historyLength: undefined })),
+        (task) => task.status?.state === TaskState.TASK_STATE_COMPLETED
+      )
+      expect(textOf(ended)).toBe("done work")
+      expect(ran).toEqual(["work"])
+
+      // Two follow-ups at once to a paused task: one runs, the other is refused.
+      const paused = yield* send(client, "ask")
+      expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+      const answers = yield* Effect.all(
+        ["seat 300", "seat 300"].map((text) => rpc(server.rpcUrl, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text }] } })),
+        { concurrency: "unbounded" }
+      )
+      const bodies = answers.map((answer) => JSON.parse(answer.text))
+      expect(bodies.filter((body) => body.error?.code === -32004)).toHaveLength(1)
+      expect(bodies.filter((body) => body.result?.task?.status?.state === "TASK_STATE_COMPLETED")).toHaveLength(1)
+      expect(ran).toEqual(["work", "ask", "seat"])
+      // Once the task is paused again or settled, the hold is gone: a message to a settled task gets the SDK's own answer.
+      const after = yield* rpc(server.rpcUrl, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text: "seat 0" }] } })
+      expect(JSON.parse(after.text).error).toMatchObject({ code: -32004, message: expect.stringContaining("terminal state") })
+    }))
+
   it.scopedLive("binds port 0 and serves the card at the bound address with ETag and Cache-Control", () =>
     Effect.gen(function* () {
       const server = yield* A2AServer.make({ agent: echo, card })

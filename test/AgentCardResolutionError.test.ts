@@ -38,6 +38,22 @@ describe("card resolution fails start-up with a typed error", () => {
       expect(yield* resolve(peer.url)).toMatchObject({ reason: "InvalidJson" })
     }))
 
+  it.scopedLive("a card over maxResponseBytes is refused, whatever content type it claims", () =>
+    Effect.gen(function*() {
+      for (const type of ["application/json", "text/event-stream"]) {
+        const peer = yield* cardServer((_req, res, base) => {
+          res.writeHead(200, { "content-type": type })
+          res.end(JSON.stringify({ ...cardFor(`${base}/rpc`), description: "x".repeat(256 * 1024) }))
+        })
+        // Only the fields are compared: a failure's diff of a whole agent and its 256 KiB card takes vitest minutes.
+        const refused = yield* Effect.either(RemoteAgent.make({ name: "booking", url: peer.url, maxResponseBytes: 64 * 1024 }))
+        expect(refused._tag === "Left" && refused.left.reason).toBe("InvalidCard")
+        // The same card within the limit resolves: the size is what was refused.
+        const resolved = yield* Effect.either(RemoteAgent.make({ name: "booking", url: peer.url, maxResponseBytes: 1024 * 1024 }))
+        expect(resolved._tag).toBe("Right")
+      }
+    }))
+
   it.scopedLive("a wrong-typed card", () =>
     Effect.gen(function*() {
       const peer = yield* cardServer((_req, res) => json(res, 200, { name: 42, supportedInterfaces: "JSONRPC" }))

@@ -135,7 +135,13 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   if (facts.names.includes("ResponseTooLarge")) return { reason: "InvalidResponse", delivery: "Unknown" }
   if (facts.names.includes("RedirectAnswered")) return { reason: "HttpStatus", delivery: "Unknown" }
   const rpc = facts.chain.find((e) => typeof prop(e, "envelopeCode") === "number")
-  if (rpc !== undefined) return { reason: "ProtocolError", delivery: "Unknown", code: prop(rpc, "envelopeCode") as number }
+  if (rpc !== undefined) {
+    const code = prop(rpc, "envelopeCode") as number
+    // JSON-RPC codes are integers: an error with another number is not an answer this client can read.
+    return Number.isSafeInteger(code)
+      ? { reason: "ProtocolError", delivery: "Unknown", code }
+      : { reason: "InvalidResponse", delivery: "Unknown" }
+  }
   if (facts.names.includes("InvalidAgentResponseError")) return { reason: "InvalidResponse", delivery: "Unknown" }
   if (facts.names.includes("TimeoutError")) return { reason: "Timeout", delivery: sentDelivery }
   if (facts.names.includes("AbortError")) return { reason: "Aborted", delivery: sentDelivery }
@@ -235,7 +241,8 @@ export const classifyCard = (
 export const parseRetryAfter = (value: string | null, now: number): Duration.Duration | undefined => {
   if (value === null) return undefined
   const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Duration.seconds(Number(trimmed))
+  // Digits past what a number holds are no delay anyone can wait: ignored, like any other unreadable value.
+  if (/^\d+$/.test(trimmed)) return Number.isFinite(Number(trimmed) * 1000) ? Duration.seconds(Number(trimmed)) : undefined
   const date = Date.parse(trimmed)
   return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - now))
 }

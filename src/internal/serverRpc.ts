@@ -6,17 +6,18 @@
  *
  * @internal
  */
-import { A2A_VERSION_HEADER, type AgentCard, Extensions, HTTP_EXTENSION_HEADER } from "@a2a-js/sdk"
+import { A2A_VERSION_HEADER, type AgentCard, Extensions, HTTP_EXTENSION_HEADER, type SendMessageRequest } from "@a2a-js/sdk"
 import { A2A_LEGACY_PROTOCOL_VERSION, LEGACY_HTTP_EXTENSION_HEADER, LEGACY_METHOD_TASKS_RESUBSCRIBE } from "@a2a-js/sdk/compat/v0_3"
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
 import {
   type A2ARequestHandler,
   defaultServerCallContextBuilder,
+  type ServerCallContext,
   JsonRpcTransportHandler,
   UnauthenticatedUser,
   validateVersion
 } from "@a2a-js/sdk/server"
-import { RequestMalformedError } from "@a2a-js/sdk/errors"
+import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import type { Readable } from "node:stream"
 import { storedTextProblem } from "./storedText.js"
 
@@ -129,20 +130,69 @@ const unstorableId = (params: unknown): string | undefined => {
 }
 
 const storedIdMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream", "getTask", "cancelTask", "resubscribe", "listTasks"])
+const sendMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream"])
+
+/**
+ * Holds the task a message continues for the request's length: a release,
+ * or undefined when a run of the task is in progress (see
+ * `EffectAgentExecutor.claim`).
+ *
+ * @internal
+ */
+export type Claim = (taskId: string, params: SendMessageRequest, context: ServerCallContext) => (() => void) | undefined
+
+/** @internal */
+export interface DispatcherOptions {
+  /** Refuse (-32602) a call whose ids the task store cannot hold, before the handler sees it. */
+  readonly checkIds?: boolean
+  /** Refuse (-32004) a message to a task that is still running, before the handler sees it. */
+  readonly claim?: Claim
+}
+
+const continuedTask = (params: unknown): string | undefined => {
+  const taskId = (params as { readonly message?: { readonly taskId?: unknown } } | undefined)?.message?.taskId
+  return typeof taskId === "string" && taskId !== "" ? taskId : undefined
+}
+
+// What a refused call returns: a stream is refused on its first event, so it is answered as a plain JSON-RPC error.
+const refusal = (property: PropertyKey, error: Error): unknown =>
+  property === "sendMessageStream" || property === "resubscribe"
+    ? (async function*() {
+      throw error
+    })()
+    : Promise.reject(error)
+
+// `result`, with `release` called once it settles (a stream: once it ends or is closed).
+const releasing = (result: unknown, release: () => void): unknown => {
+  if (result instanceof Promise) {
+    result.then(release, release)
+    return result
+  }
+  if (typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] === "function") {
+    return (async function*() {
+      try {
+        return yield* result as AsyncIterable<unknown>
+      } finally {
+        release()
+      }
+    })()
+  }
+  release()
+  return result
+}
 
 /**
  * `handler`, noting the call contexts it was called with and keeping what
  * its calls reject with under their call context: the SDK's transport
  * answers a rejection as -32603 with its message only, and the server log
  * wants the whole error. The caller gets the handler's own promise, so no
- * step is added. With `checkIds`, a call whose ids the task store cannot
- * hold is refused (-32602) before the handler sees it.
+ * step is added. See {@link DispatcherOptions} for what it refuses.
  */
 const capturing = (
   handler: A2ARequestHandler,
   called: WeakSet<object>,
   thrown: WeakMap<object, unknown>,
-  checkIds: boolean
+  options: DispatcherOptions
 ): A2ARequestHandler => {
   const wrapped = new Map<PropertyKey, unknown>()
   return new Proxy(handler, {
@@ -151,24 +201,35 @@ const capturing = (
       if (typeof value !== "function") return value
       let method = wrapped.get(property)
       if (method === undefined) {
-        const checked = checkIds && storedIdMethods.has(property)
+        const checked = options.checkIds === true && storedIdMethods.has(property)
+        const claim = sendMethods.has(property) ? options.claim : undefined
         method = (...args: Array<unknown>) => {
           const context = args[args.length - 1]
           const isContext = typeof context === "object" && context !== null
           if (isContext) called.add(context)
           const problem = checked ? unstorableId(args[0]) : undefined
-          if (problem !== undefined) {
-            const refused = new RequestMalformedError(problem)
-            // A stream is refused on its first event: answered as a plain JSON-RPC error.
-            return property === "sendMessageStream" || property === "resubscribe"
-              ? (async function*() {
-                throw refused
-              })()
-              : Promise.reject(refused)
+          if (problem !== undefined) return refusal(property, new RequestMalformedError(problem))
+          const taskId = claim === undefined ? undefined : continuedTask(args[0])
+          const release = taskId === undefined
+            ? undefined
+            : claim!(taskId, args[0] as SendMessageRequest, context as ServerCallContext)
+          if (taskId !== undefined && release === undefined) {
+            return refusal(
+              property,
+              new UnsupportedOperationError(
+                `Task ${taskId} is still running; a message can continue it once it pauses for input or authentication.`
+              )
+            )
           }
-          const result: unknown = value.apply(target, args)
+          let result: unknown
+          try {
+            result = value.apply(target, args)
+          } catch (error) {
+            release?.()
+            throw error
+          }
           if (isContext && result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
-          return result
+          return release === undefined ? result : releasing(result, release)
         }
         wrapped.set(property, method)
       }
@@ -178,10 +239,10 @@ const capturing = (
 }
 
 /** @internal */
-export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard, checkIds = false): Dispatcher => {
+export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard, options: DispatcherOptions = {}): Dispatcher => {
   const called = new WeakSet<object>()
   const thrown = new WeakMap<object, unknown>()
-  const captured = capturing(requestHandler, called, thrown, checkIds)
+  const captured = capturing(requestHandler, called, thrown, options)
   const v1 = new JsonRpcTransportHandler(captured)
   const legacy = new LegacyJsonRpcTransportHandler(captured)
   const versionHeader = A2A_VERSION_HEADER.toLowerCase()

@@ -13,14 +13,20 @@ export interface TrackingFetch {
   readonly track: (signal: AbortSignal) => CallRecord
 }
 
-const limitBody = (response: Response, limit: number): Response => {
+/**
+ * `response` with its body held to `limit` bytes, unless it is the event
+ * stream a streaming call asked for (the SDK's reader bounds each event):
+ * any other body, whatever its content type says, is read whole.
+ */
+const limitBody = (response: Response, limit: number, streamAsked: boolean): Response => {
   // The HTTP client holds a body to its declared length, so only bodies without one need counting;
   // a compressed body's length is not the length of what it decodes to.
   const encoding = response.headers.get("content-encoding")
   const length = encoding === null || encoding === "identity" ? response.headers.get("content-length") : null
   const declared = Number(length)
   if (length !== null && declared <= limit) return response
-  if (response.body === null || response.headers.get("content-type")?.startsWith("text/event-stream")) return response
+  if (response.body === null) return response
+  if (streamAsked && response.ok && response.headers.get("content-type")?.startsWith("text/event-stream")) return response
   if (length !== null && declared > limit) {
     void response.body.cancel().catch(() => undefined)
     throw new ResponseTooLarge(limit)
@@ -75,10 +81,8 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
       // with any other mode, fetch copies each request and its body first, in case it must follow.
       // Merged even without headers of the agent's own: the SDK's `Content-Type` and `A2A-Version` must replace a
       // call's `content-type` or `a2a-version`, not be sent beside them (fetch would join the two values).
-      return fetch(
-        input,
-        { ...init, redirect: "error", headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined) }
-      ).then((response) => {
+      const merged = mergeHeaders(headers, init?.headers as Record<string, string> | undefined)
+      return fetch(input, { ...init, redirect: "error", headers: merged }).then((response) => {
         if (record) {
           record.status = response.status
           // Only a refusal's Retry-After matters to the caller.
@@ -87,7 +91,7 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
             if (retryAfter !== undefined) record.retryAfter = retryAfter
           }
         }
-        return limitBody(response, maxResponseBytes)
+        return limitBody(response, maxResponseBytes, merged.accept === "text/event-stream")
       }, (error: unknown) => {
         throw isRedirect(error) ? new RedirectAnswered() : error
       })
@@ -130,7 +134,8 @@ export const cardFetch =
     record.sent = true
     const response = limitBody(
       await fetch(input, { ...init, headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined), signal }),
-      maxBytes
+      maxBytes,
+      false
     )
     record.status = response.status
     if (!response.ok) return response
