@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import type { Message, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import type { Message, Task, TaskStatus, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import {
   AgentEvent,
@@ -585,6 +585,9 @@ const publishArtifact = (events: RunEvents, taskId: string, contextId: string, v
 const textStatus = (taskId: string, contextId: string, state: TaskState, text: string): TaskStatusUpdateEvent =>
   statusEvent(taskId, contextId, state, internalParts.agentMessage(taskId, contextId, [internalParts.textPart(text)]))
 
+/** How many pauses written ahead of a lagging handler are kept from being overwritten at once. */
+const maxPausedAhead = 10_000
+
 const taskStateName = (state: TaskState | undefined): string =>
   state === undefined ? "TASK_STATE_UNSPECIFIED" : TaskState[state] ?? String(state)
 
@@ -792,8 +795,39 @@ export const make = <E, R>(
       activity.inFlight--
       activity.lastEnded = performance.now()
     }
+    // Pauses (input or auth required) the executor wrote itself because the handler fell behind (a
+    // stream reader that stalls): the handler then goes on saving the run's earlier events, and the SDK
+    // keeps only terminal states from being overwritten. Its saves of those, no newer than the pause,
+    // keep the pause. Dropped once the handler catches up or a newer run moves the task on.
+    const pausedAhead = new Map<string, TaskStatus>()
+    const keepPause = (task: Task): Task => {
+      const paused = pausedAhead.get(task.id)
+      if (paused === undefined) return task
+      const state = task.status?.state
+      const stale = (state === TaskState.TASK_STATE_WORKING || state === TaskState.TASK_STATE_SUBMITTED) &&
+        (task.status?.timestamp ?? "") <= (paused.timestamp ?? "")
+      if (!stale) {
+        pausedAhead.delete(task.id)
+        return task
+      }
+      const question = paused.message
+      const history = task.history ?? []
+      return {
+        ...task,
+        status: paused,
+        history: question === undefined || history.some((message) => message.messageId === question.messageId)
+          ? history
+          : [...history, question]
+      }
+    }
+    const rememberPause = (taskId: string, status: TaskStatus): void => {
+      // Bounded: a task whose handler never catches up (its reader left) holds its entry.
+      if (pausedAhead.size >= maxPausedAhead) pausedAhead.delete(pausedAhead.keys().next().value!)
+      pausedAhead.set(taskId, status)
+    }
     const watchedStore: TaskStore | undefined = store === undefined ? undefined : {
-      save: (task, callContext) => {
+      save: (saving, callContext) => {
+        const task = keepPause(saving)
         began(callContext)
         return settled(() => store.save(task, callContext)).then(() => {
           ended(callContext)
@@ -973,7 +1007,11 @@ export const make = <E, R>(
       }
       const saved = finalSaved(taskId, state, context.context)
       bus.publish(AgentEvent.statusUpdate(event))
-      return saved.then((done) => done ? undefined : persisted(persistFinal(context, events, initial, event)))
+      return saved.then((done) => {
+        if (done) return
+        if (!internalParts.isTerminal(state) && event.status !== undefined) rememberPause(taskId, event.status)
+        return persisted(persistFinal(context, events, initial, event))
+      })
     }
 
     // Plain promises around one fiber per run.

@@ -3,6 +3,7 @@ import { InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, FastCheck, Fiber, Option, Scope } from "effect"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
@@ -27,6 +28,56 @@ const isJsonRpcError = (text: string): boolean => {
 }
 
 describe("A2AServer", () => {
+  it.scopedLive("a stream reader that stalls, then leaves: the run's pause is kept, not overwritten by its earlier progress", () =>
+    Effect.gen(function* () {
+      const big = "x".repeat(32 * 1024)
+      const agent: AgentExecutor.Agent = () =>
+        Effect.gen(function* () {
+          for (let i = 0; i < 400; i++) yield* AgentExecutor.status(`step ${i} ${big}`)
+          return AgentExecutor.InputRequired({ question: "which account?" })
+        })
+      const server = yield* A2AServer.make({ agent, card })
+      const body = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendStreamingMessage",
+        params: SendMessageRequest.toJSON({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} })
+      })
+      const stateOf = (id: string) =>
+        Effect.map(rpc(server.rpcUrl, "GetTask", { id, historyLength: 0 }), (answer) => JSON.parse(answer.text).result?.status?.state)
+      const socket = net.connect(server.address.port, "127.0.0.1")
+      yield* Effect.addFinalizer(() => Effect.sync(() => socket.destroy()))
+      // Reads up to the first event's task id, then stops reading: the handler stalls on the full socket.
+      const taskId = yield* Effect.async<string>((resume) => {
+        let head = ""
+        const onData = (chunk: Buffer) => {
+          head += chunk.toString("latin1")
+          const found = /"id":"([0-9a-f-]{36})"/.exec(head)
+          if (found === null) return
+          socket.pause()
+          socket.off("data", onData)
+          // Whatever comes later is read and dropped, once the reader resumes.
+          socket.on("data", () => {})
+          resume(Effect.succeed(found[1]!))
+        }
+        socket.on("data", onData)
+        socket.write(
+          `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+        )
+      })
+      // The run ends while the handler is stalled: the executor writes the pause itself.
+      yield* eventually(stateOf(taskId), (state) => state === "TASK_STATE_INPUT_REQUIRED", 500)
+      // The reader takes a little more (the handler saves some of the run's earlier progress), then leaves.
+      socket.resume()
+      yield* Effect.sleep("30 millis")
+      socket.destroy()
+      yield* Effect.sleep("500 millis")
+      expect(yield* stateOf(taskId)).toBe("TASK_STATE_INPUT_REQUIRED")
+      const task = JSON.parse((yield* rpc(server.rpcUrl, "GetTask", { id: taskId })).text).result
+      expect(task.status.message.parts[0].text).toBe("which account?")
+      expect(task.history.some((message: { messageId: string }) => message.messageId === task.status.message.messageId)).toBe(true)
+    }))
+
   it.scopedLive("a message to a task whose run is in progress is refused (-32004), before it runs; the run's caller gets its own ending", () =>
     Effect.gen(function* () {
       const ran: Array<string> = []
@@ -176,6 +227,19 @@ describe("A2AServer", () => {
       expect(JSON.parse(malformed.text).error.code).toBe(-32700)
       const invalidUtf8 = yield* post(server.rpcUrl, new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), { "A2A-Version": "1.0" })
       expect(JSON.parse(invalidUtf8.text).error.code).toBe(-32700)
+
+      // Nesting past what the SDK's copies of a task can hold is refused before anything runs; below it, served.
+      const nested = (depth: number) => {
+        let value: unknown = "leaf"
+        for (let i = 0; i < depth; i++) value = { inner: value }
+        return { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "deep" }], metadata: { nested: value } } }
+      }
+      const roomy = yield* A2AServer.make({ agent: echo, card })
+      const deep = JSON.parse((yield* rpc(roomy.rpcUrl, "SendMessage", nested(2000))).text)
+      expect(deep.error).toEqual({ code: -32600, message: "Request nested deeper than 256 levels." })
+      expect(deep.id).toBe(1)
+      const shallow = JSON.parse((yield* rpc(roomy.rpcUrl, "SendMessage", nested(200))).text)
+      expect(shallow.result.task.status.state).toBe("TASK_STATE_COMPLETED")
 
       const unknown = yield* rpc(server.rpcUrl, "NoSuchMethod", {})
       expect(JSON.parse(unknown.text).error.code).toBe(-32601)

@@ -238,6 +238,28 @@ const capturing = (
   })
 }
 
+/**
+ * How deep a request may nest. The SDK copies messages and tasks with
+ * `structuredClone`, whose limit depends on the stack (about 1900 levels
+ * here, less elsewhere): past it, a run could start whose task can then not
+ * be copied, saved or read. Far above any real message.
+ *
+ * @internal
+ */
+export const maxNesting = 256
+
+// Whether `value` nests objects and arrays deeper than `limit`; iterative, so that depth costs no stack.
+const deeperThan = (value: unknown, limit: number): boolean => {
+  const pending: Array<[unknown, number]> = [[value, 0]]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [current, depth] = next
+    if (typeof current !== "object" || current === null) continue
+    if (depth >= limit) return true
+    for (const child of Array.isArray(current) ? current : Object.values(current)) pending.push([child, depth + 1])
+  }
+  return false
+}
+
 /** @internal */
 export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard, options: DispatcherOptions = {}): Dispatcher => {
   const called = new WeakSet<object>()
@@ -251,6 +273,10 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
     const useLegacy = (requestedVersion ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION
     const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError
     const id = idOf(body)
+    if (deeperThan(body, maxNesting)) {
+      const error = { code: INVALID_REQUEST, message: `Request nested deeper than ${maxNesting} levels.` }
+      return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
+    }
     try {
       const extensionsHeader = useLegacy
         ? headers[LEGACY_HTTP_EXTENSION_HEADER.toLowerCase()] ?? headers[HTTP_EXTENSION_HEADER.toLowerCase()]
