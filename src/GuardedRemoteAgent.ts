@@ -389,7 +389,8 @@ export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): Gu
     name,
     description: guard.describeRemote(remote, options.description),
     remote,
-    send: (input, callOptions) => guarded(retry(remote.send(input, callOptions), input, callOptions)),
+    // Suspended: a retry policy function that throws is a defect of the call, as in `run`, not a throw here.
+    send: (input, callOptions) => Effect.suspend(() => guarded(retry(remote.send(input, callOptions), input, callOptions))),
     run
   }
 }

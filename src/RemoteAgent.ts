@@ -269,9 +269,22 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
   }
 
   const viewTask = view("GetTask")
-  /** One GetTask request of an exchange (a call of its own, or a poll of another call). */
+  /**
+   * One GetTask request of an exchange (a call of its own, or a poll of
+   * another call). An answer about another task is no answer about this one.
+   */
   const readTask = (exchange: clientCall.Exchange, taskId: string, ids: clientCall.Ids, done: clientCall.Done<RemoteOutcome.TaskView>) =>
-    request(exchange, "GetTask", ids, (o) => client.getTask({ tenant: "", id: taskId }, o), viewTask, done)
+    request(
+      exchange,
+      "GetTask",
+      ids,
+      (o) => client.getTask({ tenant: "", id: taskId }, o),
+      (task) =>
+        task.id === taskId
+          ? viewTask(task)
+          : Either.left(clientCall.invalid(agent, "GetTask", `asked for task ${taskId}, the answer is about task ${String(task.id)}`, ids)),
+      done
+    )
   const getTask = (taskId: string, options: CallOptions | undefined) =>
     operate<RemoteOutcome.TaskView>("GetTask", options, (exchange, done) => {
       const problem = unsendable(options)

@@ -261,6 +261,17 @@ describe("only remote failures become text", () => {
       })
       const exit = yield* Effect.exit(guarded.send("book flight 4821"))
       expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      // A policy function that throws while building its Effect: the same defect, from send as from run.
+      const throwing = GuardedRemoteAgent.make(remote, {
+        retry: () => {
+          throw new Error("retry builder bug")
+        }
+      })
+      for (const call of [() => throwing.send("book flight 4821"), () => Agent.result(throwing, "book flight 4821")]) {
+        const thrown = yield* Effect.exit(Effect.suspend(call))
+        expect(Exit.isFailure(thrown) && Cause.isDie(thrown.cause)).toBe(true)
+      }
+      expect(Effect.isEffect(throwing.send("book flight 4821"))).toBe(true)
     }))
 
   it.scopedLive("a defect in a local agent stays a defect", () =>

@@ -404,6 +404,21 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
       expect(running._tag === "Running" && running.parts).toEqual(expected)
     }))
 
+  it.scopedLive("an answer about another task is not taken for the one asked about, by getTask or a send's polling", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => {
+        const id = rpcId(body)
+        if (body.includes("GetTask")) return json(res, 200, { jsonrpc: "2.0", id, result: task("t-other", "TASK_STATE_COMPLETED").task })
+        json(res, 200, { jsonrpc: "2.0", id, result: task("t1", "TASK_STATE_WORKING") })
+      })
+      const agent = yield* agentFor(peer.url)
+      const read = yield* Effect.flip(agent.getTask("t1"))
+      expect(read).toMatchObject({ reason: "InvalidResponse", operation: "GetTask", taskId: "t1" })
+      expect(read.detail).toContain("about task t-other")
+      const sent = yield* Effect.flip(agent.send("go"))
+      expect(sent).toMatchObject({ reason: "InvalidResponse", operation: "SendMessage", delivery: "Unknown", taskId: "t1" })
+    }))
+
   it.scopedLive("a timeout beyond what a timer holds, or an infinite one, still waits for the answer", () =>
     Effect.gen(function*() {
       const peer = yield* rawPeer((_req, res, body) => {
