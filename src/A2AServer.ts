@@ -278,6 +278,10 @@ const versionHeader = A2A_VERSION_HEADER.toLowerCase()
 const rpcError = (id: unknown, code: number, message: string, status = 200) =>
   jsonResponse({ jsonrpc: "2.0", id, error: { code, message } }, status)
 
+// A refused body is not read on: the connection closes after the answer, instead of taking in the rest.
+const tooLarge = (message: string) =>
+  HttpServerResponse.setHeader(rpcError(null, internalRpc.INVALID_REQUEST, message, 413), "connection", "close")
+
 const buildCard = (options: CardOptions, baseUrl: string, rpcPath: string): AgentCard => {
   const url = new URL(rpcPath, baseUrl).toString()
   return {
@@ -480,14 +484,14 @@ export const make: {
       }
       const declared = Number(headers["content-length"])
       if (Number.isFinite(declared) && declared > maxBodyBytes) {
-        return Effect.succeed(rpcError(null, internalRpc.INVALID_REQUEST, "Request body too large.", 413))
+        return Effect.succeed(tooLarge("Request body too large."))
       }
       // Read, parse and dispatch in one promise: one wait for the fiber per request.
       type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
       const receive = (): Promise<Received> =>
         internalRpc.readBody(incoming, maxBodyBytes).then((bytes): Received | Promise<Received> => {
           if (bytes === undefined) {
-            return rpcError(null, internalRpc.INVALID_REQUEST, "Request body too large or unreadable.", 413)
+            return tooLarge("Request body too large or unreadable.")
           }
           let body: unknown
           try {

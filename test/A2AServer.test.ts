@@ -222,6 +222,37 @@ describe("A2AServer", () => {
       const tooLarge = yield* post(server.rpcUrl, JSON.stringify({ pad: "x".repeat(5000) }), { "A2A-Version": "1.0" })
       expect(tooLarge.status).toBe(413)
       expect(JSON.parse(tooLarge.text).error.code).toBe(-32600)
+      // A body that goes on past the limit, declared or not: answered, and the connection closed rather than read on.
+      for (const declared of [true, false]) {
+        const ended = yield* Effect.async<{ readonly head: string; readonly sent: number }>((resume) => {
+          const socket = net.connect(server.address.port, "127.0.0.1")
+          let head = ""
+          let sent = 0
+          const length = declared ? "Content-Length: 100000000" : "Transfer-Encoding: chunked"
+          socket.write(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${length}\r\n\r\n`)
+          const chunk = "x".repeat(16 * 1024)
+          const pump = setInterval(() => {
+            if (socket.destroyed || sent > 64 * 1024 * 1024) return
+            sent += chunk.length
+            socket.write(declared ? chunk : `${chunk.length.toString(16)}\r\n${chunk}\r\n`)
+          }, 1)
+          socket.on("data", (data: Buffer) => {
+            head += data.toString("latin1")
+          })
+          socket.on("error", () => {})
+          socket.on("close", () => {
+            clearInterval(pump)
+            resume(Effect.succeed({ head, sent }))
+          })
+          return Effect.sync(() => {
+            clearInterval(pump)
+            socket.destroy()
+          })
+        }).pipe(Effect.timeout("10 seconds"))
+        expect(ended.head).toMatch(/^HTTP\/1\.1 413/)
+        expect(ended.head.toLowerCase()).toContain("connection: close")
+        expect(ended.sent).toBeLessThan(64 * 1024 * 1024)
+      }
 
       const malformed = yield* post(server.rpcUrl, "{not json", { "A2A-Version": "1.0" })
       expect(JSON.parse(malformed.text).error.code).toBe(-32700)
