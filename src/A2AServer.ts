@@ -501,18 +501,33 @@ export const make: {
           }
           return dispatcher.dispatch(body, headers)
         })
-      return Effect.flatMap(Effect.promise(receive), (dispatched) => {
-        if (HttpServerResponse.isServerResponse(dispatched)) return Effect.succeed(dispatched)
-        if (dispatched._tag === "Json") {
-          return Effect.map(
-            sanitizeBody(dispatched.body, "response", dispatched.cause),
-            (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
+      return Effect.suspend(() => {
+        const received = receive()
+        return Effect.flatMap(Effect.promise(() => received), (dispatched) => {
+          if (HttpServerResponse.isServerResponse(dispatched)) return Effect.succeed(dispatched)
+          if (dispatched._tag === "Json") {
+            return Effect.map(
+              sanitizeBody(dispatched.body, "response", dispatched.cause),
+              (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
+            )
+          }
+          return Effect.succeed(HttpServerResponse.stream(sseStream(dispatched), {
+            contentType: SSE_HEADERS["Content-Type"],
+            headers: { ...SSE_HEADERS, ...dispatched.headers }
+          }))
+        }).pipe(
+          // A client gone before its answer: a stream that would have been written is closed all the same,
+          // so that what it holds (the hold on a task it continues, its place on the task's bus) is let go.
+          Effect.onInterrupt(() =>
+            Effect.sync(() => {
+              received.then((dispatched) => {
+                if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") {
+                  void dispatched.iterator.return?.(undefined)?.catch(() => undefined)
+                }
+              }, () => undefined)
+            })
           )
-        }
-        return Effect.succeed(HttpServerResponse.stream(sseStream(dispatched), {
-          contentType: SSE_HEADERS["Content-Type"],
-          headers: { ...SSE_HEADERS, ...dispatched.headers }
-        }))
+        )
       })
     }).pipe(
       Effect.catchAllCause((cause) => {

@@ -28,6 +28,54 @@ const isJsonRpcError = (text: string): boolean => {
 }
 
 describe("A2AServer", () => {
+  it.scopedLive("a streaming follow-up whose client leaves before the first event lets go of the task: it can be continued again", () =>
+    Effect.gen(function* () {
+      const inner = new InMemoryTaskStore()
+      let slow = false
+      // Loads that take a while (a remote database under load) keep the first event from coming at once.
+      const store = {
+        save: (task: Parameters<InMemoryTaskStore["save"]>[0], context: Parameters<InMemoryTaskStore["save"]>[1]) => inner.save(task, context),
+        load: async (id: string, context: Parameters<InMemoryTaskStore["load"]>[1]) => {
+          if (slow) await new Promise((resolve) => setTimeout(resolve, 300))
+          return inner.load(id, context)
+        }
+      } as InMemoryTaskStore
+      const agent: AgentExecutor.Agent = (request) =>
+        Effect.sync(() => {
+          const part = request.message.parts[0]?.content
+          const text = part?.$case === "text" ? part.value : ""
+          return text === "ask" ? AgentExecutor.InputRequired({ question: "which seat?" }) : AgentExecutor.completedText(`done ${text}`)
+        })
+      const server = yield* A2AServer.make({ agent, card, taskStore: store })
+      const client = yield* makeClient(server.url)
+      const paused = yield* send(client, "ask")
+      const followUp = (text: string) =>
+        JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text }] } } })
+      slow = true
+      const controller = new AbortController()
+      const left = fetch(server.rpcUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", "A2A-Version": "1.0" },
+        body: followUp("ask"),
+        signal: controller.signal
+      }).then(() => "answered", () => "left")
+      yield* Effect.sleep("50 millis")
+      controller.abort()
+      expect(yield* Effect.promise(() => left)).toBe("left")
+      slow = false
+      yield* eventually(
+        Effect.zip(Effect.promise(() => client.getTask({ tenant: "", id: paused.id, historyLength: undefined })), server.executor.running),
+        // The abandoned follow-up ran: the task paused again, with a new question message.
+        ([task, running]) =>
+          task.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED && running === 0 &&
+          task.status.message?.messageId !== paused.status?.message?.messageId,
+        500
+      )
+      const next = JSON.parse((yield* rpc(server.rpcUrl, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text: "12A" }] } })).text)
+      expect(next.error).toBeUndefined()
+      expect(next.result.task.status.state).toBe("TASK_STATE_COMPLETED")
+    }))
+
   it.scopedLive("a stream reader that stalls, then leaves: the run's pause is kept, not overwritten by its earlier progress", () =>
     Effect.gen(function* () {
       const big = "x".repeat(32 * 1024)
