@@ -783,17 +783,21 @@ export const make = <E, R>(
     // Counted per request: the handler works through a run's events under
     // the context of the request that started it, while readers of the task
     // (GetTask, a cancel from another replica) come with their own.
-    const began = (callContext: ServerCallContext | undefined): void => {
-      if (callContext === undefined) return
-      const activity = (callContext as Active)[activityKey]
-      if (activity === undefined) (callContext as Active)[activityKey] = { inFlight: 1, lastEnded: 0 }
-      else activity.inFlight++
-    }
-    const ended = (callContext: ServerCallContext | undefined): void => {
-      const activity = callContext === undefined ? undefined : (callContext as Active)[activityKey]
-      if (activity === undefined) return
-      activity.inFlight--
-      activity.lastEnded = performance.now()
+    const tracked = <A>(callContext: ServerCallContext | undefined, call: () => Promise<A>): Promise<A> => {
+      if (callContext === undefined) return settled(call)
+      const activity = ((callContext as Active)[activityKey] ??= { inFlight: 0, lastEnded: 0 })
+      activity.inFlight++
+      const ended = () => {
+        activity.inFlight--
+        activity.lastEnded = performance.now()
+      }
+      return settled(call).then((value) => {
+        ended()
+        return value
+      }, (error: unknown) => {
+        ended()
+        throw error
+      })
     }
     // Pauses (input or auth required) the executor wrote itself because the handler fell behind (a
     // stream reader that stalls): the handler then goes on saving the run's earlier events, and the SDK
@@ -828,30 +832,16 @@ export const make = <E, R>(
     const watchedStore: TaskStore | undefined = store === undefined ? undefined : {
       save: (saving, callContext) => {
         const task = keepPause(saving)
-        began(callContext)
-        return settled(() => store.save(task, callContext)).then(() => {
-          ended(callContext)
+        return tracked(callContext, () => store.save(task, callContext)).then(() => {
           const waiting = awaitingSave.get(task.id)
           const state = task.status?.state
           if (waiting !== undefined && (state === waiting.state || internalParts.isTerminal(state))) {
             awaitingSave.delete(task.id)
             waiting.saved()
           }
-        }, (error: unknown) => {
-          ended(callContext)
-          return storeFailure("save", task.id)(error)
-        })
+        }, storeFailure("save", task.id))
       },
-      load: (taskId, callContext) => {
-        began(callContext)
-        return settled(() => store.load(taskId, callContext)).then((task) => {
-          ended(callContext)
-          return task
-        }, (error: unknown) => {
-          ended(callContext)
-          return storeFailure("load", taskId)(error)
-        })
-      },
+      load: (taskId, callContext) => tracked(callContext, () => store.load(taskId, callContext)).then(undefined, storeFailure("load", taskId)),
       list: (params, callContext) => store.list(params, callContext).then(undefined, storeFailure("list", ""))
     }
     // Resolves true once the final state is saved through the watched store,

@@ -248,15 +248,16 @@ const capturing = (
  */
 export const maxNesting = 256
 
-// Whether `value` nests objects and arrays deeper than `limit`; iterative, so that depth costs no stack.
-const deeperThan = (value: unknown, limit: number): boolean => {
-  const pending: Array<[unknown, number]> = [[value, 0]]
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const [current, depth] = next
-    if (typeof current !== "object" || current === null) continue
-    if (depth >= limit) return true
-    for (const child of Array.isArray(current) ? current : Object.values(current)) pending.push([child, depth + 1])
+// Whether `value` nests objects and arrays more than `levels` deep. Recursive, without allocating (it runs
+// on every request): it never goes deeper than `levels`, far within the stack.
+const deeperThan = (value: unknown, levels: number): boolean => {
+  if (typeof value !== "object" || value === null) return false
+  if (levels === 0) return true
+  if (Array.isArray(value)) {
+    for (const item of value) if (deeperThan(item, levels - 1)) return true
+    return false
   }
+  for (const key in value) if (deeperThan((value as Record<string, unknown>)[key], levels - 1)) return true
   return false
 }
 
