@@ -361,12 +361,19 @@ export const make: {
       : address.hostname
     const url = (options.publicUrl ?? `http://${hostForUrl}:${address.port}`).replace(/\/+$/, "")
     const card = buildCard(options.card, `${url}/`, rpcPath.replace(/^\//, ""))
+    const subscriptions = internalRpc.makeSubscriptions()
     const requestHandler = options.idempotency === undefined
-      ? new DefaultRequestHandler(card, executor.taskStore ?? taskStore, executor, ...internalParts.closingPausedBuses)
+      ? new DefaultRequestHandler(
+        card,
+        executor.taskStore ?? taskStore,
+        executor,
+        ...internalParts.handlerArguments(subscriptions.manager)
+      )
       : yield* (internalIdempotency.make({
         card,
         taskStore: executor.taskStore ?? taskStore,
         executor,
+        buses: subscriptions.manager,
         options: options.idempotency
       }))
     // A keyed message goes to the ledger, which joins a repeat to its run instead of refusing it.
@@ -380,7 +387,8 @@ export const make: {
     }
     const dispatcher = internalRpc.makeDispatcher(requestHandler, card, {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore),
-      claim: (taskId, params, context) => keyed(params, context) ? () => {} : executor.claim(taskId)
+      claim: (taskId, params, context) => keyed(params, context) ? () => {} : executor.claim(taskId),
+      subscriptions
     })
 
     // Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
@@ -462,10 +470,7 @@ export const make: {
           ))
         ),
         Stream.map((text) => encoder.encode(text)),
-        // Not awaited: a generator parked on its next event would hold the close.
-        Stream.ensuring(Effect.sync(() => {
-          void iterator.return?.(undefined)?.catch(() => undefined)
-        }))
+        Stream.ensuring(Effect.sync(dispatched.close))
       )
     }
 
@@ -521,9 +526,7 @@ export const make: {
           Effect.onInterrupt(() =>
             Effect.sync(() => {
               received.then((dispatched) => {
-                if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") {
-                  void dispatched.iterator.return?.(undefined)?.catch(() => undefined)
-                }
+                if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") dispatched.close()
               }, () => undefined)
             })
           )

@@ -17,6 +17,7 @@ import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/er
 import {
   type AgentExecutor as SdkAgentExecutor,
   DefaultRequestHandler,
+  type ExecutionEventBusManager,
   RequestContext,
   ServerCallContext,
   type TaskStore,
@@ -178,6 +179,8 @@ export const make = (deps: {
   readonly card: AgentCard
   readonly taskStore: TaskStore
   readonly executor: SdkAgentExecutor
+  /** The handler's event buses. */
+  readonly buses: ExecutionEventBusManager
   readonly options: Options
 }): Effect.Effect<DefaultRequestHandler, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function*() {
@@ -192,7 +195,7 @@ export const make = (deps: {
         throw Cause.squash(exit.cause)
       })
     const runFork = Runtime.runFork(runtime)
-    const { card, taskStore, executor, options } = deps
+    const { buses, card, taskStore, executor, options } = deps
     const lease = options.lease ?? Duration.seconds(30)
     const wait = options.wait ?? Duration.seconds(30)
     const identityOf = (context: ServerCallContext) =>
@@ -336,7 +339,7 @@ export const make = (deps: {
 
     class IdempotentRequestHandler extends DefaultRequestHandler {
       constructor() {
-        super(card, taskStore, watchedExecutor, ...internalParts.closingPausedBuses)
+        super(card, taskStore, watchedExecutor, ...internalParts.handlerArguments(buses))
         // The SDK draws a task id when it builds the request context; the
         // ledger recorded one before, so the run gets that one. The method is
         // private in the SDK's types (1.3.0), hence the instance override.

@@ -5,7 +5,12 @@
  */
 import type { Artifact as WireArtifact, Message, Part as WirePart } from "@a2a-js/sdk"
 import { Role, TaskState } from "@a2a-js/sdk"
-import { type DefaultRequestHandler, type ServerCallContext, STATE_HEADERS_KEY } from "@a2a-js/sdk/server"
+import {
+  type DefaultRequestHandler,
+  type ExecutionEventBusManager,
+  type ServerCallContext,
+  STATE_HEADERS_KEY
+} from "@a2a-js/sdk/server"
 import type * as Part from "../Part.js"
 
 /** @internal */
@@ -83,19 +88,19 @@ export const headersOf = (context: ServerCallContext): RequestHeaders => {
 }
 
 /**
- * The SDK request handler's arguments after the executor: close the event
- * bus of a task that pauses (input or auth required). Kept open, it ends no
- * stream of an AUTH_REQUIRED task, nor any resubscription to a paused one,
- * and each subscriber that leaves keeps a listener on it; our runs end when
- * they pause, and a follow-up message starts a new one.
+ * The SDK request handler's arguments after the executor: `buses`, and
+ * close the event bus of a task that pauses (input or auth required). Kept
+ * open, it ends no stream of an AUTH_REQUIRED task, nor any resubscription
+ * to a paused one, and each subscriber that leaves keeps a listener on it;
+ * our runs end when they pause, and a follow-up message starts a new one.
  *
  * @internal
  */
-export const closingPausedBuses: [
-  undefined,
+export const handlerArguments = (buses: ExecutionEventBusManager): [
+  ExecutionEventBusManager,
   undefined,
   undefined,
   undefined,
   undefined,
   NonNullable<ConstructorParameters<typeof DefaultRequestHandler>[8]>
-] = [undefined, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] }]
+] => [buses, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] }]

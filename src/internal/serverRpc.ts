@@ -11,7 +11,12 @@ import { A2A_LEGACY_PROTOCOL_VERSION, LEGACY_HTTP_EXTENSION_HEADER, LEGACY_METHO
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
 import {
   type A2ARequestHandler,
+  DefaultExecutionEventBusManager,
   defaultServerCallContextBuilder,
+  type EventListener,
+  type ExecutionEventBus,
+  type ExecutionEventBusManager,
+  type FinishedListener,
   type ServerCallContext,
   JsonRpcTransportHandler,
   UnauthenticatedUser,
@@ -60,6 +65,8 @@ export type Dispatched =
     readonly _tag: "Stream"
     readonly first: IteratorResult<unknown> | undefined
     readonly iterator: AsyncIterator<unknown>
+    /** Ends the stream for a reader that is done with it, or gone; without waiting for the iterator. */
+    readonly close: () => void
     readonly mapError: (error: unknown) => RpcError
     readonly id: unknown
     readonly headers: Record<string, string>
@@ -147,6 +154,79 @@ export interface DispatcherOptions {
   readonly checkIds?: boolean
   /** Refuse (-32004) a message to a task that is still running, before the handler sees it. */
   readonly claim?: Claim
+  /** The event buses of the handler, so that a subscriber who leaves lets go of its task's bus at once. */
+  readonly subscriptions?: Subscriptions
+}
+
+/**
+ * The request handler's event buses, with what each subscription
+ * (SubscribeToTask) puts on its task's bus noted under its call. The SDK's
+ * subscription waits on the bus for the task's next event before it can see
+ * that its reader left, and until then its listeners stay: a client that
+ * subscribes and drops, over and over, to a task that runs long without
+ * news would pile them up. `close` takes them off at once.
+ *
+ * @internal
+ */
+export interface Subscriptions {
+  /** For the request handler. */
+  readonly manager: ExecutionEventBusManager
+  /** Notes that the call `context` subscribes. */
+  readonly subscribing: (context: object) => void
+  /** Stops what the subscription of the call `context` listens with. */
+  readonly close: (context: object) => void
+}
+
+/** @internal */
+export const makeSubscriptions = (): Subscriptions => {
+  const buses = new DefaultExecutionEventBusManager()
+  // Per subscribing call, how to stop each queue it put on a bus: the queue stops when its bus finishes.
+  const stops = new WeakMap<object, Array<() => void>>()
+  // The bus as the subscription sees it: the same bus, with the queue's "finished" listener noted.
+  const noting = (bus: ExecutionEventBus, noted: Array<() => void>): ExecutionEventBus => {
+    // One signature for both kinds of listener: each call is handed on as it came.
+    type Listener = EventListener | FinishedListener
+    const loose = bus as unknown as Record<"on" | "off" | "once", (name: string, listener: Listener) => void>
+    const seen: ExecutionEventBus = {
+      publish: (event) => bus.publish(event),
+      finished: () => bus.finished(),
+      on: (name: string, listener: Listener) => {
+        if (name === "finished") noted.push(listener as FinishedListener)
+        loose.on(name, listener)
+        return seen
+      },
+      off: (name: string, listener: Listener) => {
+        loose.off(name, listener)
+        return seen
+      },
+      once: (name: string, listener: Listener) => {
+        loose.once(name, listener)
+        return seen
+      },
+      removeAllListeners: (name) => {
+        bus.removeAllListeners(name)
+        return seen
+      }
+    }
+    return seen
+  }
+  return {
+    manager: {
+      createOrGetByTaskId: (taskId, context) => buses.createOrGetByTaskId(taskId, context),
+      getByTaskId: (taskId, context) => {
+        const bus = buses.getByTaskId(taskId, context)
+        const noted = context === undefined ? undefined : stops.get(context)
+        return bus === undefined || noted === undefined ? bus : noting(bus, noted)
+      },
+      cleanupByTaskId: (taskId, context) => buses.cleanupByTaskId(taskId, context)
+    },
+    subscribing: (context) => {
+      stops.set(context, [])
+    },
+    close: (context) => {
+      for (const stop of stops.get(context)?.splice(0) ?? []) stop()
+    }
+  }
 }
 
 const continuedTask = (params: unknown): string | undefined => {
@@ -207,6 +287,7 @@ const capturing = (
           const context = args[args.length - 1]
           const isContext = typeof context === "object" && context !== null
           if (isContext) called.add(context)
+          if (isContext && property === "resubscribe") options.subscriptions?.subscribing(context)
           const problem = checked ? unstorableId(args[0]) : undefined
           if (problem !== undefined) return refusal(property, new RequestMalformedError(problem))
           const taskId = claim === undefined ? undefined : continuedTask(args[0])
@@ -266,6 +347,7 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
   const called = new WeakSet<object>()
   const thrown = new WeakMap<object, unknown>()
   const captured = capturing(requestHandler, called, thrown, options)
+  const subscriptions = options.subscriptions
   const v1 = new JsonRpcTransportHandler(captured)
   const legacy = new LegacyJsonRpcTransportHandler(captured)
   const versionHeader = A2A_VERSION_HEADER.toLowerCase()
@@ -299,9 +381,14 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
       }
       if (typeof (result as AsyncIterable<unknown>)?.[Symbol.asyncIterator] === "function") {
         const iterator = (result as AsyncIterable<unknown>)[Symbol.asyncIterator]()
+        // Not awaited: an iterator parked on its next event finishes its return only after that event.
+        const close = () => {
+          void iterator.return?.(undefined)?.catch(() => undefined)
+          subscriptions?.close(context)
+        }
         // v0.3 resubscribe always answers with SSE, even for an immediate error.
         if (useLegacy && methodOf(body) === LEGACY_METHOD_TASKS_RESUBSCRIBE) {
-          return { _tag: "Stream", first: undefined, iterator, mapError, id, headers: responseHeaders }
+          return { _tag: "Stream", first: undefined, iterator, close, mapError, id, headers: responseHeaders }
         }
         let first: IteratorResult<unknown>
         try {
@@ -309,7 +396,7 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
         } catch (error) {
           return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error: mapError(error) }, headers: {}, cause: error }
         }
-        return { _tag: "Stream", first, iterator, mapError, id, headers: responseHeaders }
+        return { _tag: "Stream", first, iterator, close, mapError, id, headers: responseHeaders }
       }
       if (isInternalError(result) && !called.has(context)) {
         // The SDK failed before it reached the request handler: it could not decode the params.
