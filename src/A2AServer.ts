@@ -362,6 +362,8 @@ export const make: {
     const url = (options.publicUrl ?? `http://${hostForUrl}:${address.port}`).replace(/\/+$/, "")
     const card = buildCard(options.card, `${url}/`, rpcPath.replace(/^\//, ""))
     const subscriptions = internalRpc.makeSubscriptions()
+    // Keyed messages let through to the ledger although a run of their task was in progress here.
+    const unheld = new WeakSet<ServerCallContext>()
     const requestHandler = options.idempotency === undefined
       ? new DefaultRequestHandler(
         card,
@@ -374,9 +376,9 @@ export const make: {
         taskStore: executor.taskStore ?? taskStore,
         executor,
         buses: subscriptions.manager,
+        unheld: (context) => unheld.has(context),
         options: options.idempotency
       }))
-    // A keyed message goes to the ledger, which joins a repeat to its run instead of refusing it.
     const keyed = (params: SendMessageRequest, context: ServerCallContext): boolean => {
       if (options.idempotency === undefined || params.message === undefined) return false
       try {
@@ -387,7 +389,13 @@ export const make: {
     }
     const dispatcher = internalRpc.makeDispatcher(requestHandler, card, {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore),
-      claim: (taskId, params, context) => keyed(params, context) ? () => {} : executor.claim(taskId),
+      claim: (taskId, params, context) => {
+        const release = executor.claim(taskId)
+        if (release !== undefined || !keyed(params, context)) return release
+        // A keyed message goes on to the ledger, which joins a repeat to its run; a new key, it refuses.
+        unheld.add(context)
+        return () => {}
+      },
       subscriptions
     })
 

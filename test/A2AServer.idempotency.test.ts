@@ -234,6 +234,46 @@ describe("A2AServer request-level idempotency", () => {
       expect(runs.get("slow")).toBe(2) // once per key
     })))
 
+  it.scopedLive("a new key to a task whose run is in progress is refused with -32004, and its key is free again; a repeat of the run's key joins it", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const gate = yield* Deferred.make<void>()
+      const agent: AgentExecutor.Agent = (request) =>
+        Effect.gen(function*() {
+          const part = request.message.parts[0]?.content
+          const text = part?.$case === "text" ? part.value : ""
+          runs.set(text, (runs.get(text) ?? 0) + 1)
+          if (text === "hold") yield* Deferred.await(gate)
+          return AgentExecutor.InputRequired({ question: `after ${text}` })
+        })
+      const server = yield* A2AServer.make({ agent, card, idempotency: {} })
+      const paused = yield* sendTo(server.url, keyed("ask", "k-1"))
+      expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+      const onTask = { taskId: paused.id, contextId: paused.contextId }
+      const first = yield* Effect.fork(sendTo(server.url, keyed("hold", "k-2", onTask)))
+      yield* eventually(Effect.sync(() => runs.get("hold") ?? 0), (n) => n === 1)
+      const repeat = yield* Effect.fork(sendTo(server.url, keyed("hold", "k-2", onTask)))
+      const other = keyed("other", "k-3", onTask)
+      for (const method of ["SendMessage", "SendStreamingMessage"]) {
+        const refused = yield* rawSend(server.url, method === "SendMessage" ? other : keyed("other", "k-4", onTask), method)
+        expect(refused.error?.code).toBe(-32004)
+        expect(refused.error?.message).toContain("still running")
+      }
+      expect(runs.get("other")).toBeUndefined()
+      yield* Deferred.succeed(gate, undefined)
+      const [ended, joined] = [yield* first.await, yield* repeat.await]
+      const endedTask = ended._tag === "Success" ? ended.value : undefined
+      expect(endedTask?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+      expect(joined._tag === "Success" ? joined.value.status?.message?.messageId : undefined)
+        .toBe(endedTask?.status?.message?.messageId)
+      expect(runs.get("hold")).toBe(1)
+      // The refused key was not recorded: sent again now that the task is paused, it runs.
+      const retried = yield* rawSend(server.url, other)
+      expect(retried.error).toBeUndefined()
+      expect(retried.result?.task?.id).toBe(paused.id)
+      expect(runs.get("other")).toBe(1)
+    })))
+
   it.scopedLive("the same key with a different payload, or a header that disagrees, is refused with -32602", () =>
     withLedger(Effect.gen(function*() {
       const runs = new Map<string, number>()

@@ -32,6 +32,7 @@ import * as Idempotency from "../Idempotency.js"
 import * as IdempotencyLedger from "../IdempotencyLedger.js"
 import * as internalFailure from "./serverFailure.js"
 import * as internalParts from "./serverParts.js"
+import * as internalRpc from "./serverRpc.js"
 
 /** @internal */
 export type Headers = internalParts.RequestHeaders
@@ -181,6 +182,8 @@ export const make = (deps: {
   readonly executor: SdkAgentExecutor
   /** The handler's event buses. */
   readonly buses: ExecutionEventBusManager
+  /** Whether the call continues a task whose run was in progress here when it came: then only a repeat may join it. */
+  readonly unheld: (context: ServerCallContext) => boolean
   readonly options: Options
 }): Effect.Effect<DefaultRequestHandler, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function*() {
@@ -195,7 +198,7 @@ export const make = (deps: {
         throw Cause.squash(exit.cause)
       })
     const runFork = Runtime.runFork(runtime)
-    const { buses, card, taskStore, executor, options } = deps
+    const { buses, card, taskStore, executor, options, unheld } = deps
     const lease = options.lease ?? Duration.seconds(30)
     const wait = options.wait ?? Duration.seconds(30)
     const identityOf = (context: ServerCallContext) =>
@@ -279,6 +282,11 @@ export const make = (deps: {
         }
         for (let attempt = 0; attempt < 3; attempt++) {
           const outcome = yield* ledger.begin(request)
+          if (outcome._tag === "Started" && unheld(context)) {
+            // A new key, not a repeat, to a task that runs: a second run would share its event bus.
+            yield* ledger.abandon({ ...ref, lease: outcome.lease })
+            return yield* Effect.fail(internalRpc.stillRunning(request.taskId))
+          }
           if (outcome._tag !== "Interrupted") return { ref, outcome } satisfies Prepared
           // Record it FAILED now rather than at the next sweep, then read it back.
           yield* ledger.expireLease({ ...ref, onExpired })

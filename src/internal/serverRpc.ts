@@ -234,6 +234,16 @@ const continuedTask = (params: unknown): string | undefined => {
   return typeof taskId === "string" && taskId !== "" ? taskId : undefined
 }
 
+/**
+ * The refusal (-32004) of a message to a task whose run is in progress.
+ *
+ * @internal
+ */
+export const stillRunning = (taskId: string): UnsupportedOperationError =>
+  new UnsupportedOperationError(
+    `Task ${taskId} is still running; a message can continue it once it pauses for input or authentication.`
+  )
+
 // What a refused call returns: a stream is refused on its first event, so it is answered as a plain JSON-RPC error.
 const refusal = (property: PropertyKey, error: Error): unknown =>
   property === "sendMessageStream" || property === "resubscribe"
@@ -294,14 +304,7 @@ const capturing = (
           const release = taskId === undefined
             ? undefined
             : claim!(taskId, args[0] as SendMessageRequest, context as ServerCallContext)
-          if (taskId !== undefined && release === undefined) {
-            return refusal(
-              property,
-              new UnsupportedOperationError(
-                `Task ${taskId} is still running; a message can continue it once it pauses for input or authentication.`
-              )
-            )
-          }
+          if (taskId !== undefined && release === undefined) return refusal(property, stillRunning(taskId))
           let result: unknown
           try {
             result = value.apply(target, args)
