@@ -375,7 +375,7 @@ export const make: {
         card,
         taskStore: executor.taskStore ?? taskStore,
         executor,
-        buses: subscriptions.manager,
+        subscriptions,
         unheld: (context) => unheld.has(context),
         options: options.idempotency
       }))

@@ -16,7 +16,19 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import { fingerprintOf } from "../src/internal/serverIdempotency.js"
-import { captureLogs, eventually, keyed, makeClient, rpc, sendMessage, sendTo, textOf, userMessage } from "./fixtures/serverAgents.js"
+import {
+  busListeners,
+  captureLogs,
+  eventually,
+  keyed,
+  makeClient,
+  openStream,
+  rpc,
+  sendMessage,
+  sendTo,
+  textOf,
+  userMessage
+} from "./fixtures/serverAgents.js"
 
 const card = { name: "idempotent", description: "A2AServer with request-level idempotency" }
 
@@ -272,6 +284,33 @@ describe("A2AServer request-level idempotency", () => {
       expect(retried.error).toBeUndefined()
       expect(retried.result?.task?.id).toBe(paused.id)
       expect(runs.get("other")).toBe(1)
+    })))
+
+  it.scopedLive("a streaming repeat that follows the run and leaves lets go of the task's event bus at once", () =>
+    withLedger(Effect.gen(function*() {
+      const listeners = yield* busListeners
+      const runs = new Map<string, number>()
+      const gate = yield* Deferred.make<void>()
+      const server = yield* A2AServer.make({ agent: countingAgent(runs, { gate }), card, idempotency: {} })
+      const client = yield* makeClient(server.url)
+      const first = yield* Effect.fork(collectStream(client, keyed("slow", "k-5")))
+      yield* eventually(Effect.sync(() => runs.get("slow") ?? 0), (n) => n === 1)
+      const before = listeners()
+      const body = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendStreamingMessage",
+        params: SendMessageRequest.toJSON({ tenant: "", message: keyed("slow", "k-5"), configuration: undefined, metadata: {} })
+      })
+      const { head, leave } = yield* openStream(`${server.url}/a2a/jsonrpc`, body, { "A2A-Version": "1.0" }, "TASK_STATE_WORKING")
+      expect(head).toContain("TASK_STATE_WORKING")
+      expect(listeners()).toBe(before + 1)
+      leave()
+      yield* eventually(Effect.sync(listeners), (count) => count === before)
+      yield* Deferred.succeed(gate, undefined)
+      const events = yield* first.await
+      expect(events._tag).toBe("Success")
+      expect(runs.get("slow")).toBe(1)
     })))
 
   it.scopedLive("the same key with a different payload, or a header that disagrees, is refused with -32602", () =>

@@ -1,5 +1,5 @@
 import { SendMessageRequest, TaskState } from "@a2a-js/sdk"
-import { DefaultExecutionEventBus, InMemoryTaskStore } from "@a2a-js/sdk/server"
+import { InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, FastCheck, Fiber, Option, Scope } from "effect"
 import * as fs from "node:fs"
@@ -9,7 +9,18 @@ import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
-import { captureLogs, eventually, makeClient, post, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
+import {
+  busListeners,
+  captureLogs,
+  eventually,
+  makeClient,
+  openStream,
+  post,
+  rpc,
+  send,
+  textOf,
+  userMessage
+} from "./fixtures/serverAgents.js"
 
 const card = { name: "server-test", description: "A2AServer tests" }
 
@@ -81,48 +92,22 @@ describe("A2AServer", () => {
     ["tasks/resubscribe", {}]
   ] as const)("a subscriber that leaves (%s) lets go of the task's event bus at once, while the task runs on without news", ([method, version]) =>
     Effect.gen(function* () {
-      // Every bus a listener is put on, and how many "event" listeners it holds, where the SDK keeps them.
-      const buses = new Set<DefaultExecutionEventBus>()
-      const on = DefaultExecutionEventBus.prototype.on
-      DefaultExecutionEventBus.prototype.on = function(this: DefaultExecutionEventBus, ...args: Parameters<typeof on>) {
-        buses.add(this)
-        return on.apply(this, args)
-      } as typeof on
-      yield* Effect.addFinalizer(() => Effect.sync(() => void (DefaultExecutionEventBus.prototype.on = on)))
-      const listeners = () =>
-        [...buses].reduce(
-          (count, bus) =>
-            count +
-            [...(bus as unknown as { eventListeners: Map<unknown, Array<unknown>> }).eventListeners.values()]
-              .reduce((sum, wrapped) => sum + wrapped.length, 0),
-          0
-        )
+      const listeners = yield* busListeners
       const gate = yield* Deferred.make<void>()
       const agent: AgentExecutor.Agent = () => Effect.as(Deferred.await(gate), AgentExecutor.completedText("done"))
       const server = yield* A2AServer.make({ agent, card })
       const client = yield* makeClient(server.url)
       const task = yield* send(client, "go", {}, true)
       const before = listeners()
-      const controller = new AbortController()
-      yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
-      const response = yield* Effect.promise(() =>
-        fetch(server.rpcUrl, {
-          method: "POST",
-          headers: { "content-type": "application/json", ...version },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { id: task.id } }),
-          signal: controller.signal
-        })
+      const { head, leave } = yield* openStream(
+        server.rpcUrl,
+        JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { id: task.id } }),
+        version,
+        task.id
       )
-      const reader = response.body!.getReader()
-      let head = ""
-      for (let i = 0; i < 20 && !head.includes(task.id); i++) {
-        const chunk = yield* Effect.promise(() => reader.read())
-        if (chunk.done) break
-        head += new TextDecoder().decode(chunk.value)
-      }
       expect(head).toContain(task.id)
       expect(listeners()).toBe(before + 1)
-      controller.abort()
+      leave()
       // Gone at once, not at the task's next event, which has not come.
       yield* eventually(Effect.sync(listeners), (count) => count === before)
       expect((yield* Effect.promise(() => client.getTask({ tenant: "", id: task.id, historyLength: undefined }))).status?.state)

@@ -17,7 +17,6 @@ import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/er
 import {
   type AgentExecutor as SdkAgentExecutor,
   DefaultRequestHandler,
-  type ExecutionEventBusManager,
   RequestContext,
   ServerCallContext,
   type TaskStore,
@@ -180,8 +179,8 @@ export const make = (deps: {
   readonly card: AgentCard
   readonly taskStore: TaskStore
   readonly executor: SdkAgentExecutor
-  /** The handler's event buses. */
-  readonly buses: ExecutionEventBusManager
+  /** The handler's event buses, and what subscribes to them. */
+  readonly subscriptions: internalRpc.Subscriptions
   /** Whether the call continues a task whose run was in progress here when it came: then only a repeat may join it. */
   readonly unheld: (context: ServerCallContext) => boolean
   readonly options: Options
@@ -198,7 +197,7 @@ export const make = (deps: {
         throw Cause.squash(exit.cause)
       })
     const runFork = Runtime.runFork(runtime)
-    const { buses, card, taskStore, executor, options, unheld } = deps
+    const { card, subscriptions, taskStore, executor, options, unheld } = deps
     const lease = options.lease ?? Duration.seconds(30)
     const wait = options.wait ?? Duration.seconds(30)
     const identityOf = (context: ServerCallContext) =>
@@ -347,7 +346,7 @@ export const make = (deps: {
 
     class IdempotentRequestHandler extends DefaultRequestHandler {
       constructor() {
-        super(card, taskStore, watchedExecutor, ...internalParts.handlerArguments(buses))
+        super(card, taskStore, watchedExecutor, ...internalParts.handlerArguments(subscriptions.manager))
         // The SDK draws a task id when it builds the request context; the
         // ledger recorded one before, so the run gets that one. The method is
         // private in the SDK's types (1.3.0), hence the instance override.
@@ -541,6 +540,8 @@ export const make = (deps: {
             // Run by this process: its events are followed as they come. Run
             // elsewhere, or ended meanwhile: its end is awaited.
             if (runs.has(outcome.taskId)) {
+              // Followed like a subscription: a caller who leaves lets go of the bus at once.
+              subscriptions.subscribing(context)
               try {
                 for await (const event of super.resubscribe({ tenant: params.tenant, id: outcome.taskId }, context)) {
                   yield event
