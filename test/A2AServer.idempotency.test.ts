@@ -71,6 +71,15 @@ const countingAgent = (runs: Map<string, number>, options: { fail?: boolean; gat
 const withLedger = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provide(effect, IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))
 
+// A ledger whose `abandon` takes as long as a slow database round trip.
+const slowAbandon = Layer.effect(
+  IdempotencyLedger.IdempotencyLedger,
+  Effect.map(IdempotencyLedger.IdempotencyLedger, (ledger) => ({
+    ...ledger,
+    abandon: (request: Parameters<typeof ledger.abandon>[0]) => Effect.zipRight(Effect.sleep("300 millis"), ledger.abandon(request))
+  }))
+).pipe(Layer.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" })))
+
 describe("A2AServer request-level idempotency", () => {
   it.scopedLive("a repeat after the end returns the same task, in its final state, without running again", () =>
     withLedger(Effect.gen(function*() {
@@ -247,7 +256,7 @@ describe("A2AServer request-level idempotency", () => {
     })))
 
   it.scopedLive("a new key to a task whose run is in progress is refused with -32004, and its key is free again; a repeat of the run's key joins it", () =>
-    withLedger(Effect.gen(function*() {
+    Effect.provide(Effect.gen(function*() {
       const runs = new Map<string, number>()
       const gate = yield* Deferred.make<void>()
       const agent: AgentExecutor.Agent = (request) =>
@@ -267,9 +276,15 @@ describe("A2AServer request-level idempotency", () => {
       const repeat = yield* Effect.fork(sendTo(server.url, keyed("hold", "k-2", onTask)))
       const other = keyed("other", "k-3", onTask)
       for (const method of ["SendMessage", "SendStreamingMessage"]) {
-        const refused = yield* rawSend(server.url, method === "SendMessage" ? other : keyed("other", "k-4", onTask), method)
-        expect(refused.error?.code).toBe(-32004)
-        expect(refused.error?.message).toContain("still running")
+        const message = method === "SendMessage" ? other : keyed("other", "k-4", onTask)
+        // A repeat while the first is being refused is refused too, not joined to the run of another key.
+        const refusals = yield* Effect.all([rawSend(server.url, message, method), Effect.delay(rawSend(server.url, message, method), "100 millis")], {
+          concurrency: 2
+        })
+        for (const refused of refusals) {
+          expect(refused.error?.code).toBe(-32004)
+          expect(refused.error?.message).toContain("still running")
+        }
       }
       expect(runs.get("other")).toBeUndefined()
       yield* Deferred.succeed(gate, undefined)
@@ -284,7 +299,7 @@ describe("A2AServer request-level idempotency", () => {
       expect(retried.error).toBeUndefined()
       expect(retried.result?.task?.id).toBe(paused.id)
       expect(runs.get("other")).toBe(1)
-    })))
+    }), slowAbandon))
 
   it.scopedLive("a streaming repeat that follows the run and leaves lets go of the task's event bus at once", () =>
     withLedger(Effect.gen(function*() {

@@ -24,7 +24,7 @@ import {
   type User
 } from "@a2a-js/sdk/server"
 import type { SendMessageRequest } from "@a2a-js/sdk"
-import { Cause, Deferred, Duration, Effect, Exit, Runtime } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Option, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import * as Idempotency from "../Idempotency.js"
@@ -279,10 +279,14 @@ export const make = (deps: {
           taskId: message.taskId || randomUUID(),
           lease
         }
+        // A new key, not a repeat, to a task that runs: a second run would share its event bus. Refused
+        // before anything is written, so that a repeat meanwhile is not joined to an entry about to go.
+        const refused = unheld(context) && Option.isNone(yield* ledger.get(ref))
+        if (refused) return yield* Effect.fail(internalRpc.stillRunning(request.taskId))
         for (let attempt = 0; attempt < 3; attempt++) {
           const outcome = yield* ledger.begin(request)
           if (outcome._tag === "Started" && unheld(context)) {
-            // A new key, not a repeat, to a task that runs: a second run would share its event bus.
+            // Its entry went since the read (abandoned, cleaned up): a new key after all.
             yield* ledger.abandon({ ...ref, lease: outcome.lease })
             return yield* Effect.fail(internalRpc.stillRunning(request.taskId))
           }
@@ -552,6 +556,8 @@ export const make = (deps: {
                 // SDK refuses to subscribe to a finished task): awaited below.
                 if (!(error instanceof UnsupportedOperationError)) throw error
               }
+              // Its reader left: nobody waits for the end.
+              if (subscriptions.closed(context)) return
             }
             yield toStreamResponse(await runPromise(join(prepared, outcome.taskId, context, message)))
             return
