@@ -791,13 +791,7 @@ export const make = <E, R>(
         activity.inFlight--
         activity.lastEnded = performance.now()
       }
-      return settled(call).then((value) => {
-        ended()
-        return value
-      }, (error: unknown) => {
-        ended()
-        throw error
-      })
+      return settled(call).finally(ended)
     }
     // Pauses (input or auth required) the executor wrote itself because the handler fell behind (a
     // stream reader that stalls): the handler then goes on saving the run's earlier events, and the SDK

@@ -223,7 +223,8 @@ export const retry = (options: Options, request: Request) =>
         Effect.retry(
           attempt,
           schedule(options, startedAt).pipe(
-            Schedule.whileInput((input: Input) => Option.isSome(reasonOf(input))),
+            // Decided for this input just before, where its reason was noted.
+            Schedule.whileInput(() => retrying !== undefined),
             Schedule.onDecision(announce)
           )
         )

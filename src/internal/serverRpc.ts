@@ -175,7 +175,7 @@ export interface Subscriptions {
   readonly subscribing: (context: object) => void
   /** Stops what the subscription of the call `context` listens with. */
   readonly close: (context: object) => void
-  /** Whether the call `context`'s stream was closed. */
+  /** Whether the stream of the call `context`, noted as subscribing, was closed. */
   readonly closed: (context: object) => boolean
 }
 
@@ -184,7 +184,6 @@ export const makeSubscriptions = (): Subscriptions => {
   const buses = new DefaultExecutionEventBusManager()
   // Per subscribing call, how to stop each queue it put on a bus: the queue stops when its bus finishes.
   const stops = new WeakMap<object, Array<() => void>>()
-  const closed = new WeakSet<object>()
   // The bus as the subscription sees it: the same bus, with the queue's "finished" listener noted.
   const noting = (bus: ExecutionEventBus, noted: Array<() => void>): ExecutionEventBus => {
     // One signature for both kinds of listener: each call is handed on as it came.
@@ -227,10 +226,11 @@ export const makeSubscriptions = (): Subscriptions => {
       stops.set(context, [])
     },
     close: (context) => {
-      closed.add(context)
-      for (const stop of stops.get(context)?.splice(0) ?? []) stop()
+      const noted = stops.get(context)
+      stops.delete(context)
+      for (const stop of noted ?? []) stop()
     },
-    closed: (context) => closed.has(context)
+    closed: (context) => !stops.has(context)
   }
 }
 
