@@ -124,7 +124,9 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
  * - A repeat while it runs joins it: the same task id; a blocking call waits
  *   up to `wait` for its end (then gets the task as it is); a streaming call
  *   follows the run's events as they come when this replica runs it, and
- *   otherwise gets the final task as a single event.
+ *   otherwise gets the final task as a single event. When the original is
+ *   refused before any run (its key is then free), the repeat goes on as if
+ *   it came first: it gets the same refusal, or runs.
  * - The same key with a different payload (the message without its
  *   `messageId`) is refused with JSON-RPC -32602
  *   `idempotency key reused with a different request`; so is a header key

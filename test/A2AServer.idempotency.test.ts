@@ -301,6 +301,28 @@ describe("A2AServer request-level idempotency", () => {
       expect(runs.get("other")).toBe(1)
     }), slowAbandon))
 
+  it.scopedLive("a repeat that joins a request refused before any run gets the same refusal, not an internal error", () =>
+    Effect.provide(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {} })
+      const done = yield* sendTo(server.url, keyed("book", "k-1"))
+      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      const onTask = { taskId: done.id, contextId: done.contextId }
+      for (const [method, key] of [["SendMessage", "k-2"], ["SendStreamingMessage", "k-3"]] as const) {
+        // The first is refused (its task has ended) and its entry abandoned 300 ms later; the repeat
+        // comes meanwhile, joins the entry, and finds it gone.
+        const message = keyed("late", key, onTask)
+        const [first, repeat] = yield* Effect.all([
+          rawSend(server.url, message, method),
+          Effect.delay(rawSend(server.url, message, method), "100 millis")
+        ], { concurrency: 2 })
+        expect(first.error?.code).toBe(-32004)
+        expect(repeat.error).toEqual(first.error)
+      }
+      expect(runs.get("late")).toBeUndefined()
+      expect(runs.get("book")).toBe(1)
+    }), slowAbandon))
+
   it.scopedLive("a streaming repeat that follows the run and leaves lets go of the task's event bus at once", () =>
     withLedger(Effect.gen(function*() {
       const listeners = yield* busListeners

@@ -305,7 +305,11 @@ export const make = (deps: {
         )
       )
 
-    /** Waits for a running entry; on time-out answers with the task as it is now. */
+    /**
+     * Waits for a running entry; on time-out answers with the task as it is
+     * now. `undefined` when the entry went meanwhile: its request was
+     * refused before any run (its entry abandoned), so the key is free again.
+     */
     const join = (prepared: Prepared, taskId: string, context: ServerCallContext, message: Message) =>
       ledger.await({ ...prepared.ref, timeout: wait }).pipe(
         Effect.flatMap((outcome) =>
@@ -320,8 +324,13 @@ export const make = (deps: {
         Effect.catchIf(
           (error) => error._tag === "IdempotencyError" && error.reason === "Timeout",
           () => snapshot(taskId, context, message)
-        )
+        ),
+        Effect.catchIf((error) => error._tag === "IdempotencyError" && error.reason === "NotFound", () => Effect.succeed(undefined))
       )
+
+    // A repeat whose joined entry went begins again, as if it came first; a few times at most, should
+    // the entry it then finds go too, after which it gets the task as it is.
+    const maxJoins = 3
 
     const assigned = new WeakMap<ServerCallContext, string>()
     // The context id the handler gave each request's run, for a task recorded without the store.
@@ -429,7 +438,7 @@ export const make = (deps: {
         const sendOnce = () => super.sendMessage(params, context)
         const stream = () => super.sendMessageStream(params, context)
         const self = this
-        return runPromise(Effect.gen(function*() {
+        const keyedSend = (joins: number): Effect.Effect<Message | Task, unknown> => Effect.gen(function*() {
           const prepared = yield* begin(params, context, "send")
           if (prepared === undefined) return yield* Effect.promise(sendOnce)
           const message = params.message!
@@ -437,10 +446,12 @@ export const make = (deps: {
           switch (outcome._tag) {
             case "Finished":
               return decode(outcome.result)
-            case "Running":
-              return params.configuration?.returnImmediately === true
-                ? yield* snapshot(outcome.taskId, context, message)
-                : yield* join(prepared, outcome.taskId, context, message)
+            case "Running": {
+              if (params.configuration?.returnImmediately === true) return yield* snapshot(outcome.taskId, context, message)
+              const joined = yield* join(prepared, outcome.taskId, context, message)
+              if (joined !== undefined) return joined
+              return yield* joins < maxJoins ? keyedSend(joins + 1) : snapshot(outcome.taskId, context, message)
+            }
             case "Started": {
               const taskId = outcome.taskId
               assigned.set(context, taskId)
@@ -491,7 +502,8 @@ export const make = (deps: {
               return yield* exit
             }
           }
-        }))
+        })
+        return runPromise(keyedSend(1))
       }
 
       /** Runs the stream in the background, to its end, whether or not anyone still reads it. */
@@ -525,9 +537,17 @@ export const make = (deps: {
         return relay
       }
 
-      override async *sendMessageStream(
+      override sendMessageStream(
         params: SendMessageRequest,
         context: ServerCallContext
+      ): AsyncGenerator<StreamResponse, void, undefined> {
+        return this.keyedStream(params, context, 1)
+      }
+
+      private async *keyedStream(
+        params: SendMessageRequest,
+        context: ServerCallContext,
+        joins: number
       ): AsyncGenerator<StreamResponse, void, undefined> {
         const prepared = await runPromise(begin(params, context, "stream"))
         if (prepared === undefined) {
@@ -559,7 +579,12 @@ export const make = (deps: {
               // Its reader left: nobody waits for the end.
               if (subscriptions.closed(context)) return
             }
-            yield toStreamResponse(await runPromise(join(prepared, outcome.taskId, context, message)))
+            const joined = await runPromise(join(prepared, outcome.taskId, context, message))
+            if (joined === undefined && joins < maxJoins) {
+              yield* this.keyedStream(params, context, joins + 1)
+              return
+            }
+            yield toStreamResponse(joined ?? await runPromise(snapshot(outcome.taskId, context, message)))
             return
           }
           case "Started": {
