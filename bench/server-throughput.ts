@@ -7,9 +7,14 @@
  *   npx tsx bench/server-throughput.ts
  *
  * Targets: ours / express >= 1.0; failed / completed time <= 1.2.
+ *
+ * Then, for information, each server alone in its own process, saturated
+ * by a plain HTTP client: the server's CPU time per request, as a
+ * deployment runs it. In one process, the client's work and both servers'
+ * heaps are part of every figure.
  */
 import { AGENT_CARD_PATH, type AgentCard, Role, TaskState } from "@a2a-js/sdk"
-import { type Client, ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
+import { ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
 import {
   AgentEvent,
   type AgentExecutor as SdkAgentExecutor,
@@ -19,11 +24,13 @@ import {
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express"
 import { Effect, Exit, Logger, Scope } from "effect"
 import express from "express"
+import { fork } from "node:child_process"
+import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
-import { report } from "./report.js"
+import { median, report } from "./report.js"
 
 // tsx turns on source-map support, which makes every `error.stack` map each
 // frame back to the TypeScript source: a cost of running through tsx, not of
@@ -36,6 +43,7 @@ const PER_ROUND = 300
 // Load from elsewhere on a shared machine moves a round by several percent:
 // enough rounds that it averages out of the totals.
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30)
+const SEPARATE_ROUNDS = Math.ceil(ROUNDS / 3)
 
 const trivialExecutor: SdkAgentExecutor = {
   execute: async (context, bus) => {
@@ -94,23 +102,11 @@ const startExpress = async (): Promise<{ url: string; close: () => Promise<void>
   return { url, close: () => new Promise((resolve) => server.close(() => resolve())) }
 }
 
-const round = async (client: Client, text: string): Promise<number> => {
-  let next = 0
-  const start = performance.now()
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < PER_ROUND) {
-      next++
-      await client.sendMessage(sdkRequest(text))
-    }
-  }))
-  return performance.now() - start
-}
+// The FAILED path logs its cause like in production; the line is formatted and dropped.
+const quietLogger = Logger.replace(Logger.defaultLogger, Logger.map(Logger.logfmtLogger, () => undefined))
 
-const main = async () => {
-  const scope = Effect.runSync(Scope.make())
-  // The FAILED path logs its cause like in production; the line is formatted and dropped.
-  const quietLogger = Logger.replace(Logger.defaultLogger, Logger.map(Logger.logfmtLogger, () => undefined))
-  const ours = await Effect.runPromise(
+const startOurs = (scope: Scope.Scope) =>
+  Effect.runPromise(
     A2AServer.make({
       agent: (request) => {
         const part = request.message.parts[0]?.content
@@ -121,15 +117,106 @@ const main = async () => {
       card: { name: "ours", description: "bench" }
     }).pipe(Scope.extend(scope), Effect.provide(quietLogger))
   )
+
+/** `PER_ROUND` calls of `send`, `CONCURRENCY` at a time; the time they took. */
+const round = async (send: () => Promise<unknown>): Promise<number> => {
+  let next = 0
+  const start = performance.now()
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (next < PER_ROUND) {
+      next++
+      await send()
+    }
+  }))
+  return performance.now() - start
+}
+
+// A child process serving one server alone; it answers each message from its parent with its CPU time so far.
+const serveAlone = async (which: string) => {
+  const { url } = which === "ours" ? await startOurs(Effect.runSync(Scope.make())) : await startExpress()
+  process.on("message", () => {
+    const { user, system } = process.cpuUsage()
+    process.send!(user + system)
+  })
+  process.send!(url)
+}
+
+/** Each server in its own process; the client here is plain `node:http`, cheap enough to keep either busy. */
+const separately = async () => {
+  const start = (which: string) =>
+    new Promise<{ post: (text: string) => Promise<void>; cpu: () => Promise<number>; stop: () => void }>((resolve) => {
+      const child = fork(import.meta.filename, ["serve", which], { stdio: "inherit" })
+      const waiting: Array<(cpu: number) => void> = []
+      const agent = new Http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
+      child.on("message", (reply) => {
+        if (typeof reply === "number") return waiting.shift()?.(reply)
+        const url = new URL(`${reply}/a2a/jsonrpc`)
+        const post = (text: string) =>
+          new Promise<void>((done, fail) => {
+            const body = JSON.stringify({
+              jsonrpc: "2.0",
+              id: 1,
+              method: "SendMessage",
+              params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } }
+            })
+            const request = Http.request(url, {
+              method: "POST",
+              agent,
+              headers: { "content-type": "application/json", "a2a-version": "1.0", "content-length": Buffer.byteLength(body) }
+            }, (response) => {
+              let text = ""
+              response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () =>
+                // An error answer would be cheaper than the work measured.
+                text.includes(`"result"`) ? done() : fail(new Error(`not a result: ${text.slice(0, 200)}`))
+              )
+            })
+            request.on("error", fail).end(body)
+          })
+        resolve({
+          post,
+          cpu: () =>
+            new Promise((answer) => {
+              waiting.push(answer)
+              child.send("cpu")
+            }),
+          stop: () => {
+            agent.destroy()
+            child.kill()
+          }
+        })
+      })
+    })
+  const servers = { ours: await start("ours"), express: await start("express") }
+  const series = [["ours", servers.ours, "ok"], ["express", servers.express, "ok"], ["failed", servers.ours, "fail"]] as const
+  const cpu = { ours: 0, express: 0, failed: 0 }
+  for (const [, server, text] of series) await round(() => server.post(text))
+  for (let i = 0; i < SEPARATE_ROUNDS; i++) {
+    for (let j = 0; j < series.length; j++) {
+      const [name, server, text] = series[(i + j) % series.length]!
+      const before = await server.cpu()
+      await round(() => server.post(text))
+      cpu[name] += (await server.cpu()) - before
+    }
+  }
+  servers.ours.stop()
+  servers.express.stop()
+  const perRequest = (total: number) => total / (PER_ROUND * SEPARATE_ROUNDS)
+  // µs of server CPU per request.
+  return { ours: perRequest(cpu.ours), express: perRequest(cpu.express), failed: perRequest(cpu.failed) }
+}
+
+const main = async () => {
+  const scope = Effect.runSync(Scope.make())
+  const ours = await startOurs(scope)
   const theirs = await startExpress()
   const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory()] })
   const ourClient = await factory.createFromUrl(ours.url)
   const theirClient = await factory.createFromUrl(theirs.url)
 
   // Warm-up.
-  await round(ourClient, "ok")
-  await round(ourClient, "fail")
-  await round(theirClient, "ok")
+  await round(() => ourClient.sendMessage(sdkRequest("ok")))
+  await round(() => ourClient.sendMessage(sdkRequest("fail")))
+  await round(() => theirClient.sendMessage(sdkRequest("ok")))
 
   // Each round runs the three series in a rotated order, so that load from
   // elsewhere on the machine spreads over all of them; the per-round ratios'
@@ -146,16 +233,11 @@ const main = async () => {
     const times = { ours: 0, express: 0, failed: 0 }
     for (let j = 0; j < series.length; j++) {
       const [name, client, text] = series[(i + j) % series.length]!
-      times[name] = await round(client, text)
+      times[name] = await round(() => client.sendMessage(sdkRequest(text)))
       totals[name] += times[name]
     }
     throughputRatios.push(times.express / times.ours)
     failedRatios.push(times.failed / times.ours)
-  }
-  const median = (values: Array<number>) => {
-    const sorted = [...values].sort((a, b) => a - b)
-    const mid = Math.floor(sorted.length / 2)
-    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
   }
   const rps = (ms: number) => (PER_ROUND * ROUNDS) / (ms / 1000)
   console.log(`concurrency ${CONCURRENCY}, ${ROUNDS} rounds of ${PER_ROUND} requests per series, interleaved`)
@@ -171,6 +253,15 @@ const main = async () => {
     `ratio FAILED/COMPLETED time:   ${(totals.failed / totals.ours).toFixed(2)} overall, ${
       median(failedRatios).toFixed(2)
     } median of rounds (target <= 1.2)`
+  )
+  await theirs.close()
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+
+  const alone = await separately()
+  console.log(
+    `each in its own process, server CPU per request: A2AServer ${alone.ours.toFixed(0)} µs, SDK Express ${
+      alone.express.toFixed(0)
+    } µs, A2AServer FAILED ${alone.failed.toFixed(0)} µs`
   )
   // Time per request, so that a ratio below 1 means ours is faster.
   report("server-throughput", [
@@ -189,13 +280,27 @@ const main = async () => {
       unit: "ms",
       target: "<= 1.2",
       pass: totals.failed / totals.ours <= 1.2
+    },
+    {
+      name: "each server in its own process: A2AServer vs SDK Express, server CPU per request",
+      ours: alone.ours,
+      peer: alone.express,
+      unit: "µs",
+      target: "informative",
+      pass: true
+    },
+    {
+      name: "each server in its own process: A2AServer FAILED vs COMPLETED, server CPU per request",
+      ours: alone.failed,
+      peer: alone.ours,
+      unit: "µs",
+      target: "informative",
+      pass: true
     }
   ])
-  await theirs.close()
-  await Effect.runPromise(Scope.close(scope, Exit.void))
 }
 
-main().catch((error) => {
+;(process.argv[2] === "serve" ? serveAlone(process.argv[3]!) : main()).catch((error) => {
   console.error(error)
   process.exitCode = 1
 })
