@@ -144,12 +144,18 @@ const serveAlone = async (which: string) => {
 /** Each server in its own process; the client here is plain `node:http`, cheap enough to keep either busy. */
 const separately = async () => {
   const start = (which: string) =>
-    new Promise<{ post: (text: string) => Promise<void>; cpu: () => Promise<number>; stop: () => void }>((resolve) => {
+    new Promise<{ post: (text: string) => Promise<void>; cpu: () => Promise<number>; stop: () => void }>((resolve, reject) => {
       const child = fork(import.meta.filename, ["serve", which], { stdio: "inherit" })
-      const waiting: Array<(cpu: number) => void> = []
+      const waiting: Array<{ readonly answer: (cpu: number) => void; readonly fail: (error: Error) => void }> = []
       const agent = new Http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
+      // A server that dies ends every wait on it, instead of leaving the benchmark hanging.
+      child.once("exit", (code, signal) => {
+        const error = new Error(`the ${which} server exited (${signal ?? code})`)
+        reject(error)
+        for (const waiter of waiting.splice(0)) waiter.fail(error)
+      })
       child.on("message", (reply) => {
-        if (typeof reply === "number") return waiting.shift()?.(reply)
+        if (typeof reply === "number") return waiting.shift()?.answer(reply)
         const url = new URL(`${reply}/a2a/jsonrpc`)
         const post = (text: string) =>
           new Promise<void>((done, fail) => {
@@ -175,8 +181,8 @@ const separately = async () => {
         resolve({
           post,
           cpu: () =>
-            new Promise((answer) => {
-              waiting.push(answer)
+            new Promise((answer, fail) => {
+              waiting.push({ answer, fail })
               child.send("cpu")
             }),
           stop: () => {
@@ -186,20 +192,25 @@ const separately = async () => {
         })
       })
     })
-  const servers = { ours: await start("ours"), express: await start("express") }
-  const series = [["ours", servers.ours, "ok"], ["express", servers.express, "ok"], ["failed", servers.ours, "fail"]] as const
+  const [ours, express] = await Promise.allSettled([start("ours"), start("express")])
   const cpu = { ours: 0, express: 0, failed: 0 }
-  for (const [, server, text] of series) await round(() => server.post(text))
-  for (let i = 0; i < SEPARATE_ROUNDS; i++) {
-    for (let j = 0; j < series.length; j++) {
-      const [name, server, text] = series[(i + j) % series.length]!
-      const before = await server.cpu()
-      await round(() => server.post(text))
-      cpu[name] += (await server.cpu()) - before
+  try {
+    if (ours.status === "rejected" || express.status === "rejected") {
+      throw ours.status === "rejected" ? ours.reason : (express as PromiseRejectedResult).reason
     }
+    const series = [["ours", ours.value, "ok"], ["express", express.value, "ok"], ["failed", ours.value, "fail"]] as const
+    for (const [, server, text] of series) await round(() => server.post(text))
+    for (let i = 0; i < SEPARATE_ROUNDS; i++) {
+      for (let j = 0; j < series.length; j++) {
+        const [name, server, text] = series[(i + j) % series.length]!
+        const before = await server.cpu()
+        await round(() => server.post(text))
+        cpu[name] += (await server.cpu()) - before
+      }
+    }
+  } finally {
+    for (const started of [ours, express]) if (started.status === "fulfilled") started.value.stop()
   }
-  servers.ours.stop()
-  servers.express.stop()
   const perRequest = (total: number) => total / (PER_ROUND * SEPARATE_ROUNDS)
   // µs of server CPU per request.
   return { ours: perRequest(cpu.ours), express: perRequest(cpu.express), failed: perRequest(cpu.failed) }
