@@ -270,9 +270,13 @@ export const cardPath = "/.well-known/agent-card.json"
 const defaultMaxBodyBytes = 1024 * 1024
 const encoder = new TextEncoder()
 
-// A string body goes to Node's `end` as is: one write with the headers, no re-encoding.
+// A string body goes to Node's `end` as is, with its length declared: one write with the headers,
+// no re-encoding and no chunked framing (which Node would choose for a body of unknown length).
+const jsonText = (text: string, status: number, headers: Record<string, string>) =>
+  HttpServerResponse.raw(text, { status, contentType: "application/json", contentLength: Buffer.byteLength(text), headers })
+
 const jsonResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
-  HttpServerResponse.raw(JSON.stringify(body), { status, contentType: "application/json", headers })
+  jsonText(JSON.stringify(body), status, headers)
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
 const versionHeader = A2A_VERSION_HEADER.toLowerCase()
@@ -426,7 +430,7 @@ export const make: {
       ) {
         return HttpServerResponse.empty({ status: 304, headers: served.headers })
       }
-      return HttpServerResponse.raw(served.body, { contentType: "application/json", headers: served.headers })
+      return jsonText(served.body, 200, served.headers)
     })
 
     // -32603 answers carry only an error id; what happened is logged under it.

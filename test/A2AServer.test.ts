@@ -306,6 +306,28 @@ describe("A2AServer", () => {
       expect(JSON.parse(v1Name.text).error.code).toBe(-32601)
     }))
 
+  it.scopedLive("a JSON answer (JSON-RPC or the card) declares its length in bytes instead of using chunked framing", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({ agent: echo, card: { ...card, description: "Says «echo» ✓" } })
+      const answers = [
+        yield* rpc(server.rpcUrl, "SendMessage", {
+          message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "héllo ✓ 😀" }] }
+        }),
+        yield* rpc(server.rpcUrl, "NoSuchMethod", {}),
+        yield* Effect.promise(async () => {
+          const response = await fetch(`${server.url}${A2AServer.cardPath}`)
+          return { text: await response.text(), headers: response.headers }
+        })
+      ]
+      expect(JSON.parse(answers[2]!.text).description).toBe("Says «echo» ✓")
+      expect(JSON.parse(answers[0]!.text).result.task.status.message.parts[0].text).toBe("echo héllo ✓ 😀")
+      expect(JSON.parse(answers[1]!.text).error.code).toBe(-32601)
+      for (const answer of answers) {
+        expect(answer.headers.get("transfer-encoding")).toBeNull()
+        expect(answer.headers.get("content-length")).toBe(String(Buffer.byteLength(answer.text)))
+      }
+    }))
+
   it.scopedLive("bad input: body limit, malformed JSON, unknown method, invalid params, unexpected errors", () => {
     const logs = captureLogs()
     return Effect.gen(function* () {
