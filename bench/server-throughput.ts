@@ -143,9 +143,9 @@ const serveAlone = async (which: string) => {
 
 /**
  * Each series in its own process: a server that also served failures was
- * measured a third cheaper on its successes than one that served only
- * successes (garbage collection and JIT state carry over between rounds), so
- * each process serves one kind of request. The client here is plain
+ * measured a fifth to a third cheaper on its successes than one that served
+ * only successes (garbage collection and JIT state carry over between
+ * rounds), so each process serves one kind of request. The client here is plain
  * `node:http`, cheap enough to keep any of them busy.
  */
 const separately = async () => {
