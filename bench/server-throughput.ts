@@ -49,7 +49,8 @@ const PER_ROUND = 300
 // enough rounds that it averages out of the totals.
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30)
 const SEPARATE_ROUNDS = Math.ceil(ROUNDS / 3)
-// Compilation (node --trace-opt) had mostly settled after about this many rounds of each series.
+// Most of a process's compilation (node --trace-opt) happened within this many rounds; a little went on to about
+// 10,000 requests.
 const WARMUP_ROUNDS = Number(process.env.BENCH_WARMUP_ROUNDS ?? 10)
 
 const trivialExecutor: SdkAgentExecutor = {
