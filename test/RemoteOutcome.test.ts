@@ -83,6 +83,9 @@ describe("conversion builds the instances make builds", () => {
   it("a data part holding NaN", () => {
     sameAsMake(Part.DataPart.make({ data: NaN }))
     sameAsMake(Part.DataPart.make({ data: { n: 1 } }))
+    // Data classes compare a plain object by reference, as two `make`s of it do.
+    const data = { n: 1 }
+    expect(Equal.equals(convert.build(Part.DataPart, { data }), Part.DataPart.make({ data }))).toBe(true)
     expect(Equal.equals(convert.build(Part.DataPart, { data: { n: 1 } }), Part.DataPart.make({ data: { n: 2 } }))).toBe(false)
   })
 })
