@@ -15,8 +15,9 @@
  *
  * Then, for information, each series alone in its own server process,
  * saturated by a plain HTTP client: the server's CPU time per request, as a
- * deployment runs it. In one process, the client's work and both servers'
- * heaps are part of every figure.
+ * deployment runs it, and its pauses for garbage collection. In one
+ * process, the client's work and both servers' heaps are part of every
+ * figure.
  */
 import { AGENT_CARD_PATH, type AgentCard, Role, TaskState } from "@a2a-js/sdk"
 import { ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
@@ -32,6 +33,7 @@ import express from "express"
 import { fork } from "node:child_process"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { PerformanceObserver } from "node:perf_hooks"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
@@ -164,19 +166,29 @@ const interleave = async <Entry extends readonly [Series, ...Array<unknown>]>(
   return results
 }
 
-// Each series' mean per request over the rounds.
-const perRequest = (results: ReadonlyArray<PerSeries>): PerSeries => {
-  const requests = PER_ROUND * results.length
+// Each series' mean per request over the rounds (given as one total each, or round by round).
+const perRequest = (results: ReadonlyArray<PerSeries>, rounds = results.length): PerSeries => {
+  const requests = PER_ROUND * rounds
   const mean = (series: Series) => results.reduce((sum, result) => sum + result[series], 0) / requests
   return { ours: mean("ours"), express: mean("express"), failed: mean("failed") }
 }
 
-// A child process serving one server alone; it answers each message from its parent with its CPU time so far.
+interface Usage {
+  readonly cpu: number
+  readonly gc: number
+}
+
+// A child process serving one server alone; it answers each message from its parent with its CPU time so far,
+// and the time its main thread spent paused for garbage collection, both in µs.
 const serveAlone = async (which: string) => {
   const { url } = which === "ours" ? await startOurs(Effect.runSync(Scope.make())) : await startExpress()
+  let gc = 0
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gc += entry.duration * 1000
+  }).observe({ entryTypes: ["gc"] })
   process.on("message", () => {
     const { user, system } = process.cpuUsage()
-    process.send!(user + system)
+    process.send!({ cpu: user + system, gc } satisfies Usage)
   })
   process.send!(url)
 }
@@ -191,9 +203,9 @@ const serveAlone = async (which: string) => {
  */
 const separately = async () => {
   const start = (which: string) =>
-    new Promise<{ post: (text: string) => Promise<void>; cpu: () => Promise<number>; stop: () => void }>((resolve, reject) => {
+    new Promise<{ post: (text: string) => Promise<void>; usage: () => Promise<Usage>; stop: () => void }>((resolve, reject) => {
       const child = fork(import.meta.filename, ["serve", which], { stdio: "inherit" })
-      const waiting: Array<{ readonly answer: (cpu: number) => void; readonly fail: (error: Error) => void }> = []
+      const waiting: Array<{ readonly answer: (usage: Usage) => void; readonly fail: (error: Error) => void }> = []
       const agent = new Http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
       // A server that dies ends every wait on it, instead of leaving the benchmark hanging.
       child.once("exit", (code, signal) => {
@@ -202,7 +214,7 @@ const separately = async () => {
         for (const waiter of waiting.splice(0)) waiter.fail(error)
       })
       child.on("message", (reply) => {
-        if (typeof reply === "number") return waiting.shift()?.answer(reply)
+        if (typeof reply === "object") return waiting.shift()?.answer(reply as unknown as Usage)
         const url = new URL(`${reply}/a2a/jsonrpc`)
         const post = (text: string) =>
           new Promise<void>((done, fail) => {
@@ -227,10 +239,10 @@ const separately = async () => {
           })
         resolve({
           post,
-          cpu: () =>
+          usage: () =>
             new Promise((answer, fail) => {
               waiting.push({ answer, fail })
-              child.send("cpu")
+              child.send("usage")
             }),
           stop: () => {
             agent.destroy()
@@ -246,15 +258,20 @@ const separately = async () => {
       return server.value
     })
     const series = [["ours", ours!, "ok"], ["express", express!, "ok"], ["failed", failed!, "fail"]] as const
-    // µs of server CPU per request, over `rounds` interleaved rounds.
-    const measure = async (rounds: number) =>
-      perRequest(
-        await interleave(rounds, series, async ([, server, text]) => {
-          const before = await server.cpu()
+    // µs of server CPU, and of its pauses for garbage collection, per request, over `rounds` interleaved rounds.
+    const measure = async (rounds: number) => {
+      const gc = { ours: 0, express: 0, failed: 0 }
+      const cpu = perRequest(
+        await interleave(rounds, series, async ([name, server, text]) => {
+          const before = await server.usage()
           await round(() => server.post(text))
-          return (await server.cpu()) - before
+          const after = await server.usage()
+          gc[name] += after.gc - before.gc
+          return after.cpu - before.cpu
         })
       )
+      return { cpu, gc: perRequest([gc], rounds) }
+    }
     const warmUp = await measure(WARMUP_ROUNDS)
     return { warmUp, steady: await measure(SEPARATE_ROUNDS) }
   } finally {
@@ -311,8 +328,13 @@ const main = async () => {
         cpu.express.toFixed(0)
       } µs, A2AServer FAILED ${cpu.failed.toFixed(0)} µs`
     )
-  cpuLine(`each series in its own process, first ${WARMUP_ROUNDS} rounds (warm-up)`, alone.warmUp)
-  cpuLine("each series in its own process, after the warm-up", alone.steady)
+  cpuLine(`each series in its own process, first ${WARMUP_ROUNDS} rounds (warm-up)`, alone.warmUp.cpu)
+  cpuLine("each series in its own process, after the warm-up", alone.steady.cpu)
+  console.log(
+    `  of which paused for garbage collection: A2AServer ${alone.steady.gc.ours.toFixed(0)} µs, SDK Express ${
+      alone.steady.gc.express.toFixed(0)
+    } µs, A2AServer FAILED ${alone.steady.gc.failed.toFixed(0)} µs`
+  )
   const warmUpRequests = PER_ROUND * WARMUP_ROUNDS
   // Time per request, so that a ratio below 1 means ours is faster.
   report("server-throughput", [
@@ -342,24 +364,32 @@ const main = async () => {
     },
     {
       name: "each series in its own process: A2AServer vs SDK Express, server CPU per request",
-      ours: alone.steady.ours,
-      peer: alone.steady.express,
+      ours: alone.steady.cpu.ours,
+      peer: alone.steady.cpu.express,
+      unit: "µs",
+      target: "informative",
+      pass: true
+    },
+    {
+      name: "each series in its own process: A2AServer vs SDK Express, server paused for garbage collection per request",
+      ours: alone.steady.gc.ours,
+      peer: alone.steady.gc.express,
       unit: "µs",
       target: "informative",
       pass: true
     },
     {
       name: "each series in its own process: A2AServer FAILED vs COMPLETED, server CPU per request",
-      ours: alone.steady.failed,
-      peer: alone.steady.ours,
+      ours: alone.steady.cpu.failed,
+      peer: alone.steady.cpu.ours,
       unit: "µs",
       target: "informative",
       pass: true
     },
     {
       name: `each series in its own process, its first ${warmUpRequests} requests: A2AServer vs SDK Express, server CPU per request`,
-      ours: alone.warmUp.ours,
-      peer: alone.warmUp.express,
+      ours: alone.warmUp.cpu.ours,
+      peer: alone.warmUp.cpu.express,
       unit: "µs",
       target: "informative",
       pass: true
