@@ -183,6 +183,8 @@ interface Usage {
 const serveAlone = async (which: string) => {
   const { url } = which === "ours" ? await startOurs(Effect.runSync(Scope.make())) : await startExpress()
   let gc = 0
+  // Entries arrive a little after their pause: one at the edge of a round may count in the next round of the same
+  // process, which the totals over many rounds absorb.
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) gc += entry.duration * 1000
   }).observe({ entryTypes: ["gc"] })
