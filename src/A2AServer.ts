@@ -37,6 +37,7 @@ import * as internalParts from "./internal/serverParts.js"
 import * as internalRpc from "./internal/serverRpc.js"
 import * as internalTaskStore from "./internal/serverTaskStore.js"
 import * as internalTracing from "./internal/tracing.js"
+import * as ErrorId from "./internal/wire/errorId.js"
 
 /**
  * The card fields the server does not fill in itself: `supportedInterfaces`
@@ -438,10 +439,10 @@ export const make: {
     const sanitize = (error: internalRpc.RpcError, id: unknown, where: string, thrown?: unknown) => {
       if (error.code !== internalRpc.INTERNAL_ERROR) return Effect.succeed(error)
       // Already opaque: its cause was logged under that id where it happened.
-      if (internalFailure.isInternalErrorText(error.message)) {
+      if (ErrorId.isInternalErrorText(error.message)) {
         return Effect.succeed<internalRpc.RpcError>({ code: error.code, message: error.message })
       }
-      const errorId = internalFailure.makeErrorId()
+      const errorId = ErrorId.make()
       const cause = thrown === undefined ? `${error.message}` : internalFailure.renderCause(Cause.die(thrown))
       return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
         errorId,
@@ -449,7 +450,7 @@ export const make: {
         requestId: String(id),
         cause
       }).pipe(
-        Effect.as<internalRpc.RpcError>({ code: internalRpc.INTERNAL_ERROR, message: internalFailure.internalErrorText(errorId) })
+        Effect.as<internalRpc.RpcError>({ code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) })
       )
     }
 
@@ -548,12 +549,12 @@ export const make: {
       })
     }).pipe(
       Effect.catchAllCause((cause) => {
-        const errorId = internalFailure.makeErrorId()
+        const errorId = ErrorId.make()
         return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
           errorId,
           cause: internalFailure.renderCause(cause)
         }).pipe(
-          Effect.as(rpcError(null, internalRpc.INTERNAL_ERROR, internalFailure.internalErrorText(errorId), 500))
+          Effect.as(rpcError(null, internalRpc.INTERNAL_ERROR, ErrorId.internalErrorText(errorId), 500))
         )
       })
     )

@@ -45,13 +45,15 @@ import {
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as FailureHint from "./FailureHint.js"
-import * as convert from "./internal/convert.js"
 import { withoutStackTrace } from "./internal/errors.js"
-import * as json from "./internal/json.js"
 import * as internalMetrics from "./internal/metrics.js"
 import * as internalFailure from "./internal/serverFailure.js"
 import * as internalParts from "./internal/serverParts.js"
 import * as internalTracing from "./internal/tracing.js"
+import * as ErrorId from "./internal/wire/errorId.js"
+import * as json from "./internal/wire/json.js"
+import * as wireParts from "./internal/wire/parts.js"
+import * as taskState from "./internal/wire/taskState.js"
 import * as Observability from "./Observability.js"
 import * as Part from "./Part.js"
 
@@ -267,7 +269,7 @@ export const Rejected = AgentResult.Rejected
  */
 export const completedText = (text: string, artifacts: ReadonlyArray<Part.Artifact> = []): AgentResult =>
   // `text` is typed: the class needs no validation here.
-  Completed({ parts: [convert.build(Part.TextPart, { text })], artifacts })
+  Completed({ parts: [wireParts.build(Part.TextPart, { text })], artifacts })
 
 /**
  * An agent: an Effect program from the request to its result. Its error
@@ -564,7 +566,7 @@ const artifactEvent = (taskId: string, contextId: string, value: Part.Artifact) 
   AgentEvent.artifactUpdate({
     taskId,
     contextId,
-    artifact: internalParts.toWireArtifact(value),
+    artifact: wireParts.toWireArtifact(value),
     append: false,
     lastChunk: true,
     metadata: {}
@@ -583,13 +585,11 @@ const publishArtifact = (events: RunEvents, taskId: string, contextId: string, v
 }
 
 const textStatus = (taskId: string, contextId: string, state: TaskState, text: string): TaskStatusUpdateEvent =>
-  statusEvent(taskId, contextId, state, internalParts.agentMessage(taskId, contextId, [internalParts.textPart(text)]))
+  statusEvent(taskId, contextId, state, wireParts.agentMessage(taskId, contextId, [wireParts.textPart(text)]))
 
 /** How many pauses written ahead of a lagging handler are kept from being overwritten at once. */
 const maxPausedAhead = 10_000
 
-const taskStateName = (state: TaskState | undefined): string =>
-  state === undefined ? "TASK_STATE_UNSPECIFIED" : TaskState[state] ?? String(state)
 
 /**
  * Builds the executor for an agent. Reads `ADK_DEBUG_ERRORS` and `NODE_ENV`
@@ -685,8 +685,8 @@ export const make = <E, R>(
       internalFailure.logErrorOffSpan(message, { errorId, cause: internalFailure.renderCause(cause) })
 
     const failureFinal = (request: AgentRequest, cause: Cause.Cause<unknown>): Effect.Effect<FinalStatus> => {
-      const errorId = internalFailure.makeErrorId()
-      const text = internalFailure.failureText(errorId) +
+      const errorId = ErrorId.make()
+      const text = ErrorId.failureText(errorId) +
         (debug ? `: ${internalFailure.describeCause(cause)}` : "")
       return logFailure("Runner failed to execute", errorId, cause).pipe(
         Effect.as<FinalStatus>({
@@ -711,7 +711,7 @@ export const make = <E, R>(
           for (const value of result.artifacts) publishArtifact(events, taskId, contextId, value)
           const message = result.parts.length === 0
             ? undefined
-            : internalParts.agentMessage(taskId, contextId, result.parts.map(internalParts.toWirePart))
+            : wireParts.agentMessage(taskId, contextId, result.parts.map(wireParts.toWirePart))
           return final(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED, message))
         }
         case "InputRequired":
@@ -734,7 +734,7 @@ export const make = <E, R>(
         Effect.tryPromise(async () => {
           const loaded = await store.load(context.taskId, context.context)
           if (loaded === undefined && !createMissing) return false
-          if (loaded !== undefined && (loaded.status?.state === state || internalParts.isTerminal(loaded.status?.state))) return true
+          if (loaded !== undefined && (loaded.status?.state === state || taskState.isTerminal(loaded.status?.state))) return true
           const manager = new ResultManager(store, context.context)
           if (loaded === undefined) await manager.processEvent(AgentEvent.task(initial))
           for (const artifact of events.artifacts) await manager.processEvent(artifact)
@@ -767,7 +767,7 @@ export const make = <E, R>(
     const storeFailure = (operation: string, taskId: string) => (error: unknown): never => {
       // The caller's own mistake, as the SDK's stores report it (a page token that does not decode): -32602 as is.
       if (error instanceof A2AError) throw error
-      const errorId = internalFailure.makeErrorId()
+      const errorId = ErrorId.make()
       runFork(
         internalFailure.logErrorOffSpan(`Task store ${operation} failed`, {
           errorId,
@@ -775,7 +775,7 @@ export const make = <E, R>(
           cause: internalFailure.renderCause(Cause.die(error))
         })
       )
-      throw new Error(internalFailure.internalErrorText(errorId))
+      throw new Error(ErrorId.internalErrorText(errorId))
     }
     // The store calls in flight, and when the last one ended: while the
     // handler is still working through a run's events (a slow store, many
@@ -829,7 +829,7 @@ export const make = <E, R>(
         return tracked(callContext, () => store.save(task, callContext)).then(() => {
           const waiting = awaitingSave.get(task.id)
           const state = task.status?.state
-          if (waiting !== undefined && (state === waiting.state || internalParts.isTerminal(state))) {
+          if (waiting !== undefined && (state === waiting.state || taskState.isTerminal(state))) {
             awaitingSave.delete(task.id)
             waiting.saved()
           }
@@ -890,8 +890,8 @@ export const make = <E, R>(
                 taskId,
                 contextId,
                 TaskState.TASK_STATE_WORKING,
-                internalParts.agentMessage(taskId, contextId, [
-                  internalParts.toWirePart(Part.DataPart.make({ data: value }))
+                wireParts.agentMessage(taskId, contextId, [
+                  wireParts.toWirePart(Part.DataPart.make({ data: value }))
                 ])
               )))
             )
@@ -941,13 +941,13 @@ export const make = <E, R>(
       ).pipe(
         Effect.tap((replaced) => {
           const state = replaced?.event?.status?.state
-          return internalParts.isSettled(state)
+          return taskState.isSettled(state)
             ? checked(json.statusNotJson(replaced.event, "afterExecute.event"))
-            : Effect.dieMessage(`afterExecute returned a status update in state ${taskStateName(state)}, which is not final`)
+            : Effect.dieMessage(`afterExecute returned a status update in state ${taskState.name(state)}, which is not final`)
         }),
         Effect.catchAllCause((cause) => {
           const errorId = Option.match(final.failure, {
-            onNone: internalFailure.makeErrorId,
+            onNone: ErrorId.make,
             onSome: (failure) => failure.errorId
           })
           const message = Cause.isInterruptedOnly(cause)
@@ -993,7 +993,7 @@ export const make = <E, R>(
       bus.publish(AgentEvent.statusUpdate(event))
       return saved.then((done) => {
         if (done) return
-        if (!internalParts.isTerminal(state) && event.status !== undefined) rememberPause(taskId, event.status)
+        if (!taskState.isTerminal(state) && event.status !== undefined) rememberPause(taskId, event.status)
         return persisted(persistFinal(context, events, initial, event))
       })
     }
@@ -1062,7 +1062,7 @@ export const make = <E, R>(
         if (span === undefined) return
         const failed = state === TaskState.TASK_STATE_FAILED
         if (!exporting) return span.end(0n, failed ? unexportedFailure : Exit.void)
-        span.attribute("a2a.task_state", taskStateName(state))
+        span.attribute("a2a.task_state", taskState.name(state))
         if (errorId !== undefined) {
           span.attribute("a2a.error_id", errorId)
           span.event("a2a.failure", clock.unsafeCurrentTimeNanos(), { "a2a.error_id": errorId })
@@ -1223,10 +1223,10 @@ export const make = <E, R>(
       if (started === publishedNow) return started
       const done: Promise<void> = started.catch((defect) => {
         // Only reachable on a bug in this module: still never leave the task WORKING.
-        const errorId = internalFailure.makeErrorId()
+        const errorId = ErrorId.make()
         metrics.failed.unsafeUpdate(1, [])
         bus.publish(AgentEvent.statusUpdate(
-          textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, internalFailure.failureText(errorId))
+          textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, ErrorId.failureText(errorId))
         ))
         return runPromise(
           internalFailure.logErrorOffSpan("Runner failed to execute", {
@@ -1380,7 +1380,7 @@ export const failureHints = (decide: (cause: Cause.Cause<unknown>) => HintDecisi
     const textIndex = parts.findIndex((part) => part.content?.$case === "text")
     const suffix = FailureHint.suffix(hint)
     const newParts = textIndex === -1
-      ? [...parts, internalParts.textPart(suffix)]
+      ? [...parts, wireParts.textPart(suffix)]
       : parts.map((part, index) =>
         index === textIndex && part.content?.$case === "text"
           ? { ...part, content: { $case: "text" as const, value: `${part.content.value} ${suffix}` } }
@@ -1388,7 +1388,7 @@ export const failureHints = (decide: (cause: Cause.Cause<unknown>) => HintDecisi
       )
     const newMessage: Message = {
       ...(message ??
-        internalParts.agentMessage(final.event.taskId, final.event.contextId, [])),
+        wireParts.agentMessage(final.event.taskId, final.event.contextId, [])),
       parts: newParts,
       metadata: { ...message?.metadata, [FailureHint.key]: encoded }
     }

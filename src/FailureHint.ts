@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Option, Schema } from "effect"
+import * as ErrorId from "./internal/wire/errorId.js"
 
 /**
  * The metadata key of the hint on a FAILED status message.
@@ -34,7 +35,7 @@ export const key = "effect-a2a/failure"
  * @since 0.1.0
  */
 export class FailureHint extends Schema.Class<FailureHint>("effect-a2a/FailureHint")({
-  errorId: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{12}$/)),
+  errorId: Schema.String.pipe(Schema.pattern(ErrorId.pattern)),
   retryable: Schema.Boolean,
   contact: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[\w.@/-]{1,128}$/)), { exact: true })
 }) {}

@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import type { IdempotencyError, OnceOptions } from "./IdempotencyLedger.js"
 import { IdempotencyLedger } from "./IdempotencyLedger.js"
 import { canonicalJson as canonical, sha256Hex } from "./internal/ledgerKey.js"
+import * as IdempotencyKey from "./internal/wire/idempotencyKey.js"
 
 export {
   /**
@@ -36,7 +37,7 @@ export {
  * ```
  * @since 0.1.0
  */
-export const metadataKey = "effect-a2a/idempotency-key"
+export const metadataKey: typeof IdempotencyKey.metadataKey = IdempotencyKey.metadataKey
 
 /**
  * The HTTP header that carries the idempotency key (the IETF
@@ -51,7 +52,7 @@ export const metadataKey = "effect-a2a/idempotency-key"
  * ```
  * @since 0.1.0
  */
-export const headerName = "Idempotency-Key"
+export const headerName: typeof IdempotencyKey.headerName = IdempotencyKey.headerName
 
 /**
  * The prefix of derived keys; it names the derivation, so a change to it can

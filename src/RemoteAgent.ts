@@ -18,12 +18,14 @@ import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from
 import { Context, Duration, Effect, Either, Layer, Metric, Option, Stream, Struct, Tracer } from "effect"
 import * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
-import * as Idempotency from "./Idempotency.js"
 import { type CallRecord, classifyCall, classifyCard } from "./internal/classify.js"
 import * as clientCall from "./internal/clientCall.js"
 import * as convert from "./internal/convert.js"
-import * as json from "./internal/json.js"
 import { cardFetch, makeTrackingFetch } from "./internal/transport.js"
+import * as IdempotencyKey from "./internal/wire/idempotencyKey.js"
+import * as json from "./internal/wire/json.js"
+import * as wireParts from "./internal/wire/parts.js"
+import * as taskState from "./internal/wire/taskState.js"
 import * as Part from "./Part.js"
 import * as RemoteEvent from "./RemoteEvent.js"
 import * as RemoteOutcome from "./RemoteOutcome.js"
@@ -73,7 +75,7 @@ export interface CallOptions {
   /** Overrides the agent's timeout for this call. */
   readonly timeout?: Duration.DurationInput | undefined
   /**
-   * Sent as message metadata under `Idempotency.metadataKey` and as the
+   * Sent as message metadata under `IdempotencyKey.metadataKey` and as the
    * `Idempotency-Key` header, so the server can recognise a repeat. See
    * `Idempotency.deriveKey`.
    */
@@ -169,16 +171,15 @@ export interface Options {
 const messageOf = (input: Input, options: CallOptions | undefined): Message => {
   const key = options?.idempotencyKey
   if (typeof input === "string") {
-    const metadata = key === undefined ? undefined : { [Idempotency.metadataKey]: key }
-    return convert.userMessage([convert.textSdkPart(input)], undefined, undefined, metadata)
+    const metadata = key === undefined ? undefined : { [IdempotencyKey.metadataKey]: key }
+    return wireParts.userMessage([wireParts.textPart(input)], {}, metadata)
   }
-  return convert.userMessage(
-    input.parts.map(convert.toSdkPart),
-    input.contextId,
-    input.taskId,
+  return wireParts.userMessage(
+    input.parts.map(wireParts.toWirePart),
+    input,
     key === undefined
       ? input.metadata === undefined ? undefined : { ...input.metadata }
-      : { ...input.metadata, [Idempotency.metadataKey]: key }
+      : { ...input.metadata, [IdempotencyKey.metadataKey]: key }
   )
 }
 
@@ -252,10 +253,10 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     const outcome = convert.taskOutcome(agent, task)
     if (Option.isSome(outcome)) return Either.right(outcome.value)
     const state = task.status?.state
-    if (convert.isRunning(state)) {
-      const parts = (task.status?.message?.parts ?? []).map(convert.fromSdkPart)
+    if (taskState.isRunning(state)) {
+      const parts = (task.status?.message?.parts ?? []).map(wireParts.fromWirePart)
       return Either.right(
-        convert.build(RemoteOutcome.Running, {
+        wireParts.build(RemoteOutcome.Running, {
           agent,
           taskId: task.id,
           contextId: String(task.contextId ?? ""),
@@ -265,7 +266,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
         })
       )
     }
-    return Either.left(clientCall.invalid(agent, operation, `the task is in an unrecognised state (${convert.stateName(state)})`, ids))
+    return Either.left(clientCall.invalid(agent, operation, `the task is in an unrecognised state (${taskState.name(state)})`, ids))
   }
 
   const viewTask = view("GetTask")
@@ -422,7 +423,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             state.taskId = payload.value.id || state.taskId
             state.contextId = payload.value.contextId || state.contextId
             for (const artifact of payload.value.artifacts ?? []) {
-              const received = convert.fromSdkArtifact(artifact)
+              const received = wireParts.fromWireArtifact(artifact)
               state.artifacts.set(received.artifactId, { ...received, parts: [...received.parts] })
             }
             return Either.map(viewStreamed(payload.value), (v) =>
@@ -438,15 +439,15 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             state.contextId = update.contextId || state.contextId
             const status = update.status
             const outcome = convert.outcomeOf(agent, state.taskId, state.contextId, status?.state, status?.message, [
-              ...Array.from(state.artifacts.values(), (artifact) => convert.build(Part.Artifact, artifact))
+              ...Array.from(state.artifacts.values(), (artifact) => wireParts.build(Part.Artifact, artifact))
             ])
             if (Option.isSome(outcome)) return Effect.succeed(finish(outcome.value))
-            if (!convert.isRunning(status?.state)) {
+            if (!taskState.isRunning(status?.state)) {
               return Effect.fail(
-                clientCall.invalid(agent, "SendStreamingMessage", `status update in an unrecognised state (${convert.stateName(status?.state)})`, ids())
+                clientCall.invalid(agent, "SendStreamingMessage", `status update in an unrecognised state (${taskState.name(status?.state)})`, ids())
               )
             }
-            const parts = (status?.message?.parts ?? []).map(convert.fromSdkPart)
+            const parts = (status?.message?.parts ?? []).map(wireParts.fromWirePart)
             return Effect.succeed([
               RemoteEvent.Status.make({
                 agent,
@@ -465,7 +466,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
             }
             const other = otherTask(update.taskId)
             if (other !== undefined) return Effect.fail(other)
-            const chunk = convert.fromSdkArtifact(update.artifact)
+            const chunk = wireParts.fromWireArtifact(update.artifact)
             const previous = state.artifacts.get(chunk.artifactId)
             // As the peer's task store joins them: a later chunk's name or description replaces the earlier one.
             if (update.append && previous !== undefined) {

@@ -7,6 +7,7 @@
  */
 import { Match, Option, Schema } from "effect"
 import * as FailureHint from "./FailureHint.js"
+import * as ErrorId from "./internal/wire/errorId.js"
 import { Artifact, Part } from "./Part.js"
 
 const fields = {
@@ -189,8 +190,6 @@ export type Tag = RemoteOutcome["_tag"]
  */
 export const $match = Match.typeTags<RemoteOutcome>()
 
-const errorIdPattern = /error_id: ([0-9a-f]{12})(?![0-9a-fA-F])/g
-
 /**
  * The `error_id: <12 lowercase hex>` in a status text, when it holds exactly
  * one.
@@ -202,10 +201,7 @@ const errorIdPattern = /error_id: ([0-9a-f]{12})(?![0-9a-fA-F])/g
  * ```
  * @since 0.1.0
  */
-export const extractErrorId = (text: string): Option.Option<string> => {
-  const matches = Array.from(text.matchAll(errorIdPattern))
-  return matches.length === 1 ? Option.fromNullable(matches[0]![1]) : Option.none()
-}
+export const extractErrorId: (text: string) => Option.Option<string> = ErrorId.extract
 
 /**
  * The error id of an outcome, when it is a `Failed` that carries one: the

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Equal, FastCheck, Hash, Option, Schema } from "effect"
 import * as FailureHint from "../src/FailureHint.js"
-import * as convert from "../src/internal/convert.js"
 import * as Part from "../src/Part.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
@@ -56,37 +55,6 @@ describe("round trips", () => {
   it.prop("a running task survives Schema encode/decode", [RemoteOutcome.Running], ([running]) => {
     const encoded = Schema.encodeSync(RemoteOutcome.Running)(running)
     expect(Schema.decodeUnknownSync(RemoteOutcome.Running)(encoded)).toEqual(running)
-  })
-})
-
-describe("conversion builds the instances make builds", () => {
-  // The client builds outcomes without their constructors (see internal/convert `build`); this
-  // guards that shortcut against changes in how Schema classes are made.
-  const sameAsMake = (value: { readonly constructor: unknown }) => {
-    const Class = value.constructor as new(props: object, options?: boolean) => object
-    const { _tag, ...props } = value as unknown as Record<string, unknown>
-    const made = new Class(props, true)
-    const built = convert.build(Class, props)
-    expect(Object.getPrototypeOf(built)).toBe(Object.getPrototypeOf(made))
-    expect(Object.entries(built)).toEqual(Object.entries(made))
-    // As equal as a second `make` is: never, for a value that equals nothing (NaN in a data part).
-    expect(Equal.equals(built, made)).toBe(Equal.equals(new Class(props, true), made))
-    expect(Hash.hash(built)).toBe(Hash.hash(made))
-    expect(String(built)).toBe(String(made))
-  }
-  it.prop("outcomes", [RemoteOutcome.RemoteOutcome], ([outcome]) => sameAsMake(outcome))
-  it.prop("running tasks", [RemoteOutcome.Running], ([running]) => sameAsMake(running))
-  it.prop("parts and artifacts", [Part.Part, Part.Artifact], ([part, artifact]) => {
-    sameAsMake(part)
-    sameAsMake(artifact)
-  })
-  it("a data part holding NaN", () => {
-    sameAsMake(Part.DataPart.make({ data: NaN }))
-    sameAsMake(Part.DataPart.make({ data: { n: 1 } }))
-    // Data classes compare a plain object by reference, as two `make`s of it do.
-    const data = { n: 1 }
-    expect(Equal.equals(convert.build(Part.DataPart, { data }), Part.DataPart.make({ data }))).toBe(true)
-    expect(Equal.equals(convert.build(Part.DataPart, { data: { n: 1 } }), Part.DataPart.make({ data: { n: 2 } }))).toBe(false)
   })
 })
 

@@ -10,6 +10,7 @@ import { Effect, Option, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as stream from "node:stream"
 import * as zlib from "node:zlib"
+import * as ErrorId from "./wire/errorId.js"
 
 /**
  * A log source could not be read.
@@ -73,16 +74,7 @@ export const matchLine = (line: string, errorId: string): Option.Option<Readonly
   if (!isRecord(parsed)) return Option.none()
   const annotations = parsed["annotations"]
   if (isRecord(annotations) && annotations["errorId"] === errorId) return Option.some(parsed)
-  const marker = `error_id: ${errorId}`
-  return someString(parsed, (s) => holdsMarker(s, marker)) ? Option.some(parsed) : Option.none()
-}
-
-// The marker as a whole id: "error_id: 3f9c" is not found in "error_id: 3f9c0a7b12de".
-const holdsMarker = (text: string, marker: string): boolean => {
-  for (let at = text.indexOf(marker); at !== -1; at = text.indexOf(marker, at + 1)) {
-    if (!/[0-9a-fA-F]/.test(text.charAt(at + marker.length))) return true
-  }
-  return false
+  return someString(parsed, (s) => ErrorId.holds(s, errorId)) ? Option.some(parsed) : Option.none()
 }
 
 const show = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value) ?? String(value))

@@ -13,12 +13,12 @@ import type { RequestOptions } from "@a2a-js/sdk/client"
 import type { Fiber } from "effect"
 import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberRef, LogLevel, type Metric, MetricKey, Option, type Tracer } from "effect"
 import * as A2AClientError from "../A2AClientError.js"
-import * as Idempotency from "../Idempotency.js"
 import type { CallOptions } from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
 import { type CallRecord, classifyCall } from "./classify.js"
 import * as metrics from "./metrics.js"
 import * as tracing from "./tracing.js"
+import * as IdempotencyKey from "./wire/idempotencyKey.js"
 
 /** The known ids of the task a request is about, for errors. @internal */
 export interface Ids {
@@ -51,7 +51,7 @@ export const callHeaders = (span: tracing.SpanIds | undefined, options: CallOpti
   if (options?.headers !== undefined) Object.assign(headers, options.headers)
   // Last: the tracking fetch merges names without case, the later winning, so the key replaces an
   // `idempotency-key` given in the headers.
-  if (options?.idempotencyKey !== undefined) headers[Idempotency.headerName] = options.idempotencyKey
+  if (options?.idempotencyKey !== undefined) headers[IdempotencyKey.headerName] = options.idempotencyKey
   return headers
 }
 

@@ -9,6 +9,7 @@ import * as FailureHint from "../FailureHint.js"
 import * as Part from "../Part.js"
 import type { RemoteAgent } from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
+import * as ErrorId from "./wire/errorId.js"
 
 export const FAILED = "REMOTE_FAILED"
 export const UNAVAILABLE = "REMOTE_UNAVAILABLE"
@@ -38,7 +39,7 @@ const failedText = (outcome: RemoteOutcome.Failed): string => {
   // the id must reach the reader even when the status text did not carry it
   const withId = Option.match(errorId, {
     onNone: () => text,
-    onSome: (id) => text.includes(id) ? text : `${text} (error_id: ${id})`
+    onSome: (id) => text.includes(id) ? text : ErrorId.withErrorId(text, id)
   })
   const withHint = Option.match(outcome.hint, {
     onNone: () => withId,

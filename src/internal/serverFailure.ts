@@ -18,22 +18,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
-
-/** @internal */
-export const makeErrorId = (): string => {
-  // The first 12 hex digits of a version 4 UUID are all random (its fixed digits come later).
-  const uuid = crypto.randomUUID()
-  return uuid.slice(0, 8) + uuid.slice(9, 13)
-}
-
-/** @internal */
-export const failureText = (errorId: string): string => `Agent execution failed. (error_id: ${errorId})`
-
-/** @internal */
-export const internalErrorText = (errorId: string): string => `Internal error. (error_id: ${errorId})`
-
-/** Whether a message is exactly an {@link internalErrorText}. */
-export const isInternalErrorText = (message: string): boolean => /^Internal error\. \(error_id: [0-9a-f]{12}\)$/.test(message)
+import * as ErrorId from "./wire/errorId.js"
 
 /**
  * `ADK_DEBUG_ERRORS` is on for `1` or `true` in any case; anything else,
@@ -99,7 +84,7 @@ export const describeCause = (cause: Cause.Cause<unknown>): string => {
  */
 export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly errorId: string }> {
   override get message(): string {
-    return failureText(this.errorId)
+    return ErrorId.failureText(this.errorId)
   }
 }
 

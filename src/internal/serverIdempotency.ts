@@ -32,6 +32,10 @@ import * as IdempotencyLedger from "../IdempotencyLedger.js"
 import * as internalFailure from "./serverFailure.js"
 import * as internalParts from "./serverParts.js"
 import * as internalRpc from "./serverRpc.js"
+import * as ErrorId from "./wire/errorId.js"
+import * as IdempotencyKey from "./wire/idempotencyKey.js"
+import * as wireParts from "./wire/parts.js"
+import * as taskState from "./wire/taskState.js"
 
 /** @internal */
 export type Headers = internalParts.RequestHeaders
@@ -63,10 +67,10 @@ const firstHeader = (value: string | ReadonlyArray<string> | undefined): string 
  * @internal
  */
 export const keyOf = (message: Message, headers: Headers): string | undefined => {
-  const fromMetadata: unknown = message.metadata?.[Idempotency.metadataKey]
-  const fromHeader = firstHeader(headers[Idempotency.headerName.toLowerCase()])
+  const fromMetadata: unknown = message.metadata?.[IdempotencyKey.metadataKey]
+  const fromHeader = firstHeader(headers[IdempotencyKey.headerName.toLowerCase()])
   if (fromMetadata !== undefined && typeof fromMetadata !== "string") {
-    throw new RequestMalformedError(`message metadata ${Idempotency.metadataKey} must be a string`)
+    throw new RequestMalformedError(`message metadata ${IdempotencyKey.metadataKey} must be a string`)
   }
   if (fromMetadata !== undefined && fromHeader !== undefined && fromMetadata !== fromHeader) {
     throw new RequestMalformedError(keyMismatchText)
@@ -82,7 +86,7 @@ export const keyOf = (message: Message, headers: Headers): string | undefined =>
  * @internal
  */
 export const fingerprintOf = (message: Message, kind: "send" | "stream"): string => {
-  const { [Idempotency.metadataKey]: _key, ...metadata } = message.metadata ?? {}
+  const { [IdempotencyKey.metadataKey]: _key, ...metadata } = message.metadata ?? {}
   const json = MessageCodec.toJSON({ ...message, messageId: "", metadata }) as Record<string, unknown>
   return Idempotency.fingerprint({ kind, message: json })
 }
@@ -210,7 +214,7 @@ export const make = (deps: {
 
     /** The task ended FAILED under a new error id, with what is known of it. */
     const failedTask = (taskId: string, contextId: string, existing: Task | undefined) => {
-      const errorId = internalFailure.makeErrorId()
+      const errorId = ErrorId.make()
       const task: Task = {
         id: taskId,
         contextId,
@@ -219,7 +223,7 @@ export const make = (deps: {
         metadata: existing?.metadata ?? {},
         status: {
           state: TaskState.TASK_STATE_FAILED,
-          message: internalParts.agentMessage(taskId, contextId, [internalParts.textPart(internalFailure.failureText(errorId))]),
+          message: wireParts.agentMessage(taskId, contextId, [wireParts.textPart(ErrorId.failureText(errorId))]),
           timestamp: new Date().toISOString()
         }
       }
@@ -232,7 +236,7 @@ export const make = (deps: {
         const context = storeContext(entry.identity.tenant)
         const existing = yield* Effect.tryPromise(() => taskStore.load(entry.taskId, context))
         // Its replica saved the end but died before recording it: keep that end.
-        if (existing !== undefined && internalParts.isSettled(existing.status?.state)) return encode(existing)
+        if (existing !== undefined && taskState.isSettled(existing.status?.state)) return encode(existing)
         const { errorId, task: failed } = failedTask(entry.taskId, existing?.contextId || randomUUID(), existing)
         yield* Effect.tryPromise(() => taskStore.save(failed, context))
         yield* Effect.logError("Task interrupted: its replica stopped before it ended").pipe(

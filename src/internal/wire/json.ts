@@ -10,7 +10,7 @@
  */
 import type { Part as WirePart, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { types } from "node:util"
-import type * as Part from "../Part.js"
+import type * as Part from "../../Part.js"
 
 /** Where a value stops being JSON data, and what was found there. @internal */
 export interface NotJson {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck } from "effect"
-import * as json from "../../src/internal/json.js"
+import * as json from "../../../src/internal/wire/json.js"
 
 // What the wire cannot carry, and how it is named.
 const notJsonLeaf = FastCheck.constantFrom<readonly [unknown, string]>(

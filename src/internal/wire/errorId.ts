@@ -1,0 +1,52 @@
+/**
+ * The opaque error id both sides share: twelve lowercase hex digits, written
+ * into a failure's text as `error_id: <id>` and read back from there, so that
+ * the caller, the parent model and `find-error` all name the one log entry.
+ *
+ * @internal
+ */
+import * as Option from "effect/Option"
+
+/** An id alone. */
+export const pattern = /^[0-9a-f]{12}$/
+
+/** A new id. */
+export const make = (): string => {
+  // The first 12 hex digits of a version 4 UUID are all random (its fixed digits come later).
+  const uuid = crypto.randomUUID()
+  return uuid.slice(0, 8) + uuid.slice(9, 13)
+}
+
+/** How an id is written into a text. */
+export const marker = (errorId: string): string => `error_id: ${errorId}`
+
+/** The only text a caller gets of a failed run. */
+export const failureText = (errorId: string): string => `Agent execution failed. (${marker(errorId)})`
+
+/** The only text a caller gets of a server fault outside a run (JSON-RPC -32603). */
+export const internalErrorText = (errorId: string): string => `Internal error. (${marker(errorId)})`
+
+/** `text` followed by its id. */
+export const withErrorId = (text: string, errorId: string): string => `${text} (${marker(errorId)})`
+
+// An id is whole: the marker is not followed by a further hex digit, of either case.
+const inText = /error_id: ([0-9a-f]{12})(?![0-9a-fA-F])/g
+const internalError = /^Internal error\. \(error_id: [0-9a-f]{12}\)$/
+
+/** The id in a text, when it holds exactly one: with two, which one the cause is under is not known. */
+export const extract = (text: string): Option.Option<string> => {
+  const matches = Array.from(text.matchAll(inText))
+  return matches.length === 1 ? Option.fromNullable(matches[0]![1]) : Option.none()
+}
+
+/** Whether a message is exactly an {@link internalErrorText}. */
+export const isInternalErrorText = (message: string): boolean => internalError.test(message)
+
+/** Whether `text` holds the marker of `errorId` as a whole id: "3f9c" is not found in "error_id: 3f9c0a7b12de". */
+export const holds = (text: string, errorId: string): boolean => {
+  const written = marker(errorId)
+  for (let at = text.indexOf(written); at !== -1; at = text.indexOf(written, at + 1)) {
+    if (!/[0-9a-fA-F]/.test(text.charAt(at + written.length))) return true
+  }
+  return false
+}
