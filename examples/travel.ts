@@ -1,12 +1,12 @@
 /**
  * The worked example (`npm start`): a travel orchestrator delegating to a
  * remote booking service, through every way a delegation can end. The
- * scenarios live in `src/internal/travelDemo.ts`; `effect-a2a demo` runs the
+ * scenarios live in `src/demo/travel.ts`; `effect-a2a demo` runs the
  * same.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Logger, LogLevel } from "effect"
-import { run } from "../src/internal/travelDemo.js"
+import { run } from "../src/demo/travel.js"
 
 // The orchestrator's own logs would interleave with the report; the booking service logs to its file.
 run.pipe(Effect.asVoid, Logger.withMinimumLogLevel(LogLevel.None), (effect) => NodeRuntime.runMain(effect, { disablePrettyLogger: true }))

@@ -17,7 +17,7 @@ import { Effect, Mailbox, Match, Option, Schema, Stream } from "effect"
 import * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import { CircuitOpen } from "./CircuitBreaker.js"
-import * as guard from "./internal/guard.js"
+import * as guard from "./internal/client/guard.js"
 import * as RemoteAgent from "./RemoteAgent.js"
 import * as RemoteOutcome from "./RemoteOutcome.js"
 

@@ -25,10 +25,10 @@ import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import { Cause, Console, Duration, Effect, FiberRef, Layer, Logger, LogLevel, Option, Schema } from "effect"
 import * as A2AServer from "./A2AServer.js"
-import * as findErrorInternal from "./internal/cliFindError.js"
-import * as playgroundInternal from "./internal/cliPlayground.js"
-import * as probeInternal from "./internal/cliProbe.js"
-import * as travelDemo from "./internal/travelDemo.js"
+import * as findErrorInternal from "./cli/findError.js"
+import * as playgroundInternal from "./cli/playground.js"
+import * as probeInternal from "./cli/probe.js"
+import * as travelDemo from "./demo/travel.js"
 
 /**
  * Ends a command with a process exit code other than 0. `run` turns it into

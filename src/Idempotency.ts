@@ -11,7 +11,7 @@
 import { Effect } from "effect"
 import type { IdempotencyError, OnceOptions } from "./IdempotencyLedger.js"
 import { IdempotencyLedger } from "./IdempotencyLedger.js"
-import { canonicalJson as canonical, sha256Hex } from "./internal/ledgerKey.js"
+import { canonicalJson as canonical, sha256Hex } from "./internal/ledger/key.js"
 import * as IdempotencyKey from "./internal/wire/idempotencyKey.js"
 
 export {

@@ -38,11 +38,11 @@ import {
   Schema
 } from "effect"
 import { randomUUID } from "node:crypto"
-import * as Memory from "./internal/ledgerMemory.js"
-import * as Sql from "./internal/ledgerSql.js"
-import type { Row, RowId, Store } from "./internal/ledgerStore.js"
-import { idString, isStale } from "./internal/ledgerStore.js"
-import { storedTextProblem } from "./internal/storedText.js"
+import * as Memory from "./internal/ledger/memory.js"
+import * as Sql from "./internal/ledger/sql.js"
+import type { Row, RowId, Store } from "./internal/ledger/store.js"
+import { idString, isStale } from "./internal/ledger/store.js"
+import { storedTextProblem } from "./internal/ledger/storedText.js"
 
 // ---------------------------------------------------------------------------
 // Errors

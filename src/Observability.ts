@@ -17,8 +17,8 @@
 import { Effect, FiberRef, HashSet, Layer, Logger, Metric, Option } from "effect"
 import type * as MetricKeyType from "effect/MetricKeyType"
 import type * as MetricState from "effect/MetricState"
-import * as internalJsonLog from "./internal/jsonLogFile.js"
-import * as internalMetrics from "./internal/metrics.js"
+import * as internalJsonLog from "./internal/observability/jsonLogFile.js"
+import * as internalMetrics from "./internal/observability/metrics.js"
 
 /**
  * Runs that ended COMPLETED, tagged `agent`.

@@ -2,7 +2,7 @@ import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Exit, FastCheck, Fiber, Option, Schema, Stream } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
-import { classifyCall } from "../src/internal/classify.js"
+import { classifyCall } from "../src/internal/client/classify.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { cardFor, closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
 

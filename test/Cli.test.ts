@@ -14,8 +14,8 @@ import { fileURLToPath } from "node:url"
 import * as zlib from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Cli from "../src/Cli.js"
-import * as internalFindError from "../src/internal/cliFindError.js"
-import * as internalProbe from "../src/internal/cliProbe.js"
+import * as internalFindError from "../src/cli/findError.js"
+import * as internalProbe from "../src/cli/probe.js"
 import { closedPort, rawPeer } from "./fixtures/peers.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")

@@ -10,7 +10,7 @@ import { Effect, Option, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as stream from "node:stream"
 import * as zlib from "node:zlib"
-import * as ErrorId from "./wire/errorId.js"
+import * as ErrorId from "../internal/wire/errorId.js"
 
 /**
  * A log source could not be read.

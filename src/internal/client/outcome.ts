@@ -4,11 +4,11 @@
 import type { Message, Task } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import { Option } from "effect"
-import * as FailureHint from "../FailureHint.js"
-import * as Part from "../Part.js"
-import * as RemoteOutcome from "../RemoteOutcome.js"
-import { build, fromWireArtifact, fromWireParts } from "./wire/parts.js"
-import * as taskState from "./wire/taskState.js"
+import * as FailureHint from "../../FailureHint.js"
+import * as Part from "../../Part.js"
+import * as RemoteOutcome from "../../RemoteOutcome.js"
+import { build, fromWireArtifact, fromWireParts } from "../wire/parts.js"
+import * as taskState from "../wire/taskState.js"
 
 const outcomeClasses = {
   Completed: RemoteOutcome.Completed,

@@ -8,7 +8,7 @@ import { Duration, Effect, Layer, Option, Schema } from "effect"
 import * as A2AServer from "../A2AServer.js"
 import * as AgentExecutor from "../AgentExecutor.js"
 import * as Part from "../Part.js"
-import * as JsonLogFile from "./jsonLogFile.js"
+import * as JsonLogFile from "../internal/observability/jsonLogFile.js"
 
 /**
  * The failure the playground raises for `fail <message>`. Its message stays

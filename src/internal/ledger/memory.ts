@@ -5,8 +5,8 @@
  * @internal
  */
 import { Effect, Option } from "effect"
-import type { Row, RowId, Store } from "./ledgerStore.js"
-import { idString, isStale } from "./ledgerStore.js"
+import type { Row, RowId, Store } from "./store.js"
+import { idString, isStale } from "./store.js"
 
 export const make = (): Store<never> => {
   const rows = new Map<string, Row>()

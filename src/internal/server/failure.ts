@@ -18,7 +18,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
-import * as ErrorId from "./wire/errorId.js"
+import * as ErrorId from "../wire/errorId.js"
 
 /**
  * `ADK_DEBUG_ERRORS` is on for `1` or `true` in any case; anything else,

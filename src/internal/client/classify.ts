@@ -3,8 +3,8 @@
  * error. Must never throw: any value can arrive here.
  */
 import { Duration, Option } from "effect"
-import * as A2AClientError from "../A2AClientError.js"
-import * as AgentCardResolutionError from "../AgentCardResolutionError.js"
+import * as A2AClientError from "../../A2AClientError.js"
+import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 
 /** What the transport observed of one call; filled in by the tracking fetch. */
 export interface CallRecord {

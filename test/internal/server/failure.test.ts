@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Data, Effect, Exit, FiberId, Logger, LogLevel, Schema } from "effect"
-import * as internalFailure from "../../src/internal/serverFailure.js"
+import * as internalFailure from "../../../src/internal/server/failure.js"
 
 class PoolExhausted extends Schema.TaggedError<PoolExhausted>()("PoolExhausted", {
   pool: Schema.String,
@@ -15,13 +15,13 @@ const causeOf = (effect: Effect.Effect<unknown, unknown>): Cause.Cause<unknown> 
   return exit.cause
 }
 
-describe("serverFailure.renderCause", () => {
+describe("server/failure.renderCause", () => {
   it("renders a failure raised inside a span as the error itself: name, message, frames, fields, causes", () => {
     const text = internalFailure.renderCause(causeOf(Effect.suspend(() =>
       Effect.fail(new PoolExhausted({ pool: "payments-db", inUse: 20 }))
     )))
     expect(text).toMatch(/^PoolExhausted: /)
-    expect(text).toContain("serverFailure.test.ts")
+    expect(text).toContain("server/failure.test.ts")
     expect(text).toContain('fields: {"_tag":"PoolExhausted","pool":"payments-db","inUse":20}')
 
     const chained = internalFailure.renderCause(causeOf(Effect.suspend(() =>
@@ -78,7 +78,7 @@ describe("serverFailure.renderCause", () => {
   })
 })
 
-describe("serverFailure.logErrorOffSpan", () => {
+describe("server/failure.logErrorOffSpan", () => {
   const record = () => {
     const lines: Array<Logger.Logger.Options<unknown>> = []
     const logger = Logger.make<unknown, void>((options) => {

@@ -12,13 +12,13 @@
 import type { RequestOptions } from "@a2a-js/sdk/client"
 import type { Fiber } from "effect"
 import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberRef, LogLevel, type Metric, MetricKey, Option, type Tracer } from "effect"
-import * as A2AClientError from "../A2AClientError.js"
-import type { CallOptions } from "../RemoteAgent.js"
-import * as RemoteOutcome from "../RemoteOutcome.js"
+import * as A2AClientError from "../../A2AClientError.js"
+import type { CallOptions } from "../../RemoteAgent.js"
+import * as RemoteOutcome from "../../RemoteOutcome.js"
 import { type CallRecord, classifyCall } from "./classify.js"
-import * as metrics from "./metrics.js"
-import * as tracing from "./tracing.js"
-import * as IdempotencyKey from "./wire/idempotencyKey.js"
+import * as metrics from "../observability/metrics.js"
+import * as tracing from "../observability/tracing.js"
+import * as IdempotencyKey from "../wire/idempotencyKey.js"
 
 /** The known ids of the task a request is about, for errors. @internal */
 export interface Ids {

@@ -9,7 +9,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
-import type { Row, RowId, Store } from "./ledgerStore.js"
+import type { Row, RowId, Store } from "./store.js"
 
 /** PostgreSQL returns BIGINT as a string, SQLite as a number. */
 const Millis = Schema.Union(Schema.Number, Schema.NumberFromString)

@@ -3,13 +3,13 @@
  * shared by `GuardedRemoteAgent` and the unavailable stub of `Agent`.
  */
 import { Duration, Match, Option } from "effect"
-import * as A2AClientError from "../A2AClientError.js"
-import type { CircuitOpen } from "../CircuitBreaker.js"
-import * as FailureHint from "../FailureHint.js"
-import * as Part from "../Part.js"
-import type { RemoteAgent } from "../RemoteAgent.js"
-import * as RemoteOutcome from "../RemoteOutcome.js"
-import * as ErrorId from "./wire/errorId.js"
+import * as A2AClientError from "../../A2AClientError.js"
+import type { CircuitOpen } from "../../CircuitBreaker.js"
+import * as FailureHint from "../../FailureHint.js"
+import * as Part from "../../Part.js"
+import type { RemoteAgent } from "../../RemoteAgent.js"
+import * as RemoteOutcome from "../../RemoteOutcome.js"
+import * as ErrorId from "../wire/errorId.js"
 
 export const FAILED = "REMOTE_FAILED"
 export const UNAVAILABLE = "REMOTE_UNAVAILABLE"

@@ -23,8 +23,8 @@ import * as Orchestrator from "../Orchestrator.js"
 import * as RemoteAgent from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
 import * as ScriptedLanguageModel from "../ScriptedLanguageModel.js"
-import * as findError from "./cliFindError.js"
-import * as jsonLogFile from "./jsonLogFile.js"
+import * as findError from "../cli/findError.js"
+import * as jsonLogFile from "../internal/observability/jsonLogFile.js"
 import * as TcpProxy from "./tcpProxy.js"
 
 /** What the payment step throws when the database pool is exhausted: detail that must never cross the wire. */

@@ -24,7 +24,7 @@ import {
 } from "@a2a-js/sdk/server"
 import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import type { Readable } from "node:stream"
-import { storedTextProblem } from "./storedText.js"
+import { storedTextProblem } from "../ledger/storedText.js"
 
 /** @internal */
 export const INTERNAL_ERROR = -32603

@@ -2,7 +2,7 @@ import * as Headers from "@effect/platform/Headers"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import { describe, expect, it } from "@effect/vitest"
 import { Exit, FastCheck, Option } from "effect"
-import * as tracing from "../../src/internal/tracing.js"
+import * as tracing from "../../../src/internal/observability/tracing.js"
 
 const hex = (length: number) => FastCheck.stringMatching(new RegExp(`^[0-9a-fA-F]{${length}}$`))
 // Valid and broken trace headers, and headers that carry none.
@@ -30,7 +30,7 @@ const value = FastCheck.oneof(
   FastCheck.constant(undefined)
 )
 
-describe("internal/tracing", () => {
+describe("internal/observability/tracing", () => {
   it.prop(
     "parentOfHeaders names the first valid of W3C, B3 and X-B3 over Headers.fromInput, as HttpTraceContext reads them",
     [FastCheck.dictionary(name, value, { maxKeys: 6 })],
