@@ -11,7 +11,7 @@
 import { Effect } from "effect"
 import type { IdempotencyError, OnceOptions } from "./IdempotencyLedger.js"
 import { IdempotencyLedger } from "./IdempotencyLedger.js"
-import { canonicalJson as canonical, sha256Hex } from "./internal/ledger/key.js"
+import * as key from "./internal/ledger/key.js"
 import * as IdempotencyKey from "./internal/wire/idempotencyKey.js"
 
 export {
@@ -83,7 +83,7 @@ export const derivedPrefix = "idem-v1-"
  * ```
  * @since 0.1.0
  */
-export const canonicalJson: (value: unknown) => string = canonical
+export const canonicalJson: (value: unknown) => string = key.canonicalJson
 
 /**
  * A digest of a payload: SHA-256 hex of its canonical JSON. The server
@@ -98,7 +98,7 @@ export const canonicalJson: (value: unknown) => string = canonical
  * ```
  * @since 0.1.0
  */
-export const fingerprint = (payload: unknown): string => sha256Hex(canonical(payload))
+export const fingerprint: (payload: unknown) => string = key.fingerprint
 
 /**
  * What a key is derived from, or the caller's own key.
@@ -152,7 +152,7 @@ export const deriveKey = (source: KeySource): string =>
   "key" in source
     ? source.key
     : derivedPrefix +
-      sha256Hex(canonical({ contextId: source.contextId, operation: source.operation, params: source.params }))
+      key.fingerprint({ contextId: source.contextId, operation: source.operation, params: source.params })
 
 /**
  * Runs a side effect at most once per key and stores its success; a later
