@@ -19,6 +19,7 @@ import type * as MetricKeyType from "effect/MetricKeyType"
 import type * as MetricState from "effect/MetricState"
 import * as internalJsonLog from "./internal/observability/jsonLogFile.js"
 import * as internalMetrics from "./internal/observability/metrics.js"
+import * as internalTracing from "./internal/observability/tracing.js"
 
 /**
  * Runs that ended COMPLETED, tagged `agent`.
@@ -100,7 +101,7 @@ export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram,
  * ```
  * @since 0.1.0
  */
-export const executeSpanName = "A2AServer.execute"
+export const executeSpanName: typeof internalTracing.executeSpanName = internalTracing.executeSpanName
 
 /**
  * The log file could not be opened.

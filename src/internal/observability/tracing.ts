@@ -18,6 +18,9 @@ import * as Tracer from "effect/Tracer"
 
 let defaultTracer: Tracer.Tracer | undefined
 
+/** The name of the span of a server's run of an agent. */
+export const executeSpanName = "A2AServer.execute"
+
 /**
  * Whether `tracer` is one the application provided (e.g. `@effect/opentelemetry`)
  * rather than Effect's default, whose spans are never exported.

@@ -1,2 +1,511 @@
-// Placeholder until the executor's implementation moves here: re-exports make.
-export { make } from "../../AgentExecutor.js"
+/**
+ * The `@a2a-js/sdk` executor that runs an Effect agent: one fiber per run,
+ * started with its span, progress and log annotations in place, settling
+ * the run's final status (see `finalStatus.ts`) and making sure it is saved
+ * (see `storeWatch.ts`). Plain promises around the fibers, as the SDK calls
+ * it for every request.
+ *
+ * @internal
+ */
+import type { Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import { TaskState } from "@a2a-js/sdk"
+import { AgentEvent, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server"
+import type * as ConfigError from "effect/ConfigError"
+import {
+  Cause,
+  type Clock,
+  Context,
+  Data,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  FiberId,
+  FiberRef,
+  FiberRefs,
+  HashMap,
+  Option,
+  Runtime,
+  Schema
+} from "effect"
+import type * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
+import type * as AgentExecutor from "../../AgentExecutor.js"
+import { withoutStackTrace } from "../errors.js"
+import * as internalMetrics from "../observability/metrics.js"
+import * as internalTracing from "../observability/tracing.js"
+import * as ErrorId from "../wire/errorId.js"
+import * as taskState from "../wire/taskState.js"
+import * as internalFailure from "./failure.js"
+import { admissionRefused, type Finals, makeFinals, ofResult, outputProblem } from "./finalStatus.js"
+import { headersOf } from "./handler.js"
+import { AgentProgress, InvalidOutput, makeProgress, type RunEvents, textStatus } from "./runEvents.js"
+import { finalWriter, type FinalWriter, type SaveWatch, watchForCancel, watchSaves } from "./storeWatch.js"
+
+type AgentRequest = AgentExecutor.AgentRequest
+type FinalStatus = AgentExecutor.FinalStatus
+
+/** A configuration the executor refuses to start with; see `AgentExecutor.ConfigurationError`. */
+export class ConfigurationError extends Schema.TaggedError<ConfigurationError>("effect-a2a/ConfigurationError")(
+  "ConfigurationError",
+  {
+    reason: Schema.Literal("DebugErrorsInProduction"),
+    message: Schema.String
+  }
+) {}
+
+/** Why a run that did not stop at a shutdown ended FAILED: its fiber could not be interrupted in time. */
+class ShutdownTimeout extends Data.TaggedError("ShutdownTimeout")<{ readonly message: string }> {}
+
+const shutdownFiberId = FiberId.make(-1, 0)
+
+// What a run returns when its final status went out without anything left to
+// wait for: one settled promise, so that `execute` knows it by identity.
+const publishedNow: Promise<void> = Promise.resolve()
+
+interface Run {
+  readonly fiber: Fiber.RuntimeFiber<FinalStatus, unknown>
+  canceled: boolean
+  /** Ends the watch for a cancel from another replica (see `watchForCancel`). */
+  stopWatching: () => void
+  /** Ends the task FAILED without waiting for the fiber, which a shutdown could not stop. */
+  readonly abandon: () => Promise<void>
+}
+
+/** What the runs of one executor share, built once by {@link make}. */
+interface Shared<R> {
+  readonly agent: AgentExecutor.Agent<unknown, R>
+  readonly options: AgentExecutor.Options<R>
+  readonly runtime: Runtime.Runtime<R>
+  readonly clock: Clock.Clock
+  readonly exporting: boolean
+  readonly spanSettings: internalTracing.SpanSettings
+  /** What a failed run's span ends with when it goes nowhere: one shared value instead of a new error per run. */
+  readonly unexportedFailure: Exit.Exit<never, internalFailure.RunFailed>
+  readonly agentName: string
+  readonly logAnnotations: HashMap.HashMap<string, unknown>
+  readonly metrics: ReturnType<typeof runMetrics>
+  readonly runFork: <A, E>(effect: Effect.Effect<A, E, R>) => Fiber.RuntimeFiber<A, E>
+  readonly finals: Finals<R>
+  /** With a task store: its watched saves, and the final states the executor writes itself. */
+  readonly store: { readonly saves: SaveWatch; readonly writer: FinalWriter } | undefined
+  readonly runs: Map<string, Set<Run>>
+  // The context id of a paused task, by the bus a handler may keep open for it: gone with the bus.
+  readonly pausedContexts: WeakMap<ExecutionEventBus, string>
+  readonly executions: Set<Promise<void>>
+  readonly state: { closing: boolean }
+}
+
+const runMetrics = (agentName: string) => {
+  const agentTag = { agent: agentName }
+  return {
+    completed: internalMetrics.tagged(internalMetrics.serverCompleted, agentTag),
+    failed: internalMetrics.tagged(internalMetrics.serverFailed, agentTag),
+    canceledByAdmission: internalMetrics.tagged(internalMetrics.serverCanceledByAdmission, agentTag),
+    latency: internalMetrics.tagged(internalMetrics.serverLatency, agentTag)
+  }
+}
+
+/** See `AgentExecutor.make`. */
+export const make = <E, R>(
+  agent: AgentExecutor.Agent<E, R>,
+  options: AgentExecutor.Options<R> = {}
+): Effect.Effect<AgentExecutor.EffectAgentExecutor, ConfigurationError | ConfigError.ConfigError, R | Scope.Scope> =>
+  Effect.gen(function*() {
+    const debug = yield* internalFailure.debugErrorsConfig
+    const production = yield* internalFailure.productionConfig
+    if (debug && production) {
+      if (options.allowDebugErrorsInProduction !== true) {
+        return yield* new ConfigurationError({
+          reason: "DebugErrorsInProduction",
+          message:
+            "ADK_DEBUG_ERRORS is on with NODE_ENV=production: failure details would reach callers. Turn it off or set allowDebugErrorsInProduction."
+        })
+      }
+      yield* Effect.logWarning(
+        "ADK_DEBUG_ERRORS is on in production: error names and messages of failures are sent to callers"
+      )
+    }
+    const shared = yield* makeShared(agent, options, debug)
+    const shutdown = makeShutdown(shared)
+    yield* Effect.addFinalizer(() => shutdown(Duration.zero))
+    return {
+      execute: (context, bus) => execute(shared, context, bus),
+      cancelTask: (taskId, bus) => cancelTask(shared, taskId, bus),
+      running: Effect.sync(() => shared.executions.size),
+      shutdown,
+      taskStore: shared.store?.saves.taskStore,
+      claim: makeClaim(shared)
+    } satisfies AgentExecutor.EffectAgentExecutor
+  })
+
+const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecutor.Options<R>, debug: boolean) =>
+  Effect.map(Effect.all([Effect.runtime<R>(), Effect.clock, Effect.tracer]), ([runtime, clock, tracer]): Shared<R> => {
+    const agentName = options.name ?? "agent"
+    const runFork = Runtime.runFork(runtime)
+    const store = options.taskStore
+    return {
+      agent,
+      options,
+      runtime,
+      clock,
+      exporting: internalTracing.exportsSpans(tracer),
+      // Each run's span is made before its fiber, and handed to it in its context.
+      spanSettings: internalTracing.spanSettings((ref) => FiberRefs.getOrDefault(runtime.fiberRefs, ref), tracer, clock),
+      unexportedFailure: Exit.fail(new internalFailure.RunFailed({ errorId: "unknown" })),
+      agentName,
+      logAnnotations: HashMap.set(FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations), "agent", agentName),
+      metrics: runMetrics(agentName),
+      runFork,
+      finals: makeFinals(options, debug),
+      store: store === undefined ? undefined : {
+        saves: watchSaves(store, runFork),
+        writer: finalWriter(store, options.finalSaveTimeout ?? Duration.seconds(30), runFork)
+      },
+      runs: new Map(),
+      pausedContexts: new WeakMap(),
+      executions: new Set(),
+      state: { closing: false }
+    }
+  })
+
+const makeRequest = (context: RequestContext): AgentRequest => ({
+  message: context.userMessage,
+  taskId: context.taskId,
+  contextId: context.contextId,
+  task: Option.fromNullable(context.task),
+  headers: headersOf(context.context)
+})
+
+/** The task as the run starts it: the SDK requires a task (or message) as the first event of every turn. */
+const initialTask = (context: RequestContext): Task => {
+  const status = { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() }
+  return context.task !== undefined
+    ? { ...context.task, status }
+    : {
+      id: context.taskId,
+      contextId: context.contextId,
+      status,
+      artifacts: [],
+      history: [context.userMessage],
+      metadata: {}
+    }
+}
+
+/** The span of a run: exported with its attributes, or only its ids when spans go nowhere. */
+const runSpan = <R>(shared: Shared<R>, request: AgentRequest): Tracer.Span | undefined => {
+  const parentSpan = internalTracing.parentOfHeaders(request.headers)
+  const name = internalTracing.executeSpanName
+  return !shared.spanSettings.enabled
+    ? undefined
+    : shared.exporting
+    ? internalTracing.startSpan(shared.spanSettings, name, parentSpan, "server", {
+      "a2a.task_id": request.taskId,
+      "a2a.context_id": request.contextId,
+      "a2a.agent": shared.agentName
+    })
+    : new internalTracing.UnexportedSpan(name, parentSpan, "server")
+}
+
+/**
+ * The runtime of a run's fiber: it starts with its span, progress and log
+ * annotations in place, instead of providing each around the agent, as this
+ * runs per request.
+ */
+const runRuntime = <R>(shared: Shared<R>, request: AgentRequest, span: Tracer.Span | undefined, events: RunEvents) => {
+  const { contextId, taskId } = request
+  const runtime = shared.runtime
+  const annotations = HashMap.mutate(shared.logAnnotations, (map) => {
+    HashMap.set(map, "taskId", taskId)
+    HashMap.set(map, "contextId", contextId)
+    if (span !== undefined) HashMap.set(map, "traceId", span.traceId)
+  })
+  // One copy of the services instead of one per `Context.add`.
+  const services = new Map(runtime.context.unsafeMap)
+  services.set(AgentProgress.key, makeProgress(taskId, contextId, events))
+  if (span !== undefined) services.set(Tracer.ParentSpan.key, span)
+  return Runtime.make({
+    context: Context.unsafeMake<R | AgentProgress>(services),
+    runtimeFlags: runtime.runtimeFlags,
+    fiberRefs: FiberRefs.updateAs(runtime.fiberRefs, {
+      fiberId: FiberId.none,
+      fiberRef: FiberRef.currentLogAnnotations,
+      value: annotations
+    })
+  })
+}
+
+/**
+ * Once the final status is known: the metrics, and the end of the span,
+ * which carries the error id of a failure but never its cause.
+ */
+const finishRun = <R>(
+  shared: Shared<R>,
+  span: Tracer.Span | undefined,
+  startedAt: number,
+  refused: boolean,
+  published: FinalStatus
+): void => {
+  const { clock, metrics } = shared
+  const state = published.event.status?.state
+  const errorId = Option.getOrUndefined(Option.map(published.failure, (failure) => failure.errorId))
+  if (state === TaskState.TASK_STATE_COMPLETED) metrics.completed.unsafeUpdate(1, [])
+  else if (state === TaskState.TASK_STATE_FAILED) metrics.failed.unsafeUpdate(1, [])
+  else if (state === TaskState.TASK_STATE_CANCELED && refused) metrics.canceledByAdmission.unsafeUpdate(1, [])
+  metrics.latency.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedAt, [])
+  if (span === undefined) return
+  const failed = state === TaskState.TASK_STATE_FAILED
+  if (!shared.exporting) return span.end(0n, failed ? shared.unexportedFailure : Exit.void)
+  span.attribute("a2a.task_state", taskState.name(state))
+  if (errorId !== undefined) {
+    span.attribute("a2a.error_id", errorId)
+    span.event("a2a.failure", clock.unsafeCurrentTimeNanos(), { "a2a.error_id": errorId })
+  }
+  internalTracing.endSpan(
+    shared.spanSettings,
+    span,
+    failed
+      ? Exit.fail(withoutStackTrace(() => new internalFailure.RunFailed({ errorId: errorId ?? "unknown" })))
+      : Exit.void
+  )
+}
+
+/**
+ * The run's fiber: the admission hook and the agent, then the final
+ * status, settled without being interruptible once the agent is done;
+ * interruptions end it as they come.
+ */
+const runFiber = <R>(
+  shared: Shared<R>,
+  request: AgentRequest,
+  events: RunEvents,
+  hook: { entered: boolean },
+  refused: () => void
+): Effect.Effect<FinalStatus, unknown, R> => {
+  const { agent, finals } = shared
+  const before = shared.options.beforeExecute
+  // Suspended, both: an agent or a hook that throws while building its Effect fails the run like any defect.
+  const agentRun: Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R | AgentProgress> = Effect
+    .suspend(() => agent(request))
+  const work = (before === undefined
+    ? agentRun
+    : Effect.flatMap(Effect.suspend(() => before(request)), (refuse) => {
+      if (!refuse) return agentRun
+      refused()
+      return Effect.succeed(admissionRefused)
+    })) as Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R>
+  return Effect.uninterruptibleMask((restore) => {
+    const failed = (cause: Cause.Cause<unknown>) =>
+      Effect.flatMap(finals.ofFailure(request, cause), (final) => finals.after(request, final, hook, restore))
+    return Effect.matchCauseEffect(restore(work), {
+      onSuccess: (result) => {
+        const problem = outputProblem(result)
+        return problem === undefined
+          ? finals.after(request, ofResult(events, request, result), hook, restore)
+          : failed(Cause.die(new InvalidOutput(problem)))
+      },
+      onFailure: (cause) => Cause.isInterrupted(cause) ? Effect.failCause(cause) : failed(cause)
+    })
+  })
+}
+
+/** Publishes a run's final status and, with a task store, makes sure it is saved. */
+const publishFinal = <R>(
+  shared: Shared<R>,
+  context: RequestContext,
+  events: RunEvents,
+  initial: Task,
+  published: FinalStatus
+): Promise<void> => {
+  const bus = events.bus
+  const { contextId, taskId } = context
+  const event: TaskStatusUpdateEvent = { ...published.event, taskId, contextId }
+  const state = event.status?.state
+  if (state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED) {
+    shared.pausedContexts.set(bus, contextId)
+  }
+  const store = shared.store
+  if (store === undefined) {
+    bus.publish(AgentEvent.statusUpdate(event))
+    return publishedNow
+  }
+  const saved = store.saves.finalSaved(taskId, state, context.context)
+  bus.publish(AgentEvent.statusUpdate(event))
+  return saved.then((done) => {
+    if (done) return
+    if (!taskState.isTerminal(state) && event.status !== undefined) store.saves.rememberPause(taskId, event.status)
+    return store.writer.persist(context, events, initial, event)
+  })
+}
+
+// Plain promises around one fiber per run.
+const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+  const { finals, runs } = shared
+  const taskId = context.taskId
+  const request = makeRequest(context)
+  const initial = initialTask(context)
+  bus.publish(AgentEvent.task(initial))
+  const startedAt = shared.clock.unsafeCurrentTimeMillis()
+  const span = runSpan(shared, request)
+  const events: RunEvents = { bus, artifacts: [] }
+  const runtime = runRuntime(shared, request, span, events)
+  let refused = false
+  const hook = { entered: false }
+  const fiber = Runtime.runFork(runtime)(runFiber(shared, request, events, hook, () => (refused = true)))
+  const end = (final: FinalStatus) => {
+    finishRun(shared, span, startedAt, refused, final)
+    return publishFinal(shared, context, events, initial, final)
+  }
+  // Set when a shutdown gave up on the fiber and ended the task itself.
+  let abandoned = false
+  const self: Run = {
+    fiber,
+    canceled: false,
+    stopWatching: () => {},
+    abandon: () => {
+      if (abandoned) return Promise.resolve()
+      abandoned = true
+      self.stopWatching()
+      const cause = Cause.die(withoutStackTrace(() =>
+        new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
+      ))
+      return Runtime.runPromise(runtime)(finals.ofFailure(request, cause)).then(end)
+    }
+  }
+  const complete = (exit: Exit.Exit<FinalStatus, unknown>): Promise<void> => {
+    if (abandoned) return Promise.resolve()
+    if (Exit.isSuccess(exit)) return end(exit.value)
+    return Runtime.runPromise(runtime)(
+      // A shutdown has a deadline to keep: the runs it ends are settled without the hook.
+      Effect.flatMap(finals.ofInterruption(request, self.canceled, exit.cause), (final) =>
+        shared.state.closing ? Effect.succeed(final) : finals.after(request, final, hook))
+    ).then(end)
+  }
+  // A run that never waited has ended already: its final status goes out
+  // in this step, as a plain SDK executor's does. A promise step in
+  // between costs the server several percent of its throughput.
+  const ended = fiber.unsafePoll()
+  if (ended !== null) return complete(ended)
+  const forTask = runs.get(taskId) ?? new Set<Run>()
+  forTask.add(self)
+  runs.set(taskId, forTask)
+  if (shared.state.closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
+  const store = shared.options.taskStore
+  if (store !== undefined) {
+    self.stopWatching = watchForCancel(store, shared.runFork, context, () => {
+      self.canceled = true
+      fiber.unsafeInterruptAsFork(FiberId.none)
+    })
+  }
+  return new Promise<Exit.Exit<FinalStatus, unknown>>((resolve) => fiber.addObserver(resolve)).then((exit) => {
+    self.stopWatching()
+    forTask.delete(self)
+    if (forTask.size === 0) runs.delete(taskId)
+    return complete(exit)
+  })
+}
+
+const execute = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+  let started: Promise<void>
+  try {
+    started = run(shared, context, bus)
+  } catch (defect) {
+    started = Promise.reject(defect)
+  }
+  // The run ended and its final status went out in this step: nothing is left to wait for.
+  if (started === publishedNow) return started
+  const done: Promise<void> = started.catch((defect) => {
+    // Only reachable on a bug in this module: still never leave the task WORKING.
+    const errorId = ErrorId.make()
+    shared.metrics.failed.unsafeUpdate(1, [])
+    bus.publish(AgentEvent.statusUpdate(
+      textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, ErrorId.failureText(errorId))
+    ))
+    return Runtime.runPromise(shared.runtime)(
+      internalFailure.logErrorOffSpan("Runner failed to execute", {
+        errorId,
+        taskId: context.taskId,
+        contextId: context.contextId,
+        cause: internalFailure.renderCause(Cause.die(defect))
+      })
+    )
+  }).finally(() => {
+    shared.executions.delete(done)
+  })
+  shared.executions.add(done)
+  return done
+}
+
+const cancelTask = <R>(shared: Shared<R>, taskId: string, bus: ExecutionEventBus): Promise<void> => {
+  const forTask = shared.runs.get(taskId)
+  if (forTask !== undefined && forTask.size > 0) {
+    for (const run of forTask) {
+      run.canceled = true
+      run.fiber.unsafeInterruptAsFork(FiberId.none)
+    }
+  } else {
+    // A paused task has no run. A2AServer's handler closes its bus, and the SDK cancels it in the store;
+    // a handler that keeps paused tasks' buses open calls here, so end it on that bus.
+    bus.publish(AgentEvent.statusUpdate(
+      textStatus(taskId, shared.pausedContexts.get(bus) ?? "", TaskState.TASK_STATE_CANCELED, "Task canceled.")
+    ))
+  }
+  return Promise.resolve()
+}
+
+/**
+ * Waits for the runs, interrupts the rest at the deadline, and ends those
+ * that cannot be interrupted yet without them. Runs once, on its own fiber:
+ * a caller that stops waiting (a timeout) does not stop it, and a second
+ * shutdown (the scope's, after the server's) waits for the first instead of
+ * starting over.
+ */
+const makeShutdown = <R>(shared: Shared<R>) => {
+  // Interruptible: shutdown runs in a finalizer, where the timeouts below must still fire.
+  const awaitAll = Effect.interruptible(Effect.promise(() => Promise.all(shared.executions)))
+  const allRuns = () => Array.from(shared.runs.values()).flatMap((forTask) => Array.from(forTask))
+  const stopPersisting = () => shared.store?.writer.stop(shutdownFiberId)
+  const stop = (deadline: Duration.DurationInput) =>
+    Effect.gen(function*() {
+      yield* Effect.timeoutOption(awaitAll, deadline)
+      for (const run of allRuns()) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
+      stopPersisting()
+      // Interrupted runs still publish FAILED and persist it.
+      yield* Effect.timeoutOption(awaitAll, Duration.seconds(5))
+      // Those that cannot be interrupted yet are ended without them: no task stays WORKING.
+      const left = allRuns()
+      if (left.length > 0) {
+        yield* Effect.timeoutOption(
+          Effect.interruptible(Effect.promise(() => Promise.allSettled(left.map((run) => run.abandon())))),
+          Duration.seconds(5)
+        )
+      }
+      // Final saves begun since (of interrupted or abandoned runs) stop with the shutdown too.
+      stopPersisting()
+    })
+  let stopping: Fiber.RuntimeFiber<void> | undefined
+  return (deadline: Duration.DurationInput): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      shared.state.closing = true
+      return stopping === undefined
+        ? Effect.flatMap(Effect.forkDaemon(stop(deadline)), (fiber) => {
+          stopping = fiber
+          return Fiber.join(fiber)
+        })
+        : Fiber.join(stopping)
+    })
+}
+
+/** See `EffectAgentExecutor.claim`. */
+const makeClaim = <R>(shared: Shared<R>) => {
+  const claimed = new Set<string>()
+  return (taskId: string): (() => void) | undefined => {
+    if (claimed.has(taskId) || shared.runs.has(taskId)) return undefined
+    claimed.add(taskId)
+    let held = true
+    return () => {
+      if (held) claimed.delete(taskId)
+      held = false
+    }
+  }
+}

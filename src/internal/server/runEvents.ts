@@ -1,0 +1,107 @@
+/**
+ * The events a run publishes on its task's bus: status updates, whole
+ * artifacts, and the progress an agent reports while it runs. Output that is
+ * not JSON data is refused before anything of it is published.
+ *
+ * @internal
+ */
+import type { TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import { type Message, TaskState } from "@a2a-js/sdk"
+import { AgentEvent, type AgentExecutionEvent, type ExecutionEventBus } from "@a2a-js/sdk/server"
+import { Context, Effect, Schema } from "effect"
+import * as Part from "../../Part.js"
+import * as json from "../wire/json.js"
+import * as wireParts from "../wire/parts.js"
+
+/** Output of an agent that is not JSON data, so the wire could not carry it. */
+export class InvalidOutput extends Schema.TaggedError<InvalidOutput>("effect-a2a/InvalidOutput")("InvalidOutput", {
+  path: Schema.String,
+  found: Schema.String
+}) {
+  override get message(): string {
+    return `The agent's output is not JSON data at ${this.path}: ${this.found}`
+  }
+}
+
+/** Dies with {@link InvalidOutput} when `problem` is set: output is checked before anything of it is published. */
+export const checked = (problem: json.NotJson | undefined): Effect.Effect<void> =>
+  problem === undefined ? Effect.void : Effect.die(new InvalidOutput(problem))
+
+export const statusEvent = (
+  taskId: string,
+  contextId: string,
+  state: TaskState,
+  message: Message | undefined
+): TaskStatusUpdateEvent => ({
+  taskId,
+  contextId,
+  status: { state, message, timestamp: new Date().toISOString() },
+  metadata: {}
+})
+
+export const textStatus = (taskId: string, contextId: string, state: TaskState, text: string): TaskStatusUpdateEvent =>
+  statusEvent(taskId, contextId, state, wireParts.agentMessage(taskId, contextId, [wireParts.textPart(text)]))
+
+/** A run's bus, and the artifact updates the run published on it. */
+export interface RunEvents {
+  readonly bus: ExecutionEventBus
+  readonly artifacts: Array<AgentExecutionEvent>
+}
+
+/** A whole artifact, in one chunk. */
+const artifactEvent = (taskId: string, contextId: string, value: Part.Artifact) =>
+  AgentEvent.artifactUpdate({
+    taskId,
+    contextId,
+    artifact: wireParts.toWireArtifact(value),
+    append: false,
+    lastChunk: true,
+    metadata: {}
+  })
+
+export const publishArtifact = (events: RunEvents, taskId: string, contextId: string, value: Part.Artifact): void => {
+  const event = artifactEvent(taskId, contextId, value)
+  events.artifacts.push(event)
+  events.bus.publish(event)
+}
+
+/** Progress reporting available to a running agent; see `AgentExecutor.AgentProgress`. */
+export class AgentProgress extends Context.Tag("effect-a2a/AgentExecutor/AgentProgress")<
+  AgentProgress,
+  {
+    /** A WORKING status update with a text message. */
+    readonly status: (text: string) => Effect.Effect<void>
+    /** A WORKING status update with a data part. */
+    readonly data: (data: unknown) => Effect.Effect<void>
+    /** An artifact update. */
+    readonly artifact: (artifact: Part.Artifact) => Effect.Effect<void>
+  }
+>() {}
+
+/** The progress of one run: each report goes out on its bus at once. */
+export const makeProgress = (taskId: string, contextId: string, events: RunEvents) =>
+  AgentProgress.of({
+    status: (text) =>
+      Effect.sync(() =>
+        events.bus.publish(AgentEvent.statusUpdate(textStatus(taskId, contextId, TaskState.TASK_STATE_WORKING, text)))
+      ),
+    data: (value) =>
+      Effect.zipRight(
+        checked(json.notJson(value, "progress.data")),
+        Effect.sync(() =>
+          events.bus.publish(AgentEvent.statusUpdate(statusEvent(
+            taskId,
+            contextId,
+            TaskState.TASK_STATE_WORKING,
+            wireParts.agentMessage(taskId, contextId, [
+              wireParts.toWirePart(Part.DataPart.make({ data: value }))
+            ])
+          )))
+        )
+      ),
+    artifact: (value) =>
+      Effect.zipRight(
+        checked(json.partsNotJson(value.parts, "progress.artifact.parts")),
+        Effect.sync(() => publishArtifact(events, taskId, contextId, value))
+      )
+  })
