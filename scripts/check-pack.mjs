@@ -54,7 +54,12 @@ import { A2AClientError, RemoteAgent } from "effect-a2a"
 const agent = await Effect.runPromise(RemoteAgent.make({ name: "nowhere", url: "http://127.0.0.1:9", onCardFailure: "degrade" }).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
 const error = await Effect.runPromise(Effect.flip(agent.send("hello")).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
 if (!(error instanceof A2AClientError.A2AClientError) || error.reason !== "Unavailable") throw new Error("unexpected: " + error)
-console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.reason, delivery: error.delivery }))
+// Only public modules are exported: an internal path, of any room, does not resolve.
+const closed = []
+for (const internal of ["effect-a2a/internal/wire/errorId", "effect-a2a/cli/probe", "effect-a2a/demo/travel"]) {
+  closed.push(await import(internal).then(() => "imported", (error) => error.code))
+}
+console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.reason, delivery: error.delivery, closed }))
 `
   )
   // The package's bin runs from the tarball too.

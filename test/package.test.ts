@@ -1,10 +1,45 @@
 import { describe, expect, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+const root = path.resolve(import.meta.dirname, "..")
 
 describe("the published package", () => {
   it("packs, installs into a fresh Effect 3 application, type-checks and runs", () => {
     const out = execFileSync("node", ["scripts/check-pack.mjs"], { encoding: "utf8", timeout: 180_000 })
     const result = JSON.parse(out.trim().split("\n").at(-1)!)
-    expect(result).toEqual({ tarball: "effect-a2a-0.1.0.tgz", reason: "Unavailable", delivery: "NotSent" })
+    expect(result).toEqual({
+      tarball: "effect-a2a-0.1.0.tgz",
+      reason: "Unavailable",
+      delivery: "NotSent",
+      // Every internal path is closed, whichever room it is in.
+      closed: ["ERR_PACKAGE_PATH_NOT_EXPORTED", "ERR_PACKAGE_PATH_NOT_EXPORTED", "ERR_PACKAGE_PATH_NOT_EXPORTED"]
+    })
   }, 200_000)
+
+  it("exports exactly its public modules", () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as {
+      readonly exports: Record<string, unknown>
+    }
+    const modules = fs.readdirSync(path.join(root, "src"))
+      .filter((file) => file.endsWith(".ts") && file !== "index.ts" && file !== "bin.ts")
+      .map((file) => `./${file.slice(0, -3)}`)
+    expect(Object.keys(manifest.exports).sort()).toEqual([".", "./package.json", ...modules].sort())
+  })
+
+  it("a client loads no SQL driver: importing the package and using the client's modules needs none", () => {
+    // A preloaded hook makes every load of better-sqlite3, pg and their Effect packages throw.
+    const out = execFileSync(
+      "node",
+      ["--import", "tsx", "--import", "./test/fixtures/blockSqlDrivers.mjs", "test/fixtures/clientWithoutSql.ts"],
+      { cwd: root, encoding: "utf8", timeout: 60_000 }
+    )
+    expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual({
+      reason: "Unavailable",
+      told: "REMOTE_UNAVAILABLE",
+      // The hook works: the SQLite ledger, built afterwards, is refused its driver.
+      ledger: "Unavailable"
+    })
+  }, 60_000)
 })

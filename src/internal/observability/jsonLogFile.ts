@@ -44,15 +44,8 @@ export const jsonLineLogger = (fd: number): Logger.Logger<unknown, void> =>
 /**
  * Adds the JSON file logger for the layer's lifetime (the other loggers
  * stay); the file is opened for appending, created when missing, and closed
- * with the layer.
+ * with the layer. Public as `Observability.layerJsonLogs({ file })`.
  *
- * @example
- * ```ts
- * import { Effect } from "effect"
- * import * as JsonLogFile from "effect-a2a/internal/jsonLogFile"
- *
- * Effect.logInfo("hello").pipe(Effect.provide(JsonLogFile.layer("./server.log.jsonl")))
- * ```
  * @internal
  */
 export const layer = (path: string): Layer.Layer<never, LogFileError> =>
