@@ -1,6 +1,6 @@
 /**
  * Every exported declaration of a public module has a JSDoc comment with an
- * example, and every example compiles against the library as a user imports
+ * example and a `@category` (the docs' grouping), and every example compiles against the library as a user imports
  * it (`effect-a2a`), under the project's strict compiler options.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -36,10 +36,10 @@ const examplesOf = (module: string, text: string): Array<Example> => {
   return examples
 }
 
-// Exported names without a JSDoc example on any of their declarations: a
+// Exported names whose declarations' JSDoc all lack `tag`: a
 // Schema and the type of the same name, or the signatures of an overloaded
 // function, are one thing, documented once.
-const undocumented = (module: string, text: string): Array<string> => {
+const undocumented = (module: string, text: string, tag: string): Array<string> => {
   const source = ts.createSourceFile(module, text, ts.ScriptTarget.Latest, true)
   const names = new Map<string, { line: number; documented: boolean }>()
   for (const statement of source.statements) {
@@ -49,7 +49,7 @@ const undocumented = (module: string, text: string): Array<string> => {
     const declared = ts.isVariableStatement(statement)
       ? statement.declarationList.declarations.map((declaration) => declaration.name.getText(source))
       : [(statement as ts.DeclarationStatement).name?.getText(source) ?? "(unnamed)"]
-    const documented = ts.getJSDocCommentsAndTags(statement).some((doc) => doc.getText(source).includes("```ts"))
+    const documented = ts.getJSDocCommentsAndTags(statement).some((doc) => doc.getText(source).includes(tag))
     const line = source.getLineAndCharacterOfPosition(statement.getStart(source)).line + 1
     for (const name of declared) {
       const known = names.get(name)
@@ -63,7 +63,11 @@ describe("docs", () => {
   const sources = modules.map((module) => [module, fs.readFileSync(path.join(root, "src", module), "utf8")] as const)
 
   it("every export of a public module has a JSDoc example", () => {
-    expect(sources.flatMap(([module, text]) => undocumented(module, text))).toEqual([])
+    expect(sources.flatMap(([module, text]) => undocumented(module, text, "```ts"))).toEqual([])
+  })
+
+  it("every export of a public module has a docs category", () => {
+    expect(sources.flatMap(([module, text]) => undocumented(module, text, "@category "))).toEqual([])
   })
 
   it("every JSDoc example compiles", () => {
