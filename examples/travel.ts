@@ -6,7 +6,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Logger, LogLevel } from "effect"
-import { run } from "../src/demo/travel.js"
+import * as Cli from "../src/Cli.js"
 
 // The orchestrator's own logs would interleave with the report; the booking service logs to its file.
-run.pipe(Effect.asVoid, Logger.withMinimumLogLevel(LogLevel.None), (effect) => NodeRuntime.runMain(effect, { disablePrettyLogger: true }))
+Cli.runDemo.pipe(Effect.asVoid, Logger.withMinimumLogLevel(LogLevel.None), (effect) => NodeRuntime.runMain(effect, { disablePrettyLogger: true }))

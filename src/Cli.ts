@@ -10,21 +10,18 @@
  * - `playground [--host H] [--port P] [--log-file F]`: a remote agent that
  *   ends the way the message text asks.
  * - `demo`: the worked example, a travel orchestrator and a remote booking
- *   service on 127.0.0.1, through every failure channel.
+ *   service on 127.0.0.1, through every failure channel ({@link runDemo};
+ *   {@link runDemoWith} runs it against another model).
  *
  * The pieces behind the commands are plain functions and Effects, usable
  * (and tested) without a process.
  *
  * @since 0.1.0
  */
-import * as Args from "@effect/cli/Args"
 import type * as CliApp from "@effect/cli/CliApp"
-import * as Command from "@effect/cli/Command"
-import * as HelpDoc from "@effect/cli/HelpDoc"
-import * as Options from "@effect/cli/Options"
-import * as ValidationError from "@effect/cli/ValidationError"
-import { Cause, Console, Duration, Effect, FiberRef, Layer, Logger, LogLevel, Option, Schema } from "effect"
-import * as A2AServer from "./A2AServer.js"
+import type * as Command from "@effect/cli/Command"
+import type { Duration, Effect, Option } from "effect"
+import * as commands from "./cli/commands.js"
 import * as findErrorInternal from "./cli/findError.js"
 import * as playgroundInternal from "./cli/playground.js"
 import * as probeInternal from "./cli/probe.js"
@@ -43,9 +40,12 @@ import * as travelDemo from "./demo/travel.js"
  * ```
  * @since 0.1.0
  */
-export class ExitCode extends Schema.TaggedError<ExitCode>("effect-a2a/Cli/ExitCode")("ExitCode", {
-  code: Schema.Int
-}) {}
+export const ExitCode: typeof commands.ExitCode = commands.ExitCode
+
+/**
+ * @since 0.1.0
+ */
+export type ExitCode = commands.ExitCode
 
 /**
  * The exit code of a usage error (unknown command, bad option or argument).
@@ -60,7 +60,7 @@ export class ExitCode extends Schema.TaggedError<ExitCode>("effect-a2a/Cli/ExitC
  * ```
  * @since 0.1.0
  */
-export const usageExitCode = 2
+export const usageExitCode: typeof commands.usageExitCode = commands.usageExitCode
 
 // ---------------------------------------------------------------------------
 // probe
@@ -121,7 +121,11 @@ export const probe: (options: ProbeOptions) => Effect.Effect<ProbeReport> = prob
  * ```
  * @since 0.1.0
  */
-export type ProbeOptions = probeInternal.ProbeOptions
+export interface ProbeOptions {
+  readonly url: string
+  readonly text: string
+  readonly timeout: Duration.Duration
+}
 
 /**
  * The report of an outcome (exhaustive over `RemoteOutcome`).
@@ -190,42 +194,6 @@ export const probeExitCode: (report: ProbeReport) => number = probeInternal.exit
  */
 export const formatProbeReport: (report: ProbeReport) => string = probeInternal.formatReport
 
-const timeoutOption = Options.text("timeout").pipe(
-  Options.withDescription("How long the call may take: 500ms, 30s, 2m, or milliseconds. Default 30s."),
-  Options.mapEffect((input) =>
-    Option.match(probeInternal.parseDuration(input), {
-      onNone: () =>
-        Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --timeout "${input}": expected e.g. 500ms, 30s, 2m`))),
-      onSome: Effect.succeed
-    })
-  ),
-  Options.withDefault(Duration.seconds(30))
-)
-
-// The client's own logs repeat the report: shown only with --log-level (other than the default info).
-const quietByDefault = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(
-    FiberRef.get(FiberRef.currentMinimumLogLevel),
-    (level) => level._tag === "Info" ? Logger.withMinimumLogLevel(effect, LogLevel.None) : effect
-  )
-
-const probeCommand = Command.make("probe", {
-  url: Args.text({ name: "agent-url" }).pipe(Args.withDescription("The agent's base URL (or its card URL).")),
-  text: Options.text("text").pipe(Options.withDescription("The message to send. Default: ping."), Options.withDefault("ping")),
-  timeout: timeoutOption,
-  json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout."))
-}, ({ json, text, timeout, url }) =>
-  Effect.gen(function*() {
-    const report = yield* quietByDefault(probe({ url, text, timeout }))
-    yield* Console.log(json ? JSON.stringify(report) : probeInternal.formatReport(report))
-    const code = probeInternal.exitCode(report)
-    if (code !== 0) return yield* new ExitCode({ code })
-  })).pipe(
-    Command.withDescription(
-      "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 other outcome)."
-    )
-  )
-
 // ---------------------------------------------------------------------------
 // find-error
 // ---------------------------------------------------------------------------
@@ -248,7 +216,11 @@ const probeCommand = Command.make("probe", {
  * ```
  * @since 0.1.0
  */
-export type LogMatch = findErrorInternal.Match
+export interface LogMatch {
+  readonly source: string
+  readonly line: number
+  readonly entry: Readonly<Record<string, unknown>>
+}
 
 /**
  * The log entry on one line (a `Logger.json` object) when it belongs to the
@@ -304,30 +276,8 @@ export const formatLogMatch: (match: LogMatch) => string = findErrorInternal.for
  * ```
  * @since 0.1.0
  */
-export const findError = (errorId: string, files: ReadonlyArray<string>): Effect.Effect<number> =>
-  findErrorInternal.findError(
-    errorId,
-    files.length === 0 ? [findErrorInternal.stdinSource] : files.map(findErrorInternal.fileSource),
-    (text) => Console.log(`${text}\n`),
-    (text) => Console.error(`effect-a2a find-error: ${text}`)
-  )
-
-const findErrorCommand = Command.make("find-error", {
-  errorId: Args.text({ name: "error-id" }).pipe(Args.withDescription("The error id, e.g. 3f9c0a7b12de.")),
-  files: Args.text({ name: "files" }).pipe(
-    Args.withDescription("JSON log files, plain or .gz; standard input when none."),
-    Args.repeated
-  )
-}, ({ errorId, files }) =>
-  Effect.gen(function*() {
-    const found = yield* findError(errorId, files)
-    if (found === 0) {
-      yield* Console.error(`effect-a2a find-error: no log entry with error id ${errorId}`)
-      return yield* new ExitCode({ code: 1 })
-    }
-  })).pipe(
-    Command.withDescription("Find the log entries of an error id, with their cause (exit 1 when none is found).")
-  )
+export const findError: (errorId: string, files: ReadonlyArray<string>) => Effect.Effect<number> =
+  findErrorInternal.findError
 
 // ---------------------------------------------------------------------------
 // playground
@@ -409,7 +359,12 @@ export type PlaygroundError = playgroundInternal.PlaygroundError
  * ```
  * @since 0.1.0
  */
-export type PlaygroundOptions = playgroundInternal.PlaygroundOptions
+export interface PlaygroundOptions {
+  readonly host: string
+  readonly port: number
+  /** Appends the server's logs to this file as JSON lines. */
+  readonly logFile: Option.Option<string>
+}
 
 /**
  * The playground server as a layer: `host`, `port` (0 for any free port)
@@ -432,57 +387,51 @@ export const playgroundLayer: (
   options: PlaygroundOptions
 ) => ReturnType<typeof playgroundInternal.layer> = playgroundInternal.layer
 
-/** An error's message, or its cause's when it has none (a `ServeError` wraps the Node error). */
-const describe = (error: unknown, depth = 0): string => {
-  if (error instanceof Error && error.message !== "") return error.message
-  if (depth < 3 && typeof error === "object" && error !== null && "cause" in error) return describe(error.cause, depth + 1)
-  return String(error)
-}
+// ---------------------------------------------------------------------------
+// demo
+// ---------------------------------------------------------------------------
 
-const playgroundCommand = Command.make("playground", {
-  host: Options.text("host").pipe(Options.withDescription("Default 127.0.0.1."), Options.withDefault("127.0.0.1")),
-  port: Options.integer("port").pipe(
-    Options.withDescription("Default 8000; 0 picks a free port."),
-    Options.mapEffect((port) =>
-      port >= 0 && port <= 65535
-        ? Effect.succeed(port)
-        : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --port ${port}: expected 0 to 65535`)))
-    ),
-    Options.withDefault(8000)
-  ),
-  logFile: Options.text("log-file").pipe(
-    Options.withDescription("Append the server's logs to this file, one JSON object per line."),
-    Options.optional
-  )
-}, (options) =>
-  Effect.gen(function*() {
-    const server = yield* A2AServer.A2AServer
-    yield* Console.log(`playground listening on ${server.url}`)
-    return yield* Effect.never
-  }).pipe(
-    Effect.provide(playgroundInternal.layer(options)),
-    Effect.catchAll((error) =>
-      Effect.zipRight(
-        Console.error(`effect-a2a playground: ${describe(error)}`),
-        Effect.fail(new ExitCode({ code: 1 }))
-      )
-    )
-  )).pipe(
-    Command.withDescription(
-      "Serve a remote agent that ends the way the message asks: complete <text>, fail <message>, reject <reason>, input <question>, auth, cancel, sleep <ms>."
-    )
-  )
+/**
+ * Runs the worked example with `languageModel` as the travel orchestrator's
+ * parent model, and prints what happened in each scenario: a remote booking
+ * service on 127.0.0.1 (our server, SQLite ledger, JSON log file) through
+ * every way a delegation can end. Any `@effect/ai` provider's
+ * `LanguageModel` layer works; {@link runDemo} uses the scripted one.
+ *
+ * @example
+ * ```ts
+ * import type { LanguageModel } from "@effect/ai"
+ * import { NodeRuntime } from "@effect/platform-node"
+ * import * as Cli from "effect-a2a/Cli"
+ * import type { Layer } from "effect"
+ *
+ * declare const Gpt: Layer.Layer<LanguageModel.LanguageModel> // e.g. OpenAiLanguageModel.layer({ model: "gpt-4o-mini" })
+ * NodeRuntime.runMain(Cli.runDemoWith(Gpt))
+ * ```
+ * @since 0.1.0
+ */
+export const runDemoWith: typeof travelDemo.runWith = travelDemo.runWith
+
+/**
+ * The worked example with the scripted model (no key, nothing beyond
+ * 127.0.0.1): what `npm start` and `effect-a2a demo` run.
+ *
+ * @example
+ * ```ts
+ * import { NodeRuntime } from "@effect/platform-node"
+ * import * as Cli from "effect-a2a/Cli"
+ * import { Effect, Logger, LogLevel } from "effect"
+ *
+ * // the report alone: the orchestrator's own logs would interleave with it
+ * Cli.runDemo.pipe(Effect.asVoid, Logger.withMinimumLogLevel(LogLevel.None), NodeRuntime.runMain)
+ * ```
+ * @since 0.1.0
+ */
+export const runDemo: typeof travelDemo.run = travelDemo.run
 
 // ---------------------------------------------------------------------------
 // the root
 // ---------------------------------------------------------------------------
-
-const demoCommand = Command.make("demo", {}, () =>
-  travelDemo.run.pipe(
-    Effect.asVoid,
-    // The report is the output; the orchestrator's own logs would interleave with it.
-    Logger.withMinimumLogLevel(LogLevel.None)
-  )).pipe(Command.withDescription("Runs the worked example: a travel orchestrator and a remote booking service on 127.0.0.1."))
 
 /**
  * The built-in subcommands: `probe`, `find-error`, `playground`, `demo`.
@@ -497,13 +446,7 @@ const demoCommand = Command.make("demo", {}, () =>
  * ```
  * @since 0.1.0
  */
-export const subcommands = [probeCommand, findErrorCommand, playgroundCommand, demoCommand] as const
-
-const root = Command.make("effect-a2a", {}, () =>
-  Effect.zipRight(
-    Console.error("effect-a2a: a command is required (probe, find-error, playground, demo); see effect-a2a --help"),
-    Effect.fail(new ExitCode({ code: usageExitCode }))
-  )).pipe(Command.withDescription("Probe, serve and debug A2A agents across the failure boundary."))
+export const subcommands: typeof commands.subcommands = commands.subcommands
 
 /**
  * The root command with the built-in subcommands and `extra` ones.
@@ -519,17 +462,7 @@ const root = Command.make("effect-a2a", {}, () =>
  * ```
  * @since 0.1.0
  */
-export const make = <R = never, E = never>(
-  extra: ReadonlyArray<Command.Command<any, R, E, any>> = []
-) =>
-  Command.withSubcommands(
-    root,
-    // A non-empty tuple for the types: the built-ins always come first.
-    [...subcommands, ...extra] as unknown as readonly [
-      (typeof subcommands)[number],
-      ...Array<Command.Command<any, R, E, any>>
-    ]
-  )
+export const make: typeof commands.make = commands.make
 
 /**
  * The `effect-a2a` command with the built-in subcommands.
@@ -596,20 +529,7 @@ export interface RunOptions<R, E> {
  * ```
  * @since 0.1.0
  */
-export const run = <R = never, E = never>(
+export const run: <R = never, E = never>(
   argv: ReadonlyArray<string>,
-  options: RunOptions<R, E> = {}
-): Effect.Effect<number, never, R | CliApp.CliApp.Environment> =>
-  Command.run(make(options.extra ?? []), { name: "effect-a2a", version: options.version ?? "0.1.0" })(argv).pipe(
-    Effect.as(0),
-    Effect.catchAll((error: unknown) => {
-      if (error instanceof ExitCode) return Effect.succeed(error.code)
-      if (ValidationError.isValidationError(error)) return Effect.succeed(usageExitCode)
-      return Effect.as(Console.error(`effect-a2a: ${describe(error)}`), 1)
-    }),
-    Effect.catchAllDefect((defect) => Effect.as(Console.error(Cause.pretty(Cause.die(defect))), 1)),
-    Effect.provide(Layer.mergeAll(
-      Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true })),
-      Logger.remove(Logger.prettyLoggerDefault)
-    ))
-  )
+  options?: RunOptions<R, E>
+) => Effect.Effect<number, never, R | CliApp.CliApp.Environment> = commands.run

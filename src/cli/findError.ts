@@ -6,10 +6,11 @@
  * @internal
  */
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Effect, Option, Schema, Stream } from "effect"
+import { Console, Effect, Option, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as stream from "node:stream"
 import * as zlib from "node:zlib"
+import type * as Cli from "../Cli.js"
 import * as ErrorId from "../internal/wire/errorId.js"
 
 /**
@@ -25,17 +26,6 @@ export class LogSourceError extends Schema.TaggedError<LogSourceError>("effect-a
   override get message(): string {
     return `cannot read ${this.source}: ${this.detail}`
   }
-}
-
-/**
- * A matching log entry and where it was found.
- *
- * @internal
- */
-export interface Match {
-  readonly source: string
-  readonly line: number
-  readonly entry: Readonly<Record<string, unknown>>
 }
 
 /**
@@ -89,7 +79,7 @@ const leading = ["errorId", "taskId", "contextId"]
  *
  * @internal
  */
-export const formatMatch = (match: Match): string => {
+export const formatMatch = (match: Cli.LogMatch): string => {
   const { entry } = match
   const annotations = isRecord(entry["annotations"]) ? entry["annotations"] : {}
   const keys = [
@@ -204,13 +194,13 @@ export const stdinSource: Source = {
  *
  * @internal
  */
-export const search = (errorId: string, source: Source): Stream.Stream<Match, LogSourceError> =>
+export const search = (errorId: string, source: Source): Stream.Stream<Cli.LogMatch, LogSourceError> =>
   source.bytes.pipe(
     Stream.decodeText(),
     boundedLines(maxLineLength),
     Stream.zipWithIndex,
     Stream.filterMap(([line, index]) =>
-      Option.map(matchLine(line, errorId), (entry): Match => ({ source: source.name, line: index + 1, entry }))
+      Option.map(matchLine(line, errorId), (entry): Cli.LogMatch => ({ source: source.name, line: index + 1, entry }))
     )
   )
 
@@ -220,7 +210,7 @@ export const search = (errorId: string, source: Source): Stream.Stream<Match, Lo
  *
  * @internal
  */
-export const findError = <R1, R2>(
+export const printMatches = <R1, R2>(
   errorId: string,
   sources: ReadonlyArray<Source>,
   print: (text: string) => Effect.Effect<void, never, R1>,
@@ -232,4 +222,18 @@ export const findError = <R1, R2>(
     ),
     Stream.tap((match) => print(formatMatch(match))),
     Stream.runCount
+  )
+
+/**
+ * `find-error` itself: {@link printMatches} over `files`, or standard input
+ * when there is none, on stdout and stderr.
+ *
+ * @internal
+ */
+export const findError = (errorId: string, files: ReadonlyArray<string>): Effect.Effect<number> =>
+  printMatches(
+    errorId,
+    files.length === 0 ? [stdinSource] : files.map(fileSource),
+    (text) => Console.log(`${text}\n`),
+    (text) => Console.error(`effect-a2a find-error: ${text}`)
   )

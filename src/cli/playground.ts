@@ -7,8 +7,9 @@
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import * as A2AServer from "../A2AServer.js"
 import * as AgentExecutor from "../AgentExecutor.js"
+import type * as Cli from "../Cli.js"
+import * as Observability from "../Observability.js"
 import * as Part from "../Part.js"
-import * as JsonLogFile from "../internal/observability/jsonLogFile.js"
 
 /**
  * The failure the playground raises for `fail <message>`. Its message stays
@@ -102,20 +103,12 @@ export const agent: AgentExecutor.Agent<PlaygroundError> = (request) => {
   }
 }
 
-/** @internal */
-export interface PlaygroundOptions {
-  readonly host: string
-  readonly port: number
-  /** Appends the server's logs to this file as JSON lines. */
-  readonly logFile: Option.Option<string>
-}
-
 /**
  * The playground server, with its JSON file logger when asked for.
  *
  * @internal
  */
-export const layer = (options: PlaygroundOptions) => {
+export const layer = (options: Cli.PlaygroundOptions) => {
   const server = A2AServer.layer({
     agent,
     beforeExecute: admission,
@@ -130,6 +123,6 @@ export const layer = (options: PlaygroundOptions) => {
   })
   return Option.match(options.logFile, {
     onNone: () => server,
-    onSome: (path) => Layer.provide(server, JsonLogFile.layer(path))
+    onSome: (file) => Layer.provide(server, Observability.layerJsonLogs({ file }))
   })
 }

@@ -7,6 +7,7 @@
 import { Duration, Effect, Either, Option, Schema } from "effect"
 import type * as A2AClientError from "../A2AClientError.js"
 import type * as AgentCardResolutionError from "../AgentCardResolutionError.js"
+import type * as Cli from "../Cli.js"
 import * as Part from "../Part.js"
 import * as RemoteAgent from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
@@ -146,20 +147,13 @@ export const baseUrl = (url: string): string => {
   return trimmed.endsWith(cardSuffix) ? trimmed.slice(0, -cardSuffix.length) : trimmed
 }
 
-/** @internal */
-export interface ProbeOptions {
-  readonly url: string
-  readonly text: string
-  readonly timeout: Duration.Duration
-}
-
 /**
  * Resolves the card, sends one blocking message, and reports where the call
  * ended. Never fails: every ending is a report.
  *
  * @internal
  */
-export const probe = (options: ProbeOptions): Effect.Effect<ProbeReport> =>
+export const probe = (options: Cli.ProbeOptions): Effect.Effect<ProbeReport> =>
   RemoteAgent.make({ name: "probe", url: baseUrl(options.url), timeout: options.timeout, cardTimeout: options.timeout })
     .pipe(
       Effect.flatMap((agent) => agent.send(options.text)),

@@ -5,7 +5,8 @@
  * `effect-a2a demo` run it.
  *
  * With a model provider's key and its `@effect/ai` provider installed,
- * provide that provider's `LanguageModel` layer instead of the scripted one.
+ * pass that provider's `LanguageModel` layer to {@link runWith} (public as
+ * `Cli.runDemoWith`) instead of the scripted one.
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { Cause, Console, Context, Data, Effect, Layer, Logger, LogLevel, Option, Schema, Stream } from "effect"
@@ -16,15 +17,16 @@ import * as A2AServer from "../A2AServer.js"
 import * as Agent from "../Agent.js"
 import * as AgentExecutor from "../AgentExecutor.js"
 import * as CircuitBreaker from "../CircuitBreaker.js"
+import type * as Cli from "../Cli.js"
 import * as GuardedRemoteAgent from "../GuardedRemoteAgent.js"
 import * as Idempotency from "../Idempotency.js"
 import * as IdempotencyLedger from "../IdempotencyLedger.js"
+import * as Observability from "../Observability.js"
 import * as Orchestrator from "../Orchestrator.js"
 import * as RemoteAgent from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
 import * as ScriptedLanguageModel from "../ScriptedLanguageModel.js"
 import * as findError from "../cli/findError.js"
-import * as jsonLogFile from "../internal/observability/jsonLogFile.js"
 import * as TcpProxy from "./tcpProxy.js"
 
 /** What the payment step throws when the database pool is exhausted: detail that must never cross the wire. */
@@ -93,7 +95,7 @@ const bookingService = (book: Ledgerbook, dir: string, publicUrl: string) =>
     Layer.provide(IdempotencyLedger.layerSqlite({ filename: path.join(dir, "ledger.sqlite") })),
     // The service logs JSON lines to its own file, not to the demo's console.
     Layer.provide(Layer.mergeAll(
-      jsonLogFile.layer(path.join(dir, "booking-service.log")),
+      Observability.layerJsonLogs({ file: path.join(dir, "booking-service.log") }),
       Logger.remove(Logger.defaultLogger),
       Logger.minimumLogLevel(LogLevel.Info)
     ))
@@ -200,7 +202,7 @@ const program = Effect.gen(function*() {
 
   yield* Console.log(`\n[7] Runbook: find-error ${Option.getOrElse(failedId, () => "?")} over the booking service's log`)
   const matches = yield* Option.match(failedId, {
-    onNone: () => Effect.succeed([] as ReadonlyArray<findError.Match>),
+    onNone: () => Effect.succeed([] as ReadonlyArray<Cli.LogMatch>),
     onSome: (id) => findError.search(id, findError.fileSource(path.join(dir, "booking-service.log"))).pipe(Stream.runCollect)
   })
   for (const match of matches) yield* Console.log(findError.formatMatch(match).replace(/^/gm, "    "))

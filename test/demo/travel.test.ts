@@ -1,5 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Effect, Logger, LogLevel } from "effect"
 import { execFileSync } from "node:child_process"
+import { vi } from "vitest"
+import * as Cli from "../../src/Cli.js"
+import * as ScriptedLanguageModel from "../../src/ScriptedLanguageModel.js"
 
 describe("the worked example (npm start)", () => {
   it("runs every scenario on the embedded defaults and keeps the cause off the wire", () => {
@@ -28,5 +32,18 @@ describe("the worked example (npm start)", () => {
     for (const line of out.split("\n").filter((l) => l.includes("model said:") && l.includes("REMOTE_"))) {
       expect(line).not.toContain("confirmed.")
     }
+  }, 120_000)
+
+  it("Cli.runDemoWith runs the same scenarios against the model it is given", async () => {
+    const model = ScriptedLanguageModel.make(ScriptedLanguageModel.delegates("booking"))
+    const printed: Array<string> = []
+    const log = vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => void printed.push(args.join(" ")))
+    const summary = await Effect.runPromise(Cli.runDemoWith(model.layer).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
+      .finally(() => log.mockRestore())
+    expect(summary).toEqual({ matches: 1, reservations: 2, paymentAttempts: 3 })
+    expect(model.requests.length).toBeGreaterThan(0)
+    const out = printed.join("\n")
+    for (const n of [1, 2, 3, 4, 5, 6, 7]) expect(out).toContain(`[${n}]`)
+    expect(out).toContain("the cause crossed the network: no")
   }, 120_000)
 })

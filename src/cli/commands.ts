@@ -1,0 +1,190 @@
+/**
+ * The `effect-a2a` commands on `@effect/cli`, and {@link run}, which turns
+ * every ending of one into a process exit code.
+ *
+ * @internal
+ */
+import * as Args from "@effect/cli/Args"
+import type * as CliApp from "@effect/cli/CliApp"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import { Cause, Console, Duration, Effect, FiberRef, Layer, Logger, LogLevel, Option, Schema } from "effect"
+import * as A2AServer from "../A2AServer.js"
+import type * as Cli from "../Cli.js"
+import * as travelDemo from "../demo/travel.js"
+import * as findError from "./findError.js"
+import * as playground from "./playground.js"
+import * as probe from "./probe.js"
+
+/**
+ * Here, beside the commands that end with it, so that they need nothing of
+ * `Cli` but its types; `Cli` re-exports it.
+ *
+ * @internal
+ */
+export class ExitCode extends Schema.TaggedError<ExitCode>("effect-a2a/Cli/ExitCode")("ExitCode", {
+  code: Schema.Int
+}) {}
+
+/** @internal */
+export const usageExitCode = 2
+
+/** An error's message, or its cause's when it has none (a `ServeError` wraps the Node error). */
+const describe = (error: unknown, depth = 0): string => {
+  if (error instanceof Error && error.message !== "") return error.message
+  if (depth < 3 && typeof error === "object" && error !== null && "cause" in error) return describe(error.cause, depth + 1)
+  return String(error)
+}
+
+// ---------------------------------------------------------------------------
+// probe
+// ---------------------------------------------------------------------------
+
+const timeoutOption = Options.text("timeout").pipe(
+  Options.withDescription("How long the call may take: 500ms, 30s, 2m, or milliseconds. Default 30s."),
+  Options.mapEffect((input) =>
+    Option.match(probe.parseDuration(input), {
+      onNone: () =>
+        Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --timeout "${input}": expected e.g. 500ms, 30s, 2m`))),
+      onSome: Effect.succeed
+    })
+  ),
+  Options.withDefault(Duration.seconds(30))
+)
+
+// The client's own logs repeat the report: shown only with --log-level (other than the default info).
+const quietByDefault = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(
+    FiberRef.get(FiberRef.currentMinimumLogLevel),
+    (level) => level._tag === "Info" ? Logger.withMinimumLogLevel(effect, LogLevel.None) : effect
+  )
+
+const probeCommand = Command.make("probe", {
+  url: Args.text({ name: "agent-url" }).pipe(Args.withDescription("The agent's base URL (or its card URL).")),
+  text: Options.text("text").pipe(Options.withDescription("The message to send. Default: ping."), Options.withDefault("ping")),
+  timeout: timeoutOption,
+  json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout."))
+}, ({ json, text, timeout, url }) =>
+  Effect.gen(function*() {
+    const report = yield* quietByDefault(probe.probe({ url, text, timeout }))
+    yield* Console.log(json ? JSON.stringify(report) : probe.formatReport(report))
+    const code = probe.exitCode(report)
+    if (code !== 0) return yield* new ExitCode({ code })
+  })).pipe(
+    Command.withDescription(
+      "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 other outcome)."
+    )
+  )
+
+// ---------------------------------------------------------------------------
+// find-error
+// ---------------------------------------------------------------------------
+
+const findErrorCommand = Command.make("find-error", {
+  errorId: Args.text({ name: "error-id" }).pipe(Args.withDescription("The error id, e.g. 3f9c0a7b12de.")),
+  files: Args.text({ name: "files" }).pipe(
+    Args.withDescription("JSON log files, plain or .gz; standard input when none."),
+    Args.repeated
+  )
+}, ({ errorId, files }) =>
+  Effect.gen(function*() {
+    const found = yield* findError.findError(errorId, files)
+    if (found === 0) {
+      yield* Console.error(`effect-a2a find-error: no log entry with error id ${errorId}`)
+      return yield* new ExitCode({ code: 1 })
+    }
+  })).pipe(
+    Command.withDescription("Find the log entries of an error id, with their cause (exit 1 when none is found).")
+  )
+
+// ---------------------------------------------------------------------------
+// playground
+// ---------------------------------------------------------------------------
+
+const playgroundCommand = Command.make("playground", {
+  host: Options.text("host").pipe(Options.withDescription("Default 127.0.0.1."), Options.withDefault("127.0.0.1")),
+  port: Options.integer("port").pipe(
+    Options.withDescription("Default 8000; 0 picks a free port."),
+    Options.mapEffect((port) =>
+      port >= 0 && port <= 65535
+        ? Effect.succeed(port)
+        : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --port ${port}: expected 0 to 65535`)))
+    ),
+    Options.withDefault(8000)
+  ),
+  logFile: Options.text("log-file").pipe(
+    Options.withDescription("Append the server's logs to this file, one JSON object per line."),
+    Options.optional
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    const server = yield* A2AServer.A2AServer
+    yield* Console.log(`playground listening on ${server.url}`)
+    return yield* Effect.never
+  }).pipe(
+    Effect.provide(playground.layer(options)),
+    Effect.catchAll((error) =>
+      Effect.zipRight(
+        Console.error(`effect-a2a playground: ${describe(error)}`),
+        Effect.fail(new ExitCode({ code: 1 }))
+      )
+    )
+  )).pipe(
+    Command.withDescription(
+      "Serve a remote agent that ends the way the message asks: complete <text>, fail <message>, reject <reason>, input <question>, auth, cancel, sleep <ms>."
+    )
+  )
+
+// ---------------------------------------------------------------------------
+// the root
+// ---------------------------------------------------------------------------
+
+const demoCommand = Command.make("demo", {}, () =>
+  travelDemo.run.pipe(
+    Effect.asVoid,
+    // The report is the output; the orchestrator's own logs would interleave with it.
+    Logger.withMinimumLogLevel(LogLevel.None)
+  )).pipe(Command.withDescription("Runs the worked example: a travel orchestrator and a remote booking service on 127.0.0.1."))
+
+/** @internal */
+export const subcommands = [probeCommand, findErrorCommand, playgroundCommand, demoCommand] as const
+
+const root = Command.make("effect-a2a", {}, () =>
+  Effect.zipRight(
+    Console.error("effect-a2a: a command is required (probe, find-error, playground, demo); see effect-a2a --help"),
+    Effect.fail(new ExitCode({ code: usageExitCode }))
+  )).pipe(Command.withDescription("Probe, serve and debug A2A agents across the failure boundary."))
+
+/** @internal */
+export const make = <R = never, E = never>(
+  extra: ReadonlyArray<Command.Command<any, R, E, any>> = []
+) =>
+  Command.withSubcommands(
+    root,
+    // A non-empty tuple for the types: the built-ins always come first.
+    [...subcommands, ...extra] as unknown as readonly [
+      (typeof subcommands)[number],
+      ...Array<Command.Command<any, R, E, any>>
+    ]
+  )
+
+/** @internal */
+export const run = <R = never, E = never>(
+  argv: ReadonlyArray<string>,
+  options: Cli.RunOptions<R, E> = {}
+): Effect.Effect<number, never, R | CliApp.CliApp.Environment> =>
+  Command.run(make(options.extra ?? []), { name: "effect-a2a", version: options.version ?? "0.1.0" })(argv).pipe(
+    Effect.as(0),
+    Effect.catchAll((error: unknown) => {
+      if (error instanceof ExitCode) return Effect.succeed(error.code)
+      if (ValidationError.isValidationError(error)) return Effect.succeed(usageExitCode)
+      return Effect.as(Console.error(`effect-a2a: ${describe(error)}`), 1)
+    }),
+    Effect.catchAllDefect((defect) => Effect.as(Console.error(Cause.pretty(Cause.die(defect))), 1)),
+    Effect.provide(Layer.mergeAll(
+      Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true })),
+      Logger.remove(Logger.prettyLoggerDefault)
+    ))
+  )
