@@ -8,10 +8,10 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
-import type { IdempotencyError, OnceOptions } from "./IdempotencyLedger.js"
-import { IdempotencyLedger } from "./IdempotencyLedger.js"
+import type { Effect } from "effect"
+import type { IdempotencyError, IdempotencyLedger, OnceOptions } from "./IdempotencyLedger.js"
 import * as key from "./internal/ledger/key.js"
+import * as internal from "./internal/ledger/ledger.js"
 import * as IdempotencyKey from "./internal/wire/idempotencyKey.js"
 
 export {
@@ -23,7 +23,7 @@ export {
    * @since 0.1.0
    */
   IdempotencyError
-} from "./IdempotencyLedger.js"
+} from "./internal/ledger/errors.js"
 
 /**
  * The message metadata key that carries the idempotency key.
@@ -68,7 +68,7 @@ export const headerName: typeof IdempotencyKey.headerName = IdempotencyKey.heade
  * ```
  * @since 0.1.0
  */
-export const derivedPrefix = "idem-v1-"
+export const derivedPrefix: typeof key.derivedPrefix = key.derivedPrefix
 
 /**
  * JSON with object keys sorted at every depth (RFC 8785 ordering): equal
@@ -148,11 +148,7 @@ export type KeySource =
  * ```
  * @since 0.1.0
  */
-export const deriveKey = (source: KeySource): string =>
-  "key" in source
-    ? source.key
-    : derivedPrefix +
-      key.fingerprint({ contextId: source.contextId, operation: source.operation, params: source.params })
+export const deriveKey: (source: KeySource) => string = key.deriveKey
 
 /**
  * Runs a side effect at most once per key and stores its success; a later
@@ -183,28 +179,14 @@ export const deriveKey = (source: KeySource): string =>
  * ```
  * @since 0.1.0
  */
-export function once<A, I, E>(
-  key: string,
-  options: OnceOptions<A, I, E>
-): <R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
-export function once<A, I, E, R>(
-  key: string,
-  effect: Effect.Effect<A, E, R>,
-  options: OnceOptions<A, I, E>
-): Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
-export function once<A, I, E, R>(
-  key: string,
-  effectOrOptions: Effect.Effect<A, E, R> | OnceOptions<A, I, E>,
-  options?: OnceOptions<A, I, E>
-):
-  | Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
-  | (<R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E | IdempotencyError, R2 | IdempotencyLedger>)
-{
-  const run = <R2>(effect: Effect.Effect<A, E, R2>, opts: OnceOptions<A, I, E>) =>
-    Effect.flatMap(IdempotencyLedger, (ledger) => ledger.once(key, effect, opts))
-  if (Effect.isEffect(effectOrOptions)) {
-    // Both overloads require options alongside an effect.
-    return run(effectOrOptions, options as OnceOptions<A, I, E>)
-  }
-  return (effect) => run(effect, effectOrOptions)
-}
+export const once: {
+  <A, I, E>(
+    key: string,
+    options: OnceOptions<A, I, E>
+  ): <R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
+  <A, I, E, R>(
+    key: string,
+    effect: Effect.Effect<A, E, R>,
+    options: OnceOptions<A, I, E>
+  ): Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
+} = internal.once

@@ -16,33 +16,14 @@
  *
  * @since 0.1.0
  */
-import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import type { SqlClient } from "@effect/sql"
+import type { Data, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Schema } from "effect"
 import type { ConfigError } from "effect/ConfigError"
-import {
-  Cause,
-  Clock,
-  Context,
-  Data,
-  Deferred,
-  Duration,
-  Effect,
-  Either,
-  Exit,
-  Fiber,
-  FiberId,
-  Layer,
-  Option,
-  Redacted,
-  Schema
-} from "effect"
-import { randomUUID } from "node:crypto"
-import * as Memory from "./internal/ledger/memory.js"
-import * as Sql from "./internal/ledger/sql.js"
-import type { Row, RowId, Store } from "./internal/ledger/store.js"
-import { idString, isStale } from "./internal/ledger/store.js"
-import { storedTextProblem } from "./internal/ledger/storedText.js"
+import * as entry from "./internal/ledger/entry.js"
+import * as errors from "./internal/ledger/errors.js"
+import * as layer from "./internal/ledger/layer.js"
+import * as internal from "./internal/ledger/ledger.js"
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -74,12 +55,12 @@ import { storedTextProblem } from "./internal/ledger/storedText.js"
  * ```
  * @since 0.1.0
  */
-export const Reason = Schema.Literal("Interrupted", "Timeout", "NotFound", "InvalidResult", "InvalidKey", "Unavailable")
+export const Reason: typeof errors.Reason = errors.Reason
 
 /**
  * @since 0.1.0
  */
-export type Reason = typeof Reason.Type
+export type Reason = errors.Reason
 
 /**
  * A ledger operation that could not complete.
@@ -97,19 +78,12 @@ export type Reason = typeof Reason.Type
  * ```
  * @since 0.1.0
  */
-export class IdempotencyError extends Schema.TaggedError<IdempotencyError>("effect-a2a/IdempotencyError")(
-  "IdempotencyError",
-  {
-    reason: Reason,
-    key: Schema.optional(Schema.String),
-    detail: Schema.String,
-    cause: Schema.optional(Schema.Defect)
-  }
-) {
-  override get message(): string {
-    return `${this.key === undefined ? "idempotency ledger" : `idempotency key ${this.key}`}: ${this.reason} (${this.detail})`
-  }
-}
+export const IdempotencyError: typeof errors.IdempotencyError = errors.IdempotencyError
+
+/**
+ * @since 0.1.0
+ */
+export type IdempotencyError = errors.IdempotencyError
 
 /**
  * The JSON-RPC error code a server answers an {@link IdempotencyConflict} with
@@ -125,7 +99,7 @@ export class IdempotencyError extends Schema.TaggedError<IdempotencyError>("effe
  * ```
  * @since 0.1.0
  */
-export const conflictCode = -32602
+export const conflictCode: typeof errors.conflictCode = errors.conflictCode
 
 /**
  * The same key arrived with a different request. The caller's fault, so a
@@ -141,17 +115,12 @@ export const conflictCode = -32602
  * ```
  * @since 0.1.0
  */
-export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>("effect-a2a/IdempotencyConflict")(
-  "IdempotencyConflict",
-  {
-    reason: Schema.Literal("PayloadMismatch"),
-    key: Schema.String
-  }
-) {
-  override get message(): string {
-    return "idempotency key reused with a different request"
-  }
-}
+export const IdempotencyConflict: typeof errors.IdempotencyConflict = errors.IdempotencyConflict
+
+/**
+ * @since 0.1.0
+ */
+export type IdempotencyConflict = errors.IdempotencyConflict
 
 // ---------------------------------------------------------------------------
 // Data
@@ -196,7 +165,7 @@ export type Identity = typeof Identity.Type
  * ```
  * @since 0.1.0
  */
-export const anonymous: Identity = { tenant: "", user: "" }
+export const anonymous: Identity = entry.anonymous
 
 /**
  * The right to run an entry: renew it while running, pass it to
@@ -311,7 +280,7 @@ export type BeginOutcome = Data.TaggedEnum<{
  * ```
  * @since 0.1.0
  */
-export const BeginOutcome = Data.taggedEnum<BeginOutcome>()
+export const BeginOutcome: Data.TaggedEnum.Constructor<BeginOutcome> = entry.BeginOutcome
 
 /**
  * What {@link Service.await} ends with.
@@ -543,7 +512,12 @@ export interface Service {
  * ```
  * @since 0.1.0
  */
-export class IdempotencyLedger extends Context.Tag("effect-a2a/IdempotencyLedger")<IdempotencyLedger, Service>() {}
+export const IdempotencyLedger: typeof internal.IdempotencyLedger = internal.IdempotencyLedger
+
+/**
+ * @since 0.1.0
+ */
+export type IdempotencyLedger = internal.IdempotencyLedger
 
 /**
  * Settings shared by every layer.
@@ -597,533 +571,6 @@ export interface SqlOptions extends Options {
   readonly table?: string | undefined
 }
 
-// ---------------------------------------------------------------------------
-// Implementation
-// ---------------------------------------------------------------------------
-
-/** Wakes waiters in this process when an entry changes; other replicas are covered by polling. */
-const makeNotifier = () => {
-  const watchers = new Map<string, { readonly changed: Deferred.Deferred<void>; count: number }>()
-  return {
-    /** Subscribes before `use` reads the store, so no change between the read and the wait is missed. */
-    watch: <A, E, R>(id: RowId, use: (changed: Effect.Effect<void>) => Effect.Effect<A, E, R>) => {
-      const name = idString(id)
-      return Effect.acquireUseRelease(
-        Effect.sync(() => {
-          let watcher = watchers.get(name)
-          if (watcher === undefined) {
-            watcher = { changed: Deferred.unsafeMake<void>(FiberId.none), count: 0 }
-            watchers.set(name, watcher)
-          }
-          watcher.count++
-          return watcher
-        }),
-        (watcher) => use(Deferred.await(watcher.changed)),
-        (watcher) =>
-          Effect.sync(() => {
-            watcher.count--
-            if (watcher.count === 0 && watchers.get(name) === watcher) watchers.delete(name)
-          })
-      )
-    },
-    signal: (id: RowId) =>
-      Effect.sync(() => {
-        const name = idString(id)
-        const watcher = watchers.get(name)
-        if (watcher !== undefined) {
-          watchers.delete(name)
-          Deferred.unsafeDone(watcher.changed, Exit.void)
-        }
-      })
-  }
-}
-
-// PostgreSQL's index holds about 2700 bytes of a row's key columns.
-const maxIdBytes = 2000
-
-const invalidId = (id: RowId): string | undefined => {
-  const parts = [id.key, id.tenant, id.principal]
-  for (const part of parts) {
-    const problem = storedTextProblem(part)
-    if (problem !== undefined) return `a key and its identity ${problem}`
-  }
-  const bytes = parts.reduce((sum, part) => sum + Buffer.byteLength(part, "utf8"), 0)
-  if (bytes > maxIdBytes) return `a key and its identity must be at most ${maxIdBytes} bytes of UTF-8 together (got ${bytes})`
-  return undefined
-}
-
-/**
- * `id` as a caller gave it, refused when a SQL ledger could not keep it
- * apart from others (NUL, a lone surrogate, too long for an index): every
- * ledger refuses it alike. Rows read back from a store are not checked:
- * SQLite and memory ledgers of earlier versions kept such keys, and those
- * entries must still expire.
- */
-const checkedId = (id: RowId): Effect.Effect<RowId, IdempotencyError> => {
-  const detail = invalidId(id)
-  return detail === undefined
-    ? Effect.succeed(id)
-    : Effect.fail(new IdempotencyError({ reason: "InvalidKey", key: id.key, detail }))
-}
-
-const requestRow = (ref: EntryRef): RowId => ({
-  scope: "request",
-  tenant: ref.identity.tenant,
-  principal: ref.identity.user,
-  key: ref.key
-})
-
-const requestId = (ref: EntryRef): Effect.Effect<RowId, IdempotencyError> => checkedId(requestRow(ref))
-
-const parseResult = (text: string | null): Option.Option<unknown> => {
-  if (text === null) return Option.none()
-  try {
-    return Option.some(JSON.parse(text))
-  } catch {
-    return Option.none()
-  }
-}
-
-const toEntry = (row: Row): Entry => ({
-  key: row.key,
-  identity: { tenant: row.tenant, user: row.principal },
-  fingerprint: row.fingerprint,
-  taskId: row.taskId ?? "",
-  state: row.state,
-  result: parseResult(row.result),
-  leaseOwner: Option.fromNullable(row.leaseOwner),
-  leaseExpiresAt: Option.fromNullable(row.leaseExpiresAt),
-  createdAt: row.createdAt,
-  finishedAt: Option.fromNullable(row.finishedAt)
-})
-
-const runningRow = (
-  id: RowId,
-  fingerprint: string,
-  taskId: string | null,
-  lease: Lease,
-  now: number
-): Row => ({
-  ...id,
-  fingerprint,
-  taskId,
-  state: "running",
-  result: null,
-  leaseToken: lease.token,
-  leaseOwner: lease.owner,
-  leaseExpiresAt: lease.expiresAt,
-  createdAt: now,
-  finishedAt: null
-})
-
-const millis = (input: Duration.DurationInput | undefined, fallback: Duration.DurationInput): number =>
-  Duration.toMillis(Duration.decode(input ?? fallback))
-
-/** Tool-level `once`: what one look at the store decided. */
-type Step =
-  | { readonly _tag: "Again" }
-  | { readonly _tag: "Run"; readonly lease: Lease }
-  | { readonly _tag: "Stored"; readonly text: string }
-
-/**
- * Builds a ledger over a store. Every layer goes through here, so the
- * decisions are the same for memory, SQLite and PostgreSQL.
- */
-const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
-  const owner = options.owner ?? `ledger-${randomUUID()}`
-  const retentionMs = millis(options.retention, Duration.hours(24))
-  const defaultLeaseMs = millis(options.lease, Duration.seconds(30))
-  const defaultWaitMs = millis(options.waitTimeout, Duration.seconds(30))
-  const pollMs = Math.max(1, millis(options.pollInterval, Duration.millis(50)))
-  const notifier = makeNotifier()
-
-  // The stored form of tool-level outcomes, cached per schema pair: Schema
-  // compiles its parsers once per schema instance, and a new codec per call
-  // made every `once` pay for a compile.
-  const codecs = new WeakMap<object, WeakMap<object, Schema.Schema<any, string>>>()
-  const storedCodec = <A, E>(
-    success: Schema.Schema<A, any>,
-    failure: Schema.Schema<E, any> | undefined
-  ): Schema.Schema<Either.Either<A, E>, string> => {
-    const left = failure ?? Schema.Never
-    let bySuccess = codecs.get(success)
-    if (bySuccess === undefined) {
-      bySuccess = new WeakMap()
-      codecs.set(success, bySuccess)
-    }
-    let codec = bySuccess.get(left)
-    if (codec === undefined) {
-      codec = Schema.parseJson(Schema.Either({ right: success, left })) as Schema.Schema<any, string>
-      bySuccess.set(left, codec)
-    }
-    return codec
-  }
-
-  /** A store operation on the row `id` (none: on many rows). */
-  const db = <A>(id: RowId | undefined, effect: Effect.Effect<A, SE>): Effect.Effect<A, IdempotencyError> =>
-    Effect.mapError(effect, (cause) =>
-      new IdempotencyError({
-        reason: "Unavailable",
-        ...(id === undefined ? {} : { key: id.key }),
-        detail: "the ledger store failed",
-        cause
-      }))
-
-  const newLease = (now: number, leaseMs: number): Lease => ({
-    token: randomUUID(),
-    owner,
-    expiresAt: now + leaseMs
-  })
-
-  /** The live (not stale) row of `id`. */
-  const read = (id: RowId, now: number) =>
-    db(id, store.get(id)).pipe(
-      Effect.map(Option.filter((row) => !isStale(row, now - retentionMs, now)))
-    )
-
-  /** Waits for a change of `id`, at most one poll interval and never past `deadline`. */
-  const pause = (changed: Effect.Effect<void>, now: number, deadline: number) =>
-    Effect.timeoutOption(changed, Duration.millis(Math.max(0, Math.min(pollMs, deadline - now))))
-
-  const timeout = (key: string, waitedMs: number) =>
-    new IdempotencyError({ reason: "Timeout", key, detail: `another run still holds the key after ${waitedMs} ms` })
-
-  /**
-   * Runs `effect` while renewing the lease in the background, at a third of
-   * its duration, so two missed renewals still leave it held. The renewer
-   * stops when the lease is lost.
-   */
-  const holding = <A, E, R>(id: RowId, token: string, leaseMs: number, effect: Effect.Effect<A, E, R>) => {
-    const renewer = Effect.gen(function*() {
-      yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMs / 3))))
-      const now = yield* Clock.currentTimeMillis
-      return yield* store.renew(id, token, now + leaseMs)
-    }).pipe(
-      Effect.catchAll((error) => Effect.as(Effect.logWarning("idempotency lease renewal failed", error), true)),
-      Effect.repeat({ while: (renewed) => renewed }),
-      // Another holder took the key over: this run's end will not be recorded.
-      Effect.zipRight(Effect.logWarning("idempotency lease lost; another holder took the key over").pipe(
-        Effect.annotateLogs({ entry: idString(id) })
-      ))
-    )
-    return Effect.acquireUseRelease(
-      // A forked fiber inherits its parent's mask; the renewer must stay interruptible.
-      Effect.forkDaemon(Effect.interruptible(renewer)),
-      () => effect,
-      (fiber) => Fiber.interrupt(fiber)
-    )
-  }
-
-  // Its lease came from `begin`, which checked the key.
-  const withLease: Service["withLease"] = (request, effect) =>
-    holding(
-      requestRow(request),
-      request.lease.token,
-      millis(request.duration, Duration.millis(defaultLeaseMs)),
-      effect
-    )
-
-  const begin: Service["begin"] = (request) =>
-    Effect.gen(function*() {
-      const id = yield* requestId(request)
-      const leaseMs = millis(request.lease, Duration.millis(defaultLeaseMs))
-      // A row can vanish between the insert and the read (abandon, cleanup); then try again.
-      for (let attempt = 0; attempt < 5; attempt++) {
-        const now = yield* Clock.currentTimeMillis
-        const lease = newLease(now, leaseMs)
-        const inserted = yield* db(
-          id,
-          store.insert(runningRow(id, request.fingerprint, request.taskId, lease, now), now - retentionMs, now)
-        )
-        if (inserted) return BeginOutcome.Started({ taskId: request.taskId, lease })
-        const existing = yield* read(id, now)
-        if (Option.isNone(existing)) continue
-        const row = existing.value
-        if (row.fingerprint !== request.fingerprint) {
-          return yield* new IdempotencyConflict({ reason: "PayloadMismatch", key: request.key })
-        }
-        const entry = toEntry(row)
-        if (row.state === "finished") {
-          return BeginOutcome.Finished({ taskId: entry.taskId, result: Option.getOrNull(entry.result), entry })
-        }
-        return (row.leaseExpiresAt ?? 0) <= now
-          ? BeginOutcome.Interrupted({ taskId: entry.taskId, entry })
-          : BeginOutcome.Running({ taskId: entry.taskId, entry })
-      }
-      return yield* new IdempotencyError({
-        reason: "Unavailable",
-        key: request.key,
-        detail: "the entry kept disappearing while it was read"
-      })
-    })
-
-  /** A request-level result as stored: JSON, or a typed error for what JSON cannot hold. */
-  const resultText = (key: string, result: unknown): Effect.Effect<string, IdempotencyError> =>
-    Effect.try({
-      try: () => JSON.stringify(result) ?? "null",
-      catch: (cause) => new IdempotencyError({ reason: "InvalidResult", key, detail: "the result could not be written as JSON", cause })
-    })
-
-  const renewLease: Service["renewLease"] = (request) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const leaseMs = millis(request.duration, Duration.millis(defaultLeaseMs))
-      const id = yield* requestId(request)
-      return yield* db(id, store.renew(id, request.lease.token, now + leaseMs))
-    })
-
-  const finish: Service["finish"] = (request) =>
-    Effect.gen(function*() {
-      const id = yield* requestId(request)
-      const now = yield* Clock.currentTimeMillis
-      const text = yield* resultText(request.key, request.result)
-      const done = yield* db(id, store.finish(id, text, now, { token: request.lease?.token }))
-      if (done) yield* notifier.signal(id)
-      return done
-    })
-
-  const abandon: Service["abandon"] = (request) =>
-    Effect.gen(function*() {
-      const id = yield* requestId(request)
-      const done = yield* db(id, store.release(id, request.lease.token))
-      if (done) yield* notifier.signal(id)
-      return done
-    })
-
-  const get: Service["get"] = (ref) =>
-    Effect.flatMap(Effect.zip(requestId(ref), Clock.currentTimeMillis), ([id, now]) => read(id, now)).pipe(
-      Effect.map(Option.map(toEntry))
-    )
-
-  const await_: Service["await"] = (ref) =>
-    Effect.gen(function*() {
-      const id = yield* requestId(ref)
-      const waitMs = millis(ref.timeout, Duration.millis(defaultWaitMs))
-      const deadline = (yield* Clock.currentTimeMillis) + waitMs
-      while (true) {
-        const outcome = yield* notifier.watch(id, (changed) =>
-          Effect.gen(function*() {
-            const now = yield* Clock.currentTimeMillis
-            const existing = yield* read(id, now)
-            if (Option.isNone(existing)) {
-              return yield* new IdempotencyError({ reason: "NotFound", key: ref.key, detail: "no such entry" })
-            }
-            const entry = toEntry(existing.value)
-            if (entry.state === "finished") {
-              return Option.some<AwaitOutcome>(
-                BeginOutcome.Finished({ taskId: entry.taskId, result: Option.getOrNull(entry.result), entry })
-              )
-            }
-            if ((existing.value.leaseExpiresAt ?? 0) <= now) {
-              return Option.some<AwaitOutcome>(BeginOutcome.Interrupted({ taskId: entry.taskId, entry }))
-            }
-            if (now >= deadline) return yield* timeout(ref.key, waitMs)
-            yield* pause(changed, now, deadline)
-            return Option.none<AwaitOutcome>()
-          }))
-        if (Option.isSome(outcome)) return outcome.value
-      }
-    })
-
-  /**
-   * Records an expired row with what `onExpired` gives it: none when the row
-   * was no longer expired (its owner renewed or finished it, another sweep
-   * took it). The row is claimed first, with a lease of this ledger's
-   * length, so that only one sweep runs `onExpired` for it and its owner can
-   * no longer renew or finish it. A failure of `onExpired` (or a result that
-   * is not JSON) is returned as a `Left` and ends the claim at once, for the
-   * next sweep; a store failure fails.
-   */
-  const expireRow = <E, R>(row: Row, onExpired: (entry: Entry) => Effect.Effect<unknown, E, R>) =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
-        const none = Either.right(Option.none<Expired>())
-        if (row.leaseToken === null) return none
-        const now = yield* Clock.currentTimeMillis
-        const claim = newLease(now, defaultLeaseMs)
-        if (!(yield* db(row, store.takeover(row, row.leaseToken, claim, now)))) return none
-        const entry = toEntry(row)
-        // Renewed while `onExpired` runs, like a run's lease: a slow one must not be taken over and run twice.
-        const written = yield* holding(
-          row,
-          claim.token,
-          defaultLeaseMs,
-          restore(
-            Effect.flatMap(onExpired(entry), (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text })))
-          )
-        ).pipe(
-          // Ended now, the claim leaves the entry expired again; should that fail, the claim runs out after its lease.
-          Effect.onError(() => Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (at) => store.renew(row, claim.token, at)))),
-          Effect.either
-        )
-        if (Either.isLeft(written)) return Either.left(written.left)
-        const at = yield* Clock.currentTimeMillis
-        const done = yield* db(row, store.finish(row, written.right.text, at, { token: claim.token }))
-        if (done) yield* notifier.signal(row)
-        return Either.right(done ? Option.some<Expired>({ entry, result: written.right.result }) : Option.none<Expired>())
-      })
-    )
-
-  const expireLeases: Service["expireLeases"] = (options) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const candidates = yield* db(undefined, store.listExpired("request", now, options.limit ?? 100))
-      const recorded: Array<Expired> = []
-      let failures: Cause.Cause<IdempotencyError | Effect.Effect.Error<ReturnType<typeof options.onExpired>>> = Cause.empty
-      for (const row of candidates) {
-        const expired = yield* expireRow(row, options.onExpired).pipe(
-          Effect.catchAll((error) => Effect.failCause(Cause.parallel(failures, Cause.fail(error))))
-        )
-        if (Either.isLeft(expired)) failures = Cause.parallel(failures, Cause.fail(expired.left))
-        else if (Option.isSome(expired.right)) recorded.push(expired.right.value)
-      }
-      return Cause.isEmpty(failures) ? recorded : yield* Effect.failCause(failures)
-    })
-
-  const expireLease: Service["expireLease"] = (ref) =>
-    Effect.gen(function*() {
-      const id = yield* requestId(ref)
-      const now = yield* Clock.currentTimeMillis
-      const existing = yield* read(id, now)
-      if (Option.isNone(existing)) return Option.none()
-      const row = existing.value
-      if (row.state !== "running" || (row.leaseExpiresAt ?? 0) > now) return Option.none()
-      return yield* Effect.flatten(expireRow(row, ref.onExpired))
-    })
-
-  const cleanup: Service["cleanup"] = (options) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      return yield* db(undefined, store.deleteStale(now - millis(options?.retention, Duration.millis(retentionMs)), now))
-    })
-
-  const once: Service["once"] = <A, I, E, R>(
-    key: string,
-    effect: Effect.Effect<A, E, R>,
-    onceOptions: OnceOptions<A, I, E>
-  ) =>
-    Effect.gen(function*() {
-      const identity = onceOptions.identity ?? anonymous
-      const id = yield* checkedId({ scope: "tool", tenant: identity.tenant, principal: identity.user, key })
-      const leaseMs = millis(onceOptions.lease, Duration.millis(defaultLeaseMs))
-      const waitMs = millis(onceOptions.waitTimeout, Duration.millis(defaultWaitMs))
-      const storeFailure = onceOptions.failure !== undefined
-      const codec = storedCodec(onceOptions.success, onceOptions.failure)
-      const invalid = (detail: string) => (cause: unknown) =>
-        new IdempotencyError({ reason: "InvalidResult", key, detail, cause })
-
-      /** Runs the effect under `lease` and records how it ended. */
-      const run = (held: Lease): Effect.Effect<A, E | IdempotencyError, R> =>
-        Effect.uninterruptibleMask((restore) =>
-          Effect.gen(function*() {
-            const exit = yield* Effect.exit(holding(id, held.token, leaseMs, restore(effect)))
-            const now = yield* Clock.currentTimeMillis
-            const record = (value: Either.Either<A, E>) =>
-              Schema.encode(codec)(value).pipe(
-                Effect.mapError(invalid("the result could not be encoded")),
-                // Read back before it is stored: JSON turns NaN and Infinity into null, which may not decode.
-                Effect.tap((text) => Effect.mapError(Schema.decode(codec)(text), invalid("the result would not decode from JSON"))),
-                Effect.flatMap((text) => db(id, store.finish(id, text, now, { token: held.token }))),
-                Effect.flatMap((done) =>
-                  done ? Effect.void : Effect.logWarning("idempotency lease was lost before the result was recorded")
-                )
-              )
-            if (Exit.isSuccess(exit)) {
-              const recorded = yield* Effect.either(record(Either.right(exit.value)))
-              yield* notifier.signal(id)
-              if (Either.isLeft(recorded)) {
-                if (recorded.left.reason === "InvalidResult") {
-                  // The side effect happened but later callers cannot be told its result:
-                  // leave the entry to expire, so they see Interrupted rather than run it again.
-                  yield* Effect.ignore(store.renew(id, held.token, now))
-                  return yield* recorded.left
-                }
-                yield* Effect.logWarning("idempotency result could not be recorded", recorded.left)
-              }
-              return exit.value
-            }
-            const cause = exit.cause
-            const failure = Cause.failureOption(cause)
-            if (Option.isSome(failure) && !Cause.isDie(cause) && !Cause.isInterrupted(cause)) {
-              const recorded = storeFailure
-                ? record(Either.left(failure.value))
-                : Effect.asVoid(db(id, store.release(id, held.token)))
-              // Unrecorded, the entry would hold its lease to the end: end it now, so later callers
-              // learn at once that the outcome is unknown.
-              yield* Effect.catchAll(recorded, (error) =>
-                Effect.zipRight(
-                  Effect.logWarning("idempotency failure could not be recorded", error),
-                  Effect.ignore(store.renew(id, held.token, now))
-                ))
-            } else {
-              // A defect or an interruption: the side effect may have happened. End the lease now
-              // so later callers learn at once that the outcome is unknown.
-              yield* Effect.ignore(store.renew(id, held.token, now))
-            }
-            yield* notifier.signal(id)
-            return yield* exit
-          })
-        )
-
-      const deadline = (yield* Clock.currentTimeMillis) + waitMs
-      while (true) {
-        const step: Step = yield* notifier.watch(id, (changed) =>
-          Effect.gen(function*() {
-            const now = yield* Clock.currentTimeMillis
-            const fresh = newLease(now, leaseMs)
-            if (yield* db(id, store.insert(runningRow(id, "", null, fresh, now), now - retentionMs, now))) {
-              return { _tag: "Run", lease: fresh } as const
-            }
-            const existing = yield* read(id, now)
-            if (Option.isNone(existing)) return { _tag: "Again" } as const
-            const row = existing.value
-            if (row.state === "finished") return { _tag: "Stored", text: row.result ?? "null" } as const
-            if ((row.leaseExpiresAt ?? 0) <= now) {
-              if (onceOptions.takeover !== true) {
-                return yield* new IdempotencyError({
-                  reason: "Interrupted",
-                  key,
-                  detail: "a previous run stopped before recording its outcome; it may or may not have taken effect"
-                })
-              }
-              const taken = yield* db(id, store.takeover(id, row.leaseToken ?? "", fresh, now))
-              return taken ? { _tag: "Run", lease: fresh } as const : { _tag: "Again" } as const
-            }
-            if (now >= deadline) return yield* timeout(key, waitMs)
-            yield* pause(changed, now, deadline)
-            return { _tag: "Again" } as const
-          }))
-        switch (step._tag) {
-          case "Again":
-            continue
-          case "Run":
-            return yield* run(step.lease)
-          case "Stored": {
-            const stored = yield* Schema.decode(codec)(step.text).pipe(
-              Effect.mapError(invalid("the stored result could not be decoded"))
-            )
-            return yield* stored
-          }
-        }
-      }
-    })
-
-  return {
-    owner,
-    begin,
-    renewLease,
-    withLease,
-    finish,
-    abandon,
-    get,
-    await: await_,
-    expireLeases,
-    expireLease,
-    cleanup,
-    once
-  }
-}
-
 /**
  * Keeps the ledger tidy for as long as it runs: every `every` (5 seconds by
  * default) it records entries whose lease expired with `onExpired` and
@@ -1142,24 +589,10 @@ const make = <SE>(store: Store<SE>, options: Options = {}): Service => {
  * ```
  * @since 0.1.0
  */
-export const sweep = <E, R>(options: {
+export const sweep: <E, R>(options: {
   readonly onExpired: (entry: Entry) => Effect.Effect<unknown, E, R>
   readonly every?: Duration.DurationInput | undefined
-}): Effect.Effect<never, never, IdempotencyLedger | R> =>
-  Effect.flatMap(IdempotencyLedger, (ledger) => {
-    // Each step on its own: entries that cannot be expired do not keep old ones from being deleted.
-    const logged = (step: string) => <A, E2, R2>(effect: Effect.Effect<A, E2, R2>) =>
-      Effect.catchAllCause(effect, (cause) =>
-        Cause.isInterruptedOnly(cause)
-          ? Effect.interrupt
-          : Effect.logWarning(`idempotency ledger sweep: ${step} failed`, cause))
-    return ledger.expireLeases({ onExpired: options.onExpired }).pipe(
-      logged("expiring leases"),
-      Effect.zipRight(logged("cleanup")(ledger.cleanup())),
-      Effect.zipRight(Effect.sleep(options.every ?? Duration.seconds(5))),
-      Effect.forever
-    )
-  })
+}) => Effect.Effect<never, never, IdempotencyLedger | R> = internal.sweep
 
 // ---------------------------------------------------------------------------
 // Layers
@@ -1177,11 +610,7 @@ export const sweep = <E, R>(options: {
  * ```
  * @since 0.1.0
  */
-export const layerMemory = (options?: Options): Layer.Layer<IdempotencyLedger> =>
-  Layer.sync(IdempotencyLedger, () => make(Memory.make(), options))
-
-const migrationFailed = (cause: SqlError) =>
-  new IdempotencyError({ reason: "Unavailable", detail: "the ledger table could not be created", cause })
+export const layerMemory: (options?: Options) => Layer.Layer<IdempotencyLedger> = layer.layerMemory
 
 /**
  * A ledger over whatever `SqlClient` the context holds (SQLite and
@@ -1199,17 +628,9 @@ const migrationFailed = (cause: SqlError) =>
  * ```
  * @since 0.1.0
  */
-export const layerSql = (
+export const layerSql: (
   options?: SqlOptions
-): Layer.Layer<IdempotencyLedger, IdempotencyError, SqlClient.SqlClient> =>
-  Layer.effect(
-    IdempotencyLedger,
-    Effect.gen(function*() {
-      const table = options?.table ?? Sql.defaultTable
-      yield* Effect.mapError(Sql.migrate(table), migrationFailed)
-      return make(yield* Sql.make(table), options)
-    })
-  )
+) => Layer.Layer<IdempotencyLedger, IdempotencyError, SqlClient.SqlClient> = layer.layerSql
 
 /**
  * A ledger in a SQLite file: the embedded default. Survives restarts of one
@@ -1223,23 +644,9 @@ export const layerSql = (
  * ```
  * @since 0.1.0
  */
-export const layerSqlite = (
+export const layerSqlite: (
   options: SqlOptions & { readonly filename: string }
-): Layer.Layer<IdempotencyLedger, IdempotencyError | ConfigError> =>
-  layerSql(options).pipe(Layer.provide(
-    SqliteClient.layer({ filename: options.filename }).pipe(
-      // Opening the file throws (a missing directory, a file that is not a database).
-      Layer.catchAllCause((cause) =>
-        Layer.fail(
-          new IdempotencyError({
-            reason: "Unavailable",
-            detail: `could not open the SQLite ledger at ${options.filename}`,
-            cause: Cause.squash(cause)
-          })
-        )
-      )
-    )
-  ))
+) => Layer.Layer<IdempotencyLedger, IdempotencyError | ConfigError> = layer.layerSqlite
 
 /**
  * A ledger in PostgreSQL, shared by several server replicas. Needs the
@@ -1253,31 +660,9 @@ export const layerSqlite = (
  * ```
  * @since 0.1.0
  */
-export const layerPg = (
+export const layerPg: (
   options: SqlOptions & {
     readonly url: string | Redacted.Redacted
     readonly maxConnections?: number | undefined
   }
-): Layer.Layer<IdempotencyLedger, IdempotencyError> =>
-  Layer.unwrapEffect(
-    Effect.tryPromise({
-      try: () => import("@effect/sql-pg/PgClient"),
-      catch: (cause) =>
-        new IdempotencyError({ reason: "Unavailable", detail: "layerPg needs the @effect/sql-pg package", cause })
-    }).pipe(
-      Effect.map((PgClient) =>
-        layerSql(options).pipe(
-          Layer.provide(
-            PgClient.layer({
-              url: typeof options.url === "string" ? Redacted.make(options.url) : options.url,
-              ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
-            }).pipe(
-              Layer.mapError((cause) =>
-                new IdempotencyError({ reason: "Unavailable", detail: "could not connect to PostgreSQL", cause })
-              )
-            )
-          )
-        )
-      )
-    )
-  )
+) => Layer.Layer<IdempotencyLedger, IdempotencyError> = layer.layerPg

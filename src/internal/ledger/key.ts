@@ -4,6 +4,7 @@
  * @internal
  */
 import { createHash } from "node:crypto"
+import type * as Idempotency from "../../Idempotency.js"
 
 const hasToJSON = (value: object): value is { toJSON: () => unknown } =>
   typeof (value as { toJSON?: unknown }).toJSON === "function"
@@ -65,3 +66,10 @@ export const sha256Hex = (text: string): string => createHash("sha256").update(t
 
 /** A digest of a payload: SHA-256 hex of its canonical JSON. */
 export const fingerprint = (payload: unknown): string => sha256Hex(canonicalJson(payload))
+
+export const derivedPrefix = "idem-v1-"
+
+export const deriveKey = (source: Idempotency.KeySource): string =>
+  "key" in source
+    ? source.key
+    : derivedPrefix + fingerprint({ contextId: source.contextId, operation: source.operation, params: source.params })

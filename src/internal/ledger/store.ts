@@ -1,7 +1,8 @@
 /**
  * The storage primitives every ledger layer implements. Each is one atomic
  * step, so the decisions built on them (who runs, who joins, who finishes)
- * are written once, in `IdempotencyLedger.ts`, for every backend.
+ * are written once, in `ledger.ts`, `expire.ts` and `once.ts`, for every
+ * backend.
  *
  * @internal
  */

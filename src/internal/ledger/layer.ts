@@ -1,0 +1,93 @@
+/**
+ * The ledger's layers: one per backend, each a store under the same
+ * decisions. The SQL drivers are loaded only when their layer is built, so
+ * that importing the ledger (as every client does) loads neither
+ * better-sqlite3's native addon nor `pg`.
+ *
+ * @internal
+ */
+import type { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Cause, Effect, Layer, Redacted } from "effect"
+import type * as Ledger from "../../IdempotencyLedger.js"
+import { IdempotencyError } from "./errors.js"
+import { IdempotencyLedger, make } from "./ledger.js"
+import * as Memory from "./memory.js"
+import * as Sql from "./sql.js"
+
+export const layerMemory = (options?: Ledger.Options): Layer.Layer<IdempotencyLedger> =>
+  Layer.sync(IdempotencyLedger, () => make(Memory.make(), options))
+
+const migrationFailed = (cause: SqlError) =>
+  new IdempotencyError({ reason: "Unavailable", detail: "the ledger table could not be created", cause })
+
+export const layerSql = (
+  options?: Ledger.SqlOptions
+): Layer.Layer<IdempotencyLedger, IdempotencyError, SqlClient.SqlClient> =>
+  Layer.effect(
+    IdempotencyLedger,
+    Effect.gen(function*() {
+      const table = options?.table ?? Sql.defaultTable
+      yield* Effect.mapError(Sql.migrate(table), migrationFailed)
+      return make(yield* Sql.make(table), options)
+    })
+  )
+
+/** A SQL ledger over a driver module loaded when the layer is built; `missing` says what could not be loaded. */
+const layerDriver = <M>(
+  options: Ledger.SqlOptions,
+  load: () => Promise<M>,
+  missing: string,
+  client: (driver: M) => Layer.Layer<SqlClient.SqlClient, IdempotencyError>
+): Layer.Layer<IdempotencyLedger, IdempotencyError> =>
+  Layer.unwrapEffect(
+    Effect.tryPromise({
+      try: load,
+      catch: (cause) => new IdempotencyError({ reason: "Unavailable", detail: missing, cause })
+    }).pipe(
+      Effect.map((driver) => layerSql(options).pipe(Layer.provide(client(driver))))
+    )
+  )
+
+export const layerSqlite = (
+  options: Ledger.SqlOptions & { readonly filename: string }
+): Layer.Layer<IdempotencyLedger, IdempotencyError> =>
+  layerDriver(
+    options,
+    () => import("@effect/sql-sqlite-node/SqliteClient"),
+    "layerSqlite needs the @effect/sql-sqlite-node package and its better-sqlite3 addon",
+    (SqliteClient) =>
+      SqliteClient.layer({ filename: options.filename }).pipe(
+        // Opening the file throws (a missing directory, a file that is not a database).
+        Layer.catchAllCause((cause) =>
+          Layer.fail(
+            new IdempotencyError({
+              reason: "Unavailable",
+              detail: `could not open the SQLite ledger at ${options.filename}`,
+              cause: Cause.squash(cause)
+            })
+          )
+        )
+      )
+  )
+
+export const layerPg = (
+  options: Ledger.SqlOptions & {
+    readonly url: string | Redacted.Redacted
+    readonly maxConnections?: number | undefined
+  }
+): Layer.Layer<IdempotencyLedger, IdempotencyError> =>
+  layerDriver(
+    options,
+    () => import("@effect/sql-pg/PgClient"),
+    "layerPg needs the @effect/sql-pg package",
+    (PgClient) =>
+      PgClient.layer({
+        url: typeof options.url === "string" ? Redacted.make(options.url) : options.url,
+        ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
+      }).pipe(
+        Layer.mapError((cause) =>
+          new IdempotencyError({ reason: "Unavailable", detail: "could not connect to PostgreSQL", cause })
+        )
+      )
+  )
