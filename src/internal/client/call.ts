@@ -113,35 +113,29 @@ export const maxTimerMillis = 2 ** 31 - 1
 
 const spanKind = "client" as const
 
+type Report = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  span: tracing.SpanIds | Tracer.AnySpan | undefined,
+  operation: A2AClientError.Operation,
+  result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
+) => Effect.Effect<void> | undefined
+
+const logged = (fiber: Fiber.RuntimeFiber<unknown, unknown>, level: LogLevel.LogLevel) =>
+  level.ordinal >= fiber.getFiberRef(FiberRef.currentMinimumLogLevel).ordinal
+
 /**
- * The calls of one agent, with their metrics per channel, log annotations
- * and spans. Built once per agent.
- *
- * @internal
+ * Counts how an operation ended and marks its span; the log line, when its
+ * level is on, is returned to run in the fiber. What `Metric.update` does,
+ * without its steps.
  */
-export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, defaultTimeout: Duration.Duration) => {
+const makeReport = (agent: string): Report => {
   const outcomeCounters = Object.fromEntries(
     Object.entries(outcomeCounterNames).map(([tag, name]) => [tag, counter(name, agent)])
   ) as Record<RemoteOutcome.Tag, ReturnType<typeof counter>>
   const errorCounters = Object.fromEntries(
     A2AClientError.Reason.literals.map((reason) => [reason, counter("a2a.client_error", agent, { reason })])
   ) as Record<A2AClientError.Reason, ReturnType<typeof counter>>
-  const spanAttributes = { "a2a.agent": agent }
-
-  const logged = (fiber: Fiber.RuntimeFiber<unknown, unknown>, level: LogLevel.LogLevel) =>
-    level.ordinal >= fiber.getFiberRef(FiberRef.currentMinimumLogLevel).ordinal
-
-  /**
-   * Counts how an operation ended and marks its span; the log line, when its
-   * level is on, is returned to run in the fiber. What `Metric.update` does,
-   * without its steps.
-   */
-  const report = (
-    fiber: Fiber.RuntimeFiber<unknown, unknown>,
-    span: tracing.SpanIds | Tracer.AnySpan | undefined,
-    operation: A2AClientError.Operation,
-    result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
-  ): Effect.Effect<void> | undefined => {
+  return (fiber, span, operation, result) => {
     const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
     if (Either.isLeft(result)) {
       const error = result.left
@@ -179,52 +173,55 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
       withTraceId(span)
     )
   }
+}
 
-  /**
-   * Records how a stream ended, in the stream's span.
-   */
-  const reportStream = (result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>): Effect.Effect<void> =>
-    Effect.withFiberRuntime((fiber) => report(fiber, tracedSpan(fiber), "SendStreamingMessage", result) ?? Effect.void)
-
-  /**
-   * One request of an exchange. `done` gets the decoded answer or the
-   * classified error, exactly once; a throw while decoding becomes a typed
-   * `InvalidResponse` (it would otherwise be lost in the promise chain and
-   * leave the call hanging).
-   */
-  const request = <A, B>(
-    exchange: Exchange,
-    operation: A2AClientError.Operation,
-    ids: Ids,
-    run: (options: RequestOptions) => Promise<A>,
-    decode: (response: A) => Either.Either<B, A2AClientError.A2AClientError>,
-    done: Done<B>
-  ): void => {
-    const fail = (error: unknown) =>
-      done(Either.left(classifyCall(error, { agent, operation, record: exchange.record, streamStarted: false, ...ids })))
-    try {
-      run({ signal: exchange.signal, serviceParameters: exchange.headers }).then((response) => {
-        let decoded: Either.Either<B, A2AClientError.A2AClientError>
-        try {
-          decoded = decode(response)
-        } catch (error) {
-          decoded = Either.left(invalid(agent, operation, `the response could not be converted: ${String(error)}`, ids))
-        }
-        done(decoded)
-      }, fail)
-    } catch (error) {
-      fail(error)
-    }
+/**
+ * One request of an exchange. `done` gets the decoded answer or the
+ * classified error, exactly once; a throw while decoding becomes a typed
+ * `InvalidResponse` (it would otherwise be lost in the promise chain and
+ * leave the call hanging).
+ */
+const makeRequest = (agent: string) =>
+<A, B>(
+  exchange: Exchange,
+  operation: A2AClientError.Operation,
+  ids: Ids,
+  run: (options: RequestOptions) => Promise<A>,
+  decode: (response: A) => Either.Either<B, A2AClientError.A2AClientError>,
+  done: Done<B>
+): void => {
+  const fail = (error: unknown) =>
+    done(Either.left(classifyCall(error, { agent, operation, record: exchange.record, streamStarted: false, ...ids })))
+  try {
+    run({ signal: exchange.signal, serviceParameters: exchange.headers }).then((response) => {
+      let decoded: Either.Either<B, A2AClientError.A2AClientError>
+      try {
+        decoded = decode(response)
+      } catch (error) {
+        decoded = Either.left(invalid(agent, operation, `the response could not be converted: ${String(error)}`, ids))
+      }
+      done(decoded)
+    }, fail)
+  } catch (error) {
+    fail(error)
   }
+}
 
-  /**
-   * Runs one operation: `start` sends its requests on the exchange and calls
-   * `done` once. The exchange's signal aborts on interruption and when the
-   * operation's time is up. With `observed` off (a stream recovering its
-   * task's state) the operation makes no span and counts nothing: the stream
-   * does both.
-   */
-  const operate = <B extends RemoteOutcome.TaskView>(
+/**
+ * Runs one operation: `start` sends its requests on the exchange and calls
+ * `done` once. The exchange's signal aborts on interruption and when the
+ * operation's time is up. With `observed` off (a stream recovering its
+ * task's state) the operation makes no span and counts nothing: the stream
+ * does both.
+ */
+const makeOperate = (
+  agent: string,
+  track: (signal: AbortSignal) => CallRecord,
+  defaultTimeout: Duration.Duration,
+  report: Report
+) => {
+  const spanAttributes = { "a2a.agent": agent }
+  return <B extends RemoteOutcome.TaskView>(
     operation: A2AClientError.Operation,
     options: CallOptions | undefined,
     start: (exchange: Exchange, done: Done<B>) => void,
@@ -311,6 +308,23 @@ export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, 
         })
       )
     })
-
-  return { operate, request, reportStream }
 }
+
+/**
+ * The calls of one agent, with their metrics per channel, log annotations
+ * and spans. Built once per agent.
+ *
+ * @internal
+ */
+export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, defaultTimeout: Duration.Duration) => {
+  const report = makeReport(agent)
+  /**
+   * Records how a stream ended, in the stream's span.
+   */
+  const reportStream = (result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>): Effect.Effect<void> =>
+    Effect.withFiberRuntime((fiber) => report(fiber, tracedSpan(fiber), "SendStreamingMessage", result) ?? Effect.void)
+  return { operate: makeOperate(agent, track, defaultTimeout, report), request: makeRequest(agent), reportStream }
+}
+
+/** The calls of one agent. @internal */
+export type Engine = ReturnType<typeof make>

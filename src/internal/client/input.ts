@@ -1,0 +1,82 @@
+/**
+ * What a call sends, and the checks of what can be sent: a call fetch would
+ * refuse, or one whose message is not JSON data, is never sent.
+ *
+ * @internal
+ */
+import type { Message } from "@a2a-js/sdk"
+import type * as A2AClientError from "../../A2AClientError.js"
+import type { CallOptions, Input } from "../../RemoteAgent.js"
+import * as IdempotencyKey from "../wire/idempotencyKey.js"
+import * as json from "../wire/json.js"
+import * as wireParts from "../wire/parts.js"
+import * as clientCall from "./call.js"
+
+/** The SDK message of a call; an idempotency key also goes into its metadata. */
+export const messageOf = (input: Input, options: CallOptions | undefined): Message => {
+  const key = options?.idempotencyKey
+  if (typeof input === "string") {
+    const metadata = key === undefined ? undefined : { [IdempotencyKey.metadataKey]: key }
+    return wireParts.userMessage([wireParts.textPart(input)], {}, metadata)
+  }
+  return wireParts.userMessage(
+    input.parts.map(wireParts.toWirePart),
+    input,
+    key === undefined
+      ? input.metadata === undefined ? undefined : { ...input.metadata }
+      : { ...input.metadata, [IdempotencyKey.metadataKey]: key }
+  )
+}
+
+const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+// What fetch refuses in a header value: a control character other than tab (DEL included), or one beyond a byte.
+const badHeaderValue = /[^\t\u0020-\u007e\u0080-\u00ff]/
+const unsendableValue = "it holds a control character other than tab, or a character beyond Latin-1"
+
+/** Why `headers` cannot be sent, or none. */
+const headersProblem = (headers: Readonly<Record<string, string>> | undefined, whose: string): string | undefined => {
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!headerName.test(name)) return `${whose} header name ${JSON.stringify(name)} is not an HTTP token`
+    if (badHeaderValue.test(value)) return `the value of ${whose} header ${name} cannot be sent (${unsendableValue})`
+  }
+  return undefined
+}
+
+/**
+ * Why a call's options cannot be sent, or none: a header fetch would refuse,
+ * or an idempotency key it would refuse or change (it trims spaces and tabs
+ * at the ends, and the key in the metadata must be the same).
+ */
+const optionsProblem = (options: CallOptions | undefined): string | undefined => {
+  if (options === undefined) return undefined
+  const key = options.idempotencyKey
+  if (key !== undefined && badHeaderValue.test(key)) return `the idempotency key cannot be sent as a header (${unsendableValue})`
+  if (key !== undefined && /^[\t ]|[\t ]$/.test(key)) return "the idempotency key starts or ends with a space or a tab"
+  return headersProblem(options.headers, "the call's")
+}
+
+/** Where a message's data parts or metadata stop being JSON data, or none. */
+const inputProblem = (input: Input): string | undefined => {
+  if (typeof input === "string") return undefined
+  const problem = json.partsNotJson(input.parts, "parts") ??
+    (input.metadata === undefined ? undefined : json.notJson(input.metadata, "metadata"))
+  return problem === undefined ? undefined : `the message is not JSON data at ${problem.path}: ${problem.found}`
+}
+
+/** Why a call cannot be sent, or none; a call without a message has no `input`. */
+export type Unsendable = (options: CallOptions | undefined, input?: Input) => string | undefined
+
+/** The check of every call of an agent that sends `agentHeaders`. */
+export const unsendable = (agentHeaders: Readonly<Record<string, string>> | undefined): Unsendable => {
+  // The agent's own headers go with every request: checked once, reported on every call.
+  const agentHeadersProblem = headersProblem(agentHeaders, "the agent's")
+  return (options, input) =>
+    agentHeadersProblem ?? optionsProblem(options) ?? (input === undefined ? undefined : inputProblem(input))
+}
+
+export const inputIds = (input: Input): clientCall.Ids =>
+  typeof input === "string" ? {} : { taskId: input.taskId, contextId: input.contextId }
+
+/** The typed error of a call that is never sent, because `detail`. */
+export const invalidRequest = (agent: string, operation: A2AClientError.Operation, ids: clientCall.Ids, detail: string) =>
+  clientCall.callError(agent, operation, "InvalidRequest", "NotSent", detail, ids)

@@ -1,0 +1,134 @@
+/**
+ * The client of one remote agent: the card's resolution, then the
+ * operations, each built once per agent over the call engine.
+ *
+ * @internal
+ */
+import type { AgentCard } from "@a2a-js/sdk"
+import type { Client } from "@a2a-js/sdk/client"
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
+import { Duration, Effect, Metric, Option, Stream } from "effect"
+import * as A2AClientError from "../../A2AClientError.js"
+import type * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
+import type { Options, RemoteAgent } from "../../RemoteAgent.js"
+import * as clientCall from "./call.js"
+import { type CallRecord, classifyCard } from "./classify.js"
+import * as input from "./input.js"
+import * as send from "./send.js"
+import * as stream from "./stream.js"
+import * as task from "./task.js"
+import { cardFetch, makeTrackingFetch } from "./transport.js"
+
+const makeClient = (agentOptions: Options, client: Client, card: AgentCard, track: (signal: AbortSignal) => CallRecord): RemoteAgent => {
+  const agent = agentOptions.name
+  const timeout = Duration.decode(agentOptions.timeout ?? Duration.seconds(30))
+  const context: task.AgentContext = {
+    agent,
+    client,
+    timeout,
+    track,
+    engine: clientCall.make(agent, track, timeout),
+    unsendable: input.unsendable(agentOptions.headers)
+  }
+  const { cancel, getTask, readTask } = task.make(context)
+  const awaitEnd = send.awaitEnd(agent, readTask)
+  return {
+    name: agent,
+    url: agentOptions.url,
+    card: Option.some(card),
+    send: send.make(context, awaitEnd),
+    stream: stream.make(context, readTask, awaitEnd),
+    getTask,
+    cancel
+  }
+}
+
+/** An agent whose every call fails with reason `Unavailable`. @internal */
+export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionError): RemoteAgent => {
+  const fail = (operation: A2AClientError.Operation) =>
+    new A2AClientError.A2AClientError({
+      agent: cause.agent,
+      operation,
+      reason: "Unavailable",
+      delivery: "NotSent",
+      detail: `the agent was not available at start-up: ${cause.message}`
+    })
+  const errorCounter = clientCall.counter("a2a.client_error", cause.agent, { reason: "Unavailable" })
+  const failing = (operation: A2AClientError.Operation) =>
+    Metric.update(errorCounter, 1).pipe(Effect.zipRight(Effect.fail(fail(operation))))
+  return {
+    name: cause.agent,
+    url: cause.url,
+    card: Option.none(),
+    send: () => failing("SendMessage"),
+    stream: () => Stream.fromEffect(failing("SendStreamingMessage")),
+    getTask: () => failing("GetTask"),
+    cancel: () => failing("CancelTask")
+  }
+}
+
+const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackingFetch>) =>
+  Effect.gen(function*() {
+    const maxBytes = options.maxResponseBytes ?? 10 * 1024 * 1024
+    const record: CallRecord = { sent: false }
+    const cardMillis = Duration.toMillis(options.cardTimeout ?? Duration.seconds(10))
+    const context = { agent: options.name, url: options.url, record }
+    const resolve = async (signal: AbortSignal) => {
+      const resolver = new DefaultAgentCardResolver({
+        fetchImpl: cardFetch(record, signal, maxBytes, options.headers ?? {}),
+        legacyCompat: { enabled: true },
+        ...(options.cardPath === undefined ? {} : { path: options.cardPath })
+      })
+      const card = options.card ?? (await resolver.resolve(options.url))
+      const factory = new ClientFactory({
+        transports: [new JsonRpcTransportFactory({ fetchImpl: tracking.fetch, legacyCompat: { enabled: true } })],
+        cardResolver: resolver,
+        clientConfig: { polling: false }
+      })
+      const client = await factory.createFromAgentCard(card)
+      // May fetch the extended card: bounded like the rest of the resolution.
+      return { client, card: await client.getAgentCard({ signal }) }
+    }
+    return yield* Effect.tryPromise({
+      try: async (interrupt) => {
+        // Not `AbortSignal.any([interrupt, AbortSignal.timeout(…)])`: on Node 20 a garbage collection can
+        // drop that timeout before it fires, and a card whose body stalls then hangs the start-up.
+        const controller = new AbortController()
+        const onInterrupt = () => controller.abort(interrupt.reason)
+        interrupt.addEventListener("abort", onInterrupt, { once: true })
+        const timer = setTimeout(
+          () => controller.abort(new DOMException("The card was not resolved in time", "TimeoutError")),
+          Math.min(cardMillis, clientCall.maxTimerMillis)
+        )
+        try {
+          return await resolve(controller.signal)
+        } finally {
+          clearTimeout(timer)
+          interrupt.removeEventListener("abort", onInterrupt)
+        }
+      },
+      catch: (error) => classifyCard(error, context)
+    })
+  })
+
+/** Resolves the card and builds the client. @internal */
+export const make = (options: Options): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
+  Effect.gen(function*() {
+    const tracking = makeTrackingFetch(options.maxResponseBytes ?? 10 * 1024 * 1024, options.headers ?? {})
+    const resolved = yield* resolveClient(options, tracking).pipe(
+      Effect.tapError((error) =>
+        Metric.update(clientCall.counter("a2a.card_resolution_error", options.name, { reason: error.reason }), 1)
+      )
+    )
+    return makeClient(options, resolved.client, resolved.card, tracking.track)
+  }).pipe(
+    Effect.catchAll((error) =>
+      options.onCardFailure === "degrade"
+        ? Effect.logWarning(`remote agent ${options.name} is unavailable; starting degraded`).pipe(
+          Effect.annotateLogs({ agent: options.name, url: options.url, reason: error.reason, cause: error.message }),
+          Effect.as(unavailable(error))
+        )
+        : Effect.fail(error)
+    ),
+    Effect.withSpan("RemoteAgent.resolveCard", { attributes: { "a2a.agent": options.name, "a2a.url": options.url } })
+  )

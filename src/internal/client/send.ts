@@ -1,0 +1,111 @@
+/**
+ * A blocking send, and the polling of a task a call found unfinished (a
+ * send's answer, or a stream that ended while its task still ran).
+ *
+ * @internal
+ */
+import type { Message, Task } from "@a2a-js/sdk"
+import { Duration, Either, Struct } from "effect"
+import * as A2AClientError from "../../A2AClientError.js"
+import type { RemoteAgent } from "../../RemoteAgent.js"
+import type * as RemoteOutcome from "../../RemoteOutcome.js"
+import type * as clientCall from "./call.js"
+import { inputIds, invalidRequest, messageOf } from "./input.js"
+import * as convert from "./outcome.js"
+import { type AgentContext, type ReadTask, view } from "./task.js"
+
+/** How long the last poll before a call's deadline leaves for its answer. */
+const pollAnswerMillis = 20
+
+/**
+ * Polls a task that a call found unfinished (a blocking send's answer, or a
+ * stream that ended while its task still ran), until it ends or the call's
+ * time is up (the exchange's signal aborts then).
+ *
+ * @internal
+ */
+export const awaitEnd = (agent: string, readTask: ReadTask) =>
+(
+  operation: "SendMessage" | "SendStreamingMessage",
+  exchange: clientCall.Exchange,
+  running: RemoteOutcome.Running,
+  done: clientCall.Done<RemoteOutcome.RemoteOutcome>
+): void => {
+  const ids = { taskId: running.taskId, contextId: running.contextId }
+  const timedOut = () =>
+    new A2AClientError.A2AClientError({
+      agent,
+      operation,
+      reason: "Timeout",
+      delivery: "Unknown",
+      detail: `task ${running.taskId} did not end within ${Duration.format(exchange.timeout)}`,
+      ...ids
+    })
+  let delay = 25
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const onAbort = () => {
+    clearTimeout(timer)
+    done(Either.left(timedOut()))
+  }
+  exchange.signal.addEventListener("abort", onAbort, { once: true })
+  const finish: clientCall.Done<RemoteOutcome.RemoteOutcome> = (result) => {
+    exchange.signal.removeEventListener("abort", onAbort)
+    done(result)
+  }
+  const poll = () =>
+    readTask(exchange, running.taskId, ids, (polled) =>
+      Either.isRight(polled)
+        ? next(polled.right)
+        // The message was accepted: whatever a poll hits, the call's own delivery is not "NotSent",
+        // and a refusal of the poll (429, 503 and its Retry-After) is not a refusal of the message.
+        : finish(Either.left(
+          new A2AClientError.A2AClientError({
+            ...Struct.omit(polled.left, "status", "retryAfter"),
+            operation,
+            delivery: "Unknown",
+            ...ids,
+            detail: `task ${running.taskId} was accepted; polling it failed: ${polled.left.detail}`
+          })
+        )))
+  const next = (current: RemoteOutcome.TaskView): void => {
+    if (current._tag !== "Running") return finish(Either.right(current))
+    const left = exchange.deadline - Date.now()
+    if (left <= 0) return finish(Either.left(timedOut()))
+    // The last poll leaves its answer time to come before the deadline; a poll due at the deadline (a
+    // late timer) would only be aborted on its way. After the last one, the call's own timer ends it.
+    const wait = Math.min(delay, left - pollAnswerMillis)
+    if (wait <= 0) return
+    timer = setTimeout(() => Date.now() >= exchange.deadline ? finish(Either.left(timedOut())) : poll(), wait)
+    delay = Math.min(delay * 2, 1000)
+  }
+  next(running)
+}
+
+/** A poll of one agent's unfinished tasks. @internal */
+export type AwaitEnd = ReturnType<typeof awaitEnd>
+
+const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
+
+/** The blocking send of an agent. @internal */
+export const make = (context: AgentContext, awaitEnd: AwaitEnd): RemoteAgent["send"] => {
+  const { agent, client, unsendable } = context
+  const { operate, request } = context.engine
+  const viewSent = view(agent, "SendMessage")
+  return (input, options) =>
+    operate<RemoteOutcome.RemoteOutcome>("SendMessage", options, (exchange, done) => {
+      const problem = unsendable(options, input)
+      if (problem !== undefined) return done(Either.left(invalidRequest(agent, "SendMessage", inputIds(input), problem)))
+      const message = messageOf(input, options)
+      request(
+        exchange,
+        "SendMessage",
+        { contextId: message.contextId, taskId: message.taskId },
+        (o) => client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, o),
+        (result) => isMessage(result) ? Either.right(convert.messageOutcome(agent, result)) : viewSent(result),
+        (result) =>
+          Either.isRight(result) && result.right._tag === "Running"
+            ? awaitEnd("SendMessage", exchange, result.right, done)
+            : done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
+      )
+    })
+}

@@ -1,0 +1,287 @@
+/**
+ * A streaming send: its events, folded into what the stream has told so
+ * far, and its recovery when it is cut before the task ends.
+ *
+ * @internal
+ */
+import type { Message, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import { TaskState } from "@a2a-js/sdk"
+import { Duration, Effect, Either, Option, Stream, type Tracer } from "effect"
+import type * as A2AClientError from "../../A2AClientError.js"
+import * as Part from "../../Part.js"
+import type { CallOptions, RemoteAgent } from "../../RemoteAgent.js"
+import * as RemoteEvent from "../../RemoteEvent.js"
+import type * as RemoteOutcome from "../../RemoteOutcome.js"
+import * as wireParts from "../wire/parts.js"
+import * as taskState from "../wire/taskState.js"
+import * as clientCall from "./call.js"
+import { type CallRecord, classifyCall } from "./classify.js"
+import { inputIds, invalidRequest, messageOf } from "./input.js"
+import * as convert from "./outcome.js"
+import type { AwaitEnd } from "./send.js"
+import { type AgentContext, type ReadTask, view } from "./task.js"
+
+type Events = Effect.Effect<ReadonlyArray<RemoteEvent.RemoteEvent>, A2AClientError.A2AClientError>
+
+type View = ReturnType<typeof view>
+
+/** What a stream's events have told so far. */
+interface State {
+  taskId: string
+  contextId: string
+  started: boolean
+  finished: boolean
+  // The task this stream's events are of, from the first that names one.
+  followed: string
+  // Each artifact as received so far; its parts grow in place as chunks append, built once at the end.
+  readonly artifacts: Map<string, { artifactId: string; name: string; description: string; parts: Array<Part.Part> }>
+}
+
+const idsOf = (state: State): clientCall.Ids => ({ taskId: state.taskId, contextId: state.contextId })
+
+// An event of another task is not part of this call's answer: folding it in would mix two tasks' results.
+const otherTask = (agent: string, state: State, taskId: string | undefined): A2AClientError.A2AClientError | undefined => {
+  if (!taskId) return undefined
+  if (state.followed === "") state.followed = taskId
+  return taskId === state.followed
+    ? undefined
+    : clientCall.invalid(agent, "SendStreamingMessage", `an event of task ${taskId} in the stream of task ${state.followed}`, idsOf(state))
+}
+
+const finish = (state: State, outcome: RemoteOutcome.RemoteOutcome) => {
+  state.finished = true
+  return [RemoteEvent.Finished.make({ outcome })]
+}
+
+const statusEvents = (agent: string, state: State, update: TaskStatusUpdateEvent): Events => {
+  const other = otherTask(agent, state, update.taskId)
+  if (other !== undefined) return Effect.fail(other)
+  state.taskId = update.taskId || state.taskId
+  state.contextId = update.contextId || state.contextId
+  const status = update.status
+  const outcome = convert.outcomeOf(agent, state.taskId, state.contextId, status?.state, status?.message, [
+    ...Array.from(state.artifacts.values(), (artifact) => wireParts.build(Part.Artifact, artifact))
+  ])
+  if (Option.isSome(outcome)) return Effect.succeed(finish(state, outcome.value))
+  if (!taskState.isRunning(status?.state)) {
+    return Effect.fail(
+      clientCall.invalid(agent, "SendStreamingMessage", `status update in an unrecognised state (${taskState.name(status?.state)})`, idsOf(state))
+    )
+  }
+  const parts = (status?.message?.parts ?? []).map(wireParts.fromWirePart)
+  return Effect.succeed([
+    RemoteEvent.Status.make({
+      agent,
+      taskId: state.taskId,
+      contextId: state.contextId,
+      state: status?.state === TaskState.TASK_STATE_SUBMITTED ? "Submitted" : "Working",
+      text: Part.textOf(parts),
+      parts
+    })
+  ])
+}
+
+const artifactEvents = (agent: string, state: State, update: TaskArtifactUpdateEvent): Events => {
+  if (update.artifact === undefined) {
+    return Effect.fail(clientCall.invalid(agent, "SendStreamingMessage", "artifact update without an artifact", idsOf(state)))
+  }
+  const other = otherTask(agent, state, update.taskId)
+  if (other !== undefined) return Effect.fail(other)
+  const chunk = wireParts.fromWireArtifact(update.artifact)
+  const previous = state.artifacts.get(chunk.artifactId)
+  // As the peer's task store joins them: a later chunk's name or description replaces the earlier one.
+  if (update.append && previous !== undefined) {
+    previous.name = chunk.name || previous.name
+    previous.description = chunk.description || previous.description
+    for (const part of chunk.parts) previous.parts.push(part)
+  } else state.artifacts.set(chunk.artifactId, { ...chunk, parts: [...chunk.parts] })
+  return Effect.succeed([
+    RemoteEvent.ArtifactChunk.make({
+      agent,
+      taskId: state.taskId,
+      contextId: state.contextId,
+      artifact: chunk,
+      append: update.append === true,
+      lastChunk: update.lastChunk === true
+    })
+  ])
+}
+
+/** The events one stream response makes, folded into `state`. */
+const toEvents = (agent: string, viewStreamed: View, state: State, response: StreamResponse): Events => {
+  state.started = true
+  const payload = response.payload
+  switch (payload?.$case) {
+    case "message":
+      return Effect.succeed(finish(state, convert.messageOutcome(agent, payload.value)))
+    case "task": {
+      const other = otherTask(agent, state, payload.value.id)
+      if (other !== undefined) return Effect.fail(other)
+      state.taskId = payload.value.id || state.taskId
+      state.contextId = payload.value.contextId || state.contextId
+      for (const artifact of payload.value.artifacts ?? []) {
+        const received = wireParts.fromWireArtifact(artifact)
+        state.artifacts.set(received.artifactId, { ...received, parts: [...received.parts] })
+      }
+      return Either.map(viewStreamed(payload.value), (v) =>
+        v._tag === "Running"
+          ? [RemoteEvent.Status.make({ agent, taskId: v.taskId, contextId: v.contextId, state: v.state, text: v.text, parts: v.parts })]
+          : finish(state, v))
+    }
+    case "statusUpdate":
+      return statusEvents(agent, state, payload.value)
+    case "artifactUpdate":
+      return artifactEvents(agent, state, payload.value)
+    default:
+      return Effect.fail(clientCall.invalid(agent, "SendStreamingMessage", "stream event without a payload", idsOf(state)))
+  }
+}
+
+/** The span of the caller, if any: a stream's span, or the user's. */
+const contextSpan: Effect.Effect<Tracer.AnySpan | undefined> = Effect.withFiberRuntime((fiber) =>
+  Effect.succeed(clientCall.tracedSpan(fiber))
+)
+
+/**
+ * The events of one stream, folded into `state`, until its task ends; a
+ * stream that ends before fails.
+ */
+const events = (
+  context: AgentContext,
+  viewStreamed: View,
+  state: State,
+  message: Message,
+  options: CallOptions | undefined
+): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
+  const { agent, client, track } = context
+  const idle = Duration.decode(options?.timeout ?? context.timeout)
+  const record: { current?: CallRecord } = {}
+  return Stream.acquireRelease(
+    Effect.sync(() => new AbortController()),
+    (controller) => Effect.sync(() => controller.abort())
+  ).pipe(
+    Stream.zip(Stream.fromEffect(contextSpan)),
+    Stream.flatMap(([controller, span]) => {
+      record.current = track(controller.signal)
+      const generator = client.sendMessageStream(
+        { tenant: "", message, configuration: undefined, metadata: undefined },
+        { signal: controller.signal, serviceParameters: clientCall.callHeaders(span, options) }
+      )
+      // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
+      const iterable: AsyncIterable<StreamResponse> = {
+        [Symbol.asyncIterator]: () => ({
+          next: () => generator.next(),
+          return: (value?: unknown) => {
+            controller.abort()
+            return generator.return(value as undefined)
+          }
+        })
+      }
+      return Stream.fromAsyncIterable(
+        iterable,
+        (error) =>
+          classifyCall(error, {
+            agent,
+            operation: "SendStreamingMessage",
+            record: record.current,
+            streamStarted: state.started,
+            ...idsOf(state)
+          })
+      )
+    }),
+    Stream.timeoutFail(
+      () =>
+        clientCall.callError(
+          agent,
+          "SendStreamingMessage",
+          "Timeout",
+          record.current?.sent === false ? "NotSent" : "Unknown",
+          `no stream event within ${Duration.format(idle)}`,
+          idsOf(state)
+        ),
+      idle
+    ),
+    Stream.mapEffect((response) => toEvents(agent, viewStreamed, state, response)),
+    Stream.flattenIterables,
+    Stream.takeUntil((event) => event._tag === "Finished"),
+    Stream.concat(
+      Stream.suspend(() =>
+        state.finished
+          ? Stream.empty
+          : Stream.fail(
+            clientCall.callError(
+              agent,
+              "SendStreamingMessage",
+              "StreamInterrupted",
+              "Unknown",
+              "the stream ended before the task reached a final state",
+              idsOf(state)
+            )
+          )
+      )
+    )
+  )
+}
+
+/** The streaming send of an agent. @internal */
+export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitEnd): RemoteAgent["stream"] => {
+  const { agent, unsendable } = context
+  const { operate, reportStream } = context.engine
+  const viewStreamed = view(agent, "SendStreamingMessage")
+  const observeStream = (events: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>) =>
+    events.pipe(
+      Stream.tap((event) => event._tag === "Finished" ? reportStream(Either.right(event.outcome)) : Effect.void),
+      Stream.tapError((error) => reportStream(Either.left(error))),
+      Stream.withSpan("RemoteAgent.stream", { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
+    )
+
+  /**
+   * A stream that ended or was cut before a final state: ask for the
+   * task's real state. A task that still runs (its agent's turn ended
+   * before it did, or the card offers no streaming and the SDK sent one
+   * blocking call) is polled until it ends, as a send's is, within the
+   * call's time; after a silence that reached that time, it is not waited
+   * for again. Only once this stream has had an event: a task id the
+   * caller gave (a continuation) says nothing of whether this message was
+   * received.
+   */
+  const recover = (state: State, options: CallOptions | undefined) =>
+  (error: A2AClientError.A2AClientError): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
+    const recoverable = error.reason === "StreamInterrupted" || error.reason === "ConnectionLost" ||
+      (error.reason === "Timeout" && error.delivery === "Unknown")
+    if (!recoverable || !state.started || state.taskId === "") return Stream.fail(error)
+    const taskId = state.taskId
+    const ended = operate<RemoteOutcome.RemoteOutcome>(
+      "SendStreamingMessage",
+      options,
+      (exchange, done) =>
+        readTask(exchange, taskId, idsOf(state), (polled) => {
+          // A failed look at the task says less than the stream's own error.
+          if (Either.isLeft(polled)) return done(Either.left(error))
+          const view = polled.right
+          if (view._tag !== "Running") return done(Either.right(view))
+          return error.reason === "Timeout" ? done(Either.left(error)) : awaitEnd("SendStreamingMessage", exchange, view, done)
+        }),
+      false
+    )
+    return Stream.fromEffect(Effect.map(ended, (outcome) => RemoteEvent.Finished.make({ outcome })))
+  }
+
+  return (input, options) =>
+    Stream.suspend(() => {
+      const problem = unsendable(options, input)
+      if (problem !== undefined) {
+        return observeStream(Stream.fail(invalidRequest(agent, "SendStreamingMessage", inputIds(input), problem)))
+      }
+      const message = messageOf(input, options)
+      const state: State = {
+        taskId: message.taskId,
+        contextId: message.contextId,
+        started: false,
+        finished: false,
+        followed: "",
+        artifacts: new Map()
+      }
+      return observeStream(events(context, viewStreamed, state, message, options).pipe(Stream.catchAll(recover(state, options))))
+    })
+}
