@@ -13,31 +13,18 @@
  *
  * @since 0.1.0
  */
-import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, formatSSEEvent, type SendMessageRequest, SSE_HEADERS } from "@a2a-js/sdk"
-import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
-import { DefaultRequestHandler, InMemoryTaskStore, ServerCallContext, type TaskStore, type User } from "@a2a-js/sdk/server"
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpRouter from "@effect/platform/HttpRouter"
+import type { AgentCard } from "@a2a-js/sdk"
+import type { TaskStore, User } from "@a2a-js/sdk/server"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Cause, Context, Data, Duration, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Context, Data, type Duration, type Effect, Layer } from "effect"
 import type * as ConfigError from "effect/ConfigError"
-import { identity } from "effect/Function"
 import type * as Scope from "effect/Scope"
-import { createHash } from "node:crypto"
-import * as Http from "node:http"
-import * as AgentExecutor from "./AgentExecutor.js"
+import type * as AgentExecutor from "./AgentExecutor.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
-import * as internalFailure from "./internal/server/failure.js"
-import * as internalIdempotency from "./internal/server/idempotency.js"
-import * as internalParts from "./internal/server/handler.js"
-import * as internalRpc from "./internal/server/rpc.js"
+import * as internalHttp from "./internal/server/http.js"
+import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
+import * as internal from "./internal/server/server.js"
 import * as internalTaskStore from "./internal/server/taskStore.js"
-import * as internalTracing from "./internal/observability/tracing.js"
-import * as ErrorId from "./internal/wire/errorId.js"
 
 /**
  * The card fields the server does not fill in itself: `supportedInterfaces`
@@ -157,7 +144,7 @@ export interface IdempotencyOptions {
    * tenant should be the request's A2A tenant: the sweep records interrupted
    * tasks in the task store under it.
    */
-  readonly identity?: ((headers: internalIdempotency.Headers, user: User | undefined) => IdempotencyLedger.Identity) | undefined
+  readonly identity?: ((headers: internalIdempotencyEntry.Headers, user: User | undefined) => IdempotencyLedger.Identity) | undefined
   /** The lease of a running entry. Default 30 seconds. */
   readonly lease?: Duration.DurationInput | undefined
   /** How long a blocking repeat waits for the running original. Default 30 seconds. */
@@ -213,15 +200,12 @@ export const TaskStoreConfig = Data.taggedEnum<TaskStoreConfig>()
  * ```
  * @since 0.1.0
  */
-export class TaskStoreError extends Schema.TaggedError<TaskStoreError>("effect-a2a/TaskStoreError")(
-  "TaskStoreError",
-  {
-    reason: Schema.Literal("Driver", "Migration", "Connection"),
-    message: Schema.String
-  }
-) {}
+export const TaskStoreError: typeof internalTaskStore.TaskStoreError = internalTaskStore.TaskStoreError
 
-const isTaskStoreConfig = (store: TaskStore | TaskStoreConfig): store is TaskStoreConfig => "_tag" in store
+/**
+ * @since 0.1.0
+ */
+export type TaskStoreError = internalTaskStore.TaskStoreError
 
 /**
  * The running server.
@@ -266,48 +250,7 @@ export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
  * ```
  * @since 0.1.0
  */
-export const cardPath = "/.well-known/agent-card.json"
-
-const defaultMaxBodyBytes = 1024 * 1024
-const encoder = new TextEncoder()
-
-// A string body goes to Node's `end` as is, with its length declared: one write with the headers,
-// no re-encoding and no chunked framing (which Node would choose for a body of unknown length).
-const jsonText = (text: string, status: number, headers: Record<string, string>) =>
-  HttpServerResponse.raw(text, { status, contentType: "application/json", contentLength: Buffer.byteLength(text), headers })
-
-const jsonResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
-  jsonText(JSON.stringify(body), status, headers)
-
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
-const versionHeader = A2A_VERSION_HEADER.toLowerCase()
-
-const rpcError = (id: unknown, code: number, message: string, status = 200) =>
-  jsonResponse({ jsonrpc: "2.0", id, error: { code, message } }, status)
-
-// A refused body is not read on: the connection closes after the answer, instead of taking in the rest.
-const tooLarge = (message: string) =>
-  HttpServerResponse.setHeader(rpcError(null, internalRpc.INVALID_REQUEST, message, 413), "connection", "close")
-
-const buildCard = (options: CardOptions, baseUrl: string, rpcPath: string): AgentCard => {
-  const url = new URL(rpcPath, baseUrl).toString()
-  return {
-    version: "1.0.0",
-    provider: undefined,
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
-    skills: [],
-    signatures: [],
-    ...options,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], ...options.capabilities },
-    supportedInterfaces: [
-      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
-      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" }
-    ]
-  }
-}
+export const cardPath: typeof internalHttp.cardPath = internalHttp.cardPath
 
 /**
  * Starts the server in the current scope. Fails when the port cannot be
@@ -338,261 +281,7 @@ export const make: {
     options: Options<E, R> & { readonly idempotency: IdempotencyOptions }
   ): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope>
   <E, R>(options: Options<E, R>): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | Scope.Scope>
-} = <E, R>(
-  options: Options<E, R>
-): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
-  Effect.gen(function* () {
-    const taskStore = options.taskStore === undefined
-      ? new InMemoryTaskStore()
-      : isTaskStoreConfig(options.taskStore)
-      ? yield* Effect.mapError(internalTaskStore.make(options.taskStore), (failure) => new TaskStoreError(failure))
-      : options.taskStore
-    const executor = yield* AgentExecutor.make(options.agent, { ...options, name: options.name ?? options.card.name, taskStore })
-    const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
-    const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
-    const cardMaxAge = options.cardMaxAge ?? 3600
-    const shutdownTimeout = options.shutdownTimeout ?? Duration.seconds(10)
-
-    const nodeServer = Http.createServer()
-    const httpServer = yield* NodeHttpServer.make(() => nodeServer, {
-      host: options.host ?? "127.0.0.1",
-      port: options.port ?? 0
-    })
-    const address = httpServer.address._tag === "TcpAddress"
-      ? { hostname: httpServer.address.hostname, port: httpServer.address.port }
-      : { hostname: "localhost", port: 0 }
-    const hostForUrl = address.hostname === "0.0.0.0" || address.hostname === "::"
-      ? "127.0.0.1"
-      : address.hostname.includes(":")
-      ? `[${address.hostname}]`
-      : address.hostname
-    const url = (options.publicUrl ?? `http://${hostForUrl}:${address.port}`).replace(/\/+$/, "")
-    const card = buildCard(options.card, `${url}/`, rpcPath.replace(/^\//, ""))
-    const subscriptions = internalRpc.makeSubscriptions()
-    // Keyed messages let through to the ledger although a run of their task was in progress here.
-    const unheld = new WeakSet<ServerCallContext>()
-    const requestHandler = options.idempotency === undefined
-      ? new DefaultRequestHandler(
-        card,
-        executor.taskStore ?? taskStore,
-        executor,
-        ...internalParts.handlerArguments(subscriptions.manager)
-      )
-      : yield* (internalIdempotency.make({
-        card,
-        taskStore: executor.taskStore ?? taskStore,
-        executor,
-        subscriptions,
-        unheld: (context) => unheld.has(context),
-        options: options.idempotency
-      }))
-    const keyed = (params: SendMessageRequest, context: ServerCallContext): boolean => {
-      if (options.idempotency === undefined || params.message === undefined) return false
-      try {
-        return internalIdempotency.keyOf(params.message, internalParts.headersOf(context)) !== undefined
-      } catch {
-        return true
-      }
-    }
-    const dispatcher = internalRpc.makeDispatcher(requestHandler, card, {
-      checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore),
-      claim: (taskId, params, context) => {
-        const release = executor.claim(taskId)
-        if (release !== undefined || !keyed(params, context)) return release
-        // A keyed message goes on to the ledger, which joins a repeat to its run; a new key, it refuses.
-        unheld.add(context)
-        return () => {}
-      },
-      subscriptions
-    })
-
-    // Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
-    // request whose A2A-Version is absent or in [0.3, 1.0) gets the card in
-    // the v0.3 shape (the SDK's own conversion, the v1.0 interfaces embedded),
-    // any other the v1.0 card; each with its own ETag.
-    const legacyCard = yield* Effect.promise(() =>
-      new LegacyRestTransportHandler({ getAuthenticatedExtendedAgentCard: () => Promise.resolve(card) } as never)
-        .getAuthenticatedExtendedAgentCard(new ServerCallContext())
-    )
-    const cardCacheControl = cardMaxAge > 0 ? `public, max-age=${cardMaxAge}` : "no-cache"
-    const servedCard = (value: unknown) => {
-      const body = JSON.stringify(value)
-      const etag = `W/"${createHash("sha256").update(body).digest("hex").slice(0, 16)}"`
-      return { body, etag, headers: { ETag: etag, "Cache-Control": cardCacheControl, Vary: A2A_VERSION_HEADER } }
-    }
-    const v1Card = servedCard(card)
-    const v03Card = servedCard({ ...legacyCard, supportedInterfaces: structuredClone(card.supportedInterfaces) })
-    const serveCard = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
-      const served = internalRpc.isLegacyVersion(request.headers[versionHeader]) ? v03Card : v1Card
-      const ifNoneMatch = request.headers["if-none-match"]
-      if (
-        ifNoneMatch !== undefined &&
-        ifNoneMatch.split(",").some((tag) => tag.trim() === served.etag || tag.trim() === "*")
-      ) {
-        return HttpServerResponse.empty({ status: 304, headers: served.headers })
-      }
-      return jsonText(served.body, 200, served.headers)
-    })
-
-    // -32603 answers carry only an error id; what happened is logged under it.
-    // `thrown` is what was thrown, when known; otherwise the log has the error's message.
-    const sanitize = (error: internalRpc.RpcError, id: unknown, where: string, thrown?: unknown) => {
-      if (error.code !== internalRpc.INTERNAL_ERROR) return Effect.succeed(error)
-      // Already opaque: its cause was logged under that id where it happened.
-      if (ErrorId.isInternalErrorText(error.message)) {
-        return Effect.succeed<internalRpc.RpcError>({ code: error.code, message: error.message })
-      }
-      const errorId = ErrorId.make()
-      const cause = thrown === undefined ? `${error.message}` : internalFailure.renderCause(Cause.die(thrown))
-      return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
-        errorId,
-        where,
-        requestId: String(id),
-        cause
-      }).pipe(
-        Effect.as<internalRpc.RpcError>({ code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) })
-      )
-    }
-
-    const sanitizeBody = (body: unknown, where: string, thrown?: unknown): Effect.Effect<unknown> => {
-      if (typeof body === "object" && body !== null && "error" in body) {
-        const response = body as internalRpc.RpcErrorResponse
-        return Effect.map(sanitize(response.error, response.id, where, thrown), (error) => ({ ...response, error }))
-      }
-      return Effect.succeed(body)
-    }
-
-    const sseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>) => {
-      const { id, iterator, mapError } = dispatched
-      const head = dispatched.first === undefined || dispatched.first.done === true
-        ? Stream.empty
-        : Stream.succeed(dispatched.first.value)
-      const rest = dispatched.first?.done === true ? Stream.empty : Stream.repeatEffectOption(
-        Effect.tryPromise({ try: () => iterator.next(), catch: (error) => error }).pipe(
-          Effect.mapError(Option.some),
-          Effect.flatMap((next) => next.done === true ? Effect.fail(Option.none()) : Effect.succeed(next.value))
-        )
-      )
-      return Stream.concat(head, rest).pipe(
-        // An event that cannot be written ends the stream with an error event, like any failure.
-        Stream.mapEffect((event) =>
-          Effect.flatMap(sanitizeBody(event, "stream"), (body) => Effect.try({ try: () => formatSSEEvent(body), catch: identity }))
-        ),
-        Stream.catchAll((error) =>
-          Stream.fromEffect(Effect.map(
-            sanitize(mapError(error), id, "stream", error),
-            (mapped) => formatSSEErrorEvent({ jsonrpc: "2.0", id, error: mapped })
-          ))
-        ),
-        Stream.map((text) => encoder.encode(text)),
-        Stream.ensuring(Effect.sync(dispatched.close))
-      )
-    }
-
-    let closing = false
-
-    const serveRpc = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      if (closing) {
-        return Effect.succeed(rpcError(null, internalRpc.INTERNAL_ERROR, "The server is shutting down.", 503))
-      }
-      // The Node request itself: its headers object and body stream, without copies.
-      const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-      const headers = incoming.headers as internalRpc.Headers
-      const contentType = headers["content-type"]
-      if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
-        return Effect.succeed(rpcError(null, -32005, `Unsupported Content-Type; expected application/json.`))
-      }
-      const declared = Number(headers["content-length"])
-      if (Number.isFinite(declared) && declared > maxBodyBytes) {
-        return Effect.succeed(tooLarge("Request body too large."))
-      }
-      // Read, parse and dispatch in one promise: one wait for the fiber per request.
-      type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
-      const receive = (): Promise<Received> =>
-        internalRpc.readBody(incoming, maxBodyBytes).then((bytes): Received | Promise<Received> => {
-          if (bytes === undefined) {
-            return tooLarge("Request body too large or unreadable.")
-          }
-          let body: unknown
-          try {
-            body = JSON.parse(utf8.decode(bytes))
-          } catch {
-            return rpcError(null, internalRpc.PARSE_ERROR, "Invalid JSON payload.")
-          }
-          return dispatcher.dispatch(body, headers)
-        })
-      return Effect.suspend(() => {
-        const received = receive()
-        return Effect.flatMap(Effect.promise(() => received), (dispatched) => {
-          if (HttpServerResponse.isServerResponse(dispatched)) return Effect.succeed(dispatched)
-          if (dispatched._tag === "Json") {
-            return Effect.map(
-              sanitizeBody(dispatched.body, "response", dispatched.cause),
-              (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
-            )
-          }
-          return Effect.succeed(HttpServerResponse.stream(sseStream(dispatched), {
-            contentType: SSE_HEADERS["Content-Type"],
-            headers: { ...SSE_HEADERS, ...dispatched.headers }
-          }))
-        }).pipe(
-          // A client gone before its answer: a stream that would have been written is closed all the same,
-          // so that what it holds (the hold on a task it continues, its place on the task's bus) is let go.
-          Effect.onInterrupt(() =>
-            Effect.sync(() => {
-              received.then((dispatched) => {
-                if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") dispatched.close()
-              }, () => undefined)
-            })
-          )
-        )
-      })
-    }).pipe(
-      Effect.catchAllCause((cause) => {
-        const errorId = ErrorId.make()
-        return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
-          errorId,
-          cause: internalFailure.renderCause(cause)
-        }).pipe(
-          Effect.as(rpcError(null, internalRpc.INTERNAL_ERROR, ErrorId.internalErrorText(errorId), 500))
-        )
-      })
-    )
-
-    const router = HttpRouter.empty.pipe(
-      HttpRouter.get(cardPath, serveCard),
-      HttpRouter.post(rpcPath as HttpRouter.PathInput, serveRpc)
-    )
-    // The platform builds a span per request (URL parsing, every header as an
-    // attribute); with no tracer of the application's it goes nowhere.
-    const tracer = yield* Effect.tracer
-    const httpSpans = options.httpSpans ?? internalTracing.exportsSpans(tracer)
-    yield* httpSpans
-      ? httpServer.serve(router)
-      : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)
-
-    // Added last, so it runs first when the scope closes.
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function* () {
-        closing = true
-        // Stops accepting; the connections close as they go idle.
-        let closed = false
-        nodeServer.close(() => {
-          closed = true
-        })
-        nodeServer.closeIdleConnections()
-        yield* executor.shutdown(shutdownTimeout)
-        // Let the answers to the runs that just ended go out: a connection is idle once its answer is.
-        yield* Effect.sync(() => nodeServer.closeIdleConnections()).pipe(
-          Effect.zipRight(Effect.sleep("10 millis")),
-          Effect.repeat({ until: () => closed, times: 200 })
-        )
-        nodeServer.closeAllConnections()
-      })
-    )
-
-    return { url, rpcUrl: card.supportedInterfaces[0]!.url, address, card, executor, taskStore }
-  })
+} = internal.make
 
 /**
  * The server as a Layer: it runs while the layer is alive.

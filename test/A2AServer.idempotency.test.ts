@@ -15,7 +15,7 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
-import { fingerprintOf } from "../src/internal/server/idempotency.js"
+import { fingerprintOf } from "../src/internal/server/idempotencyEntry.js"
 import {
   busListeners,
   captureLogs,

@@ -23,7 +23,6 @@ import {
   validateVersion
 } from "@a2a-js/sdk/server"
 import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
-import type { Readable } from "node:stream"
 import { storedTextProblem } from "../ledger/storedText.js"
 
 /** @internal */
@@ -430,55 +429,4 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
     }
   }
   return { dispatch }
-}
-
-/**
- * The body of a Node request, or `undefined` when it is larger than
- * `maxBytes` (counted as it arrives, before anything is parsed) or breaks
- * off. What is left of a refused body is drained unread.
- *
- * @internal
- */
-export const readBody = (incoming: Readable, maxBytes: number): Promise<Buffer | undefined> =>
-  new Promise((resolve) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const finish = (value: Buffer | undefined) => {
-      incoming.off("data", onData)
-      incoming.off("end", onEnd)
-      incoming.off("error", onError)
-      incoming.off("close", onClose)
-      resolve(value)
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > maxBytes) {
-        finish(undefined)
-        incoming.resume()
-        return
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = () => finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
-    const onError = () => finish(undefined)
-    const onClose = () => finish(undefined)
-    incoming.on("data", onData)
-    incoming.on("end", onEnd)
-    incoming.on("error", onError)
-    incoming.on("close", onClose)
-  })
-
-/**
- * Whether an `A2A-Version` header asks for v0.3: absent, empty, or in
- * [0.3, 1.0), as the SDK's legacy card router decides it.
- *
- * @internal
- */
-export const isLegacyVersion = (version: string | undefined): boolean => {
-  if (version === undefined || version.trim() === "") return true
-  const [major = "", minor = "0"] = version.trim().split(".")
-  const majorNumber = Number.parseInt(major, 10)
-  const minorNumber = Number.parseInt(minor, 10)
-  if (!Number.isFinite(majorNumber) || majorNumber < 0 || !Number.isFinite(minorNumber) || minorNumber < 0) return false
-  return majorNumber === 0 && minorNumber >= 3
 }

@@ -8,7 +8,7 @@
  * @internal
  */
 import type { TaskStore } from "@a2a-js/sdk/server"
-import { Effect, Runtime } from "effect"
+import { Effect, Runtime, Schema } from "effect"
 import type * as Scope from "effect/Scope"
 import type { Kysely, PostgresPool, SqliteDatabase } from "kysely"
 import { createRequire } from "node:module"
@@ -25,6 +25,15 @@ export interface Failure {
   readonly reason: "Driver" | "Migration" | "Connection"
   readonly message: string
 }
+
+/** @internal */
+export class TaskStoreError extends Schema.TaggedError<TaskStoreError>("effect-a2a/TaskStoreError")(
+  "TaskStoreError",
+  {
+    reason: Schema.Literal("Driver", "Migration", "Connection"),
+    message: Schema.String
+  }
+) {}
 
 // A non-literal specifier: the drivers ship no types of their own, and are
 // only loaded when asked for.

@@ -1,0 +1,290 @@
+/**
+ * The server's HTTP edge: the card route, and the JSON-RPC route around the
+ * dispatch (the body read and parsed, the answer written as JSON or as SSE,
+ * the cause of a -32603 answer logged under an error id).
+ *
+ * @internal
+ */
+import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk"
+import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
+import { ServerCallContext } from "@a2a-js/sdk/server"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { Cause, Effect, Option, Stream } from "effect"
+import { identity } from "effect/Function"
+import { createHash } from "node:crypto"
+import type { Readable } from "node:stream"
+import * as ErrorId from "../wire/errorId.js"
+import * as internalFailure from "./failure.js"
+import * as internalRpc from "./rpc.js"
+
+/** @internal */
+export const cardPath = "/.well-known/agent-card.json"
+
+const encoder = new TextEncoder()
+
+// A string body goes to Node's `end` as is, with its length declared: one write with the headers,
+// no re-encoding and no chunked framing (which Node would choose for a body of unknown length).
+const jsonText = (text: string, status: number, headers: Record<string, string>) =>
+  HttpServerResponse.raw(text, { status, contentType: "application/json", contentLength: Buffer.byteLength(text), headers })
+
+const jsonResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  jsonText(JSON.stringify(body), status, headers)
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+const versionHeader = A2A_VERSION_HEADER.toLowerCase()
+
+const rpcError = (id: unknown, code: number, message: string, status = 200) =>
+  jsonResponse({ jsonrpc: "2.0", id, error: { code, message } }, status)
+
+// A refused body is not read on: the connection closes after the answer, instead of taking in the rest.
+const tooLarge = (message: string) =>
+  HttpServerResponse.setHeader(rpcError(null, internalRpc.INVALID_REQUEST, message, 413), "connection", "close")
+
+/**
+ * The body of a Node request, or `undefined` when it is larger than
+ * `maxBytes` (counted as it arrives, before anything is parsed) or breaks
+ * off. What is left of a refused body is drained unread.
+ *
+ * @internal
+ */
+export const readBody = (incoming: Readable, maxBytes: number): Promise<Buffer | undefined> =>
+  new Promise((resolve) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const finish = (value: Buffer | undefined) => {
+      incoming.off("data", onData)
+      incoming.off("end", onEnd)
+      incoming.off("error", onError)
+      incoming.off("close", onClose)
+      resolve(value)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > maxBytes) {
+        finish(undefined)
+        incoming.resume()
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
+    const onError = () => finish(undefined)
+    const onClose = () => finish(undefined)
+    incoming.on("data", onData)
+    incoming.on("end", onEnd)
+    incoming.on("error", onError)
+    incoming.on("close", onClose)
+  })
+
+/**
+ * Whether an `A2A-Version` header asks for v0.3: absent, empty, or in
+ * [0.3, 1.0), as the SDK's legacy card router decides it.
+ *
+ * @internal
+ */
+export const isLegacyVersion = (version: string | undefined): boolean => {
+  if (version === undefined || version.trim() === "") return true
+  const [major = "", minor = "0"] = version.trim().split(".")
+  const majorNumber = Number.parseInt(major, 10)
+  const minorNumber = Number.parseInt(minor, 10)
+  if (!Number.isFinite(majorNumber) || majorNumber < 0 || !Number.isFinite(minorNumber) || minorNumber < 0) return false
+  return majorNumber === 0 && minorNumber >= 3
+}
+
+// Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
+// request whose A2A-Version is absent or in [0.3, 1.0) gets the card in
+// the v0.3 shape (the SDK's own conversion, the v1.0 interfaces embedded),
+// any other the v1.0 card; each with its own ETag.
+const cardRoute = (card: AgentCard, cardMaxAge: number) =>
+  Effect.gen(function* () {
+    const legacyCard = yield* Effect.promise(() =>
+      new LegacyRestTransportHandler({ getAuthenticatedExtendedAgentCard: () => Promise.resolve(card) } as never)
+        .getAuthenticatedExtendedAgentCard(new ServerCallContext())
+    )
+    const cardCacheControl = cardMaxAge > 0 ? `public, max-age=${cardMaxAge}` : "no-cache"
+    const servedCard = (value: unknown) => {
+      const body = JSON.stringify(value)
+      const etag = `W/"${createHash("sha256").update(body).digest("hex").slice(0, 16)}"`
+      return { body, etag, headers: { ETag: etag, "Cache-Control": cardCacheControl, Vary: A2A_VERSION_HEADER } }
+    }
+    const v1Card = servedCard(card)
+    const v03Card = servedCard({ ...legacyCard, supportedInterfaces: structuredClone(card.supportedInterfaces) })
+    return Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+      const served = isLegacyVersion(request.headers[versionHeader]) ? v03Card : v1Card
+      const ifNoneMatch = request.headers["if-none-match"]
+      if (
+        ifNoneMatch !== undefined &&
+        ifNoneMatch.split(",").some((tag) => tag.trim() === served.etag || tag.trim() === "*")
+      ) {
+        return HttpServerResponse.empty({ status: 304, headers: served.headers })
+      }
+      return jsonText(served.body, 200, served.headers)
+    })
+  })
+
+// -32603 answers carry only an error id; what happened is logged under it.
+// `thrown` is what was thrown, when known; otherwise the log has the error's message.
+const sanitize = (error: internalRpc.RpcError, id: unknown, where: string, thrown?: unknown) => {
+  if (error.code !== internalRpc.INTERNAL_ERROR) return Effect.succeed(error)
+  // Already opaque: its cause was logged under that id where it happened.
+  if (ErrorId.isInternalErrorText(error.message)) {
+    return Effect.succeed<internalRpc.RpcError>({ code: error.code, message: error.message })
+  }
+  const errorId = ErrorId.make()
+  const cause = thrown === undefined ? `${error.message}` : internalFailure.renderCause(Cause.die(thrown))
+  return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
+    errorId,
+    where,
+    requestId: String(id),
+    cause
+  }).pipe(
+    Effect.as<internalRpc.RpcError>({ code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) })
+  )
+}
+
+const sanitizeBody = (body: unknown, where: string, thrown?: unknown): Effect.Effect<unknown> => {
+  if (typeof body === "object" && body !== null && "error" in body) {
+    const response = body as internalRpc.RpcErrorResponse
+    return Effect.map(sanitize(response.error, response.id, where, thrown), (error) => ({ ...response, error }))
+  }
+  return Effect.succeed(body)
+}
+
+const sseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>) => {
+  const { id, iterator, mapError } = dispatched
+  const head = dispatched.first === undefined || dispatched.first.done === true
+    ? Stream.empty
+    : Stream.succeed(dispatched.first.value)
+  const rest = dispatched.first?.done === true ? Stream.empty : Stream.repeatEffectOption(
+    Effect.tryPromise({ try: () => iterator.next(), catch: (error) => error }).pipe(
+      Effect.mapError(Option.some),
+      Effect.flatMap((next) => next.done === true ? Effect.fail(Option.none()) : Effect.succeed(next.value))
+    )
+  )
+  return Stream.concat(head, rest).pipe(
+    // An event that cannot be written ends the stream with an error event, like any failure.
+    Stream.mapEffect((event) =>
+      Effect.flatMap(sanitizeBody(event, "stream"), (body) => Effect.try({ try: () => formatSSEEvent(body), catch: identity }))
+    ),
+    Stream.catchAll((error) =>
+      Stream.fromEffect(Effect.map(
+        sanitize(mapError(error), id, "stream", error),
+        (mapped) => formatSSEErrorEvent({ jsonrpc: "2.0", id, error: mapped })
+      ))
+    ),
+    Stream.map((text) => encoder.encode(text)),
+    Stream.ensuring(Effect.sync(dispatched.close))
+  )
+}
+
+type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
+
+// Read, parse and dispatch in one promise: one wait for the fiber per request.
+const receive = (
+  incoming: Readable,
+  headers: internalRpc.Headers,
+  maxBodyBytes: number,
+  dispatcher: internalRpc.Dispatcher
+): Promise<Received> =>
+  readBody(incoming, maxBodyBytes).then((bytes): Received | Promise<Received> => {
+    if (bytes === undefined) {
+      return tooLarge("Request body too large or unreadable.")
+    }
+    let body: unknown
+    try {
+      body = JSON.parse(utf8.decode(bytes))
+    } catch {
+      return rpcError(null, internalRpc.PARSE_ERROR, "Invalid JSON payload.")
+    }
+    return dispatcher.dispatch(body, headers)
+  })
+
+const rpcRoute = (dispatcher: internalRpc.Dispatcher, maxBodyBytes: number, state: State) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    if (state.closing) {
+      return Effect.succeed(rpcError(null, internalRpc.INTERNAL_ERROR, "The server is shutting down.", 503))
+    }
+    // The Node request itself: its headers object and body stream, without copies.
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    const headers = incoming.headers as internalRpc.Headers
+    const contentType = headers["content-type"]
+    if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
+      return Effect.succeed(rpcError(null, -32005, `Unsupported Content-Type; expected application/json.`))
+    }
+    const declared = Number(headers["content-length"])
+    if (Number.isFinite(declared) && declared > maxBodyBytes) {
+      return Effect.succeed(tooLarge("Request body too large."))
+    }
+    return Effect.suspend(() => {
+      const received = receive(incoming, headers, maxBodyBytes, dispatcher)
+      return Effect.flatMap(Effect.promise(() => received), (dispatched) => {
+        if (HttpServerResponse.isServerResponse(dispatched)) return Effect.succeed(dispatched)
+        if (dispatched._tag === "Json") {
+          return Effect.map(
+            sanitizeBody(dispatched.body, "response", dispatched.cause),
+            (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
+          )
+        }
+        return Effect.succeed(HttpServerResponse.stream(sseStream(dispatched), {
+          contentType: SSE_HEADERS["Content-Type"],
+          headers: { ...SSE_HEADERS, ...dispatched.headers }
+        }))
+      }).pipe(
+        // A client gone before its answer: a stream that would have been written is closed all the same,
+        // so that what it holds (the hold on a task it continues, its place on the task's bus) is let go.
+        Effect.onInterrupt(() =>
+          Effect.sync(() => {
+            received.then((dispatched) => {
+              if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") dispatched.close()
+            }, () => undefined)
+          })
+        )
+      )
+    })
+  }).pipe(
+    Effect.catchAllCause((cause) => {
+      const errorId = ErrorId.make()
+      return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
+        errorId,
+        cause: internalFailure.renderCause(cause)
+      }).pipe(
+        Effect.as(rpcError(null, internalRpc.INTERNAL_ERROR, ErrorId.internalErrorText(errorId), 500))
+      )
+    })
+  )
+
+/**
+ * What the server's lifetime tells the edge.
+ *
+ * @internal
+ */
+export interface State {
+  /** Set when the server closes: JSON-RPC requests are then refused with 503. */
+  readonly closing: boolean
+}
+
+/** @internal */
+export interface Options {
+  readonly card: AgentCard
+  /** The card's `max-age`, in seconds; 0 sends `no-cache`. */
+  readonly cardMaxAge: number
+  readonly rpcPath: string
+  readonly maxBodyBytes: number
+  readonly dispatcher: internalRpc.Dispatcher
+  readonly state: State
+}
+
+/**
+ * The server's routes: the card, and the JSON-RPC endpoint.
+ *
+ * @internal
+ */
+export const router = (options: Options) =>
+  Effect.map(cardRoute(options.card, options.cardMaxAge), (serveCard) =>
+    HttpRouter.empty.pipe(
+      HttpRouter.get(cardPath, serveCard),
+      HttpRouter.post(options.rpcPath as HttpRouter.PathInput, rpcRoute(options.dispatcher, options.maxBodyBytes, options.state))
+    ))

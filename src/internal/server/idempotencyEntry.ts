@@ -1,0 +1,353 @@
+/**
+ * The idempotency entry of a keyed request in the ledger: its key and
+ * payload digest, how it begins, how a repeat joins it while it runs, how it
+ * is settled after its run, and how an entry whose replica died is recorded
+ * FAILED. The request handler of `./idempotency.ts` runs these steps.
+ *
+ * @internal
+ */
+import {
+  type AgentCard,
+  type Message,
+  Message as MessageCodec,
+  type SendMessageRequest,
+  type Task,
+  Task as TaskCodec,
+  TaskState
+} from "@a2a-js/sdk"
+import { RequestMalformedError } from "@a2a-js/sdk/errors"
+import { ServerCallContext, type TaskStore, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
+import { Cause, type Duration, Effect, type Fiber, Option } from "effect"
+import { randomUUID } from "node:crypto"
+import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
+import { IdempotencyError } from "../ledger/errors.js"
+import { fingerprint } from "../ledger/key.js"
+import * as internalFailure from "./failure.js"
+import * as internalParts from "./handler.js"
+import * as internalRpc from "./rpc.js"
+import * as ErrorId from "../wire/errorId.js"
+import * as IdempotencyKey from "../wire/idempotencyKey.js"
+import * as wireParts from "../wire/parts.js"
+import * as taskState from "../wire/taskState.js"
+
+/** @internal */
+export type Headers = internalParts.RequestHeaders
+
+/** @internal */
+export interface Options {
+  readonly identity?: ((headers: Headers, user: User | undefined) => IdempotencyLedger.Identity) | undefined
+  readonly lease?: Duration.DurationInput | undefined
+  readonly wait?: Duration.DurationInput | undefined
+  readonly sweepEvery?: Duration.DurationInput | undefined
+}
+
+/** The text of a key sent twice with different values. */
+export const keyMismatchText = "idempotency key differs between the Idempotency-Key header and the message metadata"
+
+const conflictText = "idempotency key reused with a different request"
+
+/** What is stored as the result of an entry: the JSON-RPC `SendMessage` result shape. */
+export type Stored = { readonly task: unknown } | { readonly message: unknown }
+
+const firstHeader = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" || value === undefined ? value : value[0]
+
+/**
+ * The key of a request: from the message metadata or the `Idempotency-Key`
+ * header; when both are present they must agree.
+ *
+ * @internal
+ */
+export const keyOf = (message: Message, headers: Headers): string | undefined => {
+  const fromMetadata: unknown = message.metadata?.[IdempotencyKey.metadataKey]
+  const fromHeader = firstHeader(headers[IdempotencyKey.headerName.toLowerCase()])
+  if (fromMetadata !== undefined && typeof fromMetadata !== "string") {
+    throw new RequestMalformedError(`message metadata ${IdempotencyKey.metadataKey} must be a string`)
+  }
+  if (fromMetadata !== undefined && fromHeader !== undefined && fromMetadata !== fromHeader) {
+    throw new RequestMalformedError(keyMismatchText)
+  }
+  const key = fromMetadata ?? fromHeader
+  return key === undefined || key === "" ? undefined : key
+}
+
+/**
+ * The payload digest: the message as sent, without its `messageId` (a resend
+ * gets a new one) and without the key itself, plus whether it was streamed.
+ *
+ * @internal
+ */
+export const fingerprintOf = (message: Message, kind: "send" | "stream"): string => {
+  const { [IdempotencyKey.metadataKey]: _key, ...metadata } = message.metadata ?? {}
+  const json = MessageCodec.toJSON({ ...message, messageId: "", metadata }) as Record<string, unknown>
+  return fingerprint({ kind, message: json })
+}
+
+/** The default identity: the A2A tenant and the authenticated user's name; anonymous otherwise. */
+const defaultIdentity = (context: ServerCallContext): IdempotencyLedger.Identity => ({
+  tenant: context.tenant ?? "",
+  user: context.user?.isAuthenticated === true ? context.user.userName : ""
+})
+
+/** @internal */
+export const decode = (stored: unknown): Task | Message => {
+  if (typeof stored === "object" && stored !== null) {
+    if ("task" in stored) return TaskCodec.fromJSON((stored as { task: unknown }).task)
+    if ("message" in stored) return MessageCodec.fromJSON((stored as { message: unknown }).message)
+  }
+  throw new Error("idempotency ledger holds a result that is not a task or a message")
+}
+
+/** @internal */
+export const encode = (result: Task | Message): Stored =>
+  "status" in result ? { task: TaskCodec.toJSON(result) } : { message: MessageCodec.toJSON(result as Message) }
+
+/**
+ * What the parts of one idempotent request handler share: built once, by
+ * `make` of `./idempotency.ts`, for the server's lifetime.
+ *
+ * @internal
+ */
+export interface Shared {
+  readonly ledger: IdempotencyLedger.Service
+  readonly runPromise: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+  readonly runFork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+  readonly card: AgentCard
+  readonly taskStore: TaskStore
+  /** The handler's event buses, and what subscribes to them. */
+  readonly subscriptions: internalRpc.Subscriptions
+  readonly lease: Duration.DurationInput
+  readonly wait: Duration.DurationInput
+  readonly identity: Options["identity"]
+  readonly onExpired: ReturnType<typeof expiring>
+  /** Keyed messages let through to the ledger although a run of their task was in progress here. */
+  readonly unheld: WeakSet<ServerCallContext>
+  readonly assigned: WeakMap<ServerCallContext, string>
+  /** The context id the handler gave each request's run, for a task recorded without the store. */
+  readonly runContexts: WeakMap<ServerCallContext, string>
+  /**
+   * The runs of this process by task id: a send that returns immediately is
+   * answered before its run ends, and its entry must record that end.
+   */
+  readonly runs: Map<string, Promise<void>>
+  /**
+   * The calls that started a run: one refused before (a message to a task
+   * that has ended) must not record that task as its result.
+   */
+  readonly ran: WeakSet<ServerCallContext>
+}
+
+const identityOf = (shared: Shared, context: ServerCallContext) =>
+  shared.identity === undefined ? defaultIdentity(context) : shared.identity(internalParts.headersOf(context), context.user)
+
+// The store is scoped by tenant and owner; the server's transport has no
+// authentication, so every request runs as the unauthenticated user.
+const storeContext = (tenant: string) =>
+  new ServerCallContext({ user: new UnauthenticatedUser(), ...(tenant === "" ? {} : { tenant }) })
+
+/** The task ended FAILED under a new error id, with what is known of it. */
+const failedTask = (taskId: string, contextId: string, existing: Task | undefined) => {
+  const errorId = ErrorId.make()
+  const task: Task = {
+    id: taskId,
+    contextId,
+    artifacts: existing?.artifacts ?? [],
+    history: existing?.history ?? [],
+    metadata: existing?.metadata ?? {},
+    status: {
+      state: TaskState.TASK_STATE_FAILED,
+      message: wireParts.agentMessage(taskId, contextId, [wireParts.textPart(ErrorId.failureText(errorId))]),
+      timestamp: new Date().toISOString()
+    }
+  }
+  return { errorId, task }
+}
+
+/**
+ * A replica stopped renewing its lease: record the task FAILED, reason interrupted.
+ *
+ * @internal
+ */
+export const expiring = (taskStore: TaskStore) => (entry: IdempotencyLedger.Entry) =>
+  Effect.gen(function*() {
+    const context = storeContext(entry.identity.tenant)
+    const existing = yield* Effect.tryPromise(() => taskStore.load(entry.taskId, context))
+    // Its replica saved the end but died before recording it: keep that end.
+    if (existing !== undefined && taskState.isSettled(existing.status?.state)) return encode(existing)
+    const { errorId, task: failed } = failedTask(entry.taskId, existing?.contextId || randomUUID(), existing)
+    yield* Effect.tryPromise(() => taskStore.save(failed, context))
+    yield* Effect.logError("Task interrupted: its replica stopped before it ended").pipe(
+      Effect.annotateLogs({
+        errorId,
+        reason: "interrupted",
+        taskId: entry.taskId,
+        idempotencyKey: entry.key,
+        leaseOwner: entry.leaseOwner._tag === "Some" ? entry.leaseOwner.value : ""
+      })
+    )
+    return encode(failed)
+  })
+
+/**
+ * The task as stored now, or a SUBMITTED placeholder when its replica has not saved it yet.
+ *
+ * @internal
+ */
+export const snapshot = (taskStore: TaskStore, taskId: string, context: ServerCallContext, message: Message): Effect.Effect<Task> =>
+  Effect.map(Effect.promise(() => taskStore.load(taskId, context)), (task): Task =>
+    task ?? {
+      id: taskId,
+      contextId: message.contextId,
+      artifacts: [],
+      history: [],
+      metadata: {},
+      status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() }
+    })
+
+/** @internal */
+export interface Prepared {
+  readonly ref: IdempotencyLedger.EntryRef
+  readonly outcome: IdempotencyLedger.BeginOutcome
+}
+
+/**
+ * The entry of a keyed request, begun or found; `undefined` for a request without a key.
+ *
+ * @internal
+ */
+export const begin = (shared: Shared, params: SendMessageRequest, context: ServerCallContext, kind: "send" | "stream") =>
+  Effect.gen(function*() {
+    const { ledger, unheld } = shared
+    const message = params.message
+    if (message === undefined) return undefined
+    const key = keyOf(message, internalParts.headersOf(context))
+    if (key === undefined) return undefined
+    const ref = { key, identity: identityOf(shared, context) }
+    const request = {
+      ...ref,
+      fingerprint: fingerprintOf(message, kind),
+      taskId: message.taskId || randomUUID(),
+      lease: shared.lease
+    }
+    // A new key, not a repeat, to a task that runs: a second run would share its event bus. Refused
+    // before anything is written, so that a repeat meanwhile is not joined to an entry about to go.
+    const refused = unheld.has(context) && Option.isNone(yield* ledger.get(ref))
+    if (refused) return yield* Effect.fail(internalRpc.stillRunning(request.taskId))
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const outcome = yield* ledger.begin(request)
+      if (outcome._tag === "Started" && unheld.has(context)) {
+        // Its entry went since the read (abandoned, cleaned up): a new key after all.
+        yield* ledger.abandon({ ...ref, lease: outcome.lease })
+        return yield* Effect.fail(internalRpc.stillRunning(request.taskId))
+      }
+      if (outcome._tag !== "Interrupted") return { ref, outcome } satisfies Prepared
+      // Record it FAILED now rather than at the next sweep, then read it back.
+      yield* ledger.expireLease({ ...ref, onExpired: shared.onExpired })
+    }
+    return yield* Effect.dieMessage("idempotency entry stayed interrupted")
+  }).pipe(
+    Effect.catchTag("IdempotencyConflict", () => Effect.fail(new RequestMalformedError(conflictText))),
+    // A key (with its tenant and user name) no ledger can keep: the caller's mistake, not an outage.
+    Effect.catchIf(
+      (error): error is IdempotencyLedger.IdempotencyError =>
+        error instanceof IdempotencyError && error.reason === "InvalidKey",
+      (error) => Effect.fail(new RequestMalformedError(`idempotency key: ${error.detail}`))
+    )
+  )
+
+/**
+ * Waits for a running entry; on time-out answers with the task as it is
+ * now. `undefined` when the entry went meanwhile: its request was
+ * refused before any run (its entry abandoned), so the key is free again.
+ *
+ * @internal
+ */
+export const join = (
+  shared: Shared,
+  prepared: Prepared,
+  taskId: string,
+  context: ServerCallContext,
+  message: Message
+): Effect.Effect<Task | Message | undefined, IdempotencyLedger.IdempotencyError | Cause.UnknownException> => {
+  const { ledger, onExpired, taskStore } = shared
+  return ledger.await({ ...prepared.ref, timeout: shared.wait }).pipe(
+    Effect.flatMap((outcome) =>
+      outcome._tag === "Finished"
+        ? Effect.sync(() => decode(outcome.result))
+        : Effect.zipRight(
+          ledger.expireLease({ ...prepared.ref, onExpired }),
+          Effect.flatMap(ledger.await({ ...prepared.ref, timeout: "1 second" }), (again) =>
+            again._tag === "Finished" ? Effect.sync(() => decode(again.result)) : snapshot(taskStore, taskId, context, message))
+        )
+    ),
+    Effect.catchIf(
+      (error) => error._tag === "IdempotencyError" && error.reason === "Timeout",
+      () => snapshot(taskStore, taskId, context, message)
+    ),
+    Effect.catchIf((error) => error._tag === "IdempotencyError" && error.reason === "NotFound", () => Effect.succeed(undefined))
+  )
+}
+
+/**
+ * When this process's run of the task ends; at once when it runs none.
+ *
+ * @internal
+ */
+export const runEnded = (shared: Shared, taskId: string) =>
+  Effect.promise(() => (shared.runs.get(taskId) ?? Promise.resolve()).catch(() => undefined))
+
+/**
+ * After a run: finish the entry with the stored task, or release it when no run started.
+ *
+ * @internal
+ */
+export const settle = (
+  shared: Shared,
+  prepared: Prepared,
+  held: IdempotencyLedger.Lease,
+  taskId: string,
+  context: ServerCallContext,
+  result: Task | Message | undefined
+): Effect.Effect<void, IdempotencyLedger.IdempotencyError> =>
+  Effect.gen(function*() {
+    const { ledger, taskStore } = shared
+    if (!shared.ran.has(context)) {
+      yield* ledger.abandon({ ...prepared.ref, lease: held })
+      return
+    }
+    const read = Effect.promise(() =>
+      taskStore.load(taskId, context).catch((error: unknown) =>
+        // The entry then records what the run returned; say why.
+        shared.runPromise(
+          Effect.logWarning("Could not read the task back to record its end; recording the run's result").pipe(
+            Effect.annotateLogs({ taskId, idempotencyKey: prepared.ref.key, cause: internalFailure.renderCause(Cause.die(error)) }),
+            Effect.as(undefined)
+          )
+        )
+      )
+    )
+    let final = (yield* read) ?? result
+    if (final === undefined) {
+      // The handler gave up (its store refused a save), but the run may go on and write its end
+      // itself once the store is back: that end is what the entry records, read after the run.
+      yield* ledger.withLease({ ...prepared.ref, lease: held, duration: shared.lease }, runEnded(shared, taskId))
+      final = yield* read
+    }
+    if (final === undefined) {
+      // The run started, but no task of it can be read (its store refused it): the entry records it
+      // FAILED, so that a repeat does not run its side effects again.
+      const { errorId, task } = failedTask(taskId, shared.runContexts.get(context) ?? randomUUID(), undefined)
+      const saved = yield* Effect.promise(() => taskStore.save(task, context).then(() => true, () => false))
+      yield* Effect.logError("The run's task could not be stored; its idempotency entry records it FAILED").pipe(
+        Effect.annotateLogs({ errorId, taskId, idempotencyKey: prepared.ref.key, savedToStore: String(saved) })
+      )
+      final = task
+    }
+    const recorded = yield* ledger.finish({ ...prepared.ref, result: encode(final), lease: held })
+    if (!recorded) {
+      yield* Effect.logWarning("The idempotency entry was already recorded by another replica (lease lost)").pipe(
+        Effect.annotateLogs({ taskId, idempotencyKey: prepared.ref.key })
+      )
+    }
+  })
+
