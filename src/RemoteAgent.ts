@@ -65,7 +65,7 @@ export interface CallOptions {
   /** Overrides the agent's timeout for this call. */
   readonly timeout?: Duration.DurationInput | undefined
   /**
-   * Sent as message metadata under `IdempotencyKey.metadataKey` and as the
+   * Sent as message metadata under `Idempotency.metadataKey` and as the
    * `Idempotency-Key` header, so the server can recognise a repeat. See
    * `Idempotency.deriveKey`.
    */
