@@ -61,7 +61,7 @@ import {
   SynchronizedRef
 } from "effect"
 import { A2AClientError, type Reason } from "./A2AClientError.js"
-import * as internal from "./internal/client/circuitBreaker.js"
+import * as internal from "./internal/client/circuitState.js"
 import { withoutStackTrace } from "./internal/errors.js"
 import { Failed } from "./RemoteOutcome.js"
 
