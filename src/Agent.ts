@@ -13,13 +13,11 @@
  *
  * @since 0.1.0
  */
-import { Effect, Mailbox, Match, Option, Schema, Stream } from "effect"
-import * as A2AClientError from "./A2AClientError.js"
+import { type Effect, Schema, type Stream } from "effect"
+import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
-import { CircuitOpen } from "./CircuitBreaker.js"
-import * as guard from "./internal/client/guard.js"
+import * as internal from "./internal/agent/agent.js"
 import * as RemoteAgent from "./RemoteAgent.js"
-import * as RemoteOutcome from "./RemoteOutcome.js"
 
 /**
  * Progress reported while an agent runs.
@@ -35,10 +33,12 @@ import * as RemoteOutcome from "./RemoteOutcome.js"
  * ```
  * @since 0.1.0
  */
-export class Progress extends Schema.TaggedClass<Progress>("effect-a2a/Agent/Progress")("Progress", {
-  agent: Schema.String,
-  text: Schema.String
-}) {}
+export const Progress: typeof internal.Progress = internal.Progress
+
+/**
+ * @since 0.1.0
+ */
+export type Progress = internal.Progress
 
 /**
  * How a run ended. `text` is what a reader (a user, a parent model) should
@@ -54,12 +54,12 @@ export class Progress extends Schema.TaggedClass<Progress>("effect-a2a/Agent/Pro
  * ```
  * @since 0.1.0
  */
-export class Result extends Schema.TaggedClass<Result>("effect-a2a/Agent/Result")("Result", {
-  agent: Schema.String,
-  text: Schema.String,
-  outcome: Schema.Option(RemoteOutcome.RemoteOutcome),
-  error: Schema.Option(Schema.Union(A2AClientError.A2AClientError, CircuitOpen))
-}) {}
+export const Result: typeof internal.Result = internal.Result
+
+/**
+ * @since 0.1.0
+ */
+export type Result = internal.Result
 
 /**
  * What a run emits: any number of {@link Progress} events, then a
@@ -117,8 +117,7 @@ export interface Agent<E = never, R = never> {
  * ```
  * @since 0.1.0
  */
-export const textResult = (agent: string, text: string): Result =>
-  Result.make({ agent, text, outcome: Option.none(), error: Option.none() })
+export const textResult: (agent: string, text: string) => Result = internal.textResult
 
 /**
  * A local agent from an Effect program. `progress` publishes a
@@ -137,16 +136,11 @@ export const textResult = (agent: string, text: string): Result =>
  * ```
  * @since 0.1.0
  */
-export const make = <E = never, R = never>(options: {
+export const make: <E = never, R = never>(options: {
   readonly name: string
   readonly description: string
   readonly run: (input: string, progress: (text: string) => Effect.Effect<void>) => Effect.Effect<string, E, R>
-}): Agent<E, R> => ({
-  name: options.name,
-  description: options.description,
-  run: (input) =>
-    eventsOf(options.name, (progress) => Effect.map(options.run(input, progress), (text) => textResult(options.name, text)))
-})
+}) => Agent<E, R> = internal.make
 
 /**
  * The events of a run that reports progress as it goes and ends in a
@@ -166,20 +160,10 @@ export const make = <E = never, R = never>(options: {
  * ```
  * @since 0.1.0
  */
-export const eventsOf = <E, R>(
+export const eventsOf: <E, R>(
   agent: string,
   run: (progress: (text: string) => Effect.Effect<void>) => Effect.Effect<Result, E, R>
-): Stream.Stream<Event, E, R> =>
-  Stream.unwrapScoped(Effect.gen(function*() {
-    const mailbox = yield* Mailbox.make<Event, E>()
-    const progress = (text: string) => Effect.asVoid(mailbox.offer(Progress.make({ agent, text })))
-    yield* run(progress).pipe(
-      Effect.flatMap((result) => mailbox.offer(result)),
-      Mailbox.into(mailbox),
-      Effect.forkScoped
-    )
-    return Mailbox.toStream(mailbox)
-  }))
+) => Stream.Stream<Event, E, R> = internal.eventsOf
 
 /**
  * A remote agent as an {@link Agent}, without a guard: WORKING status texts
@@ -197,33 +181,10 @@ export const eventsOf = <E, R>(
  * ```
  * @since 0.1.0
  */
-export const fromRemote = (
+export const fromRemote: (
   remote: RemoteAgent.RemoteAgent,
-  options: { readonly description?: string | undefined } = {}
-): Agent<A2AClientError.A2AClientError> => ({
-  name: remote.name,
-  description: guard.describeRemote(remote, options.description),
-  run: (input) =>
-    remote.stream(input).pipe(
-      Stream.filterMap((event) =>
-        Match.value(event).pipe(
-          Match.tagsExhaustive({
-            Status: (e) => nonEmpty(e.text) ? Option.some<Event>(Progress.make({ agent: remote.name, text: e.text })) : Option.none(),
-            Artifact: () => Option.none<Event>(),
-            Finished: (e) =>
-              Option.some<Event>(Result.make({
-                agent: remote.name,
-                text: e.outcome._tag === "Completed" ? guard.completedText(e.outcome) : e.outcome.text,
-                outcome: Option.some(e.outcome),
-                error: Option.none()
-              }))
-          })
-        )
-      )
-    )
-})
-
-const nonEmpty = (text: string): boolean => text.trim() !== ""
+  options?: { readonly description?: string | undefined }
+) => Agent<A2AClientError.A2AClientError> = internal.fromRemote
 
 /**
  * The stand-in for a remote agent whose card could not be resolved at
@@ -246,29 +207,7 @@ const nonEmpty = (text: string): boolean => text.trim() !== ""
 export const unavailable = (
   cause: AgentCardResolutionError.AgentCardResolutionError,
   description?: string
-): Agent => {
-  const remote = RemoteAgent.unavailable(cause)
-  return {
-    name: remote.name,
-    description: description ?? `The remote agent ${remote.name} (unavailable)`,
-    run: (input) =>
-      Stream.fromEffect(
-        remote.send(input).pipe(
-          Effect.either,
-          Effect.flatMap((either) =>
-            either._tag === "Left"
-              ? Effect.succeed(Result.make({
-                agent: remote.name,
-                text: guard.errorText(either.left),
-                outcome: Option.none(),
-                error: Option.some(either.left)
-              }))
-              : Effect.dieMessage(`the unavailable agent ${remote.name} answered`)
-          )
-        )
-      )
-  }
-}
+): Agent => internal.unavailable(RemoteAgent.unavailable(cause), description)
 
 /**
  * Runs an agent to its {@link Result}, handing every {@link Progress} to
@@ -285,21 +224,8 @@ export const unavailable = (
  * ```
  * @since 0.1.0
  */
-export const result = <E, R, R2 = never>(
+export const result: <E, R, R2 = never>(
   agent: Agent<E, R>,
   input: string,
-  onProgress: (progress: Progress) => Effect.Effect<void, never, R2> = () => Effect.void
-): Effect.Effect<Result, E, R | R2> =>
-  agent.run(input).pipe(
-    Stream.runFoldEffect(Option.none<Result>(), (last, event) =>
-      Match.value(event).pipe(
-        Match.tagsExhaustive({
-          Progress: (progress) => Effect.as(onProgress(progress), last),
-          Result: (result) => Effect.succeed(Option.some(result))
-        })
-      )),
-    Effect.flatMap(Option.match({
-      onNone: () => Effect.dieMessage(`agent ${agent.name} ended without a result`),
-      onSome: Effect.succeed
-    }))
-  )
+  onProgress?: (progress: Progress) => Effect.Effect<void, never, R2>
+) => Effect.Effect<Result, E, R | R2> = internal.result

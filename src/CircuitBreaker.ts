@@ -40,30 +40,22 @@
  * @since 0.1.0
  */
 import {
-  Cause,
-  Clock,
-  Context,
-  Duration,
-  Effect,
-  Exit,
-  Layer,
-  Metric,
-  Option,
-  PubSub,
-  Queue,
-  Ref,
-  Schedule,
-  ScheduleDecision,
-  ScheduleIntervals,
+  type Duration,
+  type Effect,
+  type Exit,
+  type Layer,
+  type Metric,
+  type Option,
+  type Queue,
+  type Schedule,
   Schema,
   type Scope,
-  Stream,
-  SynchronizedRef
+  type Stream
 } from "effect"
-import { A2AClientError, type Reason } from "./A2AClientError.js"
+import type { Reason } from "./A2AClientError.js"
 import * as internal from "./internal/client/circuitBreaker.js"
-import { withoutStackTrace } from "./internal/errors.js"
-import { Failed } from "./RemoteOutcome.js"
+import * as circuitOpen from "./internal/client/circuitOpen.js"
+import type * as circuitState from "./internal/client/circuitState.js"
 
 /**
  * The state of a breaker.
@@ -101,17 +93,12 @@ export type State = typeof State.Type
  * ```
  * @since 0.1.0
  */
-export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("effect-a2a/CircuitOpen")("CircuitOpen", {
-  agent: Schema.String,
-  retryAfter: Schema.DurationFromMillis,
-  state: Schema.Literal("Open", "HalfOpen")
-}) {
-  override get message(): string {
-    return this.state === "Open"
-      ? `${this.agent}: circuit open, retry after ${Duration.format(this.retryAfter)}`
-      : `${this.agent}: circuit half-open, all probe calls are in flight`
-  }
-}
+export const CircuitOpen: typeof circuitOpen.CircuitOpen = circuitOpen.CircuitOpen
+
+/**
+ * @since 0.1.0
+ */
+export type CircuitOpen = circuitOpen.CircuitOpen
 
 /**
  * When a closed breaker trips.
@@ -127,7 +114,7 @@ export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("effect-a2a/Cir
  * ```
  * @since 0.1.0
  */
-export type TripPolicy = internal.Policy
+export type TripPolicy = circuitState.Policy
 
 /**
  * Trips after `threshold` failures in a row; a success resets the count.
@@ -139,7 +126,7 @@ export type TripPolicy = internal.Policy
  * ```
  * @since 0.1.0
  */
-export const consecutiveFailures = (threshold: number): TripPolicy => ({ _tag: "ConsecutiveFailures", threshold })
+export const consecutiveFailures: (threshold: number) => TripPolicy = internal.consecutiveFailures
 
 /**
  * Trips when, over the last `window` counted calls and once at least
@@ -153,11 +140,11 @@ export const consecutiveFailures = (threshold: number): TripPolicy => ({ _tag: "
  * ```
  * @since 0.1.0
  */
-export const failureRate = (options: {
+export const failureRate: (options: {
   readonly threshold: number
   readonly window: number
   readonly minimumCalls: number
-}): TripPolicy => ({ _tag: "FailureRate", ...options })
+}) => TripPolicy = internal.failureRate
 
 /**
  * Decides whether the end of a protected call counts as a failure of the
@@ -182,8 +169,6 @@ export const failureRate = (options: {
  */
 export type FailurePredicate = (exit: Exit.Exit<unknown, unknown>) => boolean
 
-const transportReasons: ReadonlyArray<Reason> = ["ConnectionRefused", "ConnectionLost", "Timeout", "StreamInterrupted"]
-
 /**
  * Builds a {@link FailurePredicate}. By default it counts an
  * `A2AClientError` whose reason is `ConnectionRefused`, `ConnectionLost`,
@@ -201,21 +186,10 @@ const transportReasons: ReadonlyArray<Reason> = ["ConnectionRefused", "Connectio
  * ```
  * @since 0.1.0
  */
-export const remoteFailure = (options?: {
+export const remoteFailure: (options?: {
   readonly exclude?: ReadonlyArray<Reason> | undefined
   readonly failedOutcome?: boolean | undefined
-}): FailurePredicate => {
-  const excluded = new Set(options?.exclude ?? [])
-  const counts = (error: unknown): boolean =>
-    error instanceof A2AClientError && !excluded.has(error.reason) &&
-    // A 5xx counts whether or not its body held a JSON-RPC error (a server shutting down sends one).
-    (transportReasons.includes(error.reason) || (error.status !== undefined && error.status >= 500))
-  const failedOutcome = options?.failedOutcome === true
-  return (exit) =>
-    Exit.isFailure(exit)
-      ? Array.from(Cause.failures(exit.cause)).some(counts)
-      : failedOutcome && exit.value instanceof Failed
-}
+}) => FailurePredicate = internal.remoteFailure
 
 /**
  * The default {@link FailurePredicate}: `remoteFailure()`.
@@ -233,7 +207,7 @@ export const remoteFailure = (options?: {
  * ```
  * @since 0.1.0
  */
-export const isRemoteFailure: FailurePredicate = remoteFailure()
+export const isRemoteFailure: FailurePredicate = internal.isRemoteFailure
 
 /**
  * How a breaker trips, how long it stays open and how it probes the remote again.
@@ -353,9 +327,7 @@ export interface CircuitBreaker {
  * ```
  * @since 0.1.0
  */
-export const stateGauge = Metric.gauge("a2a.circuit.state", {
-  description: "Circuit breaker state per remote agent: 0 closed, 1 half-open, 2 open"
-})
+export const stateGauge: Metric.Metric.Gauge<number> = internal.stateGauge
 
 /**
  * The counter of calls rejected by a breaker, tagged with `agent`.
@@ -372,88 +344,7 @@ export const stateGauge = Metric.gauge("a2a.circuit.state", {
  * ```
  * @since 0.1.0
  */
-export const rejectedCounter = Metric.counter("a2a.circuit.rejected", {
-  description: "Calls rejected by an open or half-open circuit breaker",
-  incremental: true
-})
-
-const stateCode = (state: State): number => state === "Closed" ? 0 : state === "HalfOpen" ? 1 : 2
-
-const positiveInt = (name: string, value: number): Effect.Effect<void> =>
-  Number.isInteger(value) && value >= 1
-    ? Effect.void
-    : Effect.dieMessage(`CircuitBreaker: ${name} must be a positive integer, got ${value}`)
-
-const validate = (config: internal.Config): Effect.Effect<void> => {
-  const policy = config.policy
-  return Effect.all([
-    positiveInt("halfOpenProbes", config.probes),
-    positiveInt("probeSuccesses", config.probeSuccesses),
-    policy._tag === "ConsecutiveFailures"
-      ? positiveInt("consecutiveFailures threshold", policy.threshold)
-      : Effect.all([
-        positiveInt("failureRate window", policy.window),
-        positiveInt("failureRate minimumCalls", policy.minimumCalls),
-        policy.minimumCalls <= policy.window && policy.threshold > 0 && policy.threshold <= 1
-          ? Effect.void
-          : Effect.dieMessage("CircuitBreaker: failureRate needs 0 < threshold <= 1 and minimumCalls <= window")
-      ])
-  ], { discard: true })
-}
-
-interface Cursor {
-  readonly forTrip: number
-  readonly delay: number
-  readonly state: unknown
-  readonly done: boolean
-}
-
-interface OpenDurations {
-  /** The delays known now, read before a transition so that it stays pure. */
-  readonly read: Effect.Effect<(trip: number) => number>
-  /** Steps the schedule once trip `trip` has used its delay. */
-  readonly advance: (trip: number) => Effect.Effect<void>
-  readonly reset: Effect.Effect<void>
-}
-
-// The schedule is stepped ahead of time, one trip in advance, so that the
-// transition to open reads its delay synchronously inside `Ref.modify`.
-const openDurations = (
-  openDuration: Duration.DurationInput | Schedule.Schedule<unknown, unknown>
-): Effect.Effect<OpenDurations> => {
-  if (!Schedule.isSchedule(openDuration)) {
-    const millis = Duration.toMillis(Duration.decode(openDuration))
-    const read = Effect.succeed(() => millis)
-    return Effect.succeed({ read, advance: () => Effect.void, reset: Effect.void })
-  }
-  const schedule = openDuration
-  const step = (cursor: Cursor): Effect.Effect<Cursor> =>
-    cursor.done
-      ? Effect.succeed({ ...cursor, forTrip: cursor.forTrip + 1 })
-      : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.map(schedule.step(now, cursor.forTrip + 1, cursor.state), ([state, _, decision]) =>
-          ScheduleDecision.isDone(decision)
-            ? { forTrip: cursor.forTrip + 1, delay: cursor.delay, state, done: true }
-            : {
-              forTrip: cursor.forTrip + 1,
-              delay: Math.max(0, ScheduleIntervals.start(decision.intervals) - now),
-              state,
-              done: false
-            }))
-  return Effect.gen(function*() {
-    const first = yield* step({ forTrip: 0, delay: 0, state: schedule.initial, done: false })
-    const second = yield* step(first)
-    const cursor = yield* SynchronizedRef.make(second)
-    return {
-      read: Effect.map(Ref.get(cursor), (next) => (trip: number) => trip <= 1 ? first.delay : next.delay),
-      advance: (trip) =>
-        trip <= 1
-          ? Effect.void
-          : SynchronizedRef.updateEffect(cursor, (next) => next.forTrip === trip ? step(next) : Effect.succeed(next)),
-      reset: Ref.set(cursor, second)
-    }
-  })
-}
+export const rejectedCounter: Metric.Metric.Counter<number> = internal.rejectedCounter
 
 /**
  * Creates the breaker of one remote agent.
@@ -471,132 +362,7 @@ const openDurations = (
  * ```
  * @since 0.1.0
  */
-export const make = (agent: string, options: Options = {}): Effect.Effect<CircuitBreaker> =>
-  Effect.gen(function*() {
-    const probes = options.halfOpenProbes ?? 1
-    const config: internal.Config = {
-      policy: options.trip ?? consecutiveFailures(5),
-      probes,
-      probeSuccesses: options.probeSuccesses ?? probes
-    }
-    yield* validate(config)
-    const isFailure = options.isFailure ?? isRemoteFailure
-    const durations = yield* openDurations(options.openDuration ?? Duration.seconds(30))
-    const ref = yield* Ref.make(internal.closed(0, 0))
-    const pubsub = yield* PubSub.sliding<Transition>(1024)
-    const gauge = Metric.tagged(stateGauge, "agent", agent)
-    const rejected = Metric.tagged(rejectedCounter, "agent", agent)
-    yield* Metric.set(gauge, 0)
-
-    // The gauge is set from the state read after the change, so that two
-    // changes published in the other order still leave the latest state.
-    const publish = (change: internal.Change, now: number): Effect.Effect<void> =>
-      Effect.zipRight(
-        PubSub.publish(pubsub, {
-          agent,
-          from: change.from,
-          to: change.to._tag,
-          at: now,
-          sequence: change.to.epoch,
-          trips: change.to._tag === "Closed" ? 0 : change.to.trips,
-          openFor: change.to._tag === "Open" ? Option.some(Duration.millis(change.openFor)) : Option.none()
-        }),
-        Effect.flatMap(Ref.get(ref), (state) => Metric.set(gauge, stateCode(state._tag)))
-      )
-
-    const admitAt: Effect.Effect<internal.Permit, CircuitOpen> = Effect.flatMap(
-      Clock.currentTimeMillis,
-      (now) =>
-        Effect.flatMap(Ref.modify(ref, (state) => internal.admit(config, state, now)), (admission) => {
-          if (admission._tag === "Rejected") {
-            return Effect.zipRight(
-              admission.change === undefined
-                ? Metric.increment(rejected)
-                : Effect.zipRight(publish(admission.change, now), Metric.increment(rejected)),
-              Effect.fail(withoutStackTrace(() =>
-                new CircuitOpen({
-                  agent,
-                  retryAfter: Duration.millis(admission.retryAfter),
-                  state: admission.state
-                }, true)
-              ))
-            )
-          }
-          return admission.change === undefined
-            ? Effect.succeed(admission.permit)
-            : Effect.as(publish(admission.change, now), admission.permit)
-        })
-    )
-
-    // A closed breaker admits every call without changing its state, so the
-    // common case needs neither the clock nor a modification.
-    const admit: Effect.Effect<internal.Permit, CircuitOpen> = Effect.flatMap(
-      Ref.get(ref),
-      (state) => state._tag === "Closed" ? Effect.succeed({ epoch: state.epoch, probe: false }) : admitAt
-    )
-
-    const verdictOf = (exit: Exit.Exit<unknown, unknown>): internal.Verdict =>
-      Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
-        ? "Ignored"
-        : isFailure(exit)
-        ? "Failure"
-        : Exit.isSuccess(exit)
-        ? "Success"
-        : "Ignored"
-
-    const noDelay = () => 0
-    const noDelays = Effect.succeed(noDelay)
-
-    const complete = (permit: internal.Permit, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> => {
-      let verdict: internal.Verdict
-      try {
-        verdict = verdictOf(exit)
-      } catch (defect) {
-        // A throwing `isFailure` must still give a probe's slot back, or the breaker stays half-open for good.
-        return Effect.zipRight(settle(permit, "Ignored"), Effect.die(defect))
-      }
-      return settle(permit, verdict)
-    }
-
-    const settle = (permit: internal.Permit, verdict: internal.Verdict): Effect.Effect<void> => {
-      if (verdict === "Ignored" && !permit.probe) return Effect.void
-      // only a failure or a probe can change the state, and only then is the time needed
-      if (verdict === "Success" && !permit.probe) {
-        return Ref.update(ref, (state) => internal.record(config, state, permit, verdict, 0, noDelay)[1])
-      }
-      return Effect.flatMap(
-        Effect.zip(Clock.currentTimeMillis, verdict === "Failure" ? durations.read : noDelays),
-        ([now, delayFor]) => {
-          const record = Ref.modify(ref, (state) => internal.record(config, state, permit, verdict, now, delayFor))
-          return Effect.flatMap(record, (change) => {
-            if (change === undefined) return Effect.void
-            const follow = change.to._tag === "Open"
-              ? durations.advance(change.to.trips)
-              : change.to._tag === "Closed"
-              ? durations.reset
-              : Effect.void
-            return Effect.zipRight(follow, publish(change, now))
-          })
-        }
-      )
-    }
-
-    const protect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(
-          admit,
-          (permit) => Effect.flatMap(Effect.exit(restore(effect)), (exit) => Effect.zipRight(complete(permit, exit), exit))
-        )
-      )
-
-    return {
-      agent,
-      protect,
-      state: Effect.map(Ref.get(ref), (state) => state._tag),
-      transitions: Stream.fromPubSub(pubsub),
-      subscribe: PubSub.subscribe(pubsub)
-    } satisfies CircuitBreaker
-  })
+export const make: (agent: string, options?: Options) => Effect.Effect<CircuitBreaker> = internal.make
 
 /**
  * One breaker per remote agent name, created on first use.
@@ -612,9 +378,12 @@ export const make = (agent: string, options: Options = {}): Effect.Effect<Circui
  * ```
  * @since 0.1.0
  */
-export class Registry extends Context.Tag("effect-a2a/CircuitBreaker/Registry")<Registry, {
-  readonly forAgent: (agent: string) => Effect.Effect<CircuitBreaker>
-}>() {}
+export const Registry: typeof internal.Registry = internal.Registry
+
+/**
+ * @since 0.1.0
+ */
+export type Registry = internal.Registry
 
 /**
  * Creates a {@link Registry}. `options` may depend on the agent name.
@@ -629,24 +398,9 @@ export class Registry extends Context.Tag("effect-a2a/CircuitBreaker/Registry")<
  * ```
  * @since 0.1.0
  */
-export const makeRegistry = (
-  options: Options | ((agent: string) => Options) = {}
-): Effect.Effect<Registry["Type"]> =>
-  Effect.map(SynchronizedRef.make(new Map<string, CircuitBreaker>()), (breakers) => ({
-    forAgent: (agent) =>
-      Effect.flatMap(Ref.get(breakers), (known) => {
-        const existing = known.get(agent)
-        if (existing !== undefined) return Effect.succeed(existing)
-        return SynchronizedRef.modifyEffect(breakers, (known) => {
-          const existing = known.get(agent)
-          if (existing !== undefined) return Effect.succeed([existing, known] as const)
-          return Effect.map(
-            make(agent, typeof options === "function" ? options(agent) : options),
-            (breaker) => [breaker, new Map(known).set(agent, breaker)] as const
-          )
-        })
-      })
-  }))
+export const makeRegistry: (
+  options?: Options | ((agent: string) => Options)
+) => Effect.Effect<Registry["Type"]> = internal.makeRegistry
 
 /**
  * A {@link Registry} whose breakers all use `options` (or the options
@@ -661,8 +415,7 @@ export const makeRegistry = (
  * ```
  * @since 0.1.0
  */
-export const layer = (options: Options | ((agent: string) => Options) = {}): Layer.Layer<Registry> =>
-  Layer.effect(Registry, makeRegistry(options))
+export const layer: (options?: Options | ((agent: string) => Options)) => Layer.Layer<Registry> = internal.layer
 
 /**
  * The breaker of `agent` from the {@link Registry}.
@@ -680,8 +433,7 @@ export const layer = (options: Options | ((agent: string) => Options) = {}): Lay
  * ```
  * @since 0.1.0
  */
-export const forAgent = (agent: string): Effect.Effect<CircuitBreaker, never, Registry> =>
-  Effect.flatMap(Registry, (registry) => registry.forAgent(agent))
+export const forAgent: (agent: string) => Effect.Effect<CircuitBreaker, never, Registry> = internal.forAgent
 
 /**
  * Protects an effect with the breaker of `agent` from the {@link Registry}.
@@ -696,6 +448,7 @@ export const forAgent = (agent: string): Effect.Effect<CircuitBreaker, never, Re
  * ```
  * @since 0.1.0
  */
-export const withBreaker = (agent: string) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R | Registry> =>
-  Effect.flatMap(forAgent(agent), (breaker) => breaker.protect(effect))
+export const withBreaker: (
+  agent: string
+) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R | Registry> =
+  internal.withBreaker

@@ -27,14 +27,15 @@
  *
  * @since 0.1.0
  */
-import { Effect, Either, Match, Option, Stream } from "effect"
-import * as Agent from "./Agent.js"
+import type { Effect, Option } from "effect"
+import type * as Agent from "./Agent.js"
 import type * as A2AClientError from "./A2AClientError.js"
-import * as CircuitBreaker from "./CircuitBreaker.js"
+import type * as CircuitBreaker from "./CircuitBreaker.js"
+import * as internal from "./internal/agent/guardedRemoteAgent.js"
 import * as guard from "./internal/client/guard.js"
 import type * as RemoteAgent from "./RemoteAgent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
-import * as RetryPolicy from "./RetryPolicy.js"
+import type * as RetryPolicy from "./RetryPolicy.js"
 
 /**
  * The prefix of a FAILED remote task: `REMOTE_FAILED <status text, with its
@@ -192,7 +193,7 @@ export type Marker = guard.Marker
  * ```
  * @since 0.1.0
  */
-export type GuardError = A2AClientError.A2AClientError | CircuitBreaker.CircuitOpen
+export type GuardError = guard.GuardError
 
 /**
  * The prefix a text starts with, if any.
@@ -321,79 +322,7 @@ export interface GuardedRemoteAgent extends Agent.Agent {
  * ```
  * @since 0.1.0
  */
-export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): GuardedRemoteAgent => {
-  const name = remote.name
-  const policy = options.retry
-  const retry = (
-    call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>,
-    input: RemoteAgent.Input,
-    callOptions?: RemoteAgent.CallOptions
-  ) => {
-    if (policy === undefined) return call
-    const request: RetryPolicy.Request = {
-      // An empty key is no key: the server does not deduplicate on it.
-      idempotent: callOptions?.idempotencyKey !== undefined && callOptions.idempotencyKey !== "",
-      continuesTask: typeof input !== "string" && input.taskId !== undefined && input.taskId !== ""
-    }
-    return typeof policy === "function" ? policy(call, request) : RetryPolicy.retry(policy, request)(call)
-  }
-  const protect = options.breaker === undefined
-    ? <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | CircuitBreaker.CircuitOpen> => effect
-    : options.breaker.protect
-  const completed = options.completedText ?? guard.completedText
-
-  // Effect.either only sees the typed channel: defects and interruption pass through untouched.
-  const guarded = (
-    call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>
-  ): Effect.Effect<Agent.Result> =>
-    Effect.map(
-      Effect.either(protect(call)),
-      Either.match({
-        onLeft: (error) =>
-          Agent.Result.make({ agent: name, text: guard.errorText(error), outcome: Option.none(), error: Option.some(error) }),
-        onRight: (outcome) =>
-          Agent.Result.make({
-            agent: name,
-            text: guard.outcomeText(outcome, completed),
-            outcome: Option.some(outcome),
-            error: Option.none()
-          })
-      })
-    )
-
-  const run = (input: string): Stream.Stream<Agent.Event> =>
-    Agent.eventsOf(name, (progress) =>
-      guarded(retry(
-        remote.stream(input).pipe(
-          Stream.runFoldEffect(
-            Option.none<RemoteOutcome.RemoteOutcome>(),
-            (last, event) =>
-              Match.value(event).pipe(
-                Match.tagsExhaustive({
-                  Status: (e) => e.text.trim() === "" ? Effect.succeed(last) : Effect.as(progress(e.text), last),
-                  Artifact: () => Effect.succeed(last),
-                  Finished: (e) => Effect.succeed(Option.some(e.outcome))
-                })
-              )
-          ),
-          Effect.flatMap(Option.match({
-            // RemoteAgent ends every stream that does not fail with Finished
-            onNone: () => Effect.dieMessage(`remote agent ${name}: stream ended without an outcome`),
-            onSome: Effect.succeed
-          }))
-        ),
-        input
-      )))
-
-  return {
-    name,
-    description: guard.describeRemote(remote, options.description),
-    remote,
-    // Suspended: a retry policy function that throws is a defect of the call, as in `run`, not a throw here.
-    send: (input, callOptions) => Effect.suspend(() => guarded(retry(remote.send(input, callOptions), input, callOptions))),
-    run
-  }
-}
+export const make: (remote: RemoteAgent.RemoteAgent, options?: Options) => GuardedRemoteAgent = internal.make
 
 /**
  * Guards a remote agent with its breaker from the `CircuitBreaker.Registry`.
@@ -410,8 +339,7 @@ export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): Gu
  * ```
  * @since 0.1.0
  */
-export const withBreaker = (
+export const withBreaker: (
   remote: RemoteAgent.RemoteAgent,
-  options: Omit<Options, "breaker"> = {}
-): Effect.Effect<GuardedRemoteAgent, never, CircuitBreaker.Registry> =>
-  Effect.map(CircuitBreaker.forAgent(remote.name), (breaker) => make(remote, { ...options, breaker }))
+  options?: Omit<Options, "breaker">
+) => Effect.Effect<GuardedRemoteAgent, never, CircuitBreaker.Registry> = internal.withBreaker

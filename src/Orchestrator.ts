@@ -15,13 +15,12 @@
  * @since 0.1.0
  */
 import type * as AiError from "@effect/ai/AiError"
-import * as LanguageModel from "@effect/ai/LanguageModel"
-import * as Prompt from "@effect/ai/Prompt"
-import * as Tool from "@effect/ai/Tool"
-import * as Toolkit from "@effect/ai/Toolkit"
-import { Context, Effect, Mailbox, Ref, Schema, Stream, Tracer } from "effect"
+import type * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as Prompt from "@effect/ai/Prompt"
+import type { Effect } from "effect"
 import type { Concurrency } from "effect/Types"
-import * as Agent from "./Agent.js"
+import type * as Agent from "./Agent.js"
+import * as internal from "./internal/agent/orchestrator.js"
 
 /**
  * The paragraph added to the system instruction by default, so that the model
@@ -39,14 +38,7 @@ import * as Agent from "./Agent.js"
  * ```
  * @since 0.1.0
  */
-export const defaultInstruction =
-  "Some work is delegated to sub-agents through tools. If a sub-agent replies with REMOTE_FAILED or " +
-  "REMOTE_UNAVAILABLE, do not claim the action succeeded: say it could not be completed, give the error_id " +
-  "when there is one, and offer to retry. REMOTE_CIRCUIT_OPEN means the request was not sent because the " +
-  "sub-agent keeps failing: say the action could not be completed now and when it may be retried. " +
-  "REMOTE_CANCELED and REMOTE_REJECTED mean the action was not done; give the reason. " +
-  "REMOTE_INPUT_REQUIRED carries the sub-agent's question: ask it to the user. " +
-  "REMOTE_AUTH_REQUIRED means the user must sign in or authorize first."
+export const defaultInstruction: string = internal.defaultInstruction
 
 /**
  * The orchestration could not end: the model kept calling tools for
@@ -65,17 +57,12 @@ export const defaultInstruction =
  * ```
  * @since 0.1.0
  */
-export class OrchestratorError extends Schema.TaggedError<OrchestratorError>("effect-a2a/OrchestratorError")(
-  "OrchestratorError",
-  {
-    reason: Schema.Literal("TurnLimit"),
-    turns: Schema.Int
-  }
-) {
-  override get message(): string {
-    return `the model was still calling tools after ${this.turns} turns (those of the last turn were not run)`
-  }
-}
+export const OrchestratorError: typeof internal.OrchestratorError = internal.OrchestratorError
+
+/**
+ * @since 0.1.0
+ */
+export type OrchestratorError = internal.OrchestratorError
 
 /**
  * What {@link make} needs: the sub-agents, the instructions, and the limits of
@@ -190,24 +177,6 @@ export interface Orchestrator<R>
   ) => Effect.Effect<Reply, AiError.AiError | OrchestratorError, LanguageModel.LanguageModel | R>
 }
 
-const toolName = (name: string): string => name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64) || "agent"
-
-const makeTool = (name: string, description: string) =>
-  Tool.make(name, {
-    description,
-    parameters: { input: Schema.String.annotations({ description: "The request for this agent, in plain language" }) },
-    success: Schema.String
-  })
-
-type AgentTool = ReturnType<typeof makeTool>
-
-const withInstruction = (prompt: Prompt.Prompt, instruction: string): Prompt.Prompt =>
-  instruction === ""
-    ? prompt
-    : prompt.content.some((message) => message.role === "system")
-    ? Prompt.appendSystem(prompt, `\n\n${instruction}`)
-    : Prompt.setSystem(prompt, instruction)
-
 /**
  * Creates an orchestrator. Dies when two sub-agents get the same tool name.
  *
@@ -226,78 +195,7 @@ const withInstruction = (prompt: Prompt.Prompt, instruction: string): Prompt.Pro
  * ```
  * @since 0.1.0
  */
-export const make = <R = never>(options: Options<R>): Effect.Effect<Orchestrator<R>> =>
-  Effect.gen(function*() {
-    const name = options.name ?? "orchestrator"
-    const maxTurns = options.maxTurns ?? 10
-    if (!Number.isInteger(maxTurns) || maxTurns < 1) {
-      return yield* Effect.dieMessage(`Orchestrator: maxTurns must be a positive integer, got ${maxTurns}`)
-    }
-    const tools = new Map<string, Agent.Agent<never, R>>()
-    for (const agent of options.agents) {
-      const tool = toolName(agent.name)
-      if (tools.has(tool)) return yield* Effect.dieMessage(`Orchestrator: two sub-agents are offered as the tool ${tool}`)
-      tools.set(tool, agent)
-    }
-    const toolkit = Toolkit.make(...Array.from(tools, ([tool, agent]) => makeTool(tool, agent.description))) as
-      unknown as Toolkit.Toolkit<Record<string, AgentTool>>
-    const instruction = [options.instructions ?? "", options.remoteFailureInstruction ?? defaultInstruction]
-      .filter((text) => text.trim() !== "")
-      .join("\n\n")
-
-    const answer = (
-      input: Prompt.RawInput,
-      onProgress: (progress: Agent.Progress) => Effect.Effect<void>
-    ): Effect.Effect<Reply, AiError.AiError | OrchestratorError, LanguageModel.LanguageModel | R> =>
-      Effect.gen(function*() {
-        // Without the captured parent span, so each sub-agent's spans nest under the tool call.
-        const context = Context.omit(Tracer.ParentSpan)(yield* Effect.context<R>()) as Context.Context<R>
-        const calls = yield* Ref.make<ReadonlyArray<SubAgentCall>>([])
-        const handlers: Record<string, (params: { readonly input: string }) => Effect.Effect<string>> = {}
-        for (const [tool, agent] of tools) {
-          handlers[tool] = ({ input }) =>
-            Agent.result(agent, input, onProgress).pipe(
-              Effect.tap((result) => Ref.update(calls, (all) => [...all, { agent: agent.name, tool, input, result }])),
-              Effect.map((result) => result.text),
-              Effect.provide(context)
-            )
-        }
-        const withHandlers = yield* Effect.provide(toolkit, yield* toolkit.toContext(handlers))
-        let prompt = withInstruction(Prompt.make(input), instruction)
-        for (let turn = 1; turn <= maxTurns; turn++) {
-          const response = yield* LanguageModel.generateText({
-            prompt,
-            toolkit: withHandlers,
-            ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
-            // The last turn must answer. A tool it calls anyway is not run: its side effect would happen, and
-            // the caller then be told the request failed (TurnLimit), and likely try it again.
-            ...(turn === maxTurns ? { toolChoice: "none" as const, disableToolCallResolution: true as const } : {})
-          })
-          prompt = Prompt.merge(prompt, Prompt.fromResponseParts(response.content))
-          if (response.toolCalls.length === 0) {
-            return { text: response.text, calls: yield* Ref.get(calls), prompt, turns: turn }
-          }
-        }
-        return yield* new OrchestratorError({ reason: "TurnLimit", turns: maxTurns })
-      })
-
-    return {
-      name,
-      description: options.description ?? `Answers with the help of: ${Array.from(tools.keys()).join(", ")}`,
-      tools,
-      respond: (prompt) => answer(prompt, () => Effect.void),
-      run: (input) =>
-        Stream.unwrapScoped(Effect.gen(function*() {
-          const mailbox = yield* Mailbox.make<Agent.Event, AiError.AiError | OrchestratorError>()
-          yield* answer(input, (progress) => Effect.asVoid(mailbox.offer(progress))).pipe(
-            Effect.flatMap((reply) => mailbox.offer(Agent.textResult(name, reply.text))),
-            Mailbox.into(mailbox),
-            Effect.forkScoped
-          )
-          return Mailbox.toStream(mailbox)
-        }))
-    } satisfies Orchestrator<R>
-  })
+export const make: <R = never>(options: Options<R>) => Effect.Effect<Orchestrator<R>> = internal.make
 
 /**
  * The text of every tool result in a prompt, in order: what the model was
@@ -311,9 +209,4 @@ export const make = <R = never>(options: Options<R>): Effect.Effect<Orchestrator
  * ```
  * @since 0.1.0
  */
-export const toolResults = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
-  prompt.content.flatMap((message) =>
-    message.role === "tool"
-      ? message.content.map((part) => typeof part.result === "string" ? part.result : JSON.stringify(part.result))
-      : []
-  )
+export const toolResults: (prompt: Prompt.Prompt) => ReadonlyArray<string> = internal.toolResults

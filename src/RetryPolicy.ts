@@ -24,11 +24,10 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Metric, Option, Random, Schedule, Schema } from "effect"
-import * as ScheduleDecision from "effect/ScheduleDecision"
-import * as ScheduleInterval from "effect/ScheduleInterval"
-import * as A2AClientError from "./A2AClientError.js"
-import * as RemoteOutcome from "./RemoteOutcome.js"
+import type { Duration, Effect, Option, Schedule } from "effect"
+import type * as A2AClientError from "./A2AClientError.js"
+import * as internal from "./internal/client/retryPolicy.js"
+import type * as RemoteOutcome from "./RemoteOutcome.js"
 
 /**
  * How hard {@link retry} tries: attempts, delays, a time budget, and whether
@@ -84,13 +83,6 @@ export interface Request {
   readonly continuesTask?: boolean | undefined
 }
 
-/** A FAILED outcome the caller chose to retry, carried through the schedule as an input. */
-class RetryableFailure extends Schema.TaggedError<RetryableFailure>()("RetryableFailure", {
-  outcome: RemoteOutcome.Failed
-}) {}
-
-type Input = A2AClientError.A2AClientError | RetryableFailure
-
 /**
  * Why an input may be retried, or none when it must not be.
  *
@@ -105,19 +97,8 @@ type Input = A2AClientError.A2AClientError | RetryableFailure
  * ```
  * @since 0.1.0
  */
-export const retryReason = (error: A2AClientError.A2AClientError, request: Request): Option.Option<string> => {
-  if (error.reason === "Unavailable" || error.reason === "InvalidRequest") return Option.none()
-  // The HTTP status decides, whether or not the body held a JSON-RPC error: a server that is
-  // shutting down answers 503 with one, and an SDK server's 500 carries one too.
-  const status = error.status
-  if (status === 429 || status === 503) return Option.some(`HttpStatus ${status}`)
-  if (request.idempotent && status !== undefined && status >= 500) return Option.some(`HttpStatus ${status}`)
-  if (error.reason === "ProtocolError" || error.reason === "HttpStatus") return Option.none()
-  if (error.delivery === "NotSent" || request.idempotent) return Option.some(error.reason)
-  return Option.none()
-}
-
-const retryCounter = Metric.counter("a2a.retry", { incremental: true })
+export const retryReason: (error: A2AClientError.A2AClientError, request: Request) => Option.Option<string> =
+  internal.retryReason
 
 /**
  * The delays between attempts: exponential backoff with decorrelated jitter
@@ -138,28 +119,8 @@ const retryCounter = Metric.counter("a2a.retry", { incremental: true })
  * ```
  * @since 0.1.0
  */
-export const schedule = (options: Options = {}, startedAt?: number): Schedule.Schedule<Duration.Duration, Input> => {
-  const maxAttempts = options.maxAttempts ?? 4
-  const base = Duration.toMillis(options.base ?? Duration.millis(100))
-  const cap = Duration.toMillis(options.cap ?? Duration.seconds(5))
-  const budget = Duration.toMillis(options.budget ?? Duration.seconds(30))
-  return Schedule.makeWithState(
-    { retries: 0, previous: base, started: Option.fromNullable(startedAt) },
-    (now, input: Input, state) =>
-      Effect.gen(function*() {
-        const started = Option.getOrElse(state.started, () => now)
-        const jittered = yield* Random.nextRange(base, Math.max(base, state.previous * 3))
-        const retryAfter = input._tag === "A2AClientError" && input.retryAfter ? Duration.toMillis(input.retryAfter) : 0
-        const delay = Math.max(Math.min(cap, jittered), retryAfter)
-        const next = { retries: state.retries + 1, previous: Math.min(cap, jittered), started: Option.some(started) }
-        const out = Duration.millis(delay)
-        if (state.retries + 1 >= maxAttempts || now + delay - started > budget) {
-          return [next, out, ScheduleDecision.done] as const
-        }
-        return [next, out, ScheduleDecision.continueWith(ScheduleInterval.after(now + delay))] as const
-      })
-  )
-}
+export const schedule: (options?: Options, startedAt?: number) => Schedule.Schedule<Duration.Duration, internal.Input> =
+  internal.schedule
 
 /**
  * Applies the policy to a call.
@@ -176,69 +137,6 @@ export const schedule = (options: Options = {}, startedAt?: number): Schedule.Sc
  * ```
  * @since 0.1.0
  */
-export const retry = (options: Options, request: Request) =>
-<R>(
+export const retry: (options: Options, request: Request) => <R>(
   call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>
-): Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R> =>
-  Effect.suspend(() => {
-    let attempts = 0
-    // Whether an attempt may have reached the agent: then the last error cannot say NotSent.
-    let reached = false
-    // Why the last failed attempt may be retried, and whose it was; none when it may not.
-    let retrying: { readonly reason: string; readonly agent: string } | undefined
-    const reasonOf = (input: Input): Option.Option<string> =>
-      input._tag === "RetryableFailure" ? Option.some("Failed") : retryReason(input, request)
-    const attempt = Effect.suspend(() => {
-      attempts++
-      return call
-    }).pipe(
-      Effect.flatMap((outcome): Effect.Effect<RemoteOutcome.RemoteOutcome, Input> =>
-        options.retryFailed === true && request.continuesTask !== true && outcome._tag === "Failed" &&
-          Option.exists(outcome.hint, (hint) => hint.retryable)
-          ? Effect.fail(new RetryableFailure({ outcome }))
-          : Effect.succeed(outcome)
-      ),
-      Effect.tapError((input) =>
-        Effect.sync(() => {
-          if (input._tag === "RetryableFailure" || input.delivery === "Unknown") reached = true
-          retrying = Option.getOrUndefined(Option.map(reasonOf(input), (reason) => ({
-            reason,
-            agent: input._tag === "RetryableFailure" ? input.outcome.agent : input.agent
-          })))
-        })
-      )
-    )
-    // Logged and counted once the schedule goes on: the attempt it gives up after is not retried.
-    const announce = (delay: Duration.Duration, decision: ScheduleDecision.ScheduleDecision) => {
-      if (ScheduleDecision.isDone(decision) || retrying === undefined) return Effect.void
-      const { agent, reason } = retrying
-      return Effect.logInfo(`attempt ${attempts} failed (${reason}); retrying in ${Duration.format(delay)}`).pipe(
-        Effect.zipRight(Metric.update(retryCounter.pipe(Metric.tagged("reason", reason), Metric.tagged("agent", agent)), 1)),
-        Effect.annotateLogs({ attempt: attempts, reason })
-      )
-    }
-    // The budget counts from the first attempt, its own time-out included.
-    return Clock.currentTimeMillis.pipe(
-      Effect.flatMap((startedAt) =>
-        Effect.retry(
-          attempt,
-          schedule(options, startedAt).pipe(
-            // Decided for this input just before, where its reason was noted.
-            Schedule.whileInput(() => retrying !== undefined),
-            Schedule.onDecision(announce)
-          )
-        )
-      ),
-      Effect.catchAll((input) =>
-        input._tag === "RetryableFailure"
-          ? Effect.succeed<RemoteOutcome.RemoteOutcome>(input.outcome)
-          : Effect.fail(
-            new A2AClientError.A2AClientError(
-              reached && input.delivery === "NotSent"
-                ? { ...input, attempts, delivery: "Unknown", detail: `${input.detail} (an earlier attempt may have been received)` }
-                : { ...input, attempts }
-            )
-          )
-      )
-    )
-  })
+) => Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R> = internal.retry

@@ -4,12 +4,12 @@
  */
 import { Duration, Match, Option } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
-import type { CircuitOpen } from "../../CircuitBreaker.js"
 import * as FailureHint from "../../FailureHint.js"
 import * as Part from "../../Part.js"
 import type { RemoteAgent } from "../../RemoteAgent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
 import * as ErrorId from "../wire/errorId.js"
+import type { CircuitOpen } from "./circuitOpen.js"
 
 export const FAILED = "REMOTE_FAILED"
 export const UNAVAILABLE = "REMOTE_UNAVAILABLE"
@@ -25,7 +25,7 @@ export type Marker = typeof markers[number]
 
 export type GuardError = A2AClientError.A2AClientError | CircuitOpen
 
-const nonEmpty = (text: string): boolean => text.trim() !== ""
+export const nonEmpty = (text: string): boolean => text.trim() !== ""
 
 const withText = (marker: Marker, text: string): string => nonEmpty(text) ? `${marker} ${text}` : marker
 

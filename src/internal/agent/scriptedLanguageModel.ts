@@ -1,0 +1,116 @@
+/**
+ * The code behind `ScriptedLanguageModel`: the provider that answers from its
+ * script, and the scripts of the worked example.
+ */
+import * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as Prompt from "@effect/ai/Prompt"
+import type * as Response from "@effect/ai/Response"
+import { Effect, Layer, Stream } from "effect"
+import type { Request, Script } from "../../ScriptedLanguageModel.js"
+import { toolResults } from "./orchestrator.js"
+
+const finish: Response.PartEncoded = {
+  type: "finish",
+  reason: "stop",
+  usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }
+}
+
+/** @internal */
+export const text = (value: string): Response.PartEncoded => ({ type: "text", text: value })
+
+/** @internal */
+export const toolCall = (name: string, input: string): Response.PartEncoded => ({
+  type: "tool-call",
+  id: `call_${crypto.randomUUID()}`,
+  name,
+  params: { input },
+  providerExecuted: false
+})
+
+/** @internal */
+export const systemText = (prompt: Prompt.Prompt): string =>
+  prompt.content.flatMap((message) => (message.role === "system" ? [message.content] : [])).join("\n")
+
+/** @internal */
+export const promptText = (prompt: Prompt.Prompt): string =>
+  prompt.content
+    .flatMap((message) => {
+      if (message.role === "system") return [`system: ${message.content}`]
+      return message.content.map((part) => {
+        switch (part.type) {
+          case "text":
+            return `${message.role}: ${part.text}`
+          case "tool-call":
+            return `${message.role} tool-call ${part.name}: ${JSON.stringify(part.params)}`
+          case "tool-result":
+            return `${message.role} tool-result ${part.name}: ${typeof part.result === "string" ? part.result : JSON.stringify(part.result)}`
+          default:
+            return `${message.role}: <${part.type}>`
+        }
+      })
+    })
+    .join("\n")
+
+/** @internal */
+export const make = (script: Script) => {
+  const requests: Array<Request> = []
+  const answer = (options: LanguageModel.ProviderOptions) =>
+    Effect.sync(() => {
+      const request: Request = {
+        prompt: options.prompt,
+        tools: options.tools.map((tool) => tool.name),
+        toolChoice: options.toolChoice
+      }
+      requests.push(request)
+      return [...script(request, requests.length - 1), finish]
+    })
+  const layer = Layer.effect(
+    LanguageModel.LanguageModel,
+    LanguageModel.make({
+      generateText: answer,
+      streamText: (options) =>
+        Stream.fromIterableEffect(answer(options)).pipe(
+          Stream.flatMap((part): Stream.Stream<Response.StreamPartEncoded> =>
+            part.type === "text"
+              ? Stream.make<Array<Response.StreamPartEncoded>>(
+                { type: "text-start", id: "t" },
+                { type: "text-delta", id: "t", delta: part.text },
+                { type: "text-end", id: "t" }
+              )
+              : part.type === "tool-call" || part.type === "finish"
+              ? Stream.make(part)
+              : Stream.empty
+          )
+        )
+    })
+  )
+  return { requests, layer }
+}
+
+/** @internal */
+export const followsInstruction = (tool: string, input: string): Script => (request, turn) =>
+  turn === 0 ? [toolCall(tool, input)] : answer(request)
+
+const answer = (request: Request): ReadonlyArray<Response.PartEncoded> => {
+  const result = toolResults(request.prompt).at(-1) ?? ""
+  const system = systemText(request.prompt)
+  const marker = /^(REMOTE_[A-Z_]+)/.exec(result)?.[1]
+  if (marker !== undefined && system.includes(marker)) {
+    return [text(`I could not complete the booking (${result}). Would you like me to retry?`)]
+  }
+  return [text(`Done: your booking is confirmed. ${result}`)]
+}
+
+/** @internal */
+export const claimsSuccess = (tool: string, input: string): Script => (_request, turn) =>
+  turn === 0 ? [toolCall(tool, input)] : [text("Done: your booking is confirmed.")]
+
+/** @internal */
+export const delegates = (tool: string): Script => (request) => {
+  const last = request.prompt.content.at(-1)
+  if (last?.role === "user") {
+    const input = last.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join(" ")
+    return [toolCall(tool, input)]
+  }
+  return answer(request)
+}
