@@ -26,6 +26,7 @@ import { Duration, Schema } from "effect"
  * // the remote side was never reached: nothing to reconcile there
  * const unreached = (reason: A2AClientError.Reason) => reason === "ConnectionRefused" || reason === "Unavailable"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const Reason = Schema.Literal(
@@ -42,6 +43,7 @@ export const Reason = Schema.Literal(
 )
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type Reason = typeof Reason.Type
@@ -56,11 +58,13 @@ export type Reason = typeof Reason.Type
  * // sending again cannot run the request twice only when it never left
  * const safeToResend = (error: A2AClientError.A2AClientError) => error.delivery === "NotSent"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const Delivery = Schema.Literal("NotSent", "Unknown")
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type Delivery = typeof Delivery.Type
@@ -73,6 +77,7 @@ export type Delivery = typeof Delivery.Type
  * import { A2AClientError } from "effect-a2a"
  * A2AClientError.protocolErrorNames[-32001] // "TaskNotFound"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const protocolErrorNames = {
@@ -105,11 +110,13 @@ export const protocolErrorNames = {
  * declare const error: A2AClientError.A2AClientError
  * forgotten(error.protocolError)
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const ProtocolErrorName = Schema.Literal(...Object.values(protocolErrorNames), "Unknown")
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type ProtocolErrorName = typeof ProtocolErrorName.Type
@@ -124,6 +131,7 @@ export type ProtocolErrorName = typeof ProtocolErrorName.Type
  * // a failed read is safe to repeat; a failed send may have started a task
  * const isRead = (operation: A2AClientError.Operation) => operation === "GetTask" || operation === "SubscribeToTask"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const Operation = Schema.Literal(
@@ -135,6 +143,7 @@ export const Operation = Schema.Literal(
 )
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type Operation = typeof Operation.Type
@@ -155,6 +164,7 @@ export type Operation = typeof Operation.Type
  * })
  * error.message // "booking: SendMessage failed (ConnectionRefused, request not sent): ..."
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class A2AClientError extends Schema.TaggedError<A2AClientError>("effect-a2a/A2AClientError")(
@@ -201,6 +211,7 @@ export class A2AClientError extends Schema.TaggedError<A2AClientError>("effect-a
  * A2AClientError.protocolErrorName(-32001) // "TaskNotFound"
  * A2AClientError.protocolErrorName(-32099) // "Unknown"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const protocolErrorName = (code: number): ProtocolErrorName =>
@@ -227,6 +238,7 @@ export const protocolErrorName = (code: number): ProtocolErrorName =>
  *   InvalidRequest: () => "not JSON"
  * })
  * ```
+ * @category pattern matching
  * @since 0.1.0
  */
 export const matchReason =

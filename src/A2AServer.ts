@@ -41,6 +41,7 @@ import * as internalTaskStore from "./internal/server/taskStore.js"
  *   documentationUrl: "https://example.com/booking"
  * }
  * ```
+ * @category options
  * @since 0.1.0
  */
 export type CardOptions = Partial<Omit<AgentCard, "supportedInterfaces">> & {
@@ -65,6 +66,7 @@ export type CardOptions = Partial<Omit<AgentCard, "supportedInterfaces">> & {
  *   taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: "./tasks.db" })
  * }
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore"> {
@@ -135,6 +137,7 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
  *   idempotency: { lease: "30 seconds", wait: "30 seconds" }
  * }).pipe(Layer.provide(IdempotencyLedger.layerSqlite({ filename: "./idempotency.db" })))
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface IdempotencyOptions {
@@ -169,6 +172,7 @@ export interface IdempotencyOptions {
  * A2AServer.TaskStoreConfig.Sqlite({ filename: "./tasks.db" })
  * A2AServer.TaskStoreConfig.Postgres({ url: "postgresql://a2a@db/a2a", poolSize: 10 })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type TaskStoreConfig = Data.TaggedEnum<{
@@ -179,6 +183,7 @@ export type TaskStoreConfig = Data.TaggedEnum<{
 }>
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export const TaskStoreConfig = Data.taggedEnum<TaskStoreConfig>()
@@ -198,11 +203,13 @@ export const TaskStoreConfig = Data.taggedEnum<TaskStoreConfig>()
  *   taskStore: A2AServer.TaskStoreConfig.Postgres({ url: "postgresql://a2a@db/a2a" })
  * }).pipe(Effect.tapErrorTag("TaskStoreError", (error) => Effect.logError(`task store (${error.reason}): ${error.message}`)))
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const TaskStoreError: typeof internalTaskStore.TaskStoreError = internalTaskStore.TaskStoreError
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type TaskStoreError = internalTaskStore.TaskStoreError
@@ -225,6 +232,7 @@ export type TaskStoreError = internalTaskStore.TaskStoreError
  *   console.log(server.url) // http://127.0.0.1:<port>
  * }).pipe(Effect.provide(ServerLive))
  * ```
+ * @category tags
  * @since 0.1.0
  */
 export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
@@ -248,6 +256,7 @@ export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
  *
  * const cardUrl = Effect.map(A2AServer.A2AServer, (server) => `${server.url}${A2AServer.cardPath}`)
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const cardPath: typeof internalHttp.cardPath = internalHttp.cardPath
@@ -274,6 +283,7 @@ export const cardPath: typeof internalHttp.cardPath = internalHttp.cardPath
  *   yield* Effect.never // serves until the scope closes
  * }))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make: {
@@ -298,6 +308,7 @@ export const make: {
  *   port: 8000
  * }).pipe(Layer.launch, NodeRuntime.runMain)
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layer: {
@@ -322,6 +333,7 @@ export const layer: {
  *   : error._tag === "TaskStoreError" ? `check the task database (${error.reason})`
  *   : "check the configuration"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export type MakeError =

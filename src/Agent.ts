@@ -17,7 +17,7 @@ import { type Effect, Schema, type Stream } from "effect"
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/agent/agent.js"
-import * as RemoteAgent from "./RemoteAgent.js"
+import type * as RemoteAgent from "./RemoteAgent.js"
 
 /**
  * Progress reported while an agent runs.
@@ -31,11 +31,13 @@ import * as RemoteAgent from "./RemoteAgent.js"
  * const result = Agent.result(booking, "book flight 4821", (progress: Agent.Progress) =>
  *   Effect.log(`${progress.agent}: ${progress.text}`))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export const Progress: typeof internal.Progress = internal.Progress
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Progress = internal.Progress
@@ -52,11 +54,13 @@ export type Progress = internal.Progress
  *
  * const result = Agent.Result.make({ agent: "greeter", text: "hello", outcome: Option.none(), error: Option.none() })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export const Result: typeof internal.Result = internal.Result
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Result = internal.Result
@@ -75,11 +79,13 @@ export type Result = internal.Result
  * const lines = Stream.map(booking.run("book flight 4821"), (event: Agent.Event) =>
  *   event._tag === "Progress" ? `... ${event.text}` : event.text)
  * ```
+ * @category models
  * @since 0.1.0
  */
 export const Event = Schema.Union(Progress, Result)
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Event = typeof Event.Type
@@ -96,6 +102,7 @@ export type Event = typeof Event.Type
  *   run: (input) => Stream.make(Agent.textResult("echo", input))
  * }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Agent<E = never, R = never> {
@@ -115,6 +122,7 @@ export interface Agent<E = never, R = never> {
  * const result = Agent.textResult("greeter", "hello")
  * result.outcome // Option.none(): no remote side behind it
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const textResult: (agent: string, text: string) => Result = internal.textResult
@@ -134,6 +142,7 @@ export const textResult: (agent: string, text: string) => Result = internal.text
  *   run: (city, progress) => Effect.as(progress(`looking up ${city}`), `sunny in ${city}`)
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make: <E = never, R = never>(options: {
@@ -158,6 +167,7 @@ export const make: <E = never, R = never>(options: {
  *     return Agent.textResult("planner", "flight 4821 is the cheapest")
  *   }))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const eventsOf: <E, R>(
@@ -179,6 +189,7 @@ export const eventsOf: <E, R>(
  *
  * const program = Effect.map(RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000" }), Agent.fromRemote)
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const fromRemote: (
@@ -202,12 +213,13 @@ export const fromRemote: (
  *   Effect.catchAll((cause) => Effect.succeed(Agent.unavailable(cause, "Books flights")))
  * )
  * ```
+ * @category constructors
  * @since 0.1.0
  */
-export const unavailable = (
+export const unavailable: (
   cause: AgentCardResolutionError.AgentCardResolutionError,
   description?: string
-): Agent => internal.unavailable(RemoteAgent.unavailable(cause), description)
+) => Agent = internal.unavailable
 
 /**
  * Runs an agent to its {@link Result}, handing every {@link Progress} to
@@ -222,6 +234,7 @@ export const unavailable = (
  * declare const booking: Agent.Agent
  * const text = Effect.map(Agent.result(booking, "book flight 4821"), (result) => result.text)
  * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const result: <E, R, R2 = never>(

@@ -21,11 +21,13 @@ import { Schema } from "effect"
  *   Effect.retry({ schedule: Schedule.spaced("1 second"), times: 10, while: (error) => error.reason === "Unreachable" })
  * )
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const Reason = Schema.Literal("Unreachable", "HttpStatus", "InvalidJson", "InvalidCard", "NoCompatibleTransport")
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type Reason = typeof Reason.Type
@@ -51,6 +53,7 @@ const advice: Record<Reason, string> = {
  *   detail: "Failed to fetch Agent Card: 404"
  * }).message
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class AgentCardResolutionError extends Schema.TaggedError<AgentCardResolutionError>(

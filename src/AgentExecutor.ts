@@ -37,6 +37,7 @@ import * as Part from "./Part.js"
  *   return Effect.succeed(AgentExecutor.completedText(Option.isSome(request.task) ? `(follow-up) ${text}` : text))
  * }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface AgentRequest {
@@ -62,11 +63,13 @@ export interface AgentRequest {
  *     return AgentExecutor.completedText("42")
  *   })
  * ```
+ * @category tags
  * @since 0.1.0
  */
 export const AgentProgress: typeof internalEvents.AgentProgress = internalEvents.AgentProgress
 
 /**
+ * @category tags
  * @since 0.1.0
  */
 export type AgentProgress = internalEvents.AgentProgress
@@ -82,6 +85,7 @@ export type AgentProgress = internalEvents.AgentProgress
  * const agent: AgentExecutor.Agent = () =>
  *   Effect.zipRight(AgentExecutor.status("checking seat availability"), Effect.succeed(AgentExecutor.completedText("seat 12A")))
  * ```
+ * @category accessors
  * @since 0.1.0
  */
 export const status = (text: string): Effect.Effect<void, never, AgentProgress> =>
@@ -103,6 +107,7 @@ export const status = (text: string): Effect.Effect<void, never, AgentProgress> 
  *     return AgentExecutor.completedText("done")
  *   })
  * ```
+ * @category accessors
  * @since 0.1.0
  */
 export const data = (value: unknown): Effect.Effect<void, never, AgentProgress> =>
@@ -120,6 +125,7 @@ export const data = (value: unknown): Effect.Effect<void, never, AgentProgress> 
  * const agent: AgentExecutor.Agent = () =>
  *   Effect.as(AgentExecutor.artifact(draft), AgentExecutor.completedText("draft ready"))
  * ```
+ * @category accessors
  * @since 0.1.0
  */
 export const artifact = (value: Part.Artifact): Effect.Effect<void, never, AgentProgress> =>
@@ -135,6 +141,7 @@ export const artifact = (value: Part.Artifact): Effect.Effect<void, never, Agent
  * AgentExecutor.InputRequired({ question: "Which account?" })
  * AgentExecutor.Rejected({ reason: "out of scope" })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type AgentResult = Data.TaggedEnum<{
@@ -145,6 +152,7 @@ export type AgentResult = Data.TaggedEnum<{
 }>
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export const AgentResult = Data.taggedEnum<AgentResult>()
@@ -162,6 +170,7 @@ export const AgentResult = Data.taggedEnum<AgentResult>()
  *   artifacts: []
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const Completed = AgentResult.Completed
@@ -180,6 +189,7 @@ export const Completed = AgentResult.Completed
  *     ? AgentExecutor.InputRequired({ question: "Which date?" })
  *     : AgentExecutor.completedText("booked"))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const InputRequired = AgentResult.InputRequired
@@ -197,6 +207,7 @@ export const InputRequired = AgentResult.InputRequired
  *     ? AgentExecutor.AuthRequired({ text: "Sign in to your bank account first" })
  *     : AgentExecutor.completedText("balance: 120 EUR"))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const AuthRequired = AgentResult.AuthRequired
@@ -211,6 +222,7 @@ export const AuthRequired = AgentResult.AuthRequired
  *
  * const agent: AgentExecutor.Agent = () => Effect.succeed(AgentExecutor.Rejected({ reason: "I only book flights" }))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const Rejected = AgentResult.Rejected
@@ -225,6 +237,7 @@ export const Rejected = AgentResult.Rejected
  * declare const report: Part.Artifact
  * AgentExecutor.completedText("booked flight 4821", [report])
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const completedText = (text: string, artifacts: ReadonlyArray<Part.Artifact> = []): AgentResult =>
@@ -245,6 +258,7 @@ export const completedText = (text: string, artifacts: ReadonlyArray<Part.Artifa
  * // the caller sees FAILED with an error id; the Overbooked cause is logged here
  * const booking: AgentExecutor.Agent<Overbooked> = () => Effect.fail(new Overbooked({ flight: "4821" }))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Agent<E = never, R = never> = (request: AgentRequest) => Effect.Effect<AgentResult, E, R | AgentProgress>
@@ -261,6 +275,7 @@ export type Agent<E = never, R = never> = (request: AgentRequest) => Effect.Effe
  * const alert = (failure: AgentExecutor.Failure) =>
  *   Effect.logError("run failed", failure.cause).pipe(Effect.annotateLogs("errorId", failure.errorId))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Failure {
@@ -281,6 +296,7 @@ export interface Failure {
  * const afterExecute = (_request: AgentExecutor.AgentRequest, final: AgentExecutor.FinalStatus) =>
  *   Effect.succeed({ ...final, event: { ...final.event, metadata: { ...final.event.metadata, region: "eu-west-1" } } })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface FinalStatus {
@@ -315,6 +331,7 @@ export interface FinalStatus {
  *   afterExecuteTimeout: "2 seconds"
  * }
  * ```
+ * @category hooks
  * @since 0.1.0
  */
 export interface Hooks<R = never> {
@@ -341,6 +358,7 @@ export interface Hooks<R = never> {
  *   finalSaveTimeout: "1 minute"
  * }
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface Options<R = never> extends Hooks<R> {
@@ -382,11 +400,13 @@ export interface Options<R = never> extends Hooks<R> {
  *   Effect.tapErrorTag("ConfigurationError", (error) => Effect.logError(error.message))
  * )
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const ConfigurationError: typeof internal.ConfigurationError = internal.ConfigurationError
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type ConfigurationError = internal.ConfigurationError
@@ -405,11 +425,13 @@ export type ConfigurationError = internal.ConfigurationError
  * new AgentExecutor.InvalidOutput({ path: "result.parts[0].data.total", found: "a bigint" }).message
  * // "The agent's output is not JSON data at result.parts[0].data.total: a bigint"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const InvalidOutput: typeof internalEvents.InvalidOutput = internalEvents.InvalidOutput
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type InvalidOutput = internalEvents.InvalidOutput
@@ -428,6 +450,7 @@ export type InvalidOutput = internalEvents.InvalidOutput
  *     yield* executor.shutdown("1 minute")
  *   })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface EffectAgentExecutor extends SdkAgentExecutor {
@@ -488,6 +511,7 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
  *   return new DefaultRequestHandler(card, executor.taskStore!, executor, undefined, undefined, undefined, undefined, undefined, closePaused)
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make: <E, R>(
@@ -507,6 +531,7 @@ export const make: <E, R>(
  *   Cause.isInterruptedOnly(cause) ? { retryable: true } : { retryable: false, contact: "booking-oncall" }
  * const afterExecute = AgentExecutor.failureHints(decide)
  * ```
+ * @category hooks
  * @since 0.1.0
  */
 export interface HintDecision {
@@ -531,6 +556,7 @@ export interface HintDecision {
  *   Cause.isDie(cause) ? { retryable: false, contact: "payments-oncall" } : { retryable: true }
  * )
  * ```
+ * @category hooks
  * @since 0.1.0
  */
 export const failureHints: (

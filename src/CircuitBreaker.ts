@@ -69,11 +69,13 @@ import type * as circuitState from "./internal/client/circuitState.js"
  * // skip an optional call while the remote is known to be failing
  * const worthCalling = Effect.map(breaker.state, (state: CircuitBreaker.State) => state === "Closed")
  * ```
+ * @category models
  * @since 0.1.0
  */
 export const State = Schema.Literal("Closed", "Open", "HalfOpen")
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type State = typeof State.Type
@@ -91,11 +93,13 @@ export type State = typeof State.Type
  * const error = new CircuitBreaker.CircuitOpen({ agent: "booking", retryAfter: Duration.seconds(20), state: "Open" })
  * error.message // "booking: circuit open, retry after 20s"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const CircuitOpen: typeof circuitOpen.CircuitOpen = circuitOpen.CircuitOpen
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type CircuitOpen = circuitOpen.CircuitOpen
@@ -112,6 +116,7 @@ export type CircuitOpen = circuitOpen.CircuitOpen
  *   : CircuitBreaker.consecutiveFailures(3)
  * const BreakersLive = CircuitBreaker.layer({ trip })
  * ```
+ * @category policies
  * @since 0.1.0
  */
 export type TripPolicy = circuitState.Policy
@@ -124,6 +129,7 @@ export type TripPolicy = circuitState.Policy
  * import { CircuitBreaker } from "effect-a2a"
  * CircuitBreaker.consecutiveFailures(5)
  * ```
+ * @category policies
  * @since 0.1.0
  */
 export const consecutiveFailures: (threshold: number) => TripPolicy = internal.consecutiveFailures
@@ -138,6 +144,7 @@ export const consecutiveFailures: (threshold: number) => TripPolicy = internal.c
  * import { CircuitBreaker } from "effect-a2a"
  * CircuitBreaker.failureRate({ threshold: 0.5, window: 20, minimumCalls: 10 })
  * ```
+ * @category policies
  * @since 0.1.0
  */
 export const failureRate: (options: {
@@ -165,6 +172,7 @@ export const failureRate: (options: {
  *   ))
  * const breaker = CircuitBreaker.make("booking", { isFailure })
  * ```
+ * @category policies
  * @since 0.1.0
  */
 export type FailurePredicate = (exit: Exit.Exit<unknown, unknown>) => boolean
@@ -184,6 +192,7 @@ export type FailurePredicate = (exit: Exit.Exit<unknown, unknown>) => boolean
  * // a FAILED task counts, a timeout does not
  * const isFailure = CircuitBreaker.remoteFailure({ failedOutcome: true, exclude: ["Timeout"] })
  * ```
+ * @category policies
  * @since 0.1.0
  */
 export const remoteFailure: (options?: {
@@ -205,6 +214,7 @@ export const remoteFailure: (options?: {
  * CircuitBreaker.isRemoteFailure(Exit.fail(timeout)) // true
  * CircuitBreaker.isRemoteFailure(Exit.fail(new Error("a bug of ours"))) // false
  * ```
+ * @category policies
  * @since 0.1.0
  */
 export const isRemoteFailure: FailurePredicate = internal.isRemoteFailure
@@ -225,6 +235,7 @@ export const isRemoteFailure: FailurePredicate = internal.isRemoteFailure
  * }
  * const BreakersLive = CircuitBreaker.layer(options)
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface Options {
@@ -261,6 +272,7 @@ export interface Options {
  *   Option.match(t.openFor, { onNone: () => "", onSome: (d) => ` for ${Duration.format(d)}` })
  * // "booking: Closed -> Open for 30s"
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Transition {
@@ -293,6 +305,7 @@ export interface Transition {
  *   return reply
  * })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface CircuitBreaker {
@@ -325,6 +338,7 @@ export interface CircuitBreaker {
  *   Effect.map((gauge) => gauge.value) // 0 closed, 1 half-open, 2 open
  * )
  * ```
+ * @category metrics
  * @since 0.1.0
  */
 export const stateGauge: Metric.Metric.Gauge<number> = internal.stateGauge
@@ -342,6 +356,7 @@ export const stateGauge: Metric.Metric.Gauge<number> = internal.stateGauge
  *   Effect.map((counter) => counter.count)
  * )
  * ```
+ * @category metrics
  * @since 0.1.0
  */
 export const rejectedCounter: Metric.Metric.Counter<number> = internal.rejectedCounter
@@ -360,6 +375,7 @@ export const rejectedCounter: Metric.Metric.Counter<number> = internal.rejectedC
  *   halfOpenProbes: 2
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make: (agent: string, options?: Options) => Effect.Effect<CircuitBreaker> = internal.make
@@ -376,11 +392,13 @@ export const make: (agent: string, options?: Options) => Effect.Effect<CircuitBr
  * const isolated = <A, E>(test: Effect.Effect<A, E, CircuitBreaker.Registry>) =>
  *   Effect.provideServiceEffect(test, CircuitBreaker.Registry, CircuitBreaker.makeRegistry())
  * ```
+ * @category tags
  * @since 0.1.0
  */
 export const Registry: typeof internal.Registry = internal.Registry
 
 /**
+ * @category tags
  * @since 0.1.0
  */
 export type Registry = internal.Registry
@@ -396,6 +414,7 @@ export type Registry = internal.Registry
  *   agent === "payments" ? { trip: CircuitBreaker.consecutiveFailures(2) } : {}
  * )
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const makeRegistry: (
@@ -413,6 +432,7 @@ export const makeRegistry: (
  *
  * const BreakersLive = CircuitBreaker.layer({ trip: CircuitBreaker.consecutiveFailures(3), openDuration: Duration.seconds(10) })
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layer: (options?: Options | ((agent: string) => Options)) => Layer.Layer<Registry> = internal.layer
@@ -431,6 +451,7 @@ export const layer: (options?: Options | ((agent: string) => Options)) => Layer.
  *   yield* Stream.runForEach(breaker.transitions, (t) => Console.log(`booking: ${t.from} -> ${t.to}`))
  * })
  * ```
+ * @category accessors
  * @since 0.1.0
  */
 export const forAgent: (agent: string) => Effect.Effect<CircuitBreaker, never, Registry> = internal.forAgent
@@ -446,6 +467,7 @@ export const forAgent: (agent: string) => Effect.Effect<CircuitBreaker, never, R
  * declare const send: Effect.Effect<string, A2AClientError.A2AClientError>
  * const guarded = send.pipe(CircuitBreaker.withBreaker("booking"))
  * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const withBreaker: (

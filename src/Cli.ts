@@ -38,11 +38,13 @@ import * as travelDemo from "./demo/travel.js"
  *
  * const notFound = Effect.fail(new Cli.ExitCode({ code: 1 }))
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const ExitCode: typeof commands.ExitCode = commands.ExitCode
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type ExitCode = commands.ExitCode
@@ -58,6 +60,7 @@ export type ExitCode = commands.ExitCode
  * const code = Cli.run(["node", "effect-a2a", "probe"]) // the agent URL is missing
  * const misused = Effect.map(code, (c) => c === Cli.usageExitCode) // true
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const usageExitCode: typeof commands.usageExitCode = commands.usageExitCode
@@ -79,11 +82,13 @@ export const usageExitCode: typeof commands.usageExitCode = commands.usageExitCo
  * declare const stdout: string // what `effect-a2a probe --json` printed
  * const report = Schema.decodeUnknownSync(Cli.ProbeReport)(JSON.parse(stdout))
  * ```
+ * @category probe
  * @since 0.1.0
  */
 export const ProbeReport = probeInternal.ProbeReport
 
 /**
+ * @category probe
  * @since 0.1.0
  */
 export type ProbeReport = probeInternal.ProbeReport
@@ -100,6 +105,7 @@ export type ProbeReport = probeInternal.ProbeReport
  * const report = Cli.probe({ url: "http://127.0.0.1:8000", text: "ping", timeout: Duration.seconds(5) })
  * Effect.runPromise(report).then((r) => console.log(r.channel, r.outcome, Cli.probeExitCode(r)))
  * ```
+ * @category probe
  * @since 0.1.0
  */
 export const probe: (options: ProbeOptions) => Effect.Effect<ProbeReport> = probeInternal.probe
@@ -119,6 +125,7 @@ export const probe: (options: ProbeOptions) => Effect.Effect<ProbeReport> = prob
  * }
  * const report = Cli.probe(options)
  * ```
+ * @category probe
  * @since 0.1.0
  */
 export interface ProbeOptions {
@@ -140,6 +147,7 @@ export interface ProbeOptions {
  * // a probe through an agent that is already resolved
  * const report = agent.send("ping").pipe(Effect.match({ onFailure: Cli.errorReport, onSuccess: Cli.outcomeReport }))
  * ```
+ * @category probe
  * @since 0.1.0
  */
 export const outcomeReport = probeInternal.outcomeReport
@@ -158,6 +166,7 @@ export const outcomeReport = probeInternal.outcomeReport
  * report.channel // "ClientError"
  * Cli.probeExitCode(report) // 4
  * ```
+ * @category probe
  * @since 0.1.0
  */
 export const errorReport = probeInternal.errorReport
@@ -172,6 +181,7 @@ export const errorReport = probeInternal.errorReport
  * Cli.probeExitCode({ channel: "ClientError", outcome: null, reason: "Timeout", delivery: "Unknown",
  *   taskId: null, contextId: null, errorId: null, text: null }) // 4
  * ```
+ * @category probe
  * @since 0.1.0
  */
 export const probeExitCode: (report: ProbeReport) => number = probeInternal.exitCode
@@ -190,6 +200,7 @@ export const probeExitCode: (report: ProbeReport) => number = probeInternal.exit
  * // outcome:    Rejected
  * // ...
  * ```
+ * @category probe
  * @since 0.1.0
  */
 export const formatProbeReport: (report: ProbeReport) => string = probeInternal.formatReport
@@ -214,6 +225,7 @@ export const formatProbeReport: (report: ProbeReport) => string = probeInternal.
  *     })
  *   )
  * ```
+ * @category find-error
  * @since 0.1.0
  */
 export interface LogMatch {
@@ -234,6 +246,7 @@ export interface LogMatch {
  * Cli.matchLogLine('{"message":"Runner failed to execute","annotations":{"errorId":"3f9c0a7b12de"}}', "3f9c0a7b12de")
  * // Option.some({ message: "Runner failed to execute", ... })
  * ```
+ * @category find-error
  * @since 0.1.0
  */
 export const matchLogLine: (line: string, errorId: string) => Option.Option<Readonly<Record<string, unknown>>> =
@@ -258,6 +271,7 @@ export const matchLogLine: (line: string, errorId: string) => Option.Option<Read
  * })
  * // "--- booking.log:42\nERROR Runner failed to execute\n  errorId: 3f9c0a7b12de\n  cause:\n    Error: card declined"
  * ```
+ * @category find-error
  * @since 0.1.0
  */
 export const formatLogMatch: (match: LogMatch) => string = findErrorInternal.formatMatch
@@ -274,6 +288,7 @@ export const formatLogMatch: (match: LogMatch) => string = findErrorInternal.for
  *
  * Effect.runPromise(Cli.findError("3f9c0a7b12de", ["./booking.log.jsonl.gz"])).then((n) => console.log(n, "found"))
  * ```
+ * @category find-error
  * @since 0.1.0
  */
 export const findError: (errorId: string, files: ReadonlyArray<string>) => Effect.Effect<number> =
@@ -302,6 +317,7 @@ export const findError: (errorId: string, files: ReadonlyArray<string>) => Effec
  *   card: { name: "playground", description: "fails on demand" }
  * })
  * ```
+ * @category playground
  * @since 0.1.0
  */
 export const playgroundAgent = playgroundInternal.agent
@@ -319,6 +335,7 @@ export const playgroundAgent = playgroundInternal.agent
  * const beforeExecute = (request: AgentExecutor.AgentRequest) =>
  *   Effect.map(Cli.playgroundAdmission(request), (refused) => refused || request.headers["x-tenant"] === undefined)
  * ```
+ * @category playground
  * @since 0.1.0
  */
 export const playgroundAdmission = playgroundInternal.admission
@@ -337,11 +354,13 @@ export const playgroundAdmission = playgroundInternal.admission
  *   retryable: !Option.exists(Cause.failureOption(cause), (error) => error instanceof Cli.PlaygroundError)
  * }))
  * ```
+ * @category playground
  * @since 0.1.0
  */
 export const PlaygroundError = playgroundInternal.PlaygroundError
 
 /**
+ * @category playground
  * @since 0.1.0
  */
 export type PlaygroundError = playgroundInternal.PlaygroundError
@@ -357,6 +376,7 @@ export type PlaygroundError = playgroundInternal.PlaygroundError
  * const options: Cli.PlaygroundOptions = { host: "0.0.0.0", port: 8000, logFile: Option.some("./playground.jsonl") }
  * const PlaygroundLive = Cli.playgroundLayer(options)
  * ```
+ * @category playground
  * @since 0.1.0
  */
 export interface PlaygroundOptions {
@@ -381,6 +401,7 @@ export interface PlaygroundOptions {
  *   console.log(server.url)
  * }).pipe(Effect.provide(Cli.playgroundLayer({ host: "127.0.0.1", port: 0, logFile: Option.none() })))
  * ```
+ * @category playground
  * @since 0.1.0
  */
 export const playgroundLayer: (
@@ -408,6 +429,7 @@ export const playgroundLayer: (
  * declare const Gpt: Layer.Layer<LanguageModel.LanguageModel> // e.g. OpenAiLanguageModel.layer({ model: "gpt-4o-mini" })
  * NodeRuntime.runMain(Cli.runDemoWith(Gpt))
  * ```
+ * @category demo
  * @since 0.1.0
  */
 export const runDemoWith: typeof travelDemo.runWith = travelDemo.runWith
@@ -425,6 +447,7 @@ export const runDemoWith: typeof travelDemo.runWith = travelDemo.runWith
  * // the report alone: the orchestrator's own logs would interleave with it
  * Cli.runDemo.pipe(Effect.asVoid, Logger.withMinimumLogLevel(LogLevel.None), NodeRuntime.runMain)
  * ```
+ * @category demo
  * @since 0.1.0
  */
 export const runDemo: typeof travelDemo.run = travelDemo.run
@@ -444,6 +467,7 @@ export const runDemo: typeof travelDemo.run = travelDemo.run
  * // the built-in subcommands under a root command of your own
  * const tool = Command.make("my-tool").pipe(Command.withSubcommands(Cli.subcommands))
  * ```
+ * @category commands
  * @since 0.1.0
  */
 export const subcommands: typeof commands.subcommands = commands.subcommands
@@ -460,6 +484,7 @@ export const subcommands: typeof commands.subcommands = commands.subcommands
  * const hello = Command.make("hello", {}, () => Console.log("hello"))
  * const withHello = Cli.make([hello])
  * ```
+ * @category commands
  * @since 0.1.0
  */
 export const make: typeof commands.make = commands.make
@@ -480,6 +505,7 @@ export const make: typeof commands.make = commands.make
  *   NodeRuntime.runMain
  * )
  * ```
+ * @category commands
  * @since 0.1.0
  */
 export const command = make()
@@ -499,6 +525,7 @@ export const command = make()
  * }
  * const code = Cli.run(process.argv, options)
  * ```
+ * @category commands
  * @since 0.1.0
  */
 export interface RunOptions<R, E> {
@@ -527,6 +554,7 @@ export interface RunOptions<R, E> {
  *   NodeRuntime.runMain
  * )
  * ```
+ * @category commands
  * @since 0.1.0
  */
 export const run: <R = never, E = never>(

@@ -20,6 +20,7 @@ import * as ErrorId from "./internal/wire/errorId.js"
  * // { errorId, retryable, contact? }, when the server sent one
  * const raw = task.status?.message?.metadata?.[FailureHint.key]
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const key = "effect-a2a/failure"
@@ -32,6 +33,7 @@ export const key = "effect-a2a/failure"
  * const hint = FailureHint.FailureHint.make({ errorId: "3f9c0a7b12de", retryable: false, contact: "payments-oncall" })
  * FailureHint.suffix(hint) // "[retryable=false; contact=payments-oncall]"
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class FailureHint extends Schema.Class<FailureHint>("effect-a2a/FailureHint")({
@@ -50,6 +52,7 @@ export class FailureHint extends Schema.Class<FailureHint>("effect-a2a/FailureHi
  * const hint = FailureHint.FailureHint.make({ errorId: "3f9c0a7b12de", retryable: true })
  * const text = `Payment service busy. ${FailureHint.suffix(hint)}` // "Payment service busy. [retryable=true]"
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const suffix = (hint: FailureHint): string =>
@@ -72,6 +75,7 @@ const decode = Schema.decodeUnknownOption(FailureHint)
  *   Option.exists((hint) => hint.retryable)
  * )
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const fromMetadata = (metadata: Readonly<Record<string, unknown>> | undefined): Option.Option<FailureHint> =>

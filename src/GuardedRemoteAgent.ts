@@ -47,6 +47,7 @@ import type * as RetryPolicy from "./RetryPolicy.js"
  * import { GuardedRemoteAgent } from "effect-a2a"
  * const instruction = `If a tool answers ${GuardedRemoteAgent.FAILED}, say the action could not be completed.`
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export const FAILED: "REMOTE_FAILED" = guard.FAILED
@@ -63,6 +64,7 @@ export const FAILED: "REMOTE_FAILED" = guard.FAILED
  * const reply = Effect.map(booking.send("book flight 4821 for Ana"), (result) =>
  *   result.text.startsWith(GuardedRemoteAgent.UNAVAILABLE) ? "Booking cannot be reached right now." : result.text)
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export const UNAVAILABLE: "REMOTE_UNAVAILABLE" = guard.UNAVAILABLE
@@ -78,6 +80,7 @@ export const UNAVAILABLE: "REMOTE_UNAVAILABLE" = guard.UNAVAILABLE
  * declare const answer: string // what the booking tool answered
  * const canceled = Option.contains(GuardedRemoteAgent.markerOf(answer), GuardedRemoteAgent.CANCELED)
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export const CANCELED: "REMOTE_CANCELED" = guard.CANCELED
@@ -92,6 +95,7 @@ export const CANCELED: "REMOTE_CANCELED" = guard.CANCELED
  * const instruction =
  *   `When a tool answers ${GuardedRemoteAgent.REJECTED} <reason>, tell the user the reason and do not call it again.`
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export const REJECTED: "REMOTE_REJECTED" = guard.REJECTED
@@ -109,6 +113,7 @@ export const REJECTED: "REMOTE_REJECTED" = guard.REJECTED
  *     ? answer.slice(GuardedRemoteAgent.INPUT_REQUIRED.length + 1)
  *     : undefined
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export const INPUT_REQUIRED: "REMOTE_INPUT_REQUIRED" = guard.INPUT_REQUIRED
@@ -123,6 +128,7 @@ export const INPUT_REQUIRED: "REMOTE_INPUT_REQUIRED" = guard.INPUT_REQUIRED
  * const instruction =
  *   `If a tool answers ${GuardedRemoteAgent.AUTH_REQUIRED}, ask the user to sign in to that service first.`
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export const AUTH_REQUIRED: "REMOTE_AUTH_REQUIRED" = guard.AUTH_REQUIRED
@@ -140,6 +146,7 @@ export const AUTH_REQUIRED: "REMOTE_AUTH_REQUIRED" = guard.AUTH_REQUIRED
  * )
  * // "REMOTE_CIRCUIT_OPEN retry after 20s: the request was not submitted (booking failed repeatedly)"
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export const CIRCUIT_OPEN: "REMOTE_CIRCUIT_OPEN" = guard.CIRCUIT_OPEN
@@ -154,6 +161,7 @@ export const CIRCUIT_OPEN: "REMOTE_CIRCUIT_OPEN" = guard.CIRCUIT_OPEN
  * const instruction = `Tool answers starting with ${GuardedRemoteAgent.markers.join(", ")} are not results: ` +
  *   "report them to the user as they are."
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export const markers: ReadonlyArray<Marker> = guard.markers
@@ -171,6 +179,7 @@ export const markers: ReadonlyArray<Marker> = guard.markers
  * declare const answer: string
  * const retryLater = GuardedRemoteAgent.markerOf(answer).pipe(Option.exists(worthRetrying))
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export type Marker = guard.Marker
@@ -191,6 +200,7 @@ export type Marker = guard.Marker
  *   onSuccess: (outcome) => GuardedRemoteAgent.outcomeText(outcome)
  * }))
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export type GuardError = guard.GuardError
@@ -203,6 +213,7 @@ export type GuardError = guard.GuardError
  * import { GuardedRemoteAgent } from "effect-a2a"
  * GuardedRemoteAgent.markerOf("REMOTE_FAILED Agent execution failed. (error_id: 3f9c0a7b12de)") // Option.some("REMOTE_FAILED")
  * ```
+ * @category markers
  * @since 0.1.0
  */
 export const markerOf: (text: string) => Option.Option<Marker> = guard.markerOf
@@ -217,6 +228,7 @@ export const markerOf: (text: string) => Option.Option<Marker> = guard.markerOf
  * declare const outcome: RemoteOutcome.RemoteOutcome
  * const text = GuardedRemoteAgent.outcomeText(outcome)
  * ```
+ * @category texts
  * @since 0.1.0
  */
 export const outcomeText: (
@@ -236,6 +248,7 @@ export const outcomeText: (
  * }))
  * // "REMOTE_UNAVAILABLE: the request was not submitted (booking: the connection was refused)"
  * ```
+ * @category texts
  * @since 0.1.0
  */
 export const errorText: (error: GuardError) => string = guard.errorText
@@ -255,6 +268,7 @@ export const errorText: (error: GuardError) => string = guard.errorText
  * }
  * const booking = GuardedRemoteAgent.make(remote, options)
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface Options {
@@ -295,6 +309,7 @@ export interface Options {
  * // as an Agent: progress events, then the result
  * const events = Stream.runCollect(booking.run("book flight 4821 for Ana"))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface GuardedRemoteAgent extends Agent.Agent {
@@ -320,6 +335,7 @@ export interface GuardedRemoteAgent extends Agent.Agent {
  *   return result.text // "REMOTE_FAILED Agent execution failed. (error_id: 3f9c0a7b12de)", ...
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make: (remote: RemoteAgent.RemoteAgent, options?: Options) => GuardedRemoteAgent = internal.make
@@ -337,6 +353,7 @@ export const make: (remote: RemoteAgent.RemoteAgent, options?: Options) => Guard
  *   return yield* GuardedRemoteAgent.withBreaker(remote)
  * }).pipe(Effect.provide(CircuitBreaker.layer({ trip: CircuitBreaker.consecutiveFailures(3) })))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const withBreaker: (

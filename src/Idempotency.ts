@@ -16,10 +16,12 @@ import * as IdempotencyKey from "./internal/wire/idempotencyKey.js"
 
 export {
   /**
+   * @category errors
    * @since 0.1.0
    */
   IdempotencyConflict,
   /**
+   * @category errors
    * @since 0.1.0
    */
   IdempotencyError
@@ -35,6 +37,7 @@ export {
  * // inside an agent: the key the caller sent with the message, if any
  * const keyOf = (request: AgentExecutor.AgentRequest): unknown => request.message.metadata?.[Idempotency.metadataKey]
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const metadataKey: typeof IdempotencyKey.metadataKey = IdempotencyKey.metadataKey
@@ -50,6 +53,7 @@ export const metadataKey: typeof IdempotencyKey.metadataKey = IdempotencyKey.met
  * // inside an agent: the key the caller sent as a header (Node lower-cases header names)
  * const headerKeyOf = (request: AgentExecutor.AgentRequest) => request.headers[Idempotency.headerName.toLowerCase()]
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const headerName: typeof IdempotencyKey.headerName = IdempotencyKey.headerName
@@ -66,6 +70,7 @@ export const headerName: typeof IdempotencyKey.headerName = IdempotencyKey.heade
  * isDerived(Idempotency.deriveKey({ contextId: "ctx-42", operation: "book-flight", params: {} })) // true
  * isDerived(Idempotency.deriveKey({ key: "order-17" })) // false
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const derivedPrefix: typeof key.derivedPrefix = key.derivedPrefix
@@ -81,6 +86,7 @@ export const derivedPrefix: typeof key.derivedPrefix = key.derivedPrefix
  * Idempotency.canonicalJson({ b: 1, a: [true, { d: null, c: "x" }] })
  * // '{"a":[true,{"c":"x","d":null}],"b":1}'
  * ```
+ * @category keys
  * @since 0.1.0
  */
 export const canonicalJson: (value: unknown) => string = key.canonicalJson
@@ -96,6 +102,7 @@ export const canonicalJson: (value: unknown) => string = key.canonicalJson
  * Idempotency.fingerprint({ seat: "12A", flight: "LH 400" }) ===
  *   Idempotency.fingerprint({ flight: "LH 400", seat: "12A" }) // true
  * ```
+ * @category keys
  * @since 0.1.0
  */
 export const fingerprint: (payload: unknown) => string = key.fingerprint
@@ -115,6 +122,7 @@ export const fingerprint: (payload: unknown) => string = key.fingerprint
  *   return Idempotency.deriveKey(source)
  * }
  * ```
+ * @category keys
  * @since 0.1.0
  */
 export type KeySource =
@@ -146,6 +154,7 @@ export type KeySource =
  * // "idem-v1-" + 64 hex digits
  * Idempotency.deriveKey({ key: "order-17" }) // "order-17"
  * ```
+ * @category keys
  * @since 0.1.0
  */
 export const deriveKey: (source: KeySource) => string = key.deriveKey
@@ -177,6 +186,7 @@ export const deriveKey: (source: KeySource) => string = key.deriveKey
  *   { success: Schema.String }
  * ).pipe(Effect.provide(IdempotencyLedger.layerMemory()))
  * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const once: {

@@ -53,11 +53,13 @@ import * as internal from "./internal/ledger/ledger.js"
  * const retryable = (reason: IdempotencyLedger.Reason) => reason === "Timeout" || reason === "Unavailable"
  * const charged = charge.pipe(Effect.retry({ times: 2, while: (error) => retryable(error.reason) }))
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const Reason: typeof errors.Reason = errors.Reason
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type Reason = errors.Reason
@@ -76,11 +78,13 @@ export type Reason = errors.Reason
  * })
  * error.message // "idempotency key reserve-seat-12A: Interrupted (the previous run ...)"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const IdempotencyError: typeof errors.IdempotencyError = errors.IdempotencyError
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type IdempotencyError = errors.IdempotencyError
@@ -97,6 +101,7 @@ export type IdempotencyError = errors.IdempotencyError
  * // the server refused the call: the key was reused with a different request
  * const reused = error.reason === "ProtocolError" && error.code === IdempotencyLedger.conflictCode
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const conflictCode: typeof errors.conflictCode = errors.conflictCode
@@ -113,11 +118,13 @@ export const conflictCode: typeof errors.conflictCode = errors.conflictCode
  * const error = new IdempotencyLedger.IdempotencyConflict({ reason: "PayloadMismatch", key: "k-1" })
  * error.message // "idempotency key reused with a different request"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const IdempotencyConflict: typeof errors.IdempotencyConflict = errors.IdempotencyConflict
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type IdempotencyConflict = errors.IdempotencyConflict
@@ -141,11 +148,13 @@ export type IdempotencyConflict = errors.IdempotencyConflict
  * // "order-17" of another tenant or user is another entry
  * const charged = Idempotency.once("order-17", charge, { success: Schema.String, identity })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export const Identity = Schema.Struct({ tenant: Schema.String, user: Schema.String })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Identity = typeof Identity.Type
@@ -163,6 +172,7 @@ export type Identity = typeof Identity.Type
  * const identity = user === undefined ? IdempotencyLedger.anonymous : { tenant: "acme", user }
  * const charged = Idempotency.once("order-17", charge, { success: Schema.String, identity })
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const anonymous: Identity = entry.anonymous
@@ -187,6 +197,7 @@ export const anonymous: Identity = entry.anonymous
  *   yield* ledger.finish({ ...ref, result, lease })
  * })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Lease {
@@ -208,6 +219,7 @@ export interface Lease {
  *     ? `task ${entry.taskId} finished`
  *     : `task ${entry.taskId} running on ${Option.getOrElse(entry.leaseOwner, () => "no replica")}`
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Entry {
@@ -239,6 +251,7 @@ export interface Entry {
  *       Effect.forEach(expired, ({ entry }) => Effect.logWarning(`task ${entry.taskId} was interrupted`)))
  *   )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Expired {
@@ -255,6 +268,7 @@ export interface Expired {
  * - `Interrupted`: the same request was running but its owner's lease expired;
  *   run {@link Service.expireLease} to record it as failed, then begin again.
  *
+ * @category models
  * @since 0.1.0
  */
 export type BeginOutcome = Data.TaggedEnum<{
@@ -278,6 +292,7 @@ export type BeginOutcome = Data.TaggedEnum<{
  *   Interrupted: ({ taskId }) => `fail ${taskId}`
  * })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export const BeginOutcome: Data.TaggedEnum.Constructor<BeginOutcome> = entry.BeginOutcome
@@ -297,6 +312,7 @@ export const BeginOutcome: Data.TaggedEnum.Constructor<BeginOutcome> = entry.Beg
  *       outcome._tag === "Finished" ? outcome.result : undefined
  *     ))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type AwaitOutcome = Data.TaggedEnum.Value<BeginOutcome, "Finished" | "Interrupted">
@@ -312,6 +328,7 @@ export type AwaitOutcome = Data.TaggedEnum.Value<BeginOutcome, "Finished" | "Int
  * const ref: IdempotencyLedger.EntryRef = { key: "order-17", identity: { tenant: "acme", user: "ana" } }
  * const entry = Effect.flatMap(IdempotencyLedger.IdempotencyLedger, (ledger) => ledger.get(ref))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface EntryRef {
@@ -336,6 +353,7 @@ export interface EntryRef {
  *   lease: "1 minute"
  * }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface BeginRequest extends EntryRef {
@@ -364,6 +382,7 @@ export interface BeginRequest extends EntryRef {
  * }
  * const charged = charge.pipe(Idempotency.once("charge-order-17", options))
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface OnceOptions<A, I, E> {
@@ -401,6 +420,7 @@ export interface OnceOptions<A, I, E> {
  *     Effect.tap((removed) => Effect.log(`${ledger.owner}: removed ${removed} idempotency entries`))
  *   )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Service {
@@ -510,11 +530,13 @@ export interface Service {
  *   })
  * }).pipe(Effect.provide(IdempotencyLedger.layerMemory()))
  * ```
+ * @category tags
  * @since 0.1.0
  */
 export const IdempotencyLedger: typeof internal.IdempotencyLedger = internal.IdempotencyLedger
 
 /**
+ * @category tags
  * @since 0.1.0
  */
 export type IdempotencyLedger = internal.IdempotencyLedger
@@ -533,6 +555,7 @@ export type IdempotencyLedger = internal.IdempotencyLedger
  * }
  * const LedgerLive = IdempotencyLedger.layerSqlite({ ...options, filename: "./idempotency.db" })
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface Options {
@@ -564,6 +587,7 @@ export interface Options {
  * const options: IdempotencyLedger.SqlOptions = { table: "booking_idempotency", retention: "48 hours" }
  * const LedgerLive = IdempotencyLedger.layerSql(options).pipe(Layer.provide(SqliteClient.layer({ filename: "app.db" })))
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface SqlOptions extends Options {
@@ -587,6 +611,7 @@ export interface SqlOptions extends Options {
  *   onExpired: (entry) => Effect.succeed({ id: entry.taskId, status: { state: "TASK_STATE_FAILED" } })
  * }).pipe(Effect.forkScoped)
  * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const sweep: <E, R>(options: {
@@ -608,6 +633,7 @@ export const sweep: <E, R>(options: {
  *
  * const LedgerLive = IdempotencyLedger.layerMemory({ retention: "1 hour" })
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layerMemory: (options?: Options) => Layer.Layer<IdempotencyLedger> = layer.layerMemory
@@ -626,6 +652,7 @@ export const layerMemory: (options?: Options) => Layer.Layer<IdempotencyLedger> 
  *   Layer.provide(SqliteClient.layer({ filename: "app.db" }))
  * )
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layerSql: (
@@ -642,6 +669,7 @@ export const layerSql: (
  *
  * const LedgerLive = IdempotencyLedger.layerSqlite({ filename: "./data/idempotency.db" })
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layerSqlite: (
@@ -658,6 +686,7 @@ export const layerSqlite: (
  *
  * const LedgerLive = IdempotencyLedger.layerPg({ url: process.env.DATABASE_URL ?? "", owner: "replica-a" })
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layerPg: (

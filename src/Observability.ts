@@ -32,6 +32,7 @@ import * as internalTracing from "./internal/observability/tracing.js"
  * const completed = Metric.value(Observability.serverCompleted.pipe(Metric.tagged("agent", "booking")))
  * // Effect<MetricState.Counter<number>>: read `.count`
  * ```
+ * @category metrics
  * @since 0.1.0
  */
 export const serverCompleted: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverCompleted)
@@ -48,6 +49,7 @@ export const serverCompleted: Metric.Metric.Counter<number> = Metric.fromMetricK
  * const failedRuns = Metric.value(Observability.serverFailed.pipe(Metric.tagged("agent", "booking")))
  * const alarming = Effect.map(failedRuns, (state) => state.count > 10)
  * ```
+ * @category metrics
  * @since 0.1.0
  */
 export const serverFailed: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverFailed)
@@ -64,6 +66,7 @@ export const serverFailed: Metric.Metric.Counter<number> = Metric.fromMetricKey(
  * const refused = Metric.value(Observability.serverCanceledByAdmission.pipe(Metric.tagged("agent", "booking")))
  * const report = Effect.flatMap(refused, (state) => Effect.logInfo(`${state.count} runs refused by admission`))
  * ```
+ * @category metrics
  * @since 0.1.0
  */
 export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.fromMetricKey(
@@ -83,6 +86,7 @@ export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.f
  * const latency = Metric.value(Observability.serverLatency.pipe(Metric.tagged("agent", "booking")))
  * const meanMillis = Effect.map(latency, (state) => state.count === 0 ? 0 : state.sum / state.count)
  * ```
+ * @category metrics
  * @since 0.1.0
  */
 export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram, number, MetricState.MetricState.Histogram> = Metric
@@ -99,6 +103,7 @@ export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram,
  * // e.g. in a test tracer, to pick out the server's runs
  * const isServerRun = (span: Tracer.Span) => span.name === Observability.executeSpanName
  * ```
+ * @category tracing
  * @since 0.1.0
  */
 export const executeSpanName: typeof internalTracing.executeSpanName = internalTracing.executeSpanName
@@ -115,11 +120,13 @@ export const executeSpanName: typeof internalTracing.executeSpanName = internalT
  *   Effect.catchTag("LogFileError", (error) => Console.error(`cannot log to ${error.path}: ${error.detail}`))
  * )
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const LogFileError = internalJsonLog.LogFileError
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type LogFileError = internalJsonLog.LogFileError
@@ -134,6 +141,7 @@ export type LogFileError = internalJsonLog.LogFileError
  * const options: Observability.JsonLogsOptions = { file: process.env["LOG_FILE"] }
  * const Logs = Observability.layerJsonLogs(options) // stdout when LOG_FILE is unset
  * ```
+ * @category logging
  * @since 0.1.0
  */
 export interface JsonLogsOptions {
@@ -161,6 +169,7 @@ export interface JsonLogsOptions {
  * declare const ServerLive: Layer.Layer<A2AServer.A2AServer>
  * const Main = ServerLive.pipe(Layer.provide(Observability.layerJsonLogs({ file: "./booking.log" })))
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export function layerJsonLogs(options?: { readonly file?: undefined }): Layer.Layer<never>
@@ -193,6 +202,7 @@ const jsonStdout: Layer.Layer<never> = Layer.scopedDiscard(
  *
  * Effect.logInfo("charging").pipe(Observability.annotateLogsWithTraceId, Effect.withSpan("charge"))
  * ```
+ * @category logging
  * @since 0.1.0
  */
 export const annotateLogsWithTraceId = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>

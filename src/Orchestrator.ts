@@ -36,6 +36,7 @@ import * as internal from "./internal/agent/orchestrator.js"
  *   remoteFailureInstruction: `${Orchestrator.defaultInstruction} Never retry a payment without asking.`
  * })
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const defaultInstruction: string = internal.defaultInstruction
@@ -55,11 +56,13 @@ export const defaultInstruction: string = internal.defaultInstruction
  *   Effect.catchTag("OrchestratorError", (error) => Effect.succeed(`Sorry, I gave up after ${error.turns} steps.`))
  * )
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export const OrchestratorError: typeof internal.OrchestratorError = internal.OrchestratorError
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type OrchestratorError = internal.OrchestratorError
@@ -82,6 +85,7 @@ export type OrchestratorError = internal.OrchestratorError
  * }
  * const travel = Orchestrator.make(options)
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface Options<R> {
@@ -113,6 +117,7 @@ export interface Options<R> {
  *   .filter((call) => Option.exists(call.result.outcome, (outcome) => outcome._tag === "Failed"))
  *   .map((call) => `${call.agent}: ${call.input}`)
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface SubAgentCall {
@@ -138,6 +143,7 @@ export interface SubAgentCall {
  *   return reply.text
  * })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Reply {
@@ -165,6 +171,7 @@ export interface Reply {
  *   Stream.runForEach((event) => Effect.logInfo(event.text))
  * )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Orchestrator<R>
@@ -193,6 +200,7 @@ export interface Orchestrator<R>
  *   return reply.text
  * }) // needs a LanguageModel layer, e.g. from @effect/ai-openai
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make: <R = never>(options: Options<R>) => Effect.Effect<Orchestrator<R>> = internal.make
@@ -207,6 +215,7 @@ export const make: <R = never>(options: Options<R>) => Effect.Effect<Orchestrato
  * declare const reply: Orchestrator.Reply
  * Orchestrator.toolResults(reply.prompt) // ["REMOTE_FAILED Agent execution failed. (error_id: ...)"]
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const toolResults: (prompt: Prompt.Prompt) => ReadonlyArray<string> = internal.toolResults

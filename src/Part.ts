@@ -16,6 +16,7 @@ import { Schema } from "effect"
  * declare const booking: RemoteAgent.RemoteAgent
  * booking.send({ parts: [Part.TextPart.make({ text: "book flight 4821 for Ana" })], contextId: "trip-42" })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class TextPart extends Schema.TaggedClass<TextPart>("effect-a2a/TextPart")("Text", {
@@ -34,6 +35,7 @@ export class TextPart extends Schema.TaggedClass<TextPart>("effect-a2a/TextPart"
  *   Part.DataPart.make({ data: { flight: "4821", date: "2025-06-01", passengers: ["Ana"] } })
  * ]
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class DataPart extends Schema.TaggedClass<DataPart>("effect-a2a/DataPart")("Data", {
@@ -50,6 +52,7 @@ export class DataPart extends Schema.TaggedClass<DataPart>("effect-a2a/DataPart"
  * const ticket = Part.FilePart.make({ url: "https://example.com/t/4821.pdf", mediaType: "application/pdf", filename: "ticket.pdf" })
  * const note = Part.FilePart.make({ bytes: new TextEncoder().encode("window seat"), mediaType: "text/plain", filename: "note.txt" })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class FilePart extends Schema.TaggedClass<FilePart>("effect-a2a/FilePart")("File", {
@@ -65,11 +68,13 @@ export class FilePart extends Schema.TaggedClass<FilePart>("effect-a2a/FilePart"
  * import { Part } from "effect-a2a"
  * const part: Part.Part = Part.TextPart.make({ text: "hello" })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export const Part = Schema.Union(TextPart, DataPart, FilePart)
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Part = typeof Part.Type
@@ -89,6 +94,7 @@ export type Part = typeof Part.Type
  *   parts: [Part.TextPart.make({ text: "all good" })]
  * })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class Artifact extends Schema.Class<Artifact>("effect-a2a/Artifact")({
@@ -106,6 +112,7 @@ export class Artifact extends Schema.Class<Artifact>("effect-a2a/Artifact")({
  * import { Part } from "effect-a2a"
  * Part.textOf([Part.TextPart.make({ text: "a" }), Part.TextPart.make({ text: "b" })]) // "a\nb"
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const textOf = (parts: ReadonlyArray<Part>): string => {

@@ -35,6 +35,7 @@ import type * as RemoteOutcome from "./RemoteOutcome.js"
  *   metadata: { channel: "web" }
  * }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Input =
@@ -57,6 +58,7 @@ export type Input =
  * const options: RemoteAgent.CallOptions = { timeout: "2 minutes", idempotencyKey: "order-1234", headers: { "x-tenant": "acme" } }
  * booking.send("book flight 4821 for Ana", options)
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface CallOptions {
@@ -73,6 +75,7 @@ export interface CallOptions {
 }
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface RemoteAgent {
@@ -112,6 +115,7 @@ export interface RemoteAgent {
  * class Booking extends Context.Tag("Booking")<Booking, RemoteAgent.RemoteAgent>() {}
  * const BookingLive = Layer.effect(Booking, RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000" }))
  * ```
+ * @category tags
  * @since 0.1.0
  */
 export const RemoteAgent: Context.Tag<RemoteAgent, RemoteAgent> = Context.GenericTag<RemoteAgent>(
@@ -134,6 +138,7 @@ export const RemoteAgent: Context.Tag<RemoteAgent, RemoteAgent> = Context.Generi
  * }
  * const BookingLive = RemoteAgent.layer(options)
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface Options {
@@ -171,6 +176,7 @@ export interface Options {
  *   new AgentCardResolutionError.AgentCardResolutionError({ agent: "booking", url: "http://127.0.0.1:8000", reason: "Unreachable", detail: "connect ECONNREFUSED" })
  * ))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const unavailable: (cause: AgentCardResolutionError.AgentCardResolutionError) => RemoteAgent = internal.unavailable
@@ -196,6 +202,7 @@ export const unavailable: (cause: AgentCardResolutionError.AgentCardResolutionEr
  *   })(outcome)
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make: (options: Options) => Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =
@@ -210,6 +217,7 @@ export const make: (options: Options) => Effect.Effect<RemoteAgent, AgentCardRes
  *
  * const BookingLive = RemoteAgent.layer({ name: "booking", url: "http://127.0.0.1:8000", onCardFailure: "degrade" })
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: Options): Layer.Layer<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>

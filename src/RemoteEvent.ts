@@ -22,6 +22,7 @@ import { RemoteOutcome } from "./RemoteOutcome.js"
  *     Stream.runForEach((status) => Effect.logInfo(`${status.state}: ${status.text}`))
  *   )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class Status extends Schema.TaggedClass<Status>("effect-a2a/RemoteEvent/Status")("Status", {
@@ -49,6 +50,7 @@ export class Status extends Schema.TaggedClass<Status>("effect-a2a/RemoteEvent/S
  *     Stream.mkString
  *   )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class ArtifactChunk extends Schema.TaggedClass<ArtifactChunk>("effect-a2a/RemoteEvent/Artifact")("Artifact", {
@@ -72,6 +74,7 @@ export class ArtifactChunk extends Schema.TaggedClass<ArtifactChunk>("effect-a2a
  * const outcome = RemoteOutcome.Completed.make({ agent: "booking", taskId: "t1", contextId: "c1", text: "booked", parts: [], artifacts: [] })
  * const events = Stream.make(RemoteEvent.Finished.make({ outcome }))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class Finished extends Schema.TaggedClass<Finished>("effect-a2a/RemoteEvent/Finished")("Finished", {
@@ -90,11 +93,13 @@ export class Finished extends Schema.TaggedClass<Finished>("effect-a2a/RemoteEve
  *     Stream.runLast
  *   )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export const RemoteEvent = Schema.Union(Status, ArtifactChunk, Finished)
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type RemoteEvent = typeof RemoteEvent.Type

@@ -35,6 +35,7 @@ const fields = {
  *   agent: "booking", taskId: "t1", contextId: "c1", text: "Booked flight 4821", parts: [], artifacts: []
  * })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class Completed extends Schema.TaggedClass<Completed>("effect-a2a/Completed")("Completed", fields) {}
@@ -53,6 +54,7 @@ export class Completed extends Schema.TaggedClass<Completed>("effect-a2a/Complet
  *     Effect.annotateLogs("retryable", Option.exists(failed.hint, (hint) => hint.retryable))
  *   )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class Failed extends Schema.TaggedClass<Failed>("effect-a2a/Failed")("Failed", {
@@ -73,6 +75,7 @@ export class Failed extends Schema.TaggedClass<Failed>("effect-a2a/Failed")("Fai
  * const stop = (agent: RemoteAgent.RemoteAgent, taskId: string) =>
  *   agent.cancel(taskId).pipe(Effect.map((view) => view._tag === "Canceled"))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class Canceled extends Schema.TaggedClass<Canceled>("effect-a2a/Canceled")("Canceled", fields) {}
@@ -88,6 +91,7 @@ export class Canceled extends Schema.TaggedClass<Canceled>("effect-a2a/Canceled"
  * declare const outcome: RemoteOutcome.RemoteOutcome
  * if (Schema.is(RemoteOutcome.Rejected)(outcome)) console.log(`the agent refused: ${outcome.text}`)
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class Rejected extends Schema.TaggedClass<Rejected>("effect-a2a/Rejected")("Rejected", fields) {}
@@ -103,6 +107,7 @@ export class Rejected extends Schema.TaggedClass<Rejected>("effect-a2a/Rejected"
  * const answer = (agent: RemoteAgent.RemoteAgent, asked: RemoteOutcome.InputRequired, reply: string) =>
  *   agent.send({ parts: [Part.TextPart.make({ text: reply })], taskId: asked.taskId, contextId: asked.contextId })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class InputRequired extends Schema.TaggedClass<InputRequired>("effect-a2a/InputRequired")(
@@ -124,6 +129,7 @@ export class InputRequired extends Schema.TaggedClass<InputRequired>("effect-a2a
  *     { headers: { authorization: `Bearer ${token}` } }
  *   )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class AuthRequired extends Schema.TaggedClass<AuthRequired>("effect-a2a/AuthRequired")(
@@ -132,6 +138,7 @@ export class AuthRequired extends Schema.TaggedClass<AuthRequired>("effect-a2a/A
 ) {}
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export const RemoteOutcome = Schema.Union(Completed, Failed, Canceled, Rejected, InputRequired, AuthRequired)
@@ -151,6 +158,7 @@ export const RemoteOutcome = Schema.Union(Completed, Failed, Canceled, Rejected,
  *   AuthRequired: () => "needs auth"
  * })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type RemoteOutcome = typeof RemoteOutcome.Type
@@ -165,6 +173,7 @@ export type RemoteOutcome = typeof RemoteOutcome.Type
  * const notDone: ReadonlyArray<RemoteOutcome.Tag> = ["Failed", "Canceled", "Rejected"]
  * const actionNotDone = (outcome: RemoteOutcome.RemoteOutcome) => notDone.includes(outcome._tag)
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Tag = RemoteOutcome["_tag"]
@@ -186,6 +195,7 @@ export type Tag = RemoteOutcome["_tag"]
  *   AuthRequired: () => false
  * })
  * ```
+ * @category pattern matching
  * @since 0.1.0
  */
 export const $match = Match.typeTags<RemoteOutcome>()
@@ -199,6 +209,7 @@ export const $match = Match.typeTags<RemoteOutcome>()
  * import { RemoteOutcome } from "effect-a2a"
  * RemoteOutcome.extractErrorId("Agent execution failed. (error_id: 3f9c0a7b12de)") // Option.some("3f9c0a7b12de")
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const extractErrorId: (text: string) => Option.Option<string> = ErrorId.extract
@@ -219,6 +230,7 @@ export const extractErrorId: (text: string) => Option.Option<string> = ErrorId.e
  *   onSome: (id) => `the agent's owners can run: effect-a2a find-error ${id}`
  * })
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const errorIdOf = (outcome: RemoteOutcome): Option.Option<string> =>
@@ -240,6 +252,7 @@ export const errorIdOf = (outcome: RemoteOutcome): Option.Option<string> =>
  *     Effect.map((view) => view._tag === "Running" ? `${view.state}: ${view.text}` : `ended ${view._tag}`)
  *   )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class Running extends Schema.TaggedClass<Running>("effect-a2a/Running")("Running", {
@@ -264,6 +277,7 @@ export class Running extends Schema.TaggedClass<Running>("effect-a2a/Running")("
  * const outcomeOf = (view: RemoteOutcome.TaskView): Option.Option<RemoteOutcome.RemoteOutcome> =>
  *   view._tag === "Running" ? Option.none() : Option.some(view)
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type TaskView = RemoteOutcome | Running

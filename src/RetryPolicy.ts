@@ -41,6 +41,7 @@ import type * as RemoteOutcome from "./RemoteOutcome.js"
  * const book = (agent: RemoteAgent.RemoteAgent, key: string) =>
  *   agent.send("book flight 4821", { idempotencyKey: key }).pipe(RetryPolicy.retry(patient, { idempotent: true }))
  * ```
+ * @category options
  * @since 0.1.0
  */
 export interface Options {
@@ -74,6 +75,7 @@ export interface Options {
  * const reply = (agent: RemoteAgent.RemoteAgent, taskId: string) =>
  *   agent.send({ parts: [Part.TextPart.make({ text: "yes" })], taskId }).pipe(RetryPolicy.retry({ retryFailed: true }, request))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Request {
@@ -95,6 +97,7 @@ export interface Request {
  * })
  * RetryPolicy.retryReason(refused, { idempotent: false }) // Option.some("ConnectionRefused")
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const retryReason: (error: A2AClientError.A2AClientError, request: Request) => Option.Option<string> =
@@ -117,6 +120,7 @@ export const retryReason: (error: A2AClientError.A2AClientError, request: Reques
  *   while: (error) => Option.isSome(RetryPolicy.retryReason(error, { idempotent: true }))
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const schedule: (options?: Options, startedAt?: number) => Schedule.Schedule<Duration.Duration, internal.Input> =
@@ -135,6 +139,7 @@ export const schedule: (options?: Options, startedAt?: number) => Schedule.Sched
  *     RetryPolicy.retry({ maxAttempts: 4, budget: "20 seconds" }, { idempotent: true })
  *   )
  * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const retry: (options: Options, request: Request) => <R>(

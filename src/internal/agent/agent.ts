@@ -5,12 +5,14 @@
  */
 import { Effect, Mailbox, Match, Option, Schema, Stream } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
+import type * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import type { Agent, Event } from "../../Agent.js"
 import type * as RemoteAgent from "../../RemoteAgent.js"
 import type * as RemoteEvent from "../../RemoteEvent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
 import { CircuitOpen } from "../client/circuitOpen.js"
 import * as guard from "../client/guard.js"
+import * as remoteAgent from "../client/remoteAgent.js"
 
 /** @internal */
 export class Progress extends Schema.TaggedClass<Progress>("effect-a2a/Agent/Progress")("Progress", {
@@ -118,31 +120,37 @@ export const fromRemote = (
 })
 
 /**
- * The stand-in for `remote`, the unavailable stub of `RemoteAgent`, whose
- * every call fails at once.
+ * The stand-in for a remote agent whose card could not be resolved: it runs
+ * the unavailable stub of `RemoteAgent`, whose every call fails at once.
  *
  * @internal
  */
-export const unavailable = (remote: RemoteAgent.RemoteAgent, description: string | undefined): Agent => ({
-  name: remote.name,
-  description: description ?? `The remote agent ${remote.name} (unavailable)`,
-  run: (input) =>
-    Stream.fromEffect(
-      remote.send(input).pipe(
-        Effect.either,
-        Effect.flatMap((either) =>
-          either._tag === "Left"
-            ? Effect.succeed(Result.make({
-              agent: remote.name,
-              text: guard.errorText(either.left),
-              outcome: Option.none(),
-              error: Option.some(either.left)
-            }))
-            : Effect.dieMessage(`the unavailable agent ${remote.name} answered`)
+export const unavailable = (
+  cause: AgentCardResolutionError.AgentCardResolutionError,
+  description?: string
+): Agent => {
+  const remote = remoteAgent.unavailable(cause)
+  return {
+    name: remote.name,
+    description: description ?? `The remote agent ${remote.name} (unavailable)`,
+    run: (input) =>
+      Stream.fromEffect(
+        remote.send(input).pipe(
+          Effect.either,
+          Effect.flatMap((either) =>
+            either._tag === "Left"
+              ? Effect.succeed(Result.make({
+                agent: remote.name,
+                text: guard.errorText(either.left),
+                outcome: Option.none(),
+                error: Option.some(either.left)
+              }))
+              : Effect.dieMessage(`the unavailable agent ${remote.name} answered`)
+          )
         )
       )
-    )
-})
+  }
+}
 
 /** @internal */
 export const result = <E, R, R2 = never>(
