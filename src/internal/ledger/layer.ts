@@ -49,6 +49,20 @@ const layerDriver = <M>(
     )
   )
 
+const sqliteClient = (filename: string) => (SqliteClient: typeof import("@effect/sql-sqlite-node/SqliteClient")) =>
+  SqliteClient.layer({ filename }).pipe(
+    // Opening the file throws (a missing directory, a file that is not a database).
+    Layer.catchAllCause((cause) =>
+      Layer.fail(
+        new IdempotencyError({
+          reason: "Unavailable",
+          detail: `could not open the SQLite ledger at ${filename}`,
+          cause: Cause.squash(cause)
+        })
+      )
+    )
+  )
+
 export const layerSqlite = (
   options: Ledger.SqlOptions & { readonly filename: string }
 ): Layer.Layer<IdempotencyLedger, IdempotencyError> =>
@@ -56,19 +70,16 @@ export const layerSqlite = (
     options,
     () => import("@effect/sql-sqlite-node/SqliteClient"),
     "layerSqlite needs the @effect/sql-sqlite-node package and its better-sqlite3 addon",
-    (SqliteClient) =>
-      SqliteClient.layer({ filename: options.filename }).pipe(
-        // Opening the file throws (a missing directory, a file that is not a database).
-        Layer.catchAllCause((cause) =>
-          Layer.fail(
-            new IdempotencyError({
-              reason: "Unavailable",
-              detail: `could not open the SQLite ledger at ${options.filename}`,
-              cause: Cause.squash(cause)
-            })
-          )
-        )
-      )
+    sqliteClient(options.filename)
+  )
+
+const pgClient = (url: string | Redacted.Redacted, maxConnections: number | undefined) =>
+(PgClient: typeof import("@effect/sql-pg/PgClient")) =>
+  PgClient.layer({
+    url: typeof url === "string" ? Redacted.make(url) : url,
+    ...(maxConnections === undefined ? {} : { maxConnections })
+  }).pipe(
+    Layer.mapError((cause) => new IdempotencyError({ reason: "Unavailable", detail: "could not connect to PostgreSQL", cause }))
   )
 
 export const layerPg = (
@@ -77,17 +88,4 @@ export const layerPg = (
     readonly maxConnections?: number | undefined
   }
 ): Layer.Layer<IdempotencyLedger, IdempotencyError> =>
-  layerDriver(
-    options,
-    () => import("@effect/sql-pg/PgClient"),
-    "layerPg needs the @effect/sql-pg package",
-    (PgClient) =>
-      PgClient.layer({
-        url: typeof options.url === "string" ? Redacted.make(options.url) : options.url,
-        ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
-      }).pipe(
-        Layer.mapError((cause) =>
-          new IdempotencyError({ reason: "Unavailable", detail: "could not connect to PostgreSQL", cause })
-        )
-      )
-  )
+  layerDriver(options, () => import("@effect/sql-pg/PgClient"), "layerPg needs the @effect/sql-pg package", pgClient(options.url, options.maxConnections))
