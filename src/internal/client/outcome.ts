@@ -1,5 +1,9 @@
 /**
- * Conversions between the SDK's wire types and our Schema-described values.
+ * The outcome a caller reads of a task in a final state, or of a bare
+ * message reply: its parts decoded by the wire, a FAILED one with its error
+ * id and failure hint.
+ *
+ * @internal
  */
 import type { Message, Task } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"

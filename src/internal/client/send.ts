@@ -11,7 +11,7 @@ import type { RemoteAgent } from "../../RemoteAgent.js"
 import type * as RemoteOutcome from "../../RemoteOutcome.js"
 import type * as clientCall from "./call.js"
 import { inputIds, invalidRequest, messageOf } from "./input.js"
-import * as convert from "./outcome.js"
+import * as outcomes from "./outcome.js"
 import { type AgentContext, type ReadTask, view } from "./task.js"
 
 /** How long the last poll before a call's deadline leaves for its answer. */
@@ -101,7 +101,7 @@ export const make = (context: AgentContext, awaitEnd: AwaitEnd): RemoteAgent["se
         "SendMessage",
         { contextId: message.contextId, taskId: message.taskId },
         (o) => client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, o),
-        (result) => isMessage(result) ? Either.right(convert.messageOutcome(agent, result)) : viewSent(result),
+        (result) => isMessage(result) ? Either.right(outcomes.messageOutcome(agent, result)) : viewSent(result),
         (result) =>
           Either.isRight(result) && result.right._tag === "Running"
             ? awaitEnd("SendMessage", exchange, result.right, done)

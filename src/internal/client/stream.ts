@@ -17,7 +17,7 @@ import * as taskState from "../wire/taskState.js"
 import * as clientCall from "./call.js"
 import { type CallRecord, classifyCall } from "./classify.js"
 import { inputIds, invalidRequest, messageOf } from "./input.js"
-import * as convert from "./outcome.js"
+import * as outcomes from "./outcome.js"
 import type { AwaitEnd } from "./send.js"
 import { type AgentContext, type ReadTask, view } from "./task.js"
 
@@ -59,7 +59,7 @@ const statusEvents = (agent: string, state: State, update: TaskStatusUpdateEvent
   state.taskId = update.taskId || state.taskId
   state.contextId = update.contextId || state.contextId
   const status = update.status
-  const outcome = convert.outcomeOf(agent, state.taskId, state.contextId, status?.state, status?.message, [
+  const outcome = outcomes.outcomeOf(agent, state.taskId, state.contextId, status?.state, status?.message, [
     ...Array.from(state.artifacts.values(), (artifact) => wireParts.build(Part.Artifact, artifact))
   ])
   if (Option.isSome(outcome)) return Effect.succeed(finish(state, outcome.value))
@@ -113,7 +113,7 @@ const toEvents = (agent: string, viewStreamed: View, state: State, response: Str
   const payload = response.payload
   switch (payload?.$case) {
     case "message":
-      return Effect.succeed(finish(state, convert.messageOutcome(agent, payload.value)))
+      return Effect.succeed(finish(state, outcomes.messageOutcome(agent, payload.value)))
     case "task": {
       const other = otherTask(agent, state, payload.value.id)
       if (other !== undefined) return Effect.fail(other)

@@ -18,7 +18,7 @@ import * as taskState from "../wire/taskState.js"
 import * as clientCall from "./call.js"
 import type { CallRecord } from "./classify.js"
 import { invalidRequest, type Unsendable } from "./input.js"
-import * as convert from "./outcome.js"
+import * as outcomes from "./outcome.js"
 
 /** What the operations of one agent share; built once per agent. @internal */
 export interface AgentContext {
@@ -38,7 +38,7 @@ export const view = (agent: string, operation: A2AClientError.Operation) =>
   if (typeof task.id !== "string" || task.id === "") {
     return Either.left(clientCall.invalid(agent, operation, "the response holds a task without an id", ids))
   }
-  const outcome = convert.taskOutcome(agent, task)
+  const outcome = outcomes.taskOutcome(agent, task)
   if (Option.isSome(outcome)) return Either.right(outcome.value)
   const state = task.status?.state
   if (taskState.isRunning(state)) {

@@ -26,7 +26,7 @@ import type * as Scope from "effect/Scope"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as Ledger from "../ledger/ledger.js"
-import * as internalParts from "./handler.js"
+import * as internalHandler from "./handler.js"
 import * as entry from "./idempotencyEntry.js"
 import type * as internalRpc from "./rpc.js"
 
@@ -230,7 +230,7 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
   private readonly idempotent: entry.Shared
 
   constructor(shared: entry.Shared, executor: SdkAgentExecutor) {
-    super(shared.card, shared.taskStore, executor, ...internalParts.handlerArguments(shared.subscriptions.manager))
+    super(shared.card, shared.taskStore, executor, ...internalHandler.handlerArguments(shared.subscriptions.manager))
     this.idempotent = shared
     // The SDK draws a task id when it builds the request context; the
     // ledger recorded one before, so the run gets that one. The method is
@@ -326,7 +326,7 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
 const keyed = (params: SendMessageRequest, context: ServerCallContext): boolean => {
   if (params.message === undefined) return false
   try {
-    return entry.keyOf(params.message, internalParts.headersOf(context)) !== undefined
+    return entry.keyOf(params.message, internalHandler.headersOf(context)) !== undefined
   } catch {
     return true
   }

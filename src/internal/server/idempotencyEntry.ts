@@ -23,7 +23,7 @@ import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "../ledger/errors.js"
 import { fingerprint } from "../ledger/key.js"
 import * as internalFailure from "./failure.js"
-import * as internalParts from "./handler.js"
+import * as internalHandler from "./handler.js"
 import * as internalRpc from "./rpc.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as IdempotencyKey from "../wire/idempotencyKey.js"
@@ -31,7 +31,7 @@ import * as wireParts from "../wire/parts.js"
 import * as taskState from "../wire/taskState.js"
 
 /** @internal */
-export type Headers = internalParts.RequestHeaders
+export type Headers = internalHandler.RequestHeaders
 
 /** @internal */
 export interface Options {
@@ -138,7 +138,7 @@ export interface Shared {
 }
 
 const identityOf = (shared: Shared, context: ServerCallContext) =>
-  shared.identity === undefined ? defaultIdentity(context) : shared.identity(internalParts.headersOf(context), context.user)
+  shared.identity === undefined ? defaultIdentity(context) : shared.identity(internalHandler.headersOf(context), context.user)
 
 // The store is scoped by tenant and owner; the server's transport has no
 // authentication, so every request runs as the unauthenticated user.
@@ -220,7 +220,7 @@ export const begin = (shared: Shared, params: SendMessageRequest, context: Serve
     const { ledger, unheld } = shared
     const message = params.message
     if (message === undefined) return undefined
-    const key = keyOf(message, internalParts.headersOf(context))
+    const key = keyOf(message, internalHandler.headersOf(context))
     if (key === undefined) return undefined
     const ref = { key, identity: identityOf(shared, context) }
     const request = {

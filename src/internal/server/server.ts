@@ -17,7 +17,7 @@ import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTracing from "../observability/tracing.js"
 import * as internalExecutor from "./executor.js"
-import * as internalParts from "./handler.js"
+import * as internalHandler from "./handler.js"
 import * as internalHttp from "./http.js"
 import * as internalIdempotency from "./idempotency.js"
 import * as internalRpc from "./rpc.js"
@@ -91,7 +91,7 @@ const requestHandlerOf = (
         card,
         taskStore,
         executor,
-        ...internalParts.handlerArguments(subscriptions.manager)
+        ...internalHandler.handlerArguments(subscriptions.manager)
       ),
       claim: (taskId) => executor.claim(taskId)
     })
