@@ -321,7 +321,7 @@ const publishFinal = <R>(
   const { contextId, taskId } = context
   const event: TaskStatusUpdateEvent = { ...published.event, taskId, contextId }
   const state = event.status?.state
-  if (state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED) {
+  if (taskState.isPaused(state)) {
     shared.pausedContexts.set(bus, contextId)
   }
   const store = shared.store

@@ -97,7 +97,7 @@ export const watchSaves = (store: TaskStore, runFork: RunFork): SaveWatch => {
     const paused = pausedAhead.get(task.id)
     if (paused === undefined) return task
     const state = task.status?.state
-    const stale = (state === TaskState.TASK_STATE_WORKING || state === TaskState.TASK_STATE_SUBMITTED) &&
+    const stale = taskState.isRunning(state) &&
       (task.status?.timestamp ?? "") <= (paused.timestamp ?? "")
     if (!stale) {
       pausedAhead.delete(task.id)

@@ -34,6 +34,9 @@ export const isRunning = (state: TaskState | undefined): boolean => phaseOf(stat
 /** A state no further event changes: the task has ended. */
 export const isTerminal = (state: TaskState | undefined): boolean => phaseOf(state) === "ended"
 
+/** Paused for the caller: input or auth required. */
+export const isPaused = (state: TaskState | undefined): boolean => phaseOf(state) === "paused"
+
 /** A state a run stops in: ended, or paused for input or auth. */
 export const isSettled = (state: TaskState | undefined): boolean => {
   const phase = phaseOf(state)
