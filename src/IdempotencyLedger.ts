@@ -661,7 +661,9 @@ export const layerSql: (
 
 /**
  * A ledger in a SQLite file: the embedded default. Survives restarts of one
- * process; processes on one machine may share the file.
+ * process; processes on one machine may share the file. Its driver
+ * (`@effect/sql-sqlite-node`, with better-sqlite3's native addon) is loaded
+ * only when this layer is built, so a client that never builds it loads none.
  *
  * @example
  * ```ts

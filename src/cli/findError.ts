@@ -184,7 +184,7 @@ export const fileSource = (path: string): Source => ({
  *
  * @internal
  */
-export const stdinSource: Source = {
+const stdinSource: Source = {
   name: "stdin",
   bytes: NodeStream.fromReadable(() => process.stdin, readError("stdin"), { closeOnDone: false })
 }
@@ -210,7 +210,7 @@ export const search = (errorId: string, source: Source): Stream.Stream<Cli.LogMa
  *
  * @internal
  */
-export const printMatches = <R1, R2>(
+const printMatches = <R1, R2>(
   errorId: string,
   sources: ReadonlyArray<Source>,
   print: (text: string) => Effect.Effect<void, never, R1>,

@@ -1,4 +1,8 @@
-/** Error helpers shared by the modules. */
+/**
+ * Error helpers shared by the rooms.
+ *
+ * @internal
+ */
 
 const stackTraceLimitWritable = (() => {
   const descriptor = Object.getOwnPropertyDescriptor(Error, "stackTraceLimit")

@@ -2,17 +2,19 @@
  * The code behind `Agent`: its events, the streams of a run, and the reading
  * of a remote event stream that both the unguarded `fromRemote` and the guard
  * use.
+ *
+ * @internal
  */
 import { Effect, Mailbox, Match, Option, Schema, Stream } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
-import type * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import type { Agent, Event } from "../../Agent.js"
+import type * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import type * as RemoteAgent from "../../RemoteAgent.js"
 import type * as RemoteEvent from "../../RemoteEvent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
 import { CircuitOpen } from "../client/circuitOpen.js"
-import * as guard from "../client/guard.js"
 import * as remoteAgent from "../client/remoteAgent.js"
+import * as guard from "./guard.js"
 
 /** @internal */
 export class Progress extends Schema.TaggedClass<Progress>("effect-a2a/Agent/Progress")("Progress", {
@@ -72,8 +74,21 @@ export const make = <E = never, R = never>(options: {
 })
 
 /**
+ * What an event of a remote stream is to a parent: a non-empty WORKING
+ * status text is progress, `Finished` brings the outcome, and artifact
+ * chunks are read from the outcome instead.
+ */
+const readEvent = Match.type<RemoteEvent.RemoteEvent>().pipe(
+  Match.tagsExhaustive({
+    Status: (e): { readonly progress: string } | undefined => guard.nonEmpty(e.text) ? { progress: e.text } : undefined,
+    Artifact: () => undefined,
+    Finished: (e) => ({ outcome: e.outcome })
+  })
+)
+
+/**
  * Runs the event stream of a remote agent to its outcome, handing each
- * non-empty WORKING status text to `progress`.
+ * progress text to `progress`.
  *
  * @internal
  */
@@ -83,17 +98,14 @@ export const foldRemote = <E, R>(
   progress: (text: string) => Effect.Effect<void>
 ): Effect.Effect<RemoteOutcome.RemoteOutcome, E, R> =>
   events.pipe(
-    Stream.runFoldEffect(
-      Option.none<RemoteOutcome.RemoteOutcome>(),
-      (last, event) =>
-        Match.value(event).pipe(
-          Match.tagsExhaustive({
-            Status: (e) => guard.nonEmpty(e.text) ? Effect.as(progress(e.text), last) : Effect.succeed(last),
-            Artifact: () => Effect.succeed(last),
-            Finished: (e) => Effect.succeed(Option.some(e.outcome))
-          })
-        )
-    ),
+    Stream.runFoldEffect(Option.none<RemoteOutcome.RemoteOutcome>(), (last, event) => {
+      const read = readEvent(event)
+      return read === undefined
+        ? Effect.succeed(last)
+        : "outcome" in read
+        ? Effect.succeed(Option.some(read.outcome))
+        : Effect.as(progress(read.progress), last)
+    }),
     Effect.flatMap(Option.match({
       // RemoteAgent ends every stream that does not fail with Finished
       onNone: () => Effect.dieMessage(`remote agent ${agent}: stream ended without an outcome`),
@@ -101,23 +113,35 @@ export const foldRemote = <E, R>(
     }))
   )
 
-/** @internal */
+/**
+ * A remote agent as an agent, its stream read as it comes: each event is
+ * handed on when the parent pulls it.
+ *
+ * @internal
+ */
 export const fromRemote = (
   remote: RemoteAgent.RemoteAgent,
   options: { readonly description?: string | undefined } = {}
-): Agent<A2AClientError.A2AClientError> => ({
-  name: remote.name,
-  description: guard.describeRemote(remote, options.description),
-  run: (input) =>
-    eventsOf(remote.name, (progress) =>
-      Effect.map(foldRemote(remote.name, remote.stream(input), progress), (outcome) =>
-        Result.make({
-          agent: remote.name,
-          text: outcome._tag === "Completed" ? guard.completedText(outcome) : outcome.text,
-          outcome: Option.some(outcome),
-          error: Option.none()
-        })))
-})
+): Agent<A2AClientError.A2AClientError> => {
+  const agent = remote.name
+  const toEvent = (event: RemoteEvent.RemoteEvent): Option.Option<Event> => {
+    const read = readEvent(event)
+    if (read === undefined) return Option.none()
+    if (!("outcome" in read)) return Option.some(Progress.make({ agent, text: read.progress }))
+    const outcome = read.outcome
+    return Option.some(Result.make({
+      agent,
+      text: outcome._tag === "Completed" ? guard.completedText(outcome) : outcome.text,
+      outcome: Option.some(outcome),
+      error: Option.none()
+    }))
+  }
+  return {
+    name: agent,
+    description: guard.describeRemote(remote, options.description),
+    run: (input) => Stream.filterMap(remote.stream(input), toEvent)
+  }
+}
 
 /**
  * The stand-in for a remote agent whose card could not be resolved: it runs

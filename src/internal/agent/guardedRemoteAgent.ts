@@ -1,6 +1,8 @@
 /**
  * The code behind `GuardedRemoteAgent`: the retry inside the breaker, the
  * breaker inside the guard, and every typed ending of the call as a result.
+ *
+ * @internal
  */
 import { Effect, Either, Option, type Stream } from "effect"
 import type * as A2AClientError from "../../A2AClientError.js"
@@ -12,9 +14,9 @@ import type * as RemoteOutcome from "../../RemoteOutcome.js"
 import type * as RetryPolicy from "../../RetryPolicy.js"
 import * as circuitBreaker from "../client/circuitBreaker.js"
 import type { CircuitOpen } from "../client/circuitOpen.js"
-import * as guard from "../client/guard.js"
 import * as retryPolicy from "../client/retryPolicy.js"
 import * as internalAgent from "./agent.js"
+import * as guard from "./guard.js"
 
 /** @internal */
 export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): GuardedRemoteAgent => {

@@ -1,6 +1,8 @@
 /**
  * The code behind `Orchestrator`: each sub-agent as a tool, and the loop
  * model -> tools -> model of one answer.
+ *
+ * @internal
  */
 import type * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"

@@ -1,6 +1,8 @@
 /**
  * The code behind `ScriptedLanguageModel`: the provider that answers from its
  * script, and the scripts of the worked example.
+ *
+ * @internal
  */
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"

@@ -2,6 +2,8 @@
  * The code behind `CircuitBreaker`: the breaker around the pure state machine
  * of `circuitState`, which reads the clock, publishes the changes and sets
  * the metrics.
+ *
+ * @internal
  */
 import {
   Cause,

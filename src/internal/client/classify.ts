@@ -1,6 +1,8 @@
 /**
  * Turns whatever `@a2a-js/sdk` (or `fetch` below it) threw into a typed
  * error. Must never throw: any value can arrive here.
+ *
+ * @internal
  */
 import { Duration, Option } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"

@@ -17,11 +17,12 @@ export const messageOf = (input: Input, options: CallOptions | undefined): Messa
   const key = options?.idempotencyKey
   if (typeof input === "string") {
     const metadata = key === undefined ? undefined : { [IdempotencyKey.metadataKey]: key }
-    return wireParts.userMessage([wireParts.textPart(input)], {}, metadata)
+    return wireParts.userMessage([wireParts.textPart(input)], undefined, undefined, metadata)
   }
   return wireParts.userMessage(
     input.parts.map(wireParts.toWirePart),
-    input,
+    input.contextId,
+    input.taskId,
     key === undefined
       ? input.metadata === undefined ? undefined : { ...input.metadata }
       : { ...input.metadata, [IdempotencyKey.metadataKey]: key }

@@ -2,6 +2,8 @@
  * The code behind `RetryPolicy`: when an attempt may be resent, the delays
  * between attempts, and the loop that keeps the last typed error honest about
  * delivery.
+ *
+ * @internal
  */
 import { Clock, Duration, Effect, Metric, Option, Random, Schedule, Schema } from "effect"
 import * as ScheduleDecision from "effect/ScheduleDecision"

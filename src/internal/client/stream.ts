@@ -5,7 +5,6 @@
  * @internal
  */
 import type { Message, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk"
-import { TaskState } from "@a2a-js/sdk"
 import { Duration, Effect, Either, Option, Stream, type Tracer } from "effect"
 import type * as A2AClientError from "../../A2AClientError.js"
 import * as Part from "../../Part.js"
@@ -68,13 +67,13 @@ const statusEvents = (agent: string, state: State, update: TaskStatusUpdateEvent
       clientCall.invalid(agent, "SendStreamingMessage", `status update in an unrecognised state (${taskState.name(status?.state)})`, idsOf(state))
     )
   }
-  const parts = (status?.message?.parts ?? []).map(wireParts.fromWirePart)
+  const parts = wireParts.fromWireParts(status?.message?.parts)
   return Effect.succeed([
     RemoteEvent.Status.make({
       agent,
       taskId: state.taskId,
       contextId: state.contextId,
-      state: status?.state === TaskState.TASK_STATE_SUBMITTED ? "Submitted" : "Working",
+      state: taskState.runningState(status?.state),
       text: Part.textOf(parts),
       parts
     })

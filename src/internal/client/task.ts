@@ -5,7 +5,6 @@
  * @internal
  */
 import type { Task } from "@a2a-js/sdk"
-import { TaskState } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
 import type { Duration } from "effect"
 import { Either, Option } from "effect"
@@ -42,13 +41,13 @@ export const view = (agent: string, operation: A2AClientError.Operation) =>
   if (Option.isSome(outcome)) return Either.right(outcome.value)
   const state = task.status?.state
   if (taskState.isRunning(state)) {
-    const parts = (task.status?.message?.parts ?? []).map(wireParts.fromWirePart)
+    const parts = wireParts.fromWireParts(task.status?.message?.parts)
     return Either.right(
       wireParts.build(RemoteOutcome.Running, {
         agent,
         taskId: task.id,
         contextId: String(task.contextId ?? ""),
-        state: state === TaskState.TASK_STATE_SUBMITTED ? "Submitted" : "Working",
+        state: taskState.runningState(state),
         text: Part.textOf(parts),
         parts
       })

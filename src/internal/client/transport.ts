@@ -3,6 +3,8 @@
  * the request was handed to the network, the status, `Retry-After`) and caps
  * the size of non-streaming bodies. Calls are told apart by their AbortSignal,
  * which every call of ours owns.
+ *
+ * @internal
  */
 import { Schema } from "effect"
 import { type CallRecord, CardContentError, parseRetryAfter, RedirectAnswered, ResponseTooLarge } from "./classify.js"

@@ -62,7 +62,7 @@ const write = (input: unknown, ancestors: Array<object>): string | undefined => 
 }
 
 /** Lower-case hex SHA-256 of the UTF-8 bytes of `text`. */
-export const sha256Hex = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex")
+const sha256Hex = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex")
 
 /** A digest of a payload: SHA-256 hex of its canonical JSON. */
 export const fingerprint = (payload: unknown): string => sha256Hex(canonicalJson(payload))

@@ -40,7 +40,7 @@ import * as internalFailure from "./failure.js"
 import { admissionRefused, type Finals, makeFinals, ofResult, outputProblem } from "./finalStatus.js"
 import { headersOf } from "./handler.js"
 import { AgentProgress, InvalidOutput, makeProgress, type RunEvents, textStatus } from "./runEvents.js"
-import { finalWriter, type FinalWriter, type SaveWatch, watchForCancel, watchSaves } from "./storeWatch.js"
+import { finalWriter, type FinalWriter, type RunFork, type SaveWatch, watchForCancel, watchSaves } from "./storeWatch.js"
 
 type AgentRequest = AgentExecutor.AgentRequest
 type FinalStatus = AgentExecutor.FinalStatus
@@ -85,7 +85,7 @@ interface Shared<R> {
   readonly agentName: string
   readonly logAnnotations: HashMap.HashMap<string, unknown>
   readonly metrics: ReturnType<typeof runMetrics>
-  readonly runFork: <A, E>(effect: Effect.Effect<A, E, R>) => Fiber.RuntimeFiber<A, E>
+  readonly runFork: RunFork
   readonly finals: Finals<R>
   /** With a task store: its watched saves, and the final states the executor writes itself. */
   readonly store: { readonly saves: SaveWatch; readonly writer: FinalWriter } | undefined
@@ -271,6 +271,15 @@ const finishRun = <R>(
 }
 
 /**
+ * What the hooks did in a run: `entered`, the `afterExecute` hook ran (it
+ * runs once per run); `refused`, the `beforeExecute` hook refused it.
+ */
+interface RunHook {
+  entered: boolean
+  refused: boolean
+}
+
+/**
  * The run's fiber: the admission hook and the agent, then the final
  * status, settled without being interruptible once the agent is done;
  * interruptions end it as they come.
@@ -279,8 +288,7 @@ const runFiber = <R>(
   shared: Shared<R>,
   request: AgentRequest,
   events: RunEvents,
-  hook: { entered: boolean },
-  refused: () => void
+  hook: RunHook
 ): Effect.Effect<FinalStatus, unknown, R> => {
   const { agent, finals } = shared
   const before = shared.options.beforeExecute
@@ -291,7 +299,7 @@ const runFiber = <R>(
     ? agentRun
     : Effect.flatMap(Effect.suspend(() => before(request)), (refuse) => {
       if (!refuse) return agentRun
-      refused()
+      hook.refused = true
       return Effect.succeed(admissionRefused)
     })) as Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R>
   return Effect.uninterruptibleMask((restore) => {
@@ -349,11 +357,10 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   const span = runSpan(shared, request)
   const events: RunEvents = { bus, artifacts: [] }
   const runtime = runRuntime(shared, request, span, events)
-  let refused = false
-  const hook = { entered: false }
-  const fiber = Runtime.runFork(runtime)(runFiber(shared, request, events, hook, () => (refused = true)))
+  const hook: RunHook = { entered: false, refused: false }
+  const fiber = Runtime.runFork(runtime)(runFiber(shared, request, events, hook))
   const end = (final: FinalStatus) => {
-    finishRun(shared, span, startedAt, refused, final)
+    finishRun(shared, span, startedAt, hook.refused, final)
     return publishFinal(shared, context, events, initial, final)
   }
   // Set when a shutdown gave up on the fiber and ended the task itself.
@@ -391,12 +398,7 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   runs.set(taskId, forTask)
   if (shared.state.closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
   const store = shared.options.taskStore
-  if (store !== undefined) {
-    self.stopWatching = watchForCancel(store, shared.runFork, context, () => {
-      self.canceled = true
-      fiber.unsafeInterruptAsFork(FiberId.none)
-    })
-  }
+  if (store !== undefined) self.stopWatching = watchForCancel(store, shared.runFork, context, self)
   return new Promise<Exit.Exit<FinalStatus, unknown>>((resolve) => fiber.addObserver(resolve)).then((exit) => {
     self.stopWatching()
     forTask.delete(self)

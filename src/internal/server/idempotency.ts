@@ -11,8 +11,10 @@
  * so a replayed task is written in whichever protocol version was asked for.
  *
  * @internal
+ *
+ * @internal
  */
-import { type AgentCard, type Message, type SendMessageRequest, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
+import { type AgentCard, type Message, type SendMessageRequest, type StreamResponse, type Task } from "@a2a-js/sdk"
 import { UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
   type AgentExecutor as SdkAgentExecutor,
@@ -26,6 +28,7 @@ import type * as Scope from "effect/Scope"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as Ledger from "../ledger/ledger.js"
+import * as taskState from "../wire/taskState.js"
 import * as internalHandler from "./handler.js"
 import * as entry from "./idempotencyEntry.js"
 import type * as internalRpc from "./rpc.js"
@@ -35,20 +38,11 @@ const toStreamResponse = (result: Task | Message): StreamResponse =>
     ? { payload: { $case: "task", value: result } }
     : { payload: { $case: "message", value: result as Message } }
 
-const turnEnds: ReadonlySet<TaskState | undefined> = new Set([
-  TaskState.TASK_STATE_COMPLETED,
-  TaskState.TASK_STATE_FAILED,
-  TaskState.TASK_STATE_CANCELED,
-  TaskState.TASK_STATE_REJECTED,
-  TaskState.TASK_STATE_INPUT_REQUIRED,
-  TaskState.TASK_STATE_AUTH_REQUIRED
-])
-
 /** Whether a stream event ends the turn: a final or interrupted state. */
 const endsTurn = (event: StreamResponse): boolean => {
   const payload = event.payload
-  if (payload?.$case === "statusUpdate") return turnEnds.has(payload.value.status?.state)
-  if (payload?.$case === "task") return turnEnds.has(payload.value.status?.state)
+  if (payload?.$case === "statusUpdate") return taskState.isSettled(payload.value.status?.state)
+  if (payload?.$case === "task") return taskState.isSettled(payload.value.status?.state)
   return payload?.$case === "message"
 }
 
@@ -381,7 +375,7 @@ export const make = (deps: {
       subscriptions,
       lease: options.lease ?? Duration.seconds(30),
       wait: options.wait ?? Duration.seconds(30),
-      identity: options.identity,
+      options,
       onExpired,
       unheld: new WeakSet(),
       assigned: new WeakMap(),

@@ -42,7 +42,7 @@ export interface Options {
 }
 
 /** The text of a key sent twice with different values. */
-export const keyMismatchText = "idempotency key differs between the Idempotency-Key header and the message metadata"
+const keyMismatchText = "idempotency key differs between the Idempotency-Key header and the message metadata"
 
 const conflictText = "idempotency key reused with a different request"
 
@@ -118,7 +118,8 @@ export interface Shared {
   readonly subscriptions: internalRpc.Subscriptions
   readonly lease: Duration.DurationInput
   readonly wait: Duration.DurationInput
-  readonly identity: Options["identity"]
+  /** Read on every request, as the caller may have given them. */
+  readonly options: Pick<Options, "identity">
   readonly onExpired: ReturnType<typeof expiring>
   /** Keyed messages let through to the ledger although a run of their task was in progress here. */
   readonly unheld: WeakSet<ServerCallContext>
@@ -138,7 +139,7 @@ export interface Shared {
 }
 
 const identityOf = (shared: Shared, context: ServerCallContext) =>
-  shared.identity === undefined ? defaultIdentity(context) : shared.identity(internalHandler.headersOf(context), context.user)
+  shared.options.identity === undefined ? defaultIdentity(context) : shared.options.identity(internalHandler.headersOf(context), context.user)
 
 // The store is scoped by tenant and owner; the server's transport has no
 // authentication, so every request runs as the unauthenticated user.

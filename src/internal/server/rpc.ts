@@ -334,7 +334,7 @@ const capturing = (
  *
  * @internal
  */
-export const maxNesting = 256
+const maxNesting = 256
 
 // Whether `value` nests objects and arrays more than `levels` deep. Recursive, without allocating (it runs
 // on every request): it never goes deeper than `levels`, far within the stack.

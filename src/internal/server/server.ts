@@ -77,7 +77,6 @@ const listen = (options: Pick<A2AServer.Options<unknown, unknown>, "host" | "por
     return { nodeServer, httpServer, address, url }
   })
 
-// Without idempotency, a message to a task whose run is in progress is refused.
 const requestHandlerOf = (
   card: AgentCard,
   taskStore: TaskStore,
@@ -86,6 +85,7 @@ const requestHandlerOf = (
   idempotency: A2AServer.IdempotencyOptions | undefined
 ): Effect.Effect<internalIdempotency.Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   idempotency === undefined
+    // Without idempotency, a message to a task whose run is in progress is refused.
     ? Effect.succeed({
       handler: new DefaultRequestHandler(
         card,
@@ -165,7 +165,8 @@ export const make = <E, R>(
       : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)
 
     // Added last, so it runs first when the scope closes.
-    yield* Effect.addFinalizer(() => close(nodeServer, executor, options.shutdownTimeout ?? Duration.seconds(10), state))
+    const shutdownTimeout = options.shutdownTimeout ?? Duration.seconds(10)
+    yield* Effect.addFinalizer(() => close(nodeServer, executor, shutdownTimeout, state))
 
     return { url, rpcUrl: card.supportedInterfaces[0]!.url, address, card, executor, taskStore }
   })

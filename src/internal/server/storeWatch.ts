@@ -22,7 +22,7 @@ import type { RunEvents } from "./runEvents.js"
 export type RunFork = <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
 
 // A custom store's call that throws instead of rejecting, as a rejection: every call it began then ends.
-export const settled = <A>(call: () => Promise<A>): Promise<A> => {
+const settled = <A>(call: () => Promise<A>): Promise<A> => {
   try {
     return call()
   } catch (error) {
@@ -230,15 +230,15 @@ const cancelWatchMillis = 1000
 /**
  * A cancel that reached another replica is written straight to the store
  * (the SDK finds no run there to stop). Checked every second while the run
- * waits, it calls `onCancel`, which stops the run here as a local cancel
- * would; otherwise the agent would go on to its end, side effects included,
- * and its end be dropped. Returns the stop of the watch.
+ * waits, it stops the run here as a local cancel would; otherwise the agent
+ * would go on to its end, side effects included, and its end be dropped.
+ * Returns the stop of the watch.
  */
 export const watchForCancel = (
   store: TaskStore,
   runFork: RunFork,
   context: RequestContext,
-  onCancel: () => void
+  run: { canceled: boolean; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }
 ): () => void => {
   let timer: ReturnType<typeof setTimeout> | undefined
   let watching = true
@@ -265,7 +265,8 @@ export const watchForCancel = (
       (task) => {
         if (!watching) return
         if (task?.status?.state !== TaskState.TASK_STATE_CANCELED) return next()
-        onCancel()
+        run.canceled = true
+        run.fiber.unsafeInterruptAsFork(FiberId.none)
       },
       failed
     )

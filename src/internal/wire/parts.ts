@@ -92,18 +92,19 @@ export const fromWireArtifact = (artifact: WireArtifact): Part.Artifact =>
     parts: fromWireParts(artifact.parts)
   })
 
-/** A message of the SDK's shape, with a new id. */
+/** A message of the SDK's shape, with a new id; `parts` is the caller's own fresh array, taken as it is. */
 const message = (
   role: Role,
-  parts: ReadonlyArray<WirePart>,
-  ids: { readonly taskId?: string | undefined; readonly contextId?: string | undefined },
+  parts: Array<WirePart>,
+  contextId: string,
+  taskId: string,
   metadata: Record<string, unknown> | undefined
 ): Message => ({
   messageId: crypto.randomUUID(),
-  contextId: ids.contextId ?? "",
-  taskId: ids.taskId ?? "",
+  contextId,
+  taskId,
   role,
-  parts: [...parts],
+  parts,
   metadata,
   extensions: [],
   referenceTaskIds: []
@@ -111,15 +112,16 @@ const message = (
 
 /** The caller's message. */
 export const userMessage = (
-  parts: ReadonlyArray<WirePart>,
-  ids: { readonly taskId?: string | undefined; readonly contextId?: string | undefined },
+  parts: Array<WirePart>,
+  contextId: string | undefined,
+  taskId: string | undefined,
   metadata: Record<string, unknown> | undefined
-): Message => message(Role.ROLE_USER, parts, ids, metadata)
+): Message => message(Role.ROLE_USER, parts, contextId ?? "", taskId ?? "", metadata)
 
 /** A message of the agent's, about a task. */
 export const agentMessage = (
   taskId: string,
   contextId: string,
-  parts: ReadonlyArray<WirePart>,
+  parts: Array<WirePart>,
   metadata: Record<string, unknown> = {}
-): Message => message(Role.ROLE_AGENT, parts, { taskId, contextId }, metadata)
+): Message => message(Role.ROLE_AGENT, parts, contextId, taskId, metadata)

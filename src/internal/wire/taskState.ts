@@ -12,12 +12,14 @@ type Phase = "running" | "paused" | "ended"
 
 interface Row {
   readonly phase: Phase
+  /** What a caller reads of a task in this state: its outcome, or how it runs. */
   readonly outcome?: RemoteOutcome.Tag
+  readonly running?: RemoteOutcome.Running["state"]
 }
 
 const table: ReadonlyMap<TaskState, Row> = new Map<TaskState, Row>([
-  [TaskState.TASK_STATE_SUBMITTED, { phase: "running" }],
-  [TaskState.TASK_STATE_WORKING, { phase: "running" }],
+  [TaskState.TASK_STATE_SUBMITTED, { phase: "running", running: "Submitted" }],
+  [TaskState.TASK_STATE_WORKING, { phase: "running", running: "Working" }],
   [TaskState.TASK_STATE_INPUT_REQUIRED, { phase: "paused", outcome: "InputRequired" }],
   [TaskState.TASK_STATE_AUTH_REQUIRED, { phase: "paused", outcome: "AuthRequired" }],
   [TaskState.TASK_STATE_COMPLETED, { phase: "ended", outcome: "Completed" }],
@@ -46,6 +48,10 @@ export const isSettled = (state: TaskState | undefined): boolean => {
 /** The outcome a caller reads of a task in `state`; none while it runs, or for a state A2A does not define. */
 export const outcomeTag = (state: TaskState | undefined): RemoteOutcome.Tag | undefined =>
   state === undefined ? undefined : table.get(state)?.outcome
+
+/** How a task in a running state runs, as a caller reads it; `Working` for any other state. */
+export const runningState = (state: TaskState | undefined): RemoteOutcome.Running["state"] =>
+  (state === undefined ? undefined : table.get(state)?.running) ?? "Working"
 
 /** The state's name, for errors and span attributes. */
 export const name = (state: TaskState | undefined): string =>

@@ -34,5 +34,7 @@ describe("the task-state table", () => {
     expect(taskState.outcomeTag(undefined)).toBeUndefined()
     expect(taskState.name(undefined)).toBe("TASK_STATE_UNSPECIFIED")
     expect(taskState.name(TaskState.TASK_STATE_WORKING)).toBe("TASK_STATE_WORKING")
+    expect(taskState.runningState(TaskState.TASK_STATE_SUBMITTED)).toBe("Submitted")
+    expect(taskState.runningState(TaskState.TASK_STATE_WORKING)).toBe("Working")
   })
 })

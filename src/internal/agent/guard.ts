@@ -1,6 +1,9 @@
 /**
- * The text a guard makes of every ending of a remote call. Pure functions,
- * shared by `GuardedRemoteAgent` and the unavailable stub of `Agent`.
+ * The text the parent model reads of every ending of a remote call. Pure
+ * functions, shared by `GuardedRemoteAgent`, `Agent.fromRemote` and the
+ * unavailable stub of `Agent`.
+ *
+ * @internal
  */
 import { Duration, Match, Option } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
@@ -8,8 +11,8 @@ import * as FailureHint from "../../FailureHint.js"
 import * as Part from "../../Part.js"
 import type { RemoteAgent } from "../../RemoteAgent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
+import type { CircuitOpen } from "../client/circuitOpen.js"
 import * as ErrorId from "../wire/errorId.js"
-import type { CircuitOpen } from "./circuitOpen.js"
 
 export const FAILED = "REMOTE_FAILED"
 export const UNAVAILABLE = "REMOTE_UNAVAILABLE"
