@@ -4,8 +4,9 @@
  * be converted.
  *
  * `delivery` says what the caller may assume about the request:
- * `"NotSent"` only when it provably never left this process, `"Unknown"` when
- * the remote side may have received it.
+ * `"NotSent"` only when it provably never left this process, `"Refused"`
+ * when the server received it and answered that it did not act on it, and
+ * `"Unknown"` when the remote side may have acted on it.
  *
  * @since 0.1.0
  */
@@ -49,19 +50,26 @@ export const Reason = Schema.Literal(
 export type Reason = typeof Reason.Type
 
 /**
- * Whether the request may have reached the remote agent.
+ * What the caller may assume about the request. Never more certain than
+ * the wire was:
+ *
+ * | delivery | when |
+ * |---|---|
+ * | `NotSent` | the request provably never left this process (connection refused, a name that does not resolve, a connect timeout, a request that cannot be sent as it is) |
+ * | `Refused` | the server received it and answered that it did not act on it: a JSON-RPC error with an A2A code other than -32603 `InternalError` and -32006 `InvalidAgentResponse`, or with -32700, -32600, -32601, -32602, whatever the HTTP status; or, without such a body, an HTTP 4xx (429 included) |
+ * | `Unknown` | anything else: -32603, -32006 or a code outside the specification, an HTTP 5xx without a JSON-RPC error (503 included: a proxy answers so after an upstream reset), a lost connection, a time-out after sending, an answer that cannot be read, and any error inside a stream after its first event (the task exists and may be running) |
  *
  * @example
  * ```ts
  * import { A2AClientError } from "effect-a2a"
  *
- * // sending again cannot run the request twice only when it never left
- * const safeToResend = (error: A2AClientError.A2AClientError) => error.delivery === "NotSent"
+ * // sending again cannot run the request twice when it never left, or when the server ran nothing
+ * const nothingRan = (error: A2AClientError.A2AClientError) => error.delivery !== "Unknown"
  * ```
  * @category errors
  * @since 0.1.0
  */
-export const Delivery = Schema.Literal("NotSent", "Unknown")
+export const Delivery = Schema.Literal("NotSent", "Refused", "Unknown")
 
 /**
  * @category errors
@@ -148,6 +156,12 @@ export const Operation = Schema.Literal(
  */
 export type Operation = typeof Operation.Type
 
+const deliveryWording: Record<Delivery, string> = {
+  NotSent: "request not sent",
+  Refused: "request refused, nothing ran",
+  Unknown: "outcome unknown"
+}
+
 /**
  * A failed call to a remote agent.
  *
@@ -194,7 +208,7 @@ export class A2AClientError extends Schema.TaggedError<A2AClientError>("effect-a
   }
 ) {
   override get message(): string {
-    const delivery = this.delivery === "NotSent" ? "request not sent" : "outcome unknown"
+    const delivery = deliveryWording[this.delivery]
     const code = this.code === undefined ? "" : ` ${this.code} ${this.protocolError ?? ""}`.trimEnd()
     const status = this.status === undefined ? "" : ` HTTP ${this.status}`
     return `${this.agent}: ${this.operation} failed (${this.reason}${status}${code}, ${delivery}): ${this.detail}`
@@ -245,3 +259,25 @@ export const matchReason =
   <Cases extends { readonly [R in Reason]: (error: A2AClientError) => unknown }>(cases: Cases) =>
   (error: A2AClientError): ReturnType<Cases[Reason]> =>
     cases[error.reason](error) as ReturnType<Cases[Reason]>
+
+/**
+ * Exhaustive matching over the `delivery` of an error: leaving one out does
+ * not compile.
+ *
+ * @example
+ * ```ts
+ * import { A2AClientError } from "effect-a2a"
+ *
+ * const whatToTell = A2AClientError.matchDelivery({
+ *   NotSent: () => "not submitted: try again",
+ *   Refused: (e) => `refused (${e.protocolError ?? `HTTP ${e.status}`}): nothing ran`,
+ *   Unknown: (e) => e.taskId === undefined ? "outcome unknown" : `check task ${e.taskId} before trying again`
+ * })
+ * ```
+ * @category pattern matching
+ * @since 0.1.0
+ */
+export const matchDelivery =
+  <Cases extends { readonly [D in Delivery]: (error: A2AClientError) => unknown }>(cases: Cases) =>
+  (error: A2AClientError): ReturnType<Cases[Delivery]> =>
+    cases[error.delivery](error) as ReturnType<Cases[Delivery]>

@@ -181,7 +181,9 @@ export type FailurePredicate = (exit: Exit.Exit<unknown, unknown>) => boolean
  * Builds a {@link FailurePredicate}. By default it counts an
  * `A2AClientError` whose reason is `ConnectionRefused`, `ConnectionLost`,
  * `Timeout` or `StreamInterrupted`, or any with a 5xx HTTP status (`HttpStatus`,
- * or `ProtocolError` when the 5xx answer held a JSON-RPC error).
+ * or `ProtocolError` when the 5xx answer held a JSON-RPC error). A refusal
+ * (delivery `Refused`: the server answered and ran nothing) counts only when
+ * it is a 429, the server shedding load.
  * `exclude` removes reasons; `failedOutcome` also counts a `Failed`
  * `RemoteOutcome` returned on the success channel.
  *

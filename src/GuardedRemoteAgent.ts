@@ -7,6 +7,7 @@
  * | completed | the status text, then the artifact texts |
  * | failed | `REMOTE_FAILED <status text, with its error_id>` |
  * | call failed (`A2AClientError`) | `REMOTE_UNAVAILABLE: <what is known about delivery> (<agent>: <reason>)` |
+ * | call refused (`A2AClientError`, delivery `Refused`) | `REMOTE_REFUSED <A2A error name or HTTP status>: the request was refused; nothing ran (<agent>: <reason>)` |
  * | canceled | `REMOTE_CANCELED` |
  * | rejected | `REMOTE_REJECTED <reason>` |
  * | input required | `REMOTE_INPUT_REQUIRED <question>` |
@@ -14,9 +15,10 @@
  * | breaker open | `REMOTE_CIRCUIT_OPEN retry after <duration>: ...` |
  *
  * The delivery wording is honest: "the request was not submitted" only when
- * the client proved it never left (`NotSent`, and every `CircuitOpen`); when
- * it is `Unknown`, "the outcome is unknown: no task was confirmed". It never
- * says a failure happened when it does not know.
+ * the client proved it never left (`NotSent`, and every `CircuitOpen`);
+ * "nothing ran" only when the server answered that it did not act on it
+ * (`Refused`); when it is `Unknown`, "the outcome is unknown: no task was
+ * confirmed". It never says a failure happened when it does not know.
  *
  * Only the typed failures of the remote call (`A2AClientError`,
  * `CircuitOpen`) are converted. A defect (a bug in local code, in a callback
@@ -68,6 +70,27 @@ export const FAILED: "REMOTE_FAILED" = guard.FAILED
  * @since 0.1.0
  */
 export const UNAVAILABLE: "REMOTE_UNAVAILABLE" = guard.UNAVAILABLE
+
+/**
+ * A refused call: `REMOTE_REFUSED <A2A error name or HTTP status>: the
+ * request was refused; nothing ran (<agent>: <reason>)`. The server answered
+ * at once and ran nothing (a message to a task that is still running, an
+ * idempotency key reused with another request, an unknown task, a 4xx).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { GuardedRemoteAgent } from "effect-a2a"
+ *
+ * declare const booking: GuardedRemoteAgent.GuardedRemoteAgent
+ * // the booking service is up, and said no: worth telling apart from "cannot be reached"
+ * const refused = Effect.map(booking.send("book flight 4821 for Ana"), (result) =>
+ *   result.text.startsWith(GuardedRemoteAgent.REFUSED))
+ * ```
+ * @category markers
+ * @since 0.1.0
+ */
+export const REFUSED: "REMOTE_REFUSED" = guard.REFUSED
 
 /**
  * A CANCELED remote task.

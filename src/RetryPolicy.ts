@@ -6,13 +6,16 @@
  * only when that is safe:
  *
  * - `delivery: "NotSent"` errors (the request provably never left);
+ * - a transient `delivery: "Refused"`, after the server's `Retry-After`:
+ *   HTTP 429, or a 503 that refuses (a server shutting down), since nothing
+ *   ran;
  * - `delivery: "Unknown"` errors when the request carries an idempotency key,
- *   which lets the server recognise a repeat;
- * - HTTP 429 and 503, after the server's `Retry-After`, and with an
- *   idempotency key any 5xx, whether or not the body holds a JSON-RPC error.
+ *   which lets the server recognise a repeat; so a bare 5xx (503 included),
+ *   which a proxy may answer after the server got the request, needs a key.
  *
- * It never resends after a definite answer (a JSON-RPC error in a 2xx or 4xx
- * response, such as the `UnsupportedOperation` of a task in a terminal state). A FAILED task is
+ * It never resends after any other refusal (such as the
+ * `UnsupportedOperation` of a task in a terminal state, or a 404): it would
+ * be refused again. A FAILED task is
  * terminal too: with `retryFailed`, a FAILED outcome whose hint says
  * `retryable=true` is retried as a new task, which is only safe when the
  * agent's side effects use tool-level idempotency keys.
@@ -20,7 +23,7 @@
  * Delays grow exponentially with decorrelated jitter, within a maximum number
  * of attempts and a total time budget. Giving up returns the last typed
  * error, with its `attempts`; its `delivery` is `"Unknown"` when any attempt
- * may have reached the agent, even if the last one was never sent.
+ * may have been acted on, even if the last one was never sent or refused.
  *
  * @since 0.1.0
  */

@@ -47,7 +47,7 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       expect(error).toMatchObject({ reason: "HttpStatus", status: 500, delivery: "Unknown" })
     }))
 
-  it.scopedLive("HTTP 429 and 503 carry Retry-After", () =>
+  it.scopedLive("HTTP 429 and 503 carry Retry-After; 429 is a refusal, 503 without a JSON-RPC error is not", () =>
     Effect.gen(function*() {
       for (const status of [429, 503]) {
         const peer = yield* rawPeer((_req, res) => {
@@ -55,7 +55,8 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
           res.end("slow down")
         })
         const error = yield* sendError(yield* agentAt(peer.url))
-        expect(error).toMatchObject({ reason: "HttpStatus", status, delivery: "Unknown" })
+        // Without a JSON-RPC error, a 4xx is the server's refusal, a 5xx may be a proxy's after the server got it.
+        expect(error).toMatchObject({ reason: "HttpStatus", status, delivery: status === 429 ? "Refused" : "Unknown" })
         expect(error.retryAfter && Duration.toMillis(error.retryAfter)).toBe(7000)
       }
       // More digits than a number holds: no delay anyone can wait, so none, and still the typed error.
@@ -79,7 +80,7 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       }
     }))
 
-  it.scopedLive("a JSON-RPC error for each A2A code: ProtocolError with code and name", () =>
+  it.scopedLive("a JSON-RPC error for each A2A code: ProtocolError with code and name; Refused unless the server may have acted", () =>
     Effect.gen(function*() {
       const codes = Object.keys(A2AClientError.protocolErrorNames).map(Number)
       let code = 0
@@ -87,22 +88,39 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
         json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code, message: `boom ${code}` } })
       )
       const agent = yield* agentAt(peer.url)
+      // InternalError may have failed midway, InvalidAgentResponse means the agent ran; every other code refuses.
+      const actedOn = [-32603, -32006]
       for (const c of codes) {
         code = c
         const error = yield* sendError(agent)
-        expect(error).toMatchObject({ reason: "ProtocolError", code: c, protocolError: A2AClientError.protocolErrorName(c) })
+        expect(error).toMatchObject({
+          reason: "ProtocolError",
+          code: c,
+          protocolError: A2AClientError.protocolErrorName(c),
+          delivery: actedOn.includes(c) ? "Unknown" : "Refused"
+        })
       }
+      // A code outside the specification says nothing of what ran.
+      code = -32099
+      expect(yield* sendError(agent)).toMatchObject({ reason: "ProtocolError", code: -32099, protocolError: "Unknown", delivery: "Unknown" })
       expect(A2AClientError.protocolErrorName(-32001)).toBe("TaskNotFound")
       expect(A2AClientError.protocolErrorName(-32009)).toBe("VersionNotSupported")
     }))
 
-  it.scopedLive("a JSON-RPC error inside a non-2xx answer keeps its code and status", () =>
+  it.scopedLive("a JSON-RPC error inside a non-2xx answer keeps its code and status; the code decides its delivery", () =>
     Effect.gen(function*() {
+      const answers: Array<[number, number]> = [[400, -32602], [503, -32004], [503, -32603]]
+      let answer = answers[0]!
       const peer = yield* rawPeer((_req, res, body) =>
-        json(res, 400, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32602, message: "bad params" } })
+        json(res, answer[0], { jsonrpc: "2.0", id: rpcId(body), error: { code: answer[1], message: "no" } })
       )
-      const error = yield* sendError(yield* agentAt(peer.url))
-      expect(error).toMatchObject({ reason: "ProtocolError", code: -32602, protocolError: "InvalidParams", status: 400 })
+      const agent = yield* agentAt(peer.url)
+      const error = yield* sendError(agent)
+      expect(error).toMatchObject({ reason: "ProtocolError", code: -32602, protocolError: "InvalidParams", status: 400, delivery: "Refused" })
+      answer = answers[1]!
+      expect(yield* sendError(agent)).toMatchObject({ code: -32004, status: 503, delivery: "Refused" })
+      answer = answers[2]!
+      expect(yield* sendError(agent)).toMatchObject({ code: -32603, status: 503, delivery: "Unknown" })
     }))
 
   it.scopedLive("a 200 with malformed JSON: InvalidResponse", () =>
@@ -257,15 +275,20 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       expect(polls).toBeGreaterThan(1)
     }))
 
-  it.scopedLive("an SSE error event: ProtocolError from its typed cause", () =>
+  it.scopedLive("an SSE error event: ProtocolError from its typed cause, never Refused once events came", () =>
     Effect.gen(function*() {
+      let code = -32603
       const peer = yield* rawPeer((_req, res, body) => {
         const send = sse(res)
         send(rpcId(body), { task: task("t-err", TaskState.TASK_STATE_WORKING) })
-        res.end(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code: -32603, message: "internal" } })}\n\n`)
+        res.end(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code, message: "internal" } })}\n\n`)
       })
-      const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go")))
-      expect(error).toMatchObject({ reason: "ProtocolError", code: -32603, protocolError: "InternalError" })
+      const agent = yield* agentAt(peer.url)
+      const error = yield* Effect.flip(Stream.runDrain(agent.stream("go")))
+      expect(error).toMatchObject({ reason: "ProtocolError", code: -32603, protocolError: "InternalError", delivery: "Unknown" })
+      // The task exists and may be running: a refusal's code says nothing of it.
+      code = -32004
+      expect(yield* Effect.flip(Stream.runDrain(agent.stream("go")))).toMatchObject({ code: -32004, delivery: "Unknown" })
     }))
 
   it.scopedLive("a stream that goes silent: Timeout", () =>

@@ -8,6 +8,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
+import * as Part from "../src/Part.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import {
   busListeners,
@@ -187,6 +190,20 @@ describe("A2AServer", () => {
       const message = (text: string) => ({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: started.id, parts: [{ text }] } })
       const refused = yield* rpc(server.rpcUrl, "SendMessage", message("fail 0"))
       expect(JSON.parse(refused.text).error).toMatchObject({ code: -32004, message: expect.stringContaining("still running") })
+      // Through our client the refusal is typed as one, and the parent model is told that nothing ran, not that
+      // the outcome is unknown.
+      const remote = yield* RemoteAgent.make({ name: "refusing", url: server.url })
+      const continued = { parts: [Part.TextPart.make({ text: "fail 0" })], taskId: started.id }
+      expect(yield* Effect.flip(remote.send(continued))).toMatchObject({
+        reason: "ProtocolError",
+        code: -32004,
+        protocolError: "UnsupportedOperation",
+        delivery: "Refused",
+        taskId: started.id
+      })
+      expect((yield* GuardedRemoteAgent.make(remote).send(continued)).text).toMatch(
+        /^REMOTE_REFUSED UnsupportedOperation: the request was refused; nothing ran \(refusing: /
+      )
       // A stream is refused the same way, before its first event: a plain JSON-RPC error.
       const streamed = yield* rpc(server.rpcUrl, "SendStreamingMessage", message("fail 0"))
       expect(JSON.parse(streamed.text).error.code).toBe(-32004)

@@ -366,14 +366,33 @@ describe("CircuitBreaker", () => {
         clientError("StreamInterrupted"),
         clientError("HttpStatus", 500),
         clientError("HttpStatus", 503),
-        // A server shutting down answers 503 with a JSON-RPC error in the body.
-        clientError("ProtocolError", 503)
+        // A 5xx with a JSON-RPC error the server may have acted on (-32603), as an SDK server's 500 carries.
+        clientError("ProtocolError", 503),
+        clientError("ProtocolError", 500),
+        // A server that sheds load refuses, and is as good as down for now.
+        new A2AClientError({ ...clientError("HttpStatus", 429), delivery: "Refused" })
       ],
       (error) =>
         Effect.gen(function*() {
           const breaker = yield* CircuitBreaker.make(freshAgent(), { trip: CircuitBreaker.consecutiveFailures(1) })
           yield* Effect.either(breaker.protect(Effect.fail(error)))
           expect(yield* breaker.state).toBe("Open")
+        })
+    ))
+
+  it.effect("a refusal other than 429 does not trip: the remote answered and is up", () =>
+    Effect.forEach(
+      [
+        new A2AClientError({ ...clientError("ProtocolError"), delivery: "Refused", code: -32004, protocolError: "UnsupportedOperation" }),
+        // A server shutting down refuses with 503 before anything runs.
+        new A2AClientError({ ...clientError("ProtocolError", 503), delivery: "Refused", code: -32004, protocolError: "UnsupportedOperation" }),
+        new A2AClientError({ ...clientError("HttpStatus", 404), delivery: "Refused" })
+      ],
+      (error) =>
+        Effect.gen(function*() {
+          const breaker = yield* CircuitBreaker.make(freshAgent(), { trip: CircuitBreaker.consecutiveFailures(1) })
+          yield* Effect.either(breaker.protect(Effect.fail(error)))
+          expect(yield* breaker.state).toBe("Closed")
         })
     ))
 

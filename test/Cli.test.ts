@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Cli from "../src/Cli.js"
 import * as internalFindError from "../src/cli/findError.js"
 import * as internalProbe from "../src/cli/probe.js"
-import { closedPort, rawPeer } from "./fixtures/peers.js"
+import { closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const childEnv = (() => {
@@ -72,6 +72,7 @@ const scope = Effect.runSync(Scope.make())
 const playground: { url: string; exited: Promise<number | null> } = { url: "", exited: Promise.resolve(null) }
 let kill: () => void = () => undefined
 let http500Url = ""
+let refusingUrl = ""
 let closedUrl = ""
 
 beforeAll(async () => {
@@ -105,6 +106,13 @@ beforeAll(async () => {
     )
   )
   http500Url = peer.url
+  const refusing = await Effect.runPromise(
+    Scope.extend(
+      rawPeer((_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "still running" } })),
+      scope
+    )
+  )
+  refusingUrl = refusing.url
   closedUrl = await Effect.runPromise(closedPort)
 }, 30_000)
 
@@ -186,6 +194,12 @@ describe("probe against the playground", () => {
     const { code, report } = await probeJson(http500Url)
     expect(code).toBe(4)
     expect(report).toMatchObject({ channel: "ClientError", outcome: null, reason: "HttpStatus", delivery: "Unknown" })
+  })
+
+  it("client error: a refusal (-32004 UnsupportedOperation), delivery Refused, exit 4", async () => {
+    const { code, report } = await probeJson(refusingUrl)
+    expect(code).toBe(4)
+    expect(report).toMatchObject({ channel: "ClientError", outcome: null, reason: "ProtocolError", delivery: "Refused" })
   })
 
   it("usage errors exit 2, with the help on stderr: unknown command, bad option value", async () => {

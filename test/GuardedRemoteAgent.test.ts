@@ -309,6 +309,31 @@ describe("the wording follows delivery", () => {
     }
   )
 
+  it.prop(
+    "Refused says refused and that nothing ran, names the refusal, and claims neither a failure nor an unknown outcome",
+    [FastCheck.constantFrom(...reasons), FastCheck.constantFrom(undefined, -32001, -32004, -32602), FastCheck.constantFrom(undefined, 400, 429, 503)],
+    ([reason, code, status]) => {
+      const text = GuardedRemoteAgent.errorText(
+        new A2AClientError.A2AClientError({
+          agent: "booking",
+          operation: "SendMessage",
+          reason,
+          delivery: "Refused",
+          detail: "secret internal detail",
+          ...(code === undefined ? {} : { code, protocolError: A2AClientError.protocolErrorName(code) }),
+          ...(status === undefined ? {} : { status })
+        })
+      )
+      const name = code !== undefined ? A2AClientError.protocolErrorName(code) : `HTTP ${status ?? "error"}`
+      expect(text.startsWith(`${GuardedRemoteAgent.REFUSED} ${name}: the request was refused; nothing ran (booking: `)).toBe(true)
+      expect(Option.getOrNull(GuardedRemoteAgent.markerOf(text))).toBe("REMOTE_REFUSED")
+      expect(text).not.toContain("not submitted")
+      expect(text).not.toContain("unknown")
+      expect(text).not.toContain("REMOTE_UNAVAILABLE")
+      expect(text).not.toContain("secret internal detail")
+    }
+  )
+
   it("a half-open rejection says the request was not submitted", () => {
     const text = GuardedRemoteAgent.errorText(
       new CircuitBreaker.CircuitOpen({ agent: "booking", retryAfter: Duration.zero, state: "HalfOpen" })

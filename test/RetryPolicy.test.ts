@@ -53,25 +53,26 @@ const withClock = <A, E>(effect: Effect.Effect<A, E>) =>
   })
 
 describe("which errors are retried", () => {
-  it("NotSent always; Unknown only with a key; 429 and 503; never a protocol error or an unavailable agent", () => {
+  it("NotSent always; a transient refusal (429, a shutdown's 503) always; Unknown only with a key; never another refusal or an unavailable agent", () => {
     const plain = { idempotent: false }
     const keyed = { idempotent: true }
     expect(Option.isSome(RetryPolicy.retryReason(error(), plain))).toBe(true)
     expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Timeout", delivery: "Unknown" }), plain))).toBe(false)
     expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Timeout", delivery: "Unknown" }), keyed))).toBe(true)
     expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "ConnectionLost", delivery: "Unknown" }), keyed))).toBe(true)
-    for (const status of [429, 503]) {
-      expect(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status }), plain)).toEqual(
-        Option.some(`HttpStatus ${status}`)
-      )
-    }
-    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status: 500 }), plain))).toBe(false)
-    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status: 404 }), keyed))).toBe(false)
-    const terminal = error({ reason: "ProtocolError", delivery: "Unknown", code: -32004, protocolError: "UnsupportedOperation" })
-    expect(Option.isSome(RetryPolicy.retryReason(terminal, keyed))).toBe(false)
-    // The status decides when a 5xx answer holds a JSON-RPC error (a server shutting down answers 503 with one).
-    const shuttingDown = error({ reason: "ProtocolError", delivery: "Unknown", status: 503, code: -32603, protocolError: "InternalError" })
+    // Nothing ran: sent again after Retry-After, key or not.
+    expect(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Refused", status: 429 }), plain)).toEqual(Option.some("HttpStatus 429"))
+    const shuttingDown = error({ reason: "ProtocolError", delivery: "Refused", status: 503, code: -32004, protocolError: "UnsupportedOperation" })
     expect(RetryPolicy.retryReason(shuttingDown, plain)).toEqual(Option.some("HttpStatus 503"))
+    // A bare 503 may be a proxy's after the server got the request: only with a key.
+    const bare503 = error({ reason: "HttpStatus", delivery: "Unknown", status: 503 })
+    expect(Option.isSome(RetryPolicy.retryReason(bare503, plain))).toBe(false)
+    expect(RetryPolicy.retryReason(bare503, keyed)).toEqual(Option.some("HttpStatus 503"))
+    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status: 500 }), plain))).toBe(false)
+    // Any other refusal would be refused again.
+    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Refused", status: 404 }), keyed))).toBe(false)
+    const terminal = error({ reason: "ProtocolError", delivery: "Refused", code: -32004, protocolError: "UnsupportedOperation" })
+    expect(Option.isSome(RetryPolicy.retryReason(terminal, keyed))).toBe(false)
     const internal = error({ reason: "ProtocolError", delivery: "Unknown", status: 500, code: -32603, protocolError: "InternalError" })
     expect(RetryPolicy.retryReason(internal, keyed)).toEqual(Option.some("HttpStatus 500"))
     expect(Option.isSome(RetryPolicy.retryReason(internal, plain))).toBe(false)
@@ -80,24 +81,27 @@ describe("which errors are retried", () => {
 })
 
 describe("RetryPolicy.retry", () => {
-  it.scopedLive("a server shutting down (503 with a JSON-RPC error) is retried; a2a.retry counts the retries made", () =>
+  it.scopedLive("a server shutting down (503 refusing with a JSON-RPC error) is retried without a key; a2a.retry counts the retries made", () =>
     Effect.gen(function*() {
       let requests = 0
+      // As our server answers while it shuts down.
       const peer = yield* rawPeer((_req, res, body) => {
         requests++
         res.writeHead(503, { "retry-after": "0", "content-type": "application/json" })
-        res.end(JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code: -32603, message: "The server is shutting down." } }))
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "The server is shutting down." } }))
       })
       const name = `shutting-down-${Date.now()}`
       const agent = yield* RemoteAgent.make({ name, url: peer.url })
       const failure = yield* Effect.flip(agent.send("book").pipe(RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false })))
-      expect(failure).toMatchObject({ reason: "ProtocolError", status: 503, attempts: 3 })
+      expect(failure).toMatchObject({ reason: "ProtocolError", status: 503, attempts: 3, delivery: "Refused" })
       expect(requests).toBe(3)
       const retries = yield* Metric.value(
         Metric.counter("a2a.retry", { incremental: true }).pipe(Metric.tagged("reason", "HttpStatus 503"), Metric.tagged("agent", name))
       )
       // Three attempts are two retries: the last attempt is given up on, not retried.
       expect(retries.count).toBe(2)
+      // Every attempt was refused: nothing ran, and the last error still says so.
+      expect(failure.detail).not.toContain("an earlier attempt may have been received")
     }))
 
   it.effect("retries NotSent errors until the call succeeds", () =>
@@ -136,11 +140,19 @@ describe("RetryPolicy.retry", () => {
       const { call: neverSent } = yield* scripted([error({ reason: "ConnectionRefused", delivery: "NotSent" })])
       const refused = yield* withClock(Effect.flip(neverSent.pipe(RetryPolicy.retry({ maxAttempts: 2 }, { idempotent: false }))))
       expect(refused).toMatchObject({ delivery: "NotSent", attempts: 2, detail: "x" })
+      // A last refusal, after an attempt that may have been acted on, cannot say that nothing ran either.
+      const { call: mixed } = yield* scripted([
+        error({ reason: "Timeout", delivery: "Unknown" }),
+        error({ reason: "HttpStatus", delivery: "Refused", status: 429 })
+      ])
+      const last = yield* withClock(Effect.flip(mixed.pipe(RetryPolicy.retry({ maxAttempts: 2 }, { idempotent: true }))))
+      expect(last).toMatchObject({ delivery: "Unknown", status: 429, attempts: 2 })
+      expect(last.detail).toContain("an earlier attempt may have been received")
     }))
 
   it.effect("stops when the time budget would be exceeded", () =>
     Effect.gen(function*() {
-      const { call, calls } = yield* scripted([error({ reason: "HttpStatus", delivery: "Unknown", status: 503, retryAfter: Duration.seconds(10) })])
+      const { call, calls } = yield* scripted([error({ reason: "HttpStatus", delivery: "Refused", status: 429, retryAfter: Duration.seconds(10) })])
       const failure = yield* withClock(Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 10, budget: "15 seconds" }, { idempotent: false }))))
       expect(failure.attempts).toBe(2)
       expect(yield* calls).toBe(2)
@@ -149,7 +161,7 @@ describe("RetryPolicy.retry", () => {
   it.effect("waits at least Retry-After", () =>
     Effect.gen(function*() {
       const { call, calls } = yield* scripted([
-        error({ reason: "HttpStatus", delivery: "Unknown", status: 429, retryAfter: Duration.seconds(3) }),
+        error({ reason: "HttpStatus", delivery: "Refused", status: 429, retryAfter: Duration.seconds(3) }),
         completed
       ])
       const fiber = yield* Effect.fork(call.pipe(RetryPolicy.retry({}, { idempotent: false })))

@@ -74,3 +74,15 @@ export const reasonsWithMatch = (error: A2AClientError.A2AClientError) =>
     // @ts-expect-error Unavailable and InvalidRequest are left, so the match is not exhaustive
     Match.exhaustive
   )
+
+export const allDeliveries = A2AClientError.matchDelivery({ NotSent: () => 1, Refused: () => 2, Unknown: () => 3 })
+
+// @ts-expect-error Refused is not handled: a refusal must not read as "not sent" or "outcome unknown"
+export const missingRefused = A2AClientError.matchDelivery({ NotSent: () => 1, Unknown: () => 3 })
+
+export const deliveryWithMatchModule = Match.type<A2AClientError.Delivery>().pipe(
+  Match.when("NotSent", () => 1),
+  Match.when("Unknown", () => 3),
+  // @ts-expect-error Refused is left, so the match is not exhaustive
+  Match.exhaustive
+)

@@ -5,7 +5,7 @@
  * @internal
  */
 import { Duration, Effect, Either, Option, Schema } from "effect"
-import type * as A2AClientError from "../A2AClientError.js"
+import * as A2AClientError from "../A2AClientError.js"
 import type * as AgentCardResolutionError from "../AgentCardResolutionError.js"
 import type * as Cli from "../Cli.js"
 import * as Part from "../Part.js"
@@ -23,7 +23,7 @@ export const ProbeReport = Schema.Struct({
   channel: Schema.Literal("CardResolution", "ClientError", "Outcome"),
   outcome: Schema.NullOr(Schema.Literal("Completed", "Failed", "Canceled", "Rejected", "InputRequired", "AuthRequired")),
   reason: NullableString,
-  delivery: Schema.NullOr(Schema.Literal("NotSent", "Unknown")),
+  delivery: Schema.NullOr(A2AClientError.Delivery),
   taskId: NullableString,
   contextId: NullableString,
   errorId: NullableString,

@@ -16,13 +16,14 @@ import * as ErrorId from "../wire/errorId.js"
 
 export const FAILED = "REMOTE_FAILED"
 export const UNAVAILABLE = "REMOTE_UNAVAILABLE"
+export const REFUSED = "REMOTE_REFUSED"
 export const CANCELED = "REMOTE_CANCELED"
 export const REJECTED = "REMOTE_REJECTED"
 export const INPUT_REQUIRED = "REMOTE_INPUT_REQUIRED"
 export const AUTH_REQUIRED = "REMOTE_AUTH_REQUIRED"
 export const CIRCUIT_OPEN = "REMOTE_CIRCUIT_OPEN"
 
-export const markers = [FAILED, UNAVAILABLE, CANCELED, REJECTED, INPUT_REQUIRED, AUTH_REQUIRED, CIRCUIT_OPEN] as const
+export const markers = [FAILED, UNAVAILABLE, REFUSED, CANCELED, REJECTED, INPUT_REQUIRED, AUTH_REQUIRED, CIRCUIT_OPEN] as const
 
 export type Marker = typeof markers[number]
 
@@ -84,18 +85,6 @@ const reasonText = A2AClientError.matchReason({
   InvalidRequest: () => "the request could not be sent as it is"
 })
 
-// "not submitted" is a promise that nothing happened remotely, so it is only
-// said when the client proved the request never left this process.
-const deliveryText = (error: A2AClientError.A2AClientError): string =>
-  Match.value(error.delivery).pipe(
-    Match.when("NotSent", () => "the request was not submitted"),
-    Match.when("Unknown", () =>
-      error.taskId === undefined
-        ? "the outcome is unknown: no task was confirmed"
-        : `the outcome is unknown: the ending of task ${error.taskId} was not received`),
-    Match.exhaustive
-  )
-
 // whole seconds, rounded up: a reader needs "20s", not "19s 999ms"
 const seconds = (duration: Duration.Duration): string =>
   Duration.format(Duration.seconds(Math.ceil(Duration.toMillis(duration) / 1000)))
@@ -103,12 +92,25 @@ const seconds = (duration: Duration.Duration): string =>
 const retryText = (retryAfter: Duration.Duration | undefined): string =>
   retryAfter === undefined || Duration.toMillis(retryAfter) <= 0 ? "" : `, retry after ${seconds(retryAfter)}`
 
-/** The text of a failed call; exhaustive over the error types and their reasons. */
+const causeText = (e: A2AClientError.A2AClientError) => `(${e.agent}: ${reasonText(e)}${retryText(e.retryAfter)})`
+
+// "not submitted" is a promise that nothing happened remotely, so it is only said when the client proved the
+// request never left this process; "nothing ran" only when the server answered so.
+const clientErrorText = A2AClientError.matchDelivery({
+  NotSent: (e) => `${UNAVAILABLE}: the request was not submitted ${causeText(e)}`,
+  Refused: (e) =>
+    `${REFUSED} ${e.protocolError ?? `HTTP ${e.status ?? "error"}`}: the request was refused; nothing ran ${causeText(e)}`,
+  Unknown: (e) =>
+    e.taskId === undefined
+      ? `${UNAVAILABLE}: the outcome is unknown: no task was confirmed ${causeText(e)}`
+      : `${UNAVAILABLE}: the outcome is unknown: the ending of task ${e.taskId} was not received ${causeText(e)}`
+})
+
+/** The text of a failed call; exhaustive over the error types, their deliveries and their reasons. */
 export const errorText = (error: GuardError): string =>
   Match.value(error).pipe(
     Match.tagsExhaustive({
-      A2AClientError: (e) =>
-        `${UNAVAILABLE}: ${deliveryText(e)} (${e.agent}: ${reasonText(e)}${retryText(e.retryAfter)})`,
+      A2AClientError: clientErrorText,
       CircuitOpen: (e) =>
         e.state === "Open" && Duration.toMillis(e.retryAfter) > 0
           ? `${CIRCUIT_OPEN} retry after ${seconds(e.retryAfter)}: the request was not submitted (${e.agent} failed repeatedly)`

@@ -50,8 +50,11 @@ export const remoteFailure = (options?: {
   const excluded = new Set(options?.exclude ?? [])
   const counts = (error: unknown): boolean =>
     error instanceof A2AClientError && !excluded.has(error.reason) &&
-    // A 5xx counts whether or not its body held a JSON-RPC error (a server shutting down sends one).
-    (transportReasons.includes(error.reason) || (error.status !== undefined && error.status >= 500))
+    (error.delivery === "Refused"
+      // A server that answers and runs nothing is up, unless it sheds load.
+      ? error.status === 429
+      // A 5xx counts whether or not its body held a JSON-RPC error (an SDK server's 500 carries one).
+      : transportReasons.includes(error.reason) || (error.status !== undefined && error.status >= 500))
   const failedOutcome = options?.failedOutcome === true
   return (exit) =>
     Exit.isFailure(exit)

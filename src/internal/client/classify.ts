@@ -58,6 +58,15 @@ const invalidResponseMessages = [
   "Invalid SendMessageResponse"
 ]
 
+/**
+ * The JSON-RPC codes of an answer that says the server did not act on the
+ * request: every A2A code but -32603 `InternalError` (it may have failed
+ * midway) and -32006 `InvalidAgentResponse` (the agent ran).
+ */
+const refusedCodes: ReadonlySet<number> = new Set(
+  Object.keys(A2AClientError.protocolErrorNames).map(Number).filter((code) => code !== -32603 && code !== -32006)
+)
+
 const maxDetail = 300
 
 /** Reads a property without trusting the value: getters may throw. */
@@ -140,8 +149,9 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   if (rpc !== undefined) {
     const code = prop(rpc, "envelopeCode") as number
     // JSON-RPC codes are integers: an error with another number is not an answer this client can read.
+    // The code decides, whatever the HTTP status; inside a stream that had events, the task exists and may run.
     return Number.isSafeInteger(code)
-      ? { reason: "ProtocolError", delivery: "Unknown", code }
+      ? { reason: "ProtocolError", delivery: !ctx.streamStarted && refusedCodes.has(code) ? "Refused" : "Unknown", code }
       : { reason: "InvalidResponse", delivery: "Unknown" }
   }
   if (facts.names.includes("InvalidAgentResponseError")) return { reason: "InvalidResponse", delivery: "Unknown" }
@@ -155,7 +165,9 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   }
   if (has((m) => m.startsWith("HTTP error"))) {
     const status = ctx.record?.status ?? statusFromText(facts.messages)
-    return { reason: "HttpStatus", delivery: "Unknown", ...(status === undefined ? {} : { status }) }
+    // Without a JSON-RPC error: a 4xx is the server's refusal; a 5xx may be a proxy's, after the server got it.
+    const refused = status !== undefined && status >= 400 && status < 500
+    return { reason: "HttpStatus", delivery: refused ? "Refused" : "Unknown", ...(status === undefined ? {} : { status }) }
   }
   if (facts.names.includes("SyntaxError") || has((m) => invalidResponseMessages.some((p) => m.includes(p)))) {
     return { reason: "InvalidResponse", delivery: "Unknown" }

@@ -23,10 +23,12 @@ export type Input = A2AClientError.A2AClientError | RetryableFailure
 /** @internal */
 export const retryReason = (error: A2AClientError.A2AClientError, request: Request): Option.Option<string> => {
   if (error.reason === "Unavailable" || error.reason === "InvalidRequest") return Option.none()
-  // The HTTP status decides, whether or not the body held a JSON-RPC error: a server that is
-  // shutting down answers 503 with one, and an SDK server's 500 carries one too.
   const status = error.status
-  if (status === 429 || status === 503) return Option.some(`HttpStatus ${status}`)
+  // Nothing ran: a transient refusal (429, or a server shutting down with 503) goes again after its Retry-After,
+  // key or not; any other refusal would only be refused again.
+  if (error.delivery === "Refused") return status === 429 || status === 503 ? Option.some(`HttpStatus ${status}`) : Option.none()
+  // A 5xx may come after the server acted (a proxy's, or an SDK server's 500 with a JSON-RPC error): only a request
+  // the server deduplicates may go again.
   if (request.idempotent && status !== undefined && status >= 500) return Option.some(`HttpStatus ${status}`)
   if (error.reason === "ProtocolError" || error.reason === "HttpStatus") return Option.none()
   if (error.delivery === "NotSent" || request.idempotent) return Option.some(error.reason)
@@ -66,7 +68,7 @@ export const retry = (options: Options, request: Request) =>
 ): Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R> =>
   Effect.suspend(() => {
     let attempts = 0
-    // Whether an attempt may have reached the agent: then the last error cannot say NotSent.
+    // Whether an attempt may have been acted on: then the last error can say neither NotSent nor Refused.
     let reached = false
     // Why the last failed attempt may be retried, and whose it was; none when it may not.
     let retrying: { readonly reason: string; readonly agent: string } | undefined
@@ -118,7 +120,7 @@ export const retry = (options: Options, request: Request) =>
           ? Effect.succeed<RemoteOutcome.RemoteOutcome>(input.outcome)
           : Effect.fail(
             new A2AClientError.A2AClientError(
-              reached && input.delivery === "NotSent"
+              reached && input.delivery !== "Unknown"
                 ? { ...input, attempts, delivery: "Unknown", detail: `${input.detail} (an earlier attempt may have been received)` }
                 : { ...input, attempts }
             )

@@ -205,7 +205,13 @@ const receive = (
 const rpcRoute = (dispatcher: internalRpc.Dispatcher, maxBodyBytes: number, state: State) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (state.closing) {
-      return Effect.succeed(rpcError(null, internalRpc.INTERNAL_ERROR, "The server is shutting down.", 503))
+      // Refused before anything runs (UnsupportedOperation, not InternalError): a client may resend it to
+      // another replica, or here after Retry-After, without an idempotency key.
+      return Effect.succeed(HttpServerResponse.setHeader(
+        rpcError(null, internalRpc.UNSUPPORTED_OPERATION, "The server is shutting down.", 503),
+        "retry-after",
+        "1"
+      ))
     }
     // The Node request itself: its headers object and body stream, without copies.
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)

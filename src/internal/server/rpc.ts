@@ -31,6 +31,8 @@ export const INTERNAL_ERROR = -32603
 export const PARSE_ERROR = -32700
 /** @internal */
 export const INVALID_REQUEST = -32600
+/** @internal */
+export const UNSUPPORTED_OPERATION = -32004
 
 /** @internal */
 export interface RpcError {

@@ -1,6 +1,13 @@
+import type { AgentCard } from "@a2a-js/sdk"
+import type * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import * as Http from "node:http"
 import { PassThrough, Readable } from "node:stream"
 import * as internalHttp from "../../../src/internal/server/http.js"
+import type * as internalRpc from "../../../src/internal/server/rpc.js"
+import * as RemoteAgent from "../../../src/RemoteAgent.js"
 
 describe("server/http.readBody", () => {
   it("gives the whole body, in one buffer, however it arrives", async () => {
@@ -37,4 +44,43 @@ describe("server/http.isLegacyVersion", () => {
     expect(internalHttp.isLegacyVersion("1.0")).toBe(false)
     expect(internalHttp.isLegacyVersion("x")).toBe(false)
   })
+})
+
+describe("server/http.router while the server shuts down", () => {
+  it.scopedLive("refuses a JSON-RPC request before anything runs: 503, Retry-After, -32004, which a client reads as Refused", () =>
+    Effect.gen(function*() {
+      const server = yield* NodeHttpServer.make(() => Http.createServer(), { host: "127.0.0.1", port: 0 })
+      const address = server.address as HttpServer.TcpAddress
+      const url = `http://127.0.0.1:${address.port}`
+      const card = {
+        name: "closing",
+        description: "a server that shuts down",
+        version: "1.0.0",
+        capabilities: { streaming: true },
+        defaultInputModes: ["text/plain"],
+        defaultOutputModes: ["text/plain"],
+        skills: [],
+        supportedInterfaces: ["1.0", "0.3"].map((protocolVersion) => ({ url: `${url}/rpc`, protocolBinding: "JSONRPC", tenant: "", protocolVersion }))
+      } as unknown as AgentCard
+      let dispatched = 0
+      const dispatcher: internalRpc.Dispatcher = {
+        dispatch: () => {
+          dispatched++
+          return Promise.reject(new Error("nothing may run while the server shuts down"))
+        }
+      }
+      const router = yield* internalHttp.router({ card, cardMaxAge: 0, rpcPath: "/rpc", maxBodyBytes: 1024, dispatcher, state: { closing: true } })
+      yield* server.serve(router)
+      const raw = yield* Effect.promise(() =>
+        fetch(`${url}/rpc`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+      )
+      expect(raw.status).toBe(503)
+      expect(raw.headers.get("retry-after")).toBe("1")
+      expect((yield* Effect.promise(() => raw.json())).error).toMatchObject({ code: -32004, message: "The server is shutting down." })
+      const agent = yield* RemoteAgent.make({ name: "closing", url, card })
+      const error = yield* Effect.flip(agent.send("book"))
+      expect(error).toMatchObject({ reason: "ProtocolError", code: -32004, status: 503, delivery: "Refused" })
+      expect(error.retryAfter && Duration.toMillis(error.retryAfter)).toBe(1000)
+      expect(dispatched).toBe(0)
+    }))
 })
