@@ -29,7 +29,8 @@ export class Status extends Schema.TaggedClass<Status>("effect-a2a/RemoteEvent/S
   agent: Schema.String,
   taskId: Schema.String,
   contextId: Schema.String,
-  state: Schema.String,
+  /** As `RemoteOutcome.Running` reads it: a task that goes on is submitted or working. */
+  state: Schema.Literal("Submitted", "Working"),
   text: Schema.String,
   parts: Schema.Array(Part)
 }) {}

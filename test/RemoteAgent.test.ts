@@ -102,6 +102,8 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(last.outcome._tag).toBe("Completed")
       expect(last.outcome.artifacts[0]?.parts).toEqual([{ _tag: "Text", text: "streamed" }])
       expect((events[1] as RemoteEvent.Status).text).toBe("working")
+      // The state as a literal, as RemoteOutcome.Running reads it.
+      expect(events.filter((e): e is RemoteEvent.Status => e._tag === "Status").map((e) => e.state)).toEqual(["Submitted", "Working"])
     }))
 
   it.scopedLive("stream of a failing task ends with Finished(Failed), not an error", () =>

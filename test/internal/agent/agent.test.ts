@@ -12,7 +12,7 @@ import * as RemoteEvent from "../../../src/RemoteEvent.js"
 import * as RemoteOutcome from "../../../src/RemoteOutcome.js"
 
 const ids = { agent: "booking", taskId: "task-1", contextId: "context-1" }
-const status = (text: string) => RemoteEvent.Status.make({ ...ids, state: "working", text, parts: [] })
+const status = (text: string) => RemoteEvent.Status.make({ ...ids, state: "Working", text, parts: [] })
 const completed = RemoteOutcome.Completed.make({ ...ids, text: "booked", parts: [], artifacts: [] })
 const events: ReadonlyArray<RemoteEvent.RemoteEvent> = [
   status(""),
