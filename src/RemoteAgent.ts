@@ -4,7 +4,8 @@
  * Building the layer resolves the agent card, so a remote that is missing at
  * start-up fails start-up with an `AgentCardResolutionError`, or, with
  * `onCardFailure: "degrade"`, yields an unavailable agent whose every call
- * fails with an explained `A2AClientError` (reason `Unavailable`).
+ * fails with an explained `A2AClientError` (reason `Unavailable`) until its
+ * card resolves (`recover`).
  *
  * Every call ends in a `RemoteOutcome` (a FAILED task included) or a typed
  * `A2AClientError`; nothing else escapes.
@@ -12,7 +13,7 @@
  * @since 0.1.0
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import { Context, type Duration, type Effect, Layer, type Option, type Stream } from "effect"
+import { Context, type Duration, type Effect, Layer, type Option, type Schedule, type Stream } from "effect"
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/client/remoteAgent.js"
@@ -154,8 +155,21 @@ export interface Options {
   readonly timeout?: Duration.DurationInput | undefined
   /** Default 10 seconds. */
   readonly cardTimeout?: Duration.DurationInput | undefined
-  /** `"fail"` (default) stops start-up; `"degrade"` provides an unavailable agent. */
+  /**
+   * `"fail"` (default) stops start-up; `"degrade"` provides an unavailable
+   * agent, which becomes the real client once its card resolves (see
+   * `recover`).
+   */
   readonly onCardFailure?: "fail" | "degrade" | undefined
+  /**
+   * With `onCardFailure: "degrade"`: when a degraded agent resolves its card
+   * again, as a `Schedule` fed with each resolution's error (by default after
+   * 1 second, doubling, then every 30 seconds), or `false` never to. A
+   * resolution starts in the background on a call, at most once per delay of
+   * the schedule; until one succeeds, calls fail with reason `Unavailable`
+   * as before, and none waits for it. The one that succeeds is logged.
+   */
+  readonly recover?: Schedule.Schedule<unknown, AgentCardResolutionError.AgentCardResolutionError> | false | undefined
   /** Largest accepted non-streaming response body. Default 10 MiB. */
   readonly maxResponseBytes?: number | undefined
   /** HTTP headers sent with every request. */

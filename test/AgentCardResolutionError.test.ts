@@ -1,9 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Logger, Option, Schema } from "effect"
+import { Effect, Fiber, Layer, Logger, Option, Schedule, Schema } from "effect"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
+import * as A2AServer from "../src/A2AServer.js"
 import * as AgentCardResolutionError from "../src/AgentCardResolutionError.js"
+import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
+import type * as RemoteOutcome from "../src/RemoteOutcome.js"
 import { cardFor, closedPort, json, rawPeer } from "./fixtures/peers.js"
 
 const resolve = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
@@ -114,6 +117,50 @@ describe("card resolution fails start-up with a typed error", () => {
       expect(error).toMatchObject({ reason: "Unavailable", delivery: "NotSent", agent: "booking", operation: "SendMessage" })
       expect(error.detail).toContain("Unreachable")
       expect((yield* Effect.flip(agent.getTask("t"))).reason).toBe("Unavailable")
+    }))
+
+  it.scopedLive("degrade recovers: once the remote comes up, the agent becomes the real client, logged once", () =>
+    Effect.gen(function*() {
+      const url = yield* closedPort
+      const logs: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))
+      const agent = yield* RemoteAgent.make({
+        name: "late",
+        url,
+        onCardFailure: "degrade",
+        cardTimeout: "2 seconds",
+        recover: Schedule.spaced("50 millis")
+      }).pipe(Effect.provide(capture))
+      // While the remote is down, calls fail at once as before, and the attempts they start fail too.
+      for (let i = 0; i < 3; i++) {
+        expect((yield* Effect.flip(agent.send("book"))).reason).toBe("Unavailable")
+        yield* Effect.sleep("80 millis")
+      }
+      expect(Option.isNone(agent.card)).toBe(true)
+      const echo: AgentExecutor.Agent = (request) =>
+        Effect.succeed(AgentExecutor.completedText(`echo ${request.message.parts.length}`))
+      yield* A2AServer.make({ agent: echo, card: { name: "late", description: "started after its client" }, port: Number(new URL(url).port) })
+      let outcome: Option.Option<RemoteOutcome.RemoteOutcome> = Option.none()
+      for (let i = 0; i < 100 && Option.isNone(outcome); i++) {
+        outcome = Option.getRight(yield* Effect.either(agent.send("book")))
+        if (Option.isNone(outcome)) yield* Effect.sleep("50 millis")
+      }
+      expect(Option.map(outcome, (o) => o._tag)).toEqual(Option.some("Completed"))
+      expect(Option.map(agent.card, (card) => card.name)).toEqual(Option.some("late"))
+      yield* agent.send("again").pipe(Effect.provide(capture))
+      expect(logs.filter((l) => l.includes("is available again"))).toHaveLength(1)
+    }))
+
+  it.scopedLive("degrade with recover: false stays unavailable", () =>
+    Effect.gen(function*() {
+      const url = yield* closedPort
+      const agent = yield* RemoteAgent.make({ name: "never", url, onCardFailure: "degrade", recover: false })
+      const echo: AgentExecutor.Agent = () => Effect.succeed(AgentExecutor.completedText("up"))
+      yield* A2AServer.make({ agent: echo, card: { name: "never", description: "" }, port: Number(new URL(url).port) })
+      for (let i = 0; i < 3; i++) {
+        expect((yield* Effect.flip(agent.send("book"))).reason).toBe("Unavailable")
+        yield* Effect.sleep("100 millis")
+      }
     }))
 })
 

@@ -7,7 +7,9 @@
 import type { AgentCard } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
-import { Duration, Effect, Metric, Option, Stream } from "effect"
+import { Duration, Effect, Metric, Option, Runtime, Schedule, Stream } from "effect"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as ScheduleIntervals from "effect/ScheduleIntervals"
 import * as A2AClientError from "../../A2AClientError.js"
 import type * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import type { Options, RemoteAgent } from "../../RemoteAgent.js"
@@ -111,8 +113,7 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
     })
   })
 
-/** Resolves the card and builds the client. @internal */
-export const make = (options: Options): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
+const resolve = (options: Options): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
   Effect.gen(function*() {
     const tracking = makeTrackingFetch(options.maxResponseBytes ?? 10 * 1024 * 1024, options.headers ?? {})
     const resolved = yield* resolveClient(options, tracking).pipe(
@@ -122,13 +123,74 @@ export const make = (options: Options): Effect.Effect<RemoteAgent, AgentCardReso
     )
     return makeClient(options, resolved.client, resolved.card, tracking.track)
   }).pipe(
-    Effect.catchAll((error) =>
-      options.onCardFailure === "degrade"
-        ? Effect.logWarning(`remote agent ${options.name} is unavailable; starting degraded`).pipe(
-          Effect.annotateLogs({ agent: options.name, url: options.url, reason: error.reason, cause: error.message }),
-          Effect.as(unavailable(error))
-        )
-        : Effect.fail(error)
-    ),
     Effect.withSpan("RemoteAgent.resolveCard", { attributes: { "a2a.agent": options.name, "a2a.url": options.url } })
   )
+
+/** How a degraded agent tries its card again by default: after 1 s, doubling, then every 30 s. */
+const defaultRecovery = Schedule.exponential("1 second").pipe(Schedule.either(Schedule.spaced("30 seconds")))
+
+/**
+ * A degraded agent that becomes the real client once its card resolves. A
+ * call while it is unavailable fails as the stub's do, and starts one
+ * resolution in the background when the schedule allows one, so no call
+ * waits for it and nothing runs between calls.
+ */
+const recovering = (
+  options: Options,
+  cause: AgentCardResolutionError.AgentCardResolutionError,
+  schedule: Schedule.Schedule<unknown, AgentCardResolutionError.AgentCardResolutionError>
+): Effect.Effect<RemoteAgent> =>
+  Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<never>()
+    const clock = yield* Effect.clock
+    const stub = unavailable(cause)
+    let current = stub
+    let trying = false
+    let state = schedule.initial
+    // When the next resolution may start; none once the schedule is done.
+    let nextAt: number | undefined
+    const plan = (error: AgentCardResolutionError.AgentCardResolutionError) =>
+      Effect.map(schedule.step(clock.unsafeCurrentTimeMillis(), error, state), ([next, , decision]) => {
+        state = next
+        nextAt = ScheduleDecision.isDone(decision) ? undefined : ScheduleIntervals.start(decision.intervals)
+      })
+    yield* plan(cause)
+    const attempt = resolve(options).pipe(
+      Effect.tap(() => Effect.logInfo(`remote agent ${options.name} is available again`)),
+      Effect.matchEffect({
+        onSuccess: (client) => Effect.sync(() => (current = client)),
+        onFailure: plan
+      }),
+      Effect.ensuring(Effect.sync(() => (trying = false))),
+      Effect.annotateLogs({ agent: options.name, url: options.url })
+    )
+    const poke = () => {
+      if (current !== stub || trying || nextAt === undefined || clock.unsafeCurrentTimeMillis() < nextAt) return
+      trying = true
+      // Bounded by the card's time limit; it outlives the call that started it, which does not wait for it.
+      Runtime.runFork(runtime)(attempt)
+    }
+    return {
+      name: stub.name,
+      url: stub.url,
+      get card() {
+        return current.card
+      },
+      send: (input, callOptions) => Effect.suspend(() => (poke(), current.send(input, callOptions))),
+      stream: (input, callOptions) => Stream.suspend(() => (poke(), current.stream(input, callOptions))),
+      getTask: (taskId, callOptions) => Effect.suspend(() => (poke(), current.getTask(taskId, callOptions))),
+      cancel: (taskId, callOptions) => Effect.suspend(() => (poke(), current.cancel(taskId, callOptions)))
+    }
+  })
+
+/** Resolves the card and builds the client. @internal */
+export const make = (options: Options): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
+  Effect.catchAll(resolve(options), (error) =>
+    options.onCardFailure === "degrade"
+      ? Effect.logWarning(`remote agent ${options.name} is unavailable; starting degraded`).pipe(
+        Effect.annotateLogs({ agent: options.name, url: options.url, reason: error.reason, cause: error.message }),
+        Effect.zipRight(
+          options.recover === false ? Effect.succeed(unavailable(error)) : recovering(options, error, options.recover ?? defaultRecovery)
+        )
+      )
+      : Effect.fail(error))
