@@ -468,11 +468,12 @@ export const forAgent: (agent: string) => Effect.Effect<CircuitBreaker, never, R
  *
  * declare const send: Effect.Effect<string, A2AClientError.A2AClientError>
  * const guarded = send.pipe(CircuitBreaker.withBreaker("booking"))
+ * const same = CircuitBreaker.withBreaker(send, "booking")
  * ```
  * @category combinators
  * @since 0.1.0
  */
-export const withBreaker: (
-  agent: string
-) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R | Registry> =
-  internal.withBreaker
+export const withBreaker: {
+  (agent: string): <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R | Registry>
+  <A, E, R>(effect: Effect.Effect<A, E, R>, agent: string): Effect.Effect<A, E | CircuitOpen, R | Registry>
+} = internal.withBreaker

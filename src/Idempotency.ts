@@ -162,7 +162,10 @@ export const deriveKey: (source: KeySource) => string = key.deriveKey
 /**
  * Runs a side effect at most once per key and stores its success; a later
  * call with the key, in this or another process sharing the ledger, returns
- * the stored result without running it.
+ * the stored result without running it. Pipeable
+ * (`effect.pipe(Idempotency.once(key, options))`) or data-first
+ * (`Idempotency.once(effect, key, options)`; the older
+ * `Idempotency.once(key, effect, options)` still works).
  *
  * - A typed failure is not stored (unless `failure` gives its schema), so the
  *   work can be tried again, for instance in a new task.
@@ -180,11 +183,12 @@ export const deriveKey: (source: KeySource) => string = key.deriveKey
  *
  * declare const reserveSeat: (flight: string, seat: string) => Effect.Effect<string, Error>
  *
- * const reservation = Idempotency.once(
- *   Idempotency.deriveKey({ contextId: "ctx-42", operation: "reserve-seat", params: { flight: "LH 400", seat: "12A" } }),
- *   reserveSeat("LH 400", "12A"),
- *   { success: Schema.String }
- * ).pipe(Effect.provide(IdempotencyLedger.layerMemory()))
+ * const key = Idempotency.deriveKey({ contextId: "ctx-42", operation: "reserve-seat", params: { flight: "LH 400", seat: "12A" } })
+ * // piped, or data-first: Idempotency.once(reserveSeat("LH 400", "12A"), key, { success: Schema.String })
+ * const reservation = reserveSeat("LH 400", "12A").pipe(
+ *   Idempotency.once(key, { success: Schema.String }),
+ *   Effect.provide(IdempotencyLedger.layerMemory())
+ * )
  * ```
  * @category combinators
  * @since 0.1.0
@@ -194,6 +198,11 @@ export const once: {
     key: string,
     options: OnceOptions<A, I, E>
   ): <R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
+  <A, I, E, R>(
+    effect: Effect.Effect<A, E, R>,
+    key: string,
+    options: OnceOptions<A, I, E>
+  ): Effect.Effect<A, E | IdempotencyError, R | IdempotencyLedger>
   <A, I, E, R>(
     key: string,
     effect: Effect.Effect<A, E, R>,

@@ -141,10 +141,20 @@ export const schedule: (options?: Options, startedAt?: number) => Schedule.Sched
  *   agent.send("book flight 4821", { idempotencyKey: key }).pipe(
  *     RetryPolicy.retry({ maxAttempts: 4, budget: "20 seconds" }, { idempotent: true })
  *   )
+ * // or data-first
+ * const same = (agent: RemoteAgent.RemoteAgent, key: string) =>
+ *   RetryPolicy.retry(agent.send("book flight 4821", { idempotencyKey: key }), { maxAttempts: 4 }, { idempotent: true })
  * ```
  * @category combinators
  * @since 0.1.0
  */
-export const retry: (options: Options, request: Request) => <R>(
-  call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>
-) => Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R> = internal.retry
+export const retry: {
+  (options: Options, request: Request): <R>(
+    call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>
+  ) => Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>
+  <R>(
+    call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>,
+    options: Options,
+    request: Request
+  ): Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>
+} = internal.retry

@@ -4,7 +4,7 @@ import { Chunk, Duration, Effect, Exit, FastCheck, Fiber, Option, Schema, Stream
 import * as A2AClientError from "../src/A2AClientError.js"
 import { classifyCall } from "../src/internal/client/classify.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import { cardFor, closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
+import { cardFor, closedPort, json, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 
 const agentAt = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
   RemoteAgent.make({ name: "raw", url, timeout: "3 seconds", ...options })
@@ -121,6 +121,48 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       expect(yield* sendError(agent)).toMatchObject({ code: -32004, status: 503, delivery: "Refused" })
       answer = answers[2]!
       expect(yield* sendError(agent)).toMatchObject({ code: -32603, status: 503, delivery: "Unknown" })
+    }))
+
+  it.scopedLive("a 4xx whose body is no JSON-RPC error is a refusal however the SDK reads it, sent or streamed", () =>
+    Effect.gen(function*() {
+      const answers: Array<[number, string]> = [
+        [401, JSON.stringify({ error: "invalid_token" })],
+        [429, JSON.stringify({ error: { code: 429, message: "rate limited" } })],
+        [403, JSON.stringify({ jsonrpc: "2.0", id: 1, error: { message: "forbidden" } })],
+        [429, "null"]
+      ]
+      let answer = answers[0]!
+      const peer = yield* rawPeer((_req, res) => {
+        res.writeHead(answer[0], { "content-type": "application/json" })
+        res.end(answer[1])
+      })
+      const agent = yield* agentAt(peer.url)
+      for (const next of answers) {
+        answer = next
+        const expected = { reason: "HttpStatus", status: next[0], delivery: "Refused" }
+        expect(yield* sendError(agent)).toMatchObject(expected)
+        expect(yield* Effect.flip(Stream.runDrain(agent.stream("go")))).toMatchObject(expected)
+      }
+    }))
+
+  it.scopedLive("an error carried in a stream's event is never a refusal, first event or not: the run may have begun", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) => {
+        sse(res)
+        res.end(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "no" } })}\n\n`)
+      })
+      expect(yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go")))).toMatchObject({
+        reason: "ProtocolError",
+        code: -32004,
+        delivery: "Unknown"
+      })
+      // The SDK's server runs the agent, then refuses (-32004) a turn that does not open with the task.
+      const sdk = yield* agentAt((yield* sdkPeer()).url)
+      expect(yield* Effect.flip(Stream.runDrain(sdk.stream("status-first")))).toMatchObject({
+        reason: "ProtocolError",
+        code: -32004,
+        delivery: "Unknown"
+      })
     }))
 
   it.scopedLive("a 200 with malformed JSON: InvalidResponse", () =>

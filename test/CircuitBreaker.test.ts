@@ -477,10 +477,12 @@ describe("CircuitBreaker", () => {
         yield* Effect.either(remote(calls, "fail").pipe(CircuitBreaker.withBreaker(booking)))
       }
       expect(yield* first.state).toBe("Closed")
-      yield* Effect.either(remote(calls, "fail").pipe(CircuitBreaker.withBreaker(booking)))
+      // Data-first, the same breaker.
+      yield* Effect.either(CircuitBreaker.withBreaker(remote(calls, "fail"), booking))
       expect(yield* first.state).toBe("Open")
       const rejected = yield* rejection(remote(calls, "ok").pipe(CircuitBreaker.withBreaker(booking)))
       expect(rejected.agent).toBe(booking)
+      expect((yield* rejection(CircuitBreaker.withBreaker(remote(calls, "ok"), booking))).agent).toBe(booking)
       expect(yield* Ref.get(calls)).toBe(6)
     }).pipe(Effect.provide(CircuitBreaker.layer((agent) =>
       agent.startsWith("payments") ? { trip: CircuitBreaker.consecutiveFailures(1) } : {}

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck } from "effect"
+import { Effect, FastCheck, Schema } from "effect"
 import { execFileSync } from "node:child_process"
 import * as Idempotency from "../src/Idempotency.js"
+import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 
 const booking = {
   contextId: "ctx-42",
@@ -106,4 +107,18 @@ describe("Idempotency.canonicalJson", () => {
     expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(value)))
     expect(Idempotency.canonicalJson(JSON.parse(text))).toBe(text)
   })
+})
+
+describe("Idempotency.once", () => {
+  it.effect("piped, effect first or key first: one run per key, the same result for every form", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const charge = Effect.sync(() => ++runs)
+      const options = { success: Schema.Number }
+      const piped = yield* charge.pipe(Idempotency.once("order-1", options))
+      const effectFirst = yield* Idempotency.once(charge, "order-1", options)
+      const keyFirst = yield* Idempotency.once("order-1", charge, options)
+      expect([piped, effectFirst, keyFirst, runs]).toEqual([1, 1, 1, 1])
+      expect(yield* Idempotency.once(charge, "order-2", options)).toBe(2)
+    }).pipe(Effect.provide(IdempotencyLedger.layerMemory())))
 })

@@ -140,6 +140,9 @@ describe("RetryPolicy.retry", () => {
       const { call: neverSent } = yield* scripted([error({ reason: "ConnectionRefused", delivery: "NotSent" })])
       const refused = yield* withClock(Effect.flip(neverSent.pipe(RetryPolicy.retry({ maxAttempts: 2 }, { idempotent: false }))))
       expect(refused).toMatchObject({ delivery: "NotSent", attempts: 2, detail: "x" })
+      // Data-first, the same policy.
+      const dataFirst = yield* withClock(Effect.flip(RetryPolicy.retry(neverSent, { maxAttempts: 2 }, { idempotent: false })))
+      expect(dataFirst).toMatchObject({ delivery: "NotSent", attempts: 2 })
       // A last refusal, after an attempt that may have been acted on, cannot say that nothing ran either.
       const { call: mixed } = yield* scripted([
         error({ reason: "Timeout", delivery: "Unknown" }),

@@ -23,6 +23,7 @@ import {
   Stream,
   SynchronizedRef
 } from "effect"
+import { dual } from "effect/Function"
 import { A2AClientError, type Reason } from "../../A2AClientError.js"
 import type * as CircuitBreaker from "../../CircuitBreaker.js"
 import { Failed } from "../../RemoteOutcome.js"
@@ -321,6 +322,8 @@ export const forAgent = (agent: string): Effect.Effect<CircuitBreaker.CircuitBre
   Effect.flatMap(Registry, (registry) => registry.forAgent(agent))
 
 /** @internal */
-export const withBreaker = (agent: string) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R | Registry> =>
-  Effect.flatMap(forAgent(agent), (breaker) => breaker.protect(effect))
+export const withBreaker: typeof CircuitBreaker.withBreaker = dual(
+  2,
+  <A, E, R>(effect: Effect.Effect<A, E, R>, agent: string): Effect.Effect<A, E | CircuitOpen, R | Registry> =>
+    Effect.flatMap(forAgent(agent), (breaker) => breaker.protect(effect))
+)

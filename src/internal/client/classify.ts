@@ -67,6 +67,17 @@ const refusedCodes: ReadonlySet<number> = new Set(
   Object.keys(A2AClientError.protocolErrorNames).map(Number).filter((code) => code !== -32603 && code !== -32006)
 )
 
+/**
+ * An error the SDK built from a JSON-RPC error body: one of its classes for a
+ * known code, or its generic one for another code, which counts only when
+ * the body was JSON-RPC (a proxy's or a gateway's `{"error": …}` is not).
+ */
+const isJsonRpcError = (error: unknown): boolean => {
+  if (typeof prop(error, "envelopeCode") !== "number") return false
+  const envelope = prop(error, "errorResponse")
+  return envelope === undefined || prop(envelope, "jsonrpc") === "2.0"
+}
+
 const maxDetail = 300
 
 /** Reads a property without trusting the value: getters may throw. */
@@ -145,14 +156,23 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   const has = (predicate: (message: string) => boolean) => facts.messages.some(predicate)
   if (facts.names.includes("ResponseTooLarge")) return { reason: "InvalidResponse", delivery: "Unknown" }
   if (facts.names.includes("RedirectAnswered")) return { reason: "HttpStatus", delivery: "Unknown" }
-  const rpc = facts.chain.find((e) => typeof prop(e, "envelopeCode") === "number")
+  const rpc = facts.chain.find(isJsonRpcError)
   if (rpc !== undefined) {
     const code = prop(rpc, "envelopeCode") as number
     // JSON-RPC codes are integers: an error with another number is not an answer this client can read.
-    // The code decides, whatever the HTTP status; inside a stream that had events, the task exists and may run.
-    return Number.isSafeInteger(code)
-      ? { reason: "ProtocolError", delivery: !ctx.streamStarted && refusedCodes.has(code) ? "Refused" : "Unknown", code }
-      : { reason: "InvalidResponse", delivery: "Unknown" }
+    if (!Number.isSafeInteger(code)) return { reason: "InvalidResponse", delivery: "Unknown" }
+    // The code decides, whatever the HTTP status; but not an error carried in a stream's event, as the
+    // server may have started the run before it (inside a stream that had events, the task exists), nor
+    // the SDK server's complaint about the order of the events an agent published, which means it ran.
+    const afterRun = ctx.streamStarted || has((m) => m.startsWith("SSE event contained an error")) ||
+      has((m) => m.includes("before initial 'Message'/'Task' event") || m.startsWith("Stream ordering violation"))
+    return { reason: "ProtocolError", delivery: !afterRun && refusedCodes.has(code) ? "Refused" : "Unknown", code }
+  }
+  // A 4xx whose body is not a JSON-RPC error (a gateway's `{"error": …}`, or nothing the SDK can read), before a
+  // stream began: the server refused the request, whatever it said.
+  const status = ctx.record?.status
+  if (!ctx.streamStarted && status !== undefined && status >= 400 && status < 500) {
+    return { reason: "HttpStatus", delivery: "Refused", status }
   }
   if (facts.names.includes("InvalidAgentResponseError")) return { reason: "InvalidResponse", delivery: "Unknown" }
   if (facts.names.includes("TimeoutError")) return { reason: "Timeout", delivery: sentDelivery }

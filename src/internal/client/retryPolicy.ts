@@ -6,10 +6,12 @@
  * @internal
  */
 import { Clock, Duration, Effect, Metric, Option, Random, Schedule, Schema } from "effect"
+import { dual } from "effect/Function"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"
 import * as A2AClientError from "../../A2AClientError.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
+import type * as RetryPolicy from "../../RetryPolicy.js"
 import type { Options, Request } from "../../RetryPolicy.js"
 
 /** A FAILED outcome the caller chose to retry, carried through the schedule as an input. */
@@ -62,9 +64,10 @@ export const schedule = (options: Options = {}, startedAt?: number): Schedule.Sc
 }
 
 /** @internal */
-export const retry = (options: Options, request: Request) =>
-<R>(
-  call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>
+export const retry: typeof RetryPolicy.retry = dual(3, <R>(
+  call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>,
+  options: Options,
+  request: Request
 ): Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R> =>
   Effect.suspend(() => {
     let attempts = 0
@@ -127,4 +130,4 @@ export const retry = (options: Options, request: Request) =>
           )
       )
     )
-  })
+  }))

@@ -164,17 +164,16 @@ export const sweep = <E, R>(options: {
     )
   })
 
-/** See `Idempotency.once`: the ledger's `once`, data-first or as a pipeable. */
+/** See `Idempotency.once`: the ledger's `once`, data-first (the effect or the key first) or as a pipeable. */
 export const once: typeof Idempotency.once = <A, I, E, R>(
-  key: string,
-  effectOrOptions: Effect.Effect<A, E, R> | Ledger.OnceOptions<A, I, E>,
+  first: string | Effect.Effect<A, E, R>,
+  second: string | Effect.Effect<A, E, R> | Ledger.OnceOptions<A, I, E>,
   options?: Ledger.OnceOptions<A, I, E>
 ): any => {
-  const run = <R2>(effect: Effect.Effect<A, E, R2>, opts: Ledger.OnceOptions<A, I, E>) =>
+  const run = <R2>(key: string, effect: Effect.Effect<A, E, R2>, opts: Ledger.OnceOptions<A, I, E>) =>
     Effect.flatMap(IdempotencyLedger, (ledger) => ledger.once(key, effect, opts))
-  if (Effect.isEffect(effectOrOptions)) {
-    // Both overloads require options alongside an effect.
-    return run(effectOrOptions, options as Ledger.OnceOptions<A, I, E>)
-  }
-  return <R2>(effect: Effect.Effect<A, E, R2>) => run(effect, effectOrOptions)
+  // Every data-first form has its options third; the key is the string of the first two.
+  if (Effect.isEffect(first)) return run(second as string, first, options as Ledger.OnceOptions<A, I, E>)
+  if (Effect.isEffect(second)) return run(first, second, options as Ledger.OnceOptions<A, I, E>)
+  return <R2>(effect: Effect.Effect<A, E, R2>) => run(first, effect, second as Ledger.OnceOptions<A, I, E>)
 }
