@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import { Context, type Duration, type Effect, Layer, type Option, type Schedule, type Stream } from "effect"
+import { Context, type Duration, type Effect, Layer, type LogLevel, type Option, type Schedule, type Stream } from "effect"
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/client/remoteAgent.js"
@@ -174,6 +174,13 @@ export interface Options {
   readonly maxResponseBytes?: number | undefined
   /** HTTP headers sent with every request. */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /**
+   * The level of the log line of a failed call (an `A2AClientError`);
+   * `Debug` by default, as the caller gets the typed error and decides.
+   * Outcomes, a FAILED one included, log at `Debug`. Their task, context
+   * and error ids are annotations of the line and attributes of the span.
+   */
+  readonly logLevel?: LogLevel.LogLevel | undefined
 }
 
 /**

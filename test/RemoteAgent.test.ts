@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as zlib from "node:zlib"
-import { Chunk, Duration, Effect, Either, Exit, Fiber, HashMap, Logger, Metric, MetricState, Option, Stream, Tracer } from "effect"
+import { Chunk, Duration, Effect, Either, Exit, Fiber, HashMap, Logger, LogLevel, Metric, MetricState, Option, Stream, Tracer } from "effect"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
@@ -86,11 +86,34 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
         Logger.defaultLogger,
         Logger.make(({ annotations: a }) => annotations.push(Object.fromEntries(HashMap.toEntries(a))))
       )
-      const outcome = yield* agent.send("fail").pipe(Effect.provide(capture))
+      // Outcomes log at Debug, a FAILED one too.
+      const outcome = yield* agent.send("fail").pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.Debug))
       expect(annotations).toContainEqual(
         expect.objectContaining({ taskId: outcome.taskId, contextId: outcome.contextId, errorId: peerErrorId, outcome: "Failed" })
       )
       expect(annotations.find((a) => a.outcome === "Failed")?.traceId).toMatch(/^[0-9a-f]{32}$/)
+    }))
+
+  it.scopedLive("the library is quiet by default: outcomes and failed calls log at Debug, failed calls at the level asked for", () =>
+    Effect.gen(function*() {
+      const lines: Array<{ level: string; message: string }> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => lines.push({ level: logLevel.label, message: String(message) }))
+      )
+      const failing = yield* agentFor((yield* sdkPeer()).url)
+      const refusing = yield* rawPeer((_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "no such task" } }))
+      const quiet = yield* RemoteAgent.make({ name: "quiet", url: refusing.url })
+      const calls = Effect.all([failing.send("fail"), Effect.either(quiet.send("x"))])
+      yield* Effect.provide(calls, capture)
+      expect(lines).toEqual([])
+      yield* Effect.provide(calls, capture).pipe(Logger.withMinimumLogLevel(LogLevel.Debug))
+      expect(lines.map((line) => line.level)).toEqual(["DEBUG", "DEBUG"])
+      expect(lines[0]!.message).toContain("ended Failed")
+      expect(lines[1]!.message).toContain("SendMessage failed")
+      const loud = yield* RemoteAgent.make({ name: "loud", url: refusing.url, logLevel: LogLevel.Warning })
+      yield* Effect.provide(Effect.either(loud.send("x")), capture)
+      expect(lines.slice(2).map((line) => [line.level, line.message.startsWith("loud: SendMessage failed")])).toEqual([["WARN", true]])
     }))
 
   it.scopedLive("stream: progress, artifact chunks, then Finished", () =>

@@ -1,6 +1,6 @@
 import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Metric, Option, Ref, TestClock } from "effect"
+import { Duration, Effect, Fiber, Logger, LogLevel, Metric, Option, Ref, TestClock } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
 import * as FailureHint from "../src/FailureHint.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
@@ -151,6 +151,24 @@ describe("RetryPolicy.retry", () => {
       const last = yield* withClock(Effect.flip(mixed.pipe(RetryPolicy.retry({ maxAttempts: 2 }, { idempotent: true }))))
       expect(last).toMatchObject({ delivery: "Unknown", status: 429, attempts: 2 })
       expect(last.detail).toContain("an earlier attempt may have been received")
+    }))
+
+  it.effect("a retry logs at Debug, its delay in whole milliseconds", () =>
+    Effect.gen(function*() {
+      const lines: Array<{ level: string; message: string }> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => lines.push({ level: logLevel.label, message: String(message) }))
+      )
+      const retried = Effect.flatMap(
+        scripted([error({ reason: "ConnectionRefused", delivery: "NotSent" }), completed]),
+        ({ call }) => call.pipe(RetryPolicy.retry({ base: "143 millis" }, { idempotent: false }), Effect.provide(capture))
+      )
+      yield* withClock(retried)
+      expect(lines).toEqual([])
+      yield* withClock(Logger.withMinimumLogLevel(retried, LogLevel.Debug))
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatchObject({ level: "DEBUG", message: expect.stringMatching(/^attempt \d+ failed \(ConnectionRefused\); retrying in \d+ms$/) })
     }))
 
   it.effect("stops when the time budget would be exceeded", () =>

@@ -128,7 +128,7 @@ const logged = (fiber: Fiber.RuntimeFiber<unknown, unknown>, level: LogLevel.Log
  * level is on, is returned to run in the fiber. What `Metric.update` does,
  * without its steps.
  */
-const makeReport = (agent: string): Report => {
+const makeReport = (agent: string, errorLevel: LogLevel.LogLevel): Report => {
   const outcomeCounters = Object.fromEntries(
     Object.entries(outcomeCounterNames).map(([tag, name]) => [tag, counter(name, agent)])
   ) as Record<RemoteOutcome.Tag, ReturnType<typeof counter>>
@@ -140,8 +140,8 @@ const makeReport = (agent: string): Report => {
     if (Either.isLeft(result)) {
       const error = result.left
       errorCounters[error.reason].unsafeUpdate(1, labels)
-      if (!logged(fiber, LogLevel.Warning)) return undefined
-      return Effect.logWarning(error.message).pipe(
+      if (!logged(fiber, errorLevel)) return undefined
+      return Effect.logWithLevel(errorLevel, error.message).pipe(
         Effect.annotateLogs({
           agent,
           reason: error.reason,
@@ -159,10 +159,10 @@ const makeReport = (agent: string): Report => {
       span.attribute("a2a.outcome", outcome._tag)
     }
     outcomeCounters[outcome._tag].unsafeUpdate(1, labels)
-    const level = outcome._tag === "Failed" ? LogLevel.Warning : LogLevel.Debug
-    if (!logged(fiber, level)) return undefined
+    // An outcome is the call's answer, a FAILED one too: the caller acts on it, and the log stays quiet.
+    if (!logged(fiber, LogLevel.Debug)) return undefined
     const errorId = Option.getOrUndefined(RemoteOutcome.errorIdOf(outcome))
-    return Effect.logWithLevel(level, `remote agent ${agent}: ${operation} ended ${outcome._tag}`).pipe(
+    return Effect.logDebug(`remote agent ${agent}: ${operation} ended ${outcome._tag}`).pipe(
       Effect.annotateLogs({
         agent,
         outcome: outcome._tag,
@@ -316,8 +316,13 @@ const makeOperate = (
  *
  * @internal
  */
-export const make = (agent: string, track: (signal: AbortSignal) => CallRecord, defaultTimeout: Duration.Duration) => {
-  const report = makeReport(agent)
+export const make = (
+  agent: string,
+  track: (signal: AbortSignal) => CallRecord,
+  defaultTimeout: Duration.Duration,
+  errorLevel: LogLevel.LogLevel = LogLevel.Debug
+) => {
+  const report = makeReport(agent, errorLevel)
   /**
    * Records how a stream ended, in the stream's span.
    */

@@ -29,7 +29,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     client,
     timeout,
     track,
-    engine: clientCall.make(agent, track, timeout),
+    engine: clientCall.make(agent, track, timeout, agentOptions.logLevel),
     unsendable: input.unsendable(agentOptions.headers)
   }
   const { cancel, getTask, readTask } = task.make(context)

@@ -101,7 +101,9 @@ export const retry: typeof RetryPolicy.retry = dual(3, <R>(
     const announce = (delay: Duration.Duration, decision: ScheduleDecision.ScheduleDecision) => {
       if (ScheduleDecision.isDone(decision) || retrying === undefined) return Effect.void
       const { agent, reason } = retrying
-      return Effect.logInfo(`attempt ${attempts} failed (${reason}); retrying in ${Duration.format(delay)}`).pipe(
+      // Whole milliseconds: "143ms", not the nanoseconds of a jittered delay.
+      const wait = Duration.format(Duration.millis(Math.round(Duration.toMillis(delay))))
+      return Effect.logDebug(`attempt ${attempts} failed (${reason}); retrying in ${wait}`).pipe(
         Effect.zipRight(Metric.update(retryCounter.pipe(Metric.tagged("reason", reason), Metric.tagged("agent", agent)), 1)),
         Effect.annotateLogs({ attempt: attempts, reason })
       )
