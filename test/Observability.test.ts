@@ -2,7 +2,7 @@ import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { describe, expect, it } from "@effect/vitest"
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api"
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Data, Effect, Layer, Metric, Option } from "effect"
+import { Data, Effect, Layer, Logger, LogLevel, Metric, Option } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -86,7 +86,9 @@ describe("Observability", () => {
       const model = ScriptedLanguageModel.make(ScriptedLanguageModel.followsInstruction("booking", "fail flight 4821"))
       const reply = yield* orchestrator.respond("Please book flight 4821 for Ana").pipe(
         Effect.provide(model.layer),
-        Effect.withSpan("travel.respond")
+        Effect.withSpan("travel.respond"),
+        // The client logs an outcome, a FAILED one too, at Debug.
+        Logger.withMinimumLogLevel(LogLevel.Debug)
       )
       const outcome = Option.getOrThrow(reply.calls[0]!.result.outcome)
       const errorId = failedErrorId(outcome)
