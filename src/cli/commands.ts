@@ -31,7 +31,7 @@ export class ExitCode extends Schema.TaggedError<ExitCode>("effect-a2a/Cli/ExitC
 /** @internal */
 export const usageExitCode = 2
 
-/** An error's message, or its cause's when it has none (a `ServeError` wraps the Node error). */
+/** An error's message, or its cause's when it has none. */
 const describe = (error: unknown, depth = 0): string => {
   if (error instanceof Error && error.message !== "") return error.message
   if (depth < 3 && typeof error === "object" && error !== null && "cause" in error) return describe(error.cause, depth + 1)
