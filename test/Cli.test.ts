@@ -269,7 +269,28 @@ describe("the pieces", () => {
     expect((await runHere(["extra"], [extra])).code).toBe(0)
     expect(ran).toEqual(["extra"])
     expect((await runHere(["extra", "--fail"], [extra])).code).toBe(7)
-    expect((await runHere(["find-error", "0123456789ab", path.join(tmp, "missing.log")])).code).toBe(1)
+  })
+
+  it("find-error: 1 when no entry is found, 3 when a file cannot be read (even with a match elsewhere), 2 for a malformed id", async () => {
+    const id = "0a1b2c3d4e5f"
+    const file = path.join(tmp, "one-entry.log")
+    fs.writeFileSync(file, `${JSON.stringify({ message: "m", annotations: { errorId: id } })}\n`)
+    const missing = path.join(tmp, "missing.log")
+    const [found, none, unreadable, partly, malformed] = await Promise.all([
+      runHere(["find-error", id, file]),
+      runHere(["find-error", "0123456789ab", file]),
+      runHere(["find-error", id, missing]),
+      runHere(["find-error", id, file, missing]),
+      runHere(["find-error", "not-an-id", file])
+    ])
+    expect([found.code, none.code, unreadable.code, partly.code, malformed.code]).toEqual([0, 1, 3, 3, 2])
+    expect(found.stdout).toContain(`errorId: ${id}`)
+    expect(partly.stdout).toBe(found.stdout)
+    expect(none.stderr).toContain("no log entry with error id 0123456789ab")
+    expect(unreadable.stderr).toContain(`cannot read ${missing}`)
+    expect(partly.stderr).toContain(`cannot read ${missing}`)
+    expect(partly.stderr).not.toContain("no log entry")
+    expect(malformed.stderr).toContain('Invalid error-id "not-an-id"')
   })
 
   it("playground on a port in use: exit 1, naming the address", async () => {

@@ -14,6 +14,7 @@ import { Cause, Console, Duration, Effect, FiberRef, Layer, Logger, LogLevel, Op
 import * as A2AServer from "../A2AServer.js"
 import type * as Cli from "../Cli.js"
 import * as travelDemo from "../demo/travel.js"
+import * as ErrorId from "../internal/wire/errorId.js"
 import * as findError from "./findError.js"
 import * as playground from "./playground.js"
 import * as probe from "./probe.js"
@@ -83,20 +84,28 @@ const probeCommand = Command.make("probe", {
 // ---------------------------------------------------------------------------
 
 const findErrorCommand = Command.make("find-error", {
-  errorId: Args.text({ name: "error-id" }).pipe(Args.withDescription("The error id, e.g. 3f9c0a7b12de.")),
+  errorId: Args.text({ name: "error-id" }).pipe(
+    Args.withDescription("The error id, e.g. 3f9c0a7b12de."),
+    Args.mapEffect((id) =>
+      ErrorId.pattern.test(id)
+        ? Effect.succeed(id)
+        : Effect.fail(HelpDoc.p(`Invalid error-id "${id}": expected twelve lowercase hex digits, e.g. 3f9c0a7b12de`))
+    )
+  ),
   files: Args.text({ name: "files" }).pipe(
     Args.withDescription("JSON log files, plain or .gz; standard input when none."),
     Args.repeated
   )
 }, ({ errorId, files }) =>
   Effect.gen(function*() {
-    const found = yield* findError.findError(errorId, files)
-    if (found === 0) {
-      yield* Console.error(`effect-a2a find-error: no log entry with error id ${errorId}`)
-      return yield* new ExitCode({ code: 1 })
-    }
+    const result = yield* findError.findError(errorId, files)
+    if (result.matches === 0) yield* Console.error(`effect-a2a find-error: no log entry with error id ${errorId}`)
+    const code = findError.exitCode(result)
+    if (code !== 0) return yield* new ExitCode({ code })
   })).pipe(
-    Command.withDescription("Find the log entries of an error id, with their cause (exit 1 when none is found).")
+    Command.withDescription(
+      "Find the log entries of an error id, with their cause (exit 0 found, 1 none found, 3 a file cannot be read, 2 usage)."
+    )
   )
 
 // ---------------------------------------------------------------------------
