@@ -3,7 +3,8 @@
  *
  * - `probe <agent-url> [--text T] [--timeout D] [--json]`: one blocking call;
  *   says which channel it ended in (exit 0 Completed, 3 card resolution,
- *   4 client error, 5 Failed, 6 any other outcome, 2 usage).
+ *   4 client error, 5 Failed, 6 any other outcome, 2 usage: among them an
+ *   agent URL that does not parse or is not http or https).
  * - `find-error <error-id> [files…]`: the entries of an error id in JSON log
  *   files (plain or gzipped) or standard input, with their cause (exit 0
  *   found, 1 none found, 3 a file cannot be read, 2 usage: a malformed id).

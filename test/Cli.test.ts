@@ -293,6 +293,16 @@ describe("the pieces", () => {
     expect(malformed.stderr).toContain('Invalid error-id "not-an-id"')
   })
 
+  it("probe: an agent URL that does not parse, or is not http or https, is a usage error naming it", async () => {
+    const results = await Promise.all([runHere(["probe", "not-a-url"]), runHere(["probe", "ftp://127.0.0.1/agent"])])
+    expect(results.map((result) => result.code)).toEqual([2, 2])
+    expect(results[0]!.stderr).toContain('Invalid agent-url "not-a-url"')
+    expect(results[1]!.stderr).toContain('Invalid agent-url "ftp://127.0.0.1/agent"')
+    expect(results[0]!.stderr).not.toContain("running")
+    expect(internalProbe.isHttpUrl(" https://agents.example.com/.well-known/agent-card.json ")).toBe(true)
+    expect(internalProbe.isHttpUrl("127.0.0.1:8000")).toBe(false)
+  })
+
   it("playground on a port in use: exit 1, naming the address", async () => {
     const taken = net.createServer()
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))

@@ -63,7 +63,14 @@ const quietByDefault = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   )
 
 const probeCommand = Command.make("probe", {
-  url: Args.text({ name: "agent-url" }).pipe(Args.withDescription("The agent's base URL (or its card URL).")),
+  url: Args.text({ name: "agent-url" }).pipe(
+    Args.withDescription("The agent's base URL (or its card URL)."),
+    Args.mapEffect((url) =>
+      probe.isHttpUrl(url)
+        ? Effect.succeed(url)
+        : Effect.fail(HelpDoc.p(`Invalid agent-url "${url}": expected an http or https URL`))
+    )
+  ),
   text: Options.text("text").pipe(Options.withDescription("The message to send. Default: ping."), Options.withDefault("ping")),
   timeout: timeoutOption,
   json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout."))
@@ -75,7 +82,7 @@ const probeCommand = Command.make("probe", {
     if (code !== 0) return yield* new ExitCode({ code })
   })).pipe(
     Command.withDescription(
-      "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 other outcome)."
+      "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 other outcome, 2 usage)."
     )
   )
 
