@@ -12,6 +12,7 @@ import {
   claimsSuccess,
   followsInstruction,
   promptText,
+  type Script,
   make as scriptedModel,
   systemText,
   text,
@@ -211,6 +212,19 @@ describe("Orchestrator loop", () => {
       expect(reply.turns).toBe(3)
       expect(toolResults(model.requests[2]!.prompt)).toEqual(["sunny in Lisbon", "sunny in Porto", "sunny in Faro"])
       expect(reply.calls.map((c) => c.input)).toEqual(["Lisbon", "Porto", "Faro"])
+    }))
+
+  it.effect("the scripted models speak of the tool they call, whatever its name", () =>
+    Effect.gen(function*() {
+      const flights = (answer: string) => Agent.make({ name: "flights", description: "Books flights", run: () => Effect.succeed(answer) })
+      const replyOf = (agent: Agent.Agent, script: Script) =>
+        Effect.flatMap(Orchestrator.make({ agents: [agent] }), (orchestrator) =>
+          Effect.map(orchestrator.respond("Book flight 4821").pipe(Effect.provide(scriptedModel(script).layer)), (reply) => reply.text))
+      const failed = "REMOTE_FAILED Agent execution failed. (error_id: 0123456789ab)"
+      expect(yield* replyOf(flights(failed), followsInstruction("flights", "book 4821")))
+        .toBe(`I could not complete the flights (${failed}). Would you like me to retry?`)
+      expect(yield* replyOf(flights("booked"), followsInstruction("flights", "book 4821"))).toBe("Done: your flights is confirmed. booked")
+      expect(yield* replyOf(flights(failed), claimsSuccess("flights", "book 4821"))).toBe("Done: your flights is confirmed.")
     }))
 
   it.effect("a model that never stops calling tools ends with a TurnLimit error after maxTurns calls; the last turn's are not run", () =>
