@@ -66,6 +66,8 @@ export const make = (script: Script) => {
       requests.push(request)
       return [...script(request, requests.length - 1), finish]
     })
+  // A copy: what the model received is not the reader's to change.
+  const received = Effect.sync((): ReadonlyArray<Request> => requests.slice())
   const layer = Layer.effect(
     LanguageModel.LanguageModel,
     LanguageModel.make({
@@ -86,7 +88,7 @@ export const make = (script: Script) => {
         )
     })
   )
-  return { requests, layer }
+  return { requests: received, layer }
 }
 
 /** @internal */
