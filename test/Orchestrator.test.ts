@@ -283,13 +283,15 @@ describe("Orchestrator loop", () => {
       expect(Exit.isSuccess(exit)).toBe(true)
     }))
 
-  it.effect("tool names are sanitized and must be unique", () =>
+  it.effect("tool names are sanitized and must be unique: two sub-agents under one name are an OrchestratorError", () =>
     Effect.gen(function*() {
       const a = Agent.make({ name: "flight booking", description: "a", run: () => Effect.succeed("a") })
       const b = Agent.make({ name: "flight.booking", description: "b", run: () => Effect.succeed("b") })
       const one = yield* Orchestrator.make({ agents: [a] })
       expect(Array.from(one.tools.keys())).toEqual(["flight_booking"])
-      const exit = yield* Effect.exit(Orchestrator.make({ agents: [a, b] }))
-      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      const error = yield* Effect.flip(Orchestrator.make({ agents: [a, b] }))
+      expect(error).toMatchObject({ reason: "DuplicateTool", turns: 0, tool: "flight_booking", agents: ["flight booking", "flight.booking"] })
+      expect(error).toBeInstanceOf(Orchestrator.OrchestratorError)
+      expect(error.message).toBe('the sub-agents "flight booking" and "flight.booking" are both offered as the tool flight_booking: rename one')
     }))
 })
