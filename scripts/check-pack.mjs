@@ -1,7 +1,7 @@
 // Packs the library and imports it from a fresh Effect 3 application: the
 // tarball's own files, its exports map and its type declarations.
 import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
@@ -65,6 +65,15 @@ console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.
   // The package's bin runs from the tarball too.
   const version = run("node", [join(modules, "effect-a2a", "dist", "bin.js"), "--version"], app).trim()
   if (!version.includes(pkg.version)) throw new Error(`effect-a2a --version printed ${JSON.stringify(version)}`)
+  // The package ships no src/: its source maps hold the sources, so a stack trace through it can be mapped.
+  const dist = join(modules, "effect-a2a", "dist")
+  const maps = readdirSync(dist).filter((file) => file.endsWith(".js.map"))
+  if (maps.length === 0) throw new Error("the package has no source maps")
+  for (const file of maps) {
+    const { sources, sourcesContent } = JSON.parse(readFileSync(join(dist, file), "utf8"))
+    const inlined = sources.every((source, i) => sourcesContent?.[i] === readFileSync(resolve(root, "dist", source), "utf8"))
+    if (!inlined) throw new Error(`dist/${file} does not hold its sources`)
+  }
   process.stdout.write(run("node", ["run.mjs"], app))
 } finally {
   rmSync(app, { recursive: true, force: true })

@@ -262,9 +262,11 @@ export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
 export const cardPath: typeof internalHttp.cardPath = internalHttp.cardPath
 
 /**
- * Starts the server in the current scope. Fails when the port cannot be
- * bound, and with `AgentExecutor.ConfigurationError` when debug error detail
- * is on in production without `allowDebugErrorsInProduction`.
+ * Starts the server in the current scope. Fails with a `ServeError` when
+ * the address cannot be bound (its message names it, e.g.
+ * `address 127.0.0.1:8000 is in use`; its `cause` is Node's error), and with
+ * `AgentExecutor.ConfigurationError` when debug error detail is on in
+ * production without `allowDebugErrorsInProduction`.
  *
  * Closing the scope stops accepting requests, lets running tasks finish
  * within `shutdownTimeout`, then ends the rest FAILED with an error id.
@@ -322,14 +324,16 @@ export const layer: {
   Layer.scoped(A2AServer, make(options))
 
 /**
- * Why the server could not start.
+ * Why the server could not start. A `ServeError` is an address that could
+ * not be bound; its message says which, and why
+ * (`address 127.0.0.1:8000 is in use`).
  *
  * @example
  * ```ts
  * import { A2AServer } from "effect-a2a"
  *
  * const hint = (error: A2AServer.MakeError): string =>
- *   error._tag === "ServeError" ? "is the port free?"
+ *   error._tag === "ServeError" ? error.message // e.g. "address 127.0.0.1:8000 is in use"
  *   : error._tag === "TaskStoreError" ? `check the task database (${error.reason})`
  *   : "check the configuration"
  * ```

@@ -178,9 +178,10 @@ export const eventsOf: <E, R>(
 /**
  * A remote agent as an {@link Agent}, without a guard: WORKING status texts
  * become {@link Progress}, the outcome becomes the {@link Result} (its text
- * is the outcome's text, with artifact texts for a completed task), and a
- * failed call stays a typed `A2AClientError`. Use `GuardedRemoteAgent` to
- * turn every ending into explicit text.
+ * is the outcome's text, for a completed task with its data parts and its
+ * artifacts' text and data), and a failed call stays a typed
+ * `A2AClientError`. Use `GuardedRemoteAgent` to turn every ending into
+ * explicit text.
  *
  * @example
  * ```ts

@@ -3,10 +3,11 @@
  *
  * - `probe <agent-url> [--text T] [--timeout D] [--json]`: one blocking call;
  *   says which channel it ended in (exit 0 Completed, 3 card resolution,
- *   4 client error, 5 Failed, 6 any other outcome, 2 usage).
+ *   4 client error, 5 Failed, 6 any other outcome, 2 usage: among them an
+ *   agent URL that does not parse or is not http or https).
  * - `find-error <error-id> [files…]`: the entries of an error id in JSON log
- *   files (plain or gzipped) or standard input, with their cause (exit 1
- *   when none is found).
+ *   files (plain or gzipped) or standard input, with their cause (exit 0
+ *   found, 1 none found, 3 a file cannot be read, 2 usage: a malformed id).
  * - `playground [--host H] [--port P] [--log-file F]`: a remote agent that
  *   ends the way the message text asks.
  * - `demo`: the worked example, a travel orchestrator and a remote booking
@@ -279,20 +280,59 @@ export const formatLogMatch: (match: LogMatch) => string = findErrorInternal.for
 /**
  * Searches files (gunzipped when they are gzip) or, with no file, standard
  * input, line by line; prints each match on stdout and each unreadable file
- * on stderr. Succeeds with the number of matches.
+ * on stderr. Succeeds with the number of matches and the files that could
+ * not be read.
  *
  * @example
  * ```ts
  * import * as Cli from "effect-a2a/Cli"
  * import { Effect } from "effect"
  *
- * Effect.runPromise(Cli.findError("3f9c0a7b12de", ["./booking.log.jsonl.gz"])).then((n) => console.log(n, "found"))
+ * Effect.runPromise(Cli.findError("3f9c0a7b12de", ["./booking.log.jsonl.gz"]))
+ *   .then((result) => console.log(result.matches, "found", Cli.findErrorExitCode(result)))
  * ```
  * @category find-error
  * @since 0.1.0
  */
-export const findError: (errorId: string, files: ReadonlyArray<string>) => Effect.Effect<number> =
+export const findError: (errorId: string, files: ReadonlyArray<string>) => Effect.Effect<FindErrorResult> =
   findErrorInternal.findError
+
+/**
+ * What {@link findError} found: the number of matches, and the sources
+ * (file names, or `stdin`) that could not be read to the end.
+ *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ *
+ * const summary = (result: Cli.FindErrorResult): string =>
+ *   result.unreadable.length > 0 ? `incomplete: cannot read ${result.unreadable.join(", ")}` : `${result.matches} found`
+ * ```
+ * @category find-error
+ * @since 0.1.0
+ */
+export interface FindErrorResult {
+  readonly matches: number
+  readonly unreadable: ReadonlyArray<string>
+}
+
+/**
+ * The exit code of `find-error`: 0 found, 1 no entry found, 3 a file could
+ * not be read (the search is incomplete, whatever it found). A malformed
+ * error id is a usage error, 2, before any search.
+ *
+ * @example
+ * ```ts
+ * import * as Cli from "effect-a2a/Cli"
+ *
+ * Cli.findErrorExitCode({ matches: 2, unreadable: [] }) // 0
+ * Cli.findErrorExitCode({ matches: 0, unreadable: [] }) // 1
+ * Cli.findErrorExitCode({ matches: 2, unreadable: ["./old.log.gz"] }) // 3
+ * ```
+ * @category find-error
+ * @since 0.1.0
+ */
+export const findErrorExitCode: (result: FindErrorResult) => number = findErrorInternal.exitCode
 
 // ---------------------------------------------------------------------------
 // playground

@@ -4,7 +4,7 @@
  *
  * | ending | text |
  * | --- | --- |
- * | completed | the status text, then the artifact texts |
+ * | completed | the status text and data, then each artifact's text and data (data parts as compact JSON, at most 2,000 characters each) |
  * | failed | `REMOTE_FAILED <status text, with its error_id>` |
  * | call failed (`A2AClientError`) | `REMOTE_UNAVAILABLE: <what is known about delivery> (<agent>: <reason>)` |
  * | call refused (`A2AClientError`, delivery `Refused`) | `REMOTE_REFUSED <A2A error name or HTTP status>: the request was refused; nothing ran (<agent>: <reason>)` |
@@ -243,7 +243,8 @@ export const markerOf: (text: string) => Option.Option<Marker> = guard.markerOf
 
 /**
  * The text of a remote outcome. `completed` formats a completed task (by
- * default its status text, then its artifact texts).
+ * default its status text and data parts, then each artifact's text and
+ * data parts, data as compact JSON cut at 2,000 characters a part).
  *
  * @example
  * ```ts

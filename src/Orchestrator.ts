@@ -42,8 +42,11 @@ import * as internal from "./internal/agent/orchestrator.js"
 export const defaultInstruction: string = internal.defaultInstruction
 
 /**
- * The orchestration could not end: the model kept calling tools for
- * `maxTurns` calls.
+ * The orchestration could not end, reason `TurnLimit`: the model kept
+ * calling tools for `maxTurns` calls (`turns`). Or the orchestrator could
+ * not be made, reason `DuplicateTool`: two sub-agents would be offered as
+ * one `tool` (names are sanitized to `[a-zA-Z0-9_-]`, so `flight booking`
+ * and `flight.booking` collide).
  *
  * @example
  * ```ts
@@ -185,7 +188,8 @@ export interface Orchestrator<R>
 }
 
 /**
- * Creates an orchestrator. Dies when two sub-agents get the same tool name.
+ * Creates an orchestrator. Fails with `OrchestratorError` (reason
+ * `DuplicateTool`) when two sub-agents get the same tool name.
  *
  * @example
  * ```ts
@@ -203,7 +207,7 @@ export interface Orchestrator<R>
  * @category constructors
  * @since 0.1.0
  */
-export const make: <R = never>(options: Options<R>) => Effect.Effect<Orchestrator<R>> = internal.make
+export const make: <R = never>(options: Options<R>) => Effect.Effect<Orchestrator<R>, OrchestratorError> = internal.make
 
 /**
  * The text of every tool result in a prompt, in order: what the model was

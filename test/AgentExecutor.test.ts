@@ -399,11 +399,14 @@ describe("AgentExecutor", () => {
       }
     }))
 
-  it.scopedLive("ADK_DEBUG_ERRORS (any case) appends the error name and message", () =>
+  it.scopedLive("ADK_DEBUG_ERRORS (any case) appends the error name and message; a tagged error without one, its fields", () =>
     Effect.gen(function* () {
       const server = yield* A2AServer.make({ agent: agent(), card })
-      const failed = yield* send(yield* makeClient(server.url), "fail")
+      const client = yield* makeClient(server.url)
+      const failed = yield* send(client, "fail")
       expect(textOf(failed)).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\): PaymentError: card 4111 declined$/)
+      const pool = yield* send(client, "pool")
+      expect(textOf(pool)).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\): PoolExhausted: \{"pool":"payments-db","inUse":20\}$/)
     }).pipe(Effect.withConfigProvider(ConfigProvider.fromJson({ ADK_DEBUG_ERRORS: "TrUe" }))))
 
   it.scopedLive("debug detail in production fails the build unless allowed, which logs a warning", () => {

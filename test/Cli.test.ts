@@ -5,9 +5,10 @@
 import * as Command from "@effect/cli/Command"
 import * as CliOptions from "@effect/cli/Options"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Duration, Effect, Exit, Logger, LogLevel, Option, Schema, Scope, Stream } from "effect"
+import { Console, Duration, Effect, Exit, Logger, LogLevel, Option, Schema, Scope, Stream } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -245,22 +246,74 @@ describe("find-error over the playground's JSON log", () => {
   })
 })
 
+/** Runs the command line in this process: its exit code and what it wrote. */
+const runHere = <E>(args: ReadonlyArray<string>, extra: ReadonlyArray<Command.Command<any, never, E, any>> = []) =>
+  Effect.runPromise(Effect.gen(function*() {
+    const out: Array<string> = []
+    const err: Array<string> = []
+    const into = (lines: Array<string>) => (...text: ReadonlyArray<unknown>) => Effect.sync(() => lines.push(text.join(" ")))
+    const console = yield* Console.consoleWith(Effect.succeed)
+    const code = yield* Cli.run(["node", "effect-a2a", ...args], { extra }).pipe(
+      Effect.withConsole({ ...console, log: into(out), error: into(err) }),
+      Effect.provide(NodeContext.layer),
+      Logger.withMinimumLogLevel(LogLevel.None)
+    )
+    return { code, stdout: out.join("\n"), stderr: err.join("\n") }
+  }))
+
 describe("the pieces", () => {
   it("extra subcommands join the root; ExitCode and usage errors become the exit code", async () => {
     const ran: Array<string> = []
     const extra = Command.make("extra", { fail: CliOptions.boolean("fail") }, ({ fail }) =>
       fail ? Effect.fail(new Cli.ExitCode({ code: 7 })) : Effect.sync(() => ran.push("extra")))
-    const run = (args: ReadonlyArray<string>) =>
-      Effect.runPromise(
-        Cli.run(["node", "effect-a2a", ...args], { extra: [extra] }).pipe(
-          Effect.provide(NodeContext.layer),
-          Logger.withMinimumLogLevel(LogLevel.None)
-        )
-      )
-    expect(await run(["extra"])).toBe(0)
+    expect((await runHere(["extra"], [extra])).code).toBe(0)
     expect(ran).toEqual(["extra"])
-    expect(await run(["extra", "--fail"])).toBe(7)
-    expect(await run(["find-error", "0123456789ab", path.join(tmp, "missing.log")])).toBe(1)
+    expect((await runHere(["extra", "--fail"], [extra])).code).toBe(7)
+  })
+
+  it("find-error: 1 when no entry is found, 3 when a file cannot be read (even with a match elsewhere), 2 for a malformed id", async () => {
+    const id = "0a1b2c3d4e5f"
+    const file = path.join(tmp, "one-entry.log")
+    fs.writeFileSync(file, `${JSON.stringify({ message: "m", annotations: { errorId: id } })}\n`)
+    const missing = path.join(tmp, "missing.log")
+    const [found, none, unreadable, partly, malformed] = await Promise.all([
+      runHere(["find-error", id, file]),
+      runHere(["find-error", "0123456789ab", file]),
+      runHere(["find-error", id, missing]),
+      runHere(["find-error", id, file, missing]),
+      runHere(["find-error", "not-an-id", file])
+    ])
+    expect([found.code, none.code, unreadable.code, partly.code, malformed.code]).toEqual([0, 1, 3, 3, 2])
+    expect(found.stdout).toContain(`errorId: ${id}`)
+    expect(partly.stdout).toBe(found.stdout)
+    expect(none.stderr).toContain("no log entry with error id 0123456789ab")
+    expect(unreadable.stderr).toContain(`cannot read ${missing}`)
+    expect(partly.stderr).toContain(`cannot read ${missing}`)
+    expect(partly.stderr).not.toContain("no log entry")
+    expect(malformed.stderr).toContain('Invalid error-id "not-an-id"')
+  })
+
+  it("probe: an agent URL that does not parse, or is not http or https, is a usage error naming it", async () => {
+    const results = await Promise.all([runHere(["probe", "not-a-url"]), runHere(["probe", "ftp://127.0.0.1/agent"])])
+    expect(results.map((result) => result.code)).toEqual([2, 2])
+    expect(results[0]!.stderr).toContain('Invalid agent-url "not-a-url"')
+    expect(results[1]!.stderr).toContain('Invalid agent-url "ftp://127.0.0.1/agent"')
+    expect(results[0]!.stderr).not.toContain("running")
+    expect(internalProbe.isHttpUrl(" https://agents.example.com/.well-known/agent-card.json ")).toBe(true)
+    expect(internalProbe.isHttpUrl("127.0.0.1:8000")).toBe(false)
+  })
+
+  it("playground on a port in use: exit 1, naming the address", async () => {
+    const taken = net.createServer()
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))
+    const port = (taken.address() as net.AddressInfo).port
+    try {
+      const { code, stderr } = await runHere(["playground", "--port", String(port)])
+      expect(code).toBe(1)
+      expect(stderr).toBe(`effect-a2a playground: address 127.0.0.1:${port} is in use`)
+    } finally {
+      taken.close()
+    }
   })
 
   it("matchLogLine: by annotation or by error_id text; other lines and non-JSON are skipped", () => {

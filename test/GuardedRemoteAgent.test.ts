@@ -5,7 +5,9 @@ import * as Agent from "../src/Agent.js"
 import { AgentCardResolutionError } from "../src/AgentCardResolutionError.js"
 import * as CircuitBreaker from "../src/CircuitBreaker.js"
 import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
+import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
+import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import { authText, confirmation, question, rejectReason, serveBooking, ticketText } from "./fixtures/bookingAgent.js"
 import { closedPort, json, rawPeer } from "./fixtures/peers.js"
 
@@ -280,6 +282,36 @@ describe("only remote failures become text", () => {
       const exit = yield* Effect.exit(Agent.result(local, "anything"))
       expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
     }))
+})
+
+describe("the text of a completed task", () => {
+  it("holds the data parts as compact JSON after the text, the artifacts' too, each cut at 2,000 characters; null data is left out", () => {
+    const long = { items: "x".repeat(3000) }
+    const longJson = JSON.stringify(long)
+    const outcome = RemoteOutcome.Completed.make({
+      agent: "booking",
+      taskId: "t-1",
+      contextId: "c-1",
+      text: confirmation,
+      parts: [Part.DataPart.make({ data: { seat: "14C", legs: [1, 2] } }), Part.TextPart.make({ text: confirmation })],
+      artifacts: [
+        Part.Artifact.make({
+          artifactId: "ticket",
+          name: "ticket",
+          description: "",
+          parts: [Part.DataPart.make({ data: { pnr: "KX7Q2" } }), Part.TextPart.make({ text: ticketText }), Part.DataPart.make({ data: null })]
+        }),
+        Part.Artifact.make({ artifactId: "manifest", name: "manifest", description: "", parts: [Part.DataPart.make({ data: long })] })
+      ]
+    })
+    expect(GuardedRemoteAgent.outcomeText(outcome).split("\n")).toEqual([
+      confirmation,
+      '{"seat":"14C","legs":[1,2]}',
+      ticketText,
+      '{"pnr":"KX7Q2"}',
+      `${longJson.slice(0, 2000)}… [cut: ${longJson.length} characters in all]`
+    ])
+  })
 })
 
 describe("the wording follows delivery", () => {

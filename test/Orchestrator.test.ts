@@ -12,6 +12,7 @@ import {
   claimsSuccess,
   followsInstruction,
   promptText,
+  type Script,
   make as scriptedModel,
   systemText,
   text,
@@ -47,14 +48,15 @@ const askOnce = (agent: Agent.Agent, input: string) =>
     const model = scriptedModel(followsInstruction("booking", input))
     const orchestrator = yield* Orchestrator.make({ agents: [asBooking(agent)], instructions: "You book travel." })
     const reply = yield* orchestrator.respond("Please book flight 4821 for Ana").pipe(Effect.provide(model.layer))
-    expect(model.requests).toHaveLength(2)
-    expect(model.requests[0]!.tools).toEqual(["booking"])
-    const first = model.requests[0]!.prompt
+    const requests = yield* model.requests
+    expect(requests).toHaveLength(2)
+    expect(requests[0]!.tools).toEqual(["booking"])
+    const first = requests[0]!.prompt
     expect(systemText(first)).toContain("You book travel.")
     expect(systemText(first)).toContain(Orchestrator.defaultInstruction)
-    const seen = toolResults(model.requests[1]!.prompt)
+    const seen = toolResults(requests[1]!.prompt)
     expect(seen).toHaveLength(1)
-    return { reply, seen: seen[0]!, next: promptText(model.requests[1]!.prompt) }
+    return { reply, seen: seen[0]!, next: promptText(requests[1]!.prompt) }
   })
 
 /** How the scripted models report success. */
@@ -173,7 +175,8 @@ describe("Orchestrator with a scripted LanguageModel and our booking server", ()
       const model = scriptedModel(followsInstruction("booking", "fail flight 4821"))
       const orchestrator = yield* Orchestrator.make({ agents: [booking], remoteFailureInstruction: "" })
       const reply = yield* orchestrator.respond("Book flight 4821").pipe(Effect.provide(model.layer))
-      expect(systemText(model.requests[0]!.prompt)).not.toContain("REMOTE_FAILED")
+      const requests = yield* model.requests
+      expect(systemText(requests[0]!.prompt)).not.toContain("REMOTE_FAILED")
       expect(reply.text).toContain(success)
     }))
 
@@ -184,8 +187,9 @@ describe("Orchestrator with a scripted LanguageModel and our booking server", ()
       const model = scriptedModel(claimsSuccess("booking", "fail flight 4821"))
       const orchestrator = yield* Orchestrator.make({ agents: [booking] })
       const reply = yield* orchestrator.respond("Book flight 4821").pipe(Effect.provide(model.layer))
-      expect(toolResults(model.requests[1]!.prompt)[0]).toMatch(/^REMOTE_FAILED .*error_id: [0-9a-f]{12}/)
-      expect(Orchestrator.toolResults(reply.prompt)).toEqual(toolResults(model.requests[1]!.prompt))
+      const requests = yield* model.requests
+      expect(toolResults(requests[1]!.prompt)[0]).toMatch(/^REMOTE_FAILED .*error_id: [0-9a-f]{12}/)
+      expect(Orchestrator.toolResults(reply.prompt)).toEqual(toolResults(requests[1]!.prompt))
     }))
 })
 
@@ -196,7 +200,7 @@ describe("Orchestrator loop", () => {
     run: (city, progress) => Effect.as(progress(`looking up ${city}`), `sunny in ${city}`)
   })
 
-  it.effect("loops model -> tools -> model until text, with several tool calls per turn", () =>
+  it.effect("loops model -> tools -> model until text, with several tool calls per turn; requests reads what was received by then", () =>
     Effect.gen(function*() {
       const model = scriptedModel((_request, turn) =>
         turn === 0
@@ -206,11 +210,29 @@ describe("Orchestrator loop", () => {
           : [text("All sunny.")]
       )
       const orchestrator = yield* Orchestrator.make({ agents: [local] })
+      const before = yield* model.requests
       const reply = yield* orchestrator.respond("Weather?").pipe(Effect.provide(model.layer))
       expect(reply.text).toBe("All sunny.")
       expect(reply.turns).toBe(3)
-      expect(toolResults(model.requests[2]!.prompt)).toEqual(["sunny in Lisbon", "sunny in Porto", "sunny in Faro"])
+      const requests = yield* model.requests
+      // Each read is what had been received by then.
+      expect(before).toEqual([])
+      expect(requests).toHaveLength(3)
+      expect(toolResults(requests[2]!.prompt)).toEqual(["sunny in Lisbon", "sunny in Porto", "sunny in Faro"])
       expect(reply.calls.map((c) => c.input)).toEqual(["Lisbon", "Porto", "Faro"])
+    }))
+
+  it.effect("the scripted models speak of the tool they call, whatever its name", () =>
+    Effect.gen(function*() {
+      const flights = (answer: string) => Agent.make({ name: "flights", description: "Books flights", run: () => Effect.succeed(answer) })
+      const replyOf = (agent: Agent.Agent, script: Script) =>
+        Effect.flatMap(Orchestrator.make({ agents: [agent] }), (orchestrator) =>
+          Effect.map(orchestrator.respond("Book flight 4821").pipe(Effect.provide(scriptedModel(script).layer)), (reply) => reply.text))
+      const failed = "REMOTE_FAILED Agent execution failed. (error_id: 0123456789ab)"
+      expect(yield* replyOf(flights(failed), followsInstruction("flights", "book 4821")))
+        .toBe(`I could not complete the flights (${failed}). Would you like me to retry?`)
+      expect(yield* replyOf(flights("booked"), followsInstruction("flights", "book 4821"))).toBe("Done: your flights is confirmed. booked")
+      expect(yield* replyOf(flights(failed), claimsSuccess("flights", "book 4821"))).toBe("Done: your flights is confirmed.")
     }))
 
   it.effect("a model that never stops calling tools ends with a TurnLimit error after maxTurns calls; the last turn's are not run", () =>
@@ -221,9 +243,10 @@ describe("Orchestrator loop", () => {
       const orchestrator = yield* Orchestrator.make({ agents: [counted], maxTurns: 3 })
       const error = yield* Effect.flip(orchestrator.respond("Weather?").pipe(Effect.provide(model.layer)))
       expect(error._tag === "OrchestratorError" && [error.reason, error.turns]).toEqual(["TurnLimit", 3])
-      expect(model.requests).toHaveLength(3)
+      const requests = yield* model.requests
+      expect(requests).toHaveLength(3)
       // The last turn is asked to answer, and the call it made anyway had no effect (a booking would not be made).
-      expect(model.requests.map((request) => request.toolChoice)).toEqual(["auto", "auto", "none"])
+      expect(requests.map((request) => request.toolChoice)).toEqual(["auto", "auto", "none"])
       expect(runs).toBe(2)
     }))
 
@@ -234,7 +257,7 @@ describe("Orchestrator loop", () => {
       const orchestrator = yield* Orchestrator.make({ agents: [buggy] })
       const exit = yield* Effect.exit(orchestrator.respond("go").pipe(Effect.provide(model.layer)))
       expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
-      expect(model.requests).toHaveLength(1)
+      expect(yield* model.requests).toHaveLength(1)
     }))
 
   it.effect("run: the orchestrator is an Agent too, forwarding sub-agent progress before its result", () =>
@@ -260,13 +283,15 @@ describe("Orchestrator loop", () => {
       expect(Exit.isSuccess(exit)).toBe(true)
     }))
 
-  it.effect("tool names are sanitized and must be unique", () =>
+  it.effect("tool names are sanitized and must be unique: two sub-agents under one name are an OrchestratorError", () =>
     Effect.gen(function*() {
       const a = Agent.make({ name: "flight booking", description: "a", run: () => Effect.succeed("a") })
       const b = Agent.make({ name: "flight.booking", description: "b", run: () => Effect.succeed("b") })
       const one = yield* Orchestrator.make({ agents: [a] })
       expect(Array.from(one.tools.keys())).toEqual(["flight_booking"])
-      const exit = yield* Effect.exit(Orchestrator.make({ agents: [a, b] }))
-      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      const error = yield* Effect.flip(Orchestrator.make({ agents: [a, b] }))
+      expect(error).toMatchObject({ reason: "DuplicateTool", turns: 0, tool: "flight_booking", agents: ["flight booking", "flight.booking"] })
+      expect(error).toBeInstanceOf(Orchestrator.OrchestratorError)
+      expect(error.message).toBe('the sub-agents "flight booking" and "flight.booking" are both offered as the tool flight_booking: rename one')
     }))
 })

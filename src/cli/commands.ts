@@ -14,6 +14,7 @@ import { Cause, Console, Duration, Effect, FiberRef, Layer, Logger, LogLevel, Op
 import * as A2AServer from "../A2AServer.js"
 import type * as Cli from "../Cli.js"
 import * as travelDemo from "../demo/travel.js"
+import * as ErrorId from "../internal/wire/errorId.js"
 import * as findError from "./findError.js"
 import * as playground from "./playground.js"
 import * as probe from "./probe.js"
@@ -31,7 +32,7 @@ export class ExitCode extends Schema.TaggedError<ExitCode>("effect-a2a/Cli/ExitC
 /** @internal */
 export const usageExitCode = 2
 
-/** An error's message, or its cause's when it has none (a `ServeError` wraps the Node error). */
+/** An error's message, or its cause's when it has none. */
 const describe = (error: unknown, depth = 0): string => {
   if (error instanceof Error && error.message !== "") return error.message
   if (depth < 3 && typeof error === "object" && error !== null && "cause" in error) return describe(error.cause, depth + 1)
@@ -62,7 +63,14 @@ const quietByDefault = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   )
 
 const probeCommand = Command.make("probe", {
-  url: Args.text({ name: "agent-url" }).pipe(Args.withDescription("The agent's base URL (or its card URL).")),
+  url: Args.text({ name: "agent-url" }).pipe(
+    Args.withDescription("The agent's base URL (or its card URL)."),
+    Args.mapEffect((url) =>
+      probe.isHttpUrl(url)
+        ? Effect.succeed(url)
+        : Effect.fail(HelpDoc.p(`Invalid agent-url "${url}": expected an http or https URL`))
+    )
+  ),
   text: Options.text("text").pipe(Options.withDescription("The message to send. Default: ping."), Options.withDefault("ping")),
   timeout: timeoutOption,
   json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout."))
@@ -74,7 +82,7 @@ const probeCommand = Command.make("probe", {
     if (code !== 0) return yield* new ExitCode({ code })
   })).pipe(
     Command.withDescription(
-      "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 other outcome)."
+      "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 other outcome, 2 usage)."
     )
   )
 
@@ -83,20 +91,28 @@ const probeCommand = Command.make("probe", {
 // ---------------------------------------------------------------------------
 
 const findErrorCommand = Command.make("find-error", {
-  errorId: Args.text({ name: "error-id" }).pipe(Args.withDescription("The error id, e.g. 3f9c0a7b12de.")),
+  errorId: Args.text({ name: "error-id" }).pipe(
+    Args.withDescription("The error id, e.g. 3f9c0a7b12de."),
+    Args.mapEffect((id) =>
+      ErrorId.pattern.test(id)
+        ? Effect.succeed(id)
+        : Effect.fail(HelpDoc.p(`Invalid error-id "${id}": expected twelve lowercase hex digits, e.g. 3f9c0a7b12de`))
+    )
+  ),
   files: Args.text({ name: "files" }).pipe(
     Args.withDescription("JSON log files, plain or .gz; standard input when none."),
     Args.repeated
   )
 }, ({ errorId, files }) =>
   Effect.gen(function*() {
-    const found = yield* findError.findError(errorId, files)
-    if (found === 0) {
-      yield* Console.error(`effect-a2a find-error: no log entry with error id ${errorId}`)
-      return yield* new ExitCode({ code: 1 })
-    }
+    const result = yield* findError.findError(errorId, files)
+    if (result.matches === 0) yield* Console.error(`effect-a2a find-error: no log entry with error id ${errorId}`)
+    const code = findError.exitCode(result)
+    if (code !== 0) return yield* new ExitCode({ code })
   })).pipe(
-    Command.withDescription("Find the log entries of an error id, with their cause (exit 1 when none is found).")
+    Command.withDescription(
+      "Find the log entries of an error id, with their cause (exit 0 found, 1 none found, 3 a file cannot be read, 2 usage)."
+    )
   )
 
 // ---------------------------------------------------------------------------

@@ -206,7 +206,8 @@ export const search = (errorId: string, source: Source): Stream.Stream<Cli.LogMa
 
 /**
  * Prints every match of `errorId` in `sources` through `print` and reports
- * unreadable sources through `warn`; the number of matches.
+ * unreadable sources through `warn`; the number of matches and the sources
+ * that could not be read (to the end).
  *
  * @internal
  */
@@ -215,14 +216,22 @@ const printMatches = <R1, R2>(
   sources: ReadonlyArray<Source>,
   print: (text: string) => Effect.Effect<void, never, R1>,
   warn: (text: string) => Effect.Effect<void, never, R2>
-): Effect.Effect<number, never, R1 | R2> =>
-  Stream.fromIterable(sources).pipe(
-    Stream.flatMap((source) =>
-      search(errorId, source).pipe(Stream.catchAll((error) => Stream.execute(warn(error.message))))
-    ),
-    Stream.tap((match) => print(formatMatch(match))),
-    Stream.runCount
-  )
+): Effect.Effect<Cli.FindErrorResult, never, R1 | R2> =>
+  Effect.suspend(() => {
+    const unreadable: Array<string> = []
+    return Stream.fromIterable(sources).pipe(
+      Stream.flatMap((source) =>
+        search(errorId, source).pipe(
+          Stream.catchAll((error) =>
+            Stream.execute(Effect.zipRight(warn(error.message), Effect.sync(() => unreadable.push(source.name))))
+          )
+        )
+      ),
+      Stream.tap((match) => print(formatMatch(match))),
+      Stream.runCount,
+      Effect.map((matches) => ({ matches, unreadable }))
+    )
+  })
 
 /**
  * `find-error` itself: {@link printMatches} over `files`, or standard input
@@ -230,10 +239,19 @@ const printMatches = <R1, R2>(
  *
  * @internal
  */
-export const findError = (errorId: string, files: ReadonlyArray<string>): Effect.Effect<number> =>
+export const findError = (errorId: string, files: ReadonlyArray<string>): Effect.Effect<Cli.FindErrorResult> =>
   printMatches(
     errorId,
     files.length === 0 ? [stdinSource] : files.map(fileSource),
     (text) => Console.log(`${text}\n`),
     (text) => Console.error(`effect-a2a find-error: ${text}`)
   )
+
+/**
+ * The exit code of a search: 3 when a source could not be read (the search
+ * is incomplete, whatever it found), else 1 when nothing was found, else 0.
+ *
+ * @internal
+ */
+export const exitCode = (result: Cli.FindErrorResult): number =>
+  result.unreadable.length > 0 ? 3 : result.matches === 0 ? 1 : 0

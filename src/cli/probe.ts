@@ -148,6 +148,20 @@ export const baseUrl = (url: string): string => {
 }
 
 /**
+ * Whether `url` is one `probe` can call: a URL with the scheme http or https.
+ *
+ * @internal
+ */
+export const isHttpUrl = (url: string): boolean => {
+  try {
+    const { protocol } = new URL(url.trim())
+    return protocol === "http:" || protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
+/**
  * Resolves the card, sends one blocking message, and reports where the call
  * ended. Never fails: every ending is a report.
  *

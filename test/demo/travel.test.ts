@@ -41,7 +41,7 @@ describe("the worked example (npm start)", () => {
     const summary = await Effect.runPromise(Cli.runDemoWith(model.layer).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
       .finally(() => log.mockRestore())
     expect(summary).toEqual({ matches: 1, reservations: 2, paymentAttempts: 3 })
-    expect(model.requests.length).toBeGreaterThan(0)
+    expect((await Effect.runPromise(model.requests)).length).toBeGreaterThan(0)
     const out = printed.join("\n")
     for (const n of [1, 2, 3, 4, 5, 6, 7]) expect(out).toContain(`[${n}]`)
     expect(out).toContain("the cause crossed the network: no")

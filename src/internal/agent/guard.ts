@@ -33,9 +33,31 @@ export const nonEmpty = (text: string): boolean => text.trim() !== ""
 
 const withText = (marker: Marker, text: string): string => nonEmpty(text) ? `${marker} ${text}` : marker
 
-/** The status text of a completed task followed by the text of its artifacts. */
+/** The most of one data part a completed text holds: a reader's context is not for bulk data. */
+export const maxDataChars = 2000
+
+// Data read from the wire is JSON, so it is written back as compact JSON.
+const dataText = (data: unknown): string => {
+  const json = JSON.stringify(data)
+  return json.length <= maxDataChars ? json : `${json.slice(0, maxDataChars)}… [cut: ${json.length} characters in all]`
+}
+
+// A part without content is read as null data: it tells the reader nothing.
+const partsText = (text: string, parts: ReadonlyArray<Part.Part>): ReadonlyArray<string> => [
+  text,
+  ...parts.flatMap((part) => (part._tag === "Data" && part.data != null ? [dataText(part.data)] : []))
+]
+
+/**
+ * The status text of a completed task and its data parts, then each
+ * artifact's text and data parts; data as compact JSON, each part cut at
+ * {@link maxDataChars}.
+ */
 export const completedText = (outcome: RemoteOutcome.Completed): string =>
-  [outcome.text, ...outcome.artifacts.map((artifact) => Part.textOf(artifact.parts))].filter(nonEmpty).join("\n")
+  [
+    ...partsText(outcome.text, outcome.parts),
+    ...outcome.artifacts.flatMap((artifact) => partsText(Part.textOf(artifact.parts), artifact.parts))
+  ].filter(nonEmpty).join("\n")
 
 const failedText = (outcome: RemoteOutcome.Failed): string => {
   const text = nonEmpty(outcome.text) ? outcome.text : "the remote task failed"

@@ -29,12 +29,18 @@ export const defaultInstruction =
 export class OrchestratorError extends Schema.TaggedError<OrchestratorError>("effect-a2a/OrchestratorError")(
   "OrchestratorError",
   {
-    reason: Schema.Literal("TurnLimit"),
-    turns: Schema.Int
+    reason: Schema.Literal("TurnLimit", "DuplicateTool"),
+    /** The model calls made: 0 for DuplicateTool, which `make` returns before any. */
+    turns: Schema.Int,
+    /** DuplicateTool: the tool name, and the sub-agents that would share it. */
+    tool: Schema.optional(Schema.String),
+    agents: Schema.optional(Schema.Array(Schema.String))
   }
 ) {
   override get message(): string {
-    return `the model was still calling tools after ${this.turns} turns (those of the last turn were not run)`
+    return this.reason === "TurnLimit"
+      ? `the model was still calling tools after ${this.turns} turns (those of the last turn were not run)`
+      : `the sub-agents ${(this.agents ?? []).map((name) => JSON.stringify(name)).join(" and ")} are both offered as the tool ${this.tool}: rename one`
   }
 }
 
@@ -57,7 +63,7 @@ const withInstruction = (prompt: Prompt.Prompt, instruction: string): Prompt.Pro
     : Prompt.setSystem(prompt, instruction)
 
 /** @internal */
-export const make = <R = never>(options: Options<R>): Effect.Effect<Orchestrator<R>> =>
+export const make = <R = never>(options: Options<R>): Effect.Effect<Orchestrator<R>, OrchestratorError> =>
   Effect.gen(function*() {
     const name = options.name ?? "orchestrator"
     const maxTurns = options.maxTurns ?? 10
@@ -67,7 +73,10 @@ export const make = <R = never>(options: Options<R>): Effect.Effect<Orchestrator
     const tools = new Map<string, Agent.Agent<never, R>>()
     for (const agent of options.agents) {
       const tool = toolName(agent.name)
-      if (tools.has(tool)) return yield* Effect.dieMessage(`Orchestrator: two sub-agents are offered as the tool ${tool}`)
+      const taken = tools.get(tool)
+      if (taken !== undefined) {
+        return yield* new OrchestratorError({ reason: "DuplicateTool", turns: 0, tool, agents: [taken.name, agent.name] })
+      }
       tools.set(tool, agent)
     }
     const toolkit = Toolkit.make(...Array.from(tools, ([tool, agent]) => makeTool(tool, agent.description))) as

@@ -66,6 +66,8 @@ export const make = (script: Script) => {
       requests.push(request)
       return [...script(request, requests.length - 1), finish]
     })
+  // A copy: what the model received is not the reader's to change.
+  const received = Effect.sync((): ReadonlyArray<Request> => requests.slice())
   const layer = Layer.effect(
     LanguageModel.LanguageModel,
     LanguageModel.make({
@@ -86,26 +88,26 @@ export const make = (script: Script) => {
         )
     })
   )
-  return { requests, layer }
+  return { requests: received, layer }
 }
 
 /** @internal */
 export const followsInstruction = (tool: string, input: string): Script => (request, turn) =>
-  turn === 0 ? [toolCall(tool, input)] : answer(request)
+  turn === 0 ? [toolCall(tool, input)] : answer(tool, request)
 
-const answer = (request: Request): ReadonlyArray<Response.PartEncoded> => {
+const answer = (tool: string, request: Request): ReadonlyArray<Response.PartEncoded> => {
   const result = toolResults(request.prompt).at(-1) ?? ""
   const system = systemText(request.prompt)
   const marker = /^(REMOTE_[A-Z_]+)/.exec(result)?.[1]
   if (marker !== undefined && system.includes(marker)) {
-    return [text(`I could not complete the booking (${result}). Would you like me to retry?`)]
+    return [text(`I could not complete the ${tool} (${result}). Would you like me to retry?`)]
   }
-  return [text(`Done: your booking is confirmed. ${result}`)]
+  return [text(`Done: your ${tool} is confirmed. ${result}`)]
 }
 
 /** @internal */
 export const claimsSuccess = (tool: string, input: string): Script => (_request, turn) =>
-  turn === 0 ? [toolCall(tool, input)] : [text("Done: your booking is confirmed.")]
+  turn === 0 ? [toolCall(tool, input)] : [text(`Done: your ${tool} is confirmed.`)]
 
 /** @internal */
 export const delegates = (tool: string): Script => (request) => {
@@ -114,5 +116,5 @@ export const delegates = (tool: string): Script => (request) => {
     const input = last.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join(" ")
     return [toolCall(tool, input)]
   }
-  return answer(request)
+  return answer(tool, request)
 }

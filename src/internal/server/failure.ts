@@ -56,23 +56,40 @@ const jsonOf = (value: unknown): string | undefined => {
 const shownOf = (value: unknown): string =>
   typeof value === "object" && value !== null ? jsonOf(value) ?? String(value) : String(value)
 
+// The own fields of an error, but its stack and message.
+const ownFields = (error: object): Array<[string, unknown]> =>
+  Object.entries(error).filter(([key]) => key !== "stack" && key !== "message")
+
+const noMessage = "An error has occurred"
+
 const messageOf = (error: unknown): string => {
-  if (error instanceof Error) return error.message
+  if (error instanceof Error) {
+    if (error.message !== "") return error.message
+    // A tagged error without a message is known by its fields; its tag is already its name.
+    const fields = ownFields(error).filter(([key]) => key !== "_tag")
+    return fields.length === 0 ? noMessage : jsonOf(Object.fromEntries(fields)) ?? noMessage
+  }
   if (Predicate.hasProperty(error, "message") && typeof error.message === "string") return error.message
   return shownOf(error)
 }
 
+const describeValue = (raw: unknown): string => {
+  const value = Cause.originalError(raw)
+  return `${nameOf(value)}: ${messageOf(value)}`
+}
+
 /**
  * `<error name>: <message>` of the first failure or defect in a cause, for
- * the debug detail only.
+ * the debug detail only; for an error without a message (a tagged error of
+ * fields only), `<tag>: <its fields as JSON>`.
  *
  * @internal
  */
 export const describeCause = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure)) return `${nameOf(failure.value)}: ${messageOf(failure.value)}`
+  if (Option.isSome(failure)) return describeValue(failure.value)
   const defect = Cause.dieOption(cause)
-  if (Option.isSome(defect)) return `${nameOf(defect.value)}: ${messageOf(defect.value)}`
+  if (Option.isSome(defect)) return describeValue(defect.value)
   return Cause.isInterruptedOnly(cause) ? "Interrupted: the agent was interrupted" : "Unknown: unknown failure"
 }
 
@@ -90,9 +107,7 @@ export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly errorId:
 
 const fieldsOf = (error: object): string | undefined => {
   // `_tag` first: it names what failed.
-  const own = Object.entries(error)
-    .filter(([key]) => key !== "stack" && key !== "message")
-    .sort(([a], [b]) => Number(b === "_tag") - Number(a === "_tag"))
+  const own = ownFields(error).sort(([a], [b]) => Number(b === "_tag") - Number(a === "_tag"))
   return own.length === 0 ? undefined : jsonOf(Object.fromEntries(own))
 }
 
@@ -127,7 +142,7 @@ const renderValue = (raw: unknown, typed: boolean, depth: number): string => {
   // A failure raised inside a span comes wrapped in a proxy that adds the span: every read through it is slow.
   const value = Cause.originalError(raw)
   if (!(value instanceof Error)) return `${nameOf(value)}: ${shownOf(value)}`
-  let text = `${value.name}: ${value.message === "" ? "An error has occurred" : value.message}`
+  let text = `${value.name}: ${value.message === "" ? noMessage : value.message}`
   if (typeof value.stack === "string") text += framesOf(value.stack)
   const fields = typed ? fieldsOf(value) : undefined
   if (fields !== undefined) text += `\nfields: ${fields}`

@@ -7,8 +7,9 @@
 import type { AgentCard } from "@a2a-js/sdk"
 import { DefaultRequestHandler, InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Predicate } from "effect"
 import type * as Context from "effect/Context"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
@@ -57,22 +58,33 @@ const buildCard = (options: A2AServer.CardOptions, baseUrl: string, rpcPath: str
   }
 }
 
+const bracketed = (hostname: string): string => hostname.includes(":") ? `[${hostname}]` : hostname
+
+// The platform's ServeError has no message of its own, only Node's error as its cause.
+class ListenError extends HttpServerError.ServeError {
+  constructor(cause: unknown, address: string) {
+    super({ cause })
+    this.message = Predicate.hasProperty(cause, "code") && cause.code === "EADDRINUSE"
+      ? `address ${address} is in use`
+      : `cannot listen on ${address}: ${cause instanceof Error ? cause.message : String(cause)}`
+  }
+}
+
 // Binds the Node server; its base URL is the public one when given, otherwise the bound address.
 const listen = (options: Pick<A2AServer.Options<unknown, unknown>, "host" | "port" | "publicUrl">) =>
   Effect.gen(function* () {
     const nodeServer = Http.createServer()
-    const httpServer = yield* NodeHttpServer.make(() => nodeServer, {
-      host: options.host ?? "127.0.0.1",
-      port: options.port ?? 0
-    })
+    const host = options.host ?? "127.0.0.1"
+    const port = options.port ?? 0
+    const httpServer = yield* NodeHttpServer.make(() => nodeServer, { host, port }).pipe(
+      Effect.mapError((error) => new ListenError(error.cause, `${bracketed(host)}:${port}`))
+    )
     const address = httpServer.address._tag === "TcpAddress"
       ? { hostname: httpServer.address.hostname, port: httpServer.address.port }
       : { hostname: "localhost", port: 0 }
     const hostForUrl = address.hostname === "0.0.0.0" || address.hostname === "::"
       ? "127.0.0.1"
-      : address.hostname.includes(":")
-      ? `[${address.hostname}]`
-      : address.hostname
+      : bracketed(address.hostname)
     const url = (options.publicUrl ?? `http://${hostForUrl}:${address.port}`).replace(/\/+$/, "")
     return { nodeServer, httpServer, address, url }
   })

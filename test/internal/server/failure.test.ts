@@ -78,6 +78,18 @@ describe("server/failure.renderCause", () => {
   })
 })
 
+describe("server/failure.describeCause", () => {
+  it("names the first failure or defect with its message; a tagged error without one, with its fields as JSON", () => {
+    class Declined extends Data.TaggedError("Declined")<{ readonly message: string; readonly limit: number }> {}
+    const describe = (effect: Effect.Effect<unknown, unknown>) => internalFailure.describeCause(causeOf(effect))
+    expect(describe(Effect.suspend(() => new Quiet({ code: 7 })))).toBe('Quiet: {"code":7}')
+    expect(describe(Effect.fail(new Declined({ message: "over the limit", limit: 300 })))).toBe("Declined: over the limit")
+    expect(describe(Effect.die(new Error()))).toBe("Error: An error has occurred")
+    expect(describe(Effect.die(new Error("boom")))).toBe("Error: boom")
+    expect(describe(Effect.fail({ reason: "typed" }))).toBe('object: {"reason":"typed"}')
+  })
+})
+
 describe("server/failure.logErrorOffSpan", () => {
   const record = () => {
     const lines: Array<Logger.Logger.Options<unknown>> = []
