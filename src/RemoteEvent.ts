@@ -4,12 +4,13 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
-import { Artifact, Part } from "./Part.js"
-import { RemoteOutcome } from "./RemoteOutcome.js"
+import { Schema, Struct } from "effect"
+import { Artifact } from "./Part.js"
+import { RemoteOutcome, Running } from "./RemoteOutcome.js"
 
 /**
- * A status update that does not end the task (submitted, working).
+ * A status update that does not end the task: its `state` (`Submitted` or
+ * `Working`), and the text and parts of its status message.
  *
  * @example
  * ```ts
@@ -25,15 +26,11 @@ import { RemoteOutcome } from "./RemoteOutcome.js"
  * @category models
  * @since 0.1.0
  */
-export class Status extends Schema.TaggedClass<Status>("effect-a2a/RemoteEvent/Status")("Status", {
-  agent: Schema.String,
-  taskId: Schema.String,
-  contextId: Schema.String,
-  /** As `RemoteOutcome.Running` reads it: a task that goes on is submitted or working. */
-  state: Schema.Literal("Submitted", "Working"),
-  text: Schema.String,
-  parts: Schema.Array(Part)
-}) {}
+export class Status extends Schema.TaggedClass<Status>("effect-a2a/RemoteEvent/Status")(
+  "Status",
+  // What the task tells while it goes on, as `RemoteOutcome.Running` reads it.
+  Struct.omit(Running.fields, "_tag")
+) {}
 
 /**
  * A chunk of an artifact. `append` adds to an earlier chunk of the same id.

@@ -8,6 +8,7 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteOutcome from "../src/RemoteOutcome.js"
 import { cardFor, closedPort, json, rawPeer } from "./fixtures/peers.js"
+import { captureLogs } from "./fixtures/serverAgents.js"
 
 const resolve = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
   Effect.flip(RemoteAgent.make({ name: "booking", url, cardTimeout: "2 seconds", ...options }))
@@ -122,8 +123,7 @@ describe("card resolution fails start-up with a typed error", () => {
   it.scopedLive("degrade recovers: once the remote comes up, the agent becomes the real client, logged once", () =>
     Effect.gen(function*() {
       const url = yield* closedPort
-      const logs: Array<string> = []
-      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))
+      const { layer: capture, lines } = captureLogs()
       const agent = yield* RemoteAgent.make({
         name: "late",
         url,
@@ -148,7 +148,7 @@ describe("card resolution fails start-up with a typed error", () => {
       expect(Option.map(outcome, (o) => o._tag)).toEqual(Option.some("Completed"))
       expect(Option.map(agent.card, (card) => card.name)).toEqual(Option.some("late"))
       yield* agent.send("again").pipe(Effect.provide(capture))
-      expect(logs.filter((l) => l.includes("is available again"))).toHaveLength(1)
+      expect(lines.filter((line) => line.message.includes("is available again"))).toHaveLength(1)
     }))
 
   it.scopedLive("degrade with recover: false stays unavailable", () =>

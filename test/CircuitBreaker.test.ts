@@ -357,6 +357,14 @@ describe("CircuitBreaker", () => {
       expect(yield* breaker.state).toBe("Closed")
     }))
 
+  /** The state of a breaker that trips on one failure, after one call that fails with `error`. */
+  const stateAfter = (error: A2AClientError) =>
+    Effect.gen(function*() {
+      const breaker = yield* CircuitBreaker.make(freshAgent(), { trip: CircuitBreaker.consecutiveFailures(1) })
+      yield* Effect.either(breaker.protect(Effect.fail(error)))
+      return yield* breaker.state
+    })
+
   it.effect("every default failure reason trips", () =>
     Effect.forEach(
       [
@@ -372,12 +380,7 @@ describe("CircuitBreaker", () => {
         // A server that sheds load refuses, and is as good as down for now.
         new A2AClientError({ ...clientError("HttpStatus", 429), delivery: "Refused" })
       ],
-      (error) =>
-        Effect.gen(function*() {
-          const breaker = yield* CircuitBreaker.make(freshAgent(), { trip: CircuitBreaker.consecutiveFailures(1) })
-          yield* Effect.either(breaker.protect(Effect.fail(error)))
-          expect(yield* breaker.state).toBe("Open")
-        })
+      (error) => Effect.map(stateAfter(error), (state) => expect(state).toBe("Open"))
     ))
 
   it.effect("a refusal other than 429 does not trip: the remote answered and is up", () =>
@@ -388,12 +391,7 @@ describe("CircuitBreaker", () => {
         new A2AClientError({ ...clientError("ProtocolError", 503), delivery: "Refused", code: -32004, protocolError: "UnsupportedOperation" }),
         new A2AClientError({ ...clientError("HttpStatus", 404), delivery: "Refused" })
       ],
-      (error) =>
-        Effect.gen(function*() {
-          const breaker = yield* CircuitBreaker.make(freshAgent(), { trip: CircuitBreaker.consecutiveFailures(1) })
-          yield* Effect.either(breaker.protect(Effect.fail(error)))
-          expect(yield* breaker.state).toBe("Closed")
-        })
+      (error) => Effect.map(stateAfter(error), (state) => expect(state).toBe("Closed"))
     ))
 
   it.effect("the predicate can count a Failed outcome on the success channel and remove reasons", () =>

@@ -316,20 +316,15 @@ describe("the text of a completed task", () => {
 
 describe("the wording follows delivery", () => {
   const reasons = A2AClientError.Reason.literals
+  const textOf = (fields: Pick<A2AClientError.A2AClientError, "reason" | "delivery"> & Partial<A2AClientError.A2AClientError>) =>
+    GuardedRemoteAgent.errorText(
+      new A2AClientError.A2AClientError({ agent: "booking", operation: "SendMessage", detail: "secret internal detail", ...fields })
+    )
   it.prop(
     "NotSent says not submitted; Unknown says unknown and never claims a failure",
     [FastCheck.constantFrom(...reasons), FastCheck.constantFrom<A2AClientError.Delivery>("NotSent", "Unknown"), FastCheck.boolean()],
     ([reason, delivery, withTask]) => {
-      const text = GuardedRemoteAgent.errorText(
-        new A2AClientError.A2AClientError({
-          agent: "booking",
-          operation: "SendMessage",
-          reason,
-          delivery,
-          detail: "secret internal detail",
-          ...(withTask ? { taskId: "task-1" } : {})
-        })
-      )
+      const text = textOf({ reason, delivery, ...(withTask ? { taskId: "task-1" } : {}) })
       expect(text.startsWith("REMOTE_UNAVAILABLE: ")).toBe(true)
       expect(text.includes("the request was not submitted")).toBe(delivery === "NotSent")
       if (delivery === "Unknown") {
@@ -345,17 +340,12 @@ describe("the wording follows delivery", () => {
     "Refused says refused and that nothing ran, names the refusal, and claims neither a failure nor an unknown outcome",
     [FastCheck.constantFrom(...reasons), FastCheck.constantFrom(undefined, -32001, -32004, -32602), FastCheck.constantFrom(undefined, 400, 429, 503)],
     ([reason, code, status]) => {
-      const text = GuardedRemoteAgent.errorText(
-        new A2AClientError.A2AClientError({
-          agent: "booking",
-          operation: "SendMessage",
-          reason,
-          delivery: "Refused",
-          detail: "secret internal detail",
-          ...(code === undefined ? {} : { code, protocolError: A2AClientError.protocolErrorName(code) }),
-          ...(status === undefined ? {} : { status })
-        })
-      )
+      const text = textOf({
+        reason,
+        delivery: "Refused",
+        ...(code === undefined ? {} : { code, protocolError: A2AClientError.protocolErrorName(code) }),
+        ...(status === undefined ? {} : { status })
+      })
       const name = code !== undefined ? A2AClientError.protocolErrorName(code) : `HTTP ${status ?? "error"}`
       expect(text.startsWith(`${GuardedRemoteAgent.REFUSED} ${name}: the request was refused; nothing ran (booking: `)).toBe(true)
       expect(Option.getOrNull(GuardedRemoteAgent.markerOf(text))).toBe("REMOTE_REFUSED")

@@ -6,6 +6,7 @@ import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
 import { cardFor, json, listen, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
+import { captureLogs } from "./fixtures/serverAgents.js"
 
 let agents = 0
 /** A fresh agent name per test keeps the global metric counters apart. */
@@ -96,11 +97,7 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
 
   it.scopedLive("the library is quiet by default: outcomes and failed calls log at Debug, failed calls at the level asked for", () =>
     Effect.gen(function*() {
-      const lines: Array<{ level: string; message: string }> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ logLevel, message }) => lines.push({ level: logLevel.label, message: String(message) }))
-      )
+      const { layer: capture, lines } = captureLogs()
       const failing = yield* agentFor((yield* sdkPeer()).url)
       const refusing = yield* rawPeer((_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "no such task" } }))
       const quiet = yield* RemoteAgent.make({ name: "quiet", url: refusing.url })

@@ -7,6 +7,7 @@ import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
 import { json, rawPeer, rpcId } from "./fixtures/peers.js"
+import { captureLogs } from "./fixtures/serverAgents.js"
 
 const error = (fields: Partial<ConstructorParameters<typeof A2AClientError.A2AClientError>[0]> = {}) =>
   new A2AClientError.A2AClientError({
@@ -155,11 +156,7 @@ describe("RetryPolicy.retry", () => {
 
   it.effect("a retry logs at Debug, its delay in whole milliseconds", () =>
     Effect.gen(function*() {
-      const lines: Array<{ level: string; message: string }> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ logLevel, message }) => lines.push({ level: logLevel.label, message: String(message) }))
-      )
+      const { layer: capture, lines } = captureLogs()
       const retried = Effect.flatMap(
         scripted([error({ reason: "ConnectionRefused", delivery: "NotSent" }), completed]),
         ({ call }) => call.pipe(RetryPolicy.retry({ base: "143 millis" }, { idempotent: false }), Effect.provide(capture))

@@ -39,6 +39,9 @@ const describe = (error: unknown, depth = 0): string => {
   return String(error)
 }
 
+/** Ends a command with `code`: 0 is a plain success. */
+const exitWith = (code: number): Effect.Effect<void, ExitCode> => code === 0 ? Effect.void : Effect.fail(new ExitCode({ code }))
+
 // ---------------------------------------------------------------------------
 // probe
 // ---------------------------------------------------------------------------
@@ -78,8 +81,7 @@ const probeCommand = Command.make("probe", {
   Effect.gen(function*() {
     const report = yield* quietByDefault(probe.probe({ url, text, timeout }))
     yield* Console.log(json ? JSON.stringify(report) : probe.formatReport(report))
-    const code = probe.exitCode(report)
-    if (code !== 0) return yield* new ExitCode({ code })
+    return yield* exitWith(probe.exitCode(report))
   })).pipe(
     Command.withDescription(
       "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 other outcome, 2 usage)."
@@ -107,8 +109,7 @@ const findErrorCommand = Command.make("find-error", {
   Effect.gen(function*() {
     const result = yield* findError.findError(errorId, files)
     if (result.matches === 0) yield* Console.error(`effect-a2a find-error: no log entry with error id ${errorId}`)
-    const code = findError.exitCode(result)
-    if (code !== 0) return yield* new ExitCode({ code })
+    return yield* exitWith(findError.exitCode(result))
   })).pipe(
     Command.withDescription(
       "Find the log entries of an error id, with their cause (exit 0 found, 1 none found, 3 a file cannot be read, 2 usage)."
