@@ -58,10 +58,12 @@ export interface Options {
   readonly budget?: Duration.DurationInput | undefined
   /**
    * Retry FAILED outcomes whose hint says `retryable=true`, as new tasks.
-   * Default false. A retry must be a new request: with a request-level
-   * idempotency key, the server would answer the same FAILED task again, so
-   * give each attempt its own key (the side effects' tool-level keys keep
-   * the new task safe).
+   * Default false. A retry must be a new request: under the request-level
+   * idempotency key of the FAILED one, the server would answer that task
+   * again. So a `RemoteAgent.send` with a key, retried after a FAILED
+   * outcome, is sent under a key derived from its own and the failed task's
+   * id: a new task, whose repeats still find it. The side effects'
+   * tool-level keys keep the new task safe.
    */
   readonly retryFailed?: boolean | undefined
 }

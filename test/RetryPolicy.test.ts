@@ -1,8 +1,13 @@
 import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Logger, LogLevel, Metric, Option, Ref, TestClock } from "effect"
+import { Duration, Effect, Fiber, Logger, LogLevel, Metric, Option, Ref, Schema, TestClock } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
+import * as A2AServer from "../src/A2AServer.js"
+import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as FailureHint from "../src/FailureHint.js"
+import * as Idempotency from "../src/Idempotency.js"
+import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
+import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
@@ -264,4 +269,39 @@ describe("against a real server", () => {
       expect(outcome).toMatchObject({ _tag: "Completed", text: "booked" })
       expect(keys).toEqual(["key-1", "key-1"])
     }))
+})
+
+describe("retryFailed against our server, with request-level idempotency", () => {
+  it.scopedLive("a keyed send retried after FAILED is a new task: the agent runs twice, the seat is reserved once, and a repeat runs nothing", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      let seats = 0
+      const agent: AgentExecutor.Agent<Error, IdempotencyLedger.IdempotencyLedger> = (request) =>
+        Effect.gen(function*() {
+          runs++
+          // Tool level: the seat of this trip, whichever task asks for it.
+          yield* Effect.sync(() => ++seats).pipe(
+            Idempotency.once(Idempotency.deriveKey({ contextId: request.contextId, operation: "reserve-seat", params: {} }), { success: Schema.Number })
+          )
+          if (runs === 1) return yield* Effect.fail(new Error("payment service busy"))
+          return AgentExecutor.completedText("booked")
+        })
+      const server = yield* A2AServer.make({
+        agent,
+        card: { name: "booking", description: "fails once, then books" },
+        idempotency: {},
+        afterExecute: AgentExecutor.failureHints(() => ({ retryable: true }))
+      })
+      const remote = yield* RemoteAgent.make({ name: "booking", url: server.url })
+      const book = remote.send({ parts: [Part.TextPart.make({ text: "book 4821" })], contextId: "trip-1" }, { idempotencyKey: "order-1" }).pipe(
+        RetryPolicy.retry({ retryFailed: true, base: "10 millis" }, { idempotent: true })
+      )
+      const booked = yield* book
+      expect(booked).toMatchObject({ _tag: "Completed", text: "booked" })
+      expect([runs, seats]).toEqual([2, 1])
+      // The whole call again: the key finds the FAILED task, the retry's derived key the completed one.
+      const again = yield* book
+      expect(again).toMatchObject({ _tag: "Completed", taskId: booked.taskId })
+      expect([runs, seats]).toEqual([2, 1])
+    }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))))
 })

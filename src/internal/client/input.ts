@@ -5,12 +5,35 @@
  * @internal
  */
 import type { Message } from "@a2a-js/sdk"
+import { FiberRef } from "effect"
 import type * as A2AClientError from "../../A2AClientError.js"
 import type { CallOptions, Input } from "../../RemoteAgent.js"
+import * as ledgerKey from "../ledger/key.js"
 import * as IdempotencyKey from "../wire/idempotencyKey.js"
 import * as json from "../wire/json.js"
 import * as wireParts from "../wire/parts.js"
 import * as clientCall from "./call.js"
+
+/**
+ * The task a retry of a FAILED outcome follows, set by the retry policy
+ * around the attempt. FAILED is terminal, so the retry must be a new task:
+ * under the same request key the server would answer the FAILED one again.
+ */
+export const retryOfFailed: FiberRef.FiberRef<string | undefined> = FiberRef.unsafeMake<string | undefined>(undefined)
+
+/**
+ * The request key of a call: its own, or, in a retry of a FAILED task, one
+ * derived from it and that task's id, so that a repeat of the retry still
+ * finds the retry's run.
+ */
+export const keyFor = (options: CallOptions | undefined, failedTaskId: string | undefined): CallOptions | undefined => {
+  const key = options?.idempotencyKey
+  if (key === undefined || key === "" || failedTaskId === undefined) return options
+  return {
+    ...options,
+    idempotencyKey: ledgerKey.deriveKey({ contextId: "", operation: "effect-a2a/retry-of-failed", params: { key, failedTaskId } })
+  }
+}
 
 /** The SDK message of a call; an idempotency key also goes into its metadata. */
 export const messageOf = (input: Input, options: CallOptions | undefined): Message => {

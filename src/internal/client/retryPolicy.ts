@@ -12,6 +12,7 @@ import * as ScheduleInterval from "effect/ScheduleInterval"
 import * as A2AClientError from "../../A2AClientError.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
 import type * as RetryPolicy from "../../RetryPolicy.js"
+import { retryOfFailed } from "./input.js"
 import type { Options, Request } from "../../RetryPolicy.js"
 
 /** A FAILED outcome the caller chose to retry, carried through the schedule as an input. */
@@ -77,9 +78,11 @@ export const retry: typeof RetryPolicy.retry = dual(3, <R>(
     let retrying: { readonly reason: string; readonly agent: string } | undefined
     const reasonOf = (input: Input): Option.Option<string> =>
       input._tag === "RetryableFailure" ? Option.some("Failed") : retryReason(input, request)
+    // The FAILED task the next attempt retries, if any: a keyed send then makes a new task (see `keyFor`).
+    let failedTaskId: string | undefined
     const attempt = Effect.suspend(() => {
       attempts++
-      return call
+      return failedTaskId === undefined ? call : Effect.locally(call, retryOfFailed, failedTaskId)
     }).pipe(
       Effect.flatMap((outcome): Effect.Effect<RemoteOutcome.RemoteOutcome, Input> =>
         options.retryFailed === true && request.continuesTask !== true && outcome._tag === "Failed" &&
@@ -89,6 +92,7 @@ export const retry: typeof RetryPolicy.retry = dual(3, <R>(
       ),
       Effect.tapError((input) =>
         Effect.sync(() => {
+          if (input._tag === "RetryableFailure") failedTaskId = input.outcome.taskId
           if (input._tag === "RetryableFailure" || input.delivery === "Unknown") reached = true
           retrying = Option.getOrUndefined(Option.map(reasonOf(input), (reason) => ({
             reason,

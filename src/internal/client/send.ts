@@ -5,12 +5,12 @@
  * @internal
  */
 import type { Message, Task } from "@a2a-js/sdk"
-import { Duration, Either, Struct } from "effect"
+import { Duration, Either, FiberRef, Struct } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
 import type { RemoteAgent } from "../../RemoteAgent.js"
 import type * as RemoteOutcome from "../../RemoteOutcome.js"
 import type * as clientCall from "./call.js"
-import { inputIds, invalidRequest, messageOf } from "./input.js"
+import { inputIds, invalidRequest, keyFor, messageOf, retryOfFailed } from "./input.js"
 import * as outcomes from "./outcome.js"
 import { type AgentContext, type ReadTask, view } from "./task.js"
 
@@ -91,7 +91,7 @@ export const make = (context: AgentContext, awaitEnd: AwaitEnd): RemoteAgent["se
   const { agent, client, unsendable } = context
   const { operate, request } = context.engine
   const viewSent = view(agent, "SendMessage")
-  return (input, options) =>
+  const sendWith = (input: Parameters<RemoteAgent["send"]>[0], options: Parameters<RemoteAgent["send"]>[1]) =>
     operate<RemoteOutcome.RemoteOutcome>("SendMessage", options, (exchange, done) => {
       const problem = unsendable(options, input)
       if (problem !== undefined) return done(Either.left(invalidRequest(agent, "SendMessage", inputIds(input), problem)))
@@ -108,4 +108,9 @@ export const make = (context: AgentContext, awaitEnd: AwaitEnd): RemoteAgent["se
             : done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
       )
     })
+  // Only a keyed send reads whether it retries a FAILED task: the rest go straight to the engine.
+  return (input, options) =>
+    options?.idempotencyKey === undefined
+      ? sendWith(input, options)
+      : FiberRef.getWith(retryOfFailed, (failed) => sendWith(input, keyFor(options, failed)))
 }

@@ -35,3 +35,16 @@ describe("what a call sends", () => {
     expect(input.inputIds("hi")).toEqual({})
   })
 })
+
+describe("client/input.keyFor", () => {
+  it("keeps a call's key, unless it retries a FAILED task: then one derived from the key and that task, the same every time", () => {
+    const options = { idempotencyKey: "order-1", timeout: "1 second" as const }
+    expect(input.keyFor(options, undefined)).toBe(options)
+    expect(input.keyFor({ timeout: "1 second" }, "t-1")).toEqual({ timeout: "1 second" })
+    const retried = input.keyFor(options, "t-1")
+    expect(retried).toMatchObject({ timeout: "1 second", idempotencyKey: expect.stringMatching(/^idem-v1-[0-9a-f]{64}$/) })
+    expect(input.keyFor(options, "t-1")).toEqual(retried)
+    expect(input.keyFor(options, "t-2")?.idempotencyKey).not.toBe(retried?.idempotencyKey)
+    expect(input.keyFor({ idempotencyKey: "order-2" }, "t-1")?.idempotencyKey).not.toBe(retried?.idempotencyKey)
+  })
+})
