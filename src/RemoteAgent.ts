@@ -94,6 +94,15 @@ export interface RemoteAgent {
     input: Input,
     options?: CallOptions
   ) => Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>
+  /**
+   * Streams the events of a task already sent (A2A `SubscribeToTask`), as
+   * `stream` does, the last `Finished` with its outcome: to follow a task
+   * after a stream was lost, or one another caller started.
+   */
+  readonly resubscribe: (
+    taskId: string,
+    options?: CallOptions
+  ) => Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>
   readonly getTask: (
     taskId: string,
     options?: CallOptions

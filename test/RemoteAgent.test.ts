@@ -126,6 +126,20 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(events.filter((e): e is RemoteEvent.Status => e._tag === "Status").map((e) => e.state)).toEqual(["Submitted", "Working"])
     }))
 
+  it.scopedLive("resubscribe follows a task already sent to its end; an unknown task is a refusal", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      // The first event names the task; leaving the stream there leaves the task running.
+      const first = yield* Stream.runHead(agent.stream("sleep 300"))
+      const event = Option.getOrThrow(first)
+      const taskId = event._tag === "Finished" ? event.outcome.taskId : event.taskId
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(agent.resubscribe(taskId)))
+      const last = events.at(-1)
+      expect(last?._tag === "Finished" && [last.outcome._tag, last.outcome.taskId, last.outcome.text]).toEqual(["Completed", taskId, "slept"])
+      const unknown = yield* Effect.flip(Stream.runDrain(agent.resubscribe("no-such-task")))
+      expect(unknown).toMatchObject({ operation: "SubscribeToTask", reason: "ProtocolError", protocolError: "TaskNotFound", delivery: "Refused" })
+    }))
+
   it.scopedLive("stream of a failing task ends with Finished(Failed), not an error", () =>
     Effect.gen(function*() {
       const agent = yield* agentFor((yield* sdkPeer()).url)

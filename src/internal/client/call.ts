@@ -326,8 +326,10 @@ export const make = (
   /**
    * Records how a stream ended, in the stream's span.
    */
-  const reportStream = (result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>): Effect.Effect<void> =>
-    Effect.withFiberRuntime((fiber) => report(fiber, tracedSpan(fiber), "SendStreamingMessage", result) ?? Effect.void)
+  const reportStream = (
+    operation: A2AClientError.Operation,
+    result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
+  ): Effect.Effect<void> => Effect.withFiberRuntime((fiber) => report(fiber, tracedSpan(fiber), operation, result) ?? Effect.void)
   return { operate: makeOperate(agent, track, defaultTimeout, report), request: makeRequest(agent), reportStream }
 }
 

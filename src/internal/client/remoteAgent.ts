@@ -39,7 +39,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     url: agentOptions.url,
     card: Option.some(card),
     send: send.make(context, awaitEnd),
-    stream: stream.make(context, readTask, awaitEnd),
+    ...stream.make(context, readTask, awaitEnd),
     getTask,
     cancel
   }
@@ -64,6 +64,7 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
     card: Option.none(),
     send: () => failing("SendMessage"),
     stream: () => Stream.fromEffect(failing("SendStreamingMessage")),
+    resubscribe: () => Stream.fromEffect(failing("SubscribeToTask")),
     getTask: () => failing("GetTask"),
     cancel: () => failing("CancelTask")
   }
@@ -178,6 +179,7 @@ const recovering = (
       },
       send: (input, callOptions) => Effect.suspend(() => (poke(), current.send(input, callOptions))),
       stream: (input, callOptions) => Stream.suspend(() => (poke(), current.stream(input, callOptions))),
+      resubscribe: (taskId, callOptions) => Stream.suspend(() => (poke(), current.resubscribe(taskId, callOptions))),
       getTask: (taskId, callOptions) => Effect.suspend(() => (poke(), current.getTask(taskId, callOptions))),
       cancel: (taskId, callOptions) => Effect.suspend(() => (poke(), current.cancel(taskId, callOptions)))
     }

@@ -26,7 +26,7 @@ const pollAnswerMillis = 20
  */
 export const awaitEnd = (agent: string, readTask: ReadTask) =>
 (
-  operation: "SendMessage" | "SendStreamingMessage",
+  operation: "SendMessage" | "SendStreamingMessage" | "SubscribeToTask",
   exchange: clientCall.Exchange,
   running: RemoteOutcome.Running,
   done: clientCall.Done<RemoteOutcome.RemoteOutcome>

@@ -4,7 +4,8 @@
  *
  * @internal
  */
-import type { Message, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import type { StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import type { RequestOptions } from "@a2a-js/sdk/client"
 import { Duration, Effect, Either, Option, Stream, type Tracer } from "effect"
 import type * as A2AClientError from "../../A2AClientError.js"
 import * as Part from "../../Part.js"
@@ -24,8 +25,12 @@ type Events = Effect.Effect<ReadonlyArray<RemoteEvent.RemoteEvent>, A2AClientErr
 
 type View = ReturnType<typeof view>
 
+/** The operations that answer with a stream of a task's events. */
+type StreamOperation = "SendStreamingMessage" | "SubscribeToTask"
+
 /** What a stream's events have told so far. */
 interface State {
+  readonly operation: StreamOperation
   taskId: string
   contextId: string
   started: boolean
@@ -44,7 +49,7 @@ const otherTask = (agent: string, state: State, taskId: string | undefined): A2A
   if (state.followed === "") state.followed = taskId
   return taskId === state.followed
     ? undefined
-    : clientCall.invalid(agent, "SendStreamingMessage", `an event of task ${taskId} in the stream of task ${state.followed}`, idsOf(state))
+    : clientCall.invalid(agent, state.operation, `an event of task ${taskId} in the stream of task ${state.followed}`, idsOf(state))
 }
 
 const finish = (state: State, outcome: RemoteOutcome.RemoteOutcome) => {
@@ -64,7 +69,7 @@ const statusEvents = (agent: string, state: State, update: TaskStatusUpdateEvent
   if (Option.isSome(outcome)) return Effect.succeed(finish(state, outcome.value))
   if (!taskState.isRunning(status?.state)) {
     return Effect.fail(
-      clientCall.invalid(agent, "SendStreamingMessage", `status update in an unrecognised state (${taskState.name(status?.state)})`, idsOf(state))
+      clientCall.invalid(agent, state.operation, `status update in an unrecognised state (${taskState.name(status?.state)})`, idsOf(state))
     )
   }
   const parts = wireParts.fromWireParts(status?.message?.parts)
@@ -82,7 +87,7 @@ const statusEvents = (agent: string, state: State, update: TaskStatusUpdateEvent
 
 const artifactEvents = (agent: string, state: State, update: TaskArtifactUpdateEvent): Events => {
   if (update.artifact === undefined) {
-    return Effect.fail(clientCall.invalid(agent, "SendStreamingMessage", "artifact update without an artifact", idsOf(state)))
+    return Effect.fail(clientCall.invalid(agent, state.operation, "artifact update without an artifact", idsOf(state)))
   }
   const other = otherTask(agent, state, update.taskId)
   if (other !== undefined) return Effect.fail(other)
@@ -132,7 +137,7 @@ const toEvents = (agent: string, viewStreamed: View, state: State, response: Str
     case "artifactUpdate":
       return artifactEvents(agent, state, payload.value)
     default:
-      return Effect.fail(clientCall.invalid(agent, "SendStreamingMessage", "stream event without a payload", idsOf(state)))
+      return Effect.fail(clientCall.invalid(agent, state.operation, "stream event without a payload", idsOf(state)))
   }
 }
 
@@ -149,10 +154,11 @@ const events = (
   context: AgentContext,
   viewStreamed: View,
   state: State,
-  message: Message,
+  open: (options: RequestOptions) => AsyncGenerator<StreamResponse, void, undefined>,
   options: CallOptions | undefined
 ): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
-  const { agent, client, track } = context
+  const { agent, track } = context
+  const operation = state.operation
   const idle = Duration.decode(options?.timeout ?? context.timeout)
   const record: { current?: CallRecord } = {}
   return Stream.acquireRelease(
@@ -162,10 +168,7 @@ const events = (
     Stream.zip(Stream.fromEffect(contextSpan)),
     Stream.flatMap(([controller, span]) => {
       record.current = track(controller.signal)
-      const generator = client.sendMessageStream(
-        { tenant: "", message, configuration: undefined, metadata: undefined },
-        { signal: controller.signal, serviceParameters: clientCall.callHeaders(span, options) }
-      )
+      const generator = open({ signal: controller.signal, serviceParameters: clientCall.callHeaders(span, options) })
       // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
       const iterable: AsyncIterable<StreamResponse> = {
         [Symbol.asyncIterator]: () => ({
@@ -181,7 +184,7 @@ const events = (
         (error) =>
           classifyCall(error, {
             agent,
-            operation: "SendStreamingMessage",
+            operation,
             record: record.current,
             streamStarted: state.started,
             ...idsOf(state)
@@ -192,7 +195,7 @@ const events = (
       () =>
         clientCall.callError(
           agent,
-          "SendStreamingMessage",
+          operation,
           "Timeout",
           record.current?.sent === false ? "NotSent" : "Unknown",
           `no stream event within ${Duration.format(idle)}`,
@@ -210,7 +213,7 @@ const events = (
           : Stream.fail(
             clientCall.callError(
               agent,
-              "SendStreamingMessage",
+              operation,
               "StreamInterrupted",
               "Unknown",
               "the stream ended before the task reached a final state",
@@ -222,16 +225,20 @@ const events = (
   )
 }
 
-/** The streaming send of an agent. @internal */
-export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitEnd): RemoteAgent["stream"] => {
-  const { agent, unsendable } = context
+/** The streams of an agent: a streaming send, and a subscription to a task. @internal */
+export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitEnd) => {
+  const { agent, client, unsendable } = context
   const { operate, reportStream } = context.engine
-  const viewStreamed = view(agent, "SendStreamingMessage")
-  const observeStream = (events: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>) =>
+  const views = { SendStreamingMessage: view(agent, "SendStreamingMessage"), SubscribeToTask: view(agent, "SubscribeToTask") }
+  const spanNames = { SendStreamingMessage: "RemoteAgent.stream", SubscribeToTask: "RemoteAgent.resubscribe" }
+  const observeStream = (
+    operation: StreamOperation,
+    events: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>
+  ) =>
     events.pipe(
-      Stream.tap((event) => event._tag === "Finished" ? reportStream(Either.right(event.outcome)) : Effect.void),
-      Stream.tapError((error) => reportStream(Either.left(error))),
-      Stream.withSpan("RemoteAgent.stream", { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
+      Stream.tap((event) => event._tag === "Finished" ? reportStream(operation, Either.right(event.outcome)) : Effect.void),
+      Stream.tapError((error) => reportStream(operation, Either.left(error))),
+      Stream.withSpan(spanNames[operation], { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
     )
 
   /**
@@ -251,7 +258,7 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     if (!recoverable || !state.started || state.taskId === "") return Stream.fail(error)
     const taskId = state.taskId
     const ended = operate<RemoteOutcome.RemoteOutcome>(
-      "SendStreamingMessage",
+      state.operation,
       options,
       (exchange, done) =>
         readTask(exchange, taskId, idsOf(state), (polled) => {
@@ -259,28 +266,47 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
           if (Either.isLeft(polled)) return done(Either.left(error))
           const view = polled.right
           if (view._tag !== "Running") return done(Either.right(view))
-          return error.reason === "Timeout" ? done(Either.left(error)) : awaitEnd("SendStreamingMessage", exchange, view, done)
+          return error.reason === "Timeout" ? done(Either.left(error)) : awaitEnd(state.operation, exchange, view, done)
         }),
       false
     )
     return Stream.fromEffect(Effect.map(ended, (outcome) => RemoteEvent.Finished.make({ outcome })))
   }
 
-  return (input, options) =>
+  /** The events of `open`, for a stream whose state starts as `ids`, recovered when cut. */
+  const streamOf = (
+    operation: StreamOperation,
+    ids: { readonly taskId: string; readonly contextId: string },
+    open: (requestOptions: RequestOptions) => AsyncGenerator<StreamResponse, void, undefined>,
+    options: CallOptions | undefined
+  ) => {
+    const state: State = { operation, ...ids, started: false, finished: false, followed: "", artifacts: new Map() }
+    return observeStream(operation, events(context, views[operation], state, open, options).pipe(Stream.catchAll(recover(state, options))))
+  }
+
+  const stream: RemoteAgent["stream"] = (input, options) =>
     Stream.suspend(() => {
       const problem = unsendable(options, input)
       if (problem !== undefined) {
-        return observeStream(Stream.fail(invalidRequest(agent, "SendStreamingMessage", inputIds(input), problem)))
+        return observeStream("SendStreamingMessage", Stream.fail(invalidRequest(agent, "SendStreamingMessage", inputIds(input), problem)))
       }
       const message = messageOf(input, options)
-      const state: State = {
-        taskId: message.taskId,
-        contextId: message.contextId,
-        started: false,
-        finished: false,
-        followed: "",
-        artifacts: new Map()
-      }
-      return observeStream(events(context, viewStreamed, state, message, options).pipe(Stream.catchAll(recover(state, options))))
+      return streamOf(
+        "SendStreamingMessage",
+        { taskId: message.taskId, contextId: message.contextId },
+        (requestOptions) => client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: undefined }, requestOptions),
+        options
+      )
     })
+
+  const resubscribe: RemoteAgent["resubscribe"] = (taskId, options) =>
+    Stream.suspend(() => {
+      const problem = unsendable(options)
+      if (problem !== undefined) {
+        return observeStream("SubscribeToTask", Stream.fail(invalidRequest(agent, "SubscribeToTask", { taskId }, problem)))
+      }
+      return streamOf("SubscribeToTask", { taskId, contextId: "" }, (requestOptions) => client.resubscribeTask({ tenant: "", id: taskId }, requestOptions), options)
+    })
+
+  return { stream, resubscribe }
 }
