@@ -1,6 +1,7 @@
 /**
- * A streaming send: its events, folded into what the stream has told so
- * far, and its recovery when it is cut before the task ends.
+ * The streams of a task's events, a streaming send's and a subscription's
+ * (`SubscribeToTask`): their events, folded into what the stream has told so
+ * far, and their recovery when one is cut before the task ends.
  *
  * @internal
  */
