@@ -78,6 +78,9 @@ const isJsonRpcError = (error: unknown): boolean => {
   return envelope === undefined || prop(envelope, "jsonrpc") === "2.0"
 }
 
+/** Without a JSON-RPC error, a 4xx is the server's own refusal. */
+const isClientError = (status: number | undefined): status is number => status !== undefined && status >= 400 && status < 500
+
 const maxDetail = 300
 
 /** Reads a property without trusting the value: getters may throw. */
@@ -171,9 +174,7 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   // A 4xx whose body is not a JSON-RPC error (a gateway's `{"error": …}`, or nothing the SDK can read), before a
   // stream began: the server refused the request, whatever it said.
   const status = ctx.record?.status
-  if (!ctx.streamStarted && status !== undefined && status >= 400 && status < 500) {
-    return { reason: "HttpStatus", delivery: "Refused", status }
-  }
+  if (!ctx.streamStarted && isClientError(status)) return { reason: "HttpStatus", delivery: "Refused", status }
   if (facts.names.includes("InvalidAgentResponseError")) return { reason: "InvalidResponse", delivery: "Unknown" }
   if (facts.names.includes("TimeoutError")) return { reason: "Timeout", delivery: sentDelivery }
   if (facts.names.includes("AbortError")) return { reason: "Aborted", delivery: sentDelivery }
@@ -184,10 +185,9 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
     return { reason: ctx.streamStarted ? "StreamInterrupted" : "ConnectionLost", delivery: "Unknown" }
   }
   if (has((m) => m.startsWith("HTTP error"))) {
+    // A 5xx may be a proxy's, after the server got the request.
     const status = ctx.record?.status ?? statusFromText(facts.messages)
-    // Without a JSON-RPC error: a 4xx is the server's refusal; a 5xx may be a proxy's, after the server got it.
-    const refused = status !== undefined && status >= 400 && status < 500
-    return { reason: "HttpStatus", delivery: refused ? "Refused" : "Unknown", ...(status === undefined ? {} : { status }) }
+    return { reason: "HttpStatus", delivery: isClientError(status) ? "Refused" : "Unknown", ...(status === undefined ? {} : { status }) }
   }
   if (facts.names.includes("SyntaxError") || has((m) => invalidResponseMessages.some((p) => m.includes(p)))) {
     return { reason: "InvalidResponse", delivery: "Unknown" }
