@@ -56,8 +56,8 @@ export type Reason = typeof Reason.Type
  * | delivery | when |
  * |---|---|
  * | `NotSent` | the request provably never left this process (connection refused, a name that does not resolve, a connect timeout, a request that cannot be sent as it is) |
- * | `Refused` | the server received it and answered that it did not act on it: a JSON-RPC error with an A2A code other than -32603 `InternalError` and -32006 `InvalidAgentResponse`, or with -32700, -32600, -32601, -32602, whatever the HTTP status; or, without such a body, an HTTP 4xx (429 included) |
- * | `Unknown` | anything else: -32603, -32006 or a code outside the specification, an HTTP 5xx without a JSON-RPC error (503 included: a proxy answers so after an upstream reset), a lost connection, a time-out after sending, an answer that cannot be read, and any error inside a stream after its first event (the task exists and may be running) |
+ * | `Refused` | the server received it and answered that it did not act on it: a JSON-RPC error with an A2A code other than -32603 `InternalError` and -32006 `InvalidAgentResponse`, or with -32700, -32600, -32601, -32602, answering this request (its id, or null), whatever the HTTP status; or, without such a body, an HTTP 4xx (429 included) |
+ * | `Unknown` | anything else: -32603, -32006 or a code outside the specification, an HTTP 5xx without a JSON-RPC error (503 included: a proxy answers so after an upstream reset), a lost connection, a time-out after sending, an answer that cannot be read (a JSON-RPC error for another request id included), and any error inside a stream after its first event (the task exists and may be running) |
  *
  * @example
  * ```ts

@@ -123,6 +123,32 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       expect(yield* sendError(agent)).toMatchObject({ code: -32603, status: 503, delivery: "Unknown" })
     }))
 
+  it.scopedLive("a JSON-RPC error for another request is no answer: only its status speaks, sent, streamed or read", () =>
+    Effect.gen(function*() {
+      let status = 200
+      let id: (body: string) => unknown = (body) => Number(rpcId(body)) + 1
+      const peer = yield* rawPeer((_req, res, body) =>
+        json(res, status, { jsonrpc: "2.0", id: id(body), error: { code: -32004, message: "not yours" } })
+      )
+      const agent = yield* agentAt(peer.url)
+      const another = { reason: "InvalidResponse", delivery: "Unknown" }
+      expect(yield* sendError(agent)).toMatchObject({ ...another, detail: expect.stringContaining("not request") })
+      expect(yield* Effect.flip(Stream.runDrain(agent.stream("go")))).toMatchObject(another)
+      expect(yield* Effect.flip(agent.getTask("t-1"))).toMatchObject(another)
+      // No id at all is no answer either; a null id is a server that could not read the request's.
+      id = () => undefined
+      expect(yield* sendError(agent)).toMatchObject(another)
+      id = () => null
+      expect(yield* sendError(agent)).toMatchObject({ reason: "ProtocolError", code: -32004, delivery: "Refused" })
+      // Under an error status, the status is the server's own word on this request.
+      id = (body) => `${String(rpcId(body))}-other`
+      for (const [answered, delivery] of [[400, "Refused"], [503, "Unknown"]] as const) {
+        status = answered
+        expect(yield* sendError(agent)).toMatchObject({ reason: "HttpStatus", status: answered, delivery })
+        expect(yield* Effect.flip(Stream.runDrain(agent.stream("go")))).toMatchObject({ reason: "HttpStatus", status: answered, delivery })
+      }
+    }))
+
   it.scopedLive("a 4xx whose body is no JSON-RPC error is a refusal however the SDK reads it, sent or streamed", () =>
     Effect.gen(function*() {
       const answers: Array<[number, string]> = [

@@ -34,6 +34,17 @@ export class RedirectAnswered extends Error {
   }
 }
 
+/**
+ * Raised by the tracking fetch when a JSON-RPC error answers another request
+ * than the one sent: it says nothing of this one.
+ */
+export class AnswerToAnotherRequest extends Error {
+  constructor(sent: number, answered: unknown) {
+    super(`the JSON-RPC error answers request ${JSON.stringify(answered) ?? "(no id)"}, not request ${sent}`)
+    this.name = "AnswerToAnotherRequest"
+  }
+}
+
 /** Raised while resolving a card whose content is not an agent card. */
 export class CardContentError extends Error {
   constructor(readonly reason: "InvalidJson" | "InvalidCard", detail: string) {
@@ -159,6 +170,13 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   const has = (predicate: (message: string) => boolean) => facts.messages.some(predicate)
   if (facts.names.includes("ResponseTooLarge")) return { reason: "InvalidResponse", delivery: "Unknown" }
   if (facts.names.includes("RedirectAnswered")) return { reason: "HttpStatus", delivery: "Unknown" }
+  if (facts.names.includes("AnswerToAnotherRequest")) {
+    // Not an answer to this request: only the status, when it is an error's, speaks for it.
+    const status = ctx.record?.status
+    return status === undefined || status < 300
+      ? { reason: "InvalidResponse", delivery: "Unknown" }
+      : { reason: "HttpStatus", delivery: isClientError(status) ? "Refused" : "Unknown", status }
+  }
   const rpc = facts.chain.find(isJsonRpcError)
   if (rpc !== undefined) {
     const code = prop(rpc, "envelopeCode") as number

@@ -7,7 +7,14 @@
  * @internal
  */
 import { Schema } from "effect"
-import { type CallRecord, CardContentError, parseRetryAfter, RedirectAnswered, ResponseTooLarge } from "./classify.js"
+import {
+  AnswerToAnotherRequest,
+  type CallRecord,
+  CardContentError,
+  parseRetryAfter,
+  RedirectAnswered,
+  ResponseTooLarge
+} from "./classify.js"
 
 export interface TrackingFetch {
   readonly fetch: typeof fetch
@@ -61,6 +68,57 @@ const mergeHeaders = (
   return merged
 }
 
+/**
+ * The id of a JSON-RPC request as the SDK writes it: the last member of the
+ * body. Read from the text, as parsing what is about to be sent would cost
+ * every call.
+ */
+const requestIdOf = (body: unknown): number | undefined => {
+  if (typeof body !== "string" || !body.endsWith("}")) return undefined
+  const at = body.lastIndexOf(`"id":`)
+  if (at < 0) return undefined
+  const id = body.slice(at + 5, -1)
+  return /^\d+$/.test(id) ? Number(id) : undefined
+}
+
+/**
+ * Throws when `answer` is a JSON-RPC error for another request. The SDK
+ * checks the id of a result, but takes an error as the answer whatever its
+ * id says; a null id is a server that could not read the request's.
+ */
+const checkAnswer = (answer: unknown, id: number): void => {
+  if (typeof answer !== "object" || answer === null || !("error" in answer)) return
+  const answered = (answer as { id?: unknown }).id
+  if (answered !== id && answered !== null) throw new AnswerToAnotherRequest(id, answered)
+}
+
+/**
+ * `response` with its JSON-RPC error answers checked against the request
+ * `id`, on the two ways the SDK reads a body: `json()` for a result, `text()`
+ * for an error status or an answer to a stream that is no stream.
+ */
+const answering = (response: Response, id: number): Response => {
+  const text = response.text.bind(response)
+  const json = response.json.bind(response)
+  response.json = () =>
+    json().then((answer: unknown) => {
+      checkAnswer(answer, id)
+      return answer
+    })
+  response.text = () =>
+    text().then((body) => {
+      let answer: unknown
+      try {
+        answer = JSON.parse(body)
+      } catch {
+        return body
+      }
+      checkAnswer(answer, id)
+      return body
+    })
+  return response
+}
+
 const recordKey = Symbol("effect-a2a/CallRecord")
 
 interface Tracked extends AbortSignal {
@@ -93,7 +151,10 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
             if (retryAfter !== undefined) record.retryAfter = retryAfter
           }
         }
-        return limitBody(response, maxResponseBytes, merged.accept === "text/event-stream")
+        const limited = limitBody(response, maxResponseBytes, merged.accept === "text/event-stream")
+        // An event stream's events are each checked by the SDK.
+        const id = limited.headers.get("content-type")?.startsWith("text/event-stream") ? undefined : requestIdOf(init?.body)
+        return id === undefined ? limited : answering(limited, id)
       }, (error: unknown) => {
         throw isRedirect(error) ? new RedirectAnswered() : error
       })
