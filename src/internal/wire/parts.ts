@@ -7,6 +7,7 @@
  */
 import type { Artifact as WireArtifact, Message, Part as WirePart } from "@a2a-js/sdk"
 import { Role } from "@a2a-js/sdk"
+import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as Part from "../../Part.js"
 
 /**
@@ -74,6 +75,27 @@ export const fromWirePart = (part: WirePart): Part.Part => {
 /** The parts of a peer's message or artifact; none when it sent no list. */
 export const fromWireParts = (parts: ReadonlyArray<WirePart> | undefined): Array<Part.Part> =>
   Array.isArray(parts) ? parts.map(fromWirePart) : []
+
+/**
+ * The caller's message as an agent reads it. Its metadata and data parts
+ * were parsed from JSON (or built by the SDK's own client from JSON values),
+ * so they are JSON by construction: mapped, not checked again. The SDK's
+ * empty-string ids mean "none".
+ */
+export const fromUserMessage = (message: Message): AgentExecutor.RequestMessage => {
+  const metadata: Part.JsonObject = message.metadata ?? {}
+  const request: {
+    -readonly [K in keyof AgentExecutor.RequestMessage]: AgentExecutor.RequestMessage[K]
+  } = {
+    messageId: message.messageId ?? "",
+    parts: fromWireParts(message.parts),
+    metadata,
+    referenceTaskIds: message.referenceTaskIds ?? []
+  }
+  if (message.taskId) request.taskId = message.taskId
+  if (message.contextId) request.contextId = message.contextId
+  return request
+}
 
 export const toWireArtifact = (artifact: Part.Artifact): WireArtifact => ({
   artifactId: artifact.artifactId,
