@@ -24,9 +24,10 @@ import * as Part from "./Part.js"
 
 /**
  * The caller's message, in our types: its parts as {@link Part.Part} (a
- * part with no content is read as `DataPart` null, as everywhere), its
- * metadata, and the task and context ids it named, absent when it named
- * none (the ids the run uses are `AgentRequest.taskId` and `contextId`).
+ * part with no content is read as a `DataPart` of `null`, as the client
+ * reads one), its metadata (`{}` when it sent none) and the tasks it refers
+ * to. Its task and context ids are those of the request
+ * (`AgentRequest.taskId`, `contextId`), which the SDK resolved.
  *
  * @example
  * ```ts
@@ -42,8 +43,6 @@ export interface RequestMessage {
   readonly messageId: string
   readonly parts: ReadonlyArray<Part.Part>
   readonly metadata: Part.JsonObject
-  readonly taskId?: string
-  readonly contextId?: string
   readonly referenceTaskIds: ReadonlyArray<string>
 }
 

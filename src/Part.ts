@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import type { FastCheck } from "effect"
 import { Schema } from "effect"
 import * as json from "./internal/wire/json.js"
 
@@ -69,7 +70,8 @@ const notJsonMessage = (expected: string) => (issue: { readonly actual: unknown 
  * @example
  * ```ts
  * import { Part } from "effect-a2a"
- * import { Schema } from "effect"
+ * import type { FastCheck } from "effect"
+import { Schema } from "effect"
  *
  * Schema.decodeUnknownSync(Part.Json)(JSON.parse('{"flight":"4821"}'))
  * Schema.is(Part.Json)({ at: new Date() }) // false
@@ -81,6 +83,7 @@ export const Json: Schema.Schema<Json> = Schema.declare(isJson, {
   identifier: "Json",
   description: "a JSON value",
   jsonSchema: {},
+  arbitrary: () => (fc) => fc.jsonValue() as FastCheck.Arbitrary<Json>,
   message: notJsonMessage("a JSON value")
 })
 
@@ -90,7 +93,8 @@ export const Json: Schema.Schema<Json> = Schema.declare(isJson, {
  * @example
  * ```ts
  * import { Part } from "effect-a2a"
- * import { Schema } from "effect"
+ * import type { FastCheck } from "effect"
+import { Schema } from "effect"
  *
  * Schema.decodeUnknownSync(Part.JsonObject)({ channel: "web" })
  * ```
@@ -101,6 +105,7 @@ export const JsonObject: Schema.Schema<JsonObject> = Schema.declare(isJsonObject
   identifier: "JsonObject",
   description: "a JSON object",
   jsonSchema: { type: "object" },
+  arbitrary: () => (fc) => fc.dictionary(fc.string(), fc.jsonValue()) as FastCheck.Arbitrary<JsonObject>,
   message: notJsonMessage("a JSON object")
 })
 

@@ -73,6 +73,53 @@ const withServer = <A, E>(
   })
 
 describe("AgentExecutor", () => {
+  it.scopedLive("the agent reads the caller's message in our types: parts, JSON metadata, the tasks it refers to", () =>
+    Effect.gen(function* () {
+      const requests: Array<AgentExecutor.AgentRequest> = []
+      const server = yield* A2AServer.make({
+        card,
+        agent: (request) => {
+          requests.push(request)
+          return Effect.succeed(
+            Option.isNone(request.task) ? AgentExecutor.InputRequired({ question: "which seat?" }) : AgentExecutor.completedText("booked")
+          )
+        }
+      })
+      const client = yield* makeClient(server.url)
+      const first = yield* send(client, "book", {
+        contextId: "trip-42",
+        referenceTaskIds: ["earlier"],
+        metadata: { channel: "web", nested: { attempt: 2 } },
+        parts: [
+          { content: { $case: "text", value: "book" }, metadata: {}, filename: "", mediaType: "text/plain" },
+          { content: { $case: "data", value: { flight: "4821", seats: ["12A"] } }, metadata: {}, filename: "", mediaType: "application/json" },
+          { content: { $case: "url", value: "https://example.com/t.pdf" }, metadata: {}, filename: "t.pdf", mediaType: "application/pdf" },
+          { content: { $case: "raw", value: Buffer.from("window") }, metadata: {}, filename: "note.txt", mediaType: "text/plain" },
+          { content: undefined, metadata: {}, filename: "", mediaType: "" }
+        ]
+      })
+      expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+      yield* send(client, "seat 12A", { taskId: first.id, contextId: "trip-42" })
+      const [opening, followUp] = requests
+      const message = opening!.message
+      expect(message.parts).toEqual([
+        Part.TextPart.make({ text: "book" }),
+        Part.DataPart.make({ data: { flight: "4821", seats: ["12A"] } }),
+        Part.FilePart.make({ url: "https://example.com/t.pdf", mediaType: "application/pdf", filename: "t.pdf" }),
+        Part.FilePart.make({ bytes: new TextEncoder().encode("window"), mediaType: "text/plain", filename: "note.txt" }),
+        // A part without content is read as on the client side: empty data.
+        Part.DataPart.make({ data: null })
+      ])
+      expect(Part.textOf(message.parts)).toBe("book")
+      expect(message.metadata).toEqual({ channel: "web", nested: { attempt: 2 } })
+      expect(message.referenceTaskIds).toEqual(["earlier"])
+      expect(message.messageId).toBe(opening!.sdkMessage.messageId)
+      expect(opening).toMatchObject({ taskId: first.id, contextId: "trip-42" })
+      expect(followUp).toMatchObject({ taskId: first.id, contextId: "trip-42", message: { metadata: {}, referenceTaskIds: [] } })
+      expect(Part.textOf(followUp!.message.parts)).toBe("seat 12A")
+      expect(Option.isSome(followUp!.task)).toBe(true)
+    }))
+
   it.scopedLive("every ending reaches a raw SDK client", () =>
     withServer({}, (server) =>
       Effect.gen(function* () {

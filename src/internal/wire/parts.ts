@@ -79,23 +79,14 @@ export const fromWireParts = (parts: ReadonlyArray<WirePart> | undefined): Array
 /**
  * The caller's message as an agent reads it. Its metadata and data parts
  * were parsed from JSON (or built by the SDK's own client from JSON values),
- * so they are JSON by construction: mapped, not checked again. The SDK's
- * empty-string ids mean "none".
+ * so they are JSON by construction: mapped, not checked again.
  */
-export const fromUserMessage = (message: Message): AgentExecutor.RequestMessage => {
-  const metadata: Part.JsonObject = message.metadata ?? {}
-  const request: {
-    -readonly [K in keyof AgentExecutor.RequestMessage]: AgentExecutor.RequestMessage[K]
-  } = {
-    messageId: message.messageId ?? "",
-    parts: fromWireParts(message.parts),
-    metadata,
-    referenceTaskIds: message.referenceTaskIds ?? []
-  }
-  if (message.taskId) request.taskId = message.taskId
-  if (message.contextId) request.contextId = message.contextId
-  return request
-}
+export const fromUserMessage = (message: Message): AgentExecutor.RequestMessage => ({
+  messageId: message.messageId ?? "",
+  parts: fromWireParts(message.parts),
+  metadata: message.metadata ?? {},
+  referenceTaskIds: message.referenceTaskIds ?? []
+})
 
 export const toWireArtifact = (artifact: Part.Artifact): WireArtifact => ({
   artifactId: artifact.artifactId,

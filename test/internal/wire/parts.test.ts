@@ -1,8 +1,9 @@
-import { TaskState } from "@a2a-js/sdk"
+import { type Message, TaskState } from "@a2a-js/sdk"
 import { type AgentExecutor, DefaultRequestHandler, InMemoryTaskStore, ServerCallContext } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Equal, Hash } from "effect"
 import * as wireParts from "../../../src/internal/wire/parts.js"
+import { userMessage } from "../../fixtures/serverAgents.js"
 import * as Part from "../../../src/Part.js"
 import * as RemoteOutcome from "../../../src/RemoteOutcome.js"
 
@@ -70,5 +71,14 @@ describe("conversion builds the instances make builds", () => {
     expect(Equal.equals(wireParts.build(Part.DataPart, { data }), Part.DataPart.make({ data }))).toBe(true)
     expect(Equal.equals(wireParts.build(Part.DataPart, { data: { n: 1 } }), Part.DataPart.make({ data: { n: 2 } }))).toBe(false)
   })
-})
 
+  it("reads the caller's message: no metadata or references is empty, not absent", () => {
+    const message = { ...userMessage("hi"), metadata: undefined, referenceTaskIds: undefined } as unknown as Message
+    expect(wireParts.fromUserMessage(message)).toEqual({
+      messageId: message.messageId,
+      parts: [Part.TextPart.make({ text: "hi" })],
+      metadata: {},
+      referenceTaskIds: []
+    })
+  })
+})
