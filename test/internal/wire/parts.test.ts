@@ -71,8 +71,10 @@ describe("conversion builds the instances make builds", () => {
     expect(Equal.equals(wireParts.build(Part.DataPart, { data }), Part.DataPart.make({ data }))).toBe(true)
     expect(Equal.equals(wireParts.build(Part.DataPart, { data: { n: 1 } }), Part.DataPart.make({ data: { n: 2 } }))).toBe(false)
   })
+})
 
-  it("reads the caller's message: no metadata or references is empty, not absent", () => {
+describe("the caller's message", () => {
+  it("reads no metadata or references as empty, not absent", () => {
     const message = { ...userMessage("hi"), metadata: undefined, referenceTaskIds: undefined } as unknown as Message
     expect(wireParts.fromUserMessage(message)).toEqual({
       messageId: message.messageId,
