@@ -36,6 +36,7 @@ import type { AddressInfo } from "node:net"
 import { PerformanceObserver } from "node:perf_hooks"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as Part from "../src/Part.js"
 import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
 import { median, report } from "./report.js"
 
@@ -119,8 +120,7 @@ const startOurs = (scope: Scope.Scope) =>
   Effect.runPromise(
     A2AServer.make({
       agent: (request) => {
-        const part = request.message.parts[0]?.content
-        return part?.$case === "text" && part.value === "fail"
+        return Part.textOf(request.message.parts) === "fail"
           ? Effect.fail(new Error("trivial failure"))
           : Effect.succeed(AgentExecutor.completedText("ok"))
       },

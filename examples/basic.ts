@@ -6,14 +6,14 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Data, Effect, Option } from "effect"
-import { A2AServer, AgentExecutor, RemoteAgent, RemoteOutcome } from "effect-a2a"
+import { A2AServer, AgentExecutor, Part, RemoteAgent, RemoteOutcome } from "effect-a2a"
 
 class PoolExhausted extends Data.TaggedError("PoolExhausted")<{ readonly detail: string }> {}
 
 /** Ends the way the request asks, so every channel can be shown. */
 const booking: AgentExecutor.Agent<PoolExhausted> = (request) =>
   Effect.gen(function*() {
-    const text = request.message.parts.flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : [])).join(" ")
+    const text = Part.textOf(request.message.parts)
     yield* AgentExecutor.status(`booking: ${text}`)
     if (text.includes("pay")) {
       return yield* new PoolExhausted({ detail: "connection pool exhausted (db-primary:5432, 20/20 in use)" })

@@ -24,13 +24,13 @@ import { NodeRuntime } from "@effect/platform-node"
 import { ConsoleMetricExporter, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
 import { BatchSpanProcessor, ConsoleSpanExporter } from "@opentelemetry/sdk-trace-base"
 import { Data, Effect, Option } from "effect"
-import { A2AServer, AgentExecutor, Observability, RemoteAgent } from "effect-a2a"
+import { A2AServer, AgentExecutor, Observability, Part, RemoteAgent } from "effect-a2a"
 
 class PoolExhausted extends Data.TaggedError("PoolExhausted")<{ readonly message: string }> {}
 
 const booking: AgentExecutor.Agent<PoolExhausted> = (request) =>
   Effect.gen(function*() {
-    const text = request.message.parts.flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : [])).join(" ")
+    const text = Part.textOf(request.message.parts)
     yield* Effect.logInfo(`booking: ${text}`)
     if (text.includes("pay")) {
       // The agent's own span: a child of the run's `A2AServer.execute`.

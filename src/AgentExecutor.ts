@@ -23,17 +23,42 @@ import * as wireParts from "./internal/wire/parts.js"
 import * as Part from "./Part.js"
 
 /**
- * What an agent receives: the user's message, the task and context ids, the
- * task as stored before this turn (on a follow-up), and the HTTP request
- * headers.
+ * The caller's message, in our types: its parts as {@link Part.Part} (a
+ * part with no content is read as a `DataPart` of `null`, as the client
+ * reads one), its metadata (`{}` when it sent none) and the tasks it refers
+ * to. Its task and context ids are those of the request
+ * (`AgentRequest.taskId`, `contextId`), which the SDK resolved.
  *
  * @example
  * ```ts
- * import { AgentExecutor } from "effect-a2a"
+ * import { AgentExecutor, Part } from "effect-a2a"
+ *
+ * const flightOf = (message: AgentExecutor.RequestMessage) =>
+ *   message.parts.flatMap((part) => part._tag === "Data" ? [part.data] : []).at(0) ?? Part.textOf(message.parts)
+ * ```
+ * @category models
+ * @since 0.2.0
+ */
+export interface RequestMessage {
+  readonly messageId: string
+  readonly parts: ReadonlyArray<Part.Part>
+  readonly metadata: Part.JsonObject
+  readonly referenceTaskIds: ReadonlyArray<string>
+}
+
+/**
+ * What an agent receives: the user's message, the task and context ids, the
+ * task as stored before this turn (on a follow-up, in the `@a2a-js/sdk`
+ * shape), and the HTTP request headers. `sdkMessage` is the message as the
+ * SDK decoded it, for what ours leaves out (part metadata, extensions).
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor, Part } from "effect-a2a"
  * import { Effect, Option } from "effect"
  *
  * const echo: AgentExecutor.Agent = (request: AgentExecutor.AgentRequest) => {
- *   const text = request.message.parts.map((part) => part.content?.$case === "text" ? part.content.value : "").join("")
+ *   const text = Part.textOf(request.message.parts)
  *   return Effect.succeed(AgentExecutor.completedText(Option.isSome(request.task) ? `(follow-up) ${text}` : text))
  * }
  * ```
@@ -41,11 +66,13 @@ import * as Part from "./Part.js"
  * @since 0.1.0
  */
 export interface AgentRequest {
-  readonly message: Message
+  readonly message: RequestMessage
   readonly taskId: string
   readonly contextId: string
   readonly task: Option.Option<Task>
   readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+  /** @since 0.2.0 */
+  readonly sdkMessage: Message
 }
 
 /**
@@ -93,8 +120,8 @@ export const status = (text: string): Effect.Effect<void, never, AgentProgress> 
 
 /**
  * Publishes a WORKING status with a data part, for callers that read
- * progress as data. A value that is not JSON data ends the run FAILED
- * ({@link InvalidOutput}).
+ * progress as data. `value` is typed {@link Part.Json}; one typed `any` that
+ * is not JSON data ends the run FAILED ({@link InvalidOutput}).
  *
  * @example
  * ```ts
@@ -110,7 +137,7 @@ export const status = (text: string): Effect.Effect<void, never, AgentProgress> 
  * @category accessors
  * @since 0.1.0
  */
-export const data = (value: unknown): Effect.Effect<void, never, AgentProgress> =>
+export const data = (value: Part.Json): Effect.Effect<void, never, AgentProgress> =>
   Effect.flatMap(AgentProgress, (progress) => progress.data(value))
 
 /**

@@ -4,7 +4,110 @@
  *
  * @since 0.1.0
  */
+import type { FastCheck } from "effect"
 import { Schema } from "effect"
+import * as json from "./internal/wire/json.js"
+
+/**
+ * A JSON value: what a data part, `AgentExecutor.data` and message metadata
+ * can carry across the wire. A `Date`, a `bigint`, a `Map`, a function or a
+ * class instance does not compile; encode it to plain data first (with
+ * `Schema.encodeSync`, say). An object field that is `undefined` counts as
+ * absent, as in `JSON.stringify`.
+ *
+ * An interface-typed object does not compile either: TypeScript gives
+ * interfaces no implicit index signature, so declare such shapes with
+ * `type` (as object literals and `Schema` types already are).
+ *
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ *
+ * type Booking = { readonly flight: string; readonly seats: ReadonlyArray<string>; readonly note?: string }
+ * const booking: Booking = { flight: "4821", seats: ["12A"] }
+ * const data: Part.Json = booking
+ * ```
+ * @category models
+ * @since 0.2.0
+ */
+export type Json =
+  | null
+  | boolean
+  | number
+  | string
+  | ReadonlyArray<Json>
+  | JsonObject
+
+/**
+ * A JSON object, the shape of message metadata.
+ *
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ *
+ * const metadata: Part.JsonObject = { channel: "web", attempt: 2 }
+ * ```
+ * @category models
+ * @since 0.2.0
+ */
+export type JsonObject = { readonly [key: string]: Json | undefined }
+
+const isJson = (value: unknown): value is Json => json.notJson(value, "") === undefined
+
+const isJsonObject = (value: unknown): value is JsonObject =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && isJson(value)
+
+const notJsonMessage = (expected: string) => (issue: { readonly actual: unknown }): string => {
+  const problem = json.notJson(issue.actual, "value")
+  return problem === undefined ? `Expected ${expected}` : `Expected ${expected}, found ${problem.found} at ${problem.path}`
+}
+
+/**
+ * The schema of a {@link Json} value: decoding checks the whole value in one
+ * walk (cycles and non-finite numbers included) and names the first place it
+ * is not JSON.
+ *
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ * import type { FastCheck } from "effect"
+import { Schema } from "effect"
+ *
+ * Schema.decodeUnknownSync(Part.Json)(JSON.parse('{"flight":"4821"}'))
+ * Schema.is(Part.Json)({ at: new Date() }) // false
+ * ```
+ * @category schemas
+ * @since 0.2.0
+ */
+export const Json: Schema.Schema<Json> = Schema.declare(isJson, {
+  identifier: "Json",
+  description: "a JSON value",
+  jsonSchema: {},
+  arbitrary: () => (fc) => fc.jsonValue() as FastCheck.Arbitrary<Json>,
+  message: notJsonMessage("a JSON value")
+})
+
+/**
+ * The schema of a {@link JsonObject}.
+ *
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ * import type { FastCheck } from "effect"
+import { Schema } from "effect"
+ *
+ * Schema.decodeUnknownSync(Part.JsonObject)({ channel: "web" })
+ * ```
+ * @category schemas
+ * @since 0.2.0
+ */
+export const JsonObject: Schema.Schema<JsonObject> = Schema.declare(isJsonObject, {
+  identifier: "JsonObject",
+  description: "a JSON object",
+  jsonSchema: { type: "object" },
+  arbitrary: () => (fc) => fc.dictionary(fc.string(), fc.jsonValue()) as FastCheck.Arbitrary<JsonObject>,
+  message: notJsonMessage("a JSON object")
+})
 
 /**
  * Plain text, the content most agents read and write.
@@ -24,7 +127,9 @@ export class TextPart extends Schema.TaggedClass<TextPart>("effect-a2a/TextPart"
 }) {}
 
 /**
- * Structured data (any JSON value).
+ * Structured data: any JSON value ({@link Json}). Its type is the check when
+ * it is made (a value typed `any` is checked where it leaves, as all output
+ * is, and `Schema.decodeUnknown(Part.Part)` checks it when decoding).
  *
  * @example
  * ```ts
@@ -39,8 +144,15 @@ export class TextPart extends Schema.TaggedClass<TextPart>("effect-a2a/TextPart"
  * @since 0.1.0
  */
 export class DataPart extends Schema.TaggedClass<DataPart>("effect-a2a/DataPart")("Data", {
-  data: Schema.Unknown
-}) {}
+  data: Json
+}) {
+  // Made without the field check by default: the type already holds, and a
+  // value typed `any` is refused where it leaves, with the path and a typed
+  // error (`InvalidOutput`, an `InvalidRequest`), instead of a throw here.
+  constructor(props: { readonly data: Json }, options: Schema.MakeOptions = true) {
+    super(props, options)
+  }
+}
 
 /**
  * A file, by reference (`url`) or inline (`bytes`).

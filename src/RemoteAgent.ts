@@ -45,7 +45,7 @@ export type Input =
     readonly parts: ReadonlyArray<Part.Part>
     readonly contextId?: string | undefined
     readonly taskId?: string | undefined
-    readonly metadata?: Readonly<Record<string, unknown>> | undefined
+    readonly metadata?: Part.JsonObject | undefined
   }
 
 /**

@@ -13,6 +13,7 @@ import * as RetryPolicy from "../src/RetryPolicy.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as Part from "../src/Part.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import { fingerprintOf } from "../src/internal/server/idempotencyEntry.js"
@@ -60,8 +61,7 @@ const rawSend = (url: string, message: Message, method = "SendMessage") =>
 const countingAgent = (runs: Map<string, number>, options: { fail?: boolean; gate?: Deferred.Deferred<void> } = {}) =>
   ((request) =>
     Effect.gen(function*() {
-      const part = request.message.parts[0]?.content
-      const text = part?.$case === "text" ? part.value : ""
+      const text = Part.textOf(request.message.parts)
       runs.set(text, (runs.get(text) ?? 0) + 1)
       if (options.gate !== undefined) yield* Deferred.await(options.gate)
       if (options.fail === true) return yield* Effect.fail(new Error("boom"))
@@ -261,8 +261,7 @@ describe("A2AServer request-level idempotency", () => {
       const gate = yield* Deferred.make<void>()
       const agent: AgentExecutor.Agent = (request) =>
         Effect.gen(function*() {
-          const part = request.message.parts[0]?.content
-          const text = part?.$case === "text" ? part.value : ""
+          const text = Part.textOf(request.message.parts)
           runs.set(text, (runs.get(text) ?? 0) + 1)
           if (text === "hold") yield* Deferred.await(gate)
           return AgentExecutor.InputRequired({ question: `after ${text}` })

@@ -10,6 +10,7 @@ import { Effect, Exit, Redacted, Scope } from "effect"
 import { inject } from "vitest"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as Part from "../src/Part.js"
 import { startPostgres, type RunningPostgres } from "./fixtures/postgres.js"
 import { SendMessageRequest } from "@a2a-js/sdk"
 import { captureLogs, eventually, makeClient, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
@@ -17,8 +18,7 @@ import { captureLogs, eventually, makeClient, rpc, send, textOf, userMessage } f
 const card = { name: "server-pg-test", description: "A2AServer on PostgreSQL" }
 
 const echo: AgentExecutor.Agent = (request) => {
-  const part = request.message.parts[0]?.content
-  return Effect.succeed(AgentExecutor.completedText(`echo ${part?.$case === "text" ? part.value : ""}`))
+  return Effect.succeed(AgentExecutor.completedText(`echo ${Part.textOf(request.message.parts)}`))
 }
 
 let own: RunningPostgres | undefined

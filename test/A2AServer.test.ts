@@ -29,8 +29,7 @@ const card = { name: "server-test", description: "A2AServer tests" }
 
 const echo: AgentExecutor.Agent = (request) =>
   Effect.gen(function* () {
-    const part = request.message.parts[0]?.content
-    const text = part?.$case === "text" ? part.value : ""
+    const text = Part.textOf(request.message.parts)
     yield* AgentExecutor.status("thinking")
     return AgentExecutor.completedText(`echo ${text}`)
   })
@@ -56,8 +55,7 @@ describe("A2AServer", () => {
       } as InMemoryTaskStore
       const agent: AgentExecutor.Agent = (request) =>
         Effect.sync(() => {
-          const part = request.message.parts[0]?.content
-          const text = part?.$case === "text" ? part.value : ""
+          const text = Part.textOf(request.message.parts)
           return text === "ask" ? AgentExecutor.InputRequired({ question: "which seat?" }) : AgentExecutor.completedText(`done ${text}`)
         })
       const server = yield* A2AServer.make({ agent, card, taskStore: store })
@@ -177,8 +175,7 @@ describe("A2AServer", () => {
       const ran: Array<string> = []
       const agent: AgentExecutor.Agent<Error> = (request) =>
         Effect.gen(function* () {
-          const part = request.message.parts[0]?.content
-          const [command = "", ms = "0"] = (part?.$case === "text" ? part.value : "").split(" ")
+          const [command = "", ms = "0"] = (Part.textOf(request.message.parts)).split(" ")
           ran.push(command)
           if (command === "ask") return AgentExecutor.InputRequired({ question: "which seat?" })
           yield* Effect.sleep(`${Number(ms)} millis`)
@@ -553,8 +550,7 @@ describe("A2AServer", () => {
       const startedQuick = yield* Deferred.make<void>()
       const releaseQuick = yield* Deferred.make<void>()
       const agent: AgentExecutor.Agent = (request) => {
-        const part = request.message.parts[0]?.content
-        const text = part?.$case === "text" ? part.value : ""
+        const text = Part.textOf(request.message.parts)
         return text === "slow"
           ? Effect.zipRight(Deferred.succeed(startedSlow, void 0), Effect.never)
           : Effect.zipRight(

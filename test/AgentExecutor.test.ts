@@ -19,7 +19,7 @@ import * as Part from "../src/Part.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import * as http from "node:http"
 import { cardFor } from "./fixtures/peers.js"
-import { captureLogs, eventually, makeClient, post, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { captureLogs, eventually, makeClient, post, rpc, send, textOf, untyped, userMessage } from "./fixtures/serverAgents.js"
 
 class PaymentError extends Data.TaggedError("PaymentError")<{ readonly message: string }> {}
 
@@ -33,8 +33,7 @@ const card = { name: "test-agent", description: "endings" }
 /** Dispatches on the message text; "slow" waits until interrupted. */
 const agent = (started?: Deferred.Deferred<void>): AgentExecutor.Agent<PaymentError | PoolExhausted> => (request) =>
   Effect.gen(function* () {
-    const part = request.message.parts[0]?.content
-    const text = part?.$case === "text" ? part.value : ""
+    const text = Part.textOf(request.message.parts)
     switch (text) {
       case "complete":
         yield* AgentExecutor.status("working on it")
@@ -74,6 +73,53 @@ const withServer = <A, E>(
   })
 
 describe("AgentExecutor", () => {
+  it.scopedLive("the agent reads the caller's message in our types: parts, JSON metadata, the tasks it refers to", () =>
+    Effect.gen(function* () {
+      const requests: Array<AgentExecutor.AgentRequest> = []
+      const server = yield* A2AServer.make({
+        card,
+        agent: (request) => {
+          requests.push(request)
+          return Effect.succeed(
+            Option.isNone(request.task) ? AgentExecutor.InputRequired({ question: "which seat?" }) : AgentExecutor.completedText("booked")
+          )
+        }
+      })
+      const client = yield* makeClient(server.url)
+      const first = yield* send(client, "book", {
+        contextId: "trip-42",
+        referenceTaskIds: ["earlier"],
+        metadata: { channel: "web", nested: { attempt: 2 } },
+        parts: [
+          { content: { $case: "text", value: "book" }, metadata: {}, filename: "", mediaType: "text/plain" },
+          { content: { $case: "data", value: { flight: "4821", seats: ["12A"] } }, metadata: {}, filename: "", mediaType: "application/json" },
+          { content: { $case: "url", value: "https://example.com/t.pdf" }, metadata: {}, filename: "t.pdf", mediaType: "application/pdf" },
+          { content: { $case: "raw", value: Buffer.from("window") }, metadata: {}, filename: "note.txt", mediaType: "text/plain" },
+          { content: undefined, metadata: {}, filename: "", mediaType: "" }
+        ]
+      })
+      expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+      yield* send(client, "seat 12A", { taskId: first.id, contextId: "trip-42" })
+      const [opening, followUp] = requests
+      const message = opening!.message
+      expect(message.parts).toEqual([
+        Part.TextPart.make({ text: "book" }),
+        Part.DataPart.make({ data: { flight: "4821", seats: ["12A"] } }),
+        Part.FilePart.make({ url: "https://example.com/t.pdf", mediaType: "application/pdf", filename: "t.pdf" }),
+        Part.FilePart.make({ bytes: new TextEncoder().encode("window"), mediaType: "text/plain", filename: "note.txt" }),
+        // A part without content is read as on the client side: empty data.
+        Part.DataPart.make({ data: null })
+      ])
+      expect(Part.textOf(message.parts)).toBe("book")
+      expect(message.metadata).toEqual({ channel: "web", nested: { attempt: 2 } })
+      expect(message.referenceTaskIds).toEqual(["earlier"])
+      expect(message.messageId).toBe(opening!.sdkMessage.messageId)
+      expect(opening).toMatchObject({ taskId: first.id, contextId: "trip-42" })
+      expect(followUp).toMatchObject({ taskId: first.id, contextId: "trip-42", message: { metadata: {}, referenceTaskIds: [] } })
+      expect(Part.textOf(followUp!.message.parts)).toBe("seat 12A")
+      expect(Option.isSome(followUp!.task)).toBe(true)
+    }))
+
   it.scopedLive("every ending reaches a raw SDK client", () =>
     withServer({}, (server) =>
       Effect.gen(function* () {
@@ -207,26 +253,26 @@ describe("AgentExecutor", () => {
     cyclic["self"] = cyclic
     const outputs: Record<string, readonly [Effect.Effect<AgentExecutor.AgentResult, never, AgentExecutor.AgentProgress>, string, string]> = {
       bigint: [
-        Effect.succeed(AgentExecutor.Completed({ parts: [Part.DataPart.make({ data: { total: 10n } })], artifacts: [] })),
+        Effect.succeed(AgentExecutor.Completed({ parts: [Part.DataPart.make({ data: untyped({ total: 10n }) })], artifacts: [] })),
         "result.parts[0].data.total",
         "a bigint"
       ],
       cycle: [
         Effect.succeed(AgentExecutor.completedText("ok", [
-          Part.Artifact.make({ artifactId: "a", name: "", description: "", parts: [Part.DataPart.make({ data: [cyclic] })] })
+          Part.Artifact.make({ artifactId: "a", name: "", description: "", parts: [Part.DataPart.make({ data: untyped([cyclic]) })] })
         ])),
         "result.artifacts[0].parts[0].data[0].self",
         "a reference to an enclosing value (a cycle)"
       ],
       // A function is what a task store's structuredClone cannot copy: the task stayed WORKING.
       progress: [
-        Effect.as(AgentExecutor.data({ format: () => "x" }), AgentExecutor.completedText("ok")),
+        Effect.as(AgentExecutor.data(untyped({ format: () => "x" })), AgentExecutor.completedText("ok")),
         "progress.data.format",
         "a function"
       ],
       map: [
         Effect.as(
-          AgentExecutor.artifact(Part.Artifact.make({ artifactId: "a", name: "", description: "", parts: [Part.DataPart.make({ data: new Map() })] })),
+          AgentExecutor.artifact(Part.Artifact.make({ artifactId: "a", name: "", description: "", parts: [Part.DataPart.make({ data: untyped(new Map()) })] })),
           AgentExecutor.completedText("ok")
         ),
         "progress.artifact.parts[0].data",
@@ -234,15 +280,14 @@ describe("AgentExecutor", () => {
       ],
       // Looks like a plain object (a reactive one, say), but the store's structuredClone refused it: WORKING again.
       proxy: [
-        Effect.succeed(AgentExecutor.Completed({ parts: [Part.DataPart.make({ data: { seats: new Proxy({ free: 2 }, {}) } })], artifacts: [] })),
+        Effect.succeed(AgentExecutor.Completed({ parts: [Part.DataPart.make({ data: untyped({ seats: new Proxy({ free: 2 }, {}) }) })], artifacts: [] })),
         "result.parts[0].data.seats",
         "a Proxy"
       ]
     }
     return Effect.gen(function* () {
       const byText: AgentExecutor.Agent = (request) => {
-        const part = request.message.parts[0]?.content
-        return outputs[part?.$case === "text" ? part.value : ""]![0]
+        return outputs[Part.textOf(request.message.parts)]![0]
       }
       const server = yield* A2AServer.make({ agent: byText, card })
       const client = yield* makeClient(server.url)
@@ -634,8 +679,7 @@ describe("AgentExecutor", () => {
   // Secrets live on the server side only, looked up by a token the request carries.
   const leakAgent = (secrets: Map<string, { kind: Kind; secret: string }>): AgentExecutor.Agent<unknown> => (request) =>
     Effect.gen(function* () {
-      const part = request.message.parts[0]?.content
-      const entry = secrets.get(part?.$case === "text" ? part.value : "")
+      const entry = secrets.get(Part.textOf(request.message.parts))
       if (entry === undefined) return AgentExecutor.completedText("no secret")
       switch (entry.kind) {
         case "message":

@@ -8,6 +8,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as Part from "../src/Part.js"
 import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
 import * as Observability from "../src/Observability.js"
 import * as Orchestrator from "../src/Orchestrator.js"
@@ -22,7 +23,7 @@ class PaymentDeclined extends Data.TaggedError("PaymentDeclined")<{ readonly mes
 const secret = "acquirer said: card 4111-1111 declined, limit 300 EUR"
 
 const textOf = (request: AgentExecutor.AgentRequest): string =>
-  request.message.parts.flatMap((part) => (part.content?.$case === "text" ? [part.content.value] : [])).join(" ")
+  Part.textOf(request.message.parts)
 
 /**
  * The first word decides: `fail` fails inside the agent's own span

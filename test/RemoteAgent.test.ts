@@ -6,7 +6,7 @@ import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
 import { cardFor, json, listen, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
-import { captureLogs } from "./fixtures/serverAgents.js"
+import { captureLogs, untyped } from "./fixtures/serverAgents.js"
 
 let agents = 0
 /** A fresh agent name per test keeps the global metric counters apart. */
@@ -155,9 +155,9 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       const before = peer.requests()
       const unsendable = "cannot be sent (it holds a control character other than tab, or a character beyond Latin-1)"
       const inputs: ReadonlyArray<readonly [RemoteAgent.Input, RemoteAgent.CallOptions | undefined, string]> = [
-        [{ parts: [Part.DataPart.make({ data: { total: 10n } })] }, undefined, "the message is not JSON data at parts[0].data.total: a bigint"],
-        [{ parts: [Part.TextPart.make({ text: "hi" })], metadata: { callback: () => 1 } }, undefined, "the message is not JSON data at metadata.callback: a function"],
-        [{ parts: [Part.DataPart.make({ data: new Map([[1, 2]]) })], contextId: "ctx-1" }, undefined, "the message is not JSON data at parts[0].data: a Map"],
+        [{ parts: [Part.DataPart.make({ data: untyped({ total: 10n }) })] }, undefined, "the message is not JSON data at parts[0].data.total: a bigint"],
+        [{ parts: [Part.TextPart.make({ text: "hi" })], metadata: { callback: untyped(() => 1) } }, undefined, "the message is not JSON data at metadata.callback: a function"],
+        [{ parts: [Part.DataPart.make({ data: untyped(new Map([[1, 2]])) })], contextId: "ctx-1" }, undefined, "the message is not JSON data at parts[0].data: a Map"],
         ["hi", { idempotencyKey: "ключ" }, `the idempotency key ${unsendable.replace("cannot be sent", "cannot be sent as a header")}`],
         ["hi", { idempotencyKey: " k1" }, "the idempotency key starts or ends with a space or a tab"],
         ["hi", { headers: { "x-user": "a\r\nb" } }, `the value of the call's header x-user ${unsendable}`],

@@ -1,10 +1,14 @@
 /**
- * Compile-time proof that handlers must be exhaustive: each
- * `@ts-expect-error` below fails the type-check (`npm test` runs `tsc`) if the
- * omission it marks ever compiles.
+ * Compile-time proof that handlers must be exhaustive, and that only JSON
+ * goes into data and metadata: each `@ts-expect-error` below fails the
+ * type-check (`npm test` runs `tsc`) if the omission or value it marks ever
+ * compiles.
  */
-import { Match } from "effect"
+import { Effect, Match, Schema } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
+import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as Part from "../src/Part.js"
+import type * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 
 const outcomeCases = {
@@ -86,3 +90,63 @@ export const deliveryWithMatchModule = Match.type<A2AClientError.Delivery>().pip
   // @ts-expect-error Refused is left, so the match is not exhaustive
   Match.exhaustive
 )
+
+// Only JSON in a data part, AgentExecutor.data and metadata.
+export const jsonData = [
+  Part.DataPart.make({ data: { flight: "4821", seats: ["12A", null], paid: true, total: 10.5 } }),
+  Part.DataPart.make({ data: [1, "two", { three: [] }] }),
+  Part.DataPart.make({ data: null })
+]
+// @ts-expect-error a Date is not JSON (it would be sent as a string, and read back as one)
+export const dateData = Part.DataPart.make({ data: { at: new Date() } })
+// @ts-expect-error a bigint is not JSON (JSON.stringify throws on it)
+export const bigintData = Part.DataPart.make({ data: { total: 10n } })
+// @ts-expect-error a Map is not JSON (it would be sent as {})
+export const mapData = Part.DataPart.make({ data: new Map([["a", 1]]) })
+class Seat {
+  constructor(readonly row: number) {}
+}
+// @ts-expect-error a class instance is not JSON: encode it first
+export const classData = Part.DataPart.make({ data: new Seat(12) })
+// @ts-expect-error a function is not JSON
+export const progressFunction = AgentExecutor.data({ format: () => "x" })
+export const progressData = AgentExecutor.data({ step: 1, of: 3 })
+// @ts-expect-error an array of undefined is not JSON (it would be sent as nulls)
+export const undefinedItems = AgentExecutor.data([undefined])
+
+export const metadataInput: RemoteAgent.Input = { parts: [], metadata: { channel: "web", attempt: 2, tags: ["a"] } }
+// @ts-expect-error metadata is JSON too
+export const dateMetadata: RemoteAgent.Input = { parts: [], metadata: { at: new Date() } }
+
+// What compiles: object literals, `type` aliases (optional fields included, an absent one is left out),
+// and what Schema encodes to.
+type Booking = { readonly flight: string; readonly note?: string; readonly seats: ReadonlyArray<string> }
+declare const booking: Booking
+export const aliasData = Part.DataPart.make({ data: booking })
+const Flight = Schema.Struct({ number: Schema.String, departs: Schema.Date, note: Schema.optional(Schema.String) })
+declare const flight: typeof Flight.Type
+export const encodedData = Part.DataPart.make({ data: Schema.encodeSync(Flight)(flight) })
+// @ts-expect-error the decoded type holds a Date: encode it first
+export const decodedData = Part.DataPart.make({ data: flight })
+class FlightClass extends Schema.Class<FlightClass>("FlightClass")({ number: Schema.String, departs: Schema.Date }) {}
+declare const flightClass: FlightClass
+export const encodedClass = AgentExecutor.data(Schema.encodeSync(FlightClass)(flightClass))
+
+// An interface has no implicit index signature, so TypeScript refuses it where an object of JSON is
+// expected, even when every field is JSON: declare such shapes with `type`, or spread them into a literal
+// whose fields are named.
+interface BookingInterface {
+  readonly flight: string
+}
+declare const bookingInterface: BookingInterface
+// @ts-expect-error an interface-typed value is not assignable to the index signature of Part.JsonObject
+export const interfaceData = Part.DataPart.make({ data: bookingInterface })
+export const interfaceFields = Part.DataPart.make({ data: { flight: bookingInterface.flight } })
+
+// A value typed any compiles: the runtime check refuses it when it is not JSON.
+declare const parsed: any
+export const anyData = Part.DataPart.make({ data: parsed })
+
+// The agent reads our parts.
+export const echo: AgentExecutor.Agent = (request) =>
+  Effect.succeed(AgentExecutor.completedText(`${Part.textOf(request.message.parts)} ${request.message.metadata["channel"] ?? ""}`))

@@ -37,10 +37,7 @@ export const maxSleep = Duration.minutes(10)
  *
  * @internal
  */
-export const requestText = (request: AgentExecutor.AgentRequest): string =>
-  (request.message.parts ?? [])
-    .flatMap((part) => (part.content?.$case === "text" ? [part.content.value] : []))
-    .join("\n")
+export const requestText = (request: AgentExecutor.AgentRequest): string => Part.textOf(request.message.parts)
 
 /**
  * The first word of the text, and the rest.

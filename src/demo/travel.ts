@@ -23,6 +23,7 @@ import * as Idempotency from "../Idempotency.js"
 import * as IdempotencyLedger from "../IdempotencyLedger.js"
 import * as Observability from "../Observability.js"
 import * as Orchestrator from "../Orchestrator.js"
+import * as Part from "../Part.js"
 import * as RemoteAgent from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
 import * as ScriptedLanguageModel from "../ScriptedLanguageModel.js"
@@ -44,7 +45,7 @@ interface Ledgerbook {
 }
 
 const requestText = (request: AgentExecutor.AgentRequest) =>
-  request.message.parts.flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : [])).join(" ")
+  Part.textOf(request.message.parts)
 
 const parse = (text: string) => {
   const match = /flight (\S+) for (\S+)/.exec(text)

@@ -35,6 +35,7 @@ import { withoutStackTrace } from "../errors.js"
 import * as internalMetrics from "../observability/metrics.js"
 import * as internalTracing from "../observability/tracing.js"
 import * as ErrorId from "../wire/errorId.js"
+import { fromUserMessage } from "../wire/parts.js"
 import * as taskState from "../wire/taskState.js"
 import * as internalFailure from "./failure.js"
 import { admissionRefused, type Finals, makeFinals, ofResult, outputProblem } from "./finalStatus.js"
@@ -170,7 +171,8 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
   })
 
 const makeRequest = (context: RequestContext): AgentRequest => ({
-  message: context.userMessage,
+  message: fromUserMessage(context.userMessage),
+  sdkMessage: context.userMessage,
   taskId: context.taskId,
   contextId: context.contextId,
   task: Option.fromNullable(context.task),

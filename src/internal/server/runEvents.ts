@@ -72,7 +72,7 @@ export class AgentProgress extends Context.Tag("effect-a2a/AgentExecutor/AgentPr
     /** A WORKING status update with a text message. */
     readonly status: (text: string) => Effect.Effect<void>
     /** A WORKING status update with a data part. */
-    readonly data: (data: unknown) => Effect.Effect<void>
+    readonly data: (data: Part.Json) => Effect.Effect<void>
     /** An artifact update. */
     readonly artifact: (artifact: Part.Artifact) => Effect.Effect<void>
   }
@@ -94,7 +94,7 @@ export const makeProgress = (taskId: string, contextId: string, events: RunEvent
             contextId,
             TaskState.TASK_STATE_WORKING,
             wireParts.agentMessage(taskId, contextId, [
-              wireParts.toWirePart(Part.DataPart.make({ data: value }))
+              wireParts.toWirePart(wireParts.build(Part.DataPart, { data: value }))
             ])
           )))
         )

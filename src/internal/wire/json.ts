@@ -4,7 +4,9 @@
  * longer be reported well: `JSON.stringify` throws on a bigint or a cycle
  * after the task is stored, a task store's `structuredClone` throws on a
  * function and leaves the task WORKING, and a `Map` or a `Date` silently
- * becomes something else.
+ * becomes something else. The type `Part.Json` refuses such values at
+ * compile time; this check is for those typed `any` (and is the check of the
+ * `Part.Json` schema).
  *
  * @internal
  */

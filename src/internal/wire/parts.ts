@@ -7,6 +7,7 @@
  */
 import type { Artifact as WireArtifact, Message, Part as WirePart } from "@a2a-js/sdk"
 import { Role } from "@a2a-js/sdk"
+import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as Part from "../../Part.js"
 
 /**
@@ -74,6 +75,18 @@ export const fromWirePart = (part: WirePart): Part.Part => {
 /** The parts of a peer's message or artifact; none when it sent no list. */
 export const fromWireParts = (parts: ReadonlyArray<WirePart> | undefined): Array<Part.Part> =>
   Array.isArray(parts) ? parts.map(fromWirePart) : []
+
+/**
+ * The caller's message as an agent reads it. Its metadata and data parts
+ * were parsed from JSON (or built by the SDK's own client from JSON values),
+ * so they are JSON by construction: mapped, not checked again.
+ */
+export const fromUserMessage = (message: Message): AgentExecutor.RequestMessage => ({
+  messageId: message.messageId ?? "",
+  parts: fromWireParts(message.parts),
+  metadata: message.metadata ?? {},
+  referenceTaskIds: message.referenceTaskIds ?? []
+})
 
 export const toWireArtifact = (artifact: Part.Artifact): WireArtifact => ({
   artifactId: artifact.artifactId,

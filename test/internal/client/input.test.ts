@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Part from "../../../src/Part.js"
 import * as input from "../../../src/internal/client/input.js"
 import * as IdempotencyKey from "../../../src/internal/wire/idempotencyKey.js"
+import { untyped } from "../../fixtures/serverAgents.js"
 
 describe("what a call sends", () => {
   it("carries the idempotency key in the message metadata, beside the caller's, without changing the caller's", () => {
@@ -23,7 +24,7 @@ describe("what a call sends", () => {
     const fine = input.unsendable({ "x-tenant": "acme" })
     expect(fine(undefined)).toBeUndefined()
     expect(fine({ headers: { "bad header": "x" } })).toBe(`the call's header name "bad header" is not an HTTP token`)
-    const notJson = { parts: [Part.DataPart.make({ data: { total: 10n } })] }
+    const notJson = { parts: [Part.DataPart.make({ data: untyped({ total: 10n }) })] }
     expect(fine(undefined, notJson)).toBe("the message is not JSON data at parts[0].data.total: a bigint")
     expect(fine({ idempotencyKey: "k " }, notJson)).toBe("the idempotency key starts or ends with a space or a tab")
   })

@@ -1,8 +1,9 @@
-import { TaskState } from "@a2a-js/sdk"
+import { type Message, TaskState } from "@a2a-js/sdk"
 import { type AgentExecutor, DefaultRequestHandler, InMemoryTaskStore, ServerCallContext } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Equal, Hash } from "effect"
 import * as wireParts from "../../../src/internal/wire/parts.js"
+import { userMessage } from "../../fixtures/serverAgents.js"
 import * as Part from "../../../src/Part.js"
 import * as RemoteOutcome from "../../../src/RemoteOutcome.js"
 
@@ -72,3 +73,14 @@ describe("conversion builds the instances make builds", () => {
   })
 })
 
+describe("the caller's message", () => {
+  it("reads no metadata or references as empty, not absent", () => {
+    const message = { ...userMessage("hi"), metadata: undefined, referenceTaskIds: undefined } as unknown as Message
+    expect(wireParts.fromUserMessage(message)).toEqual({
+      messageId: message.messageId,
+      parts: [Part.TextPart.make({ text: "hi" })],
+      metadata: {},
+      referenceTaskIds: []
+    })
+  })
+})
