@@ -1,7 +1,8 @@
 /**
  * Every exported declaration of a public module has a JSDoc comment with an
  * example and a `@category` (the docs' grouping), and every example compiles against the library as a user imports
- * it (`effect-a2a`), under the project's strict compiler options.
+ * it (`effect-a2a`), under the project's strict compiler options; so does every `ts` block of the README, but one
+ * that says above it why it is not compiled (`<!-- not compiled: … -->`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
@@ -36,6 +37,22 @@ const examplesOf = (module: string, text: string): Array<Example> => {
   return examples
 }
 
+// The README's ```ts blocks, each with the line it starts on; a block right below a `<!-- not compiled: why -->`
+// line (one that needs a package this project does not install) is left out.
+const readmeExamples = (text: string): Array<Example> => {
+  const examples: Array<Example> = []
+  const lines = text.split("\n")
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i] !== "```ts") continue
+    const end = lines.indexOf("```", i + 1)
+    if (!/^<!-- not compiled: .+ -->$/.test(lines[i - 1] ?? "")) {
+      examples.push({ module: "README.md", line: i + 2, code: lines.slice(i + 1, end).join("\n") })
+    }
+    i = end
+  }
+  return examples
+}
+
 // Exported names whose declarations' JSDoc all lack `tag`: a
 // Schema and the type of the same name, or the signatures of an overloaded
 // function, are one thing, documented once.
@@ -59,6 +76,8 @@ const undocumented = (module: string, text: string, tag: string): Array<string> 
   return [...names].filter(([, { documented }]) => !documented).map(([name, { line }]) => `${module}:${line} ${name}`)
 }
 
+const placeOf = (example: Example) => example.module === "README.md" ? example.module : `src/${example.module}`
+
 describe("docs", () => {
   const sources = modules.map((module) => [module, fs.readFileSync(path.join(root, "src", module), "utf8")] as const)
 
@@ -70,8 +89,10 @@ describe("docs", () => {
     expect(sources.flatMap(([module, text]) => undocumented(module, text, "@category "))).toEqual([])
   })
 
-  it("every JSDoc example compiles", () => {
-    const examples = sources.flatMap(([module, text]) => examplesOf(module, text))
+  it("every JSDoc example and README example compiles", () => {
+    const readme = readmeExamples(fs.readFileSync(path.join(root, "README.md"), "utf8"))
+    expect(readme.length).toBeGreaterThanOrEqual(2)
+    const examples = [...sources.flatMap(([module, text]) => examplesOf(module, text)), ...readme]
     expect(examples.length).toBeGreaterThan(200)
     const config = ts.getParsedCommandLineOfConfigFile(path.join(root, "tsconfig.json"), undefined, {
       ...ts.sys,
@@ -96,8 +117,8 @@ describe("docs", () => {
           ? diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start).line
           : 0
         const where = diagnostic.file?.fileName === file
-          ? `src/${example.module}:${example.line + at}`
-          : `${diagnostic.file?.fileName ?? "?"} (from the example at src/${example.module}:${example.line})`
+          ? `${placeOf(example)}:${example.line + at}`
+          : `${diagnostic.file?.fileName ?? "?"} (from the example at ${placeOf(example)}:${example.line})`
         return `${where}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n")}`
       })
     )
