@@ -15,12 +15,14 @@
  */
 import type { AgentCard } from "@a2a-js/sdk"
 import type { TaskStore, User } from "@a2a-js/sdk/server"
+import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
-import { Context, Data, type Duration, type Effect, Layer } from "effect"
+import { Config, Context, Data, type Duration, Effect, Layer } from "effect"
 import type * as ConfigError from "effect/ConfigError"
 import type * as Scope from "effect/Scope"
 import type * as AgentExecutor from "./AgentExecutor.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
+import * as internalApp from "./internal/server/app.js"
 import * as internalHttp from "./internal/server/http.js"
 import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
 import * as internal from "./internal/server/server.js"
@@ -322,6 +324,133 @@ export const layer: {
   options: Options<E, R>
 ): Layer.Layer<A2AServer, MakeError, R | IdempotencyLedger.IdempotencyLedger> =>
   Layer.scoped(A2AServer, make(options))
+
+/**
+ * {@link layer} with its options read through `Config`, as the
+ * `layerConfig` of `@effect/sql-pg` does: each field a `Config` (or the
+ * whole a `Config` of options). Values that are not configuration, the
+ * agent first, are given with `Config.succeed`. A missing or malformed
+ * value fails the layer with a `ConfigError`.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { Config, Effect } from "effect"
+ *
+ * const ServerLive = A2AServer.layerConfig({
+ *   agent: Config.succeed(() => Effect.succeed(AgentExecutor.completedText("hello"))),
+ *   card: { name: Config.succeed("greeter"), description: Config.succeed("Says hello") },
+ *   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
+ *   port: Config.port("PORT").pipe(Config.withDefault(8000)),
+ *   publicUrl: Config.option(Config.string("PUBLIC_URL")).pipe(Config.map((url) => url._tag === "Some" ? url.value : undefined))
+ * })
+ * ```
+ * @category layers
+ * @since 0.1.0
+ */
+export const layerConfig: {
+  <E, R>(
+    config: Config.Config.Wrap<Options<E, R> & { readonly idempotency: IdempotencyOptions }>
+  ): Layer.Layer<A2AServer, MakeError, R | IdempotencyLedger.IdempotencyLedger>
+  <E, R>(config: Config.Config.Wrap<Options<E, R>>): Layer.Layer<A2AServer, MakeError, R>
+} = <E, R>(
+  config: Config.Config.Wrap<Options<E, R>>
+): Layer.Layer<A2AServer, MakeError, R | IdempotencyLedger.IdempotencyLedger> =>
+  Layer.scoped(A2AServer, Effect.flatMap(Config.unwrap<Options<E, R>>(config), (options) => make(options)))
+
+/**
+ * What {@link makeRouter} takes: the options of {@link make} without the
+ * address to listen on, which the application's server decides, and with
+ * the base URL the card gives, which only the application knows.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const options: A2AServer.RouterOptions<never, never> = {
+ *   agent: () => Effect.succeed(AgentExecutor.completedText("booked")),
+ *   card: { name: "booking", description: "Books flights" },
+ *   publicUrl: "https://agents.example.com/booking"
+ * }
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export interface RouterOptions<E, R> extends Omit<Options<E, R>, "host" | "port" | "publicUrl" | "httpSpans"> {
+  /**
+   * Where the routes are reached from outside: the card says the JSON-RPC
+   * endpoint is at `${publicUrl}${rpcPath}`. With the router mounted under
+   * a prefix, include it.
+   */
+  readonly publicUrl: string
+}
+
+/**
+ * The agent's routes, for the application's own server, and what
+ * {@link A2AServer} tells of a running server but its address.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ * import { HttpRouter } from "@effect/platform"
+ *
+ * // under a prefix: give the same prefix in `publicUrl`
+ * const mounted = (a2a: A2AServer.Router) => HttpRouter.empty.pipe(HttpRouter.mount("/booking", a2a.router))
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Router extends Omit<Context.Tag.Service<A2AServer>, "address"> {
+  /** `GET /.well-known/agent-card.json` and `POST` on the JSON-RPC path. */
+  readonly router: HttpRouter.HttpRouter
+}
+
+/**
+ * The server as routes of an `@effect/platform` `HttpRouter`, to serve
+ * beside the application's own routes and middleware on its own server
+ * (`HttpRouter.concat`, or `HttpRouter.mount` under a prefix). The routes
+ * read only the platform's request (headers, body stream), so they run on
+ * any platform's server; {@link make} and {@link layer} are these routes on
+ * a Node server they start, reading Node's request directly, which is
+ * faster.
+ *
+ * Closing the scope refuses new JSON-RPC requests with 503 and lets running
+ * tasks finish within `shutdownTimeout`, as {@link make} does; the server
+ * itself is the application's to stop.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+ * import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+ * import { Effect, Layer } from "effect"
+ * import { createServer } from "node:http"
+ *
+ * const Routes = Layer.scopedDiscard(Effect.gen(function* () {
+ *   const a2a = yield* A2AServer.makeRouter({
+ *     agent: () => Effect.succeed(AgentExecutor.completedText("hello")),
+ *     card: { name: "greeter", description: "Says hello" },
+ *     publicUrl: "http://127.0.0.1:8000"
+ *   })
+ *   const app = HttpRouter.empty.pipe(
+ *     HttpRouter.get("/healthz", HttpServerResponse.text("ok")),
+ *     HttpRouter.concat(a2a.router)
+ *   )
+ *   yield* HttpServer.serveEffect(app)
+ * }))
+ *
+ * Routes.pipe(Layer.provide(NodeHttpServer.layer(createServer, { port: 8000 })), Layer.launch, NodeRuntime.runMain)
+ * ```
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeRouter: {
+  <E, R>(
+    options: RouterOptions<E, R> & { readonly idempotency: IdempotencyOptions }
+  ): Effect.Effect<Router, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope>
+  <E, R>(options: RouterOptions<E, R>): Effect.Effect<Router, MakeError, R | Scope.Scope>
+} = internalApp.makeRouter
 
 /**
  * Why the server could not start. A `ServeError` is an address that could

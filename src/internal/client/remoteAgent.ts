@@ -82,7 +82,8 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
         legacyCompat: { enabled: true },
         ...(options.cardPath === undefined ? {} : { path: options.cardPath })
       })
-      const card = options.card ?? (await resolver.resolve(options.url))
+      // A base URL with a path is a directory, as the docs say: the card is below it, not beside it.
+      const card = options.card ?? (await resolver.resolve(options.url.endsWith("/") ? options.url : `${options.url}/`))
       const factory = new ClientFactory({
         transports: [new JsonRpcTransportFactory({ fetchImpl: tracking.fetch, legacyCompat: { enabled: true } })],
         cardResolver: resolver,

@@ -11,11 +11,9 @@ import { ServerCallContext } from "@a2a-js/sdk/server"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Cause, Effect, Option, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Stream } from "effect"
 import { identity } from "effect/Function"
 import { createHash } from "node:crypto"
-import type { Readable } from "node:stream"
 import * as ErrorId from "../wire/errorId.js"
 import * as internalFailure from "./failure.js"
 import * as internalRpc from "./rpc.js"
@@ -44,40 +42,49 @@ const tooLarge = (message: string) =>
   HttpServerResponse.setHeader(rpcError(null, internalRpc.INVALID_REQUEST, message, 413), "connection", "close")
 
 /**
- * The body of a Node request, or `undefined` when it is larger than
- * `maxBytes` (counted as it arrives, before anything is parsed) or breaks
- * off. What is left of a refused body is drained unread.
+ * Reads a request's body: its bytes, or `undefined` when it is larger than
+ * `maxBytes` or breaks off. A promise, so that reading, parsing and
+ * dispatching are one wait for the fiber.
  *
  * @internal
  */
-export const readBody = (incoming: Readable, maxBytes: number): Promise<Buffer | undefined> =>
-  new Promise((resolve) => {
-    const chunks: Array<Buffer> = []
+export type BodyReader = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) => Promise<Uint8Array | undefined>
+
+/**
+ * The body of any platform's request, from its stream, counted as it
+ * arrives. Once over `maxBytes` the answer does not wait for the rest, which
+ * is drained unread: a request body left unread would make the server
+ * reset the connection, and the client would never see its 413.
+ *
+ * @internal
+ */
+export const platformBodyReader: BodyReader = (request, maxBytes) =>
+  Effect.runPromise(Effect.gen(function*() {
+    const chunks: Array<Uint8Array> = []
     let size = 0
-    const finish = (value: Buffer | undefined) => {
-      incoming.off("data", onData)
-      incoming.off("end", onEnd)
-      incoming.off("error", onError)
-      incoming.off("close", onClose)
-      resolve(value)
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > maxBytes) {
-        finish(undefined)
-        incoming.resume()
-        return
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = () => finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
-    const onError = () => finish(undefined)
-    const onClose = () => finish(undefined)
-    incoming.on("data", onData)
-    incoming.on("end", onEnd)
-    incoming.on("error", onError)
-    incoming.on("close", onClose)
-  })
+    const over = yield* Deferred.make<undefined>()
+    const read = yield* Stream.runForEach(request.stream, (chunk) =>
+      Effect.suspend(() => {
+        size += chunk.byteLength
+        if (size <= maxBytes) chunks.push(chunk)
+        return size > maxBytes ? Deferred.succeed(over, undefined) : Effect.void
+      })).pipe(Effect.forkDaemon)
+    return yield* Effect.raceFirst(
+      Deferred.await(over),
+      Effect.map(Fiber.await(read), (exit) => Exit.isSuccess(exit) && size <= maxBytes ? concat(chunks, size) : undefined)
+    )
+  }))
+
+const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
+  if (chunks.length === 1) return chunks[0]!
+  const bytes = new Uint8Array(size)
+  let at = 0
+  for (const chunk of chunks) {
+    bytes.set(chunk, at)
+    at += chunk.byteLength
+  }
+  return bytes
+}
 
 /**
  * Whether an `A2A-Version` header asks for v0.3: absent, empty, or in
@@ -184,12 +191,11 @@ type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
 
 // Read, parse and dispatch in one promise: one wait for the fiber per request.
 const receive = (
-  incoming: Readable,
+  body: Promise<Uint8Array | undefined>,
   headers: internalRpc.Headers,
-  maxBodyBytes: number,
   dispatcher: internalRpc.Dispatcher
 ): Promise<Received> =>
-  readBody(incoming, maxBodyBytes).then((bytes): Received | Promise<Received> => {
+  body.then((bytes): Received | Promise<Received> => {
     if (bytes === undefined) {
       return tooLarge("Request body too large or unreadable.")
     }
@@ -202,7 +208,7 @@ const receive = (
     return dispatcher.dispatch(body, headers)
   })
 
-const rpcRoute = (dispatcher: internalRpc.Dispatcher, maxBodyBytes: number, state: State) =>
+const rpcRoute = (dispatcher: internalRpc.Dispatcher, maxBodyBytes: number, state: State, readBody: BodyReader) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (state.closing) {
       // Refused before anything runs (UnsupportedOperation, not InternalError): a client may resend it to
@@ -213,9 +219,8 @@ const rpcRoute = (dispatcher: internalRpc.Dispatcher, maxBodyBytes: number, stat
         "1"
       ))
     }
-    // The Node request itself: its headers object and body stream, without copies.
-    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-    const headers = incoming.headers as internalRpc.Headers
+    // On Node, the platform's headers are the Node request's own object, not a copy.
+    const headers: internalRpc.Headers = request.headers
     const contentType = headers["content-type"]
     if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
       return Effect.succeed(rpcError(null, -32005, `Unsupported Content-Type; expected application/json.`))
@@ -225,7 +230,7 @@ const rpcRoute = (dispatcher: internalRpc.Dispatcher, maxBodyBytes: number, stat
       return Effect.succeed(tooLarge("Request body too large."))
     }
     return Effect.suspend(() => {
-      const received = receive(incoming, headers, maxBodyBytes, dispatcher)
+      const received = receive(readBody(request, maxBodyBytes), headers, dispatcher)
       return Effect.flatMap(Effect.promise(() => received), (dispatched) => {
         if (HttpServerResponse.isServerResponse(dispatched)) return Effect.succeed(dispatched)
         if (dispatched._tag === "Json") {
@@ -281,6 +286,8 @@ export interface Options {
   readonly maxBodyBytes: number
   readonly dispatcher: internalRpc.Dispatcher
   readonly state: State
+  /** Default: the platform's request stream ({@link platformBodyReader}). */
+  readonly readBody?: BodyReader | undefined
 }
 
 /**
@@ -292,5 +299,6 @@ export const router = (options: Options) =>
   Effect.map(cardRoute(options.card, options.cardMaxAge), (serveCard) =>
     HttpRouter.empty.pipe(
       HttpRouter.get(cardPath, serveCard),
-      HttpRouter.post(options.rpcPath as HttpRouter.PathInput, rpcRoute(options.dispatcher, options.maxBodyBytes, options.state))
+      HttpRouter.post(options.rpcPath as HttpRouter.PathInput, rpcRoute(options.dispatcher, options.maxBodyBytes, options.state, options.readBody ?? platformBodyReader)
+      )
     ))

@@ -1,62 +1,22 @@
 /**
- * The A2A server: its task store, executor and request handler, behind the
- * HTTP edge on a Node HTTP server, for the lifetime of the current scope.
+ * The A2A server on a Node HTTP server it starts: the routes of `app.ts` on
+ * the bound address, with the Node body reader, for the lifetime of the
+ * current scope.
  *
  * @internal
  */
-import type { AgentCard } from "@a2a-js/sdk"
-import { DefaultRequestHandler, InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Duration, Effect, Predicate } from "effect"
+import { Effect, Predicate } from "effect"
 import type * as Context from "effect/Context"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import type * as A2AServer from "../../A2AServer.js"
-import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTracing from "../observability/tracing.js"
-import * as internalExecutor from "./executor.js"
-import * as internalHandler from "./handler.js"
-import * as internalHttp from "./http.js"
-import * as internalIdempotency from "./idempotency.js"
-import * as internalRpc from "./rpc.js"
-import * as internalTaskStore from "./taskStore.js"
-
-const defaultMaxBodyBytes = 1024 * 1024
-
-const isTaskStoreConfig = (store: TaskStore | A2AServer.TaskStoreConfig): store is A2AServer.TaskStoreConfig =>
-  "_tag" in store
-
-const taskStoreOf = (
-  store: TaskStore | A2AServer.TaskStoreConfig | undefined
-): Effect.Effect<TaskStore, internalTaskStore.TaskStoreError, Scope.Scope> =>
-  store === undefined
-    ? Effect.sync(() => new InMemoryTaskStore())
-    : isTaskStoreConfig(store)
-    ? Effect.mapError(internalTaskStore.make(store), (failure) => new internalTaskStore.TaskStoreError(failure))
-    : Effect.succeed(store)
-
-const buildCard = (options: A2AServer.CardOptions, baseUrl: string, rpcPath: string): AgentCard => {
-  const url = new URL(rpcPath, baseUrl).toString()
-  return {
-    version: "1.0.0",
-    provider: undefined,
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
-    skills: [],
-    signatures: [],
-    ...options,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], ...options.capabilities },
-    supportedInterfaces: [
-      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
-      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" }
-    ]
-  }
-}
+import * as internalApp from "./app.js"
+import { nodeBodyReader } from "./nodeBody.js"
 
 const bracketed = (hostname: string): string => hostname.includes(":") ? `[${hostname}]` : hostname
 
@@ -89,41 +49,15 @@ const listen = (options: Pick<A2AServer.Options<unknown, unknown>, "host" | "por
     return { nodeServer, httpServer, address, url }
   })
 
-const requestHandlerOf = (
-  card: AgentCard,
-  taskStore: TaskStore,
-  executor: AgentExecutor.EffectAgentExecutor,
-  subscriptions: internalRpc.Subscriptions,
-  idempotency: A2AServer.IdempotencyOptions | undefined
-): Effect.Effect<internalIdempotency.Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
-  idempotency === undefined
-    // Without idempotency, a message to a task whose run is in progress is refused.
-    ? Effect.succeed({
-      handler: new DefaultRequestHandler(
-        card,
-        taskStore,
-        executor,
-        ...internalHandler.handlerArguments(subscriptions.manager)
-      ),
-      claim: (taskId) => executor.claim(taskId)
-    })
-    : internalIdempotency.make({ card, taskStore, executor, subscriptions, options: idempotency })
-
-const close = (
-  nodeServer: Http.Server,
-  executor: AgentExecutor.EffectAgentExecutor,
-  shutdownTimeout: Duration.DurationInput,
-  state: { closing: boolean }
-) =>
+const close = (nodeServer: Http.Server, shutdown: Effect.Effect<void>) =>
   Effect.gen(function* () {
-    state.closing = true
     // Stops accepting; the connections close as they go idle.
     let closed = false
     nodeServer.close(() => {
       closed = true
     })
     nodeServer.closeIdleConnections()
-    yield* executor.shutdown(shutdownTimeout)
+    yield* shutdown
     // Let the answers to the runs that just ended go out: a connection is idle once its answer is.
     yield* Effect.sync(() => nodeServer.closeIdleConnections()).pipe(
       Effect.zipRight(Effect.sleep("10 millis")),
@@ -141,33 +75,8 @@ export const make = <E, R>(
   R | IdempotencyLedger.IdempotencyLedger | Scope.Scope
 > =>
   Effect.gen(function* () {
-    const taskStore = yield* taskStoreOf(options.taskStore)
-    const executor = yield* internalExecutor.make(options.agent, { ...options, name: options.name ?? options.card.name, taskStore })
-    const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
     const { address, httpServer, nodeServer, url } = yield* listen(options)
-    const card = buildCard(options.card, `${url}/`, rpcPath.replace(/^\//, ""))
-    const subscriptions = internalRpc.makeSubscriptions()
-    const { claim, handler } = yield* requestHandlerOf(
-      card,
-      executor.taskStore ?? taskStore,
-      executor,
-      subscriptions,
-      options.idempotency
-    )
-    const dispatcher = internalRpc.makeDispatcher(handler, card, {
-      checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore),
-      claim,
-      subscriptions
-    })
-    const state = { closing: false }
-    const router = yield* internalHttp.router({
-      card,
-      cardMaxAge: options.cardMaxAge ?? 3600,
-      rpcPath,
-      maxBodyBytes: options.maxBodyBytes ?? defaultMaxBodyBytes,
-      dispatcher,
-      state
-    })
+    const { router, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader)
     // The platform builds a span per request (URL parsing, every header as an
     // attribute); with no tracer of the application's it goes nowhere.
     const tracer = yield* Effect.tracer
@@ -177,8 +86,7 @@ export const make = <E, R>(
       : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)
 
     // Added last, so it runs first when the scope closes.
-    const shutdownTimeout = options.shutdownTimeout ?? Duration.seconds(10)
-    yield* Effect.addFinalizer(() => close(nodeServer, executor, shutdownTimeout, state))
+    yield* Effect.addFinalizer(() => close(nodeServer, shutdown))
 
-    return { url, rpcUrl: card.supportedInterfaces[0]!.url, address, card, executor, taskStore }
+    return { url, address, ...app }
   })

@@ -1,0 +1,149 @@
+/**
+ * The A2A server as routes of any `@effect/platform` HTTP server: its task
+ * store, executor and request handler behind the card and JSON-RPC routes,
+ * for the lifetime of the current scope. Nothing here is Node's: the Node
+ * server of `A2AServer.make` is in `server.ts`.
+ *
+ * @internal
+ */
+import type { AgentCard } from "@a2a-js/sdk"
+import { DefaultRequestHandler, InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
+import type * as HttpRouter from "@effect/platform/HttpRouter"
+import { Duration, Effect } from "effect"
+import type * as Scope from "effect/Scope"
+import type * as A2AServer from "../../A2AServer.js"
+import type * as AgentExecutor from "../../AgentExecutor.js"
+import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
+import * as internalExecutor from "./executor.js"
+import * as internalHandler from "./handler.js"
+import * as internalHttp from "./http.js"
+import * as internalIdempotency from "./idempotency.js"
+import * as internalRpc from "./rpc.js"
+import * as internalTaskStore from "./taskStore.js"
+
+const defaultMaxBodyBytes = 1024 * 1024
+
+const isTaskStoreConfig = (store: TaskStore | A2AServer.TaskStoreConfig): store is A2AServer.TaskStoreConfig =>
+  "_tag" in store
+
+const taskStoreOf = (
+  store: TaskStore | A2AServer.TaskStoreConfig | undefined
+): Effect.Effect<TaskStore, internalTaskStore.TaskStoreError, Scope.Scope> =>
+  store === undefined
+    ? Effect.sync(() => new InMemoryTaskStore())
+    : isTaskStoreConfig(store)
+    ? Effect.mapError(internalTaskStore.make(store), (failure) => new internalTaskStore.TaskStoreError(failure))
+    : Effect.succeed(store)
+
+const buildCard = (options: A2AServer.CardOptions, baseUrl: string, rpcPath: string): AgentCard => {
+  const url = new URL(rpcPath, baseUrl).toString()
+  return {
+    version: "1.0.0",
+    provider: undefined,
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills: [],
+    signatures: [],
+    ...options,
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], ...options.capabilities },
+    supportedInterfaces: [
+      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
+      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" }
+    ]
+  }
+}
+
+const requestHandlerOf = (
+  card: AgentCard,
+  taskStore: TaskStore,
+  executor: AgentExecutor.EffectAgentExecutor,
+  subscriptions: internalRpc.Subscriptions,
+  idempotency: A2AServer.IdempotencyOptions | undefined
+): Effect.Effect<internalIdempotency.Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
+  idempotency === undefined
+    // Without idempotency, a message to a task whose run is in progress is refused.
+    ? Effect.succeed({
+      handler: new DefaultRequestHandler(
+        card,
+        taskStore,
+        executor,
+        ...internalHandler.handlerArguments(subscriptions.manager)
+      ),
+      claim: (taskId) => executor.claim(taskId)
+    })
+    : internalIdempotency.make({ card, taskStore, executor, subscriptions, options: idempotency })
+
+/** What serves the agent, whatever server carries its routes. @internal */
+export interface App {
+  readonly router: HttpRouter.HttpRouter
+  readonly card: AgentCard
+  readonly rpcUrl: string
+  readonly executor: AgentExecutor.EffectAgentExecutor
+  readonly taskStore: TaskStore
+  /** Refuses new requests (503), then lets running tasks finish within the shutdown timeout. */
+  readonly shutdown: Effect.Effect<void>
+}
+
+/**
+ * The agent's routes, its card pointing below `url`. The caller decides when
+ * `shutdown` runs, as it alone knows when its server stops accepting.
+ *
+ * @internal
+ */
+export const make = <E, R>(
+  options: Omit<A2AServer.RouterOptions<E, R>, "publicUrl">,
+  url: string,
+  readBody?: internalHttp.BodyReader
+): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
+  Effect.gen(function* () {
+    const taskStore = yield* taskStoreOf(options.taskStore)
+    const executor = yield* internalExecutor.make(options.agent, { ...options, name: options.name ?? options.card.name, taskStore })
+    const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
+    const card = buildCard(options.card, `${url.replace(/\/+$/, "")}/`, rpcPath.replace(/^\//, ""))
+    const subscriptions = internalRpc.makeSubscriptions()
+    const { claim, handler } = yield* requestHandlerOf(
+      card,
+      executor.taskStore ?? taskStore,
+      executor,
+      subscriptions,
+      options.idempotency
+    )
+    const dispatcher = internalRpc.makeDispatcher(handler, card, {
+      checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore),
+      claim,
+      subscriptions
+    })
+    const state = { closing: false }
+    const router = yield* internalHttp.router({
+      card,
+      cardMaxAge: options.cardMaxAge ?? 3600,
+      rpcPath,
+      maxBodyBytes: options.maxBodyBytes ?? defaultMaxBodyBytes,
+      dispatcher,
+      state,
+      readBody
+    })
+    const shutdownTimeout = options.shutdownTimeout ?? Duration.seconds(10)
+    const shutdown = Effect.suspend(() => {
+      state.closing = true
+      return executor.shutdown(shutdownTimeout)
+    })
+    return { router, card, rpcUrl: card.supportedInterfaces[0]!.url, executor, taskStore, shutdown }
+  })
+
+/**
+ * The routes alone, for an application's own server: they stop taking
+ * requests, and running tasks end, when the scope closes.
+ *
+ * @internal
+ */
+export const makeRouter = <E, R>(
+  options: A2AServer.RouterOptions<E, R>
+): Effect.Effect<A2AServer.Router, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
+  Effect.gen(function* () {
+    const app = yield* make(options, options.publicUrl)
+    yield* Effect.addFinalizer(() => app.shutdown)
+    return { router: app.router, url: options.publicUrl.replace(/\/+$/, ""), rpcUrl: app.rpcUrl, card: app.card, executor: app.executor, taskStore: app.taskStore }
+  })
