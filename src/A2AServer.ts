@@ -106,6 +106,22 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    * `IdempotencyLedger` in the context. See {@link IdempotencyOptions}.
    */
   readonly idempotency?: IdempotencyOptions | undefined
+  /**
+   * The most requests that start or follow a run (a send, blocking or
+   * streaming, and a subscription) served at once; one over it is answered
+   * HTTP 429 with `Retry-After: 1` before anything runs, which a client
+   * reads as `Refused`, safe to send again, and counted in
+   * `a2a.server.shed`. A send holds its place until both its answer and
+   * its run have ended (a non-blocking send's run goes on after its answer);
+   * a subscription while its stream is open. Reading or canceling a task is
+   * never shed. Default: no bound.
+   */
+  readonly maxInFlight?: number | undefined
+  /**
+   * The same bound per caller, told apart by the remote address (behind a
+   * proxy, the proxy's). Default: no bound.
+   */
+  readonly maxInFlightPerCaller?: number | undefined
 }
 
 /**

@@ -414,7 +414,10 @@ export interface Options<R = never> extends Hooks<R> {
 }
 
 /**
- * A configuration the executor refuses to start with.
+ * A configuration the executor refuses to start with: debug error detail in
+ * production (`DebugErrorsInProduction`), or an option out of its range
+ * (`InvalidOption`, such as a `maxInFlight` of `A2AServer` that is not a
+ * positive integer).
  *
  * @example
  * ```ts

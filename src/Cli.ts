@@ -424,6 +424,8 @@ export interface PlaygroundOptions {
   readonly port: number
   /** Appends the server's logs to this file as JSON lines. */
   readonly logFile: Option.Option<string>
+  /** `A2AServer`'s `maxInFlight`: requests over it are shed with 429. None by default. */
+  readonly maxInFlight?: Option.Option<number> | undefined
 }
 
 /**

@@ -74,6 +74,24 @@ export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.f
 )
 
 /**
+ * Requests shed with HTTP 429 before anything ran, over `A2AServer`'s
+ * `maxInFlight` (tagged `bound: "server"`) or `maxInFlightPerCaller`
+ * (`bound: "caller"`), tagged `agent`.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const shed = Metric.value(Observability.serverShed.pipe(Metric.tagged("agent", "booking"), Metric.tagged("bound", "server")))
+ * const report = Effect.flatMap(shed, (state) => Effect.logInfo(`${state.count} requests shed`))
+ * ```
+ * @category metrics
+ * @since 0.1.0
+ */
+export const serverShed: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverShed)
+
+/**
  * Time from the start of a run to its final status, in milliseconds, for
  * every ending, tagged `agent`. Buckets from 1 ms doubling up to about
  * 9 minutes.

@@ -5,7 +5,7 @@
 import * as Command from "@effect/cli/Command"
 import * as CliOptions from "@effect/cli/Options"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Console, Duration, Effect, Exit, Logger, LogLevel, Option, Schema, Scope, Stream } from "effect"
+import { Console, Duration, Effect, Exit, Fiber, Logger, LogLevel, Option, Schema, Scope, Stream } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
@@ -14,9 +14,11 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as zlib from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type * as A2AClientError from "../src/A2AClientError.js"
 import * as Cli from "../src/Cli.js"
 import * as internalFindError from "../src/cli/findError.js"
 import * as internalProbe from "../src/cli/probe.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
 import { closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
@@ -292,6 +294,39 @@ describe("the pieces", () => {
     expect(partly.stderr).not.toContain("no log entry")
     expect(malformed.stderr).toContain('Invalid error-id "not-an-id"')
   })
+
+  it("playground --max-in-flight N sheds what is over N with 429 and Retry-After; a bound under 1 is a usage error", async () => {
+    const bad = await runHere(["playground", "--port", "0", "--max-in-flight", "0"])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain("Invalid --max-in-flight 0")
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const out: Array<string> = []
+      const console = yield* Console.consoleWith(Effect.succeed)
+      yield* Cli.run(["node", "effect-a2a", "playground", "--port", "0", "--max-in-flight", "1"]).pipe(
+        Effect.withConsole({ ...console, log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" "))) }),
+        Effect.provide(NodeContext.layer),
+        Logger.withMinimumLogLevel(LogLevel.None),
+        Effect.forkScoped
+      )
+      let url: string | undefined
+      for (let i = 0; i < 200 && url === undefined; i++) {
+        url = /^playground listening on (\S+)$/.exec(out.join("\n"))?.[1]
+        if (url === undefined) yield* Effect.sleep("25 millis")
+      }
+      const agent = yield* RemoteAgent.make({ name: "playground", url: url! })
+      const slow = yield* Effect.fork(agent.send("sleep 3000"))
+      // Until the slow one holds the only place, a quick one may still get through: bounded tries.
+      let shed: A2AClientError.A2AClientError | undefined
+      for (let i = 0; i < 50 && shed === undefined; i++) {
+        const quick = yield* Effect.either(agent.send("complete quick"))
+        if (quick._tag === "Left") shed = quick.left
+        else yield* Effect.sleep("20 millis")
+      }
+      expect(shed).toMatchObject({ reason: "HttpStatus", status: 429, delivery: "Refused" })
+      expect(shed?.retryAfter && Duration.toMillis(shed.retryAfter)).toBe(1000)
+      expect((yield* Fiber.join(slow))._tag).toBe("Completed")
+    })))
+  }, 20_000)
 
   it("probe: an agent URL that does not parse, or is not http or https, is a usage error naming it", async () => {
     const results = await Promise.all([runHere(["probe", "not-a-url"]), runHere(["probe", "ftp://127.0.0.1/agent"])])

@@ -134,6 +134,13 @@ const playgroundCommand = Command.make("playground", {
   logFile: Options.text("log-file").pipe(
     Options.withDescription("Append the server's logs to this file, one JSON object per line."),
     Options.optional
+  ),
+  maxInFlight: Options.integer("max-in-flight").pipe(
+    Options.withDescription("Serve at most N sends and subscriptions at once; the rest get HTTP 429 with Retry-After."),
+    Options.mapEffect((n) =>
+      n > 0 ? Effect.succeed(n) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --max-in-flight ${n}: expected a positive integer`)))
+    ),
+    Options.optional
   )
 }, (options) =>
   Effect.gen(function*() {

@@ -116,7 +116,8 @@ export const layer = (options: Cli.PlaygroundOptions) => {
     },
     host: options.host,
     port: options.port,
-    cardMaxAge: 0
+    cardMaxAge: 0,
+    maxInFlight: Option.getOrUndefined(options.maxInFlight ?? Option.none())
   })
   return Option.match(options.logFile, {
     onNone: () => server,

@@ -39,6 +39,12 @@ export const serverCanceledByAdmission = MetricKey.counter("a2a.server.canceled_
 })
 
 /** @internal */
+export const serverShed = MetricKey.counter("a2a.server.shed", {
+  description: "A2A requests shed with 429 before anything ran, over maxInFlight or maxInFlightPerCaller",
+  incremental: true
+})
+
+/** @internal */
 export const serverLatency = MetricKey.histogram(
   "a2a.server.latency",
   MetricBoundaries.exponential({ start: 1, factor: 2, count: 20 }),

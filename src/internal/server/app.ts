@@ -18,6 +18,7 @@ import * as internalExecutor from "./executor.js"
 import * as internalHandler from "./handler.js"
 import * as internalHttp from "./http.js"
 import * as internalIdempotency from "./idempotency.js"
+import * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
 import * as internalTaskStore from "./taskStore.js"
 
@@ -75,6 +76,20 @@ const requestHandlerOf = (
     })
     : internalIdempotency.make({ card, taskStore, executor, subscriptions, options: idempotency })
 
+/** The executor whose runs share the hold of the request that started them, when the server has a bound. */
+const counted = (
+  executor: AgentExecutor.EffectAgentExecutor,
+  load: internalLoad.Load | undefined
+): AgentExecutor.EffectAgentExecutor =>
+  load === undefined ? executor : {
+    ...executor,
+    execute: (context, bus) => {
+      const release = load.run(context.userMessage.messageId)
+      const ran = executor.execute(context, bus)
+      return release === undefined ? ran : ran.finally(release)
+    }
+  }
+
 /** What serves the agent, whatever server carries its routes. @internal */
 export interface App {
   readonly router: HttpRouter.HttpRouter
@@ -99,7 +114,9 @@ export const make = <E, R>(
 ): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
     const taskStore = yield* taskStoreOf(options.taskStore)
-    const executor = yield* internalExecutor.make(options.agent, { ...options, name: options.name ?? options.card.name, taskStore })
+    const name = options.name ?? options.card.name
+    const load = yield* internalLoad.make(options, name)
+    const executor = counted(yield* internalExecutor.make(options.agent, { ...options, name, taskStore }), load)
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
     const card = buildCard(options.card, `${url.replace(/\/+$/, "")}/`, rpcPath.replace(/^\//, ""))
     const subscriptions = internalRpc.makeSubscriptions()
@@ -123,7 +140,8 @@ export const make = <E, R>(
       maxBodyBytes: options.maxBodyBytes ?? defaultMaxBodyBytes,
       dispatcher,
       state,
-      readBody
+      readBody,
+      load
     })
     const shutdownTimeout = options.shutdownTimeout ?? Duration.seconds(10)
     const shutdown = Effect.suspend(() => {

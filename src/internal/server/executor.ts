@@ -50,7 +50,7 @@ type FinalStatus = AgentExecutor.FinalStatus
 export class ConfigurationError extends Schema.TaggedError<ConfigurationError>("effect-a2a/ConfigurationError")(
   "ConfigurationError",
   {
-    reason: Schema.Literal("DebugErrorsInProduction"),
+    reason: Schema.Literal("DebugErrorsInProduction", "InvalidOption"),
     message: Schema.String
   }
 ) {}

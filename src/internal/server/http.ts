@@ -16,6 +16,7 @@ import { identity } from "effect/Function"
 import { createHash } from "node:crypto"
 import * as ErrorId from "../wire/errorId.js"
 import * as internalFailure from "./failure.js"
+import type * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
 
 /** @internal */
@@ -189,11 +190,30 @@ const sseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" 
 
 type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
 
+// Over the bound: answered by its status, as JSON-RPC has no code for it; the client reads Refused, and when to come back.
+const shed = () =>
+  HttpServerResponse.text("Too many requests in flight; retry later.", { status: 429, headers: { "retry-after": "1" } })
+
+/** The release of an admitted request's hold once its answer has ended. */
+const releasing = (dispatched: Promise<internalRpc.Dispatched>, release: () => void): Promise<Received> =>
+  dispatched.then((answer) => {
+    if (answer._tag === "Json") release()
+    else {
+      const close = answer.close
+      return { ...answer, close: () => (close(), release()) }
+    }
+    return answer
+  }, (error) => {
+    release()
+    throw error
+  })
+
 // Read, parse and dispatch in one promise: one wait for the fiber per request.
 const receive = (
   body: Promise<Uint8Array | undefined>,
   headers: internalRpc.Headers,
-  dispatcher: internalRpc.Dispatcher
+  dispatcher: internalRpc.Dispatcher,
+  admit: ((body: unknown) => ReturnType<internalLoad.Load["admit"]>) | undefined
 ): Promise<Received> =>
   body.then((bytes): Received | Promise<Received> => {
     if (bytes === undefined) {
@@ -205,10 +225,19 @@ const receive = (
     } catch {
       return rpcError(null, internalRpc.PARSE_ERROR, "Invalid JSON payload.")
     }
-    return dispatcher.dispatch(body, headers)
+    const admitted = admit?.(body)
+    if (admitted === "shed") return shed()
+    const dispatched = dispatcher.dispatch(body, headers)
+    return admitted === undefined ? dispatched : releasing(dispatched, admitted)
   })
 
-const rpcRoute = (dispatcher: internalRpc.Dispatcher, maxBodyBytes: number, state: State, readBody: BodyReader) =>
+const rpcRoute = (
+  dispatcher: internalRpc.Dispatcher,
+  maxBodyBytes: number,
+  state: State,
+  readBody: BodyReader,
+  load: internalLoad.Load | undefined
+) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (state.closing) {
       // Refused before anything runs (UnsupportedOperation, not InternalError): a client may resend it to
@@ -230,7 +259,10 @@ const rpcRoute = (dispatcher: internalRpc.Dispatcher, maxBodyBytes: number, stat
       return Effect.succeed(tooLarge("Request body too large."))
     }
     return Effect.suspend(() => {
-      const received = receive(readBody(request, maxBodyBytes), headers, dispatcher)
+      const admit = load === undefined
+        ? undefined
+        : (body: unknown) => load.admit(body, Option.getOrElse(request.remoteAddress, () => ""))
+      const received = receive(readBody(request, maxBodyBytes), headers, dispatcher, admit)
       return Effect.flatMap(Effect.promise(() => received), (dispatched) => {
         if (HttpServerResponse.isServerResponse(dispatched)) return Effect.succeed(dispatched)
         if (dispatched._tag === "Json") {
@@ -288,6 +320,8 @@ export interface Options {
   readonly state: State
   /** Default: the platform's request stream ({@link platformBodyReader}). */
   readonly readBody?: BodyReader | undefined
+  /** The bound on work in flight, if any. */
+  readonly load?: internalLoad.Load | undefined
 }
 
 /**
@@ -299,6 +333,6 @@ export const router = (options: Options) =>
   Effect.map(cardRoute(options.card, options.cardMaxAge), (serveCard) =>
     HttpRouter.empty.pipe(
       HttpRouter.get(cardPath, serveCard),
-      HttpRouter.post(options.rpcPath as HttpRouter.PathInput, rpcRoute(options.dispatcher, options.maxBodyBytes, options.state, options.readBody ?? platformBodyReader)
+      HttpRouter.post(options.rpcPath as HttpRouter.PathInput, rpcRoute(options.dispatcher, options.maxBodyBytes, options.state, options.readBody ?? platformBodyReader, options.load)
       )
     ))
