@@ -3,12 +3,13 @@
  * it learnt its task's id cancels the task on the server; without the option,
  * before any task id, or after the task ended, no CancelTask goes out.
  */
+import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Logger, LogLevel, Stream } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteEvent from "../src/RemoteEvent.js"
-import { type Peer, rawPeer, sdkPeer } from "./fixtures/peers.js"
-import { eventually } from "./fixtures/serverAgents.js"
+import { json, type Peer, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
+import { captureLogs, eventually } from "./fixtures/serverAgents.js"
 
 const cancels = (peer: Peer) => peer.methods().filter((method) => method === "CancelTask").length
 
@@ -84,6 +85,44 @@ describe("RemoteAgent cancelOnInterrupt", () => {
       expect(peer.methods()).toContain("GetTask")
       expect(yield* stateOf(agent, failure.taskId!, (tag) => tag === "Canceled")).toBe("Canceled")
       expect(cancels(peer)).toBe(1)
+
+      // Interrupted while it polls the task: the same.
+      const polling = yield* Effect.fork(agent.send("working 20000", { timeout: "20 seconds", cancelOnInterrupt: true }))
+      const polls = () => peer.methods().filter((method) => method === "GetTask").length
+      const before = polls()
+      yield* eventually(Effect.sync(polls), (n) => n > before, 500)
+      yield* Fiber.interrupt(polling)
+      yield* eventually(Effect.sync(() => cancels(peer)), (n) => n === 2, 500)
+    }))
+
+  it.scopedLive("the cancel is best effort: refused, it is logged at Debug and the caller sees only its interruption", () =>
+    Effect.gen(function*() {
+      const task = { id: "t-1", contextId: "c-1", status: { state: TaskState[TaskState.TASK_STATE_WORKING] } }
+      const peer = yield* rawPeer((_req, res, body) => {
+        if (body.includes("CancelTask")) return json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32002, message: "Task not cancelable" } })
+        // One event, then the stream stays open.
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), result: { task } })}\n\n`)
+      })
+      const agent = yield* RemoteAgent.make({ name: "stubborn", url: peer.url, cancelOnInterrupt: true })
+      const { layer: capture, lines } = captureLogs()
+      const first = yield* Deferred.make<void>()
+      const fiber = yield* agent.stream("book").pipe(
+        Stream.runForEach(() => Deferred.succeed(first, undefined)),
+        Logger.withMinimumLogLevel(LogLevel.Debug),
+        Effect.provide(capture),
+        Effect.fork
+      )
+      yield* Deferred.await(first).pipe(Effect.timeout("5 seconds"))
+      const exit = yield* Fiber.interrupt(fiber)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      const logged = yield* eventually(
+        Effect.sync(() => lines.filter((line) => line.message.includes("could not cancel task t-1"))),
+        (found) => found.length > 0,
+        500
+      )
+      expect(logged).toMatchObject([{ level: "DEBUG", annotations: { agent: "stubborn", taskId: "t-1", reason: "ProtocolError" } }])
+      expect(peer.methods()).toEqual(["SendStreamingMessage", "CancelTask"])
     }))
 
   it.scopedLive("no CancelTask when the call is given up on before any task id, or after its task ended", () =>
