@@ -73,6 +73,18 @@ export interface CallOptions {
    * `Idempotency.deriveKey`.
    */
   readonly idempotencyKey?: string | undefined
+  /**
+   * Cancels the remote task (A2A `CancelTask`) when this call is interrupted
+   * or times out after it learnt the task's id (from a stream's event, or a
+   * blocking send's answer or poll) and before it saw the task end, so the
+   * remote does not go on working for nobody. The cancel goes out in a fiber
+   * of its own, so the interruption is not delayed, within the call's
+   * timeout and at most 5 seconds. It is best effort: its failure is logged
+   * at `Debug`, never raised. A stream the caller stops reading early
+   * (`Stream.take`) ends without it: it was neither interrupted nor out of
+   * time. Overrides the agent's `cancelOnInterrupt`; off by default.
+   */
+  readonly cancelOnInterrupt?: boolean | undefined
 }
 
 /**
@@ -190,6 +202,12 @@ export interface Options {
    * and error ids are annotations of the line and attributes of the span.
    */
   readonly logLevel?: LogLevel.LogLevel | undefined
+  /**
+   * The default of every call's `CallOptions.cancelOnInterrupt`: cancel the
+   * remote task, best effort, when a call that knows its id is interrupted
+   * or times out before the task ended. Off by default.
+   */
+  readonly cancelOnInterrupt?: boolean | undefined
 }
 
 /**

@@ -20,6 +20,10 @@
  * `retryable=true` is retried as a new task, which is only safe when the
  * agent's side effects use tool-level idempotency keys.
  *
+ * A stream (`RemoteAgent.stream`, `resubscribe`) is resent by
+ * {@link retryStream} under the same rules, only while it has yielded no
+ * event.
+ *
  * Delays grow exponentially with decorrelated jitter, within a maximum number
  * of attempts and a total time budget. Giving up returns the last typed
  * error, with its `attempts`; its `delivery` is `"Unknown"` when any attempt
@@ -27,9 +31,10 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect, Option, Schedule } from "effect"
+import type { Duration, Effect, Option, Schedule, Stream } from "effect"
 import type * as A2AClientError from "./A2AClientError.js"
 import * as internal from "./internal/client/retryPolicy.js"
+import type * as RemoteEvent from "./RemoteEvent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
 
 /**
@@ -67,6 +72,22 @@ export interface Options {
    */
   readonly retryFailed?: boolean | undefined
 }
+
+/**
+ * How hard {@link retryStream} tries: {@link Options} without `retryFailed`,
+ * since a stream's `Finished` event, a FAILED outcome included, is never
+ * resent.
+ *
+ * @example
+ * ```ts
+ * import { RetryPolicy } from "effect-a2a"
+ *
+ * const patient: RetryPolicy.StreamOptions = { maxAttempts: 6, base: "200 millis", budget: "1 minute" }
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export type StreamOptions = Omit<Options, "retryFailed">
 
 /**
  * What the policy knows of the request.
@@ -160,3 +181,39 @@ export const retry: {
     request: Request
   ): Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>
 } = internal.retry
+
+/**
+ * Applies the policy to a stream of a task's events: the stream is opened
+ * again (the request resent) only when it failed before its first event,
+ * under the rules of {@link retry}, with the same delays, `Retry-After` and
+ * Debug log line. Once an event has come, the task exists and the caller has
+ * seen part of it: any later failure passes through unchanged, and a
+ * `Finished` event is the end, whatever its outcome.
+ *
+ * @example
+ * ```ts
+ * import { Stream } from "effect"
+ * import { RemoteAgent, RetryPolicy } from "effect-a2a"
+ *
+ * const progress = (agent: RemoteAgent.RemoteAgent, key: string) =>
+ *   agent.stream("book flight 4821", { idempotencyKey: key }).pipe(
+ *     RetryPolicy.retryStream({ maxAttempts: 4, budget: "20 seconds" }, { idempotent: true }),
+ *     Stream.runCollect
+ *   )
+ * // or data-first
+ * const same = (agent: RemoteAgent.RemoteAgent) =>
+ *   RetryPolicy.retryStream(agent.stream("book flight 4821"), { maxAttempts: 4 }, { idempotent: false })
+ * ```
+ * @category combinators
+ * @since 0.1.0
+ */
+export const retryStream: {
+  (options: StreamOptions, request: Request): <R>(
+    stream: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError, R>
+  ) => Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError, R>
+  <R>(
+    stream: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError, R>,
+    options: StreamOptions,
+    request: Request
+  ): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError, R>
+} = internal.retryStream

@@ -1,6 +1,7 @@
 import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Logger, LogLevel, Metric, Option, Ref, Schema, TestClock } from "effect"
+import { Chunk, Duration, Effect, Fiber, Logger, LogLevel, Metric, Option, Ref, Schema, Stream, TestClock } from "effect"
+import type { ServerResponse } from "node:http"
 import * as A2AClientError from "../src/A2AClientError.js"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
@@ -9,9 +10,10 @@ import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
+import type * as RemoteEvent from "../src/RemoteEvent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
-import { json, rawPeer, rpcId } from "./fixtures/peers.js"
+import { cardFor, closedPort, json, type Peer, rawPeer, rpcId } from "./fixtures/peers.js"
 import { captureLogs } from "./fixtures/serverAgents.js"
 
 const error = (fields: Partial<ConstructorParameters<typeof A2AClientError.A2AClientError>[0]> = {}) =>
@@ -304,4 +306,118 @@ describe("retryFailed against our server, with request-level idempotency", () =>
       expect(again).toMatchObject({ _tag: "Completed", taskId: booked.taskId })
       expect([runs, seats]).toEqual([2, 1])
     }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))))
+})
+
+describe("RetryPolicy.retryStream, against real servers", () => {
+  const working = { id: "t-1", contextId: "c-1", status: { state: TaskState[TaskState.TASK_STATE_WORKING] } }
+  const completedUpdate = { statusUpdate: { taskId: "t-1", contextId: "c-1", status: { state: TaskState[TaskState.TASK_STATE_COMPLETED] } } }
+  /** Answers a streaming request with these JSON-RPC results (or errors) as SSE events, then ends. */
+  const sse = (res: ServerResponse, body: string, events: ReadonlyArray<Record<string, unknown>>) => {
+    res.writeHead(200, { "content-type": "text/event-stream" })
+    for (const event of events) res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), ...event })}\n\n`)
+    res.end()
+  }
+  const serve = (res: ServerResponse, body: string) => sse(res, body, [{ result: { task: working } }, { result: completedUpdate }])
+  const streamed = (methods: ReadonlyArray<string>) => methods.filter((method) => method === "SendStreamingMessage").length
+  const finished = (events: Chunk.Chunk<RemoteEvent.RemoteEvent>) => Option.map(Chunk.last(events), (event) => event._tag === "Finished" && event.outcome._tag)
+
+  it.scopedLive("a stream refused with 429 and Retry-After is resent after it, and logs its retry at Debug as retry does", () =>
+    Effect.gen(function*() {
+      const arrivals: Array<number> = []
+      const peer = yield* rawPeer((_req, res, body) => {
+        arrivals.push(Date.now())
+        if (arrivals.length === 1) {
+          res.writeHead(429, { "retry-after": "1", "content-type": "text/plain" })
+          return res.end("slow down")
+        }
+        serve(res, body)
+      })
+      const agent = yield* RemoteAgent.make({ name: "booking", url: peer.url })
+      const { layer: capture, lines } = captureLogs()
+      const events = yield* agent.stream("book").pipe(
+        RetryPolicy.retryStream({ base: "10 millis" }, { idempotent: false }),
+        Stream.runCollect,
+        Logger.withMinimumLogLevel(LogLevel.Debug),
+        Effect.provide(capture)
+      )
+      expect(finished(events)).toEqual(Option.some("Completed"))
+      expect(streamed(peer.methods())).toBe(2)
+      expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(950)
+      const retries = lines.filter((line) => line.message.startsWith("attempt"))
+      expect(retries).toMatchObject([{ level: "DEBUG", message: "attempt 1 failed (HttpStatus 429); retrying in 1s" }])
+    }))
+
+  it.scopedLive("a failure after the first event passes through unchanged, never resent, even with a key", () =>
+    Effect.gen(function*() {
+      // Cut after the first event; the stream's look at the task is cut too, so its error is the stream's own,
+      // one that a keyed request would be resent after, were it before any event.
+      const peer = yield* rawPeer((req, res, body) => {
+        if (body.includes("GetTask")) return req.socket.destroy()
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), result: { task: working } })}\n\n`, () => req.socket.destroy())
+      })
+      const agent = yield* RemoteAgent.make({ name: "booking", url: peer.url })
+      const seen: Array<RemoteEvent.RemoteEvent> = []
+      const failure = yield* agent.stream("book", { idempotencyKey: "order-1" }).pipe(
+        RetryPolicy.retryStream({ base: "10 millis" }, { idempotent: true }),
+        Stream.runForEach((event) => Effect.sync(() => seen.push(event))),
+        Effect.flip
+      )
+      expect(seen.map((event) => event._tag)).toEqual(["Status"])
+      expect(failure).toMatchObject({ reason: "StreamInterrupted", delivery: "Unknown", taskId: "t-1" })
+      expect(Option.isSome(RetryPolicy.retryReason(failure, { idempotent: true }))).toBe(true)
+      expect(failure.attempts).toBeUndefined()
+      expect(streamed(peer.methods())).toBe(1)
+    }))
+
+  it.scopedLive("NotSent (connection refused, then the server starts) is resent without a key", () =>
+    Effect.gen(function*() {
+      const url = yield* closedPort
+      const agent = yield* RemoteAgent.make({ name: "booking", url, card: cardFor(`${url}/rpc`) })
+      let peer: Peer | undefined
+      // Starts the remote once the first attempt found nothing there, before the policy's delay.
+      const refusedOnce = agent.stream("book").pipe(
+        Stream.tapError((error) =>
+          peer !== undefined
+            ? Effect.void
+            : Effect.map(rawPeer((_req, res, body) => serve(res, body), undefined, Number(new URL(url).port)), (started) => {
+              expect(error).toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent" })
+              peer = started
+            })
+        )
+      )
+      const events = yield* Stream.runCollect(RetryPolicy.retryStream(refusedOnce, { base: "10 millis" }, { idempotent: false }))
+      expect(finished(events)).toEqual(Option.some("Completed"))
+      expect(streamed(peer!.methods())).toBe(1)
+    }))
+
+  it.scopedLive("an Unknown failure before any event is resent only with idempotent: true, the same in both dual forms", () =>
+    Effect.gen(function*() {
+      const keys: Array<string | undefined> = []
+      const peer = yield* rawPeer((req, res, body) => {
+        keys.push(req.headers["idempotency-key"] as string | undefined)
+        // Every other request is cut before its answer: received, maybe acted on, nothing said.
+        if (keys.length % 2 === 1) return req.socket.destroy()
+        serve(res, body)
+      })
+      const agent = yield* RemoteAgent.make({ name: "booking", url: peer.url })
+      const options: RetryPolicy.StreamOptions = { base: "10 millis", maxAttempts: 3 }
+      const forms = {
+        pipeable: (stream: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>, request: RetryPolicy.Request) =>
+          stream.pipe(RetryPolicy.retryStream(options, request)),
+        dataFirst: (stream: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>, request: RetryPolicy.Request) =>
+          RetryPolicy.retryStream(stream, options, request)
+      }
+      for (const [form, retried] of Object.entries(forms)) {
+        keys.length = 0
+        const failure = yield* Effect.flip(Stream.runDrain(retried(agent.stream("book"), { idempotent: false })))
+        expect(failure, form).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown", attempts: 1 })
+        expect(keys, form).toEqual([undefined])
+        keys.length = 0
+        const key = `order-${form}`
+        const events = yield* Stream.runCollect(retried(agent.stream("book", { idempotencyKey: key }), { idempotent: true }))
+        expect(finished(events), form).toEqual(Option.some("Completed"))
+        expect(keys, form).toEqual([key, key])
+      }
+    }))
 })

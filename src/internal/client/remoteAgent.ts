@@ -30,7 +30,8 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     timeout,
     track,
     engine: clientCall.make(agent, track, timeout, agentOptions.logLevel),
-    unsendable: input.unsendable(agentOptions.headers)
+    unsendable: input.unsendable(agentOptions.headers),
+    cancelOnInterrupt: agentOptions.cancelOnInterrupt === true
   }
   const { cancel, getTask, readTask } = task.make(context)
   const awaitEnd = send.awaitEnd(agent, readTask)

@@ -5,15 +5,16 @@
  *
  * @internal
  */
-import { Clock, Duration, Effect, Metric, Option, Random, Schedule, Schema } from "effect"
+import { Clock, Duration, Effect, Metric, Option, Random, Schedule, Schema, Stream } from "effect"
 import { dual } from "effect/Function"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"
 import * as A2AClientError from "../../A2AClientError.js"
+import type * as RemoteEvent from "../../RemoteEvent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
 import type * as RetryPolicy from "../../RetryPolicy.js"
 import { retryOfFailed } from "./input.js"
-import type { Options, Request } from "../../RetryPolicy.js"
+import type { Options, Request, StreamOptions } from "../../RetryPolicy.js"
 
 /** A FAILED outcome the caller chose to retry, carried through the schedule as an input. */
 class RetryableFailure extends Schema.TaggedError<RetryableFailure>()("RetryableFailure", {
@@ -64,6 +65,57 @@ export const schedule = (options: Options = {}, startedAt?: number): Schedule.Sc
   )
 }
 
+/**
+ * The attempts of one run of the policy: why the last failed one may be
+ * retried, the schedule that decides and logs it, and the error given up
+ * with. Shared by `retry` and `retryStream`, so both resend and log alike.
+ */
+const attemptsOf = (options: Options, request: Request) => {
+  let attempts = 0
+  // Whether an attempt may have been acted on: then the last error can say neither NotSent nor Refused.
+  let reached = false
+  // Why the last failed attempt may be retried, and whose it was; none when it may not.
+  let retrying: { readonly reason: string; readonly agent: string } | undefined
+  const reasonOf = (input: Input): Option.Option<string> =>
+    input._tag === "RetryableFailure" ? Option.some("Failed") : retryReason(input, request)
+  /** Notes an attempt's failure; `final` when nothing may follow it whatever its reason. */
+  const failed = (input: Input, final = false) => {
+    if (input._tag === "RetryableFailure" || input.delivery === "Unknown") reached = true
+    retrying = final ? undefined : Option.getOrUndefined(Option.map(reasonOf(input), (reason) => ({
+      reason,
+      agent: input._tag === "RetryableFailure" ? input.outcome.agent : input.agent
+    })))
+  }
+  // Logged and counted once the schedule goes on: the attempt it gives up after is not retried.
+  const announce = (delay: Duration.Duration, decision: ScheduleDecision.ScheduleDecision) => {
+    if (ScheduleDecision.isDone(decision) || retrying === undefined) return Effect.void
+    const { agent, reason } = retrying
+    // Whole milliseconds: "143ms", not the nanoseconds of a jittered delay.
+    const wait = Duration.format(Duration.millis(Math.round(Duration.toMillis(delay))))
+    return Effect.logDebug(`attempt ${attempts} failed (${reason}); retrying in ${wait}`).pipe(
+      Effect.zipRight(Metric.update(retryCounter.pipe(Metric.tagged("reason", reason), Metric.tagged("agent", agent)), 1)),
+      Effect.annotateLogs({ attempt: attempts, reason })
+    )
+  }
+  return {
+    started: () => void attempts++,
+    failed,
+    /** The schedule of this run; the budget counts from `startedAt`, the first attempt's start. */
+    schedule: (startedAt: number) =>
+      schedule(options, startedAt).pipe(
+        // Decided for this input just before, where its reason was noted.
+        Schedule.whileInput(() => retrying !== undefined),
+        Schedule.onDecision(announce)
+      ),
+    giveUp: (error: A2AClientError.A2AClientError) =>
+      new A2AClientError.A2AClientError(
+        reached && error.delivery !== "Unknown"
+          ? { ...error, attempts, delivery: "Unknown", detail: `${error.detail} (an earlier attempt may have been received)` }
+          : { ...error, attempts }
+      )
+  }
+}
+
 /** @internal */
 export const retry: typeof RetryPolicy.retry = dual(3, <R>(
   call: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R>,
@@ -71,17 +123,11 @@ export const retry: typeof RetryPolicy.retry = dual(3, <R>(
   request: Request
 ): Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError, R> =>
   Effect.suspend(() => {
-    let attempts = 0
-    // Whether an attempt may have been acted on: then the last error can say neither NotSent nor Refused.
-    let reached = false
-    // Why the last failed attempt may be retried, and whose it was; none when it may not.
-    let retrying: { readonly reason: string; readonly agent: string } | undefined
-    const reasonOf = (input: Input): Option.Option<string> =>
-      input._tag === "RetryableFailure" ? Option.some("Failed") : retryReason(input, request)
+    const tries = attemptsOf(options, request)
     // The FAILED task the next attempt retries, if any: a keyed send then makes a new task (see `keyFor`).
     let failedTaskId: string | undefined
     const attempt = Effect.suspend(() => {
-      attempts++
+      tries.started()
       return failedTaskId === undefined ? call : Effect.locally(call, retryOfFailed, failedTaskId)
     }).pipe(
       Effect.flatMap((outcome): Effect.Effect<RemoteOutcome.RemoteOutcome, Input> =>
@@ -93,47 +139,44 @@ export const retry: typeof RetryPolicy.retry = dual(3, <R>(
       Effect.tapError((input) =>
         Effect.sync(() => {
           if (input._tag === "RetryableFailure") failedTaskId = input.outcome.taskId
-          if (input._tag === "RetryableFailure" || input.delivery === "Unknown") reached = true
-          retrying = Option.getOrUndefined(Option.map(reasonOf(input), (reason) => ({
-            reason,
-            agent: input._tag === "RetryableFailure" ? input.outcome.agent : input.agent
-          })))
+          tries.failed(input)
         })
       )
     )
-    // Logged and counted once the schedule goes on: the attempt it gives up after is not retried.
-    const announce = (delay: Duration.Duration, decision: ScheduleDecision.ScheduleDecision) => {
-      if (ScheduleDecision.isDone(decision) || retrying === undefined) return Effect.void
-      const { agent, reason } = retrying
-      // Whole milliseconds: "143ms", not the nanoseconds of a jittered delay.
-      const wait = Duration.format(Duration.millis(Math.round(Duration.toMillis(delay))))
-      return Effect.logDebug(`attempt ${attempts} failed (${reason}); retrying in ${wait}`).pipe(
-        Effect.zipRight(Metric.update(retryCounter.pipe(Metric.tagged("reason", reason), Metric.tagged("agent", agent)), 1)),
-        Effect.annotateLogs({ attempt: attempts, reason })
-      )
-    }
     // The budget counts from the first attempt, its own time-out included.
     return Clock.currentTimeMillis.pipe(
-      Effect.flatMap((startedAt) =>
-        Effect.retry(
-          attempt,
-          schedule(options, startedAt).pipe(
-            // Decided for this input just before, where its reason was noted.
-            Schedule.whileInput(() => retrying !== undefined),
-            Schedule.onDecision(announce)
-          )
-        )
-      ),
+      Effect.flatMap((startedAt) => Effect.retry(attempt, tries.schedule(startedAt))),
       Effect.catchAll((input) =>
         input._tag === "RetryableFailure"
           ? Effect.succeed<RemoteOutcome.RemoteOutcome>(input.outcome)
-          : Effect.fail(
-            new A2AClientError.A2AClientError(
-              reached && input.delivery !== "Unknown"
-                ? { ...input, attempts, delivery: "Unknown", detail: `${input.detail} (an earlier attempt may have been received)` }
-                : { ...input, attempts }
-            )
-          )
+          : Effect.fail(tries.giveUp(input))
       )
     )
+  }))
+
+/** @internal */
+export const retryStream: typeof RetryPolicy.retryStream = dual(3, <R>(
+  stream: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError, R>,
+  options: StreamOptions,
+  request: Request
+): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError, R> =>
+  Stream.suspend(() => {
+    const tries = attemptsOf(options, request)
+    // Once an event came, the task exists and the caller has acted on part of it: a resend would be another.
+    let emitted = false
+    const attempt = Stream.suspend(() => {
+      tries.started()
+      return stream
+    }).pipe(
+      Stream.mapChunks((events) => {
+        if (events.length > 0) emitted = true
+        return events
+      }),
+      Stream.tapError((error) => Effect.sync(() => tries.failed(error, emitted)))
+    )
+    return Stream.unwrap(Effect.map(Clock.currentTimeMillis, (startedAt) =>
+      attempt.pipe(
+        Stream.retry(tries.schedule(startedAt)),
+        Stream.catchAll((error) => Stream.fail(emitted ? error : tries.giveUp(error)))
+      )))
   }))

@@ -5,14 +5,14 @@
  * @internal
  */
 import type { Message, Task } from "@a2a-js/sdk"
-import { Duration, Either, FiberRef, Struct } from "effect"
+import { Duration, Effect, Either, FiberRef, Struct } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
 import type { RemoteAgent } from "../../RemoteAgent.js"
 import type * as RemoteOutcome from "../../RemoteOutcome.js"
 import type * as clientCall from "./call.js"
 import { inputIds, invalidRequest, keyFor, messageOf, retryOfFailed } from "./input.js"
 import * as outcomes from "./outcome.js"
-import { type AgentContext, type ReadTask, view } from "./task.js"
+import { abandoned, type AgentContext, cancelsOnInterrupt, makeAbandon, type ReadTask, view } from "./task.js"
 
 /** How long the last poll before a call's deadline leaves for its answer. */
 const pollAnswerMillis = 20
@@ -91,7 +91,13 @@ export const make = (context: AgentContext, awaitEnd: AwaitEnd): RemoteAgent["se
   const { agent, client, unsendable } = context
   const { operate, request } = context.engine
   const viewSent = view(agent, "SendMessage")
-  const sendWith = (input: Parameters<RemoteAgent["send"]>[0], options: Parameters<RemoteAgent["send"]>[1]) =>
+  const abandon = makeAbandon(context)
+  /** `running` hears of the task an answer left unfinished, before it is polled. */
+  const sendWith = (
+    input: Parameters<RemoteAgent["send"]>[0],
+    options: Parameters<RemoteAgent["send"]>[1],
+    running?: (taskId: string) => void
+  ) =>
     operate<RemoteOutcome.RemoteOutcome>("SendMessage", options, (exchange, done) => {
       const problem = unsendable(options, input)
       if (problem !== undefined) return done(Either.left(invalidRequest(agent, "SendMessage", inputIds(input), problem)))
@@ -102,15 +108,34 @@ export const make = (context: AgentContext, awaitEnd: AwaitEnd): RemoteAgent["se
         { contextId: message.contextId, taskId: message.taskId },
         (o) => client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, o),
         (result) => isMessage(result) ? Either.right(outcomes.messageOutcome(agent, result)) : viewSent(result),
-        (result) =>
-          Either.isRight(result) && result.right._tag === "Running"
-            ? awaitEnd("SendMessage", exchange, result.right, done)
-            : done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
+        (result) => {
+          if (Either.isLeft(result) || result.right._tag !== "Running") {
+            return done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
+          }
+          running?.(result.right.taskId)
+          awaitEnd("SendMessage", exchange, result.right, done)
+        }
       )
     })
+  /**
+   * A send that cancels its task when given up on. A poll that saw the task
+   * end ends the send with it, so a task known and not seen ended is one
+   * still running when the send was interrupted or ran out of time.
+   */
+  const sendCancelling = (input: Parameters<RemoteAgent["send"]>[0], options: Parameters<RemoteAgent["send"]>[1]) =>
+    Effect.suspend(() => {
+      let taskId: string | undefined
+      return Effect.onExit(
+        sendWith(input, options, (id) => (taskId = id)),
+        (exit) => taskId !== undefined && abandoned(exit) ? abandon(taskId, options) : Effect.void
+      )
+    })
+  // The default path stays as it was: the cancel's bookkeeping only for a call that asked for it.
+  const sendOnce = (input: Parameters<RemoteAgent["send"]>[0], options: Parameters<RemoteAgent["send"]>[1]) =>
+    cancelsOnInterrupt(context, options) ? sendCancelling(input, options) : sendWith(input, options)
   // Only a keyed send reads whether it retries a FAILED task: the rest go straight to the engine.
   return (input, options) =>
     options?.idempotencyKey === undefined
-      ? sendWith(input, options)
-      : FiberRef.getWith(retryOfFailed, (failed) => sendWith(input, keyFor(options, failed)))
+      ? sendOnce(input, options)
+      : FiberRef.getWith(retryOfFailed, (failed) => sendOnce(input, keyFor(options, failed)))
 }

@@ -20,7 +20,7 @@ import { type CallRecord, classifyCall } from "./classify.js"
 import { inputIds, invalidRequest, messageOf } from "./input.js"
 import * as outcomes from "./outcome.js"
 import type { AwaitEnd } from "./send.js"
-import { type AgentContext, type ReadTask, view } from "./task.js"
+import { abandoned, type AgentContext, cancelsOnInterrupt, makeAbandon, type ReadTask, view } from "./task.js"
 
 type Events = Effect.Effect<ReadonlyArray<RemoteEvent.RemoteEvent>, A2AClientError.A2AClientError>
 
@@ -232,6 +232,7 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
   const { operate, reportStream } = context.engine
   const views = { SendStreamingMessage: view(agent, "SendStreamingMessage"), SubscribeToTask: view(agent, "SubscribeToTask") }
   const spanNames = { SendStreamingMessage: "RemoteAgent.stream", SubscribeToTask: "RemoteAgent.resubscribe" }
+  const abandon = makeAbandon(context)
   const observeStream = (
     operation: StreamOperation,
     events: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>
@@ -271,7 +272,8 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
         }),
       false
     )
-    return Stream.fromEffect(Effect.map(ended, (outcome) => RemoteEvent.Finished.make({ outcome })))
+    // Finished here too: a cancel on interruption must not follow a task this stream saw end.
+    return Stream.fromIterableEffect(Effect.map(ended, (outcome) => finish(state, outcome)))
   }
 
   /** The events of `open`, for a stream whose state starts as `ids`, recovered when cut. */
@@ -282,7 +284,15 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     options: CallOptions | undefined
   ) => {
     const state: State = { operation, ...ids, started: false, finished: false, followed: "", artifacts: new Map() }
-    return observeStream(operation, events(context, views[operation], state, open, options).pipe(Stream.catchAll(recover(state, options))))
+    const recovered = events(context, views[operation], state, open, options).pipe(Stream.catchAll(recover(state, options)))
+    return observeStream(
+      operation,
+      cancelsOnInterrupt(context, options)
+        // The task is known from an event that named it, not from the caller's input; `finished` once one ended it.
+        ? Stream.ensuringWith(recovered, (exit) =>
+          state.followed !== "" && !state.finished && abandoned(exit) ? abandon(state.followed, options) : Effect.void)
+        : recovered
+    )
   }
 
   const stream: RemoteAgent["stream"] = (input, options) =>

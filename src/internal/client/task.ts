@@ -6,8 +6,7 @@
  */
 import type { Task } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
-import type { Duration } from "effect"
-import { Either, Option } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Option } from "effect"
 import type * as A2AClientError from "../../A2AClientError.js"
 import * as Part from "../../Part.js"
 import type { CallOptions } from "../../RemoteAgent.js"
@@ -28,6 +27,8 @@ export interface AgentContext {
   readonly track: (signal: AbortSignal) => CallRecord
   readonly engine: clientCall.Engine
   readonly unsendable: Unsendable
+  /** The agent's `cancelOnInterrupt`, for calls that give none. */
+  readonly cancelOnInterrupt: boolean
 }
 
 /** A task's view, or why the task an `operation` answered cannot be read. @internal */
@@ -91,12 +92,77 @@ export const make = (context: AgentContext) => {
       if (problem !== undefined) return done(Either.left(invalidRequest(agent, "GetTask", { taskId }, problem)))
       readTask(exchange, taskId, { taskId }, done)
     })
-  const viewCanceled = view(agent, "CancelTask")
+  const cancelTask = cancelRequest(context)
   const cancel = (taskId: string, options: CallOptions | undefined) =>
     operate<RemoteOutcome.TaskView>("CancelTask", options, (exchange, done) => {
       const problem = unsendable(options)
       if (problem !== undefined) return done(Either.left(invalidRequest(agent, "CancelTask", { taskId }, problem)))
-      request(exchange, "CancelTask", { taskId }, (o) => client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, o), viewCanceled, done)
+      cancelTask(exchange, taskId, done)
     })
   return { readTask, getTask, cancel }
 }
+
+/** One CancelTask request of an exchange. */
+const cancelRequest = (context: AgentContext) => {
+  const viewCanceled = view(context.agent, "CancelTask")
+  return (exchange: clientCall.Exchange, taskId: string, done: clientCall.Done<RemoteOutcome.TaskView>) =>
+    context.engine.request(
+      exchange,
+      "CancelTask",
+      { taskId },
+      (o) => context.client.cancelTask({ tenant: "", id: taskId, metadata: undefined }, o),
+      viewCanceled,
+      done
+    )
+}
+
+/**
+ * Cancels the task of a call given up on, when the call asked for it.
+ * Forked as a daemon: the interruption it follows is not delayed, and the
+ * cancel outlives the caller's fiber and scope. Bounded by the call's
+ * timeout, at most `abandonTimeout`; best effort, so quiet: not the call's
+ * outcome, it counts nothing, and its end is logged at Debug.
+ *
+ * @internal
+ */
+export const makeAbandon = (context: AgentContext) => {
+  const { agent } = context
+  const cancelTask = cancelRequest(context)
+  return (taskId: string, options: CallOptions | undefined): Effect.Effect<void> => {
+    const timeout = Duration.min(Duration.decode(options?.timeout ?? context.timeout), abandonTimeout)
+    const canceled = context.engine.operate<RemoteOutcome.TaskView>(
+      "CancelTask",
+      { headers: options?.headers, timeout },
+      (exchange, done) => cancelTask(exchange, taskId, done),
+      false
+    )
+    return canceled.pipe(
+      Effect.matchEffect({
+        onSuccess: (task) => Effect.logDebug(`remote agent ${agent}: canceled task ${taskId}, abandoned by its call (now ${task._tag})`),
+        onFailure: (error) =>
+          Effect.logDebug(`remote agent ${agent}: could not cancel task ${taskId}, abandoned by its call: ${error.message}`).pipe(
+            Effect.annotateLogs({ reason: error.reason, delivery: error.delivery })
+          )
+      }),
+      Effect.annotateLogs({ agent, taskId }),
+      Effect.withSpan("RemoteAgent.cancelOnInterrupt", { attributes: { "a2a.agent": agent, "a2a.task_id": taskId }, kind: "client" }),
+      Effect.forkDaemon,
+      Effect.asVoid
+    )
+  }
+}
+
+/** The longest a cancel of an abandoned task may take. */
+const abandonTimeout = Duration.seconds(5)
+
+/** Whether a call cancels its task when given up on: its own choice, else its agent's. @internal */
+export const cancelsOnInterrupt = (context: AgentContext, options: CallOptions | undefined): boolean =>
+  options?.cancelOnInterrupt ?? context.cancelOnInterrupt
+
+/** Whether a call was given up on: interrupted, or out of time. @internal */
+export const abandoned = (exit: Exit.Exit<unknown, A2AClientError.A2AClientError>): boolean =>
+  Exit.isFailure(exit) &&
+  (Cause.isInterrupted(exit.cause) || Option.exists(Cause.failureOption(exit.cause), (error) => error.reason === "Timeout"))
+
+/** Cancels an abandoned task. @internal */
+export type Abandon = ReturnType<typeof makeAbandon>
