@@ -7,6 +7,7 @@
 import type { AgentCard } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
+import * as HttpClient from "@effect/platform/HttpClient"
 import { Duration, Effect, Metric, Option, Runtime, Schedule, Stream } from "effect"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleIntervals from "effect/ScheduleIntervals"
@@ -15,6 +16,7 @@ import type * as AgentCardResolutionError from "../../AgentCardResolutionError.j
 import type { Options, RemoteAgent } from "../../RemoteAgent.js"
 import * as clientCall from "./call.js"
 import { type CallRecord, classifyCard } from "./classify.js"
+import * as httpClientFetch from "./httpClientFetch.js"
 import * as input from "./input.js"
 import * as send from "./send.js"
 import * as stream from "./stream.js"
@@ -70,7 +72,7 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
   }
 }
 
-const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackingFetch>) =>
+const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackingFetch>, base: typeof fetch | undefined) =>
   Effect.gen(function*() {
     const maxBytes = options.maxResponseBytes ?? 10 * 1024 * 1024
     const record: CallRecord = { sent: false }
@@ -78,7 +80,7 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
     const context = { agent: options.name, url: options.url, record }
     const resolve = async (signal: AbortSignal) => {
       const resolver = new DefaultAgentCardResolver({
-        fetchImpl: cardFetch(record, signal, maxBytes, options.headers ?? {}),
+        fetchImpl: cardFetch(record, signal, maxBytes, options.headers ?? {}, base),
         legacyCompat: { enabled: true },
         ...(options.cardPath === undefined ? {} : { path: options.cardPath })
       })
@@ -114,10 +116,13 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
     })
   })
 
-const resolve = (options: Options): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
+const resolve = (
+  options: Options,
+  base: typeof fetch | undefined
+): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
   Effect.gen(function*() {
-    const tracking = makeTrackingFetch(options.maxResponseBytes ?? 10 * 1024 * 1024, options.headers ?? {})
-    const resolved = yield* resolveClient(options, tracking).pipe(
+    const tracking = makeTrackingFetch(options.maxResponseBytes ?? 10 * 1024 * 1024, options.headers ?? {}, base)
+    const resolved = yield* resolveClient(options, tracking, base).pipe(
       Effect.tapError((error) =>
         Metric.update(clientCall.counter("a2a.card_resolution_error", options.name, { reason: error.reason }), 1)
       )
@@ -138,6 +143,7 @@ const defaultRecovery = Schedule.exponential("1 second").pipe(Schedule.either(Sc
  */
 const recovering = (
   options: Options,
+  base: typeof fetch | undefined,
   cause: AgentCardResolutionError.AgentCardResolutionError,
   schedule: Schedule.Schedule<unknown, AgentCardResolutionError.AgentCardResolutionError>
 ): Effect.Effect<RemoteAgent> =>
@@ -156,7 +162,7 @@ const recovering = (
         nextAt = ScheduleDecision.isDone(decision) ? undefined : ScheduleIntervals.start(decision.intervals)
       })
     yield* plan(cause)
-    const attempt = resolve(options).pipe(
+    const attempt = resolve(options, base).pipe(
       Effect.tap(() => Effect.logInfo(`remote agent ${options.name} is available again`)),
       Effect.matchEffect({
         onSuccess: (client) => Effect.sync(() => (current = client)),
@@ -185,14 +191,30 @@ const recovering = (
     }
   })
 
+/**
+ * The fetch under the agent's requests: the `HttpClient` in context, when
+ * there is one, adapted; otherwise none, and the global fetch is called
+ * directly, as it is the fast path.
+ */
+const baseFetch: Effect.Effect<typeof fetch | undefined> = Effect.flatMap(
+  Effect.serviceOption(HttpClient.HttpClient),
+  (client) =>
+    Option.isNone(client)
+      ? Effect.succeed(undefined)
+      : Effect.map(Effect.runtime<never>(), (runtime) => httpClientFetch.make(client.value, runtime))
+)
+
 /** Resolves the card and builds the client. @internal */
 export const make = (options: Options): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
-  Effect.catchAll(resolve(options), (error) =>
-    options.onCardFailure === "degrade"
-      ? Effect.logWarning(`remote agent ${options.name} is unavailable; starting degraded`).pipe(
-        Effect.annotateLogs({ agent: options.name, url: options.url, reason: error.reason, cause: error.message }),
-        Effect.zipRight(
-          options.recover === false ? Effect.succeed(unavailable(error)) : recovering(options, error, options.recover ?? defaultRecovery)
+  Effect.flatMap(baseFetch, (base) =>
+    Effect.catchAll(resolve(options, base), (error) =>
+      options.onCardFailure === "degrade"
+        ? Effect.logWarning(`remote agent ${options.name} is unavailable; starting degraded`).pipe(
+          Effect.annotateLogs({ agent: options.name, url: options.url, reason: error.reason, cause: error.message }),
+          Effect.zipRight(
+            options.recover === false
+              ? Effect.succeed(unavailable(error))
+              : recovering(options, base, error, options.recover ?? defaultRecovery)
+          )
         )
-      )
-      : Effect.fail(error))
+        : Effect.fail(error)))
