@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import { Context, type Duration, type Effect, Layer, type LogLevel, type Option, type Schedule, type Stream } from "effect"
+import { Context, type Duration, type Effect, Layer, type LogLevel, type Option, type Redacted, type Schedule, type Stream } from "effect"
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/client/remoteAgent.js"
@@ -63,8 +63,12 @@ export type Input =
  * @since 0.1.0
  */
 export interface CallOptions {
-  /** Extra HTTP headers for this call. */
-  readonly headers?: Readonly<Record<string, string>> | undefined
+  /**
+   * Extra HTTP headers for this call, over the agent's (names compared
+   * without case). A `Redacted` value is opened only where the request is
+   * written, never in a log line, an error or a span.
+   */
+  readonly headers?: Readonly<Record<string, string | Redacted.Redacted>> | undefined
   /** Overrides the agent's timeout for this call. */
   readonly timeout?: Duration.DurationInput | undefined
   /**
@@ -181,8 +185,19 @@ export interface Options {
   readonly recover?: Schedule.Schedule<unknown, AgentCardResolutionError.AgentCardResolutionError> | false | undefined
   /** Largest accepted non-streaming response body. Default 10 MiB. */
   readonly maxResponseBytes?: number | undefined
-  /** HTTP headers sent with every request. */
-  readonly headers?: Readonly<Record<string, string>> | undefined
+  /**
+   * HTTP headers sent with every request: a record, or an Effect computing
+   * one, run before every call (a bearer token that refreshes) and once for
+   * the card. A `Redacted` value is opened only where the request is
+   * written, never in a log line, an error or a span. When the Effect fails
+   * or dies, the call fails with reason `InvalidRequest`, delivery
+   * `NotSent`, and nothing is sent (the card resolution with reason
+   * `Unreachable`); its error is not told, as it may hold the secret.
+   */
+  readonly headers?:
+    | Readonly<Record<string, string | Redacted.Redacted>>
+    | Effect.Effect<Readonly<Record<string, string | Redacted.Redacted>>, unknown>
+    | undefined
   /**
    * The level of the log line of a failed call (an `A2AClientError`);
    * `Debug` by default, as the caller gets the typed error and decides.
