@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as zlib from "node:zlib"
-import { Chunk, Duration, Effect, Either, Exit, Fiber, HashMap, Logger, LogLevel, Metric, MetricState, Option, Redacted, Ref, Stream, Tracer } from "effect"
+import { Chunk, Config, ConfigError, ConfigProvider, Duration, Effect, Either, Exit, Fiber, HashMap, Layer, Logger, LogLevel, Metric, MetricState, Option, Redacted, Ref, Stream, Tracer } from "effect"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
@@ -711,5 +711,35 @@ describe("RemoteAgent headers: computed per call, Redacted", () => {
       for (const error of errors) expect(`${JSON.stringify(error)} ${error.message} ${String(error)}`).not.toContain(secret)
       expect(spans.length).toBeGreaterThan(1)
       expect(JSON.stringify(spans.map((span) => [span.name, Object.fromEntries(span.attributes)]))).not.toContain(secret)
+    }))
+})
+
+describe("RemoteAgent.layerConfig", () => {
+  it.scopedLive("reads url, name and timeout through Config; a missing setting is a ConfigError, before any request", () =>
+    Effect.gen(function*() {
+      const peer = yield* sdkPeer()
+      const config = {
+        name: Config.string("NAME").pipe(Config.withDefault("booking")),
+        url: Config.string("URL"),
+        timeout: Config.duration("TIMEOUT")
+      }
+      const provider = ConfigProvider.fromMap(new Map([["URL", peer.url], ["NAME", "from-config"], ["TIMEOUT", "300 millis"]]))
+      const agent = yield* Effect.provide(RemoteAgent.RemoteAgent, RemoteAgent.layerConfig(config).pipe(Layer.provide(Layer.setConfigProvider(provider))))
+      expect(agent.name).toBe("from-config")
+      expect(agent.url).toBe(peer.url)
+      expect((yield* agent.send("complete seat 3C"))._tag).toBe("Completed")
+      // The timeout read from the config holds: a task that outlives it fails in time.
+      const slow = yield* Effect.flip(agent.send("sleep 5000"))
+      expect(slow).toMatchObject({ reason: "Timeout", agent: "from-config" })
+      const requests = peer.requests()
+      const missing = yield* Effect.flip(
+        Effect.provide(
+          RemoteAgent.RemoteAgent,
+          RemoteAgent.layerConfig(config).pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["NAME", "x"]])))))
+        )
+      )
+      expect(ConfigError.isConfigError(missing)).toBe(true)
+      expect(String(missing)).toContain("URL")
+      expect(peer.requests()).toBe(requests)
     }))
 })
