@@ -110,9 +110,24 @@ describe("RemoteAgent through an HttpClient in context", () => {
       const peer = yield* rawPeer(() => undefined)
       const agent = yield* Effect.provide(agentFor(peer.url, { timeout: "300 millis" }), FetchHttpClient.layer)
       const started = Date.now()
-      const error = yield* Effect.flip(agent.send("book"))
+      const error = yield* Effect.flip(Effect.timeout(agent.send("book"), "4 seconds"))
       expect(error).toMatchObject({ reason: "Timeout", delivery: "Unknown" })
       expect(Date.now() - started).toBeLessThan(3000)
+    }))
+
+  it.scopedLive("a body that stalls after its headers is cut at the call's time: Timeout, Unknown; a stream cut before its first event is ConnectionLost", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((req, res, body) => {
+        if (body.includes("cut")) return req.socket.destroy()
+        res.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
+        res.write(`{"jsonrpc":"2.0","id":${JSON.stringify(rpcId(body))},`)
+      })
+      const agent = yield* Effect.provide(agentFor(peer.url, { timeout: "300 millis" }), FetchHttpClient.layer)
+      const started = Date.now()
+      // Bounded here too: a body read that ignored the call's time would hang.
+      expect(yield* Effect.flip(Effect.timeout(agent.send("book"), "4 seconds"))).toMatchObject({ reason: "Timeout", delivery: "Unknown" })
+      expect(Date.now() - started).toBeLessThan(3000)
+      expect(yield* Effect.flip(Stream.runDrain(agent.stream("cut")))).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown" })
     }))
 
   it.scopedLive("a redirect is answered, not followed: the typed redirect error, and the target never asked", () =>
