@@ -130,6 +130,25 @@ describe("RemoteAgent through an HttpClient in context", () => {
       expect(yield* Effect.flip(Stream.runDrain(agent.stream("cut")))).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown" })
     }))
 
+  it.scopedLive("the fetch path's checks hold: the size limit, the answer's id, the card's shape", () =>
+    Effect.gen(function*() {
+      const peer = yield* rawPeer((_req, res, body) =>
+        body.includes("big")
+          ? json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: { pad: "x".repeat(5000) } })
+          : json(res, 200, { jsonrpc: "2.0", id: 999_999, error: { code: -32001, message: "someone else's" } })
+      )
+      const agent = yield* Effect.provide(agentFor(peer.url, { maxResponseBytes: 1000 }), FetchHttpClient.layer)
+      const big = yield* Effect.flip(agent.send("big"))
+      expect(big).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
+      expect(big.detail).toContain("exceeds 1000 bytes")
+      const other = yield* Effect.flip(agent.send("other"))
+      expect(other).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
+      expect(other.detail).toContain("not request")
+      const badCard = yield* rawPeer(() => undefined, (_req, res) => json(res, 200, { name: 7 }))
+      const card = yield* Effect.flip(Effect.provide(agentFor(badCard.url), FetchHttpClient.layer))
+      expect(card).toMatchObject({ reason: "InvalidCard" })
+    }))
+
   it.scopedLive("a redirect is answered, not followed: the typed redirect error, and the target never asked", () =>
     Effect.gen(function*() {
       const target = yield* listen((_req, res) => json(res, 200, {}))
