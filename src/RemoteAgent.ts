@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import { Context, type Duration, type Effect, Layer, type LogLevel, type Option, type Schedule, type Stream } from "effect"
+import { Config, type ConfigError, Context, type Duration, Effect, Layer, type LogLevel, type Option, type Redacted, type Schedule, type Stream } from "effect"
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/client/remoteAgent.js"
@@ -63,8 +63,12 @@ export type Input =
  * @since 0.1.0
  */
 export interface CallOptions {
-  /** Extra HTTP headers for this call. */
-  readonly headers?: Readonly<Record<string, string>> | undefined
+  /**
+   * Extra HTTP headers for this call, over the agent's (names compared
+   * without case). A `Redacted` value is opened only where the request is
+   * written, never in a log line, an error or a span.
+   */
+  readonly headers?: Readonly<Record<string, string | Redacted.Redacted>> | undefined
   /** Overrides the agent's timeout for this call. */
   readonly timeout?: Duration.DurationInput | undefined
   /**
@@ -149,6 +153,7 @@ export const RemoteAgent: Context.Tag<RemoteAgent, RemoteAgent> = Context.Generi
  *
  * @example
  * ```ts
+ * import { Effect, Redacted } from "effect"
  * import { RemoteAgent } from "effect-a2a"
  *
  * const options: RemoteAgent.Options = {
@@ -156,9 +161,17 @@ export const RemoteAgent: Context.Tag<RemoteAgent, RemoteAgent> = Context.Generi
  *   url: "https://booking.internal",
  *   timeout: "10 seconds",
  *   onCardFailure: "degrade",
- *   headers: { authorization: `Bearer ${process.env["BOOKING_TOKEN"] ?? ""}` }
+ *   headers: { authorization: Redacted.make(`Bearer ${process.env["BOOKING_TOKEN"] ?? ""}`) }
  * }
  * const BookingLive = RemoteAgent.layer(options)
+ *
+ * // a token that refreshes: computed before every call
+ * declare const currentToken: Effect.Effect<Redacted.Redacted>
+ * const refreshing: RemoteAgent.Options = {
+ *   name: "booking",
+ *   url: "https://booking.internal",
+ *   headers: Effect.map(currentToken, (token) => ({ authorization: Redacted.make(`Bearer ${Redacted.value(token)}`) }))
+ * }
  * ```
  * @category options
  * @since 0.1.0
@@ -193,8 +206,19 @@ export interface Options {
   readonly recover?: Schedule.Schedule<unknown, AgentCardResolutionError.AgentCardResolutionError> | false | undefined
   /** Largest accepted non-streaming response body. Default 10 MiB. */
   readonly maxResponseBytes?: number | undefined
-  /** HTTP headers sent with every request. */
-  readonly headers?: Readonly<Record<string, string>> | undefined
+  /**
+   * HTTP headers sent with every request: a record, or an Effect computing
+   * one, run before every call (a bearer token that refreshes) and once for
+   * the card. A `Redacted` value is opened only where the request is
+   * written, never in a log line, an error or a span. When the Effect fails
+   * or dies, the call fails with reason `InvalidRequest`, delivery
+   * `NotSent`, and nothing is sent (the card resolution with reason
+   * `Unreachable`); its error is not told, as it may hold the secret.
+   */
+  readonly headers?:
+    | Readonly<Record<string, string | Redacted.Redacted>>
+    | Effect.Effect<Readonly<Record<string, string | Redacted.Redacted>>, unknown>
+    | undefined
   /**
    * The level of the log line of a failed call (an `A2AClientError`);
    * `Debug` by default, as the caller gets the typed error and decides.
@@ -231,6 +255,35 @@ export const unavailable: (cause: AgentCardResolutionError.AgentCardResolutionEr
 
 /**
  * Resolves the card and builds the client.
+ *
+ * With an `HttpClient` (`@effect/platform`) in context where `make` runs,
+ * every request of the agent (the card's included) goes through it, so its
+ * middleware, proxy, auth and test doubles apply; without one, the global
+ * `fetch` is called directly, the fastest path. On both, the requests are
+ * tracked the same (sent or not, status, `Retry-After`), bodies are bounded
+ * by `maxResponseBytes`, and a call's redirect is answered, not followed: it
+ * fails with reason `HttpStatus`. Through `FetchHttpClient` the calls run
+ * with `FetchHttpClient.RequestInit` `redirect: "manual"` (over the one in
+ * context), so it hands the 3xx over; a client that follows redirects itself
+ * (`HttpClient.followRedirects`, or one on another transport) decides for
+ * itself, and what it follows is then the request the call made. The card's
+ * request follows redirects as the client does. The client's own spans are
+ * off for these requests: each call has its client span, whose `traceparent`
+ * goes to the server.
+ *
+ * @example
+ * ```ts
+ * import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+ * import { Effect, Layer } from "effect"
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * // every request of the agent carries the tenant header set by the user's client
+ * const Tenant = Layer.effect(
+ *   HttpClient.HttpClient,
+ *   Effect.map(HttpClient.HttpClient, HttpClient.mapRequest(HttpClientRequest.setHeader("x-tenant", "acme")))
+ * ).pipe(Layer.provide(FetchHttpClient.layer))
+ * const booking = RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:8000" }).pipe(Effect.provide(Tenant))
+ * ```
  *
  * @example
  * ```ts
@@ -270,3 +323,31 @@ export const make: (options: Options) => Effect.Effect<RemoteAgent, AgentCardRes
  */
 export const layer = (options: Options): Layer.Layer<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
   Layer.effect(RemoteAgent, make(options))
+
+/**
+ * A layer providing {@link RemoteAgent} from options read through `Config`,
+ * as `@effect/sql-pg`'s `PgClient.layerConfig` does: each option given is a
+ * `Config` of it (`Config.succeed` for a fixed one). A missing or invalid
+ * setting fails the layer with a `ConfigError`, before any request; then
+ * the card is resolved as {@link layer} does.
+ *
+ * @example
+ * ```ts
+ * import { Config } from "effect"
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * // BOOKING_URL, and optionally BOOKING_NAME and BOOKING_TIMEOUT (e.g. "10 seconds")
+ * const BookingLive = RemoteAgent.layerConfig({
+ *   name: Config.string("BOOKING_NAME").pipe(Config.withDefault("booking")),
+ *   url: Config.string("BOOKING_URL"),
+ *   timeout: Config.duration("BOOKING_TIMEOUT").pipe(Config.withDefault("30 seconds")),
+ *   onCardFailure: Config.succeed("degrade")
+ * })
+ * ```
+ * @category layers
+ * @since 0.1.0
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options>
+): Layer.Layer<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError | ConfigError.ConfigError> =>
+  Layer.effect(RemoteAgent, Effect.flatMap(Config.unwrap(config), make))

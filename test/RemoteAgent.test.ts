@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as zlib from "node:zlib"
-import { Chunk, Duration, Effect, Either, Exit, Fiber, HashMap, Logger, LogLevel, Metric, MetricState, Option, Stream, Tracer } from "effect"
+import { Chunk, Config, ConfigError, ConfigProvider, Duration, Effect, Either, Exit, Fiber, HashMap, Layer, Logger, LogLevel, Metric, MetricState, Option, Redacted, Ref, Stream, Tracer } from "effect"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
@@ -580,5 +580,166 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
       expect(weird).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
       // A bad event is not a cut stream: nothing to recover with a GetTask.
       expect(legacy.methods()).toEqual(["message/stream"])
+    }))
+})
+
+describe("RemoteAgent headers: computed per call, Redacted", () => {
+  /** A peer that records the authorization and x-call headers of the card request and of every call. */
+  const recordingPeer = () =>
+    Effect.gen(function*() {
+      const seen: Array<readonly [string, unknown, unknown]> = []
+      const record = (req: { readonly method?: string | undefined; readonly headers: Record<string, unknown> }) =>
+        seen.push([req.method ?? "", req.headers.authorization, req.headers["x-call"]])
+      const peer = yield* rawPeer(
+        (req, res, body) => {
+          record(req)
+          json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "no such task" } })
+        },
+        (req, res, base) => {
+          record(req)
+          json(res, 200, cardFor(`${base}/rpc`))
+        }
+      )
+      return { ...peer, seen }
+    })
+
+  it.scopedLive("an Effect of headers runs once for the card and before every call; a call's own headers win, Redacted ones included", () =>
+    Effect.gen(function*() {
+      const peer = yield* recordingPeer()
+      const issued = yield* Ref.make(0)
+      const token = Effect.map(Ref.getAndUpdate(issued, (n) => n + 1), (n) => ({ Authorization: Redacted.make(`Bearer t${n}`) }))
+      const agent = yield* agentFor(peer.url, { headers: token })
+      yield* Effect.flip(agent.getTask("t"))
+      yield* Effect.flip(agent.getTask("t", { headers: { "x-call": Redacted.make("call-secret") } }))
+      yield* Effect.flip(Stream.runDrain(agent.stream("go")))
+      yield* Effect.flip(agent.cancel("t", { headers: { authorization: Redacted.make("Bearer call") } }))
+      expect(peer.seen).toEqual([
+        ["GET", "Bearer t0", undefined],
+        ["POST", "Bearer t1", undefined],
+        ["POST", "Bearer t2", "call-secret"],
+        ["POST", "Bearer t3", undefined],
+        ["POST", "Bearer call", undefined]
+      ])
+      expect(yield* Ref.get(issued)).toBe(5)
+    }))
+
+  it.scopedLive("a static record's Redacted values are sent, with no Effect run per call", () =>
+    Effect.gen(function*() {
+      const peer = yield* recordingPeer()
+      const agent = yield* agentFor(peer.url, { headers: { authorization: Redacted.make("Bearer static") } })
+      yield* Effect.flip(agent.getTask("t"))
+      expect(peer.seen).toEqual([["GET", "Bearer static", undefined], ["POST", "Bearer static", undefined]])
+    }))
+
+  it.scopedLive("headers that fail or die to be computed: the call is InvalidRequest, NotSent, counted, and nothing leaves; at the card, start-up fails", () =>
+    Effect.gen(function*() {
+      const peer = yield* recordingPeer()
+      const mode = yield* Ref.make<"ok" | "fail" | "die" | "bad">("ok")
+      const headers = Effect.flatMap(Ref.get(mode), (m) =>
+        m === "fail"
+          ? Effect.fail(new Error("token service down: s3cr3t"))
+          : m === "die"
+          ? Effect.die("s3cr3t")
+          : Effect.succeed({ authorization: m === "bad" ? "Bearer \n" : "Bearer ok" }))
+      const agent = yield* agentFor(peer.url, { headers })
+      yield* Ref.set(mode, "fail")
+      const failed = yield* Effect.flip(agent.send("book"))
+      expect(failed).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent", operation: "SendMessage" })
+      expect(failed.detail).toContain("the agent's headers could not be computed")
+      expect(JSON.stringify(failed)).not.toContain("s3cr3t")
+      yield* Ref.set(mode, "die")
+      const died = yield* Effect.flip(Stream.runDrain(agent.stream("book")))
+      expect(died).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent", operation: "SendStreamingMessage" })
+      expect(JSON.stringify(died)).not.toContain("s3cr3t")
+      // The checks of what can be sent apply to the computed values.
+      yield* Ref.set(mode, "bad")
+      const bad = yield* Effect.flip(agent.getTask("t"))
+      expect(bad).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent" })
+      expect(bad.detail).toContain("the agent's header authorization cannot be sent")
+      expect(yield* count("a2a.client_error", { agent: agent.name, reason: "InvalidRequest" })).toBe(3)
+      // Only the card went out.
+      expect(peer.seen).toEqual([["GET", "Bearer ok", undefined]])
+      yield* Ref.set(mode, "fail")
+      const startUp = yield* Effect.flip(agentFor(peer.url, { headers }))
+      expect(startUp).toMatchObject({ reason: "Unreachable" })
+      expect(startUp.message).toContain("the agent's headers could not be computed")
+      expect(startUp.message).not.toContain("s3cr3t")
+      expect(peer.seen).toHaveLength(1)
+    }))
+
+  it.scopedLive("a Redacted secret reaches the server but never a log line, an error or a span, at Debug and at the logLevel asked for", () =>
+    Effect.gen(function*() {
+      const secret = "s3cr3t-token-value"
+      const received: Array<unknown> = []
+      const peer = yield* rawPeer((req, res, body) => {
+        received.push(req.headers.authorization, req.headers["x-api-key"])
+        json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "no such task" } })
+      })
+      const native = yield* Effect.tracer
+      const spans: Array<Tracer.Span> = []
+      const recording = Tracer.make({
+        span: (...args) => {
+          const span = native.span(...args)
+          spans.push(span)
+          return span
+        },
+        context: (f) => f()
+      })
+      const { layer: capture, lines } = captureLogs()
+      const calls = Effect.gen(function*() {
+        const computed = yield* agentFor(peer.url, {
+          headers: Effect.succeed({ authorization: Redacted.make(`Bearer ${secret}`) }),
+          logLevel: LogLevel.Warning
+        })
+        const fixed = yield* agentFor(peer.url, { headers: { authorization: Redacted.make(`Bearer ${secret}`) }, logLevel: LogLevel.Warning })
+        const errors = [
+          yield* Effect.flip(computed.getTask("t", { headers: { "x-api-key": Redacted.make(secret) } })),
+          yield* Effect.flip(fixed.send("book", { headers: { "x-api-key": Redacted.make(secret) } })),
+          yield* Effect.flip(Stream.runDrain(fixed.stream("book")))
+        ]
+        return errors
+      })
+      const errors = yield* calls.pipe(
+        Effect.withSpan("caller"),
+        Effect.withTracer(recording),
+        Effect.provide(capture),
+        Logger.withMinimumLogLevel(LogLevel.Debug)
+      )
+      expect(received).toEqual([`Bearer ${secret}`, secret, `Bearer ${secret}`, secret, `Bearer ${secret}`, undefined])
+      expect(lines.filter((line) => line.level === "WARN")).toHaveLength(3)
+      expect(JSON.stringify(lines)).not.toContain(secret)
+      for (const error of errors) expect(`${JSON.stringify(error)} ${error.message} ${String(error)}`).not.toContain(secret)
+      expect(spans.length).toBeGreaterThan(1)
+      expect(JSON.stringify(spans.map((span) => [span.name, Object.fromEntries(span.attributes)]))).not.toContain(secret)
+    }))
+})
+
+describe("RemoteAgent.layerConfig", () => {
+  it.scopedLive("reads url, name and timeout through Config; a missing setting is a ConfigError, before any request", () =>
+    Effect.gen(function*() {
+      const peer = yield* sdkPeer()
+      const config = {
+        name: Config.string("NAME").pipe(Config.withDefault("booking")),
+        url: Config.string("URL"),
+        timeout: Config.duration("TIMEOUT")
+      }
+      const provider = ConfigProvider.fromMap(new Map([["URL", peer.url], ["NAME", "from-config"], ["TIMEOUT", "300 millis"]]))
+      const agent = yield* Effect.provide(RemoteAgent.RemoteAgent, RemoteAgent.layerConfig(config).pipe(Layer.provide(Layer.setConfigProvider(provider))))
+      expect(agent.name).toBe("from-config")
+      expect(agent.url).toBe(peer.url)
+      expect((yield* agent.send("complete seat 3C"))._tag).toBe("Completed")
+      // The timeout read from the config holds: a task that outlives it fails in time.
+      const slow = yield* Effect.flip(agent.send("sleep 5000"))
+      expect(slow).toMatchObject({ reason: "Timeout", agent: "from-config" })
+      const requests = peer.requests()
+      const missing = yield* Effect.flip(
+        Effect.provide(
+          RemoteAgent.RemoteAgent,
+          RemoteAgent.layerConfig(config).pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["NAME", "x"]])))))
+        )
+      )
+      expect(ConfigError.isConfigError(missing)).toBe(true)
+      expect(String(missing)).toContain("URL")
+      expect(peer.requests()).toBe(requests)
     }))
 })

@@ -11,7 +11,7 @@
  */
 import type { RequestOptions } from "@a2a-js/sdk/client"
 import type { Fiber } from "effect"
-import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberRef, LogLevel, type Metric, MetricKey, Option, type Tracer } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberRef, LogLevel, type Metric, MetricKey, Option, Redacted, type Tracer } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
 import type { CallOptions } from "../../RemoteAgent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
@@ -39,16 +39,27 @@ export interface Exchange {
 /** How an operation (or one of its requests) ended. @internal */
 export type Done<B> = (result: Either.Either<B, A2AClientError.A2AClientError>) => void
 
+/** A header's value as it is written into the request: the only place a `Redacted` one is opened. @internal */
+export const headerText = (value: string | Redacted.Redacted): string => typeof value === "string" ? value : Redacted.value(value)
+
+/** `headers` as they are written into the request. @internal */
+export const plainHeaders = (headers: Readonly<Record<string, string | Redacted.Redacted>>): Record<string, string> => {
+  const plain: Record<string, string> = {}
+  for (const name in headers) plain[name] = headerText(headers[name]!)
+  return plain
+}
+
 /**
  * The headers of one call: `traceparent` for its span, so the server's spans
- * join the caller's trace, then the call's own. The agent's headers are added
- * to every request by its fetch (see `makeTrackingFetch`).
+ * join the caller's trace, then the call's own (with the agent's computed
+ * ones, when its headers are an Effect). A static record of the agent's is
+ * added to every request by its fetch (see `makeTrackingFetch`).
  *
  * @internal
  */
 export const callHeaders = (span: tracing.SpanIds | undefined, options: CallOptions | undefined): Record<string, string> => {
   const headers: Record<string, string> = span === undefined ? {} : { traceparent: tracing.traceparent(span) }
-  if (options?.headers !== undefined) Object.assign(headers, options.headers)
+  if (options?.headers !== undefined) for (const name in options.headers) headers[name] = headerText(options.headers[name]!)
   // Last: the tracking fetch merges names without case, the later winning, so the key replaces an
   // `idempotency-key` given in the headers.
   if (options?.idempotencyKey !== undefined) headers[IdempotencyKey.headerName] = options.idempotencyKey

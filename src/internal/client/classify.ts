@@ -45,6 +45,18 @@ export class AnswerToAnotherRequest extends Error {
   }
 }
 
+/**
+ * Raised by the fetch over an `HttpClient` when the client could not build
+ * the request (an unreadable URL, a body it could not encode): it provably
+ * never left.
+ */
+export class RequestNotSent extends Error {
+  constructor(detail: string, cause: unknown) {
+    super(`the HTTP client could not send the request: ${detail}`, { cause })
+    this.name = "RequestNotSent"
+  }
+}
+
 /** Raised while resolving a card whose content is not an agent card. */
 export class CardContentError extends Error {
   constructor(readonly reason: "InvalidJson" | "InvalidCard", detail: string) {
@@ -169,6 +181,7 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   const sentDelivery: A2AClientError.Delivery = ctx.record?.sent === false ? "NotSent" : "Unknown"
   const has = (predicate: (message: string) => boolean) => facts.messages.some(predicate)
   if (facts.names.includes("ResponseTooLarge")) return { reason: "InvalidResponse", delivery: "Unknown" }
+  if (facts.names[0] === "RequestNotSent") return { reason: "InvalidRequest", delivery: "NotSent" }
   if (facts.names.includes("RedirectAnswered")) return { reason: "HttpStatus", delivery: "Unknown" }
   if (facts.names.includes("AnswerToAnotherRequest")) {
     // Not an answer to this request: only the status, when it is an error's, speaks for it.

@@ -5,7 +5,7 @@
  * @internal
  */
 import type { Message } from "@a2a-js/sdk"
-import { FiberRef } from "effect"
+import { FiberRef, type Redacted } from "effect"
 import type * as A2AClientError from "../../A2AClientError.js"
 import type { CallOptions, Input } from "../../RemoteAgent.js"
 import * as ledgerKey from "../ledger/key.js"
@@ -58,10 +58,14 @@ const badHeaderValue = /[^\t\u0020-\u007e\u0080-\u00ff]/
 const unsendableValue = "it holds a control character other than tab, or a character beyond Latin-1"
 
 /** Why `headers` cannot be sent, or none. */
-const headersProblem = (headers: Readonly<Record<string, string>> | undefined, whose: string): string | undefined => {
+export const headersProblem = (
+  headers: Readonly<Record<string, string | Redacted.Redacted>> | undefined,
+  whose: string
+): string | undefined => {
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (!headerName.test(name)) return `${whose} header name ${JSON.stringify(name)} is not an HTTP token`
-    if (badHeaderValue.test(value)) return `the value of ${whose} header ${name} cannot be sent (${unsendableValue})`
+    // The value is read to be checked, never told: the message names the header only.
+    if (badHeaderValue.test(clientCall.headerText(value))) return `the value of ${whose} header ${name} cannot be sent (${unsendableValue})`
   }
   return undefined
 }
@@ -91,7 +95,7 @@ const inputProblem = (input: Input): string | undefined => {
 export type Unsendable = (options: CallOptions | undefined, input?: Input) => string | undefined
 
 /** The check of every call of an agent that sends `agentHeaders`. */
-export const unsendable = (agentHeaders: Readonly<Record<string, string>> | undefined): Unsendable => {
+export const unsendable = (agentHeaders: Readonly<Record<string, string | Redacted.Redacted>> | undefined): Unsendable => {
   // The agent's own headers go with every request: checked once, reported on every call.
   const agentHeadersProblem = headersProblem(agentHeaders, "the agent's")
   return (options, input) =>

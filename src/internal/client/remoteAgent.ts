@@ -5,37 +5,99 @@
  * @internal
  */
 import type { AgentCard } from "@a2a-js/sdk"
+import type { Redacted } from "effect"
 import type { Client } from "@a2a-js/sdk/client"
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
-import { Duration, Effect, Metric, Option, Runtime, Schedule, Stream } from "effect"
+import * as HttpClient from "@effect/platform/HttpClient"
+import { Duration, Effect, LogLevel, Metric, Option, Runtime, Schedule, Stream } from "effect"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleIntervals from "effect/ScheduleIntervals"
 import * as A2AClientError from "../../A2AClientError.js"
-import type * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
-import type { Options, RemoteAgent } from "../../RemoteAgent.js"
+import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
+import type { CallOptions, Options, RemoteAgent } from "../../RemoteAgent.js"
 import * as clientCall from "./call.js"
 import { type CallRecord, classifyCard } from "./classify.js"
+import * as httpClientFetch from "./httpClientFetch.js"
 import * as input from "./input.js"
 import * as send from "./send.js"
 import * as stream from "./stream.js"
 import * as task from "./task.js"
-import { cardFetch, makeTrackingFetch } from "./transport.js"
+import { cardFetch, makeTrackingFetch, mergeHeaders } from "./transport.js"
+
+type Headers = Readonly<Record<string, string | Redacted.Redacted>>
+
+/** The agent's headers when they are computed per call; a static record is none. */
+const computedHeaders = (headers: Options["headers"]): Effect.Effect<Headers, unknown> | undefined =>
+  Effect.isEffect(headers) ? headers : undefined
+
+const headersFailed = "the agent's headers could not be computed (their Effect failed)"
+
+/**
+ * The agent's operations with its headers computed before each call and
+ * put under the call's own (which win, names compared without case), so
+ * that they travel as the call's headers do. A failure is the call's typed
+ * `InvalidRequest`: nothing was sent. Its cause is not told, as it may hold
+ * the secret being computed.
+ */
+const withComputedHeaders = (
+  operations: RemoteAgent,
+  headers: Effect.Effect<Headers, unknown>,
+  errorLevel: LogLevel.LogLevel
+): RemoteAgent => {
+  const agent = operations.name
+  const errors = clientCall.counter("a2a.client_error", agent, { reason: "InvalidRequest" })
+  const fail = (operation: A2AClientError.Operation, ids: clientCall.Ids, detail: string) => {
+    const error = input.invalidRequest(agent, operation, ids, detail)
+    return Metric.update(errors, 1).pipe(
+      Effect.zipRight(Effect.logWithLevel(errorLevel, error.message)),
+      Effect.annotateLogs({ agent, reason: error.reason, delivery: error.delivery }),
+      Effect.zipRight(Effect.fail(error))
+    )
+  }
+  const optionsFor = (
+    operation: A2AClientError.Operation,
+    ids: clientCall.Ids,
+    options: CallOptions | undefined
+  ): Effect.Effect<CallOptions, A2AClientError.A2AClientError> =>
+    Effect.matchCauseEffect(headers, {
+      onFailure: () => fail(operation, ids, headersFailed),
+      onSuccess: (computed) => {
+        const problem = input.headersProblem(computed, "the agent's")
+        if (problem !== undefined) return fail(operation, ids, problem)
+        const own = options?.headers
+        return Effect.succeed({ ...options, headers: mergeHeaders(clientCall.plainHeaders(computed), own && clientCall.plainHeaders(own)) })
+      }
+    })
+  return {
+    ...operations,
+    send: (message, options) =>
+      Effect.flatMap(optionsFor("SendMessage", input.inputIds(message), options), (o) => operations.send(message, o)),
+    stream: (message, options) =>
+      Stream.unwrap(Effect.map(optionsFor("SendStreamingMessage", input.inputIds(message), options), (o) => operations.stream(message, o))),
+    resubscribe: (taskId, options) =>
+      Stream.unwrap(Effect.map(optionsFor("SubscribeToTask", { taskId }, options), (o) => operations.resubscribe(taskId, o))),
+    getTask: (taskId, options) => Effect.flatMap(optionsFor("GetTask", { taskId }, options), (o) => operations.getTask(taskId, o)),
+    cancel: (taskId, options) => Effect.flatMap(optionsFor("CancelTask", { taskId }, options), (o) => operations.cancel(taskId, o))
+  }
+}
 
 const makeClient = (agentOptions: Options, client: Client, card: AgentCard, track: (signal: AbortSignal) => CallRecord): RemoteAgent => {
   const agent = agentOptions.name
   const timeout = Duration.decode(agentOptions.timeout ?? Duration.seconds(30))
+  const computed = computedHeaders(agentOptions.headers)
   const context: task.AgentContext = {
     agent,
     client,
     timeout,
     track,
     engine: clientCall.make(agent, track, timeout, agentOptions.logLevel),
-    unsendable: input.unsendable(agentOptions.headers),
+    // Computed headers are checked when computed, with each call.
+    unsendable: input.unsendable(computed === undefined ? agentOptions.headers as Headers | undefined : undefined),
     cancelOnInterrupt: agentOptions.cancelOnInterrupt === true
   }
   const { cancel, getTask, readTask } = task.make(context)
   const awaitEnd = send.awaitEnd(agent, readTask)
-  return {
+  const operations: RemoteAgent = {
     name: agent,
     url: agentOptions.url,
     card: Option.some(card),
@@ -44,6 +106,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     getTask,
     cancel
   }
+  return computed === undefined ? operations : withComputedHeaders(operations, computed, agentOptions.logLevel ?? LogLevel.Debug)
 }
 
 /** An agent whose every call fails with reason `Unavailable`. @internal */
@@ -71,7 +134,13 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
   }
 }
 
-const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackingFetch>) =>
+const resolveClient = (
+  options: Options,
+  tracking: ReturnType<typeof makeTrackingFetch>,
+  base: typeof fetch | undefined,
+  headers: Readonly<Record<string, string>>,
+  computed: boolean
+) =>
   Effect.gen(function*() {
     const maxBytes = options.maxResponseBytes ?? 10 * 1024 * 1024
     const record: CallRecord = { sent: false }
@@ -79,7 +148,7 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
     const context = { agent: options.name, url: options.url, record }
     const resolve = async (signal: AbortSignal) => {
       const resolver = new DefaultAgentCardResolver({
-        fetchImpl: cardFetch(record, signal, maxBytes, options.headers ?? {}),
+        fetchImpl: cardFetch(record, signal, maxBytes, headers, base),
         legacyCompat: { enabled: true },
         ...(options.cardPath === undefined ? {} : { path: options.cardPath })
       })
@@ -92,7 +161,7 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
       })
       const client = await factory.createFromAgentCard(card)
       // May fetch the extended card: bounded like the rest of the resolution.
-      return { client, card: await client.getAgentCard({ signal }) }
+      return { client, card: await client.getAgentCard(computed ? { signal, serviceParameters: { ...headers } } : { signal }) }
     }
     return yield* Effect.tryPromise({
       try: async (interrupt) => {
@@ -116,16 +185,36 @@ const resolveClient = (options: Options, tracking: ReturnType<typeof makeTrackin
     })
   })
 
-const resolve = (options: Options): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
+const resolve = (
+  options: Options,
+  base: typeof fetch | undefined
+): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
   Effect.gen(function*() {
-    const tracking = makeTrackingFetch(options.maxResponseBytes ?? 10 * 1024 * 1024, options.headers ?? {})
-    const resolved = yield* resolveClient(options, tracking).pipe(
-      Effect.tapError((error) =>
-        Metric.update(clientCall.counter("a2a.card_resolution_error", options.name, { reason: error.reason }), 1)
-      )
-    )
+    const computed = computedHeaders(options.headers)
+    // Computed once for the card; with each call after it.
+    const headers = computed === undefined
+      ? clientCall.plainHeaders((options.headers ?? {}) as Headers)
+      : yield* Effect.matchCauseEffect(computed, {
+        onFailure: () =>
+          Effect.fail(
+            new AgentCardResolutionError.AgentCardResolutionError({
+              agent: options.name,
+              url: options.url,
+              reason: "Unreachable",
+              detail: `${headersFailed}, so the card was not requested`
+            })
+          ),
+        // Checked as a static record is, by fetch: the card is read as it is today.
+        onSuccess: (computed) => Effect.succeed(clientCall.plainHeaders(computed))
+      })
+    // A static record goes with every request from the fetch; computed headers go with each call's own.
+    const tracking = makeTrackingFetch(options.maxResponseBytes ?? 10 * 1024 * 1024, computed === undefined ? headers : {}, base)
+    const resolved = yield* resolveClient(options, tracking, base, headers, computed !== undefined)
     return makeClient(options, resolved.client, resolved.card, tracking.track)
   }).pipe(
+    Effect.tapError((error) =>
+      Metric.update(clientCall.counter("a2a.card_resolution_error", options.name, { reason: error.reason }), 1)
+    ),
     Effect.withSpan("RemoteAgent.resolveCard", { attributes: { "a2a.agent": options.name, "a2a.url": options.url } })
   )
 
@@ -140,6 +229,7 @@ const defaultRecovery = Schedule.exponential("1 second").pipe(Schedule.either(Sc
  */
 const recovering = (
   options: Options,
+  base: typeof fetch | undefined,
   cause: AgentCardResolutionError.AgentCardResolutionError,
   schedule: Schedule.Schedule<unknown, AgentCardResolutionError.AgentCardResolutionError>
 ): Effect.Effect<RemoteAgent> =>
@@ -158,7 +248,7 @@ const recovering = (
         nextAt = ScheduleDecision.isDone(decision) ? undefined : ScheduleIntervals.start(decision.intervals)
       })
     yield* plan(cause)
-    const attempt = resolve(options).pipe(
+    const attempt = resolve(options, base).pipe(
       Effect.tap(() => Effect.logInfo(`remote agent ${options.name} is available again`)),
       Effect.matchEffect({
         onSuccess: (client) => Effect.sync(() => (current = client)),
@@ -187,14 +277,30 @@ const recovering = (
     }
   })
 
+/**
+ * The fetch under the agent's requests: the `HttpClient` in context, when
+ * there is one, adapted; otherwise none, and the global fetch is called
+ * directly, as it is the fast path.
+ */
+const baseFetch: Effect.Effect<typeof fetch | undefined> = Effect.flatMap(
+  Effect.serviceOption(HttpClient.HttpClient),
+  (client) =>
+    Option.isNone(client)
+      ? Effect.succeed(undefined)
+      : Effect.map(Effect.runtime<never>(), (runtime) => httpClientFetch.make(client.value, runtime))
+)
+
 /** Resolves the card and builds the client. @internal */
 export const make = (options: Options): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
-  Effect.catchAll(resolve(options), (error) =>
-    options.onCardFailure === "degrade"
-      ? Effect.logWarning(`remote agent ${options.name} is unavailable; starting degraded`).pipe(
-        Effect.annotateLogs({ agent: options.name, url: options.url, reason: error.reason, cause: error.message }),
-        Effect.zipRight(
-          options.recover === false ? Effect.succeed(unavailable(error)) : recovering(options, error, options.recover ?? defaultRecovery)
+  Effect.flatMap(baseFetch, (base) =>
+    Effect.catchAll(resolve(options, base), (error) =>
+      options.onCardFailure === "degrade"
+        ? Effect.logWarning(`remote agent ${options.name} is unavailable; starting degraded`).pipe(
+          Effect.annotateLogs({ agent: options.name, url: options.url, reason: error.reason, cause: error.message }),
+          Effect.zipRight(
+            options.recover === false
+              ? Effect.succeed(unavailable(error))
+              : recovering(options, base, error, options.recover ?? defaultRecovery)
+          )
         )
-      )
-      : Effect.fail(error))
+        : Effect.fail(error)))

@@ -58,7 +58,7 @@ const limitBody = (response: Response, limit: number, streamAsked: boolean): Res
  * without case: a call's `authorization` replaces the agent's
  * `Authorization` instead of both being sent.
  */
-const mergeHeaders = (
+export const mergeHeaders = (
   base: Readonly<Record<string, string>>,
   over: Readonly<Record<string, string>> | undefined
 ): Record<string, string> => {
@@ -125,7 +125,16 @@ interface Tracked extends AbortSignal {
   [recordKey]?: CallRecord
 }
 
-export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Record<string, string>>): TrackingFetch => {
+/**
+ * The tracking fetch over `base`: the global fetch when none is given, or
+ * an adapted `HttpClient` (see `httpClientFetch`), which answers a redirect
+ * as a 3xx response instead of rejecting.
+ */
+export const makeTrackingFetch = (
+  maxResponseBytes: number,
+  headers: Readonly<Record<string, string>>,
+  base?: typeof fetch
+): TrackingFetch => {
   return {
     track: (signal) => {
       const record: CallRecord = { sent: false }
@@ -142,7 +151,13 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
       // Merged even without headers of the agent's own: the SDK's `Content-Type` and `A2A-Version` must replace a
       // call's `content-type` or `a2a-version`, not be sent beside them (fetch would join the two values).
       const merged = mergeHeaders(headers, init?.headers as Record<string, string> | undefined)
-      return fetch(input, { ...init, redirect: "error", headers: merged }).then((response) => {
+      const sending = { ...init, redirect: "error" as const, headers: merged }
+      return (base === undefined ? fetch(input, sending) : base(input, sending)).then((response) => {
+        if (isRedirectStatus(response.status)) {
+          if (record) record.status = response.status
+          void response.body?.cancel().catch(() => undefined)
+          throw new RedirectAnswered()
+        }
         if (record) {
           record.status = response.status
           // Only a refusal's Retry-After matters to the caller.
@@ -161,6 +176,9 @@ export const makeTrackingFetch = (maxResponseBytes: number, headers: Readonly<Re
     }
   }
 }
+
+// A client that does not follow redirects hands them over as answers; fetch in mode "error" never does.
+const isRedirectStatus = (status: number): boolean => status >= 300 && status < 400
 
 // How fetch rejects a redirect in mode "error".
 const isRedirect = (error: unknown): boolean =>
@@ -191,12 +209,17 @@ const decodeCard = Schema.decodeUnknownEither(RawCard, { errors: "first" })
  * checks the card's shape before the SDK normalizes it (which would silently
  * coerce wrong types).
  */
-export const cardFetch =
-  (record: CallRecord, signal: AbortSignal, maxBytes: number, headers: Readonly<Record<string, string>>): typeof fetch =>
-  async (input, init) => {
+export const cardFetch = (
+  record: CallRecord,
+  signal: AbortSignal,
+  maxBytes: number,
+  headers: Readonly<Record<string, string>>,
+  base: typeof fetch = fetch
+): typeof fetch =>
+async (input, init) => {
     record.sent = true
     const response = limitBody(
-      await fetch(input, { ...init, headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined), signal }),
+      await base(input, { ...init, headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined), signal }),
       maxBytes,
       false
     )
