@@ -94,9 +94,10 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
   /** How long running tasks may go on when the server closes. Default 10 seconds. */
   readonly shutdownTimeout?: Duration.DurationInput | undefined
   /**
-   * Default: the SDK's `InMemoryTaskStore`. {@link TaskStoreConfig} puts
-   * the SDK's `DatabaseTaskStore` on SQLite or PostgreSQL, its table created
-   * at start-up when missing; any other SDK `TaskStore` is used as given.
+   * Default: `TaskStoreConfig.Memory({})`, in memory, forgetting ended tasks
+   * after an hour and beyond 10,000. {@link TaskStoreConfig} also names the
+   * SDK's unbounded `InMemoryTaskStore` and its `DatabaseTaskStore` on SQLite
+   * or PostgreSQL; any other SDK `TaskStore` is used as given.
    */
   readonly taskStore?: TaskStore | TaskStoreConfig | undefined
   /**
@@ -175,29 +176,77 @@ export interface IdempotencyOptions {
 }
 
 /**
- * Where the SDK's `DatabaseTaskStore` keeps tasks. The server runs the
- * SDK's own migration (`a2a-db upgrade --store tasks`) at start-up, which is
- * idempotent and safe for several replicas starting together, and closes
- * the connection when it stops. Needs `kysely` plus `better-sqlite3` (SQLite)
- * or `pg` (PostgreSQL). Ids the SDK's table cannot hold are refused with
- * -32602 before anything runs, on either database: a task or context id
- * over 36 characters, a tenant over 255, any id with NUL or a lone surrogate.
+ * Where the server keeps tasks.
+ *
+ * - `Memory` (the default): in the process, bounded. A task that ended
+ *   (completed, failed, canceled, rejected) is forgotten `retention` after
+ *   its last save, and beyond the `maxFinished` most recent ones, oldest
+ *   first; a task paused for input or auth is forgotten after
+ *   `interruptedRetention`; a running task is never forgotten.
+ * - `Unbounded`: the SDK's `InMemoryTaskStore`, which keeps every task until
+ *   the process ends. For tests and short-lived processes.
+ * - `Sqlite`, `Postgres`: the SDK's `DatabaseTaskStore`. The server runs the
+ *   SDK's own migration (`a2a-db upgrade --store tasks`) at start-up, which
+ *   is idempotent and safe for several replicas starting together, and
+ *   closes the connection when it stops. Needs `kysely` plus
+ *   `better-sqlite3` (SQLite) or `pg` (PostgreSQL). Ids the SDK's table
+ *   cannot hold are refused with -32602 before anything runs, on either
+ *   database: a task or context id over 36 characters, a tenant over 255,
+ *   any id with NUL or a lone surrogate. Tasks are kept until deleted, unless
+ *   `retention` is given.
+ *
+ * A forgotten task is not found: `GetTask`, `CancelTask` or a message to it
+ * answer `TaskNotFound` (-32001), as for an id that never existed.
+ *
+ * With {@link IdempotencyOptions}, a repeat of a request whose task was
+ * forgotten still answers the task as it ended: the ledger keeps that end
+ * itself, for its own retention (24 hours by default), and does not run the
+ * request again. Only reading the task back by its id fails. Give the
+ * ledger a retention no longer than the store's when a repeat must not
+ * answer a task that `GetTask` no longer finds.
  *
  * @example
  * ```ts
  * import { A2AServer } from "effect-a2a"
  *
- * A2AServer.TaskStoreConfig.Sqlite({ filename: "./tasks.db" })
+ * A2AServer.TaskStoreConfig.Memory({ retention: "10 minutes", maxFinished: 1_000 })
+ * A2AServer.TaskStoreConfig.Unbounded()
+ * A2AServer.TaskStoreConfig.Sqlite({ filename: "./tasks.db", retention: "7 days" })
  * A2AServer.TaskStoreConfig.Postgres({ url: "postgresql://a2a@db/a2a", poolSize: 10 })
  * ```
  * @category models
  * @since 0.1.0
  */
 export type TaskStoreConfig = Data.TaggedEnum<{
-  /** A file; `:memory:` is refused (use the default in-memory store). */
-  Sqlite: { readonly filename: string }
+  Memory: {
+    /** How long an ended task is kept after its last save. Default 1 hour. */
+    readonly retention?: Duration.DurationInput | undefined
+    /** How many ended tasks are kept at most, over all tenants and callers. Default 10,000. */
+    readonly maxFinished?: number | undefined
+    /** How long a task paused for input or auth is kept after its last save. Default 24 hours. */
+    readonly interruptedRetention?: Duration.DurationInput | undefined
+  }
+  /** Keeps every task; nothing bounds its memory. */
+  Unbounded: {}
+  /** A file; `:memory:` is refused (use `Memory`). */
+  Sqlite: {
+    readonly filename: string
+    /**
+     * Deletes ended tasks whose last status is older than this, at start-up
+     * and then at least every minute. Default: none is deleted.
+     */
+    readonly retention?: Duration.DurationInput | undefined
+  }
   /** `poolSize` defaults to 10. */
-  Postgres: { readonly url: string; readonly poolSize?: number | undefined }
+  Postgres: {
+    readonly url: string
+    readonly poolSize?: number | undefined
+    /**
+     * Deletes ended tasks whose last status is older than this, at start-up
+     * and then at least every minute. Default: none is deleted.
+     */
+    readonly retention?: Duration.DurationInput | undefined
+  }
 }>
 
 /**

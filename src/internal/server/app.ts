@@ -7,7 +7,7 @@
  * @internal
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import { DefaultRequestHandler, InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
+import { DefaultRequestHandler, type TaskStore } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import { Duration, Effect } from "effect"
 import type * as Scope from "effect/Scope"
@@ -30,11 +30,12 @@ const isTaskStoreConfig = (store: TaskStore | A2AServer.TaskStoreConfig): store 
 const taskStoreOf = (
   store: TaskStore | A2AServer.TaskStoreConfig | undefined
 ): Effect.Effect<TaskStore, internalTaskStore.TaskStoreError, Scope.Scope> =>
-  store === undefined
-    ? Effect.sync(() => new InMemoryTaskStore())
-    : isTaskStoreConfig(store)
-    ? Effect.mapError(internalTaskStore.make(store), (failure) => new internalTaskStore.TaskStoreError(failure))
-    : Effect.succeed(store)
+  store !== undefined && !isTaskStoreConfig(store)
+    ? Effect.succeed(store)
+    : Effect.mapError(
+      internalTaskStore.make(store ?? internalTaskStore.defaultConfig),
+      (failure) => new internalTaskStore.TaskStoreError(failure)
+    )
 
 const buildCard = (options: A2AServer.CardOptions, baseUrl: string, rpcPath: string): AgentCard => {
   const url = new URL(rpcPath, baseUrl).toString()
@@ -128,7 +129,8 @@ export const make = <E, R>(
       options.idempotency
     )
     const dispatcher = internalRpc.makeDispatcher(handler, card, {
-      checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore),
+      checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
+        internalTaskStore.isDatabase(options.taskStore),
       claim,
       subscriptions
     })

@@ -1,24 +1,47 @@
 /**
- * The SDK's `DatabaseTaskStore` on SQLite or PostgreSQL, its table created
- * by the SDK's own migrations (what `a2a-db upgrade --store tasks` runs).
+ * The task store a server is configured with: the bounded in-memory store
+ * (the default), the SDK's unbounded `InMemoryTaskStore`, or the SDK's
+ * `DatabaseTaskStore` on SQLite or PostgreSQL, its table created by the SDK's
+ * own migrations (what `a2a-db upgrade --store tasks` runs).
  *
  * `kysely`, `better-sqlite3` and `pg` are optional peers of the SDK: they are
  * loaded only when a database store is asked for.
  *
  * @internal
  */
-import type { TaskStore } from "@a2a-js/sdk/server"
-import { Effect, Runtime, Schema } from "effect"
+import { TaskState } from "@a2a-js/sdk"
+import { InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
+import { Clock, Duration, Effect, Runtime, Schedule, Schema } from "effect"
 import type * as Scope from "effect/Scope"
 import type { Kysely, PostgresPool, SqliteDatabase } from "kysely"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
+import * as taskState from "../wire/taskState.js"
+import * as internalMemoryTaskStore from "./memoryTaskStore.js"
+
+type Retention = { readonly retention?: Duration.DurationInput | undefined }
+
+/** @internal */
+export type DatabaseConfig =
+  | { readonly _tag: "Sqlite"; readonly filename: string } & Retention
+  | { readonly _tag: "Postgres"; readonly url: string; readonly poolSize?: number | undefined } & Retention
 
 /** @internal */
 export type Config =
-  | { readonly _tag: "Sqlite"; readonly filename: string }
-  | { readonly _tag: "Postgres"; readonly url: string; readonly poolSize?: number | undefined }
+  | {
+    readonly _tag: "Memory"
+    readonly maxFinished?: number | undefined
+    readonly interruptedRetention?: Duration.DurationInput | undefined
+  } & Retention
+  | { readonly _tag: "Unbounded" }
+  | DatabaseConfig
+
+/** The store of a server whose options name none. */
+export const defaultConfig: Config = { _tag: "Memory" }
+
+/** A store on the SDK's table, whose columns bound the length of ids. */
+export const isDatabase = (config: Config): config is DatabaseConfig => config._tag === "Sqlite" || config._tag === "Postgres"
 
 /** @internal */
 export interface Failure {
@@ -71,7 +94,7 @@ const migrate = (url: string): Effect.Effect<void, Failure> =>
     catch: fail("Migration", "Could not create the task table")
   })
 
-const connect = (config: Config, onIdleError: (error: unknown) => void): Effect.Effect<Kysely<unknown>, Failure> =>
+const connect = (config: DatabaseConfig, onIdleError: (error: unknown) => void): Effect.Effect<Kysely<unknown>, Failure> =>
   Effect.tryPromise({
     try: async () => {
       const kysely = await import("kysely")
@@ -91,13 +114,52 @@ const connect = (config: Config, onIdleError: (error: unknown) => void): Effect.
     catch: fail("Driver", `Could not open the ${config._tag} task store`)
   })
 
+// The names the SDK's table gives the states a run ends in, in its `status_state` column.
+const terminalStateNames = Object.values(TaskState)
+  .filter((state): state is TaskState => typeof state === "number" && taskState.isTerminal(state))
+  .map(taskState.name)
+
+// The SQL stores have no eviction of their own: a delete of the ended tasks
+// whose last status is older than the retention, at start-up and then at
+// least every minute, in a fiber of the server's scope. A failed round is
+// logged; the next one deletes what it missed.
+const sweepEnded = (db: Kysely<unknown>, table: string, retention: Duration.DurationInput, what: string) =>
+  Effect.gen(function* () {
+    const retentionMs = Duration.toMillis(retention)
+    const { sql } = yield* Effect.promise(() => import("kysely"))
+    const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.tryPromise(() =>
+        sql`delete from ${sql.table(table)} where status_state in (${
+          sql.join(terminalStateNames)
+        }) and status_last_updated < ${now - retentionMs}`.execute(db)
+      )).pipe(
+        Effect.catchAll((error) =>
+          Effect.logWarning(`Could not delete the ended tasks past retention from the ${what} task store`).pipe(
+            Effect.annotateLogs({ cause: String(error.error) })
+          )
+        )
+      )
+    const every = Duration.min(Duration.millis(retentionMs), Duration.minutes(1))
+    yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(every)))
+  })
+
 /**
- * Creates the table when missing, opens the database and returns the SDK's
- * `DatabaseTaskStore` on it; the connection closes with the scope.
+ * The store `config` names. A database one: creates the table when missing,
+ * opens the database and returns the SDK's `DatabaseTaskStore` on it, the
+ * connection closing with the scope, and deletes ended tasks past retention
+ * when asked to.
  *
  * @internal
  */
-export const make = (given: Config): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
+export const make = (config: Config): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
+  config._tag === "Memory"
+    ? Effect.map(Effect.clock, (clock) =>
+      internalMemoryTaskStore.make({ ...config, now: () => clock.unsafeCurrentTimeMillis() }))
+    : config._tag === "Unbounded"
+    ? Effect.sync(() => new InMemoryTaskStore())
+    : database(config)
+
+const database = (given: DatabaseConfig): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
   Effect.gen(function* () {
     if (given._tag === "Sqlite" && (given.filename === "" || given.filename === ":memory:")) {
       return yield* Effect.fail<Failure>({
@@ -107,7 +169,7 @@ export const make = (given: Config): Effect.Effect<TaskStore, Failure, Scope.Sco
     }
     // One absolute path for both the migration and the connection: the migration reads its file from a
     // `sqlite:` URL, where a path starting with `//` would name another file than the one opened.
-    const config: Config = given._tag === "Sqlite" ? { ...given, filename: Path.resolve(given.filename) } : given
+    const config: DatabaseConfig = given._tag === "Sqlite" ? { ...given, filename: Path.resolve(given.filename) } : given
     yield* migrate(config._tag === "Sqlite" ? `sqlite:${config.filename}` : config.url)
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const onIdleError = (error: unknown) =>
@@ -132,5 +194,6 @@ export const make = (given: Config): Effect.Effect<TaskStore, Failure, Scope.Sco
       },
       catch: fail("Connection", `Could not reach the ${config._tag} task store`)
     })
+    if (config.retention !== undefined) yield* sweepEnded(db, TASK_TABLE, config.retention, config._tag)
     return new DatabaseTaskStore(db)
   })
