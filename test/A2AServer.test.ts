@@ -1,5 +1,6 @@
 import { SendMessageRequest, TaskState } from "@a2a-js/sdk"
-import { InMemoryTaskStore } from "@a2a-js/sdk/server"
+import { TaskNotFoundError } from "@a2a-js/sdk/errors"
+import { InMemoryTaskStore, ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, FastCheck, Fiber, Option, Scope } from "effect"
 import * as fs from "node:fs"
@@ -9,6 +10,7 @@ import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
+import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
@@ -16,11 +18,13 @@ import {
   busListeners,
   captureLogs,
   eventually,
+  keyed,
   makeClient,
   openStream,
   post,
   rpc,
   send,
+  sendMessage,
   textOf,
   userMessage
 } from "./fixtures/serverAgents.js"
@@ -706,4 +710,152 @@ describe("A2AServer", () => {
       })))
       expect(unreachable).toMatchObject({ _tag: "TaskStoreError", reason: "Migration" })
     }))
+
+  describe("a task store that forgets", () => {
+    const errorCode = (response: { readonly text: string }) => JSON.parse(response.text).error?.code
+    const getTask = (url: string, id: string) => rpc(url, "GetTask", { id })
+    const anonymous = new ServerCallContext({ user: new UnauthenticatedUser() })
+
+    it.scopedLive("a task forgotten beyond maxFinished is TaskNotFound, as an unknown id; a running one is kept", () =>
+      Effect.gen(function* () {
+        const release = yield* Deferred.make<void>()
+        const agent: AgentExecutor.Agent = (request) =>
+          Part.textOf(request.message.parts) === "hold"
+            ? Effect.as(Deferred.await(release), AgentExecutor.completedText("released"))
+            : echo(request)
+        const server = yield* A2AServer.make({ agent, card, taskStore: A2AServer.TaskStoreConfig.Memory({ maxFinished: 2 }) })
+        const client = yield* makeClient(server.url)
+        const held = yield* send(client, "hold", {}, true)
+        const [first, second, third] = [yield* send(client, "one"), yield* send(client, "two"), yield* send(client, "three")]
+        for (const task of [first, second, third]) expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+
+        const forgotten = yield* Effect.promise(() =>
+          client.getTask({ tenant: "", id: first.id, historyLength: undefined }).then(() => undefined, (error: unknown) => error)
+        )
+        expect(forgotten).toBeInstanceOf(TaskNotFoundError)
+        expect(errorCode(yield* getTask(server.rpcUrl, first.id))).toBe(-32001)
+        expect(errorCode(yield* getTask(server.rpcUrl, crypto.randomUUID()))).toBe(-32001)
+        expect(errorCode(yield* rpc(server.rpcUrl, "CancelTask", { id: first.id }))).toBe(-32001)
+        const followUp = yield* rpc(server.rpcUrl, "SendMessage", SendMessageRequest.toJSON({
+          tenant: "",
+          message: userMessage("again", { taskId: first.id, contextId: first.contextId }),
+          configuration: undefined,
+          metadata: {}
+        }))
+        expect(errorCode(followUp)).toBe(-32001)
+        for (const kept of [second, third]) {
+          const loaded = yield* Effect.promise(() => client.getTask({ tenant: "", id: kept.id, historyLength: undefined }))
+          expect(textOf(loaded)).toBe(`echo ${kept.id === second.id ? "two" : "three"}`)
+        }
+
+        // Older than every ended task, and kept while it runs; once ended it is the newest of them.
+        const running = yield* Effect.promise(() => client.getTask({ tenant: "", id: held.id, historyLength: undefined }))
+        expect(running.status?.state).toBe(TaskState.TASK_STATE_WORKING)
+        yield* Deferred.succeed(release, void 0)
+        const ended = yield* eventually(
+          Effect.promise(() => client.getTask({ tenant: "", id: held.id, historyLength: undefined })),
+          (task) => task.status?.state === TaskState.TASK_STATE_COMPLETED
+        )
+        expect(textOf(ended)).toBe("released")
+        expect(errorCode(yield* getTask(server.rpcUrl, second.id))).toBe(-32001)
+        expect(JSON.parse((yield* getTask(server.rpcUrl, third.id)).text).result?.id).toBe(third.id)
+      }))
+
+    it.scopedLive("the default store is the bounded one: beyond 10,000 ended tasks the oldest is forgotten", () =>
+      Effect.gen(function* () {
+        const server = yield* A2AServer.make({ agent: echo, card })
+        expect(server.taskStore).not.toBeInstanceOf(InMemoryTaskStore)
+        const first = yield* send(yield* makeClient(server.url), "first")
+        const later = { ...first, history: [], artifacts: [] }
+        yield* Effect.promise(async () => {
+          for (let i = 0; i < 10_000; i++) await server.taskStore.save({ ...later, id: `later-${i}` }, anonymous)
+        })
+        expect(errorCode(yield* getTask(server.rpcUrl, first.id))).toBe(-32001)
+        expect(JSON.parse((yield* getTask(server.rpcUrl, "later-0")).text).result?.id).toBe("later-0")
+      }))
+
+    it.scopedLive("Unbounded keeps every task in the SDK's InMemoryTaskStore", () =>
+      Effect.gen(function* () {
+        const server = yield* A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Unbounded() })
+        expect(server.taskStore).toBeInstanceOf(InMemoryTaskStore)
+        const task = yield* send(yield* makeClient(server.url), "kept")
+        expect(JSON.parse((yield* getTask(server.rpcUrl, task.id)).text).result?.id).toBe(task.id)
+      }))
+
+    it.scopedLive("a repeat of a keyed request whose task was forgotten answers the task as it ended, without running again", () =>
+      Effect.gen(function* () {
+        let runs = 0
+        const agent: AgentExecutor.Agent = (request) => Effect.suspend(() => {
+          runs++
+          return echo(request)
+        })
+        const server = yield* A2AServer.make({
+          agent,
+          card,
+          taskStore: A2AServer.TaskStoreConfig.Memory({ maxFinished: 1 }),
+          idempotency: {}
+        })
+        const client = yield* makeClient(server.url)
+        const original = yield* sendMessage(client, keyed("book", "key-1"))
+        yield* send(client, "another")
+        expect(errorCode(yield* getTask(server.rpcUrl, original.id))).toBe(-32001)
+        const repeat = yield* sendMessage(client, keyed("book", "key-1"))
+        expect(runs).toBe(2)
+        expect(repeat.id).toBe(original.id)
+        expect(repeat.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+        expect(textOf(repeat)).toBe("echo book")
+        // The ledger answered it: the store does not have the task back.
+        expect(errorCode(yield* getTask(server.rpcUrl, original.id))).toBe(-32001)
+      }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))))
+
+    it.live("a SQLite store with retention deletes ended tasks past it, at start-up and then periodically; paused and running ones stay", () =>
+      Effect.gen(function* () {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-retention-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const filename = path.join(dir, "tasks.db")
+        const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString()
+        const seeded = (id: string, state: TaskState) => ({
+          id,
+          contextId: "ctx",
+          status: { state, message: undefined, timestamp: twoHoursAgo },
+          artifacts: [],
+          history: [],
+          metadata: undefined
+        })
+        const seeding = yield* Scope.make()
+        const seeder = yield* Scope.extend(A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename }) }), seeding)
+        yield* Effect.promise(async () => {
+          await seeder.taskStore.save(seeded("old-done", TaskState.TASK_STATE_COMPLETED), anonymous)
+          await seeder.taskStore.save(seeded("old-failed", TaskState.TASK_STATE_FAILED), anonymous)
+          await seeder.taskStore.save(seeded("old-input", TaskState.TASK_STATE_INPUT_REQUIRED), anonymous)
+          await seeder.taskStore.save(seeded("old-working", TaskState.TASK_STATE_WORKING), anonymous)
+          expect((await seeder.taskStore.load("old-done", anonymous))?.id).toBe("old-done")
+        })
+        const recent = yield* send(yield* makeClient(seeder.url), "recent")
+        yield* Scope.close(seeding, Exit.void)
+
+        const server = yield* A2AServer.make({
+          agent: echo,
+          card,
+          taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename, retention: "1 hour" })
+        })
+        const load = (id: string) => Effect.promise(() => server.taskStore.load(id, anonymous))
+        yield* eventually(load("old-done"), (task) => task === undefined)
+        expect(yield* load("old-failed")).toBeUndefined()
+        expect((yield* load("old-input"))?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        expect((yield* load("old-working"))?.status?.state).toBe(TaskState.TASK_STATE_WORKING)
+        expect((yield* load(recent.id))?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+
+        // A short retention: a task run through the server goes at a later round, not only at start-up.
+        const quick = yield* A2AServer.make({
+          agent: echo,
+          card,
+          taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename, retention: "1 second" })
+        })
+        const task = yield* send(yield* makeClient(quick.url), "brief")
+        expect(JSON.parse((yield* getTask(quick.rpcUrl, task.id)).text).result?.id).toBe(task.id)
+        yield* eventually(getTask(quick.rpcUrl, task.id), (response) => errorCode(response) === -32001, 500)
+        expect((yield* load("old-input"))?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+      }).pipe(Effect.scoped), { timeout: 30_000 })
+  })
 })
