@@ -5,6 +5,7 @@
  */
 import { TaskState } from "@a2a-js/sdk"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { inject } from "vitest"
@@ -107,6 +108,44 @@ describe("A2AServer on PostgreSQL", () => {
       expect((yield* sendWith(wide)).error).toBeUndefined()
       expect(ran).toEqual([wide])
     }).pipe(Effect.scoped))
+
+  it.live("with retention, ended tasks whose last status is older are deleted; paused, running and recent ones stay", () =>
+    Effect.gen(function* () {
+      const anonymous = new ServerCallContext({ user: new UnauthenticatedUser() })
+      const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString()
+      const ids = { done: crypto.randomUUID(), canceled: crypto.randomUUID(), input: crypto.randomUUID(), working: crypto.randomUUID() }
+      const seeded = (id: string, state: TaskState) => ({
+        id,
+        contextId: "ctx",
+        status: { state, message: undefined, timestamp: twoHoursAgo },
+        artifacts: [],
+        history: [],
+        metadata: undefined
+      })
+      const seeding = yield* Scope.make()
+      const seeder = yield* Scope.extend(A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 }) }), seeding)
+      yield* Effect.promise(async () => {
+        await seeder.taskStore.save(seeded(ids.done, TaskState.TASK_STATE_COMPLETED), anonymous)
+        await seeder.taskStore.save(seeded(ids.canceled, TaskState.TASK_STATE_CANCELED), anonymous)
+        await seeder.taskStore.save(seeded(ids.input, TaskState.TASK_STATE_INPUT_REQUIRED), anonymous)
+        await seeder.taskStore.save(seeded(ids.working, TaskState.TASK_STATE_WORKING), anonymous)
+      })
+      const recent = yield* send(yield* makeClient(seeder.url), "recent")
+      expect((yield* Effect.promise(() => seeder.taskStore.load(ids.done, anonymous)))?.id).toBe(ids.done)
+      yield* Scope.close(seeding, Exit.void)
+
+      const server = yield* A2AServer.make({
+        agent: echo,
+        card,
+        taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2, retention: "1 hour" })
+      })
+      const load = (id: string) => Effect.promise(() => server.taskStore.load(id, anonymous))
+      yield* eventually(load(ids.done), (task) => task === undefined, 500)
+      expect(yield* load(ids.canceled)).toBeUndefined()
+      expect((yield* load(ids.input))?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+      expect((yield* load(ids.working))?.status?.state).toBe(TaskState.TASK_STATE_WORKING)
+      expect((yield* load(recent.id))?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+    }).pipe(Effect.scoped), { timeout: 60_000 })
 
   it.effect("an unreachable PostgreSQL fails the layer with TaskStoreError", () =>
     Effect.gen(function* () {
