@@ -14,7 +14,7 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
 import { startPostgres, type RunningPostgres } from "./fixtures/postgres.js"
 import { SendMessageRequest } from "@a2a-js/sdk"
-import { captureLogs, eventually, makeClient, rpc, send, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { captureLogs, eventually, makeClient, rpc, seededTask, send, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "server-pg-test", description: "A2AServer on PostgreSQL" }
 
@@ -114,14 +114,7 @@ describe("A2AServer on PostgreSQL", () => {
       const anonymous = new ServerCallContext({ user: new UnauthenticatedUser() })
       const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString()
       const ids = { done: crypto.randomUUID(), canceled: crypto.randomUUID(), input: crypto.randomUUID(), working: crypto.randomUUID() }
-      const seeded = (id: string, state: TaskState) => ({
-        id,
-        contextId: "ctx",
-        status: { state, message: undefined, timestamp: twoHoursAgo },
-        artifacts: [],
-        history: [],
-        metadata: undefined
-      })
+      const seeded = (id: string, state: TaskState) => seededTask(id, state, twoHoursAgo)
       const seeding = yield* Scope.make()
       const seeder = yield* Scope.extend(A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 }) }), seeding)
       yield* Effect.promise(async () => {

@@ -23,6 +23,7 @@ import {
   openStream,
   post,
   rpc,
+  seededTask,
   send,
   sendMessage,
   textOf,
@@ -814,14 +815,7 @@ describe("A2AServer", () => {
         yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
         const filename = path.join(dir, "tasks.db")
         const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString()
-        const seeded = (id: string, state: TaskState) => ({
-          id,
-          contextId: "ctx",
-          status: { state, message: undefined, timestamp: twoHoursAgo },
-          artifacts: [],
-          history: [],
-          metadata: undefined
-        })
+        const seeded = (id: string, state: TaskState) => seededTask(id, state, twoHoursAgo)
         const seeding = yield* Scope.make()
         const seeder = yield* Scope.extend(A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename }) }), seeding)
         yield* Effect.promise(async () => {

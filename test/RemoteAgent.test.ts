@@ -24,6 +24,20 @@ const count = (name: string, tags: Record<string, string>) =>
       .reduce((sum, pair) => sum + (MetricState.isCounterState(pair.metricState) ? Number(pair.metricState.count) : 0), 0)
   })
 
+/** A tracer that exports what `native` does, keeping every span it makes. */
+const recordingTracer = (native: Tracer.Tracer) => {
+  const spans: Array<Tracer.Span> = []
+  const recording = Tracer.make({
+    span: (...args) => {
+      const span = native.span(...args)
+      spans.push(span)
+      return span
+    },
+    context: (f) => f()
+  })
+  return { recording, spans }
+}
+
 describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
   it.scopedLive("each of the six endings is a typed outcome, counted per channel", () =>
     Effect.gen(function*() {
@@ -271,16 +285,7 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
 
   it.scopedLive("with a tracer that exports spans: a client span per call, ended on success, failure and interruption", () =>
     Effect.gen(function*() {
-      const native = yield* Effect.tracer
-      const spans: Array<Tracer.Span> = []
-      const recording = Tracer.make({
-        span: (...args) => {
-          const span = native.span(...args)
-          spans.push(span)
-          return span
-        },
-        context: (f) => f()
-      })
+      const { recording, spans } = recordingTracer(yield* Effect.tracer)
       const peer = yield* sdkPeer()
       const agent = yield* agentFor(peer.url)
       yield* Effect.gen(function*() {
@@ -675,16 +680,7 @@ describe("RemoteAgent headers: computed per call, Redacted", () => {
         received.push(req.headers.authorization, req.headers["x-api-key"])
         json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "no such task" } })
       })
-      const native = yield* Effect.tracer
-      const spans: Array<Tracer.Span> = []
-      const recording = Tracer.make({
-        span: (...args) => {
-          const span = native.span(...args)
-          spans.push(span)
-          return span
-        },
-        context: (f) => f()
-      })
+      const { recording, spans } = recordingTracer(yield* Effect.tracer)
       const { layer: capture, lines } = captureLogs()
       const calls = Effect.gen(function*() {
         const computed = yield* agentFor(peer.url, {
