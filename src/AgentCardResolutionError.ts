@@ -24,7 +24,14 @@ import { Schema } from "effect"
  * @category errors
  * @since 0.1.0
  */
-export const Reason = Schema.Literal("Unreachable", "HttpStatus", "InvalidJson", "InvalidCard", "NoCompatibleTransport")
+export const Reason = Schema.Literal(
+  "Unreachable",
+  "HttpStatus",
+  "InvalidJson",
+  "InvalidCard",
+  "NoCompatibleTransport",
+  "InvalidRequest"
+)
 
 /**
  * @category errors
@@ -37,7 +44,8 @@ const advice: Record<Reason, string> = {
   HttpStatus: "check the URL and the card path (default /.well-known/agent-card.json)",
   InvalidJson: "the URL does not serve a JSON agent card; check that it points at an A2A agent",
   InvalidCard: "the agent serves a card that is not a valid A2A agent card; ask its owners to fix it",
-  NoCompatibleTransport: "the agent offers no JSON-RPC interface; only JSON-RPC is supported"
+  NoCompatibleTransport: "the agent offers no JSON-RPC interface; only JSON-RPC is supported",
+  InvalidRequest: "the card's request could not be made, so it was not sent: check the agent's headers option"
 }
 
 /**

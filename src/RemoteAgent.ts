@@ -213,7 +213,7 @@ export interface Options {
    * written, never in a log line, an error or a span. When the Effect fails
    * or dies, the call fails with reason `InvalidRequest`, delivery
    * `NotSent`, and nothing is sent (the card resolution with reason
-   * `Unreachable`); its error is not told, as it may hold the secret.
+   * `InvalidRequest`); its error is not told, as it may hold the secret.
    */
   readonly headers?:
     | Readonly<Record<string, string | Redacted.Redacted>>

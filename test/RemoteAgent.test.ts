@@ -666,7 +666,7 @@ describe("RemoteAgent headers: computed per call, Redacted", () => {
       expect(peer.seen).toEqual([["GET", "Bearer ok", undefined]])
       yield* Ref.set(mode, "fail")
       const startUp = yield* Effect.flip(agentFor(peer.url, { headers }))
-      expect(startUp).toMatchObject({ reason: "Unreachable" })
+      expect(startUp).toMatchObject({ reason: "InvalidRequest" })
       expect(startUp.message).toContain("the agent's headers could not be computed")
       expect(startUp.message).not.toContain("s3cr3t")
       expect(peer.seen).toHaveLength(1)

@@ -200,7 +200,7 @@ const resolve = (
             new AgentCardResolutionError.AgentCardResolutionError({
               agent: options.name,
               url: options.url,
-              reason: "Unreachable",
+              reason: "InvalidRequest",
               detail: `${headersFailed}, so the card was not requested`
             })
           ),
