@@ -32,7 +32,7 @@ describe("the published package", () => {
     // A preloaded hook makes every load of better-sqlite3, pg and their Effect packages throw.
     const out = execFileSync(
       "node",
-      ["--import", "tsx", "--import", "./test/fixtures/blockSqlDrivers.mjs", "test/fixtures/clientWithoutSql.ts"],
+      ["--import", "tsx", "--import", "./test/fixtures/blockModules.mjs", "test/fixtures/clientWithoutSql.ts"],
       { cwd: root, encoding: "utf8", timeout: 60_000 }
     )
     expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual({
@@ -41,5 +41,19 @@ describe("the published package", () => {
       // The hook works: the SQLite ledger, built afterwards, is refused its driver.
       ledger: "Unavailable"
     })
+  }, 60_000)
+
+  it("the mountable routes need no Node platform: served by a web handler with @effect/platform-node refused", () => {
+    const out = execFileSync(
+      "node",
+      ["--import", "tsx", "--import", "./test/fixtures/blockModules.mjs", "test/fixtures/routerWithoutNode.ts"],
+      { cwd: root, encoding: "utf8", timeout: 60_000, env: { ...process.env, BLOCK_MODULES: "^@effect/platform-node(/|$)" } }
+    )
+    const result = JSON.parse(out.trim().split("\n").at(-1)!)
+    expect(result.card).toBe("web")
+    expect(result.answer.result.task.status.state).toBe("TASK_STATE_COMPLETED")
+    expect(result.answer.result.task.status.message.parts[0].text).toBe("served without node")
+    // The hook works: starting the Node server, afterwards, is refused its platform.
+    expect(result.nodeServer).toBe("refused")
   }, 60_000)
 })

@@ -7,7 +7,6 @@
  */
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServerError from "@effect/platform/HttpServerError"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Predicate } from "effect"
 import type * as Context from "effect/Context"
 import type * as Scope from "effect/Scope"
@@ -16,7 +15,12 @@ import type * as A2AServer from "../../A2AServer.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTracing from "../observability/tracing.js"
 import * as internalApp from "./app.js"
-import { nodeBodyReader } from "./nodeBody.js"
+
+// Loaded when a server is started, not with the module: an application that only mounts the routes in a
+// server of its own never loads `@effect/platform-node`.
+const nodePieces = Effect.promise(() =>
+  Promise.all([import("@effect/platform-node/NodeHttpServer"), import("./nodeBody.js")])
+)
 
 const bracketed = (hostname: string): string => hostname.includes(":") ? `[${hostname}]` : hostname
 
@@ -31,7 +35,10 @@ class ListenError extends HttpServerError.ServeError {
 }
 
 // Binds the Node server; its base URL is the public one when given, otherwise the bound address.
-const listen = (options: Pick<A2AServer.Options<unknown, unknown>, "host" | "port" | "publicUrl">) =>
+const listen = (
+  options: Pick<A2AServer.Options<unknown, unknown>, "host" | "port" | "publicUrl">,
+  NodeHttpServer: typeof import("@effect/platform-node/NodeHttpServer")
+) =>
   Effect.gen(function* () {
     const nodeServer = Http.createServer()
     const host = options.host ?? "127.0.0.1"
@@ -75,7 +82,8 @@ export const make = <E, R>(
   R | IdempotencyLedger.IdempotencyLedger | Scope.Scope
 > =>
   Effect.gen(function* () {
-    const { address, httpServer, nodeServer, url } = yield* listen(options)
+    const [NodeHttpServer, { nodeBodyReader }] = yield* nodePieces
+    const { address, httpServer, nodeServer, url } = yield* listen(options, NodeHttpServer)
     const { router, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader)
     // The platform builds a span per request (URL parsing, every header as an
     // attribute); with no tracer of the application's it goes nowhere.
