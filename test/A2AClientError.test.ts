@@ -117,6 +117,9 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       const agent = yield* agentAt(peer.url)
       const error = yield* sendError(agent)
       expect(error).toMatchObject({ reason: "ProtocolError", code: -32602, protocolError: "InvalidParams", status: 400, delivery: "Refused" })
+      expect(error.message).toBe("raw: SendMessage failed (ProtocolError HTTP 400 -32602 InvalidParams, request refused, nothing ran): RequestMalformedError: no")
+      const told = A2AClientError.matchDelivery({ NotSent: () => "not sent", Refused: () => "refused", Unknown: () => "unknown" })
+      expect(told(error)).toBe("refused")
       answer = answers[1]!
       expect(yield* sendError(agent)).toMatchObject({ code: -32004, status: 503, delivery: "Refused" })
       answer = answers[2]!
