@@ -6,6 +6,7 @@ import * as A2AClientError from "../src/A2AClientError.js"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as FailureHint from "../src/FailureHint.js"
+import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Part from "../src/Part.js"
@@ -274,7 +275,12 @@ describe("against a real server", () => {
 })
 
 describe("retryFailed against our server, with request-level idempotency", () => {
-  it.scopedLive("a keyed send retried after FAILED is a new task: the agent runs twice, the seat is reserved once, and a repeat runs nothing", () =>
+  const input = { parts: [Part.TextPart.make({ text: "book 4821" })], contextId: "trip-1" }
+  const options = { idempotencyKey: "order-1" }
+  const policy = { retryFailed: true, base: "10 millis" } as const
+
+  /** A booking agent that fails its first run, its seat reserved once per trip; `book` calls it through the retry. */
+  const bookTwice = (book: (remote: RemoteAgent.RemoteAgent) => Effect.Effect<{ readonly taskId: string; readonly text: string }>) =>
     Effect.gen(function*() {
       let runs = 0
       let seats = 0
@@ -295,17 +301,32 @@ describe("retryFailed against our server, with request-level idempotency", () =>
         afterExecute: AgentExecutor.failureHints(() => ({ retryable: true }))
       })
       const remote = yield* RemoteAgent.make({ name: "booking", url: server.url })
-      const book = remote.send({ parts: [Part.TextPart.make({ text: "book 4821" })], contextId: "trip-1" }, { idempotencyKey: "order-1" }).pipe(
-        RetryPolicy.retry({ retryFailed: true, base: "10 millis" }, { idempotent: true })
-      )
-      const booked = yield* book
-      expect(booked).toMatchObject({ _tag: "Completed", text: "booked" })
+      const booked = yield* book(remote)
+      expect(booked.text).toContain("booked")
       expect([runs, seats]).toEqual([2, 1])
       // The whole call again: the key finds the FAILED task, the retry's derived key the completed one.
-      const again = yield* book
-      expect(again).toMatchObject({ _tag: "Completed", taskId: booked.taskId })
+      const again = yield* book(remote)
+      expect(again.taskId).toBe(booked.taskId)
       expect([runs, seats]).toEqual([2, 1])
-    }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))))
+    }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" })))
+
+  it.scopedLive("a keyed send retried after FAILED is a new task: the agent runs twice, the seat is reserved once, and a repeat runs nothing", () =>
+    bookTwice((remote) =>
+      remote.send(input, options).pipe(
+        RetryPolicy.retry(policy, { idempotent: true }),
+        Effect.flatMap((outcome) =>
+          outcome._tag === "Completed" ? Effect.succeed(outcome) : Effect.dieMessage(`not completed: ${outcome._tag}`)
+        ),
+        Effect.orDie
+      )
+    ))
+
+  it.scopedLive("the same through GuardedRemoteAgent with retry: { retryFailed: true }, as its JSDoc combines them", () =>
+    bookTwice((remote) =>
+      GuardedRemoteAgent.make(remote, { retry: policy }).send(input, options).pipe(
+        Effect.map((result) => ({ text: result.text, taskId: Option.getOrThrow(result.outcome).taskId }))
+      )
+    ))
 })
 
 describe("RetryPolicy.retryStream, against real servers", () => {
