@@ -96,7 +96,8 @@ const statusBody = (text: string) => JSON.parse(text) as {
 }
 
 /** A `google.rpc.Status` body whose code is the HTTP status, with an ErrorInfo. */
-const expectStatus = (answer: { status: number; text: string }, status: number, name: string, reason?: string) => {
+const expectStatus = (answer: { status: number; text: string; headers: Headers }, status: number, name: string, reason?: string) => {
+  expect(answer.headers.get("content-type")).toBe("application/a2a+json")
   const body = statusBody(answer.text)
   expect(body.error.code).toBe(answer.status)
   expect(answer.status).toBe(status)
@@ -139,7 +140,7 @@ describe("A2AServer over HTTP+JSON", () => {
       expect(ours.canceled).toMatchObject({ ok: { status: { state: TaskState.TASK_STATE_CANCELED } } })
       expect((ours.streamed as { ok: Array<unknown> }).ok.length).toBeGreaterThan(1)
       expect(ours.listed).toMatchObject({ status: 200, body: { tasks: [{ artifacts: expect.any(Array) }], totalSize: 1 } })
-    }))
+    }).pipe(Effect.provide(captureLogs().layer)))
 
   it.scopedLive("FAILED carries exactly the opaque text; no answer holds the exception's message, which is logged under its id", () => {
     const logs = captureLogs()

@@ -32,8 +32,7 @@ const encoder = new TextEncoder()
 const jsonText = (text: string, status: number, headers: Record<string, string>) =>
   HttpServerResponse.raw(text, { status, contentType: "application/json", contentLength: Buffer.byteLength(text), headers })
 
-/** @internal */
-export const jsonResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+const jsonResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   jsonText(JSON.stringify(body), status, headers)
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })

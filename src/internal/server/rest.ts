@@ -67,14 +67,17 @@ const jsonContentType = "application/json"
 const versionHeader = A2A_VERSION_HEADER.toLowerCase()
 const extensionHeader = HTTP_EXTENSION_HEADER.toLowerCase()
 
-/** A `google.rpc.Status` body, as the SDK writes it. @internal */
-export type StatusBody = ReturnType<typeof toRestErrorBody>
+/** A `google.rpc.Status` body, as the SDK writes it. */
+type StatusBody = ReturnType<typeof toRestErrorBody>
 
-const statusResponse = (body: StatusBody, headers: Record<string, string> = {}) =>
-  internalHttp.jsonResponse(body, body.error.code, headers)
+// Every answer is `application/a2a+json`, errors included, as the SDK's restHandler sends them.
+const a2aJson = (body: unknown, status: number, headers: Record<string, string>) =>
+  HttpServerResponse.raw(JSON.stringify(body), { status, contentType: A2A_CONTENT_TYPE, headers })
 
-/** An A2A error's body: the SDK's own status code, status name and ErrorInfo. @internal */
-export const a2aErrorBody = (error: A2AError): StatusBody => toRestErrorBody(error, restStatusFor(error))
+const statusResponse = (body: StatusBody, headers: Record<string, string> = {}) => a2aJson(body, body.error.code, headers)
+
+/** An A2A error's body: the SDK's own status code, status name and ErrorInfo. */
+const a2aErrorBody = (error: A2AError): StatusBody => toRestErrorBody(error, restStatusFor(error))
 
 // An A2A error's body under another HTTP status than the SDK gives it: what refused it was the HTTP edge.
 const edgeBody = (error: A2AError, code: number, status: string): StatusBody => ({
@@ -87,10 +90,8 @@ const isA2AError = (error: unknown): error is A2AError => error instanceof A2AEr
 /**
  * The body of any error: an A2A error's own, anything else 500 INTERNAL with
  * only an error id (its cause logged under it).
- *
- * @internal
  */
-export const errorBody = (error: unknown, where: string): Effect.Effect<StatusBody> =>
+const errorBody = (error: unknown, where: string): Effect.Effect<StatusBody> =>
   isA2AError(error)
     ? Effect.succeed(a2aErrorBody(error))
     : Effect.map(
@@ -153,10 +154,8 @@ const present = (value: string | undefined): value is string => value !== undefi
 /**
  * The SDK's `serializeListTasksResponse` (private): the page's fields
  * always present, and with `includeArtifacts` every task's `artifacts` too.
- *
- * @internal
  */
-export const listTasksJson = (response: ListTasksResponse, includeArtifacts: boolean): unknown => {
+const listTasksJson = (response: ListTasksResponse, includeArtifacts: boolean): unknown => {
   const { nextPageToken, pageSize, tasks, totalSize, ...rest } = ListTasksResponse.toJSON(response) as {
     readonly tasks?: ReadonlyArray<Record<string, unknown>>
     readonly nextPageToken?: string
@@ -485,7 +484,7 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
         close()
         return outcome.body === undefined
           ? HttpServerResponse.empty({ status: outcome.status, headers: answerHeaders })
-          : HttpServerResponse.raw(JSON.stringify(outcome.body), { status: outcome.status, contentType: A2A_CONTENT_TYPE, headers: answerHeaders })
+          : a2aJson(outcome.body, outcome.status, answerHeaders)
       case "Stream":
         return HttpServerResponse.stream(
           internalHttp.sseStream(
