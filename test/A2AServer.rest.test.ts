@@ -84,11 +84,47 @@ const scenario = (client: Client, baseUrl: string, restUrl: string) =>
     const notCancelable = yield* settled(() => client.cancelTask({ id: completedTask.id, tenant: "", metadata: {} }))
     const hanging = (yield* Effect.promise(() => client.sendMessage(request(userMessage("hang"), true)))) as Task
     const canceled = yield* settled(() => client.cancelTask({ id: hanging.id, tenant: "", metadata: {} }))
+    const subscribedEnded = yield* settled(async () => {
+      const events: Array<unknown> = []
+      for await (const event of client.resubscribeTask({ id: completedTask.id, tenant: "" })) events.push(event)
+      return events
+    })
+    // A subscription to a running task: its snapshot, then what its cancel brings, to its end.
+    const running = (yield* Effect.promise(() => client.sendMessage(request(userMessage("hang"), true)))) as Task
+    const subscribed = yield* settled(async () => {
+      const events: Array<unknown> = []
+      const iterator = client.resubscribeTask({ id: running.id, tenant: "" })[Symbol.asyncIterator]()
+      const first = await iterator.next()
+      events.push(first.value)
+      await client.cancelTask({ id: running.id, tenant: "", metadata: {} })
+      for (let i = 0; i < 10; i++) {
+        const next = await iterator.next()
+        if (next.done === true) break
+        events.push(next.value)
+      }
+      return events
+    })
+    const pushConfig = yield* settled(() =>
+      client.deleteTaskPushNotificationConfig({ taskId: completedTask.id, id: "config", tenant: "" })
+    )
     const listed = yield* Effect.promise(() =>
       fetch(`${restUrl}/tasks?contextId=${completedTask.contextId}&includeArtifacts=true`, { headers: { "A2A-Version": "1.0" } })
         .then(async (response) => ({ status: response.status, body: normal(await response.json()) }))
     )
-    return { completed, failed, streamed, fetched, unknown, notCancelable, canceled, listed, baseUrl: baseUrl !== "" }
+    return {
+      completed,
+      failed,
+      streamed,
+      fetched,
+      unknown,
+      notCancelable,
+      canceled,
+      subscribedEnded,
+      subscribed,
+      pushConfig,
+      listed,
+      baseUrl: baseUrl !== ""
+    }
   })
 
 const statusBody = (text: string) => JSON.parse(text) as {
@@ -139,6 +175,9 @@ describe("A2AServer over HTTP+JSON", () => {
       expect(ours.notCancelable).toMatchObject({ error: { name: "TaskNotCancelableError", statusCode: 400 } })
       expect(ours.canceled).toMatchObject({ ok: { status: { state: TaskState.TASK_STATE_CANCELED } } })
       expect((ours.streamed as { ok: Array<unknown> }).ok.length).toBeGreaterThan(1)
+      expect(ours.subscribedEnded).toMatchObject({ error: { name: "UnsupportedOperationError", statusCode: 400 } })
+      expect(JSON.stringify(ours.subscribed)).toContain(`"state":${TaskState.TASK_STATE_CANCELED}`)
+      expect(ours.pushConfig).toMatchObject({ error: { name: "PushNotificationNotSupportedError", statusCode: 400 } })
       expect(ours.listed).toMatchObject({ status: 200, body: { tasks: [{ artifacts: expect.any(Array) }], totalSize: 1 } })
     }).pipe(Effect.provide(captureLogs().layer)))
 
