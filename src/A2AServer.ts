@@ -472,7 +472,7 @@ export const layerConfig: {
 export interface RouterOptions<E, R> extends Omit<Options<E, R>, "host" | "port" | "publicUrl" | "httpSpans"> {
   /**
    * Where the routes are reached from outside: the card says the JSON-RPC
-   * endpoint is at `${publicUrl}${rpcPath}`. With the router mounted under
+   * endpoint is at `${publicUrl}${rpcPath}`, HTTP+JSON at `${publicUrl}${restPath}`. With the router mounted under
    * a prefix, include it.
    */
   readonly publicUrl: string
@@ -507,7 +507,7 @@ export interface Router extends Omit<Context.Tag.Service<A2AServer>, "address"> 
  * a Node server they start, reading Node's request directly, which is
  * faster.
  *
- * Closing the scope refuses new JSON-RPC requests with 503 and lets running
+ * Closing the scope refuses new requests with 503 and lets running
  * tasks finish within `shutdownTimeout`, as {@link make} does; the server
  * itself is the application's to stop.
  *

@@ -401,7 +401,7 @@ export const shuttingDown = "The server is shutting down."
  * @internal
  */
 export interface State {
-  /** Set when the server closes: JSON-RPC requests are then refused with 503. */
+  /** Set when the server closes: requests (JSON-RPC and HTTP+JSON) are then refused with 503. */
   readonly closing: boolean
 }
 
