@@ -55,13 +55,13 @@ export const parseJson = (bytes: Uint8Array): unknown => {
 const rpcError = (id: unknown, code: number, error: Error & { toErrorInfo(): unknown }, status = 200) =>
   jsonResponse({ jsonrpc: "2.0", id, error: { code, message: error.message, data: [error.toErrorInfo()] } }, status)
 
-/** @internal */
-export const closing = (response: HttpServerResponse.HttpServerResponse) =>
+/** `response`, closing its connection after it: a body refused unread is not taken in. @internal */
+export const closingConnection = (response: HttpServerResponse.HttpServerResponse) =>
   HttpServerResponse.setHeaders(response, { connection: "close" })
 
 // A refused body is not read on: the connection closes after the answer, instead of taking in the rest.
 const tooLarge = (message: string) =>
-  closing(rpcError(null, internalRpc.INVALID_REQUEST, new RequestMalformedError(message), 413))
+  closingConnection(rpcError(null, internalRpc.INVALID_REQUEST, new RequestMalformedError(message), 413))
 
 /**
  * Reads a request's body: its bytes, or `undefined` when it is larger than

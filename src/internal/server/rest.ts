@@ -102,7 +102,7 @@ const errorBody = (error: unknown, where: string): Effect.Effect<StatusBody> =>
 const malformed = (message: string) => statusResponse(a2aErrorBody(new RequestMalformedError(message)))
 
 const tooLarge = (message: string) =>
-  internalHttp.closing(statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT")))
+  internalHttp.closingConnection(statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT")))
 
 // Over the bound: 429 and when to come back, as on JSON-RPC. No A2A reason says it, so the ErrorInfo's is
 // the status's own, in our domain (no client reads it as an A2A error); RetryInfo says what Retry-After says.
