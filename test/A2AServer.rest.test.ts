@@ -257,9 +257,16 @@ describe("A2AServer over HTTP+JSON", () => {
       expectStatus(badHistory, 400, "INVALID_ARGUMENT", "INVALID_PARAMS")
       expect(JSON.parse(badHistory.text)).toEqual(JSON.parse((yield* get(`${peer.restUrl}/tasks/some-task?historyLength=abc`)).text))
 
+      for (const query of ["pageSize=0", "pageSize=1.5", "historyLength=-1"]) {
+        const badList = yield* get(`${restUrl}/tasks?${query}`)
+        expectStatus(badList, 400, "INVALID_ARGUMENT", "INVALID_PARAMS")
+        expect(JSON.parse(badList.text)).toEqual(JSON.parse((yield* get(`${peer.restUrl}/tasks?${query}`)).text))
+      }
+
       // No A2A-Version: a v0.3 request, and HTTP+JSON is served for v1.0 only.
       const unversioned = yield* get(`${restUrl}/tasks/some-task`, {})
       expectStatus(unversioned, 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED")
+      expect(JSON.parse(unversioned.text)).toEqual(JSON.parse((yield* get(`${peer.restUrl}/tasks/some-task`, {})).text))
 
       const oversized = yield* post(`${restUrl}/message:send`, JSON.stringify({ pad: "x".repeat(4096) }), v1)
       expectStatus(oversized, 413, "INVALID_ARGUMENT", "INVALID_PARAMS")
