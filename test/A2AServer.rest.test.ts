@@ -8,11 +8,13 @@ import { type Message, type StreamResponse, type Task, TaskState } from "@a2a-js
 import type { Client } from "@a2a-js/sdk/client"
 import { ERROR_INFO_TYPE } from "@a2a-js/sdk/errors"
 import { InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, FastCheck, Fiber } from "effect"
+import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import { Deferred, Effect, FastCheck, Fiber, Metric } from "effect"
 import * as Http from "node:http"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
@@ -20,6 +22,7 @@ import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as internalHttp from "../src/internal/server/http.js"
 import * as internalRest from "../src/internal/server/rest.js"
 import * as internalRpc from "../src/internal/server/rpc.js"
+import * as Observability from "../src/Observability.js"
 import * as Part from "../src/Part.js"
 import { restClient, sdkRestPeer } from "./fixtures/restPeer.js"
 import { captureLogs, eventually, post, userMessage } from "./fixtures/serverAgents.js"
@@ -396,6 +399,41 @@ describe("A2AServer over HTTP+JSON", () => {
       const continued = yield* Fiber.join(continuing)
       expect(JSON.parse(continued.text).task.status.state).toBe("TASK_STATE_COMPLETED")
     }).pipe(Effect.provide(IdempotencyLedger.layerMemory())))
+
+  it.scopedLive("spans and metrics: a REST request's traceparent parents its run, counted per agent, the shed one included", () => {
+    const exporter = new InMemorySpanExporter()
+    const Otel = NodeSdk.layer(() => ({ spanProcessor: new SimpleSpanProcessor(exporter) }))
+    return Effect.gen(function*() {
+      const name = `rest-observed-${process.pid}`
+      const server = yield* A2AServer.make({ agent, card: { ...card, name }, maxInFlight: 1, shutdownTimeout: "100 millis" })
+      const restUrl = server.urls["HTTP+JSON"]!
+      const counted = (metric: Metric.Metric.Counter<number>, tags: Record<string, string> = {}) =>
+        Effect.map(
+          Metric.value(Object.entries({ agent: name, ...tags }).reduce((m, [key, value]) => Metric.tagged(m, key, value), metric)),
+          (state) => state.count
+        )
+      const before = yield* Effect.all([counted(Observability.serverCompleted), counted(Observability.serverShed, { bound: "server" })])
+      const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+      const parentId = "00f067aa0ba902b7"
+      const body = (text: string) => JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
+      const sent = yield* post(`${restUrl}/message:send`, body("traced"), { ...v1, traceparent: `00-${traceId}-${parentId}-01` })
+      const task = JSON.parse(sent.text).task
+      const execute = exporter.getFinishedSpans().find((span) =>
+        span.name === Observability.executeSpanName && span.attributes["a2a.task_id"] === task.id
+      )
+      expect(execute?.spanContext().traceId).toBe(traceId)
+      expect(execute?.parentSpanContext?.spanId).toBe(parentId)
+
+      const controller = new AbortController()
+      yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+      fetch(`${restUrl}/message:send`, { method: "POST", headers: { ...v1, "content-type": "application/json" }, body: body("hang"), signal: controller.signal })
+        .catch(() => undefined)
+      yield* eventually(server.executor.running, (running) => running === 1)
+      expect((yield* post(`${restUrl}/message:send`, body("shed"), v1)).status).toBe(429)
+      const after = yield* Effect.all([counted(Observability.serverCompleted), counted(Observability.serverShed, { bound: "server" })])
+      expect([after[0] - before[0], after[1] - before[1]]).toEqual([1, 1])
+    }).pipe(Effect.provide(Otel))
+  })
 
   it.scopedLive("over the bound: 429 RESOURCE_EXHAUSTED with Retry-After, before anything runs", () =>
     Effect.gen(function*() {
