@@ -542,5 +542,17 @@ describe("A2AServer's JSON-RPC errors carry an ErrorInfo", () => {
       expect(notFound.error).toMatchObject({ code: -32001, data: info("TASK_NOT_FOUND") })
       const invalid = JSON.parse((yield* rpc("SendMessage", { message: "not a message" })).text)
       expect(invalid.error).toMatchObject({ code: -32602, data: info("INVALID_PARAMS") })
-    }))
+
+      // The idempotency ledger's refusal of a key reused with another request.
+      const keyed = yield* A2AServer.make({ agent, card, idempotency: {} })
+      const keyedSend = (text: string) =>
+        post(
+          keyed.rpcUrl,
+          JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } } }),
+          { ...v1, "Idempotency-Key": "order-7" }
+        )
+      yield* keyedSend("first")
+      const conflict = JSON.parse((yield* keyedSend("second")).text)
+      expect(conflict.error).toMatchObject({ code: -32602, message: "idempotency key reused with a different request", data: info("INVALID_PARAMS") })
+    }).pipe(Effect.provide(IdempotencyLedger.layerMemory())))
 })
