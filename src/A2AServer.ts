@@ -3,9 +3,11 @@
  * and `@effect/platform-node`, as a Layer whose scope is the server's
  * lifetime.
  *
- * It serves `GET /.well-known/agent-card.json` (with `Cache-Control` and
- * `ETag`) and the JSON-RPC endpoint through the SDK's `DefaultRequestHandler`
- * and `JsonRpcTransportHandler`, with v0.3 compatibility on: like the SDK's
+ * It serves `GET /.well-known/agent-card.json` (with `Cache-Control`,
+ * `ETag` and `Last-Modified`), the HTTP+JSON routes as the SDK's Express
+ * `restHandler` serves them (v1.0), and the JSON-RPC endpoint through the
+ * SDK's `DefaultRequestHandler` and `JsonRpcTransportHandler`, with v0.3
+ * compatibility on: like the SDK's
  * Express `jsonRpcHandler`, a request whose `A2A-Version` header is absent or
  * `0.3` is handled by `LegacyJsonRpcTransportHandler`, anything else by the
  * v1.0 handler. v1.0 clients (the SDK's `ClientFactory` among them) send
@@ -27,6 +29,21 @@ import * as internalHttp from "./internal/server/http.js"
 import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
 import * as internal from "./internal/server/server.js"
 import * as internalTaskStore from "./internal/server/taskStore.js"
+import type * as internalTransport from "./internal/wire/transport.js"
+
+/**
+ * An A2A transport, as cards name it in `supportedInterfaces[].protocolBinding`.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ *
+ * const served: ReadonlyArray<A2AServer.Transport> = ["HTTP+JSON", "JSONRPC"]
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type Transport = internalTransport.Transport
 
 /**
  * The card fields the server does not fill in itself: `supportedInterfaces`
@@ -78,8 +95,16 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
   readonly host?: string | undefined
   /** Default `0`: any free port; read the bound one from {@link A2AServer}. */
   readonly port?: number | undefined
+  /**
+   * The transports served, in the order the card lists them. Default: all
+   * three for {@link make} and {@link layer}; `["JSONRPC", "HTTP+JSON"]` for
+   * {@link makeRouter}, whose router carries no gRPC.
+   */
+  readonly transports?: ReadonlyArray<Transport> | undefined
   /** The JSON-RPC path. Default `/a2a/jsonrpc`. */
   readonly rpcPath?: string | undefined
+  /** The base path of the HTTP+JSON routes (`${restPath}/message:send`, …). Default `/a2a/rest`. */
+  readonly restPath?: string | undefined
   /** The base URL put in the card, when the server sits behind a proxy. Default: the bound address. */
   readonly publicUrl?: string | undefined
   /** Bodies larger than this are refused before parsing. Default 1 MiB. */
@@ -305,8 +330,10 @@ export type TaskStoreError = internalTaskStore.TaskStoreError
 export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
   /** The base URL; the card is at `${url}/.well-known/agent-card.json`. */
   readonly url: string
-  /** The JSON-RPC endpoint. */
+  /** The JSON-RPC endpoint (where it would be, when JSON-RPC is not served). */
   readonly rpcUrl: string
+  /** Where each served transport is reached: the JSON-RPC endpoint, the HTTP+JSON base URL. */
+  readonly urls: { readonly [T in Transport]?: string }
   readonly address: { readonly hostname: string; readonly port: number }
   readonly card: AgentCard
   readonly executor: AgentExecutor.EffectAgentExecutor
@@ -445,7 +472,7 @@ export const layerConfig: {
 export interface RouterOptions<E, R> extends Omit<Options<E, R>, "host" | "port" | "publicUrl" | "httpSpans"> {
   /**
    * Where the routes are reached from outside: the card says the JSON-RPC
-   * endpoint is at `${publicUrl}${rpcPath}`. With the router mounted under
+   * endpoint is at `${publicUrl}${rpcPath}`, HTTP+JSON at `${publicUrl}${restPath}`. With the router mounted under
    * a prefix, include it.
    */
   readonly publicUrl: string
@@ -467,7 +494,7 @@ export interface RouterOptions<E, R> extends Omit<Options<E, R>, "host" | "port"
  * @since 0.1.0
  */
 export interface Router extends Omit<Context.Tag.Service<A2AServer>, "address"> {
-  /** `GET /.well-known/agent-card.json` and `POST` on the JSON-RPC path. */
+  /** `GET /.well-known/agent-card.json`, `POST` on the JSON-RPC path, and the HTTP+JSON routes below `restPath`. */
   readonly router: HttpRouter.HttpRouter
 }
 
@@ -480,7 +507,7 @@ export interface Router extends Omit<Context.Tag.Service<A2AServer>, "address"> 
  * a Node server they start, reading Node's request directly, which is
  * faster.
  *
- * Closing the scope refuses new JSON-RPC requests with 503 and lets running
+ * Closing the scope refuses new requests with 503 and lets running
  * tasks finish within `shutdownTimeout`, as {@link make} does; the server
  * itself is the application's to stop.
  *

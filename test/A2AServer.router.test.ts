@@ -1,4 +1,4 @@
-import { TaskState } from "@a2a-js/sdk"
+import { type Task, TaskState } from "@a2a-js/sdk"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -10,7 +10,8 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import { makeClient, post, send, textOf } from "./fixtures/serverAgents.js"
+import { restClient } from "./fixtures/restPeer.js"
+import { makeClient, post, send, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "mounted", description: "A2AServer.makeRouter tests" }
 
@@ -70,6 +71,13 @@ describe("A2AServer.makeRouter", () => {
       expect(Option.getOrThrow(agent.card).supportedInterfaces[0]?.url).toBe(`${base}/a2a/jsonrpc`)
       const outcome = yield* agent.send("below")
       expect(outcome).toMatchObject({ _tag: "Completed", text: "echo below" })
+      // HTTP+JSON below the same prefix, through the SDK's REST client.
+      expect(a2a.urls["HTTP+JSON"]).toBe(`${base}/a2a/rest`)
+      const rest = yield* restClient(`${base}/`)
+      const task = (yield* Effect.promise(() =>
+        rest.sendMessage({ tenant: "", message: userMessage("over rest"), configuration: undefined, metadata: {} })
+      )) as Task
+      expect(textOf(task)).toBe("echo over rest")
     }))
 
   it.scopedLive("closing its scope refuses new requests as Refused and ends running tasks, while the application serves on", () =>

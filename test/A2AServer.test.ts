@@ -249,8 +249,9 @@ describe("A2AServer", () => {
       expect(etag).toMatch(/^W\/"[0-9a-f]{16}"$/)
       const served = yield* Effect.promise(() => response.json())
       expect(served.supportedInterfaces.map((i: { url: string; protocolVersion: string }) => [i.url, i.protocolVersion]))
-        .toEqual([[server.rpcUrl, "1.0"], [server.rpcUrl, "0.3"]])
+        .toEqual([[server.rpcUrl, "1.0"], [server.rpcUrl, "0.3"], [`${server.url}/a2a/rest`, "1.0"]])
       expect(server.rpcUrl).toBe(`${server.url}/a2a/jsonrpc`)
+      expect(server.urls).toEqual({ JSONRPC: server.rpcUrl, "HTTP+JSON": `${server.url}/a2a/rest` })
       const cached = yield* Effect.promise(() =>
         fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "if-none-match": etag! } })
       )
@@ -414,7 +415,11 @@ describe("A2AServer", () => {
       }
       const roomy = yield* A2AServer.make({ agent: echo, card })
       const deep = JSON.parse((yield* rpc(roomy.rpcUrl, "SendMessage", nested(2000))).text)
-      expect(deep.error).toEqual({ code: -32600, message: "Request nested deeper than 256 levels." })
+      expect(deep.error).toEqual({
+        code: -32600,
+        message: "Request nested deeper than 256 levels.",
+        data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "INVALID_PARAMS", domain: "a2a-protocol.org" }]
+      })
       expect(deep.id).toBe(1)
       const shallow = JSON.parse((yield* rpc(roomy.rpcUrl, "SendMessage", nested(200))).text)
       expect(shallow.result.task.status.state).toBe("TASK_STATE_COMPLETED")

@@ -723,7 +723,18 @@ describe("AgentExecutor", () => {
           server.rpcUrl,
           JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tasks/get", params: { id: task.id } })
         )
-        for (const received of [blocking.text, streamed.text, fetched.text, legacy.text]) {
+        // The same over HTTP+JSON.
+        const restUrl = server.urls["HTTP+JSON"]!
+        const restMessage = (messageId: string) => JSON.stringify({ message: { ...message, messageId } })
+        const restSent = yield* post(`${restUrl}/message:send`, restMessage(crypto.randomUUID()), { "A2A-Version": "1.0" })
+        expect(JSON.parse(restSent.text).task.status.state).toBe("TASK_STATE_FAILED")
+        const restStreamed = yield* post(`${restUrl}/message:stream`, restMessage(crypto.randomUUID()), { "A2A-Version": "1.0" })
+        expect(restStreamed.text).toContain("TASK_STATE_FAILED")
+        const restFetched = yield* Effect.promise(() =>
+          fetch(`${restUrl}/tasks/${task.id}`, { headers: { "A2A-Version": "1.0" } }).then((response) => response.text())
+        )
+        expect(JSON.parse(restFetched).status.state).toBe("TASK_STATE_FAILED")
+        for (const received of [blocking.text, streamed.text, fetched.text, legacy.text, restSent.text, restStreamed.text, restFetched]) {
           expect(received).not.toContain(sample.secret)
         }
         const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(task.status.message.parts[0].text))

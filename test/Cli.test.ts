@@ -422,3 +422,17 @@ describe("the pieces", () => {
     expect(Cli.probeExitCode({ ...base, channel: "ClientError", outcome: null })).toBe(4)
   })
 })
+
+describe("the playground's card", () => {
+  it("is cached for a short while (max-age 10), and answers a conditional request with 304", async () => {
+    const response = await fetch(`${playground.url}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("cache-control")).toBe("public, max-age=10")
+    const lastModified = response.headers.get("last-modified")
+    expect(lastModified).not.toBeNull()
+    const again = await fetch(`${playground.url}/.well-known/agent-card.json`, {
+      headers: { "A2A-Version": "1.0", "if-modified-since": lastModified! }
+    })
+    expect(again.status).toBe(304)
+  })
+})

@@ -116,7 +116,9 @@ export const layer = (options: Cli.PlaygroundOptions) => {
     },
     host: options.host,
     port: options.port,
-    cardMaxAge: 0,
+    // Short enough that a restarted playground's card is read again soon; long enough that a client
+    // resolving it for every call in a loop hits its cache (or gets a 304) instead of the server.
+    cardMaxAge: 10,
     maxInFlight: Option.getOrUndefined(options.maxInFlight ?? Option.none())
   })
   return Option.match(options.logFile, {

@@ -1,6 +1,7 @@
 /**
  * The A2A server as routes of any `@effect/platform` HTTP server: its task
- * store, executor and request handler behind the card and JSON-RPC routes,
+ * store, executor and request handler behind the card, JSON-RPC and
+ * HTTP+JSON routes,
  * for the lifetime of the current scope. Nothing here is Node's: the Node
  * server of `A2AServer.make` is in `server.ts`.
  *
@@ -14,15 +15,23 @@ import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
+import * as internalTransport from "../wire/transport.js"
 import * as internalExecutor from "./executor.js"
 import * as internalHandler from "./handler.js"
 import * as internalHttp from "./http.js"
 import * as internalIdempotency from "./idempotency.js"
 import * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
+import * as internalRest from "./rest.js"
 import * as internalTaskStore from "./taskStore.js"
 
 const defaultMaxBodyBytes = 1024 * 1024
+
+/** What `make` and `layer` serve by default: every transport. */
+const defaultTransports = internalTransport.all
+
+/** What `makeRouter` serves by default: what its router carries (gRPC needs its own port). */
+const routerTransports: ReadonlyArray<internalTransport.Transport> = ["JSONRPC", "HTTP+JSON"]
 
 const isTaskStoreConfig = (store: TaskStore | A2AServer.TaskStoreConfig): store is A2AServer.TaskStoreConfig =>
   "_tag" in store
@@ -37,25 +46,41 @@ const taskStoreOf = (
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
 
-const buildCard = (options: A2AServer.CardOptions, baseUrl: string, rpcPath: string): AgentCard => {
-  const url = new URL(rpcPath, baseUrl).toString()
-  return {
-    version: "1.0.0",
-    provider: undefined,
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
-    skills: [],
-    signatures: [],
-    ...options,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], ...options.capabilities },
-    supportedInterfaces: [
-      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
-      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" }
-    ]
-  }
-}
+/** Where each served transport is reached. @internal */
+export type Urls = { readonly [T in internalTransport.Transport]?: string }
+
+/**
+ * The card's `supportedInterfaces`: each served transport with a URL, in
+ * the order served. JSON-RPC answers v1.0 and v0.3 clients; HTTP+JSON
+ * serves v1.0 only (the SDK's v0.3 REST router is Express's, and its
+ * converters are private).
+ *
+ * @internal
+ */
+export const interfacesOf = (
+  served: ReadonlyArray<internalTransport.Transport>,
+  urls: Urls
+): AgentCard["supportedInterfaces"] =>
+  served.flatMap((transport) => {
+    const url = urls[transport]
+    if (url === undefined) return []
+    const versions = transport === "HTTP+JSON" ? ["1.0"] : ["1.0", "0.3"]
+    return versions.map((protocolVersion) => ({ url, protocolBinding: transport, tenant: "", protocolVersion }))
+  })
+
+const buildCard = (options: A2AServer.CardOptions, interfaces: AgentCard["supportedInterfaces"]): AgentCard => ({
+  version: "1.0.0",
+  provider: undefined,
+  securitySchemes: {},
+  securityRequirements: [],
+  defaultInputModes: ["text/plain"],
+  defaultOutputModes: ["text/plain"],
+  skills: [],
+  signatures: [],
+  ...options,
+  capabilities: { streaming: true, pushNotifications: false, extensions: [], ...options.capabilities },
+  supportedInterfaces: interfaces
+})
 
 const requestHandlerOf = (
   card: AgentCard,
@@ -96,6 +121,7 @@ export interface App {
   readonly router: HttpRouter.HttpRouter
   readonly card: AgentCard
   readonly rpcUrl: string
+  readonly urls: Urls
   readonly executor: AgentExecutor.EffectAgentExecutor
   readonly taskStore: TaskStore
   /** Refuses new requests (503), then lets running tasks finish within the shutdown timeout. */
@@ -118,8 +144,16 @@ export const make = <E, R>(
     const name = options.name ?? options.card.name
     const load = yield* internalLoad.make(options, name)
     const executor = counted(yield* internalExecutor.make(options.agent, { ...options, name, taskStore }), load)
+    const served = options.transports ?? defaultTransports
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
-    const card = buildCard(options.card, `${url.replace(/\/+$/, "")}/`, rpcPath.replace(/^\//, ""))
+    const restPath = `/${(options.restPath ?? internalRest.defaultPath).replace(/^\/+/, "").replace(/\/+$/, "")}`
+    const base = `${url.replace(/\/+$/, "")}/`
+    const rpcUrl = new URL(rpcPath.slice(1), base).toString()
+    const urls: Urls = {
+      ...(served.includes("JSONRPC") ? { JSONRPC: rpcUrl } : {}),
+      ...(served.includes("HTTP+JSON") ? { "HTTP+JSON": new URL(restPath.slice(1), base).toString() } : {})
+    }
+    const card = buildCard(options.card, interfacesOf(served, urls))
     const subscriptions = internalRpc.makeSubscriptions()
     const { claim, handler } = yield* requestHandlerOf(
       card,
@@ -135,22 +169,35 @@ export const make = <E, R>(
       subscriptions
     })
     const state = { closing: false }
-    const router = yield* internalHttp.router({
+    const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
+    const routes = yield* internalHttp.router({
       card,
       cardMaxAge: options.cardMaxAge ?? 3600,
-      rpcPath,
-      maxBodyBytes: options.maxBodyBytes ?? defaultMaxBodyBytes,
+      rpcPath: served.includes("JSONRPC") ? rpcPath : undefined,
+      maxBodyBytes,
       dispatcher,
       state,
       readBody,
       load
     })
+    const router = served.includes("HTTP+JSON")
+      ? internalRest.routesOn(routes, {
+        path: restPath,
+        card,
+        handler: dispatcher.handler,
+        subscriptions,
+        maxBodyBytes,
+        state,
+        readBody: readBody ?? internalHttp.platformBodyReader,
+        load
+      })
+      : routes
     const shutdownTimeout = options.shutdownTimeout ?? Duration.seconds(10)
     const shutdown = Effect.suspend(() => {
       state.closing = true
       return executor.shutdown(shutdownTimeout)
     })
-    return { router, card, rpcUrl: card.supportedInterfaces[0]!.url, executor, taskStore, shutdown }
+    return { router, card, rpcUrl, urls, executor, taskStore, shutdown }
   })
 
 /**
@@ -163,7 +210,15 @@ export const makeRouter = <E, R>(
   options: A2AServer.RouterOptions<E, R>
 ): Effect.Effect<A2AServer.Router, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
-    const app = yield* make(options, options.publicUrl)
+    const app = yield* make({ ...options, transports: options.transports ?? routerTransports }, options.publicUrl)
     yield* Effect.addFinalizer(() => app.shutdown)
-    return { router: app.router, url: options.publicUrl.replace(/\/+$/, ""), rpcUrl: app.rpcUrl, card: app.card, executor: app.executor, taskStore: app.taskStore }
+    return {
+      router: app.router,
+      url: options.publicUrl.replace(/\/+$/, ""),
+      rpcUrl: app.rpcUrl,
+      urls: app.urls,
+      card: app.card,
+      executor: app.executor,
+      taskStore: app.taskStore
+    }
   })

@@ -1,12 +1,15 @@
 /**
  * The server's HTTP edge: the card route, and the JSON-RPC route around the
  * dispatch (the body read and parsed, the answer written as JSON or as SSE,
- * the cause of a -32603 answer logged under an error id).
+ * the cause of a -32603 answer logged under an error id). The HTTP+JSON
+ * routes (`rest.ts`) share its body reader, its SSE writer and its opaque
+ * error text.
  *
  * @internal
  */
 import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk"
 import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
+import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { ServerCallContext } from "@a2a-js/sdk/server"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -35,12 +38,30 @@ const jsonResponse = (body: unknown, status = 200, headers: Record<string, strin
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
 const versionHeader = A2A_VERSION_HEADER.toLowerCase()
 
-const rpcError = (id: unknown, code: number, message: string, status = 200) =>
-  jsonResponse({ jsonrpc: "2.0", id, error: { code, message } }, status)
+/** What {@link parseJson} returns for bytes that are not UTF-8 JSON. @internal */
+export const notJson: unique symbol = Symbol("notJson")
+
+/** A body's JSON value, or {@link notJson}. @internal */
+export const parseJson = (bytes: Uint8Array): unknown => {
+  try {
+    return JSON.parse(utf8.decode(bytes))
+  } catch {
+    return notJson
+  }
+}
+
+// Our own refusals carry the ErrorInfo of the A2A error they stand for (spec 1.0.1 §3.3.2: SHOULD in `error.data`),
+// under the JSON-RPC code the SDK would give it or the JSON-RPC code of the step that refused (parse, request).
+const rpcError = (id: unknown, code: number, error: Error & { toErrorInfo(): unknown }, status = 200) =>
+  jsonResponse({ jsonrpc: "2.0", id, error: { code, message: error.message, data: [error.toErrorInfo()] } }, status)
+
+/** `response`, closing its connection after it: a body refused unread is not taken in. @internal */
+export const closingConnection = (response: HttpServerResponse.HttpServerResponse) =>
+  HttpServerResponse.setHeaders(response, { connection: "close" })
 
 // A refused body is not read on: the connection closes after the answer, instead of taking in the rest.
 const tooLarge = (message: string) =>
-  HttpServerResponse.setHeader(rpcError(null, internalRpc.INVALID_REQUEST, message, 413), "connection", "close")
+  closingConnection(rpcError(null, internalRpc.INVALID_REQUEST, new RequestMalformedError(message), 413))
 
 /**
  * Reads a request's body: its bytes, or `undefined` when it is larger than
@@ -102,56 +123,98 @@ export const isLegacyVersion = (version: string | undefined): boolean => {
   return majorNumber === 0 && minorNumber >= 3
 }
 
+/**
+ * Whether a conditional request may be answered 304: `If-None-Match` names
+ * `etag` (or `*`); without it, `If-Modified-Since` is not before
+ * `lastModified`. As RFC 9110 §13.2.2 orders them: when `If-None-Match` is
+ * present, `If-Modified-Since` is not read.
+ *
+ * @internal
+ */
+export const notModified = (
+  headers: Readonly<Record<string, string | undefined>>,
+  etag: string,
+  lastModified: number
+): boolean => {
+  const ifNoneMatch = headers["if-none-match"]
+  if (ifNoneMatch !== undefined) return ifNoneMatch.split(",").some((tag) => tag.trim() === etag || tag.trim() === "*")
+  const ifModifiedSince = headers["if-modified-since"]
+  if (ifModifiedSince === undefined) return false
+  const since = Date.parse(ifModifiedSince)
+  return Number.isFinite(since) && since >= lastModified
+}
+
 // Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
 // request whose A2A-Version is absent or in [0.3, 1.0) gets the card in
 // the v0.3 shape (the SDK's own conversion, the v1.0 interfaces embedded),
-// any other the v1.0 card; each with its own ETag.
+// any other the v1.0 card; each with its own ETag. The card does not change
+// while the server runs, so it was last modified when the server started
+// (HTTP dates have whole seconds).
 const cardRoute = (card: AgentCard, cardMaxAge: number) =>
   Effect.gen(function* () {
-    const legacyCard = yield* Effect.promise(() =>
+    // Without a v0.3 interface (HTTP+JSON alone) there is no v0.3 card: every request gets the v1.0 one.
+    const legacyCard = yield* Effect.tryPromise(() =>
       new LegacyRestTransportHandler({ getAuthenticatedExtendedAgentCard: () => Promise.resolve(card) } as never)
         .getAuthenticatedExtendedAgentCard(new ServerCallContext())
-    )
+    ).pipe(Effect.option)
     const cardCacheControl = cardMaxAge > 0 ? `public, max-age=${cardMaxAge}` : "no-cache"
+    const lastModified = Math.floor(Date.now() / 1000) * 1000
+    const lastModifiedText = new Date(lastModified).toUTCString()
     const servedCard = (value: unknown) => {
       const body = JSON.stringify(value)
       const etag = `W/"${createHash("sha256").update(body).digest("hex").slice(0, 16)}"`
-      return { body, etag, headers: { ETag: etag, "Cache-Control": cardCacheControl, Vary: A2A_VERSION_HEADER } }
+      return {
+        body,
+        etag,
+        headers: { ETag: etag, "Last-Modified": lastModifiedText, "Cache-Control": cardCacheControl, Vary: A2A_VERSION_HEADER }
+      }
     }
     const v1Card = servedCard(card)
-    const v03Card = servedCard({ ...legacyCard, supportedInterfaces: structuredClone(card.supportedInterfaces) })
+    const v03Card = Option.match(legacyCard, {
+      onNone: () => v1Card,
+      onSome: (legacy) => servedCard({ ...legacy, supportedInterfaces: structuredClone(card.supportedInterfaces) })
+    })
     return Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
       const served = isLegacyVersion(request.headers[versionHeader]) ? v03Card : v1Card
-      const ifNoneMatch = request.headers["if-none-match"]
-      if (
-        ifNoneMatch !== undefined &&
-        ifNoneMatch.split(",").some((tag) => tag.trim() === served.etag || tag.trim() === "*")
-      ) {
+      if (notModified(request.headers, served.etag, lastModified)) {
         return HttpServerResponse.empty({ status: 304, headers: served.headers })
       }
       return jsonText(served.body, 200, served.headers)
     })
   })
 
+/**
+ * The only text a caller gets of an internal error: `message` itself when
+ * it is already opaque (its cause was logged under that id where it
+ * happened), otherwise a new error id, under which the cause is logged
+ * (`thrown` when known, else `message`).
+ *
+ * @internal
+ */
+export const opaqueText = (
+  endpoint: string,
+  message: string,
+  annotations: Record<string, string>,
+  thrown?: unknown
+): Effect.Effect<string> => {
+  if (ErrorId.isInternalErrorText(message)) return Effect.succeed(message)
+  const errorId = ErrorId.make()
+  const cause = thrown === undefined
+    ? message
+    : internalFailure.renderCause(Cause.isCause(thrown) ? thrown : Cause.die(thrown))
+  return internalFailure.logErrorOffSpan(`Unexpected error in the ${endpoint} endpoint`, { errorId, ...annotations, cause })
+    .pipe(Effect.as(ErrorId.internalErrorText(errorId)))
+}
+
 // -32603 answers carry only an error id; what happened is logged under it.
 // `thrown` is what was thrown, when known; otherwise the log has the error's message.
-const sanitize = (error: internalRpc.RpcError, id: unknown, where: string, thrown?: unknown) => {
-  if (error.code !== internalRpc.INTERNAL_ERROR) return Effect.succeed(error)
-  // Already opaque: its cause was logged under that id where it happened.
-  if (ErrorId.isInternalErrorText(error.message)) {
-    return Effect.succeed<internalRpc.RpcError>({ code: error.code, message: error.message })
-  }
-  const errorId = ErrorId.make()
-  const cause = thrown === undefined ? `${error.message}` : internalFailure.renderCause(Cause.die(thrown))
-  return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
-    errorId,
-    where,
-    requestId: String(id),
-    cause
-  }).pipe(
-    Effect.as<internalRpc.RpcError>({ code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) })
-  )
-}
+const sanitize = (error: internalRpc.RpcError, id: unknown, where: string, thrown?: unknown) =>
+  error.code !== internalRpc.INTERNAL_ERROR
+    ? Effect.succeed(error)
+    : Effect.map(
+      opaqueText("JSON-RPC", `${error.message}`, { where, requestId: String(id) }, thrown),
+      (message): internalRpc.RpcError => ({ code: internalRpc.INTERNAL_ERROR, message })
+    )
 
 const sanitizeBody = (body: unknown, where: string, thrown?: unknown): Effect.Effect<unknown> => {
   if (typeof body === "object" && body !== null && "error" in body) {
@@ -161,12 +224,34 @@ const sanitizeBody = (body: unknown, where: string, thrown?: unknown): Effect.Ef
   return Effect.succeed(body)
 }
 
-const sseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>) => {
-  const { id, iterator, mapError } = dispatched
-  const head = dispatched.first === undefined || dispatched.first.done === true
+/**
+ * What a streaming answer holds once its first event is in: the rest comes
+ * from `iterator`; `close` lets go of what the stream holds.
+ *
+ * @internal
+ */
+export interface OpenStream {
+  readonly first: IteratorResult<unknown> | undefined
+  readonly iterator: AsyncIterator<unknown>
+  readonly close: () => void
+}
+
+/**
+ * A stream's SSE bytes: each event through `encode`, and a failure (of the
+ * iterator or of `encode`) as one last event from `failed`.
+ *
+ * @internal
+ */
+export const sseStream = (
+  open: OpenStream,
+  encode: (event: unknown) => Effect.Effect<string, unknown>,
+  failed: (error: unknown) => Effect.Effect<string>
+) => {
+  const { iterator } = open
+  const head = open.first === undefined || open.first.done === true
     ? Stream.empty
-    : Stream.succeed(dispatched.first.value)
-  const rest = dispatched.first?.done === true ? Stream.empty : Stream.repeatEffectOption(
+    : Stream.succeed(open.first.value)
+  const rest = open.first?.done === true ? Stream.empty : Stream.repeatEffectOption(
     Effect.tryPromise({ try: () => iterator.next(), catch: (error) => error }).pipe(
       Effect.mapError(Option.some),
       Effect.flatMap((next) => next.done === true ? Effect.fail(Option.none()) : Effect.succeed(next.value))
@@ -174,19 +259,24 @@ const sseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" 
   )
   return Stream.concat(head, rest).pipe(
     // An event that cannot be written ends the stream with an error event, like any failure.
-    Stream.mapEffect((event) =>
-      Effect.flatMap(sanitizeBody(event, "stream"), (body) => Effect.try({ try: () => formatSSEEvent(body), catch: identity }))
-    ),
-    Stream.catchAll((error) =>
-      Stream.fromEffect(Effect.map(
-        sanitize(mapError(error), id, "stream", error),
-        (mapped) => formatSSEErrorEvent({ jsonrpc: "2.0", id, error: mapped })
-      ))
-    ),
+    Stream.mapEffect(encode),
+    Stream.catchAll((error) => Stream.fromEffect(failed(error))),
     Stream.map((text) => encoder.encode(text)),
-    Stream.ensuring(Effect.sync(dispatched.close))
+    Stream.ensuring(Effect.sync(open.close))
   )
 }
+
+const rpcSseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>) =>
+  sseStream(
+    dispatched,
+    (event) =>
+      Effect.flatMap(sanitizeBody(event, "stream"), (body) => Effect.try({ try: () => formatSSEEvent(body), catch: identity })),
+    (error) =>
+      Effect.map(
+        sanitize(dispatched.mapError(error), dispatched.id, "stream", error),
+        (mapped) => formatSSEErrorEvent({ jsonrpc: "2.0", id: dispatched.id, error: mapped })
+      )
+  )
 
 type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
 
@@ -219,11 +309,9 @@ const receive = (
     if (bytes === undefined) {
       return tooLarge("Request body too large or unreadable.")
     }
-    let body: unknown
-    try {
-      body = JSON.parse(utf8.decode(bytes))
-    } catch {
-      return rpcError(null, internalRpc.PARSE_ERROR, "Invalid JSON payload.")
+    const body = parseJson(bytes)
+    if (body === notJson) {
+      return rpcError(null, internalRpc.PARSE_ERROR, new RequestMalformedError("Invalid JSON payload."))
     }
     const admitted = admit?.(body)
     if (admitted === "shed") return shed()
@@ -243,7 +331,7 @@ const rpcRoute = (
       // Refused before anything runs (UnsupportedOperation, not InternalError): a client may resend it to
       // another replica, or here after Retry-After, without an idempotency key.
       return Effect.succeed(HttpServerResponse.setHeader(
-        rpcError(null, internalRpc.UNSUPPORTED_OPERATION, "The server is shutting down.", 503),
+        rpcError(null, internalRpc.UNSUPPORTED_OPERATION, new UnsupportedOperationError(shuttingDown), 503),
         "retry-after",
         "1"
       ))
@@ -252,7 +340,9 @@ const rpcRoute = (
     const headers: internalRpc.Headers = request.headers
     const contentType = headers["content-type"]
     if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
-      return Effect.succeed(rpcError(null, -32005, `Unsupported Content-Type; expected application/json.`))
+      return Effect.succeed(
+        rpcError(null, -32005, new ContentTypeNotSupportedError("Unsupported Content-Type; expected application/json."))
+      )
     }
     const declared = Number(headers["content-length"])
     if (Number.isFinite(declared) && declared > maxBodyBytes) {
@@ -271,7 +361,7 @@ const rpcRoute = (
             (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
           )
         }
-        return Effect.succeed(HttpServerResponse.stream(sseStream(dispatched), {
+        return Effect.succeed(HttpServerResponse.stream(rpcSseStream(dispatched), {
           contentType: SSE_HEADERS["Content-Type"],
           headers: { ...SSE_HEADERS, ...dispatched.headers }
         }))
@@ -294,10 +384,16 @@ const rpcRoute = (
         errorId,
         cause: internalFailure.renderCause(cause)
       }).pipe(
-        Effect.as(rpcError(null, internalRpc.INTERNAL_ERROR, ErrorId.internalErrorText(errorId), 500))
+        Effect.as(jsonResponse(
+          { jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) } },
+          500
+        ))
       )
     })
   )
+
+/** @internal */
+export const shuttingDown = "The server is shutting down."
 
 /**
  * What the server's lifetime tells the edge.
@@ -305,7 +401,7 @@ const rpcRoute = (
  * @internal
  */
 export interface State {
-  /** Set when the server closes: JSON-RPC requests are then refused with 503. */
+  /** Set when the server closes: requests (JSON-RPC and HTTP+JSON) are then refused with 503. */
   readonly closing: boolean
 }
 
@@ -314,7 +410,8 @@ export interface Options {
   readonly card: AgentCard
   /** The card's `max-age`, in seconds; 0 sends `no-cache`. */
   readonly cardMaxAge: number
-  readonly rpcPath: string
+  /** The JSON-RPC path; undefined when JSON-RPC is not served. */
+  readonly rpcPath: string | undefined
   readonly maxBodyBytes: number
   readonly dispatcher: internalRpc.Dispatcher
   readonly state: State
@@ -325,14 +422,16 @@ export interface Options {
 }
 
 /**
- * The server's routes: the card, and the JSON-RPC endpoint.
+ * The server's routes: the card, and the JSON-RPC endpoint when served.
  *
  * @internal
  */
 export const router = (options: Options) =>
-  Effect.map(cardRoute(options.card, options.cardMaxAge), (serveCard) =>
-    HttpRouter.empty.pipe(
-      HttpRouter.get(cardPath, serveCard),
-      HttpRouter.post(options.rpcPath as HttpRouter.PathInput, rpcRoute(options.dispatcher, options.maxBodyBytes, options.state, options.readBody ?? platformBodyReader, options.load)
-      )
-    ))
+  Effect.map(cardRoute(options.card, options.cardMaxAge), (serveCard) => {
+    const withCard = HttpRouter.get(HttpRouter.empty, cardPath, serveCard)
+    return options.rpcPath === undefined ? withCard : HttpRouter.post(
+      withCard,
+      options.rpcPath as HttpRouter.PathInput,
+      rpcRoute(options.dispatcher, options.maxBodyBytes, options.state, options.readBody ?? platformBodyReader, options.load)
+    )
+  })

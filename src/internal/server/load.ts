@@ -46,6 +46,11 @@ export interface Load {
    * are let through uncounted.
    */
   readonly admit: (body: unknown, caller: string) => (() => void) | "shed" | undefined
+  /**
+   * Admits a request that starts or follows a run, as the transport read it
+   * (its message's id, if it has one): a release, or `"shed"`.
+   */
+  readonly admitRun: (messageId: string | undefined, caller: string) => (() => void) | "shed"
   /** A run starts for the message `messageId`: the release of its share of the request's hold, if any. */
   readonly run: (messageId: string) => (() => void) | undefined
 }
@@ -105,34 +110,37 @@ const bounded = (maxInFlight: number | undefined, maxInFlightPerCaller: number |
     }
   }
 
+  const admitRun = (messageId: string | undefined, caller: string): (() => void) | "shed" => {
+    if (maxInFlight !== undefined && inFlight >= maxInFlight) {
+      shedServer.unsafeUpdate(1, [])
+      return "shed"
+    }
+    const callerCount = perCaller.get(caller) ?? 0
+    if (maxInFlightPerCaller !== undefined && callerCount >= maxInFlightPerCaller) {
+      shedCaller.unsafeUpdate(1, [])
+      return "shed"
+    }
+    inFlight++
+    perCaller.set(caller, callerCount + 1)
+    const hold: Hold = { caller, messageId, holders: 1 }
+    if (hold.messageId !== undefined) {
+      const holds = waiting.get(hold.messageId)
+      if (holds === undefined) waiting.set(hold.messageId, [hold])
+      else holds.push(hold)
+    }
+    const release = releaseOnce(hold)
+    return () => {
+      unwait(hold)
+      release()
+    }
+  }
+
   return {
-    admit: (body, caller) => {
-      if (typeof body !== "object" || body === null || !countedMethods.has((body as { method?: unknown }).method)) {
-        return undefined
-      }
-      if (maxInFlight !== undefined && inFlight >= maxInFlight) {
-        shedServer.unsafeUpdate(1, [])
-        return "shed"
-      }
-      const callerCount = perCaller.get(caller) ?? 0
-      if (maxInFlightPerCaller !== undefined && callerCount >= maxInFlightPerCaller) {
-        shedCaller.unsafeUpdate(1, [])
-        return "shed"
-      }
-      inFlight++
-      perCaller.set(caller, callerCount + 1)
-      const hold: Hold = { caller, messageId: messageIdOf(body), holders: 1 }
-      if (hold.messageId !== undefined) {
-        const holds = waiting.get(hold.messageId)
-        if (holds === undefined) waiting.set(hold.messageId, [hold])
-        else holds.push(hold)
-      }
-      const release = releaseOnce(hold)
-      return () => {
-        unwait(hold)
-        release()
-      }
-    },
+    admit: (body, caller) =>
+      typeof body !== "object" || body === null || !countedMethods.has((body as { method?: unknown }).method)
+        ? undefined
+        : admitRun(messageIdOf(body), caller),
+    admitRun,
     run: (messageId) => {
       const hold = waiting.get(messageId)?.[0]
       if (hold === undefined) return undefined

@@ -22,7 +22,7 @@ import {
   UnauthenticatedUser,
   validateVersion
 } from "@a2a-js/sdk/server"
-import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
+import { RequestMalformedError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { storedTextProblem } from "../ledger/storedText.js"
 
 /** @internal */
@@ -79,6 +79,12 @@ export type Headers = Readonly<Record<string, string | undefined>>
 /** @internal */
 export interface Dispatcher {
   readonly dispatch: (body: unknown, headers: Headers) => Promise<Dispatched>
+  /**
+   * The request handler as the dispatch calls it, with its refusals (see
+   * {@link DispatcherOptions}): for the other transports, so that they hold
+   * to the same rules.
+   */
+  readonly handler: A2ARequestHandler
 }
 
 // JSON-RPC ids are strings or numbers; 0 and "" are ids too.
@@ -93,7 +99,7 @@ const methodOf = (body: unknown): unknown =>
 const invalidParams = (id: unknown): RpcErrorResponse => ({
   jsonrpc: "2.0",
   id,
-  error: { code: -32602, message: "Invalid params: the request's params could not be decoded." }
+  error: toJsonRpcError(new RequestMalformedError("Invalid params: the request's params could not be decoded."))
 })
 
 const isInternalError = (result: unknown): boolean =>
@@ -336,11 +342,18 @@ const capturing = (
  *
  * @internal
  */
-const maxNesting = 256
+export const maxNesting = 256
 
-// Whether `value` nests objects and arrays more than `levels` deep. Recursive, without allocating (it runs
-// on every request): it never goes deeper than `levels`, far within the stack.
-const deeperThan = (value: unknown, levels: number): boolean => {
+/** @internal */
+export const tooDeep = `Request nested deeper than ${maxNesting} levels.`
+
+/**
+ * Whether `value` nests objects and arrays more than `levels` deep. Recursive, without allocating (it runs
+ * on every request): it never goes deeper than `levels`, far within the stack.
+ *
+ * @internal
+ */
+export const deeperThan = (value: unknown, levels: number): boolean => {
   if (typeof value !== "object" || value === null) return false
   if (levels === 0) return true
   if (Array.isArray(value)) {
@@ -366,7 +379,7 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
     const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError
     const id = idOf(body)
     if (deeperThan(body, maxNesting)) {
-      const error = { code: INVALID_REQUEST, message: `Request nested deeper than ${maxNesting} levels.` }
+      const error = { ...toJsonRpcError(new RequestMalformedError(tooDeep)), code: INVALID_REQUEST }
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
     }
     try {
@@ -430,5 +443,5 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
       }
     }
   }
-  return { dispatch }
+  return { dispatch, handler: captured }
 }

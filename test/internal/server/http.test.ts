@@ -77,7 +77,8 @@ describe("server/http.router while the server shuts down", () => {
         dispatch: () => {
           dispatched++
           return Promise.reject(new Error("nothing may run while the server shuts down"))
-        }
+        },
+        handler: {} as internalRpc.Dispatcher["handler"]
       }
       const router = yield* internalHttp.router({ card, cardMaxAge: 0, rpcPath: "/rpc", maxBodyBytes: 1024, dispatcher, state: { closing: true } })
       yield* server.serve(router)
@@ -86,7 +87,11 @@ describe("server/http.router while the server shuts down", () => {
       )
       expect(raw.status).toBe(503)
       expect(raw.headers.get("retry-after")).toBe("1")
-      expect((yield* Effect.promise(() => raw.json())).error).toMatchObject({ code: -32004, message: "The server is shutting down." })
+      expect((yield* Effect.promise(() => raw.json())).error).toEqual({
+        code: -32004,
+        message: "The server is shutting down.",
+        data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "UNSUPPORTED_OPERATION", domain: "a2a-protocol.org" }]
+      })
       const agent = yield* RemoteAgent.make({ name: "closing", url, card })
       const error = yield* Effect.flip(agent.send("book"))
       expect(error).toMatchObject({ reason: "ProtocolError", code: -32004, status: 503, delivery: "Refused" })
