@@ -23,10 +23,12 @@ import type * as Scope from "effect/Scope"
 import type * as AgentExecutor from "./AgentExecutor.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
 import * as internalApp from "./internal/server/app.js"
+import * as internalGrpc from "./internal/server/grpc.js"
 import * as internalHttp from "./internal/server/http.js"
 import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
 import * as internal from "./internal/server/server.js"
 import * as internalTaskStore from "./internal/server/taskStore.js"
+import type * as internalTransport from "./internal/wire/transport.js"
 
 /**
  * The card fields the server does not fill in itself: `supportedInterfaces`
@@ -94,6 +96,15 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
   /** How long running tasks may go on when the server closes. Default 10 seconds. */
   readonly shutdownTimeout?: Duration.DurationInput | undefined
   /**
+   * The transports served, in the order the card lists them. Default: all
+   * three (`JSONRPC`, `HTTP+JSON`, `GRPC`). gRPC needs the optional
+   * packages `@grpc/grpc-js` and `@bufbuild/protobuf`; without them,
+   * leave `"GRPC"` out, or start-up fails with a {@link TransportError}.
+   */
+  readonly transports?: ReadonlyArray<Transport> | undefined
+  /** Where gRPC is served, on a port of its own; see {@link GrpcOptions}. */
+  readonly grpc?: GrpcOptions | undefined
+  /**
    * Default: `TaskStoreConfig.Memory({})`, in memory, forgetting ended tasks
    * after an hour and beyond 10,000. {@link TaskStoreConfig} also names the
    * SDK's unbounded `InMemoryTaskStore` and its `DatabaseTaskStore` on SQLite
@@ -124,6 +135,70 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    */
   readonly maxInFlightPerCaller?: number | undefined
 }
+
+/**
+ * Where the gRPC transport listens. It has its own port (default `0`: any
+ * free one), read from {@link A2AServer}'s `urls.GRPC` (`host:port`, the
+ * form cards give gRPC URLs in). `credentials` are grpc-js
+ * `ServerCredentials` (default insecure, for loopback; e.g.
+ * `ServerCredentials.createSsl(...)` for TLS). `publicAddress` is the
+ * `host:port` the card gives, when the server sits behind a proxy.
+ *
+ * Frames are bounded by `maxBodyBytes`: one over it is answered
+ * `RESOURCE_EXHAUSTED` with an ErrorInfo up to twice the bound, beyond
+ * which grpc-js refuses it itself (`RESOURCE_EXHAUSTED`, no details).
+ *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ *
+ * const grpc: A2AServer.GrpcOptions = { host: "0.0.0.0", port: 50051, publicAddress: "agents.example.com:443" }
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export type GrpcOptions = internalGrpc.Options
+
+/**
+ * The name of an A2A transport, as cards name it in
+ * `supportedInterfaces[].protocolBinding`.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ *
+ * const served: ReadonlyArray<A2AServer.Transport> = ["JSONRPC", "GRPC"]
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type Transport = internalTransport.Transport
+
+/**
+ * A transport asked for in `transports` that cannot be served: reason
+ * `MissingPackage` when its optional packages are not installed (gRPC:
+ * `@grpc/grpc-js` and `@bufbuild/protobuf`); its message names them.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const server = A2AServer.make({
+ *   agent: () => Effect.succeed(AgentExecutor.completedText("hello")),
+ *   card: { name: "greeter", description: "Says hello" }
+ * }).pipe(Effect.tapErrorTag("TransportError", (error) => Effect.logError(`${error.transport}: ${error.message}`)))
+ * ```
+ * @category errors
+ * @since 0.1.0
+ */
+export const TransportError: typeof internalGrpc.TransportError = internalGrpc.TransportError
+
+/**
+ * @category errors
+ * @since 0.1.0
+ */
+export type TransportError = internalGrpc.TransportError
 
 /**
  * Request-level idempotency settings.
@@ -307,6 +382,8 @@ export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
   readonly url: string
   /** The JSON-RPC endpoint. */
   readonly rpcUrl: string
+  /** Where each served transport is reached, as the card gives it; gRPC's is `host:port`. */
+  readonly urls: { readonly [T in Transport]?: string }
   readonly address: { readonly hostname: string; readonly port: number }
   readonly card: AgentCard
   readonly executor: AgentExecutor.EffectAgentExecutor
@@ -442,7 +519,7 @@ export const layerConfig: {
  * @category options
  * @since 0.1.0
  */
-export interface RouterOptions<E, R> extends Omit<Options<E, R>, "host" | "port" | "publicUrl" | "httpSpans"> {
+export interface RouterOptions<E, R> extends Omit<Options<E, R>, "host" | "port" | "publicUrl" | "httpSpans" | "grpc"> {
   /**
    * Where the routes are reached from outside: the card says the JSON-RPC
    * endpoint is at `${publicUrl}${rpcPath}`. With the router mounted under
@@ -538,4 +615,5 @@ export type MakeError =
   | HttpServerError.ServeError
   | AgentExecutor.ConfigurationError
   | TaskStoreError
+  | TransportError
   | ConfigError.ConfigError

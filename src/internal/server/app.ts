@@ -14,7 +14,9 @@ import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
+import * as internalTransport from "../wire/transport.js"
 import * as internalExecutor from "./executor.js"
+import type * as internalGrpc from "./grpc.js"
 import * as internalHandler from "./handler.js"
 import * as internalHttp from "./http.js"
 import * as internalIdempotency from "./idempotency.js"
@@ -22,7 +24,11 @@ import * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
 import * as internalTaskStore from "./taskStore.js"
 
-const defaultMaxBodyBytes = 1024 * 1024
+/** @internal */
+export const defaultMaxBodyBytes = 1024 * 1024
+
+/** @internal */
+export const defaultShutdownTimeout = Duration.seconds(10)
 
 const isTaskStoreConfig = (store: TaskStore | A2AServer.TaskStoreConfig): store is A2AServer.TaskStoreConfig =>
   "_tag" in store
@@ -37,8 +43,30 @@ const taskStoreOf = (
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
 
-const buildCard = (options: A2AServer.CardOptions, baseUrl: string, rpcPath: string): AgentCard => {
-  const url = new URL(rpcPath, baseUrl).toString()
+/**
+ * The card's interfaces: each served transport that has a URL, in the
+ * order given, in v1.0 then v0.3.
+ *
+ * @internal
+ */
+export const supportedInterfaces = (
+  transports: ReadonlyArray<internalTransport.Transport>,
+  urls: Urls
+): AgentCard["supportedInterfaces"] =>
+  transports.flatMap((protocolBinding) => {
+    const url = urls[protocolBinding]
+    return url === undefined ? [] : (["1.0", "0.3"] as const).map((protocolVersion) => ({
+      url,
+      protocolBinding,
+      tenant: "",
+      protocolVersion
+    }))
+  })
+
+/** Where each served transport is reached. @internal */
+export type Urls = { readonly [T in internalTransport.Transport]?: string }
+
+const buildCard = (options: A2AServer.CardOptions, interfaces: AgentCard["supportedInterfaces"]): AgentCard => {
   return {
     version: "1.0.0",
     provider: undefined,
@@ -50,10 +78,7 @@ const buildCard = (options: A2AServer.CardOptions, baseUrl: string, rpcPath: str
     signatures: [],
     ...options,
     capabilities: { streaming: true, pushNotifications: false, extensions: [], ...options.capabilities },
-    supportedInterfaces: [
-      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
-      { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" }
-    ]
+    supportedInterfaces: interfaces
   }
 }
 
@@ -96,10 +121,13 @@ export interface App {
   readonly router: HttpRouter.HttpRouter
   readonly card: AgentCard
   readonly rpcUrl: string
+  readonly urls: Urls
   readonly executor: AgentExecutor.EffectAgentExecutor
   readonly taskStore: TaskStore
   /** Refuses new requests (503), then lets running tasks finish within the shutdown timeout. */
   readonly shutdown: Effect.Effect<void>
+  /** What another transport's service calls, to be served as JSON-RPC is. */
+  readonly core: internalGrpc.Core
 }
 
 /**
@@ -111,7 +139,8 @@ export interface App {
 export const make = <E, R>(
   options: Omit<A2AServer.RouterOptions<E, R>, "publicUrl">,
   url: string,
-  readBody?: internalHttp.BodyReader
+  readBody?: internalHttp.BodyReader,
+  otherUrls: Omit<Urls, "JSONRPC"> = {}
 ): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
     const taskStore = yield* taskStoreOf(options.taskStore)
@@ -119,7 +148,8 @@ export const make = <E, R>(
     const load = yield* internalLoad.make(options, name)
     const executor = counted(yield* internalExecutor.make(options.agent, { ...options, name, taskStore }), load)
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
-    const card = buildCard(options.card, `${url.replace(/\/+$/, "")}/`, rpcPath.replace(/^\//, ""))
+    const urls: Urls = { ...otherUrls, JSONRPC: new URL(rpcPath.replace(/^\//, ""), `${url.replace(/\/+$/, "")}/`).toString() }
+    const card = buildCard(options.card, supportedInterfaces(options.transports ?? internalTransport.all, urls))
     const subscriptions = internalRpc.makeSubscriptions()
     const { claim, handler } = yield* requestHandlerOf(
       card,
@@ -145,12 +175,21 @@ export const make = <E, R>(
       readBody,
       load
     })
-    const shutdownTimeout = options.shutdownTimeout ?? Duration.seconds(10)
+    const shutdownTimeout = options.shutdownTimeout ?? defaultShutdownTimeout
     const shutdown = Effect.suspend(() => {
       state.closing = true
       return executor.shutdown(shutdownTimeout)
     })
-    return { router, card, rpcUrl: card.supportedInterfaces[0]!.url, executor, taskStore, shutdown }
+    return {
+      router,
+      card,
+      rpcUrl: urls.JSONRPC!,
+      urls,
+      executor,
+      taskStore,
+      shutdown,
+      core: { handler: dispatcher.handler, subscriptions, state, load }
+    }
   })
 
 /**
@@ -165,5 +204,13 @@ export const makeRouter = <E, R>(
   Effect.gen(function* () {
     const app = yield* make(options, options.publicUrl)
     yield* Effect.addFinalizer(() => app.shutdown)
-    return { router: app.router, url: options.publicUrl.replace(/\/+$/, ""), rpcUrl: app.rpcUrl, card: app.card, executor: app.executor, taskStore: app.taskStore }
+    return {
+      router: app.router,
+      url: options.publicUrl.replace(/\/+$/, ""),
+      rpcUrl: app.rpcUrl,
+      urls: app.urls,
+      card: app.card,
+      executor: app.executor,
+      taskStore: app.taskStore
+    }
   })

@@ -351,8 +351,17 @@ const deeperThan = (value: unknown, levels: number): boolean => {
   return false
 }
 
-/** @internal */
-export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard, options: DispatcherOptions = {}): Dispatcher => {
+/**
+ * The dispatcher, and the request handler it calls with what it refuses
+ * (see {@link DispatcherOptions}), which the other transports call too.
+ *
+ * @internal
+ */
+export const makeDispatcher = (
+  requestHandler: A2ARequestHandler,
+  card: AgentCard,
+  options: DispatcherOptions = {}
+): Dispatcher & { readonly handler: A2ARequestHandler } => {
   const called = new WeakSet<object>()
   const thrown = new WeakMap<object, unknown>()
   const captured = capturing(requestHandler, called, thrown, options)
@@ -430,5 +439,5 @@ export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCar
       }
     }
   }
-  return { dispatch }
+  return { dispatch, handler: captured }
 }

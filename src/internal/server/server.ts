@@ -6,29 +6,19 @@
  * @internal
  */
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Effect, Predicate } from "effect"
+import { Duration, Effect } from "effect"
 import type * as Context from "effect/Context"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTracing from "../observability/tracing.js"
+import * as internalTransport from "../wire/transport.js"
 import * as internalApp from "./app.js"
+import * as internalGrpc from "./grpc.js"
+import { bracketed, hostForUrl, ListenError } from "./listen.js"
 import { nodeBodyReader } from "./nodeBody.js"
-
-const bracketed = (hostname: string): string => hostname.includes(":") ? `[${hostname}]` : hostname
-
-// The platform's ServeError has no message of its own, only Node's error as its cause.
-class ListenError extends HttpServerError.ServeError {
-  constructor(cause: unknown, address: string) {
-    super({ cause })
-    this.message = Predicate.hasProperty(cause, "code") && cause.code === "EADDRINUSE"
-      ? `address ${address} is in use`
-      : `cannot listen on ${address}: ${cause instanceof Error ? cause.message : String(cause)}`
-  }
-}
 
 // Binds the Node server; its base URL is the public one when given, otherwise the bound address.
 const listen = (options: Pick<A2AServer.Options<unknown, unknown>, "host" | "port" | "publicUrl">) =>
@@ -42,14 +32,15 @@ const listen = (options: Pick<A2AServer.Options<unknown, unknown>, "host" | "por
     const address = httpServer.address._tag === "TcpAddress"
       ? { hostname: httpServer.address.hostname, port: httpServer.address.port }
       : { hostname: "localhost", port: 0 }
-    const hostForUrl = address.hostname === "0.0.0.0" || address.hostname === "::"
-      ? "127.0.0.1"
-      : bracketed(address.hostname)
-    const url = (options.publicUrl ?? `http://${hostForUrl}:${address.port}`).replace(/\/+$/, "")
+    const url = (options.publicUrl ?? `http://${hostForUrl(address.hostname)}:${address.port}`).replace(/\/+$/, "")
     return { nodeServer, httpServer, address, url }
   })
 
-const close = (nodeServer: Http.Server, shutdown: Effect.Effect<void>) =>
+const close = (
+  nodeServer: Http.Server,
+  shutdown: Effect.Effect<void>,
+  grpc: { readonly bound: internalGrpc.Bound; readonly within: Duration.Duration } | undefined
+) =>
   Effect.gen(function* () {
     // Stops accepting; the connections close as they go idle.
     let closed = false
@@ -57,7 +48,10 @@ const close = (nodeServer: Http.Server, shutdown: Effect.Effect<void>) =>
       closed = true
     })
     nodeServer.closeIdleConnections()
-    yield* shutdown
+    // The gRPC server drains beside the runs its calls wait for.
+    yield* grpc === undefined
+      ? shutdown
+      : Effect.zipRight(shutdown, internalGrpc.close(grpc.bound, grpc.within), { concurrent: true })
     // Let the answers to the runs that just ended go out: a connection is idle once its answer is.
     yield* Effect.sync(() => nodeServer.closeIdleConnections()).pipe(
       Effect.zipRight(Effect.sleep("10 millis")),
@@ -76,7 +70,17 @@ export const make = <E, R>(
 > =>
   Effect.gen(function* () {
     const { address, httpServer, nodeServer, url } = yield* listen(options)
-    const { router, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader)
+    const maxBodyBytes = options.maxBodyBytes ?? internalApp.defaultMaxBodyBytes
+    const grpc = (options.transports ?? internalTransport.all).includes("GRPC")
+      ? yield* internalGrpc.listen(options.grpc, maxBodyBytes)
+      : undefined
+    const { core, router, shutdown, ...app } = yield* internalApp.make(
+      options,
+      url,
+      nodeBodyReader,
+      grpc === undefined ? {} : { GRPC: grpc.url }
+    )
+    if (grpc !== undefined) yield* internalGrpc.serve(grpc, core)
     // The platform builds a span per request (URL parsing, every header as an
     // attribute); with no tracer of the application's it goes nowhere.
     const tracer = yield* Effect.tracer
@@ -86,7 +90,9 @@ export const make = <E, R>(
       : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)
 
     // Added last, so it runs first when the scope closes.
-    yield* Effect.addFinalizer(() => close(nodeServer, shutdown))
+    // The answers of the runs that end at the deadline still go out before the gRPC server is forced shut.
+    const within = Duration.sum(Duration.decode(options.shutdownTimeout ?? internalApp.defaultShutdownTimeout), "1 second")
+    yield* Effect.addFinalizer(() => close(nodeServer, shutdown, grpc === undefined ? undefined : { bound: grpc, within }))
 
     return { url, address, ...app }
   })
