@@ -97,9 +97,9 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
   readonly shutdownTimeout?: Duration.DurationInput | undefined
   /**
    * The transports served, in the order the card lists them. Default: all
-   * three (`JSONRPC`, `HTTP+JSON`, `GRPC`). gRPC needs the optional
-   * packages `@grpc/grpc-js` and `@bufbuild/protobuf`; without them,
-   * leave `"GRPC"` out, or start-up fails with a {@link TransportError}.
+   * three (`JSONRPC`, `HTTP+JSON`, `GRPC`), gRPC only when its optional
+   * packages `@grpc/grpc-js` and `@bufbuild/protobuf` are installed. Named
+   * here, `"GRPC"` without them fails start-up with a {@link TransportError}.
    */
   readonly transports?: ReadonlyArray<Transport> | undefined
   /** Where gRPC is served, on a port of its own; see {@link GrpcOptions}. */

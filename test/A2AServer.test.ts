@@ -249,7 +249,7 @@ describe("A2AServer", () => {
       expect(etag).toMatch(/^W\/"[0-9a-f]{16}"$/)
       const served = yield* Effect.promise(() => response.json())
       expect(served.supportedInterfaces.map((i: { url: string; protocolVersion: string }) => [i.url, i.protocolVersion]))
-        .toEqual([[server.rpcUrl, "1.0"], [server.rpcUrl, "0.3"]])
+        .toEqual([[server.rpcUrl, "1.0"], [server.rpcUrl, "0.3"], [server.urls.GRPC, "1.0"], [server.urls.GRPC, "0.3"]])
       expect(server.rpcUrl).toBe(`${server.url}/a2a/jsonrpc`)
       const cached = yield* Effect.promise(() =>
         fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "if-none-match": etag! } })

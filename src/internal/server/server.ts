@@ -14,7 +14,6 @@ import * as Http from "node:http"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTracing from "../observability/tracing.js"
-import * as internalTransport from "../wire/transport.js"
 import * as internalApp from "./app.js"
 import * as internalGrpc from "./grpc.js"
 import { bracketed, hostForUrl, ListenError } from "./listen.js"
@@ -71,7 +70,12 @@ export const make = <E, R>(
   Effect.gen(function* () {
     const { address, httpServer, nodeServer, url } = yield* listen(options)
     const maxBodyBytes = options.maxBodyBytes ?? internalApp.defaultMaxBodyBytes
-    const grpc = (options.transports ?? internalTransport.all).includes("GRPC")
+    // By default gRPC is served when its optional packages are installed; asked for by name, they must be.
+    const grpc = options.transports === undefined
+      ? yield* internalGrpc.listen(options.grpc, maxBodyBytes).pipe(
+        Effect.catchTag("TransportError", () => Effect.succeed(undefined))
+      )
+      : options.transports.includes("GRPC")
       ? yield* internalGrpc.listen(options.grpc, maxBodyBytes)
       : undefined
     const { core, router, shutdown, ...app } = yield* internalApp.make(
