@@ -7,6 +7,8 @@ import { A2AService } from "@a2a-js/sdk/server/grpc"
 import { describe, expect, it } from "@effect/vitest"
 import * as Grpc from "@grpc/grpc-js"
 import { Deferred, Effect, Exit, FastCheck, Fiber, Layer, Metric, Scope } from "effect"
+import { execFileSync } from "node:child_process"
+import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
@@ -302,4 +304,24 @@ describe("A2AServer over gRPC", () => {
       expect(textOf(task)).toBe("finished")
       yield* Fiber.join(closing).pipe(Effect.timeout("5 seconds"))
     }))
+
+  it("without gRPC's packages, the default serves JSON-RPC and loads none of them; naming GRPC fails start-up, typed", () => {
+    // A preloaded hook makes every load of @grpc/grpc-js and @bufbuild/protobuf throw.
+    const out = execFileSync(
+      "node",
+      ["--import", "tsx", "--import", "./test/fixtures/blockSqlDrivers.mjs", "test/fixtures/serverWithoutGrpc.ts"],
+      {
+        cwd: path.resolve(import.meta.dirname, ".."),
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, BLOCKED_PACKAGES: "@grpc/grpc-js|@bufbuild/protobuf" }
+      }
+    )
+    expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual({
+      bindings: ["JSONRPC", "JSONRPC"],
+      grpcUrl: null,
+      rpcAnswer: -32001,
+      named: { reason: "MissingPackage", transport: "GRPC", names: true }
+    })
+  }, 60_000)
 })
