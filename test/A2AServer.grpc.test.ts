@@ -14,7 +14,7 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Observability from "../src/Observability.js"
 import * as Part from "../src/Part.js"
-import { captureLogs, eventually, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { busListeners, captureLogs, eventually, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "grpc-test", description: "A2AServer over gRPC" }
 
@@ -257,6 +257,44 @@ describe("A2AServer over gRPC", () => {
       )
       const after = yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, bytes)
       expect(after.code).toBe(GRPC_STATUS_CODE.OK)
+    }))
+
+  it.scopedLive("a subscriber that leaves lets go at once of its place on the task's bus and of its hold on maxInFlight", () =>
+    Effect.gen(function*() {
+      const listeners = yield* busListeners
+      const gate = yield* Deferred.make<void>()
+      const agent: AgentExecutor.Agent = () => Effect.as(Deferred.await(gate), AgentExecutor.completedText("done"))
+      const server = yield* A2AServer.make({ agent, card, maxInFlight: 2 })
+      const client = yield* grpcClient(server)
+      const running = yield* sendText(client, "long", true)
+      const before = listeners()
+      const remote = new Grpc.Client(server.urls.GRPC!, Grpc.credentials.createInsecure())
+      yield* Effect.addFinalizer(() => Effect.sync(() => remote.close()))
+      const metadata = new Grpc.Metadata()
+      metadata.set("a2a-version", "1.0")
+      const subscription = remote.makeServerStreamRequest(
+        A2AService.subscribeToTask.path,
+        A2AService.subscribeToTask.requestSerialize,
+        A2AService.subscribeToTask.responseDeserialize,
+        { tenant: "", id: running.id },
+        metadata
+      )
+      subscription.on("error", () => undefined)
+      // Its first event is the task as it is: by then it listens on the task's bus.
+      yield* Effect.async<void>((resume) => void subscription.once("data", () => resume(Effect.void)))
+      expect(listeners()).toBeGreaterThan(before)
+      const third = A2AService.sendMessage.requestSerialize({ tenant: "", message: userMessage("third"), configuration: undefined, metadata: {} })
+      expect((yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, third)).code).toBe(GRPC_STATUS_CODE.RESOURCE_EXHAUSTED)
+      subscription.cancel()
+      yield* eventually(Effect.sync(listeners), (count) => count === before)
+      const admitted = A2AService.sendMessage.requestSerialize({
+        tenant: "",
+        message: userMessage("admitted"),
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+        metadata: {}
+      })
+      expect((yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, admitted)).code).toBe(GRPC_STATUS_CODE.OK)
+      yield* Deferred.succeed(gate, void 0)
     }))
 
   it.scopedLive("the Idempotency-Key metadata reaches the handler: a repeat with a new message id gets the same task", () =>
