@@ -135,6 +135,25 @@ describe("A2AServer over gRPC", () => {
       expect(read.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
     }))
 
+  it.scopedLive("a v0.3 client (the SDK's legacy gRPC transport) is served by legacyGrpcService on the same port", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent: endings, card }).pipe(Effect.provide(captureLogs().layer))
+      const legacyOnly = {
+        ...server.card,
+        supportedInterfaces: server.card.supportedInterfaces.filter((i) => i.protocolBinding === "GRPC" && i.protocolVersion === "0.3")
+      }
+      const client = yield* Effect.promise(() =>
+        new ClientFactory({ transports: [new GrpcTransportFactory({ legacyCompat: { enabled: true } })] }).createFromAgentCard(legacyOnly)
+      )
+      const completed = yield* sendText(client, "old")
+      expect(completed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      expect(textOf(completed)).toBe("echo old")
+      const failed = yield* sendText(client, "fail")
+      expect(textOf(failed)).toMatch(opaqueFailure)
+      const error = yield* Effect.flip(Effect.tryPromise(() => client.getTask({ tenant: "", id: "no-such-task", historyLength: undefined })))
+      expect(error.error).toMatchObject({ name: "TaskNotFoundError", status: GRPC_STATUS_CODE.NOT_FOUND })
+    }))
+
   it.scopedLive("streaming: SendStreamingMessage yields the run's events up to COMPLETED", () =>
     Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: endings, card })
