@@ -519,7 +519,7 @@ export const layerConfig: {
  * @category options
  * @since 0.1.0
  */
-export interface RouterOptions<E, R> extends Omit<Options<E, R>, "host" | "port" | "publicUrl" | "httpSpans" | "grpc"> {
+export interface RouterOptions<E, R> extends Omit<Options<E, R>, "host" | "port" | "publicUrl" | "httpSpans"> {
   /**
    * Where the routes are reached from outside: the card says the JSON-RPC
    * endpoint is at `${publicUrl}${rpcPath}`. With the router mounted under
@@ -560,6 +560,10 @@ export interface Router extends Omit<Context.Tag.Service<A2AServer>, "address"> 
  * Closing the scope refuses new JSON-RPC requests with 503 and lets running
  * tasks finish within `shutdownTimeout`, as {@link make} does; the server
  * itself is the application's to stop.
+ *
+ * gRPC, which cannot share the application's HTTP server, is served on its
+ * own port (see {@link GrpcOptions}) only when `transports` names `"GRPC"`;
+ * the scope's close drains it as {@link make}'s.
  *
  * @example
  * ```ts

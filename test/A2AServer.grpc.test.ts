@@ -106,6 +106,22 @@ describe("A2AServer over gRPC", () => {
       expect(rpcOnly.card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(["JSONRPC", "JSONRPC"])
     }))
 
+  it.live("makeRouter serves gRPC on its own port only when transports names it, and its scope closes that port", () =>
+    Effect.gen(function*() {
+      const unnamed = yield* Effect.scoped(A2AServer.makeRouter({ agent: endings, card, publicUrl: "http://127.0.0.1:1" }))
+      expect(unnamed.urls.GRPC).toBeUndefined()
+      const scope = yield* Scope.make()
+      const router = yield* Scope.extend(
+        A2AServer.makeRouter({ agent: endings, card, publicUrl: "http://127.0.0.1:1", transports: ["JSONRPC", "GRPC"] }),
+        scope
+      )
+      expect(router.card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(["JSONRPC", "JSONRPC", "GRPC", "GRPC"])
+      const bytes = A2AService.getTask.requestSerialize({ tenant: "", id: "x", historyLength: undefined })
+      expect((yield* rawCall(router.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(GRPC_STATUS_CODE.NOT_FOUND)
+      yield* Scope.close(scope, Exit.void)
+      expect((yield* rawCall(router.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(GRPC_STATUS_CODE.UNAVAILABLE)
+    }))
+
   it.scopedLive("the SDK's gRPC client gets every ending: COMPLETED, FAILED with the opaque text only, REJECTED, INPUT_REQUIRED, CANCELED", () =>
     Effect.gen(function*() {
       const logs = captureLogs()

@@ -16,7 +16,7 @@ import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTransport from "../wire/transport.js"
 import * as internalExecutor from "./executor.js"
-import type * as internalGrpc from "./grpc.js"
+import * as internalGrpc from "./grpc.js"
 import * as internalHandler from "./handler.js"
 import * as internalHttp from "./http.js"
 import * as internalIdempotency from "./idempotency.js"
@@ -27,8 +27,7 @@ import * as internalTaskStore from "./taskStore.js"
 /** @internal */
 export const defaultMaxBodyBytes = 1024 * 1024
 
-/** @internal */
-export const defaultShutdownTimeout = Duration.seconds(10)
+const defaultShutdownTimeout = Duration.seconds(10)
 
 const isTaskStoreConfig = (store: TaskStore | A2AServer.TaskStoreConfig): store is A2AServer.TaskStoreConfig =>
   "_tag" in store
@@ -124,10 +123,11 @@ export interface App {
   readonly urls: Urls
   readonly executor: AgentExecutor.EffectAgentExecutor
   readonly taskStore: TaskStore
-  /** Refuses new requests (503), then lets running tasks finish within the shutdown timeout. */
+  /**
+   * Refuses new requests (503), then lets running tasks finish within the
+   * shutdown timeout; a gRPC server drains meanwhile.
+   */
   readonly shutdown: Effect.Effect<void>
-  /** What another transport's service calls, to be served as JSON-RPC is. */
-  readonly core: internalGrpc.Core
 }
 
 /**
@@ -140,7 +140,7 @@ export const make = <E, R>(
   options: Omit<A2AServer.RouterOptions<E, R>, "publicUrl">,
   url: string,
   readBody?: internalHttp.BodyReader,
-  otherUrls: Omit<Urls, "JSONRPC"> = {}
+  grpc?: internalGrpc.Bound
 ): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
     const taskStore = yield* taskStoreOf(options.taskStore)
@@ -148,7 +148,7 @@ export const make = <E, R>(
     const load = yield* internalLoad.make(options, name)
     const executor = counted(yield* internalExecutor.make(options.agent, { ...options, name, taskStore }), load)
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
-    const urls: Urls = { ...otherUrls, JSONRPC: new URL(rpcPath.replace(/^\//, ""), `${url.replace(/\/+$/, "")}/`).toString() }
+    const urls: Urls = { ...(grpc === undefined ? {} : { GRPC: grpc.url }), JSONRPC: new URL(rpcPath.replace(/^\//, ""), `${url.replace(/\/+$/, "")}/`).toString() }
     const card = buildCard(options.card, supportedInterfaces(options.transports ?? internalTransport.all, urls))
     const subscriptions = internalRpc.makeSubscriptions()
     const { claim, handler } = yield* requestHandlerOf(
@@ -176,10 +176,13 @@ export const make = <E, R>(
       load
     })
     const shutdownTimeout = options.shutdownTimeout ?? defaultShutdownTimeout
-    const shutdown = Effect.suspend(() => {
+    const refusing = Effect.suspend(() => {
       state.closing = true
       return executor.shutdown(shutdownTimeout)
     })
+    const core: internalGrpc.Core = { handler: dispatcher.handler, subscriptions, state, load }
+    if (grpc !== undefined) yield* internalGrpc.serve(grpc, core)
+    const shutdown = grpc === undefined ? refusing : internalGrpc.draining(refusing, grpc, shutdownTimeout)
     return {
       router,
       card,
@@ -187,8 +190,7 @@ export const make = <E, R>(
       urls,
       executor,
       taskStore,
-      shutdown,
-      core: { handler: dispatcher.handler, subscriptions, state, load }
+      shutdown
     }
   })
 
@@ -202,7 +204,9 @@ export const makeRouter = <E, R>(
   options: A2AServer.RouterOptions<E, R>
 ): Effect.Effect<A2AServer.Router, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
-    const app = yield* make(options, options.publicUrl)
+    // Its own port, served only when named: the application's server carries the routes, not gRPC.
+    const grpc = yield* internalGrpc.listenFor(options, options.maxBodyBytes ?? defaultMaxBodyBytes, false)
+    const app = yield* make(options, options.publicUrl, undefined, grpc)
     yield* Effect.addFinalizer(() => app.shutdown)
     return {
       router: app.router,

@@ -128,6 +128,29 @@ export const listen = (
     }
   })
 
+/**
+ * The gRPC server `transports` asks for, bound, or undefined. Left unsaid,
+ * it is asked for when `byDefault`, and then only served if its packages
+ * load; named, they must.
+ *
+ * @internal
+ */
+export const listenFor = (
+  options: {
+    readonly transports?: ReadonlyArray<internalTransport.Transport> | undefined
+    readonly grpc?: Options | undefined
+  },
+  maxBodyBytes: number,
+  byDefault: boolean
+): Effect.Effect<Bound | undefined, TransportError | ListenError, Scope.Scope> => {
+  if (options.transports !== undefined) {
+    return options.transports.includes("GRPC") ? listen(options.grpc, maxBodyBytes) : Effect.succeed(undefined)
+  }
+  return byDefault
+    ? Effect.catchTag(listen(options.grpc, maxBodyBytes), "TransportError", () => Effect.succeed(undefined))
+    : Effect.succeed(undefined)
+}
+
 /** What the gRPC service shares with the JSON-RPC route. @internal */
 export interface Core {
   /** The dispatcher's request handler: its claim, its id checks and its subscriptions. */
@@ -336,17 +359,26 @@ export const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
   })
 
 /**
- * Stops taking calls and lets those in progress end, within `within`; then
- * ends the rest. Runs beside the executor's shutdown, which ends the runs
- * the calls wait for.
+ * `shutdown` (which refuses new calls, then lets runs finish within
+ * `shutdownTimeout`), with the gRPC server drained beside it: it stops
+ * taking calls and lets those in progress end, their answers going out up
+ * to a second after the runs' deadline; then it ends the rest.
  *
  * @internal
  */
-export const close = (bound: Bound, within: Duration.DurationInput): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
-    bound.server.tryShutdown(() => resume(Effect.void))
-  }).pipe(
-    Effect.timeout(within),
-    Effect.ignore,
-    Effect.ensuring(Effect.sync(() => bound.server.forceShutdown()))
+export const draining = (
+  shutdown: Effect.Effect<void>,
+  bound: Bound,
+  shutdownTimeout: Duration.DurationInput
+): Effect.Effect<void> =>
+  Effect.zipRight(
+    shutdown,
+    Effect.async<void>((resume) => {
+      bound.server.tryShutdown(() => resume(Effect.void))
+    }).pipe(
+      Effect.timeout(Duration.sum(Duration.decode(shutdownTimeout), Duration.seconds(1))),
+      Effect.ignore,
+      Effect.ensuring(Effect.sync(() => bound.server.forceShutdown()))
+    ),
+    { concurrent: true }
   )

@@ -7,7 +7,7 @@
  */
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import type * as Context from "effect/Context"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
@@ -35,11 +35,7 @@ const listen = (options: Pick<A2AServer.Options<unknown, unknown>, "host" | "por
     return { nodeServer, httpServer, address, url }
   })
 
-const close = (
-  nodeServer: Http.Server,
-  shutdown: Effect.Effect<void>,
-  grpc: { readonly bound: internalGrpc.Bound; readonly within: Duration.Duration } | undefined
-) =>
+const close = (nodeServer: Http.Server, shutdown: Effect.Effect<void>) =>
   Effect.gen(function* () {
     // Stops accepting; the connections close as they go idle.
     let closed = false
@@ -47,10 +43,7 @@ const close = (
       closed = true
     })
     nodeServer.closeIdleConnections()
-    // The gRPC server drains beside the runs its calls wait for.
-    yield* grpc === undefined
-      ? shutdown
-      : Effect.zipRight(shutdown, internalGrpc.close(grpc.bound, grpc.within), { concurrent: true })
+    yield* shutdown
     // Let the answers to the runs that just ended go out: a connection is idle once its answer is.
     yield* Effect.sync(() => nodeServer.closeIdleConnections()).pipe(
       Effect.zipRight(Effect.sleep("10 millis")),
@@ -69,22 +62,8 @@ export const make = <E, R>(
 > =>
   Effect.gen(function* () {
     const { address, httpServer, nodeServer, url } = yield* listen(options)
-    const maxBodyBytes = options.maxBodyBytes ?? internalApp.defaultMaxBodyBytes
-    // By default gRPC is served when its optional packages are installed; asked for by name, they must be.
-    const grpc = options.transports === undefined
-      ? yield* internalGrpc.listen(options.grpc, maxBodyBytes).pipe(
-        Effect.catchTag("TransportError", () => Effect.succeed(undefined))
-      )
-      : options.transports.includes("GRPC")
-      ? yield* internalGrpc.listen(options.grpc, maxBodyBytes)
-      : undefined
-    const { core, router, shutdown, ...app } = yield* internalApp.make(
-      options,
-      url,
-      nodeBodyReader,
-      grpc === undefined ? {} : { GRPC: grpc.url }
-    )
-    if (grpc !== undefined) yield* internalGrpc.serve(grpc, core)
+    const grpc = yield* internalGrpc.listenFor(options, options.maxBodyBytes ?? internalApp.defaultMaxBodyBytes, true)
+    const { router, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader, grpc)
     // The platform builds a span per request (URL parsing, every header as an
     // attribute); with no tracer of the application's it goes nowhere.
     const tracer = yield* Effect.tracer
@@ -94,9 +73,7 @@ export const make = <E, R>(
       : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)
 
     // Added last, so it runs first when the scope closes.
-    // The answers of the runs that end at the deadline still go out before the gRPC server is forced shut.
-    const within = Duration.sum(Duration.decode(options.shutdownTimeout ?? internalApp.defaultShutdownTimeout), "1 second")
-    yield* Effect.addFinalizer(() => close(nodeServer, shutdown, grpc === undefined ? undefined : { bound: grpc, within }))
+    yield* Effect.addFinalizer(() => close(nodeServer, shutdown))
 
     return { url, address, ...app }
   })
