@@ -14,6 +14,7 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Observability from "../src/Observability.js"
 import * as Part from "../src/Part.js"
+import { selfSigned } from "./fixtures/selfSigned.js"
 import { busListeners, captureLogs, eventually, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "grpc-test", description: "A2AServer over gRPC" }
@@ -168,6 +169,24 @@ describe("A2AServer over gRPC", () => {
       expect(textOf(failed)).toMatch(opaqueFailure)
       const error = yield* Effect.flip(Effect.tryPromise(() => client.getTask({ tenant: "", id: "no-such-task", historyLength: undefined })))
       expect(error.error).toMatchObject({ name: "TaskNotFoundError", status: GRPC_STATUS_CODE.NOT_FOUND })
+    }))
+
+  it.scopedLive("TLS: the server's credentials pass through; a client trusting the certificate is served, a plaintext one is not", () =>
+    Effect.gen(function*() {
+      const { cert, key } = selfSigned()
+      const server = yield* A2AServer.make({
+        agent: endings,
+        card,
+        grpc: { credentials: Grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(cert), private_key: Buffer.from(key) }]) }
+      })
+      const client = yield* Effect.promise(() =>
+        new ClientFactory({
+          transports: [new GrpcTransportFactory({ grpcChannelCredentials: Grpc.credentials.createSsl(Buffer.from(cert)) })]
+        }).createFromUrl(server.url)
+      )
+      expect(textOf(yield* sendText(client, "secure"))).toBe("echo secure")
+      const bytes = A2AService.getTask.requestSerialize({ tenant: "", id: "x", historyLength: undefined })
+      expect((yield* rawCall(server.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(GRPC_STATUS_CODE.UNAVAILABLE)
     }))
 
   it.scopedLive("streaming: SendStreamingMessage yields the run's events up to COMPLETED", () =>
