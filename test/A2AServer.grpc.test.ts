@@ -255,6 +255,26 @@ describe("A2AServer over gRPC", () => {
       }
     }))
 
+  it.scopedLive("a request nested deeper than JSON-RPC allows is INVALID_ARGUMENT with an ErrorInfo, before anything runs", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const agent: AgentExecutor.Agent = () => Effect.sync(() => (runs++, AgentExecutor.completedText("ran")))
+      const server = yield* A2AServer.make({ agent, card })
+      let nested: Record<string, unknown> = { leaf: true }
+      for (let i = 0; i < 300; i++) nested = { a: nested }
+      const bytes = A2AService.sendMessage.requestSerialize({
+        tenant: "",
+        message: userMessage("deep"),
+        configuration: undefined,
+        metadata: nested
+      })
+      const answer = yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, bytes)
+      expect(answer.code).toBe(GRPC_STATUS_CODE.INVALID_ARGUMENT)
+      expect(answer.details).toBe("Request nested deeper than 256 levels.")
+      expect(detailsOf(answer)?.reason).toBe("INVALID_PARAMS")
+      expect(runs).toBe(0)
+    }))
+
   it.scopedLive("fuzz: any bytes get a well-formed answer, never UNKNOWN, never a raw message", () =>
     Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: endings, card, maxBodyBytes: 512 })

@@ -25,7 +25,7 @@ import * as internalFailure from "./failure.js"
 import type * as internalHttp from "./http.js"
 import type * as internalLoad from "./load.js"
 import { bracketed, hostForUrl, ListenError } from "./listen.js"
-import type * as internalRpc from "./rpc.js"
+import * as internalRpc from "./rpc.js"
 
 /**
  * A transport asked for that cannot be served: its optional packages are
@@ -335,8 +335,9 @@ export const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
               "INVALID_PARAMS"
             ))
           }
+          let decoded: unknown
           try {
-            return method.requestDeserialize(bytes)
+            decoded = method.requestDeserialize(bytes)
           } catch {
             return new Refused(status(
               errors.GRPC_STATUS_CODE.INVALID_ARGUMENT,
@@ -344,6 +345,10 @@ export const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
               "INVALID_PARAMS"
             ))
           }
+          const nesting = internalRpc.nestingProblem(decoded)
+          return nesting === undefined
+            ? decoded
+            : new Refused(status(errors.GRPC_STATUS_CODE.INVALID_ARGUMENT, nesting, "INVALID_PARAMS"))
         }
       }])) as D
 

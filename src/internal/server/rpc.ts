@@ -341,7 +341,8 @@ const maxNesting = 256
 // Whether `value` nests objects and arrays more than `levels` deep. Recursive, without allocating (it runs
 // on every request): it never goes deeper than `levels`, far within the stack.
 const deeperThan = (value: unknown, levels: number): boolean => {
-  if (typeof value !== "object" || value === null) return false
+  // A decoded protobuf's bytes hold no nesting: not walked byte by byte.
+  if (typeof value !== "object" || value === null || ArrayBuffer.isView(value)) return false
   if (levels === 0) return true
   if (Array.isArray(value)) {
     for (const item of value) if (deeperThan(item, levels - 1)) return true
@@ -350,6 +351,14 @@ const deeperThan = (value: unknown, levels: number): boolean => {
   for (const key in value) if (deeperThan((value as Record<string, unknown>)[key], levels - 1)) return true
   return false
 }
+
+/**
+ * Why a decoded request is refused for its nesting (see `maxNesting`), or undefined.
+ *
+ * @internal
+ */
+export const nestingProblem = (request: unknown): string | undefined =>
+  deeperThan(request, maxNesting) ? `Request nested deeper than ${maxNesting} levels.` : undefined
 
 /**
  * The dispatcher, and the request handler it calls with what it refuses
@@ -374,8 +383,9 @@ export const makeDispatcher = (
     const useLegacy = (requestedVersion ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION
     const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError
     const id = idOf(body)
-    if (deeperThan(body, maxNesting)) {
-      const error = { code: INVALID_REQUEST, message: `Request nested deeper than ${maxNesting} levels.` }
+    const nesting = nestingProblem(body)
+    if (nesting !== undefined) {
+      const error = { code: INVALID_REQUEST, message: nesting }
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
     }
     try {
