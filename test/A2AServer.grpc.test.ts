@@ -6,7 +6,7 @@ import { InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { A2AService } from "@a2a-js/sdk/server/grpc"
 import { describe, expect, it } from "@effect/vitest"
 import * as Grpc from "@grpc/grpc-js"
-import { Deferred, Effect, Exit, FastCheck, Fiber, Layer, Metric, Scope } from "effect"
+import { Deferred, Effect, Exit, FastCheck, Fiber, Layer, Metric, Option, Scope, type Tracer } from "effect"
 import { execFileSync } from "node:child_process"
 import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
@@ -384,6 +384,22 @@ describe("A2AServer over gRPC", () => {
       const repeat = yield* sendText(client, "book", false, { "Idempotency-Key": key })
       expect(repeat.id).toBe(first.id)
       expect(runs).toBe(1)
+    }))
+
+  it.scopedLive("traceparent metadata makes the run a child of the caller's span", () =>
+    Effect.gen(function*() {
+      const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+      const parent = "00f067aa0ba902b7"
+      let seen: Tracer.Span | undefined
+      const agent: AgentExecutor.Agent = () =>
+        Effect.map(Effect.orDie(Effect.currentSpan), (span) => {
+          seen = span
+          return AgentExecutor.completedText("traced")
+        })
+      const server = yield* A2AServer.make({ agent, card })
+      yield* sendText(yield* grpcClient(server), "trace me", false, { traceparent: `00-${trace}-${parent}-01` })
+      expect(seen?.traceId).toBe(trace)
+      expect(Option.map(seen!.parent, (span) => span.spanId)).toEqual(Option.some(parent))
     }))
 
   it.live("closing the scope shuts the port: a new call is refused", () =>
