@@ -275,21 +275,30 @@ describe("A2AServer over gRPC", () => {
       expect(runs).toBe(0)
     }))
 
-  it.scopedLive("fuzz: any bytes get a well-formed answer, never UNKNOWN, never a raw message", () =>
+  it.scopedLive("fuzz: random and mutated frames get a well-formed answer, never UNKNOWN, never a raw message; the server keeps serving", () =>
     Effect.gen(function*() {
-      const server = yield* A2AServer.make({ agent: endings, card, maxBodyBytes: 512 })
+      const server = yield* A2AServer.make({ agent: endings, card, maxBodyBytes: 512 }).pipe(Effect.provide(captureLogs().layer))
       const paths = Object.values(A2AService).filter((method) => !method.responseStream).map((method) => method.path)
-      const samples = FastCheck.sample(
-        FastCheck.tuple(FastCheck.constantFrom(...paths), FastCheck.uint8Array({ minLength: 1, maxLength: 900 })),
-        40
-      )
-      for (const [path, bytes] of samples) {
+      const random = FastCheck.tuple(FastCheck.constantFrom(...paths), FastCheck.uint8Array({ minLength: 1, maxLength: 900 }))
+      // A valid SendMessage with some of its bytes replaced: past the decoder, into the handler.
+      const valid = A2AService.sendMessage.requestSerialize({ tenant: "", message: userMessage("fuzzed"), configuration: undefined, metadata: {} })
+      const mutated = FastCheck.array(FastCheck.tuple(FastCheck.nat(valid.length - 1), FastCheck.integer({ min: 0, max: 255 })), {
+        minLength: 1,
+        maxLength: 4
+      }).map((edits) => {
+        const bytes = Uint8Array.from(valid)
+        for (const [at, byte] of edits) bytes[at] = byte
+        return [A2AService.sendMessage.path, bytes] as const
+      })
+      for (const [path, bytes] of [...FastCheck.sample(random, 40), ...FastCheck.sample(mutated, 40)]) {
         const answer = yield* rawCall(server.urls.GRPC!, path, bytes)
         expect(answer.code).not.toBe(GRPC_STATUS_CODE.UNKNOWN)
         if (answer.code === GRPC_STATUS_CODE.OK) continue
         expect(detailsOf(answer)?.reason).toBeDefined()
         if (answer.code === GRPC_STATUS_CODE.INTERNAL) expect(answer.details).toMatch(opaqueInternal)
       }
+      const client = yield* grpcClient(server)
+      expect(textOf(yield* sendText(client, "still here"))).toBe("echo still here")
     }))
 
   it.scopedLive("an oversized message is RESOURCE_EXHAUSTED: with an ErrorInfo up to twice the bound, grpc-js's own beyond", () =>
