@@ -152,6 +152,25 @@ describe("A2AServer over gRPC", () => {
       expect(read.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
     }))
 
+  it.scopedLive("one run per task: a message to a task whose run is in progress is FAILED_PRECONDITION with an ErrorInfo", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent: endings, card, shutdownTimeout: "100 millis" }).pipe(
+        Effect.provide(captureLogs().layer)
+      )
+      const client = yield* grpcClient(server)
+      const running = yield* sendText(client, "wait", true)
+      const bytes = A2AService.sendMessage.requestSerialize({
+        tenant: "",
+        message: userMessage("more", { taskId: running.id, contextId: running.contextId }),
+        configuration: undefined,
+        metadata: {}
+      })
+      const answer = yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, bytes)
+      expect(answer.code).toBe(GRPC_STATUS_CODE.FAILED_PRECONDITION)
+      expect(answer.details).toContain("is still running")
+      expect(detailsOf(answer)?.reason).toBe("UNSUPPORTED_OPERATION")
+    }))
+
   it.scopedLive("a v0.3 client (the SDK's legacy gRPC transport) is served by legacyGrpcService on the same port", () =>
     Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: endings, card }).pipe(Effect.provide(captureLogs().layer))
