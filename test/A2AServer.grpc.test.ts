@@ -430,6 +430,29 @@ describe("A2AServer over gRPC", () => {
       expect(Option.map(seen!.parent, (span) => span.spanId)).toEqual(Option.some(parent))
     }))
 
+  it.scopedLive("an error the handler throws is logged whole under the error id; the caller gets INTERNAL with that id only", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const identity = () => {
+        throw new Error("secret: the identity service token is abc123")
+      }
+      const server = yield* A2AServer.make({ agent: endings, card, idempotency: { identity } }).pipe(
+        Effect.provide(Layer.merge(Layer.fresh(IdempotencyLedger.layerMemory()), logs.layer))
+      )
+      const bytes = A2AService.sendMessage.requestSerialize({ tenant: "", message: userMessage("keyed"), configuration: undefined, metadata: {} })
+      const answer = yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, bytes, {
+        "a2a-version": "1.0",
+        "idempotency-key": crypto.randomUUID()
+      })
+      expect(answer.code).toBe(GRPC_STATUS_CODE.INTERNAL)
+      expect(answer.details).toMatch(opaqueInternal)
+      expect(detailsOf(answer)).toMatchObject({ reason: "INTERNAL_ERROR", message: answer.details })
+      const errorId = answer.details.match(/[0-9a-f]{12}/)![0]
+      const logged = logs.lines.find((line) => line.annotations.errorId === errorId)
+      expect(logged?.message).toBe("Unexpected error in the gRPC endpoint")
+      expect(String(logged?.annotations.cause)).toContain("secret: the identity service token")
+    }))
+
   it.live("closing the scope shuts the port: a new call is refused", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
