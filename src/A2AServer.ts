@@ -23,11 +23,11 @@ import type * as Scope from "effect/Scope"
 import type * as AgentExecutor from "./AgentExecutor.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
 import * as internalApp from "./internal/server/app.js"
-import * as internalGrpc from "./internal/server/grpc.js"
 import * as internalHttp from "./internal/server/http.js"
 import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
 import * as internal from "./internal/server/server.js"
 import * as internalTaskStore from "./internal/server/taskStore.js"
+import * as internalTransports from "./internal/server/transports.js"
 import type * as internalTransport from "./internal/wire/transport.js"
 
 /**
@@ -157,7 +157,7 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
  * @category options
  * @since 0.1.0
  */
-export type GrpcOptions = internalGrpc.Options
+export type GrpcOptions = internalTransports.GrpcOptions
 
 /**
  * The name of an A2A transport, as cards name it in
@@ -192,13 +192,13 @@ export type Transport = internalTransport.Transport
  * @category errors
  * @since 0.1.0
  */
-export const TransportError: typeof internalGrpc.TransportError = internalGrpc.TransportError
+export const TransportError: typeof internalTransports.TransportError = internalTransports.TransportError
 
 /**
  * @category errors
  * @since 0.1.0
  */
-export type TransportError = internalGrpc.TransportError
+export type TransportError = internalTransports.TransportError
 
 /**
  * Request-level idempotency settings.

@@ -23,6 +23,7 @@ import * as internalIdempotency from "./idempotency.js"
 import * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
 import * as internalTaskStore from "./taskStore.js"
+import type * as internalTransports from "./transports.js"
 
 /** @internal */
 export const defaultMaxBodyBytes = 1024 * 1024
@@ -140,7 +141,7 @@ export const make = <E, R>(
   options: Omit<A2AServer.RouterOptions<E, R>, "publicUrl">,
   url: string,
   readBody?: internalHttp.BodyReader,
-  grpc?: internalGrpc.Bound
+  grpc?: internalTransports.OwnPort
 ): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
     const taskStore = yield* taskStoreOf(options.taskStore)
@@ -148,7 +149,10 @@ export const make = <E, R>(
     const load = yield* internalLoad.make(options, name)
     const executor = counted(yield* internalExecutor.make(options.agent, { ...options, name, taskStore }), load)
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
-    const urls: Urls = { ...(grpc === undefined ? {} : { GRPC: grpc.url }), JSONRPC: new URL(rpcPath.replace(/^\//, ""), `${url.replace(/\/+$/, "")}/`).toString() }
+    const urls: Urls = {
+      JSONRPC: new URL(rpcPath.replace(/^\//, ""), `${url.replace(/\/+$/, "")}/`).toString(),
+      ...(grpc === undefined ? {} : { GRPC: grpc.url })
+    }
     const card = buildCard(options.card, supportedInterfaces(options.transports ?? internalTransport.all, urls))
     const subscriptions = internalRpc.makeSubscriptions()
     const { claim, handler } = yield* requestHandlerOf(
@@ -180,9 +184,8 @@ export const make = <E, R>(
       state.closing = true
       return executor.shutdown(shutdownTimeout)
     })
-    const core: internalGrpc.Core = { handler: dispatcher.handler, subscriptions, state, load }
-    if (grpc !== undefined) yield* internalGrpc.serve(grpc, core)
-    const shutdown = grpc === undefined ? refusing : internalGrpc.draining(refusing, grpc, shutdownTimeout)
+    if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load })
+    const shutdown = grpc === undefined ? refusing : grpc.draining(refusing, shutdownTimeout)
     return {
       router,
       card,

@@ -16,43 +16,15 @@
  */
 import type * as Grpc from "@grpc/grpc-js"
 import { A2AError } from "@a2a-js/sdk/errors"
-import { type A2ARequestHandler, type ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
-import { Cause, Duration, Effect, Runtime, Schema } from "effect"
+import { type ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
+import { Cause, Duration, Effect, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
 import * as ErrorId from "../wire/errorId.js"
 import * as internalTransport from "../wire/transport.js"
 import * as internalFailure from "./failure.js"
-import type * as internalHttp from "./http.js"
-import type * as internalLoad from "./load.js"
 import { bracketed, hostForUrl, ListenError } from "./listen.js"
 import * as internalRpc from "./rpc.js"
-
-/**
- * A transport asked for that cannot be served: its optional packages are
- * not installed.
- *
- * @internal
- */
-export class TransportError extends Schema.TaggedError<TransportError>("effect-a2a/TransportError")(
-  "TransportError",
-  {
-    reason: Schema.Literal("MissingPackage"),
-    transport: internalTransport.Transport,
-    message: Schema.String
-  }
-) {}
-
-/** @internal */
-export interface Options {
-  /** Default `127.0.0.1`. */
-  readonly host?: string | undefined
-  /** Default `0`: any free port. */
-  readonly port?: number | undefined
-  /** Default: insecure, for loopback. */
-  readonly credentials?: Grpc.ServerCredentials | undefined
-  /** The `host:port` put in the card, when the server sits behind a proxy. Default: the bound address. */
-  readonly publicAddress?: string | undefined
-}
+import { type Core, type GrpcOptions, type OwnPort, TransportError } from "./transports.js"
 
 const modules = Effect.tryPromise({
   try: async () => ({
@@ -83,8 +55,8 @@ type Modules = Effect.Effect.Success<typeof modules>
  */
 const frameLimit = (maxBodyBytes: number): number => Math.min(2 * maxBodyBytes, 2 ** 31 - 1)
 
-/** A bound gRPC server, its port open but serving nothing yet. @internal */
-export interface Bound {
+/** A bound gRPC server, its port open but serving nothing yet. */
+interface Bound {
   readonly server: Grpc.Server
   readonly modules: Modules
   /** `host:port`, as cards give gRPC URLs. */
@@ -93,14 +65,9 @@ export interface Bound {
   readonly maxBodyBytes: number
 }
 
-/**
- * Binds the gRPC port. The scope's close ends the server at once if
- * {@link close} did not end it gracefully before.
- *
- * @internal
- */
-export const listen = (
-  options: Options | undefined,
+/** Binds the gRPC port. The scope's close ends the server at once if {@link draining} did not end it before. */
+const listen = (
+  options: GrpcOptions | undefined,
   maxBodyBytes: number
 ): Effect.Effect<Bound, TransportError | ListenError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -110,7 +77,8 @@ export const listen = (
     const server = new loaded.grpc.Server({
       "grpc.max_receive_message_length": frameLimit(maxBodyBytes)
     })
-    const credentials = options?.credentials ?? loaded.grpc.ServerCredentials.createInsecure()
+    const credentials = (options?.credentials as Grpc.ServerCredentials | undefined) ??
+      loaded.grpc.ServerCredentials.createInsecure()
     const port = yield* Effect.acquireRelease(
       Effect.async<number, ListenError>((resume) => {
         server.bindAsync(requested, credentials, (error, port) => {
@@ -138,26 +106,22 @@ export const listen = (
 export const listenFor = (
   options: {
     readonly transports?: ReadonlyArray<internalTransport.Transport> | undefined
-    readonly grpc?: Options | undefined
+    readonly grpc?: GrpcOptions | undefined
   },
   maxBodyBytes: number,
   byDefault: boolean
-): Effect.Effect<Bound | undefined, TransportError | ListenError, Scope.Scope> => {
-  if (options.transports !== undefined) {
-    return options.transports.includes("GRPC") ? listen(options.grpc, maxBodyBytes) : Effect.succeed(undefined)
-  }
-  return byDefault
+): Effect.Effect<OwnPort | undefined, TransportError | ListenError, Scope.Scope> => {
+  const bound = options.transports !== undefined
+    ? options.transports.includes("GRPC") ? listen(options.grpc, maxBodyBytes) : Effect.succeed(undefined)
+    : byDefault
     ? Effect.catchTag(listen(options.grpc, maxBodyBytes), "TransportError", () => Effect.succeed(undefined))
     : Effect.succeed(undefined)
-}
-
-/** What the gRPC service shares with the JSON-RPC route. @internal */
-export interface Core {
-  /** The dispatcher's request handler: its claim, its id checks and its subscriptions. */
-  readonly handler: A2ARequestHandler
-  readonly subscriptions: internalRpc.Subscriptions
-  readonly state: internalHttp.State
-  readonly load: internalLoad.Load | undefined
+  return Effect.map(bound, (bound) =>
+    bound === undefined ? undefined : {
+      url: bound.url,
+      serve: (core) => serve(bound, core),
+      draining: (shutdown, shutdownTimeout) => draining(shutdown, bound, shutdownTimeout)
+    })
 }
 
 // When a shed or refused caller may come back, as HTTP's `Retry-After: 1`.
@@ -189,12 +153,8 @@ const loadBody = (method: string, request: unknown) => {
 // "127.0.0.1:5000" or "::1:5000": the caller is its address, as on HTTP, without the port.
 const callerOf = (peer: string): string => peer.replace(/:\d+$/, "")
 
-/**
- * Serves the v1.0 and v0.3 services on `bound`, calling `core.handler`.
- *
- * @internal
- */
-export const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
+/** Serves the v1.0 and v0.3 services on `bound`, calling `core.handler`. */
+const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
   Effect.gen(function*() {
     const runtime = yield* Effect.runtime<never>()
     const { errors, grpc, legacy, service, wire } = bound.modules
@@ -368,10 +328,8 @@ export const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
  * `shutdownTimeout`), with the gRPC server drained beside it: it stops
  * taking calls and lets those in progress end, their answers going out up
  * to a second after the runs' deadline; then it ends the rest.
- *
- * @internal
  */
-export const draining = (
+const draining = (
   shutdown: Effect.Effect<void>,
   bound: Bound,
   shutdownTimeout: Duration.DurationInput
