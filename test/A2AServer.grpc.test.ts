@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Grpc from "@grpc/grpc-js"
 import { Deferred, Effect, Exit, FastCheck, Fiber, Layer, Metric, Option, Scope, type Tracer } from "effect"
 import { execFileSync } from "node:child_process"
+import * as net from "node:net"
 import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
@@ -102,6 +103,10 @@ describe("A2AServer over gRPC", () => {
       expect(server.urls.JSONRPC).toBe(server.rpcUrl)
       expect(server.card.supportedInterfaces.filter((i) => i.protocolBinding === "GRPC").map((i) => [i.url, i.protocolVersion]))
         .toEqual([[server.urls.GRPC, "1.0"], [server.urls.GRPC, "0.3"]])
+      const proxied = yield* A2AServer.make({ agent: endings, card, grpc: { publicAddress: "agents.example.com:443" } })
+      expect(proxied.urls.GRPC).toBe("agents.example.com:443")
+      expect(proxied.card.supportedInterfaces.filter((i) => i.protocolBinding === "GRPC").map((i) => i.url))
+        .toEqual(["agents.example.com:443", "agents.example.com:443"])
       const rpcOnly = yield* A2AServer.make({ agent: endings, card, transports: ["JSONRPC"] })
       expect(rpcOnly.urls.GRPC).toBeUndefined()
       expect(rpcOnly.card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(["JSONRPC", "JSONRPC"])
@@ -121,6 +126,21 @@ describe("A2AServer over gRPC", () => {
       expect((yield* rawCall(router.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(GRPC_STATUS_CODE.NOT_FOUND)
       yield* Scope.close(scope, Exit.void)
       expect((yield* rawCall(router.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(GRPC_STATUS_CODE.UNAVAILABLE)
+    }))
+
+  it.scopedLive("a gRPC port that cannot be bound fails start-up with a ServeError naming the address", () =>
+    Effect.gen(function*() {
+      const taken = yield* Effect.acquireRelease(
+        Effect.async<net.Server>((resume) => {
+          const server = net.createServer()
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) => Effect.sync(() => server.close())
+      )
+      const port = (taken.address() as net.AddressInfo).port
+      const error = yield* Effect.flip(A2AServer.make({ agent: endings, card, grpc: { port } }))
+      expect(error._tag).toBe("ServeError")
+      expect(error.message).toContain(`cannot listen on 127.0.0.1:${port}`)
     }))
 
   it.scopedLive("the SDK's gRPC client gets every ending: COMPLETED, FAILED with the opaque text only, REJECTED, INPUT_REQUIRED, CANCELED", () =>
