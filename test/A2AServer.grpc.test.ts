@@ -8,7 +8,6 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Grpc from "@grpc/grpc-js"
 import { Deferred, Effect, Exit, FastCheck, Fiber, Layer, Metric, Option, Scope, type Tracer } from "effect"
 import { execFileSync } from "node:child_process"
-import * as net from "node:net"
 import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
@@ -16,7 +15,7 @@ import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Observability from "../src/Observability.js"
 import * as Part from "../src/Part.js"
 import { selfSigned } from "./fixtures/selfSigned.js"
-import { busListeners, captureLogs, eventually, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { busListeners, captureLogs, eventually, takenPort, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "grpc-test", description: "A2AServer over gRPC" }
 
@@ -130,14 +129,7 @@ describe("A2AServer over gRPC", () => {
 
   it.scopedLive("a gRPC port that cannot be bound fails start-up with a ServeError naming the address", () =>
     Effect.gen(function*() {
-      const taken = yield* Effect.acquireRelease(
-        Effect.async<net.Server>((resume) => {
-          const server = net.createServer()
-          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-        }),
-        (server) => Effect.sync(() => server.close())
-      )
-      const port = (taken.address() as net.AddressInfo).port
+      const port = yield* takenPort
       const error = yield* Effect.flip(A2AServer.make({ agent: endings, card, grpc: { port } }))
       expect(error._tag).toBe("ServeError")
       expect(error.message).toContain(`cannot listen on 127.0.0.1:${port}`)

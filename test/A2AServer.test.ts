@@ -26,6 +26,7 @@ import {
   seededTask,
   send,
   sendMessage,
+  takenPort,
   textOf,
   userMessage
 } from "./fixtures/serverAgents.js"
@@ -275,14 +276,7 @@ describe("A2AServer", () => {
 
   it.scopedLive("a port in use fails with a ServeError that names the address", () =>
     Effect.gen(function* () {
-      const taken = yield* Effect.acquireRelease(
-        Effect.async<net.Server>((resume) => {
-          const blocker = net.createServer()
-          blocker.listen(0, "127.0.0.1", () => resume(Effect.succeed(blocker)))
-        }),
-        (blocker) => Effect.sync(() => blocker.close())
-      )
-      const port = (taken.address() as net.AddressInfo).port
+      const port = yield* takenPort
       const error = yield* Effect.flip(Effect.scoped(A2AServer.make({ agent: echo, card, port })))
       expect(error._tag).toBe("ServeError")
       expect(error.message).toBe(`address 127.0.0.1:${port} is in use`)
