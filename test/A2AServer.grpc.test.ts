@@ -132,7 +132,7 @@ describe("A2AServer over gRPC", () => {
       const port = yield* takenPort
       const error = yield* Effect.flip(A2AServer.make({ agent: endings, card, grpc: { port } }))
       expect(error._tag).toBe("ServeError")
-      expect(error.message).toContain(`cannot listen on 127.0.0.1:${port}`)
+      expect(error.message).toBe(`address 127.0.0.1:${port} is in use`)
     }))
 
   it.scopedLive("the SDK's gRPC client gets every ending: COMPLETED, FAILED with the opaque text only, REJECTED, INPUT_REQUIRED, CANCELED", () =>

@@ -14,6 +14,11 @@ export const bracketed = (hostname: string): string => hostname.includes(":") ? 
 export const hostForUrl = (hostname: string): string =>
   hostname === "0.0.0.0" || hostname === "::" ? "127.0.0.1" : bracketed(hostname)
 
+// Node's error says so by its code; grpc-js's, which gathers those of every address it tried, only in its text.
+const inUse = (cause: unknown): boolean =>
+  (Predicate.hasProperty(cause, "code") && cause.code === "EADDRINUSE") ||
+  (cause instanceof Error && cause.message.includes("EADDRINUSE"))
+
 /**
  * The platform's ServeError has no message of its own, only Node's error as its cause.
  *
@@ -22,7 +27,7 @@ export const hostForUrl = (hostname: string): string =>
 export class ListenError extends HttpServerError.ServeError {
   constructor(cause: unknown, address: string) {
     super({ cause })
-    this.message = Predicate.hasProperty(cause, "code") && cause.code === "EADDRINUSE"
+    this.message = inUse(cause)
       ? `address ${address} is in use`
       : `cannot listen on ${address}: ${cause instanceof Error ? cause.message : String(cause)}`
   }
