@@ -61,7 +61,6 @@ interface Bound {
   readonly modules: Modules
   /** `host:port`, as cards give gRPC URLs. */
   readonly url: string
-  readonly address: { readonly hostname: string; readonly port: number }
   readonly maxBodyBytes: number
 }
 
@@ -91,7 +90,6 @@ const listen = (
       server,
       modules: loaded,
       url: options?.publicAddress ?? `${hostForUrl(host)}:${port}`,
-      address: { hostname: host, port },
       maxBodyBytes
     }
   })
@@ -114,7 +112,8 @@ export const listenFor = (
   const bound = options.transports !== undefined
     ? options.transports.includes("GRPC") ? listen(options.grpc, maxBodyBytes) : Effect.succeed(undefined)
     : byDefault
-    ? Effect.catchTag(listen(options.grpc, maxBodyBytes), "TransportError", () => Effect.succeed(undefined))
+    ? Effect.catchTag(listen(options.grpc, maxBodyBytes), "TransportError", (error) =>
+      Effect.as(Effect.logDebug(`gRPC is not served: ${error.message}`), undefined))
     : Effect.succeed(undefined)
   return Effect.map(bound, (bound) =>
     bound === undefined ? undefined : {
