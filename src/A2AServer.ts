@@ -29,21 +29,8 @@ import * as internalHttp from "./internal/server/http.js"
 import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
 import * as internal from "./internal/server/server.js"
 import * as internalTaskStore from "./internal/server/taskStore.js"
+import * as internalTransports from "./internal/server/transports.js"
 import type * as internalTransport from "./internal/wire/transport.js"
-
-/**
- * An A2A transport, as cards name it in `supportedInterfaces[].protocolBinding`.
- *
- * @example
- * ```ts
- * import { A2AServer } from "effect-a2a"
- *
- * const served: ReadonlyArray<A2AServer.Transport> = ["HTTP+JSON", "JSONRPC"]
- * ```
- * @category models
- * @since 0.1.0
- */
-export type Transport = internalTransport.Transport
 
 /**
  * The card fields the server does not fill in itself: `supportedInterfaces`
@@ -95,12 +82,6 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
   readonly host?: string | undefined
   /** Default `0`: any free port; read the bound one from {@link A2AServer}. */
   readonly port?: number | undefined
-  /**
-   * The transports served, in the order the card lists them. Default: all
-   * three for {@link make} and {@link layer}; `["JSONRPC", "HTTP+JSON"]` for
-   * {@link makeRouter}, whose router carries no gRPC.
-   */
-  readonly transports?: ReadonlyArray<Transport> | undefined
   /** The JSON-RPC path. Default `/a2a/jsonrpc`. */
   readonly rpcPath?: string | undefined
   /** The base path of the HTTP+JSON routes (`${restPath}/message:send`, …). Default `/a2a/rest`. */
@@ -118,6 +99,18 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
   readonly httpSpans?: boolean | undefined
   /** How long running tasks may go on when the server closes. Default 10 seconds. */
   readonly shutdownTimeout?: Duration.DurationInput | undefined
+  /**
+   * The transports served, in the order the card lists them. Default: all
+   * three (`JSONRPC`, `HTTP+JSON`, `GRPC`) for {@link make} and {@link layer},
+   * gRPC only when its optional packages `@grpc/grpc-js` and
+   * `@bufbuild/protobuf` are installed; `["JSONRPC", "HTTP+JSON"]` for
+   * {@link makeRouter}, which serves gRPC, on its own port, only when named.
+   * Named here, `"GRPC"` without its packages fails start-up with a
+   * {@link TransportError}.
+   */
+  readonly transports?: ReadonlyArray<Transport> | undefined
+  /** Where gRPC is served, on a port of its own; see {@link GrpcOptions}. */
+  readonly grpc?: GrpcOptions | undefined
   /**
    * Default: `TaskStoreConfig.Memory({})`, in memory, forgetting ended tasks
    * after an hour and beyond 10,000. {@link TaskStoreConfig} also names the
@@ -149,6 +142,70 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    */
   readonly maxInFlightPerCaller?: number | undefined
 }
+
+/**
+ * Where the gRPC transport listens. It has its own port (default `0`: any
+ * free one), read from {@link A2AServer}'s `urls.GRPC` (`host:port`, the
+ * form cards give gRPC URLs in). `credentials` are grpc-js
+ * `ServerCredentials` (default insecure, for loopback; e.g.
+ * `ServerCredentials.createSsl(...)` for TLS). `publicAddress` is the
+ * `host:port` the card gives, when the server sits behind a proxy.
+ *
+ * Frames are bounded by `maxBodyBytes`: one over it is answered
+ * `RESOURCE_EXHAUSTED` with an ErrorInfo up to twice the bound, beyond
+ * which grpc-js refuses it itself (`RESOURCE_EXHAUSTED`, no details).
+ *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ *
+ * const grpc: A2AServer.GrpcOptions = { host: "0.0.0.0", port: 50051, publicAddress: "agents.example.com:443" }
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export type GrpcOptions = internalTransports.GrpcOptions
+
+/**
+ * The name of an A2A transport, as cards name it in
+ * `supportedInterfaces[].protocolBinding`.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ *
+ * const served: ReadonlyArray<A2AServer.Transport> = ["JSONRPC", "GRPC"]
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type Transport = internalTransport.Transport
+
+/**
+ * A transport asked for in `transports` that cannot be served: reason
+ * `MissingPackage` when its optional packages are not installed (gRPC:
+ * `@grpc/grpc-js` and `@bufbuild/protobuf`); its message names them.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const server = A2AServer.make({
+ *   agent: () => Effect.succeed(AgentExecutor.completedText("hello")),
+ *   card: { name: "greeter", description: "Says hello" }
+ * }).pipe(Effect.tapErrorTag("TransportError", (error) => Effect.logError(`${error.transport}: ${error.message}`)))
+ * ```
+ * @category errors
+ * @since 0.1.0
+ */
+export const TransportError: typeof internalTransports.TransportError = internalTransports.TransportError
+
+/**
+ * @category errors
+ * @since 0.1.0
+ */
+export type TransportError = internalTransports.TransportError
 
 /**
  * Request-level idempotency settings.
@@ -332,7 +389,7 @@ export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
   readonly url: string
   /** The JSON-RPC endpoint (where it would be, when JSON-RPC is not served). */
   readonly rpcUrl: string
-  /** Where each served transport is reached: the JSON-RPC endpoint, the HTTP+JSON base URL. */
+  /** Where each served transport is reached, as the card gives it: the JSON-RPC endpoint, the HTTP+JSON base URL, gRPC's `host:port`. */
   readonly urls: { readonly [T in Transport]?: string }
   readonly address: { readonly hostname: string; readonly port: number }
   readonly card: AgentCard
@@ -511,6 +568,10 @@ export interface Router extends Omit<Context.Tag.Service<A2AServer>, "address"> 
  * tasks finish within `shutdownTimeout`, as {@link make} does; the server
  * itself is the application's to stop.
  *
+ * gRPC, which cannot share the application's HTTP server, is served on its
+ * own port (see {@link GrpcOptions}) only when `transports` names `"GRPC"`;
+ * the scope's close drains it as {@link make}'s.
+ *
  * @example
  * ```ts
  * import { A2AServer, AgentExecutor } from "effect-a2a"
@@ -565,4 +626,5 @@ export type MakeError =
   | HttpServerError.ServeError
   | AgentExecutor.ConfigurationError
   | TaskStoreError
+  | TransportError
   | ConfigError.ConfigError

@@ -26,6 +26,7 @@ import {
   seededTask,
   send,
   sendMessage,
+  takenPort,
   textOf,
   userMessage
 } from "./fixtures/serverAgents.js"
@@ -249,9 +250,15 @@ describe("A2AServer", () => {
       expect(etag).toMatch(/^W\/"[0-9a-f]{16}"$/)
       const served = yield* Effect.promise(() => response.json())
       expect(served.supportedInterfaces.map((i: { url: string; protocolVersion: string }) => [i.url, i.protocolVersion]))
-        .toEqual([[server.rpcUrl, "1.0"], [server.rpcUrl, "0.3"], [`${server.url}/a2a/rest`, "1.0"]])
+        .toEqual([
+          [server.rpcUrl, "1.0"],
+          [server.rpcUrl, "0.3"],
+          [`${server.url}/a2a/rest`, "1.0"],
+          [server.urls.GRPC, "1.0"],
+          [server.urls.GRPC, "0.3"]
+        ])
       expect(server.rpcUrl).toBe(`${server.url}/a2a/jsonrpc`)
-      expect(server.urls).toEqual({ JSONRPC: server.rpcUrl, "HTTP+JSON": `${server.url}/a2a/rest` })
+      expect(server.urls).toEqual({ JSONRPC: server.rpcUrl, "HTTP+JSON": `${server.url}/a2a/rest`, GRPC: expect.stringMatching(/^127\.0\.0\.1:\d+$/) })
       const cached = yield* Effect.promise(() =>
         fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "if-none-match": etag! } })
       )
@@ -276,14 +283,7 @@ describe("A2AServer", () => {
 
   it.scopedLive("a port in use fails with a ServeError that names the address", () =>
     Effect.gen(function* () {
-      const taken = yield* Effect.acquireRelease(
-        Effect.async<net.Server>((resume) => {
-          const blocker = net.createServer()
-          blocker.listen(0, "127.0.0.1", () => resume(Effect.succeed(blocker)))
-        }),
-        (blocker) => Effect.sync(() => blocker.close())
-      )
-      const port = (taken.address() as net.AddressInfo).port
+      const port = yield* takenPort
       const error = yield* Effect.flip(Effect.scoped(A2AServer.make({ agent: echo, card, port })))
       expect(error._tag).toBe("ServeError")
       expect(error.message).toBe(`address 127.0.0.1:${port} is in use`)

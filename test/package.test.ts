@@ -47,7 +47,7 @@ describe("the published package", () => {
     const out = execFileSync(
       "node",
       ["--import", "tsx", "--import", "./test/fixtures/blockModules.mjs", "test/fixtures/routerWithoutNode.ts"],
-      { cwd: root, encoding: "utf8", timeout: 60_000, env: { ...process.env, BLOCK_MODULES: "^@effect/platform-node(/|$)" } }
+      { cwd: root, encoding: "utf8", timeout: 60_000, env: { ...process.env, BLOCKED_PACKAGES: "@effect/platform-node" } }
     )
     const result = JSON.parse(out.trim().split("\n").at(-1)!)
     expect(result.card).toBe("web")

@@ -17,6 +17,7 @@ import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTransport from "../wire/transport.js"
 import * as internalExecutor from "./executor.js"
+import * as internalGrpc from "./grpc.js"
 import * as internalHandler from "./handler.js"
 import * as internalHttp from "./http.js"
 import * as internalIdempotency from "./idempotency.js"
@@ -24,8 +25,12 @@ import * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
 import * as internalRest from "./rest.js"
 import * as internalTaskStore from "./taskStore.js"
+import type * as internalTransports from "./transports.js"
 
-const defaultMaxBodyBytes = 1024 * 1024
+/** @internal */
+export const defaultMaxBodyBytes = 1024 * 1024
+
+const defaultShutdownTimeout = Duration.seconds(10)
 
 /** What `make` and `layer` serve by default: every transport. */
 const defaultTransports = internalTransport.all
@@ -124,7 +129,10 @@ export interface App {
   readonly urls: Urls
   readonly executor: AgentExecutor.EffectAgentExecutor
   readonly taskStore: TaskStore
-  /** Refuses new requests (503), then lets running tasks finish within the shutdown timeout. */
+  /**
+   * Refuses new requests (503), then lets running tasks finish within the
+   * shutdown timeout; a gRPC server drains meanwhile.
+   */
   readonly shutdown: Effect.Effect<void>
 }
 
@@ -137,7 +145,8 @@ export interface App {
 export const make = <E, R>(
   options: Omit<A2AServer.RouterOptions<E, R>, "publicUrl">,
   url: string,
-  readBody?: internalHttp.BodyReader
+  readBody?: internalHttp.BodyReader,
+  grpc?: internalTransports.OwnPort
 ): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
     const taskStore = yield* taskStoreOf(options.taskStore)
@@ -151,7 +160,8 @@ export const make = <E, R>(
     const rpcUrl = new URL(rpcPath.slice(1), base).toString()
     const urls: Urls = {
       ...(served.includes("JSONRPC") ? { JSONRPC: rpcUrl } : {}),
-      ...(served.includes("HTTP+JSON") ? { "HTTP+JSON": new URL(restPath.slice(1), base).toString() } : {})
+      ...(served.includes("HTTP+JSON") ? { "HTTP+JSON": new URL(restPath.slice(1), base).toString() } : {}),
+      ...(grpc === undefined ? {} : { GRPC: grpc.url })
     }
     const card = buildCard(options.card, interfacesOf(served, urls))
     const subscriptions = internalRpc.makeSubscriptions()
@@ -192,11 +202,13 @@ export const make = <E, R>(
         load
       })
       : routes
-    const shutdownTimeout = options.shutdownTimeout ?? Duration.seconds(10)
-    const shutdown = Effect.suspend(() => {
+    const shutdownTimeout = options.shutdownTimeout ?? defaultShutdownTimeout
+    const refusing = Effect.suspend(() => {
       state.closing = true
       return executor.shutdown(shutdownTimeout)
     })
+    if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load })
+    const shutdown = grpc === undefined ? refusing : grpc.draining(refusing, shutdownTimeout)
     return { router, card, rpcUrl, urls, executor, taskStore, shutdown }
   })
 
@@ -210,7 +222,9 @@ export const makeRouter = <E, R>(
   options: A2AServer.RouterOptions<E, R>
 ): Effect.Effect<A2AServer.Router, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
-    const app = yield* make({ ...options, transports: options.transports ?? routerTransports }, options.publicUrl)
+    // Its own port, served only when named: the application's server carries the routes, not gRPC.
+    const grpc = yield* internalGrpc.listenFor(options, options.maxBodyBytes ?? defaultMaxBodyBytes, false)
+    const app = yield* make({ ...options, transports: options.transports ?? routerTransports }, options.publicUrl, undefined, grpc)
     yield* Effect.addFinalizer(() => app.shutdown)
     return {
       router: app.router,

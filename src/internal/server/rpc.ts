@@ -354,7 +354,8 @@ export const tooDeep = `Request nested deeper than ${maxNesting} levels.`
  * @internal
  */
 export const deeperThan = (value: unknown, levels: number): boolean => {
-  if (typeof value !== "object" || value === null) return false
+  // A decoded protobuf's bytes hold no nesting: not walked byte by byte.
+  if (typeof value !== "object" || value === null || ArrayBuffer.isView(value)) return false
   if (levels === 0) return true
   if (Array.isArray(value)) {
     for (const item of value) if (deeperThan(item, levels - 1)) return true
@@ -364,8 +365,25 @@ export const deeperThan = (value: unknown, levels: number): boolean => {
   return false
 }
 
-/** @internal */
-export const makeDispatcher = (requestHandler: A2ARequestHandler, card: AgentCard, options: DispatcherOptions = {}): Dispatcher => {
+/**
+ * Why a decoded request is refused for its nesting (see `maxNesting`), or undefined.
+ *
+ * @internal
+ */
+export const nestingProblem = (request: unknown): string | undefined =>
+  deeperThan(request, maxNesting) ? tooDeep : undefined
+
+/**
+ * The dispatcher, and the request handler it calls with what it refuses
+ * (see {@link DispatcherOptions}), which the other transports call too.
+ *
+ * @internal
+ */
+export const makeDispatcher = (
+  requestHandler: A2ARequestHandler,
+  card: AgentCard,
+  options: DispatcherOptions = {}
+): Dispatcher & { readonly handler: A2ARequestHandler } => {
   const called = new WeakSet<object>()
   const thrown = new WeakMap<object, unknown>()
   const captured = capturing(requestHandler, called, thrown, options)

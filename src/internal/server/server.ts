@@ -6,8 +6,7 @@
  * @internal
  */
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServerError from "@effect/platform/HttpServerError"
-import { Effect, Predicate } from "effect"
+import { Effect } from "effect"
 import type * as Context from "effect/Context"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
@@ -15,24 +14,14 @@ import type * as A2AServer from "../../A2AServer.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTracing from "../observability/tracing.js"
 import * as internalApp from "./app.js"
+import * as internalGrpc from "./grpc.js"
+import { bracketed, hostForUrl, ListenError } from "./listen.js"
 
 // Loaded when a server is started, not with the module: an application that only mounts the routes in a
 // server of its own never loads `@effect/platform-node`.
 const nodePieces = Effect.promise(() =>
   Promise.all([import("@effect/platform-node/NodeHttpServer"), import("./nodeBody.js")])
 )
-
-const bracketed = (hostname: string): string => hostname.includes(":") ? `[${hostname}]` : hostname
-
-// The platform's ServeError has no message of its own, only Node's error as its cause.
-class ListenError extends HttpServerError.ServeError {
-  constructor(cause: unknown, address: string) {
-    super({ cause })
-    this.message = Predicate.hasProperty(cause, "code") && cause.code === "EADDRINUSE"
-      ? `address ${address} is in use`
-      : `cannot listen on ${address}: ${cause instanceof Error ? cause.message : String(cause)}`
-  }
-}
 
 // Binds the Node server; its base URL is the public one when given, otherwise the bound address.
 const listen = (
@@ -49,10 +38,7 @@ const listen = (
     const address = httpServer.address._tag === "TcpAddress"
       ? { hostname: httpServer.address.hostname, port: httpServer.address.port }
       : { hostname: "localhost", port: 0 }
-    const hostForUrl = address.hostname === "0.0.0.0" || address.hostname === "::"
-      ? "127.0.0.1"
-      : bracketed(address.hostname)
-    const url = (options.publicUrl ?? `http://${hostForUrl}:${address.port}`).replace(/\/+$/, "")
+    const url = (options.publicUrl ?? `http://${hostForUrl(address.hostname)}:${address.port}`).replace(/\/+$/, "")
     return { nodeServer, httpServer, address, url }
   })
 
@@ -84,7 +70,8 @@ export const make = <E, R>(
   Effect.gen(function* () {
     const [NodeHttpServer, { nodeBodyReader }] = yield* nodePieces
     const { address, httpServer, nodeServer, url } = yield* listen(options, NodeHttpServer)
-    const { router, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader)
+    const grpc = yield* internalGrpc.listenFor(options, options.maxBodyBytes ?? internalApp.defaultMaxBodyBytes, true)
+    const { router, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader, grpc)
     // The platform builds a span per request (URL parsing, every header as an
     // attribute); with no tracer of the application's it goes nowhere.
     const tracer = yield* Effect.tracer

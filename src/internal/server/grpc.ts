@@ -1,0 +1,346 @@
+/**
+ * The A2A server's gRPC transport: the SDK's `grpcService` (v1.0,
+ * `lf.a2a.v1.A2AService`) and `legacyGrpcService` (v0.3,
+ * `a2a.v1.A2AService`) on one `@grpc/grpc-js` server of its own port, both
+ * calling the request handler the JSON-RPC route calls (its claim, its
+ * subscriptions, its idempotency, its load accounting).
+ *
+ * What the SDK would send as it is, it gets sanitised first: a non-A2A
+ * error becomes INTERNAL with only an error id and an ErrorInfo; a frame
+ * that does not decode, or is too large, is answered with an ErrorInfo
+ * instead of grpc-js's bare status.
+ *
+ * gRPC's packages are optional: they are loaded only when gRPC is served.
+ *
+ * @internal
+ */
+import type * as Grpc from "@grpc/grpc-js"
+import { A2AError } from "@a2a-js/sdk/errors"
+import { type ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
+import { Cause, Duration, Effect, Runtime } from "effect"
+import type * as Scope from "effect/Scope"
+import * as ErrorId from "../wire/errorId.js"
+import * as internalTransport from "../wire/transport.js"
+import * as internalFailure from "./failure.js"
+import { bracketed, hostForUrl, ListenError } from "./listen.js"
+import * as internalRpc from "./rpc.js"
+import { type Core, type GrpcOptions, type OwnPort, TransportError } from "./transports.js"
+
+const modules = Effect.tryPromise({
+  try: async () => ({
+    grpc: await import("@grpc/grpc-js"),
+    wire: await import("@bufbuild/protobuf/wire"),
+    errors: await import("@a2a-js/sdk/errors/grpc"),
+    service: await import("@a2a-js/sdk/server/grpc"),
+    legacy: await import("@a2a-js/sdk/compat/v0_3/server/grpc")
+  }),
+  catch: (cause) =>
+    new TransportError({
+      reason: "MissingPackage",
+      transport: "GRPC",
+      message: `Serving gRPC needs the optional packages @grpc/grpc-js and @bufbuild/protobuf ` +
+        `(npm install @grpc/grpc-js @bufbuild/protobuf), or leave "GRPC" out of transports: ` +
+        (cause instanceof Error ? cause.message : String(cause))
+    })
+})
+
+type Modules = Effect.Effect.Success<typeof modules>
+
+/**
+ * The largest frame grpc-js lets through to the service: twice the server's
+ * bound, so that a frame over the bound but within this still reaches the
+ * wrapped deserializer, which answers it with an ErrorInfo. Beyond it,
+ * grpc-js answers RESOURCE_EXHAUSTED itself, without details, having read no
+ * more than this.
+ */
+const frameLimit = (maxBodyBytes: number): number => Math.min(2 * maxBodyBytes, 2 ** 31 - 1)
+
+/** A bound gRPC server, its port open but serving nothing yet. */
+interface Bound {
+  readonly server: Grpc.Server
+  readonly modules: Modules
+  /** `host:port`, as cards give gRPC URLs. */
+  readonly url: string
+  readonly maxBodyBytes: number
+}
+
+/** Binds the gRPC port. The scope's close ends the server at once if {@link draining} did not end it before. */
+const listen = (
+  options: GrpcOptions | undefined,
+  maxBodyBytes: number
+): Effect.Effect<Bound, TransportError | ListenError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const loaded = yield* modules
+    const host = options?.host ?? "127.0.0.1"
+    const requested = `${bracketed(host)}:${options?.port ?? 0}`
+    const server = new loaded.grpc.Server({
+      "grpc.max_receive_message_length": frameLimit(maxBodyBytes)
+    })
+    const credentials = (options?.credentials as Grpc.ServerCredentials | undefined) ??
+      loaded.grpc.ServerCredentials.createInsecure()
+    const port = yield* Effect.acquireRelease(
+      Effect.async<number, ListenError>((resume) => {
+        server.bindAsync(requested, credentials, (error, port) => {
+          resume(error === null ? Effect.succeed(port) : Effect.fail(new ListenError(error, requested)))
+        })
+      }),
+      () => Effect.sync(() => server.forceShutdown())
+    )
+    return {
+      server,
+      modules: loaded,
+      url: options?.publicAddress ?? `${hostForUrl(host)}:${port}`,
+      maxBodyBytes
+    }
+  })
+
+/**
+ * The gRPC server `transports` asks for, bound, or undefined. Left unsaid,
+ * it is asked for when `byDefault`, and then only served if its packages
+ * load; named, they must.
+ *
+ * @internal
+ */
+export const listenFor = (
+  options: {
+    readonly transports?: ReadonlyArray<internalTransport.Transport> | undefined
+    readonly grpc?: GrpcOptions | undefined
+  },
+  maxBodyBytes: number,
+  byDefault: boolean
+): Effect.Effect<OwnPort | undefined, TransportError | ListenError, Scope.Scope> => {
+  const bound = options.transports !== undefined
+    ? options.transports.includes("GRPC") ? listen(options.grpc, maxBodyBytes) : Effect.succeed(undefined)
+    : byDefault
+    ? Effect.catchTag(listen(options.grpc, maxBodyBytes), "TransportError", (error) =>
+      Effect.as(Effect.logDebug(`gRPC is not served: ${error.message}`), undefined))
+    : Effect.succeed(undefined)
+  return Effect.map(bound, (bound) =>
+    bound === undefined ? undefined : {
+      url: bound.url,
+      serve: (core) => serve(bound, core),
+      draining: (shutdown, shutdownTimeout) => draining(shutdown, bound, shutdownTimeout)
+    })
+}
+
+// When a shed or refused caller may come back, as HTTP's `Retry-After: 1`.
+const retryAfter = Duration.seconds(1)
+
+/** A request whose frame the service cannot take, with the status it is answered with. */
+class Refused {
+  constructor(readonly status: Grpc.StatusObject) {}
+}
+
+type Call = Grpc.ServerUnaryCall<unknown, unknown> | Grpc.ServerWritableStream<unknown, unknown>
+
+type Handle = (call: any, callback?: Grpc.sendUnaryData<unknown>) => unknown
+
+/** The methods that start or follow a run, by the service's (v1.0 and v0.3) names, as the load counts them. */
+const countedMethods: Readonly<Record<string, string>> = {
+  sendMessage: "SendMessage",
+  sendStreamingMessage: "SendStreamingMessage",
+  subscribeToTask: "SubscribeToTask",
+  taskSubscription: "SubscribeToTask"
+}
+
+// The request as the load reads it: its message is `message` in v1.0, `request` in v0.3.
+const loadBody = (method: string, request: unknown) => {
+  const fields = request as { readonly message?: unknown; readonly request?: unknown } | null
+  return { method, params: { message: fields?.message ?? fields?.request } }
+}
+
+// "127.0.0.1:5000" or "::1:5000": the caller is its address, as on HTTP, without the port.
+const callerOf = (peer: string): string => peer.replace(/:\d+$/, "")
+
+/** Serves the v1.0 and v0.3 services on `bound`, calling `core.handler`. */
+const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<never>()
+    const { errors, grpc, legacy, service, wire } = bound.modules
+    const log = (where: string, cause: string): string => {
+      const errorId = ErrorId.make()
+      Runtime.runSync(runtime)(
+        internalFailure.logErrorOffSpan("Unexpected error in the gRPC endpoint", { errorId, where, cause })
+      )
+      return ErrorId.internalErrorText(errorId)
+    }
+
+    const status = (
+      code: number,
+      message: string,
+      reason: string,
+      extra: ReadonlyArray<Uint8Array> = [],
+      trailers: Record<string, string> = {}
+    ): Grpc.StatusObject => {
+      const metadata = new grpc.Metadata()
+      metadata.set(
+        errors.GRPC_STATUS_DETAILS_BIN,
+        Buffer.concat([errors.encodeGrpcStatusDetails(code, message, reason), ...extra])
+      )
+      for (const [key, value] of Object.entries(trailers)) metadata.set(key, value)
+      return { code, details: message, metadata }
+    }
+    const internal = (text: string) => status(errors.GRPC_STATUS_CODE.INTERNAL, text, "INTERNAL_ERROR")
+    // `google.rpc.RetryInfo { retry_delay: 1s }` as one more entry of the Status's `details` (field 3):
+    // repeated fields concatenate, so it is appended to the SDK's own encoding.
+    const retryInfo = (() => {
+      const delay = new wire.BinaryWriter().uint32(8).int64(Duration.toSeconds(retryAfter)).finish()
+      const info = new wire.BinaryWriter().uint32(10).bytes(delay).finish()
+      const any = new wire.BinaryWriter().uint32(10).string("type.googleapis.com/google.rpc.RetryInfo").uint32(18)
+        .bytes(info).finish()
+      return new wire.BinaryWriter().uint32(26).bytes(any).finish()
+    })()
+    const shed = () =>
+      status(
+        errors.GRPC_STATUS_CODE.RESOURCE_EXHAUSTED,
+        "Too many requests in flight; retry later.",
+        "RESOURCE_EXHAUSTED",
+        [retryInfo],
+        { "retry-after": String(Duration.toSeconds(retryAfter)) }
+      )
+    // As JSON-RPC's 503: refused before anything ran, so a client may send it again (here, later, or elsewhere).
+    const closing = () =>
+      status(errors.GRPC_STATUS_CODE.UNAVAILABLE, "The server is shutting down.", "UNSUPPORTED_OPERATION", [], {
+        "retry-after": String(Duration.toSeconds(retryAfter))
+      })
+
+    // An error the SDK mapped: an A2A error carries its details already; any other gets only an error id.
+    const sanitise = (error: Partial<Grpc.StatusObject> | null | undefined, where: string): Partial<Grpc.StatusObject> => {
+      if (error?.metadata?.get(errors.GRPC_STATUS_DETAILS_BIN).length) return error
+      const details = typeof error?.details === "string" ? error.details : String(error)
+      return internal(ErrorId.isInternalErrorText(details) ? details : log(where, details))
+    }
+
+    // The call of each context, through its user: the SDK hands the call to the user builder only.
+    const calls = new WeakMap<User, Call>()
+    const userBuilder = (call: Call): Promise<User> => {
+      const user = new UnauthenticatedUser()
+      calls.set(user, call)
+      return Promise.resolve(user)
+    }
+    // A non-A2A rejection is logged whole here, where it is still known, and goes on as its error id only.
+    // One already opaque had its cause logged under its id where it happened.
+    const opaque = (error: unknown, where: string): unknown =>
+      error instanceof A2AError || (error instanceof Error && ErrorId.isInternalErrorText(error.message))
+        ? error
+        : new Error(log(where, internalFailure.renderCause(Cause.die(error))))
+    const handler = new Proxy(core.handler, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver)
+        if (typeof value !== "function") return value
+        const where = String(property)
+        return (...args: Array<unknown>) => {
+          const result: unknown = value.apply(target, args)
+          if (result instanceof Promise) {
+            return result.catch((error: unknown) => {
+              throw opaque(error, where)
+            })
+          }
+          if (typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] !== "function") return result
+          const context = args[args.length - 1] as ServerCallContext
+          const stream = (async function*() {
+            try {
+              return yield* result as AsyncIterable<unknown>
+            } catch (error) {
+              throw opaque(error, where)
+            }
+          })()
+          // A caller gone: what its stream holds (its place on the task's bus, the hold on its task) is let go.
+          calls.get(context.user!)?.once("cancelled", () => {
+            void stream.return(undefined).catch(() => undefined)
+            core.subscriptions.close(context)
+          })
+          return stream
+        }
+      }
+    })
+
+    const wrapped = (implementation: Record<string, Handle>): Grpc.UntypedServiceImplementation =>
+      Object.fromEntries(Object.entries(implementation).map(([name, handle]): [string, Grpc.UntypedHandleCall] => {
+        const counted = countedMethods[name]
+        const method: Handle = (call: Grpc.ServerWritableStream<unknown, unknown>, callback) => {
+          const refuse = (status: Partial<Grpc.StatusObject>) =>
+            callback === undefined ? call.emit("error", status) : callback(status, null)
+          if (core.state.closing) return refuse(closing())
+          if (call.request instanceof Refused) return refuse(call.request.status)
+          const admitted = counted === undefined
+            ? undefined
+            : core.load?.admit(loadBody(counted, call.request), callerOf(call.getPeer()))
+          if (admitted === "shed") return refuse(shed())
+          if (callback === undefined) {
+            const emit = call.emit.bind(call)
+            call.emit = (event: string | symbol, ...args: Array<any>) =>
+              event === "error" ? emit(event, sanitise(args[0], name)) : emit(event, ...args)
+          }
+          const done = handle(
+            call,
+            callback === undefined ? undefined : (error, value) => callback(error == null ? error : sanitise(error, name), value)
+          )
+          if (admitted !== undefined) void Promise.resolve(done).finally(admitted)
+          return done
+        }
+        return [name, method as Grpc.UntypedHandleCall]
+      }))
+
+    // A frame that does not decode, or is over the bound, reaches the method as a refusal, which it answers.
+    const decoding = <D extends Grpc.ServiceDefinition>(definition: D): D =>
+      Object.fromEntries(Object.entries(definition).map(([name, method]) => [name, {
+        ...method,
+        requestDeserialize: (bytes: Buffer) => {
+          if (bytes.length > bound.maxBodyBytes) {
+            return new Refused(status(
+              errors.GRPC_STATUS_CODE.RESOURCE_EXHAUSTED,
+              `Request message too large: ${bytes.length} bytes, at most ${bound.maxBodyBytes}.`,
+              "INVALID_PARAMS"
+            ))
+          }
+          let decoded: unknown
+          try {
+            decoded = method.requestDeserialize(bytes)
+          } catch {
+            return new Refused(status(
+              errors.GRPC_STATUS_CODE.INVALID_ARGUMENT,
+              "Invalid params: the request message could not be decoded.",
+              "INVALID_PARAMS"
+            ))
+          }
+          const nesting = internalRpc.nestingProblem(decoded)
+          return nesting === undefined
+            ? decoded
+            : new Refused(status(errors.GRPC_STATUS_CODE.INVALID_ARGUMENT, nesting, "INVALID_PARAMS"))
+        }
+      }])) as D
+
+    const options = { requestHandler: handler, userBuilder }
+    bound.server.addService(
+      decoding(service.A2AService),
+      wrapped(service.grpcService(options) as unknown as Record<string, Handle>)
+    )
+    bound.server.addService(
+      decoding(legacy.LegacyA2AService),
+      wrapped(legacy.legacyGrpcService(options) as unknown as Record<string, Handle>)
+    )
+  })
+
+/**
+ * `shutdown` (which refuses new calls, then lets runs finish within
+ * `shutdownTimeout`), with the gRPC server drained beside it: it stops
+ * taking calls and lets those in progress end, their answers going out up
+ * to a second after the runs' deadline; then it ends the rest.
+ */
+const draining = (
+  shutdown: Effect.Effect<void>,
+  bound: Bound,
+  shutdownTimeout: Duration.DurationInput
+): Effect.Effect<void> =>
+  Effect.zipRight(
+    shutdown,
+    Effect.async<void>((resume) => {
+      bound.server.tryShutdown(() => resume(Effect.void))
+    }).pipe(
+      Effect.timeout(Duration.sum(Duration.decode(shutdownTimeout), Duration.seconds(1))),
+      Effect.ignore,
+      Effect.ensuring(Effect.sync(() => bound.server.forceShutdown()))
+    ),
+    { concurrent: true }
+  )
