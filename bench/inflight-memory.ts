@@ -24,7 +24,7 @@
  *
  * Target: ours / Express <= 1.0.
  */
-import { AGENT_CARD_PATH, type AgentCard, type Part as WirePart, Role, TaskState } from "@a2a-js/sdk"
+import { AGENT_CARD_PATH, type AgentCard, type Message, TaskState } from "@a2a-js/sdk"
 import { ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
 import { AgentEvent, type AgentExecutor as SdkAgentExecutor, DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express"
@@ -39,7 +39,7 @@ import * as vm from "node:vm"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
-import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
+import { agentMessage, cardFor, sdkRequest } from "../test/fixtures/peers.js"
 import { report } from "./report.js"
 
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 1000)
@@ -78,45 +78,27 @@ const startOurs = async () => {
   return server.url
 }
 
-const textOf = (parts: ReadonlyArray<WirePart>) =>
-  parts.map((part) => (part.content?.$case === "text" ? String(part.content.value) : "")).join("")
-
 // As the SDK's examples write an executor: the task first, WORKING, then its final status.
 const sleepingExecutor: SdkAgentExecutor = {
   execute: async (context, bus) => {
-    const now = () => new Date().toISOString()
+    const { contextId, taskId } = context
+    const status = (state: TaskState, message?: Message) => ({ state, message, timestamp: new Date().toISOString() })
     bus.publish(AgentEvent.task({
-      id: context.taskId,
-      contextId: context.contextId,
-      status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: now() },
+      id: taskId,
+      contextId,
+      status: status(TaskState.TASK_STATE_WORKING),
       artifacts: [],
       history: [context.userMessage],
       metadata: {}
     }))
-    if (sleeps(textOf(context.userMessage.parts))) {
+    const text = context.userMessage.parts.map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("")
+    if (sleeps(text)) {
       runs.asleep++
       await new Promise((resolve) => setTimeout(resolve, SLEEP_MS))
       runs.woke++
     }
-    bus.publish(AgentEvent.statusUpdate({
-      taskId: context.taskId,
-      contextId: context.contextId,
-      status: {
-        state: TaskState.TASK_STATE_COMPLETED,
-        message: {
-          messageId: crypto.randomUUID(),
-          contextId: context.contextId,
-          taskId: context.taskId,
-          role: Role.ROLE_AGENT,
-          parts: [{ content: { $case: "text", value: "done" }, metadata: {}, filename: "", mediaType: "text/plain" }],
-          metadata: {},
-          extensions: [],
-          referenceTaskIds: []
-        },
-        timestamp: now()
-      },
-      metadata: {}
-    }))
+    const done = { ...agentMessage("done"), taskId, contextId }
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_COMPLETED, done), metadata: {} }))
     bus.finished()
   },
   cancelTask: async () => {}
