@@ -30,7 +30,6 @@ import { AgentEvent, type AgentExecutor as SdkAgentExecutor, DefaultRequestHandl
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express"
 import { Effect, Logger, LogLevel, Scope } from "effect"
 import express from "express"
-import { type ChildProcess, fork } from "node:child_process"
 import { readFileSync, rmSync } from "node:fs"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
@@ -40,6 +39,7 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
 import { agentMessage, cardFor, sdkRequest } from "../test/fixtures/peers.js"
+import { forkServer } from "./child.js"
 import { report } from "./report.js"
 
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 1000)
@@ -143,39 +143,15 @@ const serve = async (which: Series) => {
 
 // ---- the parent: the caller, and the figures ----
 
-const started = (which: Series) =>
-  new Promise<{ url: string; read: (read: "baseline" | "steady", snapshot?: string) => Promise<Reading>; child: ChildProcess }>(
-    (resolve, reject) => {
-      const child = fork(import.meta.filename, ["serve", which], { stdio: "inherit" })
-      const waiting: Array<{ readonly answer: (reading: Reading) => void; readonly fail: (error: Error) => void }> = []
-      // A server that dies ends every wait on it, instead of leaving the benchmark hanging.
-      child.once("exit", (code, signal) => {
-        const error = new Error(`the ${which} server exited (${signal ?? code})`)
-        reject(error)
-        for (const waiter of waiting.splice(0)) waiter.fail(error)
-      })
-      child.on("message", (message) => {
-        if (typeof message === "object") return waiting.shift()?.answer(message as unknown as Reading)
-        resolve({
-          url: String(message),
-          child,
-          read: (read, snapshot) =>
-            new Promise((answer, fail) => {
-              waiting.push({ answer, fail })
-              child.send({ read, ...(snapshot === undefined ? {} : { snapshot }) })
-            })
-        })
-      })
-    }
-  )
-
 interface Measured {
   readonly perTask: number
   readonly snapshots?: readonly [string, string]
 }
 
 const measure = async (which: Series, round: number): Promise<Measured> => {
-  const server = await started(which)
+  const server = await forkServer<Reading>(import.meta.filename, which)
+  const read = (read: "baseline" | "steady", snapshot?: string) =>
+    server.ask({ read, ...(snapshot === undefined ? {} : { snapshot }) })
   try {
     const client = await new ClientFactory({ transports: [new JsonRpcTransportFactory()] }).createFromUrl(server.url)
     // Warm-up: a few sends at a time, so that few connections are left open in the baseline.
@@ -186,9 +162,9 @@ const measure = async (which: Series, round: number): Promise<Measured> => {
     const snapshots = SNAPSHOTS === undefined
       ? undefined
       : ([join(SNAPSHOTS, `${which}-${round}-baseline.heapsnapshot`), join(SNAPSHOTS, `${which}-${round}-steady.heapsnapshot`)] as const)
-    const baseline = await server.read("baseline", snapshots?.[0])
+    const baseline = await read("baseline", snapshots?.[0])
     const sends = Array.from({ length: IN_FLIGHT }, () => client.sendMessage(sdkRequest("sleep")))
-    const steady = await server.read("steady", snapshots?.[1])
+    const steady = await read("steady", snapshots?.[1])
     if (steady.asleep !== IN_FLIGHT || steady.woke !== 0) {
       throw new Error(`${which}: ${steady.asleep} of ${IN_FLIGHT} sends asleep and ${steady.woke} woke when measured`)
     }
