@@ -30,7 +30,6 @@ import {
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express"
 import { Effect, Exit, Logger, Scope } from "effect"
 import express from "express"
-import { fork } from "node:child_process"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { PerformanceObserver } from "node:perf_hooks"
@@ -38,6 +37,7 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
 import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
+import { forkServer } from "./child.js"
 import { median, report } from "./report.js"
 
 // tsx turns on source-map support, which makes every `error.stack` map each
@@ -204,55 +204,40 @@ const serveAlone = async (which: string) => {
  * `node:http`, cheap enough to keep any of them busy.
  */
 const separately = async () => {
-  const start = (which: string) =>
-    new Promise<{ post: (text: string) => Promise<void>; usage: () => Promise<Usage>; stop: () => void }>((resolve, reject) => {
-      const child = fork(import.meta.filename, ["serve", which], { stdio: "inherit" })
-      const waiting: Array<{ readonly answer: (usage: Usage) => void; readonly fail: (error: Error) => void }> = []
-      const agent = new Http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
-      // A server that dies ends every wait on it, instead of leaving the benchmark hanging.
-      child.once("exit", (code, signal) => {
-        const error = new Error(`the ${which} server exited (${signal ?? code})`)
-        reject(error)
-        for (const waiter of waiting.splice(0)) waiter.fail(error)
-      })
-      child.on("message", (reply) => {
-        if (typeof reply === "object") return waiting.shift()?.answer(reply as unknown as Usage)
-        const url = new URL(`${reply}/a2a/jsonrpc`)
-        const post = (text: string) =>
-          new Promise<void>((done, fail) => {
-            const body = JSON.stringify({
-              jsonrpc: "2.0",
-              id: 1,
-              method: "SendMessage",
-              params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } }
-            })
-            const request = Http.request(url, {
-              method: "POST",
-              agent,
-              headers: { "content-type": "application/json", "a2a-version": "1.0", "content-length": Buffer.byteLength(body) }
-            }, (response) => {
-              let text = ""
-              response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () =>
-                // An error answer would be cheaper than the work measured.
-                text.includes(`"result"`) ? done() : fail(new Error(`not a result: ${text.slice(0, 200)}`))
-              )
-            })
-            request.on("error", fail).end(body)
-          })
-        resolve({
-          post,
-          usage: () =>
-            new Promise((answer, fail) => {
-              waiting.push({ answer, fail })
-              child.send("usage")
-            }),
-          stop: () => {
-            agent.destroy()
-            child.kill()
-          }
+  const start = async (which: string) => {
+    const server = await forkServer<Usage>(import.meta.filename, which)
+    const agent = new Http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
+    const url = new URL(`${server.url}/a2a/jsonrpc`)
+    const post = (text: string) =>
+      new Promise<void>((done, fail) => {
+        const body = JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "SendMessage",
+          params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } }
         })
+        const request = Http.request(url, {
+          method: "POST",
+          agent,
+          headers: { "content-type": "application/json", "a2a-version": "1.0", "content-length": Buffer.byteLength(body) }
+        }, (response) => {
+          let text = ""
+          response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () =>
+            // An error answer would be cheaper than the work measured.
+            text.includes(`"result"`) ? done() : fail(new Error(`not a result: ${text.slice(0, 200)}`))
+          )
+        })
+        request.on("error", fail).end(body)
       })
-    })
+    return {
+      post,
+      usage: () => server.ask("usage"),
+      stop: () => {
+        agent.destroy()
+        server.child.kill()
+      }
+    }
+  }
   const started = await Promise.allSettled([start("ours"), start("express"), start("ours")])
   try {
     const [ours, express, failed] = started.map((server) => {

@@ -41,7 +41,16 @@ import * as internalFailure from "./failure.js"
 import { admissionRefused, type Finals, makeFinals, ofResult, outputProblem } from "./finalStatus.js"
 import { headersOf } from "./handler.js"
 import { AgentProgress, InvalidOutput, makeProgress, type RunEvents, textStatus } from "./runEvents.js"
-import { finalWriter, type FinalWriter, type RunFork, type SaveWatch, watchForCancel, watchSaves } from "./storeWatch.js"
+import {
+  type CancelWatch,
+  cancelWatch,
+  finalWriter,
+  type FinalWriter,
+  type RunFork,
+  type SaveWatch,
+  type WatchedRun,
+  watchSaves
+} from "./storeWatch.js"
 
 type AgentRequest = AgentExecutor.AgentRequest
 type FinalStatus = AgentExecutor.FinalStatus
@@ -64,10 +73,9 @@ const shutdownFiberId = FiberId.make(-1, 0)
 // wait for: one settled promise, so that `execute` knows it by identity.
 const publishedNow: Promise<void> = Promise.resolve()
 
-interface Run {
+interface Run extends WatchedRun {
   readonly fiber: Fiber.RuntimeFiber<FinalStatus, unknown>
-  canceled: boolean
-  /** Ends the watch for a cancel from another replica (see `watchForCancel`). */
+  /** Ends the watch for a cancel from another replica (see `cancelWatch`). */
   stopWatching: () => void
   /** Ends the task FAILED without waiting for the fiber, which a shutdown could not stop. */
   readonly abandon: () => Promise<void>
@@ -88,8 +96,11 @@ interface Shared<R> {
   readonly metrics: ReturnType<typeof runMetrics>
   readonly runFork: RunFork
   readonly finals: Finals<R>
-  /** With a task store: its watched saves, and the final states the executor writes itself. */
-  readonly store: { readonly saves: SaveWatch; readonly writer: FinalWriter } | undefined
+  /**
+   * With a task store: its watched saves, the final states the executor
+   * writes itself, and the watch for cancels from other replicas.
+   */
+  readonly store: { readonly saves: SaveWatch; readonly writer: FinalWriter; readonly cancels: CancelWatch } | undefined
   readonly runs: Map<string, Set<Run>>
   // The context id of a paused task, by the bus a handler may keep open for it: gone with the bus.
   readonly pausedContexts: WeakMap<ExecutionEventBus, string>
@@ -161,7 +172,8 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
       finals: makeFinals(options, debug),
       store: store === undefined ? undefined : {
         saves: watchSaves(store, runFork),
-        writer: finalWriter(store, options.finalSaveTimeout ?? Duration.seconds(30), runFork)
+        writer: finalWriter(store, options.finalSaveTimeout ?? Duration.seconds(30), runFork),
+        cancels: cancelWatch(store, runFork)
       },
       runs: new Map(),
       pausedContexts: new WeakMap(),
@@ -368,6 +380,7 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   // Set when a shutdown gave up on the fiber and ended the task itself.
   let abandoned = false
   const self: Run = {
+    context,
     fiber,
     canceled: false,
     stopWatching: () => {},
@@ -399,8 +412,7 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   forTask.add(self)
   runs.set(taskId, forTask)
   if (shared.state.closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
-  const store = shared.options.taskStore
-  if (store !== undefined) self.stopWatching = watchForCancel(store, shared.runFork, context, self)
+  if (shared.store !== undefined) self.stopWatching = shared.store.cancels.watch(self)
   return new Promise<Exit.Exit<FinalStatus, unknown>>((resolve) => fiber.addObserver(resolve)).then((exit) => {
     self.stopWatching()
     forTask.delete(self)

@@ -227,57 +227,87 @@ export const finalWriter = (store: TaskStore, finalSaveTimeout: Duration.Duratio
 
 const cancelWatchMillis = 1000
 
+/** A run, as the watch for a cancel from another replica sees it. */
+export interface WatchedRun {
+  readonly context: RequestContext
+  readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
+  canceled: boolean
+}
+
+interface Watch {
+  readonly since: number
+  reading: boolean
+  warned: boolean
+}
+
+/** The watch for cancels from other replicas, over every run of an executor. */
+export interface CancelWatch {
+  /** Watches `run` until the returned stop is called. */
+  readonly watch: (run: WatchedRun) => () => void
+}
+
 /**
  * A cancel that reached another replica is written straight to the store
  * (the SDK finds no run there to stop). Checked every second while the run
  * waits, it stops the run here as a local cancel would; otherwise the agent
  * would go on to its end, side effects included, and its end be dropped.
- * Returns the stop of the watch.
+ *
+ * One timer for all the runs, not one per run: a run waiting holds no timer
+ * or closures of its own. A run is first read once it has waited half a
+ * period, so runs shorter than that are never read, and then every period. A
+ * run whose read is still pending (a slow store) is not read again until it
+ * settles, and does not hold up the others.
  */
-export const watchForCancel = (
-  store: TaskStore,
-  runFork: RunFork,
-  context: RequestContext,
-  run: { canceled: boolean; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }
-): () => void => {
+export const cancelWatch = (store: TaskStore, runFork: RunFork): CancelWatch => {
+  // Per run watched: since when, whether its read is in flight, and whether a failed read was logged (once
+  // per run: the watch goes on, and every second would repeat the same line).
+  const watched = new Map<WatchedRun, Watch>()
   let timer: ReturnType<typeof setTimeout> | undefined
-  let watching = true
-  let warned = false
-  // Once per run: the watch goes on, and every second would repeat the same line.
-  const failed = (error: unknown) => {
-    if (!warned) {
-      warned = true
-      runFork(
-        Effect.logWarning("Could not read the task's state to see whether it was canceled; still checking").pipe(
-          Effect.annotateLogs({
-            taskId: context.taskId,
-            contextId: context.contextId,
-            cause: internalFailure.renderCause(Cause.die(error))
-          })
-        )
+  const failed = (run: WatchedRun, state: { warned: boolean }) => (error: unknown) => {
+    if (state.warned) return
+    state.warned = true
+    runFork(
+      Effect.logWarning("Could not read the task's state to see whether it was canceled; still checking").pipe(
+        Effect.annotateLogs({
+          taskId: run.context.taskId,
+          contextId: run.context.contextId,
+          cause: internalFailure.renderCause(Cause.die(error))
+        })
       )
-    }
-    next()
-  }
-  const check = () => {
-    // `settled`: a store that throws instead of rejecting must not throw out of a timer.
-    settled(() => store.load(context.taskId, context.context)).then(
-      (task) => {
-        if (!watching) return
-        if (task?.status?.state !== TaskState.TASK_STATE_CANCELED) return next()
-        run.canceled = true
-        run.fiber.unsafeInterruptAsFork(FiberId.none)
-      },
-      failed
     )
   }
-  const next = () => {
-    // Unref'd: the run, not its watch, is what keeps the process up.
-    if (watching) timer = setTimeout(check, cancelWatchMillis).unref()
+  const check = (run: WatchedRun, state: Watch) => {
+    state.reading = true
+    // `settled`: a store that throws instead of rejecting must not throw out of a timer.
+    settled(() => store.load(run.context.taskId, run.context.context)).then((task) => {
+      if (!watched.has(run) || task?.status?.state !== TaskState.TASK_STATE_CANCELED) return
+      run.canceled = true
+      run.fiber.unsafeInterruptAsFork(FiberId.none)
+    }, failed(run, state)).finally(() => {
+      state.reading = false
+    })
   }
-  next()
-  return () => {
-    watching = false
-    clearTimeout(timer)
+  const sweep = () => {
+    timer = undefined
+    const due = performance.now() - cancelWatchMillis / 2
+    for (const [run, state] of watched) if (!state.reading && state.since <= due) check(run, state)
+    schedule()
+  }
+  // Unref'd: the runs, not their watch, are what keep the process up.
+  const schedule = () => {
+    if (timer === undefined && watched.size > 0) timer = setTimeout(sweep, cancelWatchMillis).unref()
+  }
+  return {
+    watch: (run) => {
+      watched.set(run, { since: performance.now(), reading: false, warned: false })
+      schedule()
+      return () => {
+        watched.delete(run)
+        if (watched.size === 0 && timer !== undefined) {
+          clearTimeout(timer)
+          timer = undefined
+        }
+      }
+    }
   }
 }
