@@ -422,6 +422,8 @@ export type PlaygroundError = playgroundInternal.PlaygroundError
 export interface PlaygroundOptions {
   readonly host: string
   readonly port: number
+  /** gRPC's own port, when its packages are installed. Default 0: any free port. */
+  readonly grpcPort?: number | undefined
   /** Appends the server's logs to this file as JSON lines. */
   readonly logFile: Option.Option<string>
   /** `A2AServer`'s `maxInFlight`: requests over it are shed with 429. None by default. */

@@ -72,7 +72,11 @@ const probeJson = async (url: string, text?: string) => {
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-cli-"))
 const logFile = path.join(tmp, "playground.log.jsonl")
 const scope = Effect.runSync(Scope.make())
-const playground: { url: string; exited: Promise<number | null> } = { url: "", exited: Promise.resolve(null) }
+const playground: { url: string; printed: ReadonlyArray<string>; exited: Promise<number | null> } = {
+  url: "",
+  printed: [],
+  exited: Promise.resolve(null)
+}
 let kill: () => void = () => undefined
 let http500Url = ""
 let refusingUrl = ""
@@ -81,7 +85,7 @@ let closedUrl = ""
 beforeAll(async () => {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", "src/bin.ts", "playground", "--port", "0", "--log-file", logFile],
+    ["--import", "tsx", "src/bin.ts", "playground", "--port", "0", "--grpc-port", "0", "--log-file", logFile],
     { cwd: root, env: childEnv, stdio: ["ignore", "pipe", "pipe"] }
   )
   kill = () => child.kill("SIGTERM")
@@ -91,9 +95,10 @@ beforeAll(async () => {
     const timer = setTimeout(() => reject(new Error(`the playground did not start: ${out}`)), 20_000)
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk
-      const match = /^playground listening on (http:\/\/\S+)$/m.exec(out)
+      const match = /^playground listening on (http:\/\/\S+)\n((?: {2}\S+ +\S+\n){3})/m.exec(out)
       if (match !== null) {
         clearTimeout(timer)
+        playground.printed = match[2]!.trim().split("\n").map((line) => line.trim().replace(/ +/, " "))
         resolve(match[1]!)
       }
     })
@@ -130,6 +135,22 @@ afterAll(async () => {
 
 // One probe at a time: each is a fresh process that loads the library through tsx (about 5 s of CPU on
 // two cores), and several at once came near the kill timer under load from other test files.
+describe("the playground", () => {
+  it("serves all three transports and prints where each is, as its card lists them", async () => {
+    const port = new URL(playground.url).port
+    expect(playground.printed).toEqual([
+      `JSONRPC ${playground.url}/a2a/jsonrpc`,
+      `HTTP+JSON ${playground.url}/a2a/rest`,
+      expect.stringMatching(/^GRPC 127\.0\.0\.1:\d+$/)
+    ])
+    expect(playground.printed[2]).not.toContain(`:${port}`)
+    const card = await (await fetch(`${playground.url}/.well-known/agent-card.json`, { headers: { "a2a-version": "1.0" } })).json()
+    const listed = card.supportedInterfaces.filter((i: { protocolVersion: string }) => i.protocolVersion === "1.0")
+      .map((i: { protocolBinding: string; url: string }) => `${i.protocolBinding} ${i.url}`)
+    expect(listed).toEqual(playground.printed)
+  })
+})
+
 describe("probe against the playground", () => {
   it("Completed: exit 0, the text of the artifact", async () => {
     const { code, report } = await probeJson(playground.url, "complete the booking is made")

@@ -15,6 +15,7 @@ import * as A2AServer from "../A2AServer.js"
 import type * as Cli from "../Cli.js"
 import * as travelDemo from "../demo/travel.js"
 import * as ErrorId from "../internal/wire/errorId.js"
+import * as internalTransport from "../internal/wire/transport.js"
 import * as findError from "./findError.js"
 import * as playground from "./playground.js"
 import * as probe from "./probe.js"
@@ -120,17 +121,21 @@ const findErrorCommand = Command.make("find-error", {
 // playground
 // ---------------------------------------------------------------------------
 
-const playgroundCommand = Command.make("playground", {
-  host: Options.text("host").pipe(Options.withDescription("Default 127.0.0.1."), Options.withDefault("127.0.0.1")),
-  port: Options.integer("port").pipe(
-    Options.withDescription("Default 8000; 0 picks a free port."),
+const portOption = (name: string, description: string, fallback: number) =>
+  Options.integer(name).pipe(
+    Options.withDescription(description),
     Options.mapEffect((port) =>
       port >= 0 && port <= 65535
         ? Effect.succeed(port)
-        : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --port ${port}: expected 0 to 65535`)))
+        : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --${name} ${port}: expected 0 to 65535`)))
     ),
-    Options.withDefault(8000)
-  ),
+    Options.withDefault(fallback)
+  )
+
+const playgroundCommand = Command.make("playground", {
+  host: Options.text("host").pipe(Options.withDescription("Default 127.0.0.1."), Options.withDefault("127.0.0.1")),
+  port: portOption("port", "JSON-RPC, HTTP+JSON and the card. Default 8000; 0 picks a free port.", 8000),
+  grpcPort: portOption("grpc-port", "gRPC, served when its packages are installed. Default 50051; 0 picks a free port.", 50051),
   logFile: Options.text("log-file").pipe(
     Options.withDescription("Append the server's logs to this file, one JSON object per line."),
     Options.optional
@@ -146,6 +151,10 @@ const playgroundCommand = Command.make("playground", {
   Effect.gen(function*() {
     const server = yield* A2AServer.A2AServer
     yield* Console.log(`playground listening on ${server.url}`)
+    for (const transport of internalTransport.all) {
+      const url = server.urls[transport]
+      if (url !== undefined) yield* Console.log(`  ${transport.padEnd(9)} ${url}`)
+    }
     return yield* Effect.never
   }).pipe(
     Effect.provide(playground.layer(options)),

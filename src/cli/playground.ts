@@ -116,6 +116,8 @@ export const layer = (options: Cli.PlaygroundOptions) => {
     },
     host: options.host,
     port: options.port,
+    // On the same host; its packages are optional, and without them the playground serves the other two.
+    grpc: { host: options.host, port: options.grpcPort ?? 0 },
     // Short enough that a restarted playground's card is read again soon; long enough that a client
     // resolving it for every call in a loop hits its cache (or gets a 304) instead of the server.
     cardMaxAge: 10,
