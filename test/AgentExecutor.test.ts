@@ -10,6 +10,8 @@ import {
   type TaskStore,
   UnauthenticatedUser
 } from "@a2a-js/sdk/server"
+import { ClientFactory } from "@a2a-js/sdk/client"
+import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, ConfigProvider, Data, Deferred, Duration, Effect, Exit, FastCheck, Fiber, Option, Schema, Scope, Tracer } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
@@ -704,6 +706,7 @@ describe("AgentExecutor", () => {
     return Effect.gen(function* () {
       const secrets = new Map<string, { kind: Kind; secret: string }>()
       const server = yield* A2AServer.make({ agent: leakAgent(secrets), card })
+      const grpc = yield* Effect.promise(() => new ClientFactory({ transports: [new GrpcTransportFactory()] }).createFromUrl(server.url))
       const samples = FastCheck.sample(secretArbitrary, 30)
       for (const sample of samples) {
         const token = crypto.randomUUID()
@@ -734,7 +737,21 @@ describe("AgentExecutor", () => {
           fetch(`${restUrl}/tasks/${task.id}`, { headers: { "A2A-Version": "1.0" } }).then((response) => response.text())
         )
         expect(JSON.parse(restFetched).status.state).toBe("TASK_STATE_FAILED")
-        for (const received of [blocking.text, streamed.text, fetched.text, legacy.text, restSent.text, restStreamed.text, restFetched]) {
+        // And over gRPC, through the SDK's client, every event of a stream included.
+        const grpcMessage = () => ({ tenant: "", message: userMessage(token), configuration: undefined, metadata: {} })
+        const grpcSent = yield* Effect.promise(() => grpc.sendMessage(grpcMessage()))
+        expect((grpcSent as Task).status?.state).toBe(TaskState.TASK_STATE_FAILED)
+        const grpcStreamed = yield* Effect.promise(async () => {
+          const events: Array<unknown> = []
+          for await (const event of grpc.sendMessageStream(grpcMessage())) events.push(event)
+          return events
+        })
+        const grpcFetched = yield* Effect.promise(() => grpc.getTask({ tenant: "", id: task.id, historyLength: undefined }))
+        const grpcTexts = [grpcSent, grpcStreamed, grpcFetched].map((received) =>
+          JSON.stringify(received, (_key, value) => typeof value === "bigint" ? String(value) : value)
+        )
+        expect(grpcTexts[1]).toContain("error_id")
+        for (const received of [blocking.text, streamed.text, fetched.text, legacy.text, restSent.text, restStreamed.text, restFetched, ...grpcTexts]) {
           expect(received).not.toContain(sample.secret)
         }
         const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(task.status.message.parts[0].text))
