@@ -17,6 +17,7 @@ import { Config, type ConfigError, Context, type Duration, Effect, Layer, type L
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/client/remoteAgent.js"
+import type * as internalTransport from "./internal/wire/transport.js"
 import type * as Part from "./Part.js"
 import type * as RemoteEvent from "./RemoteEvent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
@@ -130,6 +131,20 @@ export interface RemoteAgent {
 }
 
 /**
+ * An A2A transport, as cards name it: `"JSONRPC"`, `"HTTP+JSON"` or `"GRPC"`.
+ *
+ * @example
+ * ```ts
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * const preference: ReadonlyArray<RemoteAgent.Transport> = ["GRPC", "HTTP+JSON", "JSONRPC"]
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type Transport = internalTransport.Transport
+
+/**
  * The default tag. For several remote agents in one application, give each
  * its own tag:
  *
@@ -204,6 +219,17 @@ export interface Options {
    * as before, and none waits for it. The one that succeeds is logged.
    */
   readonly recover?: Schedule.Schedule<unknown, AgentCardResolutionError.AgentCardResolutionError> | false | undefined
+  /**
+   * The transports to prefer, best first, among those the card offers (the
+   * SDK's `preferredTransports`); by default the card's own order decides.
+   * A transport the card does not offer is skipped. gRPC needs the optional
+   * packages `@grpc/grpc-js` and `@bufbuild/protobuf`, loaded only when the
+   * card offers gRPC or it is preferred: without them gRPC alone is lost,
+   * and a card that offers only gRPC fails with `NoCompatibleTransport`,
+   * naming them. gRPC takes no fetch: the `HttpClient` in context carries
+   * JSON-RPC and HTTP+JSON only, and headers travel as gRPC metadata.
+   */
+  readonly transports?: ReadonlyArray<Transport> | undefined
   /** Largest accepted non-streaming response body. Default 10 MiB. */
   readonly maxResponseBytes?: number | undefined
   /**

@@ -7,7 +7,7 @@
 import type { AgentCard } from "@a2a-js/sdk"
 import type { Redacted } from "effect"
 import type { Client } from "@a2a-js/sdk/client"
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
+import { DefaultAgentCardResolver } from "@a2a-js/sdk/client"
 import * as HttpClient from "@effect/platform/HttpClient"
 import { Duration, Effect, LogLevel, Metric, Option, Runtime, Schedule, Stream } from "effect"
 import * as ScheduleDecision from "effect/ScheduleDecision"
@@ -16,13 +16,14 @@ import * as A2AClientError from "../../A2AClientError.js"
 import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import type { CallOptions, Options, RemoteAgent } from "../../RemoteAgent.js"
 import * as clientCall from "./call.js"
-import { type CallRecord, classifyCard } from "./classify.js"
+import { type Binding, type CallRecord, classifyCard } from "./classify.js"
 import * as httpClientFetch from "./httpClientFetch.js"
 import * as input from "./input.js"
+import { select } from "./selection.js"
 import * as send from "./send.js"
 import * as stream from "./stream.js"
 import * as task from "./task.js"
-import { cardFetch, makeTrackingFetch, mergeHeaders } from "./transport.js"
+import { cardFetch, mergeHeaders, track } from "./transport.js"
 
 type Headers = Readonly<Record<string, string | Redacted.Redacted>>
 
@@ -81,7 +82,13 @@ const withComputedHeaders = (
   }
 }
 
-const makeClient = (agentOptions: Options, client: Client, card: AgentCard, track: (signal: AbortSignal) => CallRecord): RemoteAgent => {
+const makeClient = (
+  agentOptions: Options,
+  client: Client,
+  card: AgentCard,
+  binding: Binding,
+  staticHeaders: Readonly<Record<string, string>> | undefined
+): RemoteAgent => {
   const agent = agentOptions.name
   const timeout = Duration.decode(agentOptions.timeout ?? Duration.seconds(30))
   const computed = computedHeaders(agentOptions.headers)
@@ -90,7 +97,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     client,
     timeout,
     track,
-    engine: clientCall.make(agent, track, timeout, agentOptions.logLevel),
+    engine: clientCall.make(agent, track, timeout, binding, staticHeaders, agentOptions.logLevel),
     // Computed headers are checked when computed, with each call.
     unsendable: input.unsendable(computed === undefined ? agentOptions.headers as Headers | undefined : undefined),
     cancelOnInterrupt: agentOptions.cancelOnInterrupt === true
@@ -136,10 +143,8 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
 
 const resolveClient = (
   options: Options,
-  tracking: ReturnType<typeof makeTrackingFetch>,
   base: typeof fetch | undefined,
-  headers: Readonly<Record<string, string>>,
-  computed: boolean
+  headers: Readonly<Record<string, string>>
 ) =>
   Effect.gen(function*() {
     const maxBytes = options.maxResponseBytes ?? 10 * 1024 * 1024
@@ -154,14 +159,9 @@ const resolveClient = (
       })
       // A base URL with a path is a directory, as the docs say: the card is below it, not beside it.
       const card = options.card ?? (await resolver.resolve(options.url.endsWith("/") ? options.url : `${options.url}/`))
-      const factory = new ClientFactory({
-        transports: [new JsonRpcTransportFactory({ fetchImpl: tracking.fetch, legacyCompat: { enabled: true } })],
-        cardResolver: resolver,
-        clientConfig: { polling: false }
-      })
-      const client = await factory.createFromAgentCard(card)
-      // May fetch the extended card: bounded like the rest of the resolution.
-      return { client, card: await client.getAgentCard(computed ? { signal, serviceParameters: { ...headers } } : { signal }) }
+      const { binding, client } = await select(card, resolver, { transports: options.transports, maxResponseBytes: maxBytes, base })
+      // May fetch the extended card: bounded like the rest of the resolution, with the agent's headers as every call has.
+      return { client, binding, card: await client.getAgentCard({ signal, serviceParameters: { ...headers } }) }
     }
     return yield* Effect.tryPromise({
       try: async (interrupt) => {
@@ -207,10 +207,10 @@ const resolve = (
         // Checked as a static record is, by fetch: the card is read as it is today.
         onSuccess: (computed) => Effect.succeed(clientCall.plainHeaders(computed))
       })
-    // A static record goes with every request from the fetch; computed headers go with each call's own.
-    const tracking = makeTrackingFetch(options.maxResponseBytes ?? 10 * 1024 * 1024, computed === undefined ? headers : {}, base)
-    const resolved = yield* resolveClient(options, tracking, base, headers, computed !== undefined)
-    return makeClient(options, resolved.client, resolved.card, tracking.track)
+    const resolved = yield* resolveClient(options, base, headers)
+    // A static record goes with every call from the engine; computed headers go with each call's own.
+    const staticHeaders = computed === undefined && Object.keys(headers).length > 0 ? headers : undefined
+    return makeClient(options, resolved.client, resolved.card, resolved.binding, staticHeaders)
   }).pipe(
     Effect.tapError((error) =>
       Metric.update(clientCall.counter("a2a.card_resolution_error", options.name, { reason: error.reason }), 1)

@@ -168,8 +168,12 @@ const events = (
   ).pipe(
     Stream.zip(Stream.fromEffect(contextSpan)),
     Stream.flatMap(([controller, span]) => {
-      record.current = track(controller.signal)
-      const generator = open({ signal: controller.signal, serviceParameters: clientCall.callHeaders(span, options) })
+      const current = record.current = track(controller.signal)
+      const { agentHeaders, binding } = context.engine
+      const generator = open({
+        signal: controller.signal,
+        serviceParameters: binding.parameters(current, clientCall.callHeaders(span, options, agentHeaders))
+      })
       // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
       const iterable: AsyncIterable<StreamResponse> = {
         [Symbol.asyncIterator]: () => ({
@@ -185,6 +189,8 @@ const events = (
         (error) =>
           classifyCall(error, {
             agent,
+            binding: context.engine.binding,
+            signal: controller.signal,
             operation,
             record: record.current,
             streamStarted: state.started,
@@ -238,6 +244,8 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     events: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>
   ) =>
     events.pipe(
+      // Errors made here rather than classified (an idle time-out, a bad event) learn the transport now.
+      Stream.mapError((error) => clientCall.withTransport(error, context.engine.binding)),
       Stream.tap((event) => event._tag === "Finished" ? reportStream(operation, Either.right(event.outcome)) : Effect.void),
       Stream.tapError((error) => reportStream(operation, Either.left(error))),
       Stream.withSpan(spanNames[operation], { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
