@@ -83,6 +83,12 @@ export type Reason = typeof Reason.Type
  * | `Refused` | the server received it and answered that it did not act on it: a JSON-RPC error with an A2A code other than -32603 `InternalError` and -32006 `InvalidAgentResponse`, or with -32700, -32600, -32601, -32602, answering this request (its id, or null), whatever the HTTP status; or, without such a body, an HTTP 4xx (429 included) |
  * | `Unknown` | anything else: -32603, -32006 or a code outside the specification, an HTTP 5xx without a JSON-RPC error (503 included: a proxy answers so after an upstream reset), a lost connection, a time-out after sending, an answer that cannot be read (a JSON-RPC error for another request id included), and any error inside a stream after its first event (the task exists and may be running) |
  *
+ * On HTTP+JSON and gRPC, an A2A error read from the answer's `ErrorInfo` is
+ * decided as its JSON-RPC code is; gRPC's refusal codes (`INVALID_ARGUMENT`,
+ * `NOT_FOUND`, `FAILED_PRECONDITION`, `UNIMPLEMENTED`, `RESOURCE_EXHAUSTED`
+ * …) without one are read as an HTTP 4xx, `UNKNOWN` and `INTERNAL` as a 5xx,
+ * and `UNAVAILABLE` is `NotSent` only when grpc-js made no connection.
+ *
  * @example
  * ```ts
  * import { A2AClientError } from "effect-a2a"

@@ -124,6 +124,7 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       const fromHeader = yield* Effect.flip((yield* agentAt(header.address)).send("hello"))
       expect(fromHeader).toMatchObject({ reason: "HttpStatus", delivery: "Refused", grpcStatus: "RESOURCE_EXHAUSTED" })
       expect(Duration.toMillis(fromHeader.retryAfter!)).toBe(7000)
+      expect(fromHeader.message).toContain("(HttpStatus gRPC RESOURCE_EXHAUSTED, request refused, nothing ran)")
       const detail = yield* unaryPeer((callback) =>
         callback({
           code: grpc.status.RESOURCE_EXHAUSTED,
