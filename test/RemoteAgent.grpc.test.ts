@@ -6,12 +6,20 @@ import { describe, expect, it } from "@effect/vitest"
 import * as grpc from "@grpc/grpc-js"
 import { Chunk, Duration, Effect, Fiber, Redacted, Stream } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import { agentMessage, closedPort, peerErrorId } from "./fixtures/peers.js"
-import { cardServer, cardWith, cuttable, grpcServer, sdkPeers } from "./fixtures/transportPeers.js"
+import { agentMessage, closedPort } from "./fixtures/peers.js"
+import * as FaultProxy from "./fixtures/faultProxy.js"
+import { cardServer, cardWith, grpcServer, onlyTransportWorks, sdkPeers } from "./fixtures/transportPeers.js"
 
 let agents = 0
 const agentFor = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
   RemoteAgent.make({ name: `grpc-${++agents}`, url, timeout: "5 seconds", ...options })
+
+/** A proxy to the gRPC server at `address` (`host:port`), and the proxy's own address. */
+const proxyTo = (address: string) =>
+  Effect.map(FaultProxy.make(() => ({ host: "127.0.0.1", port: Number(address.split(":")[1]) })), (proxy) => ({
+    address: new URL(proxy.url).host,
+    cut: proxy.cut
+  }))
 
 /** An agent whose card lists only gRPC, at `address`. */
 const agentAt = (address: string, options: Partial<RemoteAgent.Options> = {}) =>
@@ -51,18 +59,7 @@ const retryInfoStatus = (seconds: number, nanos: number) => {
 
 describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
   it.scopedLive("a card that offers only gRPC works: every ending, a stream and getTask", () =>
-    Effect.gen(function*() {
-      const peers = yield* sdkPeers(["GRPC"])
-      const agent = yield* agentFor(peers.url)
-      const ends = yield* Effect.forEach(["complete x", "fail", "cancel", "reject", "input", "auth"], (text) => agent.send(text))
-      expect(ends.map((o) => o._tag)).toEqual(["Completed", "Failed", "Canceled", "Rejected", "InputRequired", "AuthRequired"])
-      expect(JSON.stringify(ends[1])).toContain(peerErrorId)
-      const events = Chunk.toArray(yield* Stream.runCollect(agent.stream("complete streamed")))
-      expect(events.at(-1)).toMatchObject({ _tag: "Finished", outcome: { _tag: "Completed" } })
-      expect(yield* agent.getTask(ends[0]!.taskId)).toMatchObject({ _tag: "Completed" })
-      expect(peers.seen().length).toBeGreaterThan(7)
-      expect(peers.seen().every((s) => s.transport === "GRPC")).toBe(true)
-    }))
+    onlyTransportWorks("GRPC"))
 
   it.scopedLive("an A2A error with its ErrorInfo is a ProtocolError with its A2A name, refused, with the status's name", () =>
     Effect.gen(function*() {
@@ -191,7 +188,7 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
   it.scopedLive("a peer killed mid-call, or shut down by force: ConnectionLost, Unknown", () =>
     Effect.gen(function*() {
       const peers = yield* sdkPeers(["GRPC"])
-      const line = yield* cuttable(() => peers.grpc)
+      const line = yield* proxyTo(peers.grpc)
       const agent = yield* agentAt(line.address)
       const killed = yield* Effect.fork(Effect.flip(agent.send("sleep 3000")))
       yield* Effect.sleep("300 millis")
@@ -219,7 +216,7 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
           callback(null, taskOf("t-1", TaskState.TASK_STATE_COMPLETED, "recovered"))
         }
       })
-      const line = yield* cuttable(() => server.address)
+      const line = yield* proxyTo(server.address)
       holder.cut = line.cut
       const events = Chunk.toArray(yield* Stream.runCollect((yield* agentAt(line.address)).stream("hello")))
       expect(events.at(-1)).toMatchObject({ _tag: "Finished", outcome: { _tag: "Completed", text: "recovered" } })

@@ -3,7 +3,7 @@ import { Chunk, Duration, Effect, Redacted, Stream } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import { closedPort, json, listen, peerErrorId } from "./fixtures/peers.js"
-import { cardServer, cardWith, sdkPeers } from "./fixtures/transportPeers.js"
+import { cardServer, cardWith, onlyTransportWorks, sdkPeers } from "./fixtures/transportPeers.js"
 
 let agents = 0
 const agentFor = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
@@ -44,18 +44,7 @@ const task = (id: string, state: string, text = "") => ({
 
 describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", () => {
   it.scopedLive("a card that offers only HTTP+JSON works: every ending, a stream and getTask", () =>
-    Effect.gen(function*() {
-      const peers = yield* sdkPeers(["HTTP+JSON"])
-      const agent = yield* agentFor(peers.url)
-      const ends = yield* Effect.forEach(["complete x", "fail", "cancel", "reject", "input", "auth"], (text) => agent.send(text))
-      expect(ends.map((o) => o._tag)).toEqual(["Completed", "Failed", "Canceled", "Rejected", "InputRequired", "AuthRequired"])
-      expect(ends[1]).toMatchObject({ _tag: "Failed" })
-      expect(JSON.stringify(ends[1])).toContain(peerErrorId)
-      const events = Chunk.toArray(yield* Stream.runCollect(agent.stream("complete streamed")))
-      expect(events.at(-1)).toMatchObject({ _tag: "Finished", outcome: { _tag: "Completed" } })
-      expect(yield* agent.getTask(ends[0]!.taskId)).toMatchObject({ _tag: "Completed" })
-      expect(peers.seen().every((s) => s.transport === "HTTP+JSON")).toBe(true)
-    }))
+    onlyTransportWorks("HTTP+JSON"))
 
   it.scopedLive("each A2A error read from the ErrorInfo is a ProtocolError with its A2A name, refused", () =>
     Effect.gen(function*() {
