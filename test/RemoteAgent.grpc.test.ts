@@ -6,6 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as grpc from "@grpc/grpc-js"
 import { Chunk, Duration, Effect, Fiber, Redacted, Stream } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
+import * as RetryPolicy from "../src/RetryPolicy.js"
 import { agentMessage, closedPort } from "./fixtures/peers.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import { cardServer, cardWith, grpcServer, onlyTransportWorks, sdkPeers } from "./fixtures/transportPeers.js"
@@ -132,6 +133,27 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       const fromDetail = yield* Effect.flip((yield* agentAt(detail.address)).send("hello"))
       expect(fromDetail).toMatchObject({ reason: "HttpStatus", delivery: "Refused" })
       expect(Duration.toMillis(fromDetail.retryAfter!)).toBe(2500)
+    }))
+
+  it.scopedLive("RetryPolicy sends again, without a key, what RESOURCE_EXHAUSTED refused, after its RetryInfo delay", () =>
+    Effect.gen(function*() {
+      let calls = 0
+      const { address } = yield* unaryPeer((callback) =>
+        ++calls === 1
+          ? callback({
+            code: grpc.status.RESOURCE_EXHAUSTED,
+            details: "slow down",
+            metadata: trailer({ [GRPC_STATUS_DETAILS_BIN]: retryInfoStatus(0, 100_000_000) })
+          })
+          : callback(null, { payload: { $case: "task", value: taskOf("t-1", TaskState.TASK_STATE_COMPLETED, "second time") } })
+      )
+      const started = Date.now()
+      const outcome = yield* (yield* agentAt(address)).send("hello").pipe(
+        RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false })
+      )
+      expect(outcome).toMatchObject({ _tag: "Completed", text: "second time" })
+      expect(calls).toBe(2)
+      expect(Date.now() - started).toBeGreaterThanOrEqual(90)
     }))
 
   it.scopedLive("a garbled grpc-status-details-bin trailer ends the call typed, InvalidResponse, on a send and a stream", () =>
