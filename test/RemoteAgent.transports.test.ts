@@ -5,7 +5,7 @@ import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteEvent from "../src/RemoteEvent.js"
 import type * as RemoteOutcome from "../src/RemoteOutcome.js"
 import { closedPort } from "./fixtures/peers.js"
-import { cardWith, sdkPeers } from "./fixtures/transportPeers.js"
+import { cardWith, legacyPeers, sdkPeers } from "./fixtures/transportPeers.js"
 
 const transports = ["JSONRPC", "HTTP+JSON", "GRPC"] as const
 
@@ -85,6 +85,27 @@ describe("what the wire does reads the same on every transport", () => {
         expect(yield* Effect.flip(slow.send("sleep 2000"))).toMatchObject({ reason: "Timeout", delivery: "Unknown", transport })
         const silent = yield* Effect.flip(Stream.runDrain(slow.stream("sleep 2000")))
         expect(silent, transport).toMatchObject({ reason: "Timeout", delivery: "Unknown", transport })
+      }
+    }))
+})
+
+describe("v0.3 peers on HTTP+JSON and gRPC", () => {
+  it.scopedLive("the SDK's v0.3 servers: endings and A2A errors read as from a v1.0 peer", () =>
+    Effect.gen(function*() {
+      const peers = yield* legacyPeers
+      for (const transport of ["HTTP+JSON", "GRPC"] as const) {
+        const agent = yield* RemoteAgent.make({ name: `v03-${transport}`, url: peers.url, card: peers.card, transports: [transport] })
+        expect(yield* agent.send("complete x")).toMatchObject({ _tag: "Completed", text: "completed: x" })
+        const events = Chunk.toArray(yield* Stream.runCollect(agent.stream("reject no")))
+        expect(events.at(-1), transport).toMatchObject({ _tag: "Finished", outcome: { _tag: "Rejected", text: "no" } })
+        expect(yield* Effect.flip(agent.getTask("no-such-task"))).toMatchObject({
+          reason: "ProtocolError",
+          protocolError: "TaskNotFound",
+          delivery: "Refused",
+          transport
+        })
+        const done = yield* agent.send("complete")
+        expect(yield* Effect.flip(agent.cancel(done.taskId))).toMatchObject({ protocolError: "TaskNotCancelable", delivery: "Refused" })
       }
     }))
 })

@@ -212,13 +212,18 @@ export type Fields = Pick<A2AClientError.A2AClientError, "reason" | "delivery"> 
 export const headersOnly: Binding["parameters"] = (_record, headers) => headers
 
 /**
- * An A2A error the SDK read from an `ErrorInfo` (HTTP+JSON's body, gRPC's
- * status details): its class is named after the error, where the generic
- * one is `A2AError`.
+ * An A2A error the SDK read from the answer: from an `ErrorInfo` (HTTP+JSON's
+ * body, gRPC's status details), its class named after the error where the
+ * generic one is `A2AError`; from a v0.3 HTTP+JSON error body, one of its
+ * plain classes, which carry no transport. A plain one counts only as the
+ * answer to an error status (`answered`): the SDK also throws them itself,
+ * for an event it cannot translate.
  */
-const isA2AError = (error: unknown): error is A2AError =>
-  error instanceof A2AError && typeof prop(error, "transport") === "string" && prop(error, "transport") !== "jsonrpc" &&
-  prop(error, "name") !== "A2AError"
+const isA2AError = (answered: boolean) => (error: unknown): error is A2AError => {
+  if (!(error instanceof A2AError) || prop(error, "name") === "A2AError") return false
+  const transport = prop(error, "transport")
+  return transport === undefined ? answered : typeof transport === "string" && transport !== "jsonrpc"
+}
 
 /**
  * An A2A error carried by HTTP+JSON or gRPC, as JSON-RPC would have carried
@@ -227,8 +232,8 @@ const isA2AError = (error: unknown): error is A2AError =>
  *
  * @internal
  */
-export const a2aErrorFields = (facts: Facts, ctx: CallContext): Fields | undefined => {
-  const error = facts.chain.find(isA2AError)
+export const a2aErrorFields = (facts: Facts, ctx: CallContext, answered = false): Fields | undefined => {
+  const error = facts.chain.find(isA2AError(answered))
   if (error === undefined) return undefined
   const code = toJsonRpcError(error).code
   return { reason: "ProtocolError", delivery: !ctx.streamStarted && refusedCodes.has(code) ? "Refused" : "Unknown", code }

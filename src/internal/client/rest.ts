@@ -26,7 +26,8 @@ const statusOf = (facts: Facts): number | undefined => {
  * JSON, a cut connection) is read as on JSON-RPC, from the same fetch.
  */
 const classify = (facts: Facts, ctx: CallContext): Fields | undefined => {
-  const a2a = a2aErrorFields(facts, ctx)
+  // A v0.3 peer's error body is read by the SDK into a plain A2A class, known from its status alone.
+  const a2a = a2aErrorFields(facts, ctx, (ctx.record?.status ?? 0) >= 400)
   if (a2a !== undefined) return a2a
   const status = statusOf(facts)
   if (status === undefined) return undefined
