@@ -1,5 +1,6 @@
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Redacted, Stream } from "effect"
+import { Chunk, Duration, Effect, Layer, Redacted, Stream } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import { closedPort, json, listen, peerErrorId } from "./fixtures/peers.js"
@@ -187,6 +188,27 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
       const sent = peers.seen().filter((s) => s.transport === "HTTP+JSON").at(-1)!.headers
       expect(sent).toMatchObject({ "x-tenant": "acme", authorization: "Bearer s3cret", "idempotency-key": "key-1", "x-call": "1" })
       expect(sent.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/)
+    }))
+})
+
+describe("HTTP+JSON through the HttpClient in context", () => {
+  it.scopedLive("the user's client carries the card and every HTTP+JSON call, a stream's included; refusals read the same", () =>
+    Effect.gen(function*() {
+      const peers = yield* sdkPeers(["HTTP+JSON"])
+      const tenant = Layer.effect(
+        HttpClient.HttpClient,
+        Effect.map(HttpClient.HttpClient, HttpClient.mapRequest(HttpClientRequest.setHeader("x-through", "http-client")))
+      ).pipe(Layer.provide(FetchHttpClient.layer))
+      const agent = yield* Effect.provide(agentFor(peers.url), tenant)
+      yield* agent.send("complete")
+      yield* Stream.runDrain(agent.stream("complete"))
+      expect(yield* Effect.flip(agent.getTask("no-such-task"))).toMatchObject({ protocolError: "TaskNotFound", delivery: "Refused", status: 404 })
+      const calls = peers.seen().filter((s) => s.transport === "HTTP+JSON")
+      expect(calls.length).toBe(3)
+      expect(calls.every((s) => s.headers["x-through"] === "http-client")).toBe(true)
+      const closed = yield* closedPort
+      const refused = yield* Effect.provide(agentFor(closed, { card: cardWith([{ protocolBinding: "HTTP+JSON", url: `${closed}/rest` }]) }), tenant)
+      expect(yield* Effect.flip(refused.send("hello"))).toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent" })
     }))
 })
 
