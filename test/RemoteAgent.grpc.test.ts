@@ -1,6 +1,7 @@
 import type { Task } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import { encodeGrpcStatusDetails, GRPC_STATUS_DETAILS_BIN } from "@a2a-js/sdk/errors/grpc"
+import { A2AService } from "@a2a-js/sdk/server/grpc"
 import { BinaryWriter } from "@bufbuild/protobuf/wire"
 import { describe, expect, it } from "@effect/vitest"
 import * as grpc from "@grpc/grpc-js"
@@ -174,6 +175,18 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       const agent = yield* agentAt(address, { timeout: "3 seconds" })
       expect(yield* Effect.flip(agent.send("hello"))).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", grpcStatus: "NOT_FOUND" })
       expect(yield* Effect.flip(Stream.runDrain(agent.stream("hello")))).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
+    }))
+
+  it.scopedLive("an answer that cannot be decoded: InvalidResponse, Unknown", () =>
+    Effect.gen(function*() {
+      // The answer's bytes are no SendMessageResponse: wire type 7 does not exist.
+      const garbling = { ...A2AService, sendMessage: { ...A2AService.sendMessage, responseSerialize: () => Buffer.from([0x0f, 0xff, 0xff]) } }
+      const { address } = yield* grpcServer({ sendMessage: (_call: unknown, callback: Callback) => callback(null, {}) }, garbling)
+      expect(yield* Effect.flip((yield* agentAt(address)).send("hello"))).toMatchObject({
+        reason: "InvalidResponse",
+        delivery: "Unknown",
+        grpcStatus: "INTERNAL"
+      })
     }))
 
   it.scopedLive("connection refused, or an address with a scheme: ConnectionRefused, NotSent", () =>

@@ -156,7 +156,17 @@ const interceptor = (modules: Modules, calls: Map<string, CallRecord>): GrpcJs.I
 }
 
 /** Status codes of a server that answered it would not act on the request, without an A2A error. */
-const refusals = new Set(["INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNIMPLEMENTED", "UNAUTHENTICATED", "RESOURCE_EXHAUSTED"])
+const refusals: ReadonlySet<string> = new Set([
+  "INVALID_ARGUMENT",
+  "NOT_FOUND",
+  "ALREADY_EXISTS",
+  "PERMISSION_DENIED",
+  "FAILED_PRECONDITION",
+  "OUT_OF_RANGE",
+  "UNIMPLEMENTED",
+  "UNAUTHENTICATED",
+  "RESOURCE_EXHAUSTED"
+])
 
 /** What grpc-js says when no connection could be made: the call never reached a stream. */
 const notConnected = /No connection established|Name resolution failed|ECONNREFUSED|DNS resolution failed/
@@ -186,13 +196,17 @@ const classifier = (names: ReadonlyMap<number, string>) => (facts: Facts, ctx: C
       return { reason: timedOut ? "Timeout" : "Aborted", delivery: sent ? "Unknown" : "NotSent", grpcStatus }
     }
     case "UNAVAILABLE":
+      // A message handed to grpc-js may be on the wire when the line drops: NotSent only where no connection was made.
       return !sent || notConnected.test(details) ? { reason: "ConnectionRefused", delivery: "NotSent", grpcStatus } : lost
     case "DEADLINE_EXCEEDED":
+      // Never our time limit (the SDK sets deadlines per factory, and we set none): a proxy's or a server's.
       return { reason: "Timeout", delivery: sent ? "Unknown" : "NotSent", grpcStatus }
     case "INTERNAL":
-      if (/Failed to parse server response|Response message parsing error/.test(details)) {
+      // grpc-js's own, for an answer it could not decode.
+      if (details.startsWith("Response message parsing error")) {
         return { reason: "InvalidResponse", delivery: "Unknown", grpcStatus }
       }
+      break
   }
   return { reason: "HttpStatus", delivery: !ctx.streamStarted && refusals.has(grpcStatus) ? "Refused" : "Unknown", grpcStatus }
 }
