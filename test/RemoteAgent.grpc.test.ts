@@ -278,6 +278,19 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       expect(token).toBeGreaterThanOrEqual(3)
     }))
 
+  it.scopedLive("a header HTTP takes but gRPC metadata does not: InvalidRequest, NotSent, its value never told", () =>
+    Effect.gen(function*() {
+      const peers = yield* sdkPeers(["GRPC"])
+      const agent = yield* agentFor(peers.url, { headers: { authorization: Redacted.make("Bearer caf\u00e9-s3cret") } })
+      const before = peers.seen().length
+      const error = yield* Effect.flip(agent.send("complete"))
+      expect(error).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent", transport: "GRPC" })
+      expect(error.message).not.toContain("s3cret")
+      expect(peers.seen().length).toBe(before)
+      const binary = yield* Effect.flip(agent.send("complete", { headers: { "x-trace-bin": "text" } }))
+      expect(binary).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent" })
+    }))
+
   it.scopedLive("the card is read over HTTP; its gRPC interface is reached without a fetch", () =>
     Effect.gen(function*() {
       const peers = yield* sdkPeers(["GRPC"])

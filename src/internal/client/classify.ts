@@ -206,6 +206,8 @@ export type Fields = Pick<A2AClientError.A2AClientError, "reason" | "delivery"> 
   status?: number
   code?: number
   grpcStatus?: string
+  /** In place of the thrown value's own text, when that may hold what must not be logged. */
+  detail?: string
 }
 
 /** Service parameters that are the request's headers and nothing else, as on HTTP. @internal */
@@ -307,7 +309,7 @@ export const classifyCall = (error: unknown, ctx: CallContext): A2AClientError.A
   try {
     const facts = factsOf(error)
     fields = classifyFacts(facts, ctx)
-    detail = describe(error)
+    detail = fields.detail ?? describe(error)
   } catch {
     fields = { reason: "InvalidResponse", delivery: "Unknown" }
     detail = "unrecognised failure"

@@ -168,6 +168,19 @@ const refusals: ReadonlySet<string> = new Set([
   "RESOURCE_EXHAUSTED"
 ])
 
+/**
+ * What grpc-js throws for a header it cannot carry as metadata, before
+ * anything is sent: a value outside printable ASCII (which HTTP takes), a
+ * `-bin` name. Its text holds the value, which may be a secret: never told.
+ */
+const unsendableMetadata = /^Metadata key|^Metadata string value|^keys that (don't )?end with '-bin'/
+
+const metadataProblem: Fields = {
+  reason: "InvalidRequest",
+  delivery: "NotSent",
+  detail: "a header cannot be sent as gRPC metadata: a name outside [0-9a-z_.-], a name ending in -bin, or a value outside printable ASCII"
+}
+
 /** What grpc-js says when no connection could be made: the call never reached a stream. */
 const notConnected = /No connection established|Name resolution failed|ECONNREFUSED|DNS resolution failed/
 
@@ -177,6 +190,7 @@ const notConnected = /No connection established|Name resolution failed|ECONNREFU
  * grpc-js's `ServiceError` as `cause`.
  */
 const classifier = (names: ReadonlyMap<number, string>) => (facts: Facts, ctx: CallContext): Fields | undefined => {
+  if (facts.messages.some((m) => unsendableMetadata.test(m))) return metadataProblem
   const error = facts.chain.find((e) => prop(e, "transport") === "grpc" && typeof prop(e, "status") === "number")
   if (error === undefined) return undefined
   const code = prop(error, "status") as number
