@@ -130,6 +130,9 @@ const withTraceId =
 
 const timeoutError = () => new DOMException("The operation timed out", "TimeoutError")
 
+/** How long a call waits, once its time is up, for its transport to stop before it ends anyway. */
+const abortGraceMillis = 1000
+
 /** The longest delay `setTimeout` takes (about 24.8 days); Node fires a longer one at once. @internal */
 export const maxTimerMillis = 2 ** 31 - 1
 
@@ -280,7 +283,22 @@ const makeOperate = (
         const timeout = Duration.decode(options?.timeout ?? defaultTimeout)
         const millis = Duration.toMillis(timeout)
         const controller = new AbortController()
-        const expire = () => controller.abort(timeoutError())
+        const record = track(controller.signal)
+        // A transport that does not stop when asked (a user's client that ignores interruption, an SDK call
+        // that never settles) still ends the call, a moment after its time; the transport learns nothing of it.
+        const giveUp = () =>
+          done(Either.left(callError(
+            agent,
+            operation,
+            "Timeout",
+            record.sent ? "Unknown" : "NotSent",
+            `no answer within ${Duration.format(timeout)}, and the transport did not stop when asked`,
+            {}
+          )))
+        const expire = () => {
+          controller.abort(timeoutError())
+          timer = setTimeout(giveUp, abortGraceMillis)
+        }
         const deadline = Date.now() + millis
         // Node fires a longer timer at once, so a long deadline is reached in steps; an infinite one has none.
         const arm = (): ReturnType<typeof setTimeout> | undefined => {
@@ -316,7 +334,7 @@ const makeOperate = (
         try {
           start({
             signal: controller.signal,
-            record: track(controller.signal),
+            record,
             headers: callHeaders(ids, options, agentHeaders),
             deadline,
             timeout
