@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { vi } from "vitest"
-import { Effect } from "effect"
+import { Effect, Logger } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { cardFor, sdkPeer } from "./fixtures/peers.js"
 
@@ -33,10 +33,21 @@ describe("RemoteAgent without @grpc/grpc-js and @bufbuild/protobuf", () => {
   it.scopedLive("a card that also offers JSON-RPC falls back to it, gRPC preferred or not", () =>
     Effect.gen(function*() {
       const peer = yield* sdkPeer()
+      const warnings: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => logLevel.label === "WARN" && warnings.push(String(message)))
+      )
       for (const transports of [undefined, ["GRPC"] as const]) {
-        const agent = yield* RemoteAgent.make({ name: "no-grpc", url: peer.url, card: grpcFirst(`${peer.url}/rpc`), transports })
+        const agent = yield* RemoteAgent.make({ name: "no-grpc", url: peer.url, card: grpcFirst(`${peer.url}/rpc`), transports }).pipe(
+          Effect.provide(capture)
+        )
         expect(yield* agent.send("complete")).toMatchObject({ _tag: "Completed" })
       }
       expect(peer.methods()).toEqual(["SendMessage", "SendMessage"])
+      // Said once, for the agent that asked for gRPC by name.
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain("prefers gRPC")
+      expect(warnings[0]).toContain("@grpc/grpc-js")
     }))
 })

@@ -19,6 +19,7 @@ import * as clientCall from "./call.js"
 import { type Binding, type CallRecord, classifyCard } from "./classify.js"
 import * as httpClientFetch from "./httpClientFetch.js"
 import * as input from "./input.js"
+import { missing as grpcMissing } from "./grpc.js"
 import { select } from "./selection.js"
 import * as send from "./send.js"
 import * as stream from "./stream.js"
@@ -159,9 +160,9 @@ const resolveClient = (
       })
       // A base URL with a path is a directory, as the docs say: the card is below it, not beside it.
       const card = options.card ?? (await resolver.resolve(options.url.endsWith("/") ? options.url : `${options.url}/`))
-      const { binding, client } = await select(card, resolver, { transports: options.transports, maxResponseBytes: maxBytes, base })
+      const { binding, client, grpcMissing } = await select(card, resolver, { transports: options.transports, maxResponseBytes: maxBytes, base })
       // May fetch the extended card: bounded like the rest of the resolution, with the agent's headers as every call has.
-      return { client, binding, card: await client.getAgentCard({ signal, serviceParameters: { ...headers } }) }
+      return { client, binding, grpcMissing, card: await client.getAgentCard({ signal, serviceParameters: { ...headers } }) }
     }
     return yield* Effect.tryPromise({
       try: async (interrupt) => {
@@ -208,6 +209,12 @@ const resolve = (
         onSuccess: (computed) => Effect.succeed(clientCall.plainHeaders(computed))
       })
     const resolved = yield* resolveClient(options, base, headers)
+    if (resolved.grpcMissing) {
+      // Asked for by name, and lost: said once, where the agent is built.
+      yield* Effect.logWarning(`remote agent ${options.name} prefers gRPC, but ${grpcMissing}; using ${resolved.binding.transport}`).pipe(
+        Effect.annotateLogs({ agent: options.name, url: options.url })
+      )
+    }
     // A static record goes with every call from the engine; computed headers go with each call's own.
     const staticHeaders = computed === undefined && Object.keys(headers).length > 0 ? headers : undefined
     return makeClient(options, resolved.client, resolved.card, resolved.binding, staticHeaders)

@@ -18,6 +18,8 @@ import { makeTrackingFetch } from "./transport.js"
 export interface Selected {
   readonly client: Client
   readonly binding: Binding
+  /** gRPC was preferred, and its packages could not be loaded: another transport was chosen. */
+  readonly grpcMissing: boolean
 }
 
 const noCompatible = "No compatible transport"
@@ -75,5 +77,5 @@ export const select = async (
   }
   const binding = bindings[client.transport.protocolName.toUpperCase()]
   // Only a factory given above can have made the client.
-  return { client, binding: binding! }
+  return { client, binding: binding!, grpcMissing: preferred.includes("GRPC") && loaded === undefined }
 }
