@@ -172,8 +172,7 @@ export interface Facts {
   readonly messages: ReadonlyArray<string>
 }
 
-/** @internal */
-export const factsOf = (error: unknown): Facts => {
+const factsOf = (error: unknown): Facts => {
   const chain = chainOf(error)
   const pick = (key: string) => chain.flatMap((e) => Option.toArray(Option.fromNullable(str(prop(e, key)))))
   return { chain, names: pick("name"), codes: pick("code"), messages: pick("message") }

@@ -30,7 +30,8 @@ const offered = (card: AgentCard): ReadonlyArray<string> => [
 ]
 
 /**
- * A client for `card` (already normalized by `resolver`). gRPC is loaded
+ * A client for `card`, read as `resolver` normalizes it (a v0.3 card
+ * included), as the SDK's factory does. gRPC is loaded
  * only when the card offers it or it is preferred; when it cannot be loaded,
  * the other transports are chosen from as if the card did not offer it, and
  * a card that offers nothing else fails naming what to install.
