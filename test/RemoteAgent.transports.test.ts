@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, FastCheck, Runtime, Stream } from "effect"
+import { Chunk, Effect, type Either, FastCheck, Runtime, Stream } from "effect"
 import type * as A2AClientError from "../src/A2AClientError.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteEvent from "../src/RemoteEvent.js"
@@ -37,7 +37,7 @@ const behaviours: ReadonlyArray<readonly [string, (agent: RemoteAgent.RemoteAgen
 ]
 
 /** What must be equal across transports: the outcome without its ids, or the error's reason, delivery and A2A name. */
-const comparable = (result: Effect.Effect.Success<ReturnType<typeof Effect.either<RemoteOutcome.TaskView, A2AClientError.A2AClientError, never>>>) =>
+const comparable = (result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>) =>
   result._tag === "Right"
     ? { ...result.right, agent: "", taskId: "", contextId: "" }
     : { reason: result.left.reason, delivery: result.left.delivery, protocolError: result.left.protocolError }
