@@ -13,7 +13,10 @@ import type { TrackingFetch } from "./transport.js"
 const statusOf = (facts: Facts): number | undefined => {
   for (const error of facts.chain) {
     const status = prop(error, "statusCode")
-    if (prop(error, "transport") === "rest" && typeof status === "number") return status
+    // An HTTP status is an integer of three digits; anything else is no status this client can report.
+    if (prop(error, "transport") === "rest" && Number.isInteger(status) && (status as number) >= 100 && (status as number) <= 599) {
+      return status as number
+    }
   }
   return undefined
 }
