@@ -101,6 +101,11 @@ export interface RemoteAgent {
   readonly url: string
   /** The resolved card; none for an agent degraded at start-up. */
   readonly card: Option.Option<AgentCard>
+  /**
+   * The transport its calls go over, chosen from the card; none for an
+   * agent degraded at start-up (until it recovers) or a test double.
+   */
+  readonly transport?: Transport | undefined
   /** Sends a message and waits for the task to end (blocking send). */
   readonly send: (
     input: Input,

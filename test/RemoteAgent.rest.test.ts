@@ -219,8 +219,10 @@ describe("RemoteAgent's choice of a transport", () => {
       const byCard = yield* agentFor(peers.url)
       yield* byCard.send("complete")
       expect(peers.seen().at(-1)!.transport).toBe("JSONRPC")
+      expect(byCard.transport).toBe("JSONRPC")
       for (const transport of ["HTTP+JSON", "GRPC", "JSONRPC"] as const) {
         const agent = yield* agentFor(peers.url, { transports: [transport] })
+        expect(agent.transport).toBe(transport)
         expect(yield* agent.send("complete")).toMatchObject({ _tag: "Completed" })
         expect(peers.seen().at(-1)!.transport).toBe(transport)
         const error = yield* Effect.flip(agent.getTask("no-such-task"))

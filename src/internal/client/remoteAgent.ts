@@ -109,6 +109,7 @@ const makeClient = (
     name: agent,
     url: agentOptions.url,
     card: Option.some(card),
+    transport: binding.transport,
     send: send.make(context, awaitEnd),
     ...stream.make(context, readTask, awaitEnd),
     getTask,
@@ -275,6 +276,9 @@ const recovering = (
       url: stub.url,
       get card() {
         return current.card
+      },
+      get transport() {
+        return current.transport
       },
       send: (input, callOptions) => Effect.suspend(() => (poke(), current.send(input, callOptions))),
       stream: (input, callOptions) => Stream.suspend(() => (poke(), current.stream(input, callOptions))),
