@@ -303,6 +303,7 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
         ])
         expect(Object.fromEntries(send!.attributes)).toEqual({
           "a2a.agent": agent.name,
+          "a2a.transport": "JSONRPC",
           "a2a.task_id": done.taskId,
           "a2a.outcome": "Completed"
         })

@@ -171,6 +171,7 @@ const makeReport = (agent: string, errorLevel: LogLevel.LogLevel): Report => {
           agent,
           reason: error.reason,
           delivery: error.delivery,
+          ...(error.transport === undefined ? {} : { transport: error.transport }),
           ...(error.taskId === undefined ? {} : { taskId: error.taskId }),
           ...(error.contextId === undefined ? {} : { contextId: error.contextId })
         }),
@@ -247,7 +248,7 @@ const makeOperate = (
   binding: Binding,
   agentHeaders: Readonly<Record<string, string>> | undefined
 ) => {
-  const spanAttributes = { "a2a.agent": agent }
+  const spanAttributes = { "a2a.agent": agent, "a2a.transport": binding.transport }
   return <B extends RemoteOutcome.TaskView>(
     operation: A2AClientError.Operation,
     options: CallOptions | undefined,

@@ -248,7 +248,11 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
       Stream.mapError((error) => clientCall.withTransport(error, context.engine.binding)),
       Stream.tap((event) => event._tag === "Finished" ? reportStream(operation, Either.right(event.outcome)) : Effect.void),
       Stream.tapError((error) => reportStream(operation, Either.left(error))),
-      Stream.withSpan(spanNames[operation], { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
+      Stream.withSpan(spanNames[operation], {
+        attributes: { "a2a.agent": agent, "a2a.transport": context.engine.binding.transport },
+        kind: "client",
+        captureStackTrace: false
+      })
     )
 
   /**
