@@ -216,10 +216,14 @@ const makeRequest = (agent: string, binding: Binding) =>
   decode: (response: A) => Either.Either<B, A2AClientError.A2AClientError>,
   done: Done<B>
 ): void => {
-  const fail = (error: unknown) =>
+  const parameters = binding.parameters(exchange.record, exchange.headers)
+  const fail = (error: unknown) => {
+    binding.release?.(parameters)
     done(Either.left(classifyCall(error, { agent, binding, signal: exchange.signal, operation, record: exchange.record, streamStarted: false, ...ids })))
+  }
   try {
-    run({ signal: exchange.signal, serviceParameters: binding.parameters(exchange.record, exchange.headers) }).then((response) => {
+    run({ signal: exchange.signal, serviceParameters: parameters }).then((response) => {
+      binding.release?.(parameters)
       let decoded: Either.Either<B, A2AClientError.A2AClientError>
       try {
         decoded = decode(response)

@@ -34,6 +34,8 @@ export interface Binding {
   readonly transport: Transport
   /** The service parameters of one request of `record`: its headers, and for gRPC the mark its interceptor reads. */
   readonly parameters: (record: CallRecord, headers: Record<string, string>) => Record<string, string>
+  /** Forgets what `parameters` registered, once its request has settled: a request the SDK never made leaves nothing. */
+  readonly release?: ((parameters: Record<string, string>) => void) | undefined
   /** This transport's own reading of a failure; `undefined` leaves it to the common rules. */
   readonly classify?: ((facts: Facts, ctx: CallContext) => Fields | undefined) | undefined
 }

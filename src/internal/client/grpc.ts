@@ -250,11 +250,16 @@ export const make = (): Promise<Grpc> =>
       factory,
       binding: {
         transport: "GRPC",
-        // An entry leaves the table when the interceptor takes it; a request the SDK never makes leaves it behind.
+        // An entry leaves the table when the interceptor takes it, or when its request settles without having
+        // reached grpc-js (metadata grpc-js refused, say).
         parameters: (record, headers) => {
           const id = String(next++)
           calls.set(id, record)
           return { ...headers, [callKey]: id }
+        },
+        release: (parameters) => {
+          const id = parameters[callKey]
+          if (id !== undefined) calls.delete(id)
         },
         classify: classifier(names)
       }

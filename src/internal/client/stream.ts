@@ -162,18 +162,21 @@ const events = (
   const operation = state.operation
   const idle = Duration.decode(options?.timeout ?? context.timeout)
   const record: { current?: CallRecord } = {}
+  const { agentHeaders, binding } = context.engine
+  const sent: { parameters?: Record<string, string> } = {}
   return Stream.acquireRelease(
     Effect.sync(() => new AbortController()),
-    (controller) => Effect.sync(() => controller.abort())
+    (controller) =>
+      Effect.sync(() => {
+        controller.abort()
+        if (sent.parameters !== undefined) binding.release?.(sent.parameters)
+      })
   ).pipe(
     Stream.zip(Stream.fromEffect(contextSpan)),
     Stream.flatMap(([controller, span]) => {
       const current = record.current = track(controller.signal)
-      const { agentHeaders, binding } = context.engine
-      const generator = open({
-        signal: controller.signal,
-        serviceParameters: binding.parameters(current, clientCall.callHeaders(span, options, agentHeaders))
-      })
+      const parameters = sent.parameters = binding.parameters(current, clientCall.callHeaders(span, options, agentHeaders))
+      const generator = open({ signal: controller.signal, serviceParameters: parameters })
       // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
       const iterable: AsyncIterable<StreamResponse> = {
         [Symbol.asyncIterator]: () => ({
