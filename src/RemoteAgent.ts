@@ -235,6 +235,13 @@ export interface Options {
    * JSON-RPC and HTTP+JSON only, and headers travel as gRPC metadata.
    */
   readonly transports?: ReadonlyArray<Transport> | undefined
+  /**
+   * gRPC's channel credentials: a `ChannelCredentials` of `@grpc/grpc-js`
+   * (`grpc.credentials.createSsl(…)`), typed loosely here as that package is
+   * an optional peer. Insecure by default, for loopback. Ignored by JSON-RPC
+   * and HTTP+JSON, whose TLS is the URL's and the fetch's.
+   */
+  readonly grpcChannelCredentials?: object | undefined
   /** Largest accepted non-streaming response body. Default 10 MiB. */
   readonly maxResponseBytes?: number | undefined
   /**

@@ -291,6 +291,15 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       expect(binary).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent" })
     }))
 
+  it.scopedLive("the channel credentials given are the ones used: TLS to a plaintext server never connects", () =>
+    Effect.gen(function*() {
+      const peers = yield* sdkPeers(["GRPC"])
+      const insecure = yield* agentFor(peers.url, { grpcChannelCredentials: grpc.credentials.createInsecure() })
+      expect(yield* insecure.send("complete")).toMatchObject({ _tag: "Completed" })
+      const tls = yield* agentFor(peers.url, { grpcChannelCredentials: grpc.credentials.createSsl() })
+      expect(yield* Effect.flip(tls.send("complete"))).toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent", grpcStatus: "UNAVAILABLE" })
+    }))
+
   it.scopedLive("the card is read over HTTP; its gRPC interface is reached without a fetch", () =>
     Effect.gen(function*() {
       const peers = yield* sdkPeers(["GRPC"])

@@ -232,18 +232,21 @@ export interface Grpc {
 }
 
 /**
- * Loads gRPC and builds an agent's factory, with v0.3 peers included;
- * rejects when the optional packages are missing.
+ * Loads gRPC and builds an agent's factory, with v0.3 peers included and
+ * the given channel credentials; rejects when the optional packages are
+ * missing.
  *
  * @internal
  */
-export const make = (): Promise<Grpc> =>
+export const make = (credentials?: object): Promise<Grpc> =>
   load().then((modules) => {
     const calls = new Map<string, CallRecord>()
     let next = 0
     const names = new Map(Object.entries(modules.errors.GRPC_STATUS_CODE).map(([name, code]) => [code, name]))
     const factory = new modules.factory({
       legacyCompat: { enabled: true },
+      // Typed loosely on the public face, as `@grpc/grpc-js` is optional there; the SDK's default is insecure.
+      ...(credentials === undefined ? {} : { grpcChannelCredentials: credentials as GrpcJs.ChannelCredentials }),
       grpcCallOptions: { interceptors: [interceptor(modules, calls)] }
     })
     return {

@@ -161,7 +161,12 @@ const resolveClient = (
       })
       // A base URL with a path is a directory, as the docs say: the card is below it, not beside it.
       const card = options.card ?? (await resolver.resolve(options.url.endsWith("/") ? options.url : `${options.url}/`))
-      const { binding, client, grpcMissing } = await select(card, resolver, { transports: options.transports, maxResponseBytes: maxBytes, base })
+      const { binding, client, grpcMissing } = await select(card, resolver, {
+        transports: options.transports,
+        grpcChannelCredentials: options.grpcChannelCredentials,
+        maxResponseBytes: maxBytes,
+        base
+      })
       // May fetch the extended card: bounded like the rest of the resolution, with the agent's headers as every call has.
       return { client, binding, grpcMissing, card: await client.getAgentCard({ signal, serviceParameters: { ...headers } }) }
     }

@@ -41,6 +41,7 @@ export const select = async (
   resolver: DefaultAgentCardResolver,
   options: {
     readonly transports: ReadonlyArray<Transport> | undefined
+    readonly grpcChannelCredentials: object | undefined
     readonly maxResponseBytes: number
     readonly base: typeof fetch | undefined
   }
@@ -49,7 +50,7 @@ export const select = async (
   const offers = offered(normalized)
   const preferred = options.transports ?? []
   const wantsGrpc = offers.includes("GRPC") || preferred.includes("GRPC")
-  const loaded = wantsGrpc ? await grpc.make().then((g) => g, () => undefined) : undefined
+  const loaded = wantsGrpc ? await grpc.make(options.grpcChannelCredentials).then((g) => g, () => undefined) : undefined
   const factories: Array<TransportFactory> = [
     jsonRpc.factory(makeTrackingFetch(options.maxResponseBytes, options.base)),
     rest.factory(makeTrackingFetch(options.maxResponseBytes, options.base, false))
