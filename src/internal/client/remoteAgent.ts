@@ -49,7 +49,9 @@ const withComputedHeaders = (
   const agent = operations.name
   const errors = clientCall.counter("a2a.client_error", agent, { reason: "InvalidRequest" })
   const fail = (operation: A2AClientError.Operation, ids: clientCall.Ids, detail: string) => {
-    const error = input.invalidRequest(agent, operation, ids, detail)
+    const invalid = input.invalidRequest(agent, operation, ids, detail)
+    const transport = operations.transport
+    const error = transport === undefined ? invalid : new A2AClientError.A2AClientError({ ...invalid, transport })
     return Metric.update(errors, 1).pipe(
       Effect.zipRight(Effect.logWithLevel(errorLevel, error.message)),
       Effect.annotateLogs({ agent, reason: error.reason, delivery: error.delivery }),
