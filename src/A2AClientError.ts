@@ -11,14 +11,38 @@
  * @since 0.1.0
  */
 import { Duration, Schema } from "effect"
+import * as internalTransport from "./internal/wire/transport.js"
+
+/**
+ * The A2A transport a call went over, as cards name it in
+ * `supportedInterfaces[].protocolBinding`.
+ *
+ * @example
+ * ```ts
+ * import { A2AClientError } from "effect-a2a"
+ *
+ * const overGrpc = (error: A2AClientError.A2AClientError) => error.transport === "GRPC"
+ * ```
+ * @category errors
+ * @since 0.1.0
+ */
+export const Transport: Schema.Literal<["JSONRPC", "HTTP+JSON", "GRPC"]> = internalTransport.Transport
+
+/**
+ * @category errors
+ * @since 0.1.0
+ */
+export type Transport = internalTransport.Transport
 
 /**
  * Why a call failed. `InvalidRequest`: the call could not be sent as it is
  * (a data part or metadata that is not JSON data, a header or idempotency key
  * that HTTP cannot carry); it is never sent, and sending it again fails the
- * same way. `HttpStatus` without a `status`: the agent answered with a
- * redirect, which is not followed (fetch keeps neither its code nor its
- * target); configure the agent's final URL.
+ * same way. `HttpStatus`: the server answered with an error status and no
+ * A2A error, an HTTP one in `status` or, on gRPC, a status code in
+ * `grpcStatus` (`RESOURCE_EXHAUSTED` is gRPC's 429); without either, the
+ * agent answered with a redirect, which is not followed (fetch keeps neither
+ * its code nor its target): configure the agent's final URL.
  *
  * @example
  * ```ts
@@ -58,6 +82,12 @@ export type Reason = typeof Reason.Type
  * | `NotSent` | the request provably never left this process (connection refused, a name that does not resolve, a connect timeout, a request that cannot be sent as it is) |
  * | `Refused` | the server received it and answered that it did not act on it: a JSON-RPC error with an A2A code other than -32603 `InternalError` and -32006 `InvalidAgentResponse`, or with -32700, -32600, -32601, -32602, answering this request (its id, or null), whatever the HTTP status; or, without such a body, an HTTP 4xx (429 included) |
  * | `Unknown` | anything else: -32603, -32006 or a code outside the specification, an HTTP 5xx without a JSON-RPC error (503 included: a proxy answers so after an upstream reset), a lost connection, a time-out after sending, an answer that cannot be read (a JSON-RPC error for another request id included), and any error inside a stream after its first event (the task exists and may be running) |
+ *
+ * On HTTP+JSON and gRPC, an A2A error read from the answer's `ErrorInfo` is
+ * decided as its JSON-RPC code is; gRPC's refusal codes (`INVALID_ARGUMENT`,
+ * `NOT_FOUND`, `FAILED_PRECONDITION`, `UNIMPLEMENTED`, `RESOURCE_EXHAUSTED`
+ * …) without one are read as an HTTP 4xx, `UNKNOWN` and `INTERNAL` as a 5xx,
+ * and `UNAVAILABLE` is `NotSent` only when grpc-js made no connection.
  *
  * @example
  * ```ts
@@ -190,8 +220,16 @@ export class A2AClientError extends Schema.TaggedError<A2AClientError>("effect-a
     delivery: Delivery,
     /** A short description of the underlying failure, for logs. */
     detail: Schema.String,
+    /** The transport the call went over; none when the call never reached one. */
+    transport: Schema.optionalWith(Transport, { exact: true }),
     /** The HTTP status, when the server answered with one. */
     status: Schema.optionalWith(Schema.Int, { exact: true }),
+    /**
+     * On gRPC, the name of the status the call ended with (`"UNAVAILABLE"`,
+     * `"RESOURCE_EXHAUSTED"` …), whether the server or the client library
+     * set it.
+     */
+    grpcStatus: Schema.optionalWith(Schema.String, { exact: true }),
     /** The JSON-RPC error code. */
     code: Schema.optionalWith(Schema.Int, { exact: true }),
     /** The A2A name of the JSON-RPC error code. */
@@ -211,7 +249,8 @@ export class A2AClientError extends Schema.TaggedError<A2AClientError>("effect-a
     const delivery = deliveryWording[this.delivery]
     const code = this.code === undefined ? "" : ` ${this.code} ${this.protocolError ?? ""}`.trimEnd()
     const status = this.status === undefined ? "" : ` HTTP ${this.status}`
-    return `${this.agent}: ${this.operation} failed (${this.reason}${status}${code}, ${delivery}): ${this.detail}`
+    const grpc = this.grpcStatus === undefined ? "" : ` gRPC ${this.grpcStatus}`
+    return `${this.agent}: ${this.operation} failed (${this.reason}${status}${grpc}${code}, ${delivery}): ${this.detail}`
   }
 }
 

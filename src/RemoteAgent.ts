@@ -17,6 +17,7 @@ import { Config, type ConfigError, Context, type Duration, Effect, Layer, type L
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/client/remoteAgent.js"
+import type * as internalTransport from "./internal/wire/transport.js"
 import type * as Part from "./Part.js"
 import type * as RemoteEvent from "./RemoteEvent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
@@ -100,6 +101,11 @@ export interface RemoteAgent {
   readonly url: string
   /** The resolved card; none for an agent degraded at start-up. */
   readonly card: Option.Option<AgentCard>
+  /**
+   * The transport its calls go over, chosen from the card; none for an
+   * agent degraded at start-up (until it recovers) or a test double.
+   */
+  readonly transport?: Transport | undefined
   /** Sends a message and waits for the task to end (blocking send). */
   readonly send: (
     input: Input,
@@ -128,6 +134,20 @@ export interface RemoteAgent {
     options?: CallOptions
   ) => Effect.Effect<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
 }
+
+/**
+ * An A2A transport, as cards name it: `"JSONRPC"`, `"HTTP+JSON"` or `"GRPC"`.
+ *
+ * @example
+ * ```ts
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * const preference: ReadonlyArray<RemoteAgent.Transport> = ["GRPC", "HTTP+JSON", "JSONRPC"]
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type Transport = internalTransport.Transport
 
 /**
  * The default tag. For several remote agents in one application, give each
@@ -204,6 +224,24 @@ export interface Options {
    * as before, and none waits for it. The one that succeeds is logged.
    */
   readonly recover?: Schedule.Schedule<unknown, AgentCardResolutionError.AgentCardResolutionError> | false | undefined
+  /**
+   * The transports to prefer, best first, among those the card offers (the
+   * SDK's `preferredTransports`); by default the card's own order decides.
+   * A transport the card does not offer is skipped. gRPC needs the optional
+   * packages `@grpc/grpc-js` and `@bufbuild/protobuf`, loaded only when the
+   * card offers gRPC or it is preferred: without them gRPC alone is lost,
+   * and a card that offers only gRPC fails with `NoCompatibleTransport`,
+   * naming them. gRPC takes no fetch: the `HttpClient` in context carries
+   * JSON-RPC and HTTP+JSON only, and headers travel as gRPC metadata.
+   */
+  readonly transports?: ReadonlyArray<Transport> | undefined
+  /**
+   * gRPC's channel credentials: a `ChannelCredentials` of `@grpc/grpc-js`
+   * (`grpc.credentials.createSsl(…)`), typed loosely here as that package is
+   * an optional peer. Insecure by default, for loopback. Ignored by JSON-RPC
+   * and HTTP+JSON, whose TLS is the URL's and the fetch's.
+   */
+  readonly grpcChannelCredentials?: object | undefined
   /** Largest accepted non-streaming response body. Default 10 MiB. */
   readonly maxResponseBytes?: number | undefined
   /**

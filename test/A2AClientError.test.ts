@@ -3,6 +3,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Exit, FastCheck, Fiber, Option, Schema, Stream } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
 import { classifyCall } from "../src/internal/client/classify.js"
+import * as grpcTransport from "../src/internal/client/grpc.js"
+import * as restTransport from "../src/internal/client/rest.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { cardFor, closedPort, json, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 
@@ -395,6 +397,31 @@ describe("classification is total", () => {
     expect(Schema.is(A2AClientError.Reason)(error.reason)).toBe(true)
     if (!sent) expect(error.delivery === "NotSent" || error.reason !== "Timeout").toBe(true)
   })
+
+  it.effect("any thrown value yields a typed error, on HTTP+JSON's and gRPC's own readings too", () =>
+    Effect.gen(function*() {
+      const { binding: grpc } = yield* Effect.promise(() => grpcTransport.make())
+      // What the SDK's gRPC and REST errors carry, with anything in each place.
+      const transportLike = FastCheck.record({
+        transport: FastCheck.constantFrom("grpc", "rest", "jsonrpc", 7),
+        status: FastCheck.oneof(FastCheck.integer({ min: -2, max: 20 }), FastCheck.anything()),
+        statusCode: FastCheck.oneof(FastCheck.integer({ min: 100, max: 599 }), FastCheck.anything()),
+        message: FastCheck.anything(),
+        cause: FastCheck.oneof(oddValues, FastCheck.record({ details: FastCheck.anything(), code: FastCheck.anything() }))
+      })
+      const signal = FastCheck.constantFrom(undefined, AbortSignal.abort(), AbortSignal.abort(new DOMException("late", "TimeoutError")))
+      for (const binding of [restTransport.binding, grpc]) {
+        FastCheck.assert(
+          FastCheck.property(FastCheck.oneof(oddValues, transportLike), FastCheck.boolean(), FastCheck.boolean(), signal, (value, sent, started, aborted) => {
+            const error = classifyCall(value, { agent: "a", operation: "SendMessage", binding, signal: aborted, record: { sent }, streamStarted: started })
+            expect(error).toBeInstanceOf(A2AClientError.A2AClientError)
+            expect(error.transport).toBe(binding.transport)
+            if (started) expect(error.delivery).not.toBe("Refused")
+          }),
+          { numRuns: 300 }
+        )
+      }
+    }))
 
   it("odd causes: cycles, throwing getters, null prototypes", () => {
     const cyclic: { cause?: unknown; message: string } = { message: "loop" }

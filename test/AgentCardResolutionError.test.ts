@@ -68,8 +68,11 @@ describe("card resolution fails start-up with a typed error", () => {
 
   it.scopedLive("a card listing no compatible transport", () =>
     Effect.gen(function*() {
-      const peer = yield* cardServer((_req, res, base) => json(res, 200, cardFor(`${base}/grpc`, "GRPC")))
-      expect(yield* resolve(peer.url)).toMatchObject({ reason: "NoCompatibleTransport" })
+      // gRPC is one the client speaks now: a binding no A2A client knows.
+      const peer = yield* cardServer((_req, res, base) => json(res, 200, cardFor(`${base}/mq`, "AMQP")))
+      const error = yield* resolve(peer.url)
+      expect(error).toMatchObject({ reason: "NoCompatibleTransport" })
+      expect(error.message).toContain("the card offers AMQP")
     }))
 
   it.scopedLive("a server that never answers: bounded by the card timeout", () =>

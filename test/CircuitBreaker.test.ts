@@ -378,7 +378,11 @@ describe("CircuitBreaker", () => {
         clientError("ProtocolError", 503),
         clientError("ProtocolError", 500),
         // A server that sheds load refuses, and is as good as down for now.
-        new A2AClientError({ ...clientError("HttpStatus", 429), delivery: "Refused" })
+        new A2AClientError({ ...clientError("HttpStatus", 429), delivery: "Refused" }),
+        // The same on gRPC: RESOURCE_EXHAUSTED is its 429, UNKNOWN and INTERNAL its 5xx.
+        new A2AClientError({ ...clientError("HttpStatus"), transport: "GRPC", grpcStatus: "RESOURCE_EXHAUSTED", delivery: "Refused" }),
+        new A2AClientError({ ...clientError("HttpStatus"), transport: "GRPC", grpcStatus: "UNKNOWN" }),
+        new A2AClientError({ ...clientError("ProtocolError"), transport: "GRPC", grpcStatus: "INTERNAL", code: -32603 })
       ],
       (error) => Effect.map(stateAfter(error), (state) => expect(state).toBe("Open"))
     ))
@@ -389,7 +393,8 @@ describe("CircuitBreaker", () => {
         new A2AClientError({ ...clientError("ProtocolError"), delivery: "Refused", code: -32004, protocolError: "UnsupportedOperation" }),
         // A server shutting down refuses with 503 before anything runs.
         new A2AClientError({ ...clientError("ProtocolError", 503), delivery: "Refused", code: -32004, protocolError: "UnsupportedOperation" }),
-        new A2AClientError({ ...clientError("HttpStatus", 404), delivery: "Refused" })
+        new A2AClientError({ ...clientError("HttpStatus", 404), delivery: "Refused" }),
+        new A2AClientError({ ...clientError("HttpStatus"), transport: "GRPC", grpcStatus: "PERMISSION_DENIED", delivery: "Refused" })
       ],
       (error) => Effect.map(stateAfter(error), (state) => expect(state).toBe("Closed"))
     ))

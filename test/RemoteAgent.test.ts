@@ -303,6 +303,7 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
         ])
         expect(Object.fromEntries(send!.attributes)).toEqual({
           "a2a.agent": agent.name,
+          "a2a.transport": "JSONRPC",
           "a2a.task_id": done.taskId,
           "a2a.outcome": "Completed"
         })
@@ -649,12 +650,12 @@ describe("RemoteAgent headers: computed per call, Redacted", () => {
       const agent = yield* agentFor(peer.url, { headers })
       yield* Ref.set(mode, "fail")
       const failed = yield* Effect.flip(agent.send("book"))
-      expect(failed).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent", operation: "SendMessage" })
+      expect(failed).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent", operation: "SendMessage", transport: "JSONRPC" })
       expect(failed.detail).toContain("the agent's headers could not be computed")
       expect(JSON.stringify(failed)).not.toContain("s3cr3t")
       yield* Ref.set(mode, "die")
       const died = yield* Effect.flip(Stream.runDrain(agent.stream("book")))
-      expect(died).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent", operation: "SendStreamingMessage" })
+      expect(died).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent", operation: "SendStreamingMessage", transport: "JSONRPC" })
       expect(JSON.stringify(died)).not.toContain("s3cr3t")
       // The checks of what can be sent apply to the computed values.
       yield* Ref.set(mode, "bad")

@@ -87,6 +87,28 @@ describe("which errors are retried", () => {
     expect(Option.isSome(RetryPolicy.retryReason(internal, plain))).toBe(false)
     expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Unavailable" }), keyed))).toBe(false)
   })
+
+  it("on gRPC the same rules read the status code: RESOURCE_EXHAUSTED as 429, UNAVAILABLE as 503, UNKNOWN and INTERNAL as 500", () => {
+    const plain = { idempotent: false }
+    const keyed = { idempotent: true }
+    const grpc = (fields: Partial<ConstructorParameters<typeof A2AClientError.A2AClientError>[0]>) => error({ transport: "GRPC", ...fields })
+    const exhausted = grpc({ reason: "HttpStatus", delivery: "Refused", grpcStatus: "RESOURCE_EXHAUSTED" })
+    expect(RetryPolicy.retryReason(exhausted, plain)).toEqual(Option.some("gRPC RESOURCE_EXHAUSTED"))
+    // A server shutting down refuses with an A2A error under UNAVAILABLE.
+    const shuttingDown = grpc({ reason: "ProtocolError", delivery: "Refused", grpcStatus: "UNAVAILABLE", code: -32004, protocolError: "UnsupportedOperation" })
+    expect(RetryPolicy.retryReason(shuttingDown, plain)).toEqual(Option.some("gRPC UNAVAILABLE"))
+    const unknown = grpc({ reason: "HttpStatus", delivery: "Unknown", grpcStatus: "UNKNOWN" })
+    expect(Option.isSome(RetryPolicy.retryReason(unknown, plain))).toBe(false)
+    expect(RetryPolicy.retryReason(unknown, keyed)).toEqual(Option.some("gRPC UNKNOWN"))
+    expect(Option.isSome(RetryPolicy.retryReason(grpc({ reason: "HttpStatus", delivery: "Refused", grpcStatus: "NOT_FOUND" }), keyed))).toBe(false)
+    // A status grpc-js set on a lost connection is no server's answer: read by its reason, as on HTTP.
+    const lost = grpc({ reason: "ConnectionLost", delivery: "Unknown", grpcStatus: "UNAVAILABLE" })
+    expect(Option.isSome(RetryPolicy.retryReason(lost, plain))).toBe(false)
+    expect(RetryPolicy.retryReason(lost, keyed)).toEqual(Option.some("ConnectionLost"))
+    expect(RetryPolicy.retryReason(grpc({ reason: "ConnectionRefused", delivery: "NotSent", grpcStatus: "UNAVAILABLE" }), plain)).toEqual(
+      Option.some("ConnectionRefused")
+    )
+  })
 })
 
 describe("RetryPolicy.retry", () => {

@@ -96,7 +96,12 @@ const reasonText = A2AClientError.matchReason({
   ConnectionLost: () => "the connection was lost",
   Timeout: () => "the call timed out",
   Aborted: () => "the call was aborted",
-  HttpStatus: (e) => e.status === undefined ? "the server answered with an HTTP error or a redirect" : `the server answered HTTP ${e.status}`,
+  HttpStatus: (e) =>
+    e.status !== undefined
+      ? `the server answered HTTP ${e.status}`
+      : e.grpcStatus !== undefined
+      ? `the server answered gRPC ${e.grpcStatus}`
+      : "the server answered with an HTTP error or a redirect",
   ProtocolError: (e) =>
     `the agent answered with a protocol error${e.code === undefined ? "" : ` ${e.code}`}${
       e.protocolError === undefined ? "" : ` ${e.protocolError}`
@@ -121,7 +126,9 @@ const causeText = (e: A2AClientError.A2AClientError) => `(${e.agent}: ${reasonTe
 const clientErrorText = A2AClientError.matchDelivery({
   NotSent: (e) => `${UNAVAILABLE}: the request was not submitted ${causeText(e)}`,
   Refused: (e) =>
-    `${REFUSED} ${e.protocolError ?? `HTTP ${e.status ?? "error"}`}: the request was refused; nothing ran ${causeText(e)}`,
+    `${REFUSED} ${
+      e.protocolError ?? (e.status === undefined && e.grpcStatus !== undefined ? `gRPC ${e.grpcStatus}` : `HTTP ${e.status ?? "error"}`)
+    }: the request was refused; nothing ran ${causeText(e)}`,
   Unknown: (e) =>
     e.taskId === undefined
       ? `${UNAVAILABLE}: the outcome is unknown: no task was confirmed ${causeText(e)}`

@@ -15,7 +15,7 @@ import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberRef, LogLev
 import * as A2AClientError from "../../A2AClientError.js"
 import type { CallOptions } from "../../RemoteAgent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
-import { type CallRecord, classifyCall } from "./classify.js"
+import { type Binding, type CallRecord, classifyCall } from "./classify.js"
 import * as metrics from "../observability/metrics.js"
 import * as tracing from "../observability/tracing.js"
 import * as IdempotencyKey from "../wire/idempotencyKey.js"
@@ -50,21 +50,32 @@ export const plainHeaders = (headers: Readonly<Record<string, string | Redacted.
 }
 
 /**
- * The headers of one call: `traceparent` for its span, so the server's spans
- * join the caller's trace, then the call's own (with the agent's computed
- * ones, when its headers are an Effect). A static record of the agent's is
- * added to every request by its fetch (see `makeTrackingFetch`).
+ * The headers of one call, as the SDK's service parameters carry them (HTTP
+ * headers, or gRPC metadata): the agent's static ones, `traceparent` for its
+ * span, so the server's spans join the caller's trace, then the call's own
+ * (with the agent's computed ones, when its headers are an Effect). Later
+ * names win over earlier ones, compared without case, as the tracking fetch
+ * and grpc-js's metadata both merge them.
  *
  * @internal
  */
-export const callHeaders = (span: tracing.SpanIds | undefined, options: CallOptions | undefined): Record<string, string> => {
-  const headers: Record<string, string> = span === undefined ? {} : { traceparent: tracing.traceparent(span) }
+export const callHeaders = (
+  span: tracing.SpanIds | undefined,
+  options: CallOptions | undefined,
+  agentHeaders?: Readonly<Record<string, string>>
+): Record<string, string> => {
+  const headers: Record<string, string> = agentHeaders === undefined ? {} : { ...agentHeaders }
+  if (span !== undefined) headers.traceparent = tracing.traceparent(span)
   if (options?.headers !== undefined) for (const name in options.headers) headers[name] = headerText(options.headers[name]!)
   // Last: the tracking fetch merges names without case, the later winning, so the key replaces an
   // `idempotency-key` given in the headers.
   if (options?.idempotencyKey !== undefined) headers[IdempotencyKey.headerName] = options.idempotencyKey
   return headers
 }
+
+/** `error` with the agent's transport, when it has none yet. @internal */
+export const withTransport = (error: A2AClientError.A2AClientError, binding: Binding): A2AClientError.A2AClientError =>
+  error.transport !== undefined ? error : new A2AClientError.A2AClientError({ ...error, transport: binding.transport })
 
 /** An error of a call, with the task's ids when known. @internal */
 export const callError = (
@@ -119,6 +130,9 @@ const withTraceId =
 
 const timeoutError = () => new DOMException("The operation timed out", "TimeoutError")
 
+/** How long a call waits, once its time is up, for its transport to stop before it ends anyway. */
+const abortGraceMillis = 1000
+
 /** The longest delay `setTimeout` takes (about 24.8 days); Node fires a longer one at once. @internal */
 export const maxTimerMillis = 2 ** 31 - 1
 
@@ -157,6 +171,7 @@ const makeReport = (agent: string, errorLevel: LogLevel.LogLevel): Report => {
           agent,
           reason: error.reason,
           delivery: error.delivery,
+          ...(error.transport === undefined ? {} : { transport: error.transport }),
           ...(error.taskId === undefined ? {} : { taskId: error.taskId }),
           ...(error.contextId === undefined ? {} : { contextId: error.contextId })
         }),
@@ -192,7 +207,7 @@ const makeReport = (agent: string, errorLevel: LogLevel.LogLevel): Report => {
  * `InvalidResponse` (it would otherwise be lost in the promise chain and
  * leave the call hanging).
  */
-const makeRequest = (agent: string) =>
+const makeRequest = (agent: string, binding: Binding) =>
 <A, B>(
   exchange: Exchange,
   operation: A2AClientError.Operation,
@@ -201,10 +216,14 @@ const makeRequest = (agent: string) =>
   decode: (response: A) => Either.Either<B, A2AClientError.A2AClientError>,
   done: Done<B>
 ): void => {
-  const fail = (error: unknown) =>
-    done(Either.left(classifyCall(error, { agent, operation, record: exchange.record, streamStarted: false, ...ids })))
+  const parameters = binding.parameters(exchange.record, exchange.headers)
+  const fail = (error: unknown) => {
+    binding.release?.(parameters)
+    done(Either.left(classifyCall(error, { agent, binding, signal: exchange.signal, operation, record: exchange.record, streamStarted: false, ...ids })))
+  }
   try {
-    run({ signal: exchange.signal, serviceParameters: exchange.headers }).then((response) => {
+    run({ signal: exchange.signal, serviceParameters: parameters }).then((response) => {
+      binding.release?.(parameters)
       let decoded: Either.Either<B, A2AClientError.A2AClientError>
       try {
         decoded = decode(response)
@@ -229,9 +248,11 @@ const makeOperate = (
   agent: string,
   track: (signal: AbortSignal) => CallRecord,
   defaultTimeout: Duration.Duration,
-  report: Report
+  report: Report,
+  binding: Binding,
+  agentHeaders: Readonly<Record<string, string>> | undefined
 ) => {
-  const spanAttributes = { "a2a.agent": agent }
+  const spanAttributes = { "a2a.agent": agent, "a2a.transport": binding.transport }
   return <B extends RemoteOutcome.TaskView>(
     operation: A2AClientError.Operation,
     options: CallOptions | undefined,
@@ -267,7 +288,22 @@ const makeOperate = (
         const timeout = Duration.decode(options?.timeout ?? defaultTimeout)
         const millis = Duration.toMillis(timeout)
         const controller = new AbortController()
-        const expire = () => controller.abort(timeoutError())
+        const record = track(controller.signal)
+        // A transport that does not stop when asked (a user's client that ignores interruption, an SDK call
+        // that never settles) still ends the call, a moment after its time; the transport learns nothing of it.
+        const giveUp = () =>
+          done(Either.left(callError(
+            agent,
+            operation,
+            "Timeout",
+            record.sent ? "Unknown" : "NotSent",
+            `no answer within ${Duration.format(timeout)}, and the transport did not stop when asked`,
+            {}
+          )))
+        const expire = () => {
+          controller.abort(timeoutError())
+          timer = setTimeout(giveUp, abortGraceMillis)
+        }
         const deadline = Date.now() + millis
         // Node fires a longer timer at once, so a long deadline is reached in steps; an infinite one has none.
         const arm = (): ReturnType<typeof setTimeout> | undefined => {
@@ -281,8 +317,12 @@ const makeOperate = (
           clearTimeout(timer)
           if (span !== undefined) tracing.endSpan(settings!, span, exit)
         }
-        const done: Done<B> = (result) => {
+        const done: Done<B> = (answer) => {
           if (!open) return
+          // Errors made here rather than classified (a time-out while polling, a bad answer) learn the transport now.
+          const result = Either.isLeft(answer) && answer.left.transport === undefined
+            ? Either.left(withTransport(answer.left, binding))
+            : answer
           const exit: Exit.Exit<B, A2AClientError.A2AClientError> = Either.isRight(result)
             ? Exit.succeed(result.right)
             : Exit.fail(result.left)
@@ -299,8 +339,8 @@ const makeOperate = (
         try {
           start({
             signal: controller.signal,
-            record: track(controller.signal),
-            headers: callHeaders(ids, options),
+            record,
+            headers: callHeaders(ids, options, agentHeaders),
             deadline,
             timeout
           }, done)
@@ -331,6 +371,8 @@ export const make = (
   agent: string,
   track: (signal: AbortSignal) => CallRecord,
   defaultTimeout: Duration.Duration,
+  binding: Binding,
+  agentHeaders: Readonly<Record<string, string>> | undefined,
   errorLevel: LogLevel.LogLevel = LogLevel.Debug
 ) => {
   const report = makeReport(agent, errorLevel)
@@ -341,7 +383,13 @@ export const make = (
     operation: A2AClientError.Operation,
     result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
   ): Effect.Effect<void> => Effect.withFiberRuntime((fiber) => report(fiber, tracedSpan(fiber), operation, result) ?? Effect.void)
-  return { operate: makeOperate(agent, track, defaultTimeout, report), request: makeRequest(agent), reportStream }
+  return {
+    operate: makeOperate(agent, track, defaultTimeout, report, binding, agentHeaders),
+    request: makeRequest(agent, binding),
+    reportStream,
+    binding,
+    agentHeaders
+  }
 }
 
 /** The calls of one agent. @internal */

@@ -28,6 +28,7 @@ import { A2AClientError, type Reason } from "../../A2AClientError.js"
 import type * as CircuitBreaker from "../../CircuitBreaker.js"
 import { Failed } from "../../RemoteOutcome.js"
 import { withoutStackTrace } from "../errors.js"
+import { answerStatus } from "./answerStatus.js"
 import { CircuitOpen } from "./circuitOpen.js"
 import * as machine from "./circuitState.js"
 
@@ -52,10 +53,10 @@ export const remoteFailure = (options?: {
   const counts = (error: unknown): boolean =>
     error instanceof A2AClientError && !excluded.has(error.reason) &&
     (error.delivery === "Refused"
-      // A server that answers and runs nothing is up, unless it sheds load.
-      ? error.status === 429
+      // A server that answers and runs nothing is up, unless it sheds load (gRPC's RESOURCE_EXHAUSTED too).
+      ? answerStatus(error) === 429
       // A 5xx counts whether or not its body held a JSON-RPC error (an SDK server's 500 carries one).
-      : transportReasons.includes(error.reason) || (error.status !== undefined && error.status >= 500))
+      : transportReasons.includes(error.reason) || (answerStatus(error) ?? 0) >= 500)
   const failedOutcome = options?.failedOutcome === true
   return (exit) =>
     Exit.isFailure(exit)

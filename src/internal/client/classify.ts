@@ -4,15 +4,40 @@
  *
  * @internal
  */
+import { A2AError, toJsonRpcError } from "@a2a-js/sdk/errors"
 import { Duration, Option } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
 import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
+import type { Transport } from "../wire/transport.js"
 
-/** What the transport observed of one call; filled in by the tracking fetch. */
+/**
+ * What the transport observed of one call; filled in by the tracking fetch
+ * (JSON-RPC, HTTP+JSON) or by the gRPC interceptor.
+ */
 export interface CallRecord {
+  /** Handed to the network: to fetch, or past the interceptor to grpc-js. */
   sent: boolean
   status?: number
   retryAfter?: Duration.Duration
+  /** gRPC: the status carried details that could not be decoded; the interceptor dropped them. */
+  undecodableDetails?: boolean
+}
+
+/**
+ * What differs between the transports once the client is built: how a
+ * request's headers become the SDK's service parameters, and how what the
+ * transport throws is read before the common rules.
+ *
+ * @internal
+ */
+export interface Binding {
+  readonly transport: Transport
+  /** The service parameters of one request of `record`: its headers, and for gRPC the mark its interceptor reads. */
+  readonly parameters: (record: CallRecord, headers: Record<string, string>) => Record<string, string>
+  /** Forgets what `parameters` registered, once its request has settled: a request the SDK never made leaves nothing. */
+  readonly release?: ((parameters: Record<string, string>) => void) | undefined
+  /** This transport's own reading of a failure; `undefined` leaves it to the common rules. */
+  readonly classify?: ((facts: Facts, ctx: CallContext) => Fields | undefined) | undefined
 }
 
 /** Raised by the tracking fetch when a body exceeds the configured limit. */
@@ -102,12 +127,12 @@ const isJsonRpcError = (error: unknown): boolean => {
 }
 
 /** Without a JSON-RPC error, a 4xx is the server's own refusal. */
-const isClientError = (status: number | undefined): status is number => status !== undefined && status >= 400 && status < 500
+export const isClientError = (status: number | undefined): status is number => status !== undefined && status >= 400 && status < 500
 
 const maxDetail = 300
 
 /** Reads a property without trusting the value: getters may throw. */
-const prop = (value: unknown, key: string): unknown => {
+export const prop = (value: unknown, key: string): unknown => {
   if (value === null || (typeof value !== "object" && typeof value !== "function")) return undefined
   try {
     return (value as Record<string, unknown>)[key]
@@ -141,7 +166,8 @@ const describe = (error: unknown): string => {
   return text.length > maxDetail ? `${text.slice(0, maxDetail)}…` : text
 }
 
-interface Facts {
+/** What a thrown value says, gathered once. @internal */
+export interface Facts {
   readonly chain: ReadonlyArray<unknown>
   readonly names: ReadonlyArray<string>
   readonly codes: ReadonlyArray<string>
@@ -165,6 +191,10 @@ const statusFromText = (messages: ReadonlyArray<string>): number | undefined => 
 /** Context of one call, for classification. */
 export interface CallContext {
   readonly agent: string
+  /** The agent's transport; none for errors of a client not built yet. */
+  readonly binding?: Binding | undefined
+  /** The call's own signal: whether it fired, and why, tells our cancel from the peer's. */
+  readonly signal?: AbortSignal | undefined
   readonly operation: A2AClientError.Operation
   readonly record: CallRecord | undefined
   readonly streamStarted: boolean
@@ -172,12 +202,49 @@ export interface CallContext {
   readonly contextId?: string | undefined
 }
 
-type Fields = Pick<A2AClientError.A2AClientError, "reason" | "delivery"> & {
+/** @internal */
+export type Fields = Pick<A2AClientError.A2AClientError, "reason" | "delivery"> & {
   status?: number
   code?: number
+  grpcStatus?: string
+  /** In place of the thrown value's own text, when that may hold what must not be logged. */
+  detail?: string
+}
+
+/** Service parameters that are the request's headers and nothing else, as on HTTP. @internal */
+export const headersOnly: Binding["parameters"] = (_record, headers) => headers
+
+/**
+ * An A2A error the SDK read from the answer: from an `ErrorInfo` (HTTP+JSON's
+ * body, gRPC's status details), its class named after the error where the
+ * generic one is `A2AError`; from a v0.3 HTTP+JSON error body, one of its
+ * plain classes, which carry no transport. A plain one counts only as the
+ * answer to an error status (`answered`): the SDK also throws them itself,
+ * for an event it cannot translate.
+ */
+const isA2AError = (answered: boolean) => (error: unknown): error is A2AError => {
+  if (!(error instanceof A2AError) || prop(error, "name") === "A2AError") return false
+  const transport = prop(error, "transport")
+  return transport === undefined ? answered : typeof transport === "string" && transport !== "jsonrpc"
+}
+
+/**
+ * An A2A error carried by HTTP+JSON or gRPC, as JSON-RPC would have carried
+ * it: the SDK's own code for it, decided by the same table; never a refusal
+ * inside a stream that had events.
+ *
+ * @internal
+ */
+export const a2aErrorFields = (facts: Facts, ctx: CallContext, answered = false): Fields | undefined => {
+  const error = facts.chain.find(isA2AError(answered))
+  if (error === undefined) return undefined
+  const code = toJsonRpcError(error).code
+  return { reason: "ProtocolError", delivery: !ctx.streamStarted && refusedCodes.has(code) ? "Refused" : "Unknown", code }
 }
 
 const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
+  const specific = ctx.binding?.classify?.(facts, ctx)
+  if (specific !== undefined) return specific
   const sentDelivery: A2AClientError.Delivery = ctx.record?.sent === false ? "NotSent" : "Unknown"
   const has = (predicate: (message: string) => boolean) => facts.messages.some(predicate)
   if (facts.names.includes("ResponseTooLarge")) return { reason: "InvalidResponse", delivery: "Unknown" }
@@ -243,7 +310,7 @@ export const classifyCall = (error: unknown, ctx: CallContext): A2AClientError.A
   try {
     const facts = factsOf(error)
     fields = classifyFacts(facts, ctx)
-    detail = describe(error)
+    detail = fields.detail ?? describe(error)
   } catch {
     fields = { reason: "InvalidResponse", delivery: "Unknown" }
     detail = "unrecognised failure"
@@ -255,7 +322,9 @@ export const classifyCall = (error: unknown, ctx: CallContext): A2AClientError.A
     reason: fields.reason,
     delivery: fields.delivery,
     detail,
+    ...(ctx.binding === undefined ? {} : { transport: ctx.binding.transport }),
     ...(status === undefined ? {} : { status }),
+    ...(fields.grpcStatus === undefined ? {} : { grpcStatus: fields.grpcStatus }),
     ...(fields.code === undefined ? {} : { code: fields.code, protocolError: A2AClientError.protocolErrorName(fields.code) }),
     ...(ctx.record?.retryAfter === undefined ? {} : { retryAfter: ctx.record.retryAfter }),
     ...(ctx.taskId ? { taskId: ctx.taskId } : {}),

@@ -7,7 +7,7 @@
 import type { AgentCard } from "@a2a-js/sdk"
 import type { Redacted } from "effect"
 import type { Client } from "@a2a-js/sdk/client"
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
+import { DefaultAgentCardResolver } from "@a2a-js/sdk/client"
 import * as HttpClient from "@effect/platform/HttpClient"
 import { Duration, Effect, LogLevel, Metric, Option, Runtime, Schedule, Stream } from "effect"
 import * as ScheduleDecision from "effect/ScheduleDecision"
@@ -16,13 +16,15 @@ import * as A2AClientError from "../../A2AClientError.js"
 import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import type { CallOptions, Options, RemoteAgent } from "../../RemoteAgent.js"
 import * as clientCall from "./call.js"
-import { type CallRecord, classifyCard } from "./classify.js"
+import { type Binding, type CallRecord, classifyCard } from "./classify.js"
+import { missing as grpcMissing } from "./grpc.js"
 import * as httpClientFetch from "./httpClientFetch.js"
 import * as input from "./input.js"
+import { select } from "./selection.js"
 import * as send from "./send.js"
 import * as stream from "./stream.js"
 import * as task from "./task.js"
-import { cardFetch, makeTrackingFetch, mergeHeaders } from "./transport.js"
+import { cardFetch, mergeHeaders, track } from "./transport.js"
 
 type Headers = Readonly<Record<string, string | Redacted.Redacted>>
 
@@ -47,7 +49,9 @@ const withComputedHeaders = (
   const agent = operations.name
   const errors = clientCall.counter("a2a.client_error", agent, { reason: "InvalidRequest" })
   const fail = (operation: A2AClientError.Operation, ids: clientCall.Ids, detail: string) => {
-    const error = input.invalidRequest(agent, operation, ids, detail)
+    const invalid = input.invalidRequest(agent, operation, ids, detail)
+    const transport = operations.transport
+    const error = transport === undefined ? invalid : new A2AClientError.A2AClientError({ ...invalid, transport })
     return Metric.update(errors, 1).pipe(
       Effect.zipRight(Effect.logWithLevel(errorLevel, error.message)),
       Effect.annotateLogs({ agent, reason: error.reason, delivery: error.delivery }),
@@ -81,7 +85,13 @@ const withComputedHeaders = (
   }
 }
 
-const makeClient = (agentOptions: Options, client: Client, card: AgentCard, track: (signal: AbortSignal) => CallRecord): RemoteAgent => {
+const makeClient = (
+  agentOptions: Options,
+  client: Client,
+  card: AgentCard,
+  binding: Binding,
+  staticHeaders: Readonly<Record<string, string>> | undefined
+): RemoteAgent => {
   const agent = agentOptions.name
   const timeout = Duration.decode(agentOptions.timeout ?? Duration.seconds(30))
   const computed = computedHeaders(agentOptions.headers)
@@ -90,7 +100,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     client,
     timeout,
     track,
-    engine: clientCall.make(agent, track, timeout, agentOptions.logLevel),
+    engine: clientCall.make(agent, track, timeout, binding, staticHeaders, agentOptions.logLevel),
     // Computed headers are checked when computed, with each call.
     unsendable: input.unsendable(computed === undefined ? agentOptions.headers as Headers | undefined : undefined),
     cancelOnInterrupt: agentOptions.cancelOnInterrupt === true
@@ -101,6 +111,7 @@ const makeClient = (agentOptions: Options, client: Client, card: AgentCard, trac
     name: agent,
     url: agentOptions.url,
     card: Option.some(card),
+    transport: binding.transport,
     send: send.make(context, awaitEnd),
     ...stream.make(context, readTask, awaitEnd),
     getTask,
@@ -136,10 +147,8 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
 
 const resolveClient = (
   options: Options,
-  tracking: ReturnType<typeof makeTrackingFetch>,
   base: typeof fetch | undefined,
-  headers: Readonly<Record<string, string>>,
-  computed: boolean
+  headers: Readonly<Record<string, string>>
 ) =>
   Effect.gen(function*() {
     const maxBytes = options.maxResponseBytes ?? 10 * 1024 * 1024
@@ -154,14 +163,14 @@ const resolveClient = (
       })
       // A base URL with a path is a directory, as the docs say: the card is below it, not beside it.
       const card = options.card ?? (await resolver.resolve(options.url.endsWith("/") ? options.url : `${options.url}/`))
-      const factory = new ClientFactory({
-        transports: [new JsonRpcTransportFactory({ fetchImpl: tracking.fetch, legacyCompat: { enabled: true } })],
-        cardResolver: resolver,
-        clientConfig: { polling: false }
+      const { binding, client, grpcMissing } = await select(card, resolver, {
+        transports: options.transports,
+        grpcChannelCredentials: options.grpcChannelCredentials,
+        maxResponseBytes: maxBytes,
+        base
       })
-      const client = await factory.createFromAgentCard(card)
-      // May fetch the extended card: bounded like the rest of the resolution.
-      return { client, card: await client.getAgentCard(computed ? { signal, serviceParameters: { ...headers } } : { signal }) }
+      // May fetch the extended card: bounded like the rest of the resolution, with the agent's headers as every call has.
+      return { client, binding, grpcMissing, card: await client.getAgentCard({ signal, serviceParameters: { ...headers } }) }
     }
     return yield* Effect.tryPromise({
       try: async (interrupt) => {
@@ -207,10 +216,16 @@ const resolve = (
         // Checked as a static record is, by fetch: the card is read as it is today.
         onSuccess: (computed) => Effect.succeed(clientCall.plainHeaders(computed))
       })
-    // A static record goes with every request from the fetch; computed headers go with each call's own.
-    const tracking = makeTrackingFetch(options.maxResponseBytes ?? 10 * 1024 * 1024, computed === undefined ? headers : {}, base)
-    const resolved = yield* resolveClient(options, tracking, base, headers, computed !== undefined)
-    return makeClient(options, resolved.client, resolved.card, tracking.track)
+    const resolved = yield* resolveClient(options, base, headers)
+    if (resolved.grpcMissing) {
+      // Asked for by name, and lost: said once, where the agent is built.
+      yield* Effect.logWarning(`remote agent ${options.name} prefers gRPC, but ${grpcMissing}; using ${resolved.binding.transport}`).pipe(
+        Effect.annotateLogs({ agent: options.name, url: options.url })
+      )
+    }
+    // A static record goes with every call from the engine; computed headers go with each call's own.
+    const staticHeaders = computed === undefined && Object.keys(headers).length > 0 ? headers : undefined
+    return makeClient(options, resolved.client, resolved.card, resolved.binding, staticHeaders)
   }).pipe(
     Effect.tapError((error) =>
       Metric.update(clientCall.counter("a2a.card_resolution_error", options.name, { reason: error.reason }), 1)
@@ -268,6 +283,9 @@ const recovering = (
       url: stub.url,
       get card() {
         return current.card
+      },
+      get transport() {
+        return current.transport
       },
       send: (input, callOptions) => Effect.suspend(() => (poke(), current.send(input, callOptions))),
       stream: (input, callOptions) => Stream.suspend(() => (poke(), current.stream(input, callOptions))),

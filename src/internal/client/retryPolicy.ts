@@ -13,6 +13,7 @@ import * as A2AClientError from "../../A2AClientError.js"
 import type * as RemoteEvent from "../../RemoteEvent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
 import type * as RetryPolicy from "../../RetryPolicy.js"
+import { answerStatus, statusName } from "./answerStatus.js"
 import { retryOfFailed } from "./input.js"
 import type { Options, Request, StreamOptions } from "../../RetryPolicy.js"
 
@@ -27,13 +28,14 @@ export type Input = A2AClientError.A2AClientError | RetryableFailure
 /** @internal */
 export const retryReason = (error: A2AClientError.A2AClientError, request: Request): Option.Option<string> => {
   if (error.reason === "Unavailable" || error.reason === "InvalidRequest") return Option.none()
-  const status = error.status
+  // gRPC's RESOURCE_EXHAUSTED reads as 429, UNAVAILABLE as 503, UNKNOWN and INTERNAL as 500.
+  const status = answerStatus(error)
   // Nothing ran: a transient refusal (429, or a server shutting down with 503) goes again after its Retry-After,
   // key or not; any other refusal would only be refused again.
-  if (error.delivery === "Refused") return status === 429 || status === 503 ? Option.some(`HttpStatus ${status}`) : Option.none()
+  if (error.delivery === "Refused") return status === 429 || status === 503 ? Option.some(statusName(error, status)) : Option.none()
   // A 5xx may come after the server acted (a proxy's, or an SDK server's 500 with a JSON-RPC error): only a request
   // the server deduplicates may go again.
-  if (request.idempotent && status !== undefined && status >= 500) return Option.some(`HttpStatus ${status}`)
+  if (request.idempotent && status !== undefined && status >= 500) return Option.some(statusName(error, status))
   if (error.reason === "ProtocolError" || error.reason === "HttpStatus") return Option.none()
   if (error.delivery === "NotSent" || request.idempotent) return Option.some(error.reason)
   return Option.none()

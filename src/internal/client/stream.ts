@@ -162,14 +162,21 @@ const events = (
   const operation = state.operation
   const idle = Duration.decode(options?.timeout ?? context.timeout)
   const record: { current?: CallRecord } = {}
+  const { agentHeaders, binding } = context.engine
+  const sent: { parameters?: Record<string, string> } = {}
   return Stream.acquireRelease(
     Effect.sync(() => new AbortController()),
-    (controller) => Effect.sync(() => controller.abort())
+    (controller) =>
+      Effect.sync(() => {
+        controller.abort()
+        if (sent.parameters !== undefined) binding.release?.(sent.parameters)
+      })
   ).pipe(
     Stream.zip(Stream.fromEffect(contextSpan)),
     Stream.flatMap(([controller, span]) => {
-      record.current = track(controller.signal)
-      const generator = open({ signal: controller.signal, serviceParameters: clientCall.callHeaders(span, options) })
+      const current = record.current = track(controller.signal)
+      const parameters = sent.parameters = binding.parameters(current, clientCall.callHeaders(span, options, agentHeaders))
+      const generator = open({ signal: controller.signal, serviceParameters: parameters })
       // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
       const iterable: AsyncIterable<StreamResponse> = {
         [Symbol.asyncIterator]: () => ({
@@ -185,6 +192,8 @@ const events = (
         (error) =>
           classifyCall(error, {
             agent,
+            binding: context.engine.binding,
+            signal: controller.signal,
             operation,
             record: record.current,
             streamStarted: state.started,
@@ -238,9 +247,15 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     events: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>
   ) =>
     events.pipe(
+      // Errors made here rather than classified (an idle time-out, a bad event) learn the transport now.
+      Stream.mapError((error) => clientCall.withTransport(error, context.engine.binding)),
       Stream.tap((event) => event._tag === "Finished" ? reportStream(operation, Either.right(event.outcome)) : Effect.void),
       Stream.tapError((error) => reportStream(operation, Either.left(error))),
-      Stream.withSpan(spanNames[operation], { attributes: { "a2a.agent": agent }, kind: "client", captureStackTrace: false })
+      Stream.withSpan(spanNames[operation], {
+        attributes: { "a2a.agent": agent, "a2a.transport": context.engine.binding.transport },
+        kind: "client",
+        captureStackTrace: false
+      })
     )
 
   /**

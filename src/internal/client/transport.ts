@@ -18,8 +18,6 @@ import {
 
 export interface TrackingFetch {
   readonly fetch: typeof fetch
-  /** Registers a call; its record fills in as the call proceeds. */
-  readonly track: (signal: AbortSignal) => CallRecord
 }
 
 /**
@@ -126,31 +124,37 @@ interface Tracked extends AbortSignal {
 }
 
 /**
+ * Registers a call, whatever its transport: its record fills in as the call
+ * proceeds, from the tracking fetch or the gRPC interceptor.
+ */
+export const track = (signal: AbortSignal): CallRecord => {
+  const record: CallRecord = { sent: false }
+  // On the signal itself rather than in a WeakMap: weak tables cost every garbage collection.
+  ;(signal as Tracked)[recordKey] = record
+  return record
+}
+
+/**
  * The tracking fetch over `base`: the global fetch when none is given, or
  * an adapted `HttpClient` (see `httpClientFetch`), which answers a redirect
- * as a 3xx response instead of rejecting.
+ * as a 3xx response instead of rejecting. With `jsonRpc`, a JSON-RPC error
+ * is checked against the request's id; an HTTP+JSON body has none.
  */
 export const makeTrackingFetch = (
   maxResponseBytes: number,
-  headers: Readonly<Record<string, string>>,
-  base?: typeof fetch
+  base?: typeof fetch,
+  jsonRpc = true
 ): TrackingFetch => {
   return {
-    track: (signal) => {
-      const record: CallRecord = { sent: false }
-      // On the signal itself rather than in a WeakMap: weak tables cost every garbage collection.
-      ;(signal as Tracked)[recordKey] = record
-      return record
-    },
     fetch: (input, init) => {
       const record = (init?.signal as Tracked | null | undefined)?.[recordKey]
       if (record) record.sent = true
       // A redirect is answered, not followed: following it would resend the request elsewhere, and a
       // failure there would read as if this one had never been sent. Mode "error" rather than "manual":
       // with any other mode, fetch copies each request and its body first, in case it must follow.
-      // Merged even without headers of the agent's own: the SDK's `Content-Type` and `A2A-Version` must replace a
-      // call's `content-type` or `a2a-version`, not be sent beside them (fetch would join the two values).
-      const merged = mergeHeaders(headers, init?.headers as Record<string, string> | undefined)
+      // Merged: the SDK's `Content-Type` and `A2A-Version` must replace a call's `content-type` or
+      // `a2a-version`, not be sent beside them (fetch would join the two values).
+      const merged = mergeHeaders({}, init?.headers as Record<string, string> | undefined)
       const sending = { ...init, redirect: "error" as const, headers: merged }
       return (base === undefined ? fetch(input, sending) : base(input, sending)).then((response) => {
         if (isRedirectStatus(response.status)) {
@@ -168,7 +172,7 @@ export const makeTrackingFetch = (
         }
         const limited = limitBody(response, maxResponseBytes, merged.accept === "text/event-stream")
         // An event stream's events are each checked by the SDK.
-        const id = limited.headers.get("content-type")?.startsWith("text/event-stream") ? undefined : requestIdOf(init?.body)
+        const id = !jsonRpc || limited.headers.get("content-type")?.startsWith("text/event-stream") ? undefined : requestIdOf(init?.body)
         return id === undefined ? limited : answering(limited, id)
       }, (error: unknown) => {
         throw isRedirect(error) ? new RedirectAnswered() : error

@@ -20,6 +20,23 @@ const counting = () => {
 }
 
 describe("RemoteAgent through an HttpClient in context", () => {
+  it.scopedLive("a client that ignores interruption still ends the call, a moment after its time: Timeout", () =>
+    Effect.gen(function*() {
+      const peer = yield* sdkPeer()
+      const deaf = Layer.succeed(
+        HttpClient.HttpClient,
+        HttpClient.make(() => Effect.uninterruptible(Effect.never))
+      )
+      const agent = yield* Effect.provide(agentFor(peer.url, { card: cardFor(`${peer.url}/rpc`), timeout: "200 millis" }), deaf)
+      const started = Date.now()
+      const error = yield* Effect.flip(agent.send("complete"))
+      expect(error).toMatchObject({ reason: "Timeout", delivery: "Unknown" })
+      expect(error.detail).toContain("did not stop when asked")
+      // The call's time, then the grace its transport is given to stop.
+      expect(Date.now() - started).toBeLessThan(3000)
+    }))
+
+
   it.scopedLive("card, send, stream and getTask go through the HttpClient, the stream as it comes", () =>
     Effect.gen(function*() {
       const peer = yield* sdkPeer()
