@@ -331,7 +331,7 @@ describe("the pieces", () => {
       )
       let url: string | undefined
       for (let i = 0; i < 200 && url === undefined; i++) {
-        url = /^playground listening on (\S+)$/.exec(out.join("\n"))?.[1]
+        url = /^playground listening on (\S+)$/m.exec(out.join("\n"))?.[1]
         if (url === undefined) yield* Effect.sleep("25 millis")
       }
       const agent = yield* RemoteAgent.make({ name: "playground", url: url! })

@@ -135,7 +135,7 @@ const portOption = (name: string, description: string, fallback: number) =>
 const playgroundCommand = Command.make("playground", {
   host: Options.text("host").pipe(Options.withDescription("Default 127.0.0.1."), Options.withDefault("127.0.0.1")),
   port: portOption("port", "JSON-RPC, HTTP+JSON and the card. Default 8000; 0 picks a free port.", 8000),
-  grpcPort: portOption("grpc-port", "gRPC, served when its packages are installed. Default 50051; 0 picks a free port.", 50051),
+  grpcPort: portOption("grpc-port", "gRPC, served when its packages are installed. Default 0: a free port, printed at start.", 0),
   logFile: Options.text("log-file").pipe(
     Options.withDescription("Append the server's logs to this file, one JSON object per line."),
     Options.optional
