@@ -27,6 +27,7 @@ import * as findErrorInternal from "./cli/findError.js"
 import * as playgroundInternal from "./cli/playground.js"
 import * as probeInternal from "./cli/probe.js"
 import * as travelDemo from "./demo/travel.js"
+import type * as RemoteAgent from "./RemoteAgent.js"
 
 /**
  * Ends a command with a process exit code other than 0. `run` turns it into
@@ -133,10 +134,13 @@ export interface ProbeOptions {
   readonly url: string
   readonly text: string
   readonly timeout: Duration.Duration
+  /** The one transport to call over; without it, the client's choice from the card. */
+  readonly transport?: RemoteAgent.Transport | undefined
 }
 
 /**
- * The report of an outcome (exhaustive over `RemoteOutcome`).
+ * The report of an outcome (exhaustive over `RemoteOutcome`), over the
+ * transport given, when known.
  *
  * @example
  * ```ts

@@ -57,11 +57,19 @@ const cli = (args: ReadonlyArray<string>, options: { readonly stdin?: Buffer | s
   })
 
 const decodeReport = Schema.decodeUnknownSync(Cli.ProbeReport, { onExcessProperty: "error" })
-const reportKeys = ["channel", "outcome", "reason", "delivery", "taskId", "contextId", "errorId", "text"]
+const reportKeys = ["channel", "transport", "outcome", "reason", "delivery", "taskId", "contextId", "errorId", "text"]
 
 /** `probe --json`: exactly one JSON object on stdout, with exactly the report's keys. */
-const probeJson = async (url: string, text?: string) => {
-  const result = await cli(["probe", url, "--json", ...(text === undefined ? [] : ["--text", text]), "--timeout", "10s"])
+const probeJson = async (url: string, text?: string, transport?: string) => {
+  const result = await cli([
+    "probe",
+    url,
+    "--json",
+    ...(text === undefined ? [] : ["--text", text]),
+    ...(transport === undefined ? [] : ["--transport", transport]),
+    "--timeout",
+    "10s"
+  ])
   const lines = result.stdout.split("\n").filter((line) => line !== "")
   expect(lines, result.stderr).toHaveLength(1)
   const parsed: unknown = JSON.parse(lines[0]!)
@@ -157,6 +165,8 @@ describe("probe against the playground", () => {
     expect(code).toBe(0)
     expect(report).toMatchObject({
       channel: "Outcome",
+      // The card's first.
+      transport: "JSONRPC",
       outcome: "Completed",
       reason: null,
       delivery: null,
@@ -199,6 +209,18 @@ describe("probe against the playground", () => {
     expect(code).toBe(6)
     expect(report).toMatchObject({ channel: "Outcome", outcome: "AuthRequired", reason: null, delivery: null })
   })
+
+  it("--transport forces one: the call goes over it, and a card that does not offer it is NoCompatibleTransport, nothing sent", async () => {
+    for (const transport of ["GRPC", "HTTP+JSON"]) {
+      const { code, report } = await probeJson(playground.url, "fail over the wire", transport)
+      expect(code).toBe(5)
+      expect(report).toMatchObject({ channel: "Outcome", transport, outcome: "Failed", errorId: expect.stringMatching(/^[0-9a-f]{12}$/) })
+    }
+    const { code, report } = await probeJson(refusingUrl, "ping", "GRPC")
+    expect(code).toBe(3)
+    expect(report).toMatchObject({ channel: "CardResolution", transport: null, reason: "NoCompatibleTransport" })
+    expect(report.text).toContain("--transport GRPC was asked for; the card offers JSONRPC")
+  }, 60_000)
 
   it("card resolution failure: exit 3, Unreachable", async () => {
     const { code, report } = await probeJson(closedUrl)
@@ -410,6 +432,7 @@ describe("the pieces", () => {
   it("the readable report: one line per known field", () => {
     const text = Cli.formatProbeReport({
       channel: "Outcome",
+      transport: "GRPC",
       outcome: "Failed",
       reason: null,
       delivery: null,
@@ -420,6 +443,7 @@ describe("the pieces", () => {
     })
     expect(text.split("\n")).toEqual([
       "channel:    Outcome",
+      "transport:  GRPC",
       "outcome:    Failed",
       "task id:    t-1",
       "context id: c-1",
@@ -435,7 +459,7 @@ describe("the pieces", () => {
     expect(Option.map(internalProbe.parseDuration("1500"), Duration.toMillis)).toEqual(Option.some(1500))
     expect(Option.isNone(internalProbe.parseDuration("soon"))).toBe(true)
     expect(Option.isNone(internalProbe.parseDuration("0s"))).toBe(true)
-    const base = { reason: null, delivery: null, taskId: null, contextId: null, errorId: null, text: null }
+    const base = { transport: null, reason: null, delivery: null, taskId: null, contextId: null, errorId: null, text: null }
     expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Completed" })).toBe(0)
     expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Failed" })).toBe(5)
     expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Canceled" })).toBe(6)

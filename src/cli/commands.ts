@@ -77,10 +77,14 @@ const probeCommand = Command.make("probe", {
   ),
   text: Options.text("text").pipe(Options.withDescription("The message to send. Default: ping."), Options.withDefault("ping")),
   timeout: timeoutOption,
-  json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout."))
-}, ({ json, text, timeout, url }) =>
+  json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout.")),
+  transport: Options.choice("transport", internalTransport.all).pipe(
+    Options.withDescription("Call over this transport only (JSONRPC, HTTP+JSON or GRPC). Default: the client's choice from the card."),
+    Options.optional
+  )
+}, ({ json, text, timeout, transport, url }) =>
   Effect.gen(function*() {
-    const report = yield* quietByDefault(probe.probe({ url, text, timeout }))
+    const report = yield* quietByDefault(probe.probe({ url, text, timeout, transport: Option.getOrUndefined(transport) }))
     yield* Console.log(json ? JSON.stringify(report) : probe.formatReport(report))
     return yield* exitWith(probe.exitCode(report))
   })).pipe(

@@ -6,11 +6,12 @@
  */
 import { Duration, Effect, Either, Option, Schema } from "effect"
 import * as A2AClientError from "../A2AClientError.js"
-import type * as AgentCardResolutionError from "../AgentCardResolutionError.js"
 import type * as Cli from "../Cli.js"
 import * as Part from "../Part.js"
 import * as RemoteAgent from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
+import * as AgentCardResolutionError from "../AgentCardResolutionError.js"
+import * as internalTransport from "../internal/wire/transport.js"
 
 const NullableString = Schema.NullOr(Schema.String)
 
@@ -21,6 +22,8 @@ const NullableString = Schema.NullOr(Schema.String)
  */
 export const ProbeReport = Schema.Struct({
   channel: Schema.Literal("CardResolution", "ClientError", "Outcome"),
+  /** The transport the call went over; null when no call was made. */
+  transport: Schema.NullOr(internalTransport.Transport),
   outcome: Schema.NullOr(Schema.Literal("Completed", "Failed", "Canceled", "Rejected", "InputRequired", "AuthRequired")),
   reason: NullableString,
   delivery: Schema.NullOr(A2AClientError.Delivery),
@@ -41,7 +44,10 @@ const nonEmpty = (value: string | undefined): string | null => value === undefin
  *
  * @internal
  */
-export const outcomeReport = (outcome: RemoteOutcome.RemoteOutcome): ProbeReport => {
+export const outcomeReport = (
+  outcome: RemoteOutcome.RemoteOutcome,
+  transport: internalTransport.Transport | undefined = undefined
+): ProbeReport => {
   const text = outcome.text !== ""
     ? outcome.text
     : Part.textOf(outcome.artifacts.flatMap((artifact) => artifact.parts))
@@ -55,6 +61,7 @@ export const outcomeReport = (outcome: RemoteOutcome.RemoteOutcome): ProbeReport
   })(outcome)
   return {
     channel: "Outcome",
+    transport: transport ?? null,
     outcome: kind.outcome,
     reason: null,
     delivery: null,
@@ -78,6 +85,7 @@ export const errorReport = (
   error._tag === "AgentCardResolutionError"
     ? {
       channel: "CardResolution",
+      transport: null,
       outcome: null,
       reason: error.reason,
       delivery: null,
@@ -88,6 +96,7 @@ export const errorReport = (
     }
     : {
       channel: "ClientError",
+      transport: error.transport ?? null,
       outcome: null,
       reason: error.reason,
       delivery: error.delivery,
@@ -122,6 +131,7 @@ export const exitCode = (report: ProbeReport): number => {
 export const formatReport = (report: ProbeReport): string => {
   const rows: Array<[string, string | null]> = [
     ["channel", report.channel],
+    ["transport", report.transport],
     ["outcome", report.outcome],
     ["reason", report.reason],
     ["delivery", report.delivery],
@@ -167,13 +177,37 @@ export const isHttpUrl = (url: string): boolean => {
  *
  * @internal
  */
-export const probe = (options: Cli.ProbeOptions): Effect.Effect<ProbeReport> =>
-  RemoteAgent.make({ name: "probe", url: baseUrl(options.url), timeout: options.timeout, cardTimeout: options.timeout })
-    .pipe(
-      Effect.flatMap((agent) => agent.send(options.text)),
-      Effect.either,
-      Effect.map(Either.match({ onLeft: errorReport, onRight: outcomeReport }))
-    )
+export const probe = (options: Cli.ProbeOptions): Effect.Effect<ProbeReport> => {
+  const url = baseUrl(options.url)
+  const forced = options.transport
+  return RemoteAgent.make({
+    name: "probe",
+    url,
+    timeout: options.timeout,
+    cardTimeout: options.timeout,
+    ...(forced === undefined ? {} : { transports: [forced] })
+  }).pipe(
+    // A preference falls back to the card's other transports; a forced one does not.
+    Effect.filterOrFail(
+      (agent) => forced === undefined || agent.transport === forced,
+      (agent) =>
+        new AgentCardResolutionError.AgentCardResolutionError({
+          agent: "probe",
+          url,
+          reason: "NoCompatibleTransport",
+          detail: `--transport ${forced} was asked for; the card offers ${
+            Option.match(agent.card, {
+              onNone: () => "none that can be used",
+              onSome: (card) => [...new Set(card.supportedInterfaces.map((i) => i.protocolBinding))].join(", ")
+            })
+          }`
+        })
+    ),
+    Effect.flatMap((agent) => Effect.map(agent.send(options.text), (outcome) => outcomeReport(outcome, agent.transport))),
+    Effect.either,
+    Effect.map(Either.match({ onLeft: errorReport, onRight: (report) => report }))
+  )
+}
 
 const durationPattern = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/
 
