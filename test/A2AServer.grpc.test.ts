@@ -7,13 +7,12 @@ import { A2AService } from "@a2a-js/sdk/server/grpc"
 import { describe, expect, it } from "@effect/vitest"
 import * as Grpc from "@grpc/grpc-js"
 import { Deferred, Effect, Exit, FastCheck, Fiber, Layer, Metric, Option, Scope, type Tracer } from "effect"
-import { execFileSync } from "node:child_process"
-import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Observability from "../src/Observability.js"
 import * as Part from "../src/Part.js"
+import { runWithout } from "./fixtures/blocked.js"
 import { selfSigned } from "./fixtures/selfSigned.js"
 import { busListeners, captureLogs, eventually, takenPort, textOf, userMessage } from "./fixtures/serverAgents.js"
 
@@ -498,17 +497,7 @@ describe("A2AServer over gRPC", () => {
 
   it("without gRPC's packages, the default serves JSON-RPC and loads none of them; naming GRPC fails start-up, typed", () => {
     // A preloaded hook makes every load of @grpc/grpc-js and @bufbuild/protobuf throw.
-    const out = execFileSync(
-      "node",
-      ["--import", "tsx", "--import", "./test/fixtures/blockModules.mjs", "test/fixtures/serverWithoutGrpc.ts"],
-      {
-        cwd: path.resolve(import.meta.dirname, ".."),
-        encoding: "utf8",
-        timeout: 60_000,
-        env: { ...process.env, BLOCKED_PACKAGES: "@grpc/grpc-js|@bufbuild/protobuf" }
-      }
-    )
-    expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual({
+    expect(runWithout("serverWithoutGrpc.ts", "@grpc/grpc-js|@bufbuild/protobuf")).toEqual({
       bindings: ["JSONRPC", "JSONRPC", "HTTP+JSON"],
       grpcUrl: null,
       rpcAnswer: -32001,

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { runWithout } from "./fixtures/blocked.js"
 
 const root = path.resolve(import.meta.dirname, "..")
 
@@ -30,12 +31,7 @@ describe("the published package", () => {
 
   it("a client loads no SQL driver: importing the package and using the client's modules needs none", () => {
     // A preloaded hook makes every load of better-sqlite3, pg and their Effect packages throw.
-    const out = execFileSync(
-      "node",
-      ["--import", "tsx", "--import", "./test/fixtures/blockModules.mjs", "test/fixtures/clientWithoutSql.ts"],
-      { cwd: root, encoding: "utf8", timeout: 60_000 }
-    )
-    expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual({
+    expect(runWithout("clientWithoutSql.ts")).toEqual({
       reason: "Unavailable",
       told: "REMOTE_UNAVAILABLE",
       // The hook works: the SQLite ledger, built afterwards, is refused its driver.
@@ -44,15 +40,14 @@ describe("the published package", () => {
   }, 60_000)
 
   it("the mountable routes need no Node platform: served by a web handler with @effect/platform-node refused", () => {
-    const out = execFileSync(
-      "node",
-      ["--import", "tsx", "--import", "./test/fixtures/blockModules.mjs", "test/fixtures/routerWithoutNode.ts"],
-      { cwd: root, encoding: "utf8", timeout: 60_000, env: { ...process.env, BLOCKED_PACKAGES: "@effect/platform-node" } }
-    )
-    const result = JSON.parse(out.trim().split("\n").at(-1)!)
+    const result = runWithout("routerWithoutNode.ts", "@effect/platform-node") as {
+      card: string
+      answer: { result: { task: { status: { state: string; message: { parts: Array<{ text: string }> } } } } }
+      nodeServer: string
+    }
     expect(result.card).toBe("web")
     expect(result.answer.result.task.status.state).toBe("TASK_STATE_COMPLETED")
-    expect(result.answer.result.task.status.message.parts[0].text).toBe("served without node")
+    expect(result.answer.result.task.status.message.parts[0]?.text).toBe("served without node")
     // The hook works: starting the Node server, afterwards, is refused its platform.
     expect(result.nodeServer).toBe("refused")
   }, 60_000)
