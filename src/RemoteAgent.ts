@@ -242,7 +242,12 @@ export interface Options {
    * and HTTP+JSON, whose TLS is the URL's and the fetch's.
    */
   readonly grpcChannelCredentials?: object | undefined
-  /** Largest accepted non-streaming response body. Default 10 MiB. */
+  /**
+   * Largest accepted non-streaming response body, on JSON-RPC and
+   * HTTP+JSON. Default 10 MiB. gRPC answers are held to grpc-js's own 4 MiB
+   * per message (the SDK sets no channel options); one over it is
+   * `InvalidResponse`, `Unknown`: the agent ran.
+   */
   readonly maxResponseBytes?: number | undefined
   /**
    * HTTP headers sent with every request: a record, or an Effect computing

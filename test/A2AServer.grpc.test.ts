@@ -331,12 +331,12 @@ describe("A2AServer over gRPC", () => {
       expect(textOf(yield* sendText(client, "still here"))).toBe("echo still here")
     }))
 
-  it.scopedLive("an oversized message is RESOURCE_EXHAUSTED: with an ErrorInfo up to twice the bound, grpc-js's own beyond", () =>
+  it.scopedLive("an oversized message is INVALID_ARGUMENT with an ErrorInfo up to twice the bound, grpc-js's RESOURCE_EXHAUSTED beyond", () =>
     Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: endings, card, maxBodyBytes: 1024 })
       const over = yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, new Uint8Array(1500))
-      expect(over.code).toBe(GRPC_STATUS_CODE.RESOURCE_EXHAUSTED)
-      expect(detailsOf(over)).toMatchObject({ code: GRPC_STATUS_CODE.RESOURCE_EXHAUSTED, reason: "INVALID_PARAMS" })
+      expect(over.code).toBe(GRPC_STATUS_CODE.INVALID_ARGUMENT)
+      expect(detailsOf(over)).toMatchObject({ code: GRPC_STATUS_CODE.INVALID_ARGUMENT, reason: "INVALID_PARAMS" })
       const farOver = yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, new Uint8Array(4096))
       expect(farOver.code).toBe(GRPC_STATUS_CODE.RESOURCE_EXHAUSTED)
     }))

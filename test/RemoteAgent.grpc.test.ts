@@ -5,7 +5,9 @@ import { A2AService } from "@a2a-js/sdk/server/grpc"
 import { BinaryWriter } from "@bufbuild/protobuf/wire"
 import { describe, expect, it } from "@effect/vitest"
 import * as grpc from "@grpc/grpc-js"
-import { Chunk, Duration, Effect, Fiber, Redacted, Stream } from "effect"
+import { Chunk, Duration, Effect, Fiber, Option, Redacted, Stream } from "effect"
+import * as A2AServer from "../src/A2AServer.js"
+import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
 import { agentMessage, closedPort } from "./fixtures/peers.js"
@@ -291,6 +293,15 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       expect(binary).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent" })
     }))
 
+  it.scopedLive("the extended card over gRPC with a header metadata cannot carry: InvalidRequest at resolution, its value never told", () =>
+    Effect.gen(function*() {
+      const base = cardWith([{ protocolBinding: "GRPC", url: "127.0.0.1:1" }])
+      const card = { ...base, capabilities: { extensions: [], ...base.capabilities, extendedAgentCard: true } }
+      const error = yield* Effect.flip(agentAt("127.0.0.1:1", { card, headers: { authorization: Redacted.make("Bearer caf\u00e9-s3cret") } }))
+      expect(error).toMatchObject({ _tag: "AgentCardResolutionError", reason: "InvalidRequest" })
+      expect(error.message).not.toContain("s3cret")
+    }))
+
   it.scopedLive("the channel credentials given are the ones used: TLS to a plaintext server never connects", () =>
     Effect.gen(function*() {
       const peers = yield* sdkPeers(["GRPC"])
@@ -305,5 +316,48 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       const peers = yield* sdkPeers(["GRPC"])
       const url = yield* cardServer(() => cardWith([{ protocolBinding: "GRPC", url: peers.grpc }]))
       expect(yield* (yield* agentFor(url)).send("complete")).toMatchObject({ _tag: "Completed" })
+    }))
+})
+
+describe("RemoteAgent over gRPC, messages over a size limit, against our server", () => {
+  it.scopedLive("an answer over grpc-js's 4 MiB is InvalidResponse, Unknown (the agent ran), and is not sent again without a key", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const server = yield* A2AServer.make({
+        agent: () => Effect.sync(() => ++runs).pipe(Effect.as(AgentExecutor.completedText("x".repeat(3 * 1024 * 1024)))),
+        card: { name: "big", description: "answers more than 4 MiB" },
+        transports: ["GRPC"]
+      })
+      const agent = yield* agentFor(server.url, { timeout: "20 seconds" })
+      const error = yield* Effect.flip(agent.send("charge").pipe(RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false })))
+      expect(error).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", grpcStatus: "RESOURCE_EXHAUSTED" })
+      expect(runs).toBe(1)
+    }))
+
+  it.scopedLive("a request over the server's bound is refused, never sent again: INVALID_ARGUMENT with its ErrorInfo, or grpc-js's own RESOURCE_EXHAUSTED beyond twice the bound", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const server = yield* A2AServer.make({
+        agent: () => Effect.sync(() => ++runs).pipe(Effect.as(AgentExecutor.completedText("ok"))),
+        card: { name: "small", description: "takes small requests" },
+        transports: ["GRPC"],
+        maxBodyBytes: 20_000
+      })
+      const agent = yield* agentFor(server.url)
+      const send = (size: number) =>
+        Effect.flip(agent.send("y".repeat(size)).pipe(RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false })))
+      expect(yield* send(30_000)).toMatchObject({
+        reason: "ProtocolError",
+        protocolError: "InvalidParams",
+        delivery: "Refused",
+        grpcStatus: "INVALID_ARGUMENT"
+      })
+      const far = yield* send(60_000)
+      expect(far).toMatchObject({ reason: "HttpStatus", delivery: "Refused", grpcStatus: "RESOURCE_EXHAUSTED" })
+      expect(Option.isNone(Option.fromNullable(far.retryAfter))).toBe(true)
+      expect(runs).toBe(0)
+      // The bound holds nothing against a request within it.
+      expect(yield* agent.send("fits")).toMatchObject({ _tag: "Completed" })
+      expect(runs).toBe(1)
     }))
 })

@@ -36,7 +36,10 @@ const httpOfGrpc: Readonly<Record<string, number>> = {
 export const answerStatus = (error: A2AClientError.A2AClientError): number | undefined =>
   error.status ??
     (error.grpcStatus !== undefined && (error.reason === "HttpStatus" || error.reason === "ProtocolError")
-      ? httpOfGrpc[error.grpcStatus]
+      // grpc-js's refusal of a message over its limit is RESOURCE_EXHAUSTED too, but no later try fits it better.
+      ? error.grpcStatus === "RESOURCE_EXHAUSTED" && error.detail.includes("Received message larger than max")
+        ? 413
+        : httpOfGrpc[error.grpcStatus]
       : undefined)
 
 /** How a retry names the status it retries. @internal */

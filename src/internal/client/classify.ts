@@ -21,7 +21,20 @@ export interface CallRecord {
   retryAfter?: Duration.Duration
   /** gRPC: the status carried details that could not be decoded; the interceptor dropped them. */
   undecodableDetails?: boolean
+  /** gRPC: the server began its answer (its response headers came), so it took the request. */
+  answered?: boolean
 }
+
+/**
+ * What grpc-js throws for a header it cannot carry as metadata, before
+ * anything is sent: a value outside printable ASCII (which HTTP takes), a
+ * `-bin` name. Its text holds the value, which may be a secret: never told.
+ */
+export const unsendableMetadata = /^Metadata key|^Metadata string value|^keys that (don't )?end with '-bin'/
+
+/** What is told instead of grpc-js's text for a header it cannot carry. */
+export const unsendableMetadataDetail =
+  "a header cannot be sent as gRPC metadata: a name outside [0-9a-z_.-], a name ending in -bin, or a value outside printable ASCII"
 
 /**
  * What differs between the transports once the client is built: how a
@@ -349,7 +362,11 @@ export const classifyCard = (
     const facts = factsOf(error)
     const content = facts.chain.find((e) => e instanceof CardContentError)
     detail = describe(error)
-    if (content instanceof CardContentError) reason = content.reason
+    // The extended card over gRPC, with a header metadata cannot carry: nothing was asked, and the text holds the value.
+    if (facts.messages.some((m) => unsendableMetadata.test(m))) {
+      reason = "InvalidRequest"
+      detail = unsendableMetadataDetail
+    } else if (content instanceof CardContentError) reason = content.reason
     else if (facts.messages.some((m) => m.startsWith("No compatible transport"))) reason = "NoCompatibleTransport"
     else if (facts.messages.some((m) => m.startsWith("Failed to fetch Agent Card"))) reason = "HttpStatus"
     else if (facts.names.includes("SyntaxError")) reason = "InvalidJson"

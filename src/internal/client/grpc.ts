@@ -29,7 +29,9 @@ import {
   type Facts,
   type Fields,
   parseRetryAfter,
-  prop
+  prop,
+  unsendableMetadata,
+  unsendableMetadataDetail
 } from "./classify.js"
 
 /** The packages gRPC needs, loaded once on first use. */
@@ -139,7 +141,10 @@ const interceptor = (modules: Modules, calls: Map<string, CallRecord>): GrpcJs.I
           calls.delete(id)
         }
         next(metadata, {
-          onReceiveMetadata: (received, next) => next(received),
+          onReceiveMetadata: (received, next) => {
+            if (record) record.answered = true
+            next(received)
+          },
           onReceiveMessage: (message, next) => next(message),
           onReceiveStatus: (status, next) => {
             onStatus(record, status)
@@ -168,18 +173,13 @@ const refusals: ReadonlySet<string> = new Set([
   "RESOURCE_EXHAUSTED"
 ])
 
-/**
- * What grpc-js throws for a header it cannot carry as metadata, before
- * anything is sent: a value outside printable ASCII (which HTTP takes), a
- * `-bin` name. Its text holds the value, which may be a secret: never told.
- */
-const unsendableMetadata = /^Metadata key|^Metadata string value|^keys that (don't )?end with '-bin'/
+const metadataProblem: Fields = { reason: "InvalidRequest", delivery: "NotSent", detail: unsendableMetadataDetail }
 
-const metadataProblem: Fields = {
-  reason: "InvalidRequest",
-  delivery: "NotSent",
-  detail: "a header cannot be sent as gRPC metadata: a name outside [0-9a-z_.-], a name ending in -bin, or a value outside printable ASCII"
-}
+/**
+ * What grpc-js says of a message over a receive limit: ours, for an answer
+ * (the server acted), or the server's, for our request (it refused it).
+ */
+const tooLarge = /^Received message larger than max/
 
 /** What grpc-js says when no connection could be made: the call never reached a stream. */
 const notConnected = /No connection established|Name resolution failed|ECONNREFUSED|DNS resolution failed/
@@ -215,6 +215,15 @@ const classifier = (names: ReadonlyMap<number, string>) => (facts: Facts, ctx: C
     case "DEADLINE_EXCEEDED":
       // Never our time limit (the SDK sets deadlines per factory, and we set none): a proxy's or a server's.
       return { reason: "Timeout", delivery: sent ? "Unknown" : "NotSent", grpcStatus }
+    case "RESOURCE_EXHAUSTED":
+      if (tooLarge.test(details)) {
+        // The answer was over our limit, after the server began it; or the request over the server's, refused
+        // before any answer: HTTP's 413, never to be sent again as it is (see `answerStatus`).
+        return ctx.record?.answered === true
+          ? { reason: "InvalidResponse", delivery: "Unknown", grpcStatus }
+          : { reason: "HttpStatus", delivery: ctx.streamStarted ? "Unknown" : "Refused", grpcStatus }
+      }
+      break
     case "INTERNAL":
       // grpc-js's own, for an answer it could not decode.
       if (details.startsWith("Response message parsing error")) {

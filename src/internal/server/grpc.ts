@@ -288,8 +288,10 @@ const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
         ...method,
         requestDeserialize: (bytes: Buffer) => {
           if (bytes.length > bound.maxBodyBytes) {
+            // RequestMalformed's code, as on HTTP+JSON's 413: not RESOURCE_EXHAUSTED, which clients read as a shed
+            // request that may come back later; this one never will.
             return new Refused(status(
-              errors.GRPC_STATUS_CODE.RESOURCE_EXHAUSTED,
+              errors.GRPC_STATUS_CODE.INVALID_ARGUMENT,
               `Request message too large: ${bytes.length} bytes, at most ${bound.maxBodyBytes}.`,
               "INVALID_PARAMS"
             ))
