@@ -56,7 +56,7 @@ describe("A2AServer.makeRouter", () => {
       // The platform's body reader: a body over the limit is refused with 413, still answered.
       const tooLarge = yield* post(a2a.rpcUrl, JSON.stringify({ pad: "x".repeat(5000) }), { "A2A-Version": "1.0" })
       expect(tooLarge.status).toBe(413)
-      expect(JSON.parse(tooLarge.text).error.code).toBe(-32600)
+      expect(JSON.parse(tooLarge.text).error.code).toBe(-32602)
       expect(seenByMiddleware).toBeGreaterThanOrEqual(5)
     }))
 

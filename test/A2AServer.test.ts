@@ -369,7 +369,8 @@ describe("A2AServer", () => {
       const server = yield* A2AServer.make({ agent: echo, card, maxBodyBytes: 4096 })
       const tooLarge = yield* post(server.rpcUrl, JSON.stringify({ pad: "x".repeat(5000) }), { "A2A-Version": "1.0" })
       expect(tooLarge.status).toBe(413)
-      expect(JSON.parse(tooLarge.text).error.code).toBe(-32600)
+      // RequestMalformed, as HTTP+JSON and gRPC answer it: the same error on every transport.
+      expect(JSON.parse(tooLarge.text).error.code).toBe(-32602)
       // A body that goes on past the limit, declared or not: answered, and the connection closed rather than read on.
       for (const declared of [true, false]) {
         const ended = yield* Effect.async<{ readonly head: string; readonly sent: number }>((resume) => {
@@ -416,7 +417,7 @@ describe("A2AServer", () => {
       const roomy = yield* A2AServer.make({ agent: echo, card })
       const deep = JSON.parse((yield* rpc(roomy.rpcUrl, "SendMessage", nested(2000))).text)
       expect(deep.error).toEqual({
-        code: -32600,
+        code: -32602,
         message: "Request nested deeper than 256 levels.",
         data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "INVALID_PARAMS", domain: "a2a-protocol.org" }]
       })

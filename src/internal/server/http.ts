@@ -61,7 +61,7 @@ export const closingConnection = (response: HttpServerResponse.HttpServerRespons
 
 // A refused body is not read on: the connection closes after the answer, instead of taking in the rest.
 const tooLarge = (message: string) =>
-  closingConnection(rpcError(null, internalRpc.INVALID_REQUEST, new RequestMalformedError(message), 413))
+  closingConnection(rpcError(null, internalRpc.INVALID_PARAMS, new RequestMalformedError(message), 413))
 
 /**
  * Reads a request's body: its bytes, or `undefined` when it is larger than

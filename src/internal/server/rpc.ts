@@ -29,8 +29,8 @@ import { storedTextProblem } from "../ledger/storedText.js"
 export const INTERNAL_ERROR = -32603
 /** @internal */
 export const PARSE_ERROR = -32700
-/** @internal */
-export const INVALID_REQUEST = -32600
+/** RequestMalformed's code: a body too large or nested too deep, as HTTP+JSON and gRPC name it (INVALID_PARAMS). @internal */
+export const INVALID_PARAMS = -32602
 /** @internal */
 export const UNSUPPORTED_OPERATION = -32004
 
@@ -397,7 +397,7 @@ export const makeDispatcher = (
     const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError
     const id = idOf(body)
     if (deeperThan(body, maxNesting)) {
-      const error = { ...toJsonRpcError(new RequestMalformedError(tooDeep)), code: INVALID_REQUEST }
+      const error = toJsonRpcError(new RequestMalformedError(tooDeep))
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
     }
     try {
