@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, type Either, FastCheck, Runtime, Stream } from "effect"
+import { Chunk, Duration, Effect, type Either, FastCheck, Fiber, Runtime, Schedule, Stream } from "effect"
 import type * as A2AClientError from "../src/A2AClientError.js"
+import * as A2AServer from "../src/A2AServer.js"
+import * as playground from "../src/cli/playground.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteEvent from "../src/RemoteEvent.js"
 import type * as RemoteOutcome from "../src/RemoteOutcome.js"
@@ -65,6 +67,74 @@ describe("one agent behaviour reads the same on every transport", () => {
       )
       // The property ran over most behaviours, not a lucky few.
       expect(seen.size).toBeGreaterThan(behaviours.length / 2)
+    }))
+})
+
+describe("one behaviour of our server reads the same on every transport", () => {
+  /** Our server's own refusals beside the SDK's: a request over the body bound, one nested too deep, one over the load bound. */
+  const nested = (depth: number) => {
+    let value: unknown = "leaf"
+    for (let i = 0; i < depth; i++) value = { inner: value }
+    return value as never
+  }
+  const refusals: ReadonlyArray<readonly [string, (agent: RemoteAgent.RemoteAgent) => Effect.Effect<RemoteOutcome.TaskView, A2AClientError.A2AClientError>]> = [
+    ["a request over maxBodyBytes", (agent) => agent.send("y".repeat(40_000))],
+    ["a request nested too deep", (agent) => agent.send({ parts: [], metadata: { deep: nested(300) } })]
+  ]
+
+  it.scopedLive("every ending, every A2A error and each of our refusals, served by A2AServer: equal outcomes, or the same reason and delivery", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({
+        agent: playground.agent,
+        beforeExecute: playground.admission,
+        card: { name: "same", description: "ends as the message asks" },
+        maxBodyBytes: 30_000
+      })
+      const agents = yield* Effect.forEach(transports, (transport) =>
+        RemoteAgent.make({ name: `ours-${transport}`, url: server.url, timeout: "5 seconds", transports: [transport] }))
+      const runtime = yield* Effect.runtime<never>()
+      const all = [...behaviours, ...refusals]
+      const seen = new Set<string>()
+      yield* Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(FastCheck.constantFrom(...all), async ([name, call]) => {
+            const results = await Runtime.runPromise(runtime)(Effect.forEach(agents, (agent) => Effect.either(call(agent))))
+            // Each run has its own error id, and the playground names each artifact afresh.
+            const [jsonRpc, ...others] = results.map((result) =>
+              JSON.parse(
+                JSON.stringify(comparable(result))
+                  .replace(/\b[0-9a-f]{12}\b/g, "<error id>")
+                  .replace(/"artifactId":"[^"]*"/g, `"artifactId":""`)
+              )
+            )
+            for (const [i, other] of others.entries()) expect(other, `${name} over ${transports[i + 1]}`).toEqual(jsonRpc)
+            seen.add(name)
+          }),
+          { numRuns: 60 }
+        )
+      )
+      expect(seen.size).toBeGreaterThan(all.length / 2)
+    }))
+
+  it.scopedLive("over maxInFlight, a send is refused the same way on every transport, with its Retry-After", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({
+        agent: playground.agent,
+        card: { name: "bounded", description: "one at a time" },
+        maxInFlight: 1
+      })
+      const agents = yield* Effect.forEach(transports, (transport) =>
+        RemoteAgent.make({ name: `bounded-${transport}`, url: server.url, timeout: "10 seconds", transports: [transport] }))
+      const holding = yield* Effect.fork(agents[0]!.send("sleep 1500"))
+      // Until the slow one holds the only place, a quick one may still get through: bounded tries.
+      const shedOn = (agent: RemoteAgent.RemoteAgent) =>
+        Effect.flip(agent.send("complete quick")).pipe(
+          Effect.retry({ times: 50, schedule: Schedule.spaced("20 millis") }),
+          Effect.map((error) => ({ reason: error.reason, delivery: error.delivery, retryAfter: error.retryAfter && Duration.toMillis(error.retryAfter) }))
+        )
+      const shed = yield* Effect.forEach(agents, shedOn)
+      expect(shed).toEqual(transports.map(() => ({ reason: "HttpStatus", delivery: "Refused", retryAfter: 1000 })))
+      expect(yield* Fiber.join(holding)).toMatchObject({ _tag: "Completed" })
     }))
 })
 
