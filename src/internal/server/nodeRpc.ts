@@ -9,7 +9,7 @@
  * @internal
  */
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Cause, Effect, Exit, FiberId, Runtime, Stream } from "effect"
+import { Cause, Effect, FiberId, Runtime, Stream } from "effect"
 import type * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import type * as Http from "node:http"
@@ -51,7 +51,8 @@ export const listener = (endpoint: internalHttp.RpcEndpoint, runtime: Runtime.Ru
       return undefined
     }
     const fiber = runFork(Stream.runForEach(body.stream, (chunk) => written(response, chunk)))
-    fiber.addObserver((exit) => (Exit.isSuccess(exit) ? response.end() : response.destroy()))
+    // Ended however the stream ends, as the platform ends it (whose SSE streams end failures with an event).
+    fiber.addObserver(() => response.end())
     return fiber
   }
   return (request, response) => {
