@@ -10,7 +10,7 @@ import { Effect, Layer, Scope, Tracer } from "effect"
 import { vi } from "vitest"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
-import { rpc } from "./fixtures/serverAgents.js"
+import { post, rpc } from "./fixtures/serverAgents.js"
 
 const made = vi.hoisted(() => ({ onPlatform: 0 }))
 
@@ -58,4 +58,33 @@ describe("JSON-RPC on the platform's route", () => {
         expect(names.includes("http.server POST")).toBe(httpSpans)
       }))
   }
+
+  it.scopedLive("what reaches the JSON-RPC path in another shape is answered alike on both paths", () =>
+    Effect.gen(function*() {
+      const agent = () => Effect.succeed(AgentExecutor.completedText("done"))
+      const card = { name: "shapes", description: "the same answers on both paths" }
+      const [own, platform] = yield* Effect.all([
+        A2AServer.make({ agent, card, httpSpans: false }),
+        A2AServer.make({ agent, card, httpSpans: true })
+      ])
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "no-such-task" } })
+      const answers = (rpcUrl: string) =>
+        Effect.all([
+          post(`${rpcUrl}?query=1`, body, { "A2A-Version": "1.0" }),
+          post(`${rpcUrl}/`, body, { "A2A-Version": "1.0" }),
+          post(rpcUrl, body, { "A2A-Version": "1.0", "content-type": "text/plain" }),
+          Effect.promise(async () => {
+            const response = await fetch(rpcUrl)
+            return { status: response.status, text: await response.text(), headers: response.headers }
+          })
+        ])
+      const shapes = (all: ReadonlyArray<{ readonly status: number; readonly text: string; readonly headers: Headers }>) =>
+        all.map(({ headers, status, text }) => ({ status, text, type: headers.get("content-type") }))
+      const ownAnswers = shapes(yield* answers(own.rpcUrl))
+      expect(ownAnswers).toEqual(shapes(yield* answers(platform.rpcUrl)))
+      // The query is no part of the path: answered as JSON-RPC.
+      expect(JSON.parse(ownAnswers[0]!.text).error.code).toBe(-32001)
+      expect(ownAnswers[2]!.status).toBe(200)
+      expect(JSON.parse(ownAnswers[2]!.text).error.code).toBe(-32005)
+    }))
 })
