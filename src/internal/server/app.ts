@@ -124,6 +124,8 @@ const counted = (
 /** What serves the agent, whatever server carries its routes. @internal */
 export interface App {
   readonly router: HttpRouter.HttpRouter
+  /** The JSON-RPC endpoint the router serves, when served: a server of its own may answer it first. */
+  readonly rpc: internalHttp.RpcEndpoint | undefined
   readonly card: AgentCard
   readonly rpcUrl: string
   readonly urls: Urls
@@ -180,16 +182,10 @@ export const make = <E, R>(
     })
     const state = { closing: false }
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
-    const routes = yield* internalHttp.router({
-      card,
-      cardMaxAge: options.cardMaxAge ?? 3600,
-      rpcPath: served.includes("JSONRPC") ? rpcPath : undefined,
-      maxBodyBytes,
-      dispatcher,
-      state,
-      readBody,
-      load
-    })
+    const rpc: internalHttp.RpcEndpoint | undefined = served.includes("JSONRPC")
+      ? { path: rpcPath, maxBodyBytes, dispatcher, state, load }
+      : undefined
+    const routes = yield* internalHttp.router({ card, cardMaxAge: options.cardMaxAge ?? 3600, rpc, readBody })
     const router = served.includes("HTTP+JSON")
       ? internalRest.routesOn(routes, {
         path: restPath,
@@ -209,7 +205,7 @@ export const make = <E, R>(
     })
     if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load })
     const shutdown = grpc === undefined ? refusing : grpc.draining(refusing, shutdownTimeout)
-    return { router, card, rpcUrl, urls, executor, taskStore, shutdown }
+    return { router, rpc, card, rpcUrl, urls, executor, taskStore, shutdown }
   })
 
 /**

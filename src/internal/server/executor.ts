@@ -73,14 +73,6 @@ const shutdownFiberId = FiberId.make(-1, 0)
 // wait for: one settled promise, so that `execute` knows it by identity.
 const publishedNow: Promise<void> = Promise.resolve()
 
-interface Run extends WatchedRun {
-  readonly fiber: Fiber.RuntimeFiber<FinalStatus, unknown>
-  /** Ends the watch for a cancel from another replica (see `cancelWatch`). */
-  stopWatching: () => void
-  /** Ends the task FAILED without waiting for the fiber, which a shutdown could not stop. */
-  readonly abandon: () => Promise<void>
-}
-
 /** What the runs of one executor share, built once by {@link make}. */
 interface Shared<R> {
   readonly agent: AgentExecutor.Agent<unknown, R>
@@ -101,7 +93,7 @@ interface Shared<R> {
    * writes itself, and the watch for cancels from other replicas.
    */
   readonly store: { readonly saves: SaveWatch; readonly writer: FinalWriter; readonly cancels: CancelWatch } | undefined
-  readonly runs: Map<string, Set<Run>>
+  readonly runs: Map<string, Set<Run<R>>>
   // The context id of a paused task, by the bus a handler may keep open for it: gone with the bus.
   readonly pausedContexts: WeakMap<ExecutionEventBus, string>
   readonly executions: Set<Promise<void>>
@@ -360,9 +352,103 @@ const publishFinal = <R>(
   })
 }
 
+/**
+ * A run in progress. What its ending needs is kept in fields, not in
+ * closures: a run mostly waits, and every closure it holds meanwhile is
+ * held once per run in flight. Its own fiber runtime is made again when an
+ * ending needs it instead of kept.
+ */
+class Run<R> implements WatchedRun, RunHook {
+  canceled = false
+  entered = false
+  refused = false
+  /** Set when a shutdown gave up on the fiber and ended the task itself. */
+  abandoned = false
+  fiber!: Fiber.RuntimeFiber<FinalStatus, unknown>
+  constructor(
+    readonly shared: Shared<R>,
+    readonly context: RequestContext,
+    readonly request: AgentRequest,
+    readonly events: RunEvents,
+    readonly initial: Task,
+    readonly span: Tracer.Span | undefined,
+    readonly startedAt: number
+  ) {}
+
+  private runPromise<A>(effect: Effect.Effect<A, never, R | AgentProgress>): Promise<A> {
+    return Runtime.runPromise(runRuntime(this.shared, this.request, this.span, this.events))(effect)
+  }
+
+  end(final: FinalStatus): Promise<void> {
+    finishRun(this.shared, this.span, this.startedAt, this.refused, final)
+    return publishFinal(this.shared, this.context, this.events, this.initial, final)
+  }
+
+  complete(exit: Exit.Exit<FinalStatus, unknown>): Promise<void> {
+    if (this.abandoned) return Promise.resolve()
+    if (Exit.isSuccess(exit)) return this.end(exit.value)
+    const { finals, state } = this.shared
+    return this.runPromise(
+      // A shutdown has a deadline to keep: the runs it ends are settled without the hook.
+      Effect.flatMap(finals.ofInterruption(this.request, this.canceled, exit.cause), (final) =>
+        state.closing ? Effect.succeed(final) : finals.after(this.request, final, this))
+    ).then((final) => this.end(final))
+  }
+
+  /** Ends the task FAILED without waiting for the fiber, which a shutdown could not stop. */
+  abandon(): Promise<void> {
+    if (this.abandoned) return Promise.resolve()
+    this.abandoned = true
+    this.shared.store?.cancels.unwatch(this)
+    const cause = Cause.die(withoutStackTrace(() =>
+      new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
+    ))
+    return this.runPromise(this.shared.finals.ofFailure(this.request, cause)).then((final) => this.end(final))
+  }
+}
+
+/**
+ * The ending of a run that threw instead of settling: only reachable on a bug in this module, and still it never
+ * leaves the task WORKING.
+ */
+const runDefect = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus, defect: unknown): Promise<void> => {
+  const errorId = ErrorId.make()
+  shared.metrics.failed.unsafeUpdate(1, [])
+  bus.publish(AgentEvent.statusUpdate(
+    textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, ErrorId.failureText(errorId))
+  ))
+  return Runtime.runPromise(shared.runtime)(
+    internalFailure.logErrorOffSpan("Runner failed to execute", {
+      errorId,
+      taskId: context.taskId,
+      contextId: context.contextId,
+      cause: internalFailure.renderCause(Cause.die(defect))
+    })
+  )
+}
+
+/** `ending`, a defect ended by {@link runDefect}; then `done()` is no longer among the executions. */
+const finishing = <R>(
+  shared: Shared<R>,
+  context: RequestContext,
+  bus: ExecutionEventBus,
+  ending: Promise<void>,
+  done: () => Promise<void>
+): Promise<void> =>
+  ending.catch((defect) => runDefect(shared, context, bus, defect)).finally(() => {
+    shared.executions.delete(done())
+  })
+
+/** `ending`, counted among the executions until it settles. */
+const tracked = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus, ending: Promise<void>) => {
+  const done: Promise<void> = finishing(shared, context, bus, ending, () => done)
+  shared.executions.add(done)
+  return done
+}
+
 // Plain promises around one fiber per run.
 const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
-  const { finals, runs } = shared
+  const { runs } = shared
   const taskId = context.taskId
   const request = makeRequest(context)
   const initial = initialTask(context)
@@ -370,86 +456,47 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   const startedAt = shared.clock.unsafeCurrentTimeMillis()
   const span = runSpan(shared, request)
   const events: RunEvents = { bus, artifacts: [] }
-  const runtime = runRuntime(shared, request, span, events)
-  const hook: RunHook = { entered: false, refused: false }
-  const fiber = Runtime.runFork(runtime)(runFiber(shared, request, events, hook))
-  const end = (final: FinalStatus) => {
-    finishRun(shared, span, startedAt, hook.refused, final)
-    return publishFinal(shared, context, events, initial, final)
-  }
-  // Set when a shutdown gave up on the fiber and ended the task itself.
-  let abandoned = false
-  const self: Run = {
-    context,
-    fiber,
-    canceled: false,
-    stopWatching: () => {},
-    abandon: () => {
-      if (abandoned) return Promise.resolve()
-      abandoned = true
-      self.stopWatching()
-      const cause = Cause.die(withoutStackTrace(() =>
-        new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
-      ))
-      return Runtime.runPromise(runtime)(finals.ofFailure(request, cause)).then(end)
-    }
-  }
-  const complete = (exit: Exit.Exit<FinalStatus, unknown>): Promise<void> => {
-    if (abandoned) return Promise.resolve()
-    if (Exit.isSuccess(exit)) return end(exit.value)
-    return Runtime.runPromise(runtime)(
-      // A shutdown has a deadline to keep: the runs it ends are settled without the hook.
-      Effect.flatMap(finals.ofInterruption(request, self.canceled, exit.cause), (final) =>
-        shared.state.closing ? Effect.succeed(final) : finals.after(request, final, hook))
-    ).then(end)
-  }
+  const self = new Run(shared, context, request, events, initial, span, startedAt)
+  const fiber = Runtime.runFork(runRuntime(shared, request, span, events))(runFiber(shared, request, events, self))
+  self.fiber = fiber
   // A run that never waited has ended already: its final status goes out
   // in this step, as a plain SDK executor's does. A promise step in
   // between costs the server several percent of its throughput.
   const ended = fiber.unsafePoll()
-  if (ended !== null) return complete(ended)
-  const forTask = runs.get(taskId) ?? new Set<Run>()
+  if (ended !== null) {
+    const published = self.complete(ended)
+    return published === publishedNow ? published : tracked(shared, context, bus, published)
+  }
+  const forTask = runs.get(taskId) ?? new Set<Run<R>>()
   forTask.add(self)
   runs.set(taskId, forTask)
   if (shared.state.closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
-  if (shared.store !== undefined) self.stopWatching = shared.store.cancels.watch(self)
-  return new Promise<Exit.Exit<FinalStatus, unknown>>((resolve) => fiber.addObserver(resolve)).then((exit) => {
-    self.stopWatching()
-    forTask.delete(self)
-    if (forTask.size === 0) runs.delete(taskId)
-    return complete(exit)
-  })
-}
-
-const execute = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
-  let started: Promise<void>
-  try {
-    started = run(shared, context, bus)
-  } catch (defect) {
-    started = Promise.reject(defect)
-  }
-  // The run ended and its final status went out in this step: nothing is left to wait for.
-  if (started === publishedNow) return started
-  const done: Promise<void> = started.catch((defect) => {
-    // Only reachable on a bug in this module: still never leave the task WORKING.
-    const errorId = ErrorId.make()
-    shared.metrics.failed.unsafeUpdate(1, [])
-    bus.publish(AgentEvent.statusUpdate(
-      textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, ErrorId.failureText(errorId))
-    ))
-    return Runtime.runPromise(shared.runtime)(
-      internalFailure.logErrorOffSpan("Runner failed to execute", {
-        errorId,
-        taskId: context.taskId,
-        contextId: context.contextId,
-        cause: internalFailure.renderCause(Cause.die(defect))
-      })
-    )
-  }).finally(() => {
-    shared.executions.delete(done)
+  shared.store?.cancels.watch(self)
+  // One promise and one observer for the whole wait.
+  const done: Promise<void> = new Promise((resolve) => {
+    fiber.addObserver((exit) => {
+      shared.store?.cancels.unwatch(self)
+      forTask.delete(self)
+      if (forTask.size === 0) runs.delete(taskId)
+      let ending: Promise<void>
+      try {
+        ending = self.complete(exit)
+      } catch (defect) {
+        ending = Promise.reject(defect)
+      }
+      resolve(finishing(shared, context, bus, ending, () => done))
+    })
   })
   shared.executions.add(done)
   return done
+}
+
+const execute = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+  try {
+    return run(shared, context, bus)
+  } catch (defect) {
+    return tracked(shared, context, bus, Promise.reject(defect))
+  }
 }
 
 const cancelTask = <R>(shared: Shared<R>, taskId: string, bus: ExecutionEventBus): Promise<void> => {

@@ -278,7 +278,13 @@ const rpcSseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Strea
       )
   )
 
-type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
+/**
+ * What a JSON-RPC request comes to once read and dispatched: an answer
+ * already made (a refusal), or the dispatch's outcome.
+ *
+ * @internal
+ */
+export type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
 
 // Over the bound: answered by its status, as JSON-RPC has no code for it; the client reads Refused, and when to come back.
 const shed = () =>
@@ -298,12 +304,60 @@ const releasing = (dispatched: Promise<internalRpc.Dispatched>, release: () => v
     throw error
   })
 
-// Read, parse and dispatch in one promise: one wait for the fiber per request.
-const receive = (
+/**
+ * What the JSON-RPC endpoint answers and calls, whatever server carries it:
+ * the platform's route here, or the Node server's own listener
+ * (`nodeRpc.ts`).
+ *
+ * @internal
+ */
+export interface RpcEndpoint {
+  readonly path: string
+  readonly maxBodyBytes: number
+  readonly dispatcher: internalRpc.Dispatcher
+  readonly state: State
+  readonly load: internalLoad.Load | undefined
+}
+
+/**
+ * The answer to a JSON-RPC request refused before its body is read (the
+ * server closing, a content type not JSON, a declared length over the
+ * bound), or `undefined`.
+ *
+ * @internal
+ */
+export const refusedUnread = (endpoint: RpcEndpoint, headers: internalRpc.Headers): HttpServerResponse.HttpServerResponse | undefined => {
+  if (endpoint.state.closing) {
+    // Refused before anything runs (UnsupportedOperation, not InternalError): a client may resend it to
+    // another replica, or here after Retry-After, without an idempotency key.
+    return HttpServerResponse.setHeader(
+      rpcError(null, internalRpc.UNSUPPORTED_OPERATION, new UnsupportedOperationError(shuttingDown), 503),
+      "retry-after",
+      "1"
+    )
+  }
+  const contentType = headers["content-type"]
+  if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
+    return rpcError(null, -32005, new ContentTypeNotSupportedError("Unsupported Content-Type; expected application/json."))
+  }
+  const declared = Number(headers["content-length"])
+  if (Number.isFinite(declared) && declared > endpoint.maxBodyBytes) {
+    return tooLarge("Request body too large.")
+  }
+  return undefined
+}
+
+/**
+ * Read, parse, admit and dispatch in one promise: one wait per request.
+ * `remoteAddress` is the caller's, for a bound per caller.
+ *
+ * @internal
+ */
+export const receive = (
+  endpoint: RpcEndpoint,
   body: Promise<Uint8Array | undefined>,
   headers: internalRpc.Headers,
-  dispatcher: internalRpc.Dispatcher,
-  admit: ((body: unknown) => ReturnType<internalLoad.Load["admit"]>) | undefined
+  remoteAddress: string
 ): Promise<Received> =>
   body.then((bytes): Received | Promise<Received> => {
     if (bytes === undefined) {
@@ -313,84 +367,78 @@ const receive = (
     if (body === notJson) {
       return rpcError(null, internalRpc.PARSE_ERROR, new RequestMalformedError("Invalid JSON payload."))
     }
-    const admitted = admit?.(body)
+    const admitted = endpoint.load?.admit(body, remoteAddress)
     if (admitted === "shed") return shed()
-    const dispatched = dispatcher.dispatch(body, headers)
+    const dispatched = endpoint.dispatcher.dispatch(body, headers)
     return admitted === undefined ? dispatched : releasing(dispatched, admitted)
   })
 
-const rpcRoute = (
-  dispatcher: internalRpc.Dispatcher,
-  maxBodyBytes: number,
-  state: State,
-  readBody: BodyReader,
-  load: internalLoad.Load | undefined
-) =>
+/**
+ * The answer to what was received: a JSON answer with any -32603 made
+ * opaque (its cause logged), or the SSE stream.
+ *
+ * @internal
+ */
+export const answer = (received: Received): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  if (HttpServerResponse.isServerResponse(received)) return Effect.succeed(received)
+  if (received._tag === "Json") {
+    return Effect.map(
+      sanitizeBody(received.body, "response", received.cause),
+      (sanitized) => jsonResponse(sanitized, received.status, received.headers)
+    )
+  }
+  return Effect.succeed(HttpServerResponse.stream(rpcSseStream(received), {
+    contentType: SSE_HEADERS["Content-Type"],
+    headers: { ...SSE_HEADERS, ...received.headers }
+  }))
+}
+
+/**
+ * For a client gone before its answer: a stream that would have been
+ * written is closed all the same, so that what it holds (the hold on a task
+ * it continues, its place on the task's bus) is let go.
+ *
+ * @internal
+ */
+export const abandon = (received: Promise<Received>): void => {
+  received.then((dispatched) => {
+    if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") dispatched.close()
+  }, () => undefined)
+}
+
+/**
+ * The 500 answer to anything that went wrong outside the dispatch, its
+ * cause logged under the error id it carries.
+ *
+ * @internal
+ */
+export const unexpected = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  const errorId = ErrorId.make()
+  return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
+    errorId,
+    cause: internalFailure.renderCause(cause)
+  }).pipe(
+    Effect.as(jsonResponse(
+      { jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) } },
+      500
+    ))
+  )
+}
+
+const rpcRoute = (endpoint: RpcEndpoint, readBody: BodyReader) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    if (state.closing) {
-      // Refused before anything runs (UnsupportedOperation, not InternalError): a client may resend it to
-      // another replica, or here after Retry-After, without an idempotency key.
-      return Effect.succeed(HttpServerResponse.setHeader(
-        rpcError(null, internalRpc.UNSUPPORTED_OPERATION, new UnsupportedOperationError(shuttingDown), 503),
-        "retry-after",
-        "1"
-      ))
-    }
     // On Node, the platform's headers are the Node request's own object, not a copy.
     const headers: internalRpc.Headers = request.headers
-    const contentType = headers["content-type"]
-    if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
-      return Effect.succeed(
-        rpcError(null, -32005, new ContentTypeNotSupportedError("Unsupported Content-Type; expected application/json."))
-      )
-    }
-    const declared = Number(headers["content-length"])
-    if (Number.isFinite(declared) && declared > maxBodyBytes) {
-      return Effect.succeed(tooLarge("Request body too large."))
-    }
+    const refused = refusedUnread(endpoint, headers)
+    if (refused !== undefined) return Effect.succeed(refused)
     return Effect.suspend(() => {
-      const admit = load === undefined
-        ? undefined
-        : (body: unknown) => load.admit(body, Option.getOrElse(request.remoteAddress, () => ""))
-      const received = receive(readBody(request, maxBodyBytes), headers, dispatcher, admit)
-      return Effect.flatMap(Effect.promise(() => received), (dispatched) => {
-        if (HttpServerResponse.isServerResponse(dispatched)) return Effect.succeed(dispatched)
-        if (dispatched._tag === "Json") {
-          return Effect.map(
-            sanitizeBody(dispatched.body, "response", dispatched.cause),
-            (sanitized) => jsonResponse(sanitized, dispatched.status, dispatched.headers)
-          )
-        }
-        return Effect.succeed(HttpServerResponse.stream(rpcSseStream(dispatched), {
-          contentType: SSE_HEADERS["Content-Type"],
-          headers: { ...SSE_HEADERS, ...dispatched.headers }
-        }))
-      }).pipe(
-        // A client gone before its answer: a stream that would have been written is closed all the same,
-        // so that what it holds (the hold on a task it continues, its place on the task's bus) is let go.
-        Effect.onInterrupt(() =>
-          Effect.sync(() => {
-            received.then((dispatched) => {
-              if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") dispatched.close()
-            }, () => undefined)
-          })
-        )
+      const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
+      const received = receive(endpoint, readBody(request, endpoint.maxBodyBytes), headers, remoteAddress)
+      return Effect.flatMap(Effect.promise(() => received), answer).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => abandon(received)))
       )
     })
-  }).pipe(
-    Effect.catchAllCause((cause) => {
-      const errorId = ErrorId.make()
-      return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
-        errorId,
-        cause: internalFailure.renderCause(cause)
-      }).pipe(
-        Effect.as(jsonResponse(
-          { jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) } },
-          500
-        ))
-      )
-    })
-  )
+  }).pipe(Effect.catchAllCause(unexpected))
 
 /** @internal */
 export const shuttingDown = "The server is shutting down."
@@ -410,15 +458,10 @@ export interface Options {
   readonly card: AgentCard
   /** The card's `max-age`, in seconds; 0 sends `no-cache`. */
   readonly cardMaxAge: number
-  /** The JSON-RPC path; undefined when JSON-RPC is not served. */
-  readonly rpcPath: string | undefined
-  readonly maxBodyBytes: number
-  readonly dispatcher: internalRpc.Dispatcher
-  readonly state: State
+  /** The JSON-RPC endpoint; undefined when JSON-RPC is not served. */
+  readonly rpc: RpcEndpoint | undefined
   /** Default: the platform's request stream ({@link platformBodyReader}). */
   readonly readBody?: BodyReader | undefined
-  /** The bound on work in flight, if any. */
-  readonly load?: internalLoad.Load | undefined
 }
 
 /**
@@ -429,9 +472,9 @@ export interface Options {
 export const router = (options: Options) =>
   Effect.map(cardRoute(options.card, options.cardMaxAge), (serveCard) => {
     const withCard = HttpRouter.get(HttpRouter.empty, cardPath, serveCard)
-    return options.rpcPath === undefined ? withCard : HttpRouter.post(
+    return options.rpc === undefined ? withCard : HttpRouter.post(
       withCard,
-      options.rpcPath as HttpRouter.PathInput,
-      rpcRoute(options.dispatcher, options.maxBodyBytes, options.state, options.readBody ?? platformBodyReader, options.load)
+      options.rpc.path as HttpRouter.PathInput,
+      rpcRoute(options.rpc, options.readBody ?? platformBodyReader)
     )
   })

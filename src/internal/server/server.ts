@@ -20,7 +20,7 @@ import { bracketed, hostForUrl, ListenError } from "./listen.js"
 // Loaded when a server is started, not with the module: an application that only mounts the routes in a
 // server of its own never loads `@effect/platform-node`.
 const nodePieces = Effect.promise(() =>
-  Promise.all([import("@effect/platform-node/NodeHttpServer"), import("./nodeBody.js")])
+  Promise.all([import("@effect/platform-node/NodeHttpServer"), import("./nodeBody.js"), import("./nodeRpc.js")])
 )
 
 // Binds the Node server; its base URL is the public one when given, otherwise the bound address.
@@ -68,10 +68,10 @@ export const make = <E, R>(
   R | IdempotencyLedger.IdempotencyLedger | Scope.Scope
 > =>
   Effect.gen(function* () {
-    const [NodeHttpServer, { nodeBodyReader }] = yield* nodePieces
+    const [NodeHttpServer, { nodeBodyReader }, nodeRpc] = yield* nodePieces
     const { address, httpServer, nodeServer, url } = yield* listen(options, NodeHttpServer)
     const grpc = yield* internalGrpc.listenFor(options, options.maxBodyBytes ?? internalApp.defaultMaxBodyBytes, true)
-    const { router, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader, grpc)
+    const { router, rpc, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader, grpc)
     // The platform builds a span per request (URL parsing, every header as an
     // attribute); with no tracer of the application's it goes nowhere.
     const tracer = yield* Effect.tracer
@@ -79,6 +79,9 @@ export const make = <E, R>(
     yield* httpSpans
       ? httpServer.serve(router)
       : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)
+    // Without the platform's span, JSON-RPC needs nothing of its fiber per request, which costs a request in
+    // flight about as much as Express holds for it whole: the Node server answers it first.
+    if (!httpSpans && rpc !== undefined) yield* nodeRpc.answerFirst(nodeServer, rpc)
 
     // Added last, so it runs first when the scope closes.
     yield* Effect.addFinalizer(() => close(nodeServer, shutdown))

@@ -242,8 +242,10 @@ interface Watch {
 
 /** The watch for cancels from other replicas, over every run of an executor. */
 export interface CancelWatch {
-  /** Watches `run` until the returned stop is called. */
-  readonly watch: (run: WatchedRun) => () => void
+  /** Watches `run` until {@link CancelWatch.unwatch}: no closure per run. */
+  readonly watch: (run: WatchedRun) => void
+  /** Stops watching `run`. */
+  readonly unwatch: (run: WatchedRun) => void
 }
 
 /**
@@ -301,12 +303,12 @@ export const cancelWatch = (store: TaskStore, runFork: RunFork): CancelWatch => 
     watch: (run) => {
       watched.set(run, { since: performance.now(), reading: false, warned: false })
       schedule()
-      return () => {
-        watched.delete(run)
-        if (watched.size === 0 && timer !== undefined) {
-          clearTimeout(timer)
-          timer = undefined
-        }
+    },
+    unwatch: (run) => {
+      watched.delete(run)
+      if (watched.size === 0 && timer !== undefined) {
+        clearTimeout(timer)
+        timer = undefined
       }
     }
   }

@@ -80,7 +80,11 @@ describe("server/http.router while the server shuts down", () => {
         },
         handler: {} as internalRpc.Dispatcher["handler"]
       }
-      const router = yield* internalHttp.router({ card, cardMaxAge: 0, rpcPath: "/rpc", maxBodyBytes: 1024, dispatcher, state: { closing: true } })
+      const router = yield* internalHttp.router({
+        card,
+        cardMaxAge: 0,
+        rpc: { path: "/rpc", maxBodyBytes: 1024, dispatcher, state: { closing: true }, load: undefined }
+      })
       yield* server.serve(router)
       const raw = yield* Effect.promise(() =>
         fetch(`${url}/rpc`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
