@@ -183,7 +183,7 @@ export const errorReport = probeInternal.errorReport
  * @example
  * ```ts
  * import * as Cli from "effect-a2a/Cli"
- * Cli.probeExitCode({ channel: "ClientError", outcome: null, reason: "Timeout", delivery: "Unknown",
+ * Cli.probeExitCode({ channel: "ClientError", transport: "GRPC", outcome: null, reason: "Timeout", delivery: "Unknown",
  *   taskId: null, contextId: null, errorId: null, text: null }) // 4
  * ```
  * @category probe
