@@ -3,9 +3,9 @@
  * each transport: median latency of a blocking send to the same local SDK
  * server (Express `jsonRpcHandler` and `restHandler`, `grpcService` on
  * grpc-js, around one agent), with the same messages, the raw client built
- * with that transport's factory alone, all interleaved in one run; and the
- * same on JSON-RPC through `FetchHttpClient` (an `HttpClient` in context),
- * as its own row.
+ * with that transport's factory alone, all interleaved in one run, in a
+ * new order for each message; and the same on JSON-RPC through
+ * `FetchHttpClient` (an `HttpClient` in context), as its own row.
  *
  *   npx tsx bench/client-overhead.ts
  */
@@ -59,12 +59,18 @@ const program = Effect.gen(function*() {
   // Warm every path (JIT, keep-alive connections and channels) before measuring.
   for (let i = 0; i < 200; i++) yield* Effect.forEach(runs, (run) => run(i), { discard: true })
   for (const times of all) times.length = 0
-  // Each call in turn goes first, so that load from elsewhere on the machine spreads over all of them.
-  for (let round = 0; round < rounds; round++) {
-    for (let i = 0; i < perRound; i++) {
-      const first = (round + i) % runs.length
-      yield* Effect.forEach([...runs.slice(first), ...runs.slice(0, first)], (run) => run(i), { discard: true })
+  // In a new order for each message (the same orders in every run): a call leaves work behind (a connection's
+  // bookkeeping, garbage) to whichever runs next, and a rotation would keep the same neighbours; a connection just
+  // used also answers sooner. Load from elsewhere on the machine spreads over all of them.
+  let seed = 1
+  const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647
+  const order = runs.map((_, i) => i)
+  for (let call = 0; call < rounds * perRound; call++) {
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1))
+      ;[order[i], order[j]] = [order[j]!, order[i]!]
     }
+    yield* Effect.forEach(order, (index) => runs[index]!(call), { discard: true })
   }
   const jsonRpc = pairs[0]!
   return report("client-overhead", [
