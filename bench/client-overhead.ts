@@ -16,7 +16,7 @@ import { Effect } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { sdkRequest } from "../test/fixtures/peers.js"
 import { sdkPeers } from "../test/fixtures/transportPeers.js"
-import { median, report } from "./report.js"
+import { median, report, runMain } from "./report.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 20)
 const perRound = Number(process.env.BENCH_CALLS ?? 50)
@@ -94,10 +94,4 @@ const program = Effect.gen(function*() {
   ])
 })
 
-Effect.runPromise(Effect.scoped(program)).then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error)
-    process.exit(1)
-  }
-)
+runMain(program)

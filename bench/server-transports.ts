@@ -17,7 +17,7 @@ import { Effect } from "effect"
 import { sdkRequest } from "../test/fixtures/peers.js"
 import { sdkRestPeer } from "../test/fixtures/restPeer.js"
 import { cardWith, grpcServer } from "../test/fixtures/transportPeers.js"
-import { median, report } from "./report.js"
+import { median, report, runMain } from "./report.js"
 import { CONCURRENCY, interleave, PER_ROUND, perRequest, round, startOurs, trivialExecutor } from "./serverLoad.js"
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30)
@@ -77,10 +77,4 @@ const program = Effect.gen(function*() {
   ])
 })
 
-Effect.runPromise(Effect.scoped(program)).then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error)
-    process.exit(1)
-  }
-)
+runMain(program)
