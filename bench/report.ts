@@ -3,6 +3,7 @@
  * with, and the ratio. With `BENCH_RESULTS` set, rows are also appended there
  * as JSON lines, for `bench/run.ts` to gather into one table.
  */
+import { Effect, type Scope } from "effect"
 import { appendFileSync } from "node:fs"
 
 export interface Row {
@@ -44,4 +45,15 @@ export const report = (bench: string, rows: ReadonlyArray<Row>): ReadonlyArray<R
   const file = process.env.BENCH_RESULTS
   if (file) for (const row of rows) appendFileSync(file, `${JSON.stringify({ bench, ...row })}\n`)
   return rows
+}
+
+/** Runs a benchmark's program in a scope of its own, then exits: 0 once done, 1 with its error printed. */
+export const runMain = (program: Effect.Effect<unknown, unknown, Scope.Scope>): void => {
+  Effect.runPromise(Effect.scoped(program)).then(
+    () => process.exit(0),
+    (error) => {
+      console.error(error)
+      process.exit(1)
+    }
+  )
 }

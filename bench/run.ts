@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { type Row, table } from "./report.js"
 
 const dir = import.meta.dirname
-const benches = readdirSync(dir).filter((f) => f.endsWith(".ts") && !["run.ts", "report.ts", "child.ts"].includes(f)).sort()
+const benches = readdirSync(dir).filter((f) => f.endsWith(".ts") && !["run.ts", "report.ts", "child.ts", "serverLoad.ts"].includes(f)).sort()
 const work = mkdtempSync(join(tmpdir(), "effect-a2a-bench-"))
 const results = join(work, "results.jsonl")
 try {

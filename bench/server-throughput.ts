@@ -19,26 +19,19 @@
  * process, the client's work and both servers' heaps are part of every
  * figure.
  */
-import { AGENT_CARD_PATH, type AgentCard, Role, TaskState } from "@a2a-js/sdk"
+import { AGENT_CARD_PATH, type AgentCard } from "@a2a-js/sdk"
 import { ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
-import {
-  AgentEvent,
-  type AgentExecutor as SdkAgentExecutor,
-  DefaultRequestHandler,
-  InMemoryTaskStore
-} from "@a2a-js/sdk/server"
+import { DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express"
-import { Effect, Exit, Logger, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import express from "express"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { PerformanceObserver } from "node:perf_hooks"
-import * as A2AServer from "../src/A2AServer.js"
-import * as AgentExecutor from "../src/AgentExecutor.js"
-import * as Part from "../src/Part.js"
 import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
 import { forkServer } from "./child.js"
 import { median, report } from "./report.js"
+import { CONCURRENCY, interleave, PER_ROUND, type PerSeries, perRequest, round, startOurs, trivialExecutor } from "./serverLoad.js"
 
 // tsx turns on source-map support, which makes every `error.stack` map each
 // frame back to the TypeScript source: a cost of running through tsx, not of
@@ -46,8 +39,6 @@ import { median, report } from "./report.js"
 // reads one stack per request (the logged cause), so it is measured as it runs there.
 process.setSourceMapsEnabled(false)
 
-const CONCURRENCY = 16
-const PER_ROUND = 300
 // Load from elsewhere on a shared machine moves a round by several percent:
 // enough rounds that it averages out of the totals.
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30)
@@ -55,40 +46,6 @@ const SEPARATE_ROUNDS = Math.ceil(ROUNDS / 3)
 // Most of a process's compilation (node --trace-opt) happened within this many rounds; a little went on to about
 // 10,000 requests.
 const WARMUP_ROUNDS = Number(process.env.BENCH_WARMUP_ROUNDS ?? 10)
-
-const trivialExecutor: SdkAgentExecutor = {
-  execute: async (context, bus) => {
-    bus.publish(AgentEvent.task({
-      id: context.taskId,
-      contextId: context.contextId,
-      status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
-      artifacts: [],
-      history: [context.userMessage],
-      metadata: {}
-    }))
-    bus.publish(AgentEvent.statusUpdate({
-      taskId: context.taskId,
-      contextId: context.contextId,
-      status: {
-        state: TaskState.TASK_STATE_COMPLETED,
-        message: {
-          messageId: crypto.randomUUID(),
-          contextId: context.contextId,
-          taskId: context.taskId,
-          role: Role.ROLE_AGENT,
-          parts: [{ content: { $case: "text", value: "ok" }, metadata: {}, filename: "", mediaType: "text/plain" }],
-          metadata: {},
-          extensions: [],
-          referenceTaskIds: []
-        },
-        timestamp: new Date().toISOString()
-      },
-      metadata: {}
-    }))
-    bus.finished()
-  },
-  cancelTask: async () => {}
-}
 
 const startExpress = async (): Promise<{ url: string; close: () => Promise<void> }> => {
   const app = express()
@@ -111,66 +68,6 @@ const startExpress = async (): Promise<{ url: string; close: () => Promise<void>
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }))
   app.use("/a2a/jsonrpc", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }))
   return { url, close: () => new Promise((resolve) => server.close(() => resolve())) }
-}
-
-// The FAILED path logs its cause like in production; the line is formatted and dropped.
-const quietLogger = Logger.replace(Logger.defaultLogger, Logger.map(Logger.logfmtLogger, () => undefined))
-
-const startOurs = (scope: Scope.Scope) =>
-  Effect.runPromise(
-    A2AServer.make({
-      agent: (request) => {
-        return Part.textOf(request.message.parts) === "fail"
-          ? Effect.fail(new Error("trivial failure"))
-          : Effect.succeed(AgentExecutor.completedText("ok"))
-      },
-      card: { name: "ours", description: "bench" }
-    }).pipe(Scope.extend(scope), Effect.provide(quietLogger))
-  )
-
-/** `PER_ROUND` calls of `send`, `CONCURRENCY` at a time; the time they took. */
-const round = async (send: () => Promise<unknown>): Promise<number> => {
-  let next = 0
-  const start = performance.now()
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < PER_ROUND) {
-      next++
-      await send()
-    }
-  }))
-  return performance.now() - start
-}
-
-type Series = "ours" | "express" | "failed"
-type PerSeries = Record<Series, number>
-
-/**
- * `rounds` rounds of one `measure` call per series, in an order rotated every
- * round so that load from elsewhere on the machine spreads over all of them;
- * what each call measured, round by round.
- */
-const interleave = async <Entry extends readonly [Series, ...Array<unknown>]>(
-  rounds: number,
-  series: ReadonlyArray<Entry>,
-  measure: (entry: Entry) => Promise<number>
-): Promise<Array<PerSeries>> => {
-  const results: Array<PerSeries> = []
-  for (let i = 0; i < rounds; i++) {
-    const result = { ours: 0, express: 0, failed: 0 }
-    for (let j = 0; j < series.length; j++) {
-      const entry = series[(i + j) % series.length]!
-      result[entry[0]] = await measure(entry)
-    }
-    results.push(result)
-  }
-  return results
-}
-
-// Each series' mean per request over the rounds (given as one total each, or round by round).
-const perRequest = (results: ReadonlyArray<PerSeries>, rounds = results.length): PerSeries => {
-  const requests = PER_ROUND * rounds
-  const mean = (series: Series) => results.reduce((sum, result) => sum + result[series], 0) / requests
-  return { ours: mean("ours"), express: mean("express"), failed: mean("failed") }
 }
 
 interface Usage {
@@ -309,7 +206,7 @@ const main = async () => {
   await Effect.runPromise(Scope.close(scope, Exit.void))
 
   const alone = await separately()
-  const cpuLine = (label: string, cpu: PerSeries) =>
+  const cpuLine = (label: string, cpu: PerSeries<"ours" | "express" | "failed">) =>
     console.log(
       `${label}, server CPU per request: A2AServer ${cpu.ours.toFixed(0)} µs, SDK Express ${
         cpu.express.toFixed(0)

@@ -12,7 +12,8 @@ import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
 import { agentMessage, closedPort } from "./fixtures/peers.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
-import { cardServer, cardWith, grpcServer, onlyTransportWorks, sdkPeers } from "./fixtures/transportPeers.js"
+import { onlyTransportWorks } from "./fixtures/onlyTransport.js"
+import { cardServer, cardWith, grpcServer, sdkPeers } from "./fixtures/transportPeers.js"
 
 let agents = 0
 const agentFor = (url: string, options: Partial<RemoteAgent.Options> = {}) =>

@@ -4,7 +4,8 @@ import { Chunk, Duration, Effect, Layer, Redacted, Stream } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import { closedPort, json, listen, peerErrorId } from "./fixtures/peers.js"
-import { cardServer, cardWith, onlyTransportWorks, sdkPeers } from "./fixtures/transportPeers.js"
+import { onlyTransportWorks } from "./fixtures/onlyTransport.js"
+import { cardServer, cardWith, sdkPeers } from "./fixtures/transportPeers.js"
 
 let agents = 0
 const agentFor = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
