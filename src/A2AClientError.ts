@@ -40,7 +40,8 @@ export type Transport = internalTransport.Transport
  * that HTTP cannot carry); it is never sent, and sending it again fails the
  * same way. `HttpStatus`: the server answered with an error status and no
  * A2A error, an HTTP one in `status` or, on gRPC, a status code in
- * `grpcStatus` (`RESOURCE_EXHAUSTED` is gRPC's 429); without either, the
+ * `grpcStatus` (`RESOURCE_EXHAUSTED` is gRPC's 429, but for a message
+ * over a size limit, which is no later try's to fit); without either, the
  * agent answered with a redirect, which is not followed (fetch keeps neither
  * its code nor its target): configure the agent's final URL.
  *
