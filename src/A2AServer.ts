@@ -23,6 +23,7 @@ import { Config, Context, Data, type Duration, Effect, Layer } from "effect"
 import type * as ConfigError from "effect/ConfigError"
 import type * as Scope from "effect/Scope"
 import type * as AgentExecutor from "./AgentExecutor.js"
+import type * as Authentication from "./Authentication.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
 import * as internalApp from "./internal/server/app.js"
 import * as internalHttp from "./internal/server/http.js"
@@ -139,10 +140,22 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    */
   readonly maxInFlight?: number | undefined
   /**
-   * The same bound per caller, told apart by the remote address (behind a
-   * proxy, the proxy's). Default: no bound.
+   * The same bound per caller: the authenticated caller's id with
+   * `authenticate`, otherwise the remote address (behind a proxy, the
+   * proxy's). Default: no bound.
    */
   readonly maxInFlightPerCaller?: number | undefined
+  /**
+   * Who may call, checked on every request of every transport before
+   * anything else (the body is not read yet); see {@link Authentication}.
+   * A request it refuses is answered HTTP 401 with `WWW-Authenticate`
+   * (gRPC `UNAUTHENTICATED`), counted in `a2a.server.unauthenticated`.
+   * Each caller then sees only the tasks it created. The agent card stays
+   * public. A ready-made authenticator (`Authentication.apiKey`,
+   * `Authentication.jwt`) writes its scheme into the card. Default: none,
+   * every caller anonymous and every task anyone's.
+   */
+  readonly authenticate?: Authentication.Authenticator<R> | undefined
 }
 
 /**
@@ -246,9 +259,10 @@ export type TransportError = internalTransports.TransportError
 export interface IdempotencyOptions {
   /**
    * Who the caller is; one caller never sees another's entry. Default: the
-   * A2A tenant and the authenticated user's name (`""` when anonymous). The
-   * tenant should be the request's A2A tenant: the sweep records interrupted
-   * tasks in the task store under it.
+   * A2A tenant and the authenticated caller's id (`""` when anonymous; see
+   * `authenticate`). The tenant should be the request's A2A tenant and the
+   * user the caller's id: the sweep records interrupted tasks in the task
+   * store under them, where their owner finds them.
    */
   readonly identity?: ((headers: internalIdempotencyEntry.Headers, user: User | undefined) => IdempotencyLedger.Identity) | undefined
   /** The lease of a running entry. Default 30 seconds. */

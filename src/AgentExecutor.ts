@@ -16,6 +16,7 @@ import type { Cause, Duration, Option } from "effect"
 import { Data, Effect } from "effect"
 import type * as ConfigError from "effect/ConfigError"
 import type * as Scope from "effect/Scope"
+import type * as Authentication from "./Authentication.js"
 import * as internal from "./internal/server/executor.js"
 import * as internalFinal from "./internal/server/finalStatus.js"
 import * as internalEvents from "./internal/server/runEvents.js"
@@ -73,6 +74,8 @@ export interface AgentRequest {
   readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
   /** @since 0.2.0 */
   readonly sdkMessage: Message
+  /** Who called, when `A2AServer`'s `authenticate` is set. */
+  readonly caller: Option.Option<Authentication.Caller>
 }
 
 /**

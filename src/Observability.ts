@@ -92,6 +92,44 @@ export const serverCanceledByAdmission: Metric.Metric.Counter<number> = Metric.f
 export const serverShed: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverShed)
 
 /**
+ * Requests refused before anything ran because their credentials were
+ * missing or invalid (HTTP 401, gRPC `UNAUTHENTICATED`), tagged `agent`.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const refused = Metric.value(Observability.serverUnauthenticated.pipe(Metric.tagged("agent", "booking")))
+ * const report = Effect.flatMap(refused, (state) => Effect.logInfo(`${state.count} requests without valid credentials`))
+ * ```
+ * @category metrics
+ * @since 0.1.0
+ */
+export const serverUnauthenticated: Metric.Metric.Counter<number> = Metric.fromMetricKey(
+  internalMetrics.serverUnauthenticated
+)
+
+/**
+ * Requests by an authenticated caller on a task another caller owns,
+ * tagged `agent`. They are answered `TaskNotFound`, as for a task that does
+ * not exist; only this counter and a warning in the log tell them apart.
+ * Counted with the memory and database task stores, which can tell.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const probes = Metric.value(Observability.serverForbidden.pipe(Metric.tagged("agent", "booking")))
+ * const report = Effect.flatMap(probes, (state) => Effect.logInfo(`${state.count} attempts on other callers' tasks`))
+ * ```
+ * @category metrics
+ * @since 0.1.0
+ */
+export const serverForbidden: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverForbidden)
+
+/**
  * Time from the start of a run to its final status, in milliseconds, for
  * every ending, tagged `agent`. Buckets from 1 ms doubling up to about
  * 9 minutes.

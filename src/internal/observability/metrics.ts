@@ -45,6 +45,18 @@ export const serverShed = MetricKey.counter("a2a.server.shed", {
 })
 
 /** @internal */
+export const serverUnauthenticated = MetricKey.counter("a2a.server.unauthenticated", {
+  description: "A2A requests refused before anything ran, for credentials missing or invalid",
+  incremental: true
+})
+
+/** @internal */
+export const serverForbidden = MetricKey.counter("a2a.server.forbidden", {
+  description: "A2A requests on a task of another caller, answered TaskNotFound",
+  incremental: true
+})
+
+/** @internal */
 export const serverLatency = MetricKey.histogram(
   "a2a.server.latency",
   MetricBoundaries.exponential({ start: 1, factor: 2, count: 20 }),

@@ -16,6 +16,7 @@ import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTransport from "../wire/transport.js"
+import * as internalAuthentication from "./authentication.js"
 import * as internalExecutor from "./executor.js"
 import * as internalGrpc from "./grpc.js"
 import * as internalHandler from "./handler.js"
@@ -151,8 +152,10 @@ export const make = <E, R>(
   grpc?: internalTransports.OwnPort
 ): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
-    const taskStore = yield* taskStoreOf(options.taskStore)
     const name = options.name ?? options.card.name
+    const stored = yield* taskStoreOf(options.taskStore)
+    // With callers told apart, a miss on another's task is counted.
+    const taskStore = options.authenticate === undefined ? stored : yield* internalAuthentication.watchingForbidden(stored, name)
     const load = yield* internalLoad.make(options, name)
     const executor = counted(yield* internalExecutor.make(options.agent, { ...options, name, taskStore }), load)
     const served = options.transports ?? defaultTransports
@@ -165,25 +168,26 @@ export const make = <E, R>(
       ...(served.includes("HTTP+JSON") ? { "HTTP+JSON": new URL(restPath.slice(1), base).toString() } : {}),
       ...(grpc === undefined ? {} : { GRPC: grpc.url })
     }
-    const card = buildCard(options.card, interfacesOf(served, urls))
+    const card = internalAuthentication.declare(buildCard(options.card, interfacesOf(served, urls)), options.authenticate?.scheme)
+    const gate = options.authenticate === undefined
+      ? undefined
+      : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalRpc.makeSubscriptions()
-    const { claim, handler } = yield* requestHandlerOf(
-      card,
-      executor.taskStore ?? taskStore,
-      executor,
-      subscriptions,
-      options.idempotency
-    )
+    const handlerStore = executor.taskStore ?? taskStore
+    const { claim, handler } = yield* requestHandlerOf(card, handlerStore, executor, subscriptions, options.idempotency)
     const dispatcher = internalRpc.makeDispatcher(handler, card, {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
         internalTaskStore.isDatabase(options.taskStore),
       claim,
-      subscriptions
+      subscriptions,
+      ...(gate === undefined
+        ? {}
+        : { visible: (taskId, context) => handlerStore.load(taskId, context).then((task) => task !== undefined) })
     })
     const state = { closing: false }
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
     const rpc: internalHttp.RpcEndpoint | undefined = served.includes("JSONRPC")
-      ? { path: rpcPath, maxBodyBytes, dispatcher, state, load }
+      ? { path: rpcPath, maxBodyBytes, dispatcher, state, load, gate }
       : undefined
     const routes = yield* internalHttp.router({ card, cardMaxAge: options.cardMaxAge ?? 3600, rpc, readBody })
     const router = served.includes("HTTP+JSON")
@@ -195,7 +199,8 @@ export const make = <E, R>(
         maxBodyBytes,
         state,
         readBody: readBody ?? internalHttp.platformBodyReader,
-        load
+        load,
+        gate
       })
       : routes
     const shutdownTimeout = options.shutdownTimeout ?? defaultShutdownTimeout
@@ -203,7 +208,7 @@ export const make = <E, R>(
       state.closing = true
       return executor.shutdown(shutdownTimeout)
     })
-    if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load })
+    if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load, gate })
     const shutdown = grpc === undefined ? refusing : grpc.draining(refusing, shutdownTimeout)
     return { router, rpc, card, rpcUrl, urls, executor, taskStore, shutdown }
   })

@@ -37,6 +37,7 @@ import * as internalTracing from "../observability/tracing.js"
 import * as ErrorId from "../wire/errorId.js"
 import { fromUserMessage } from "../wire/parts.js"
 import * as taskState from "../wire/taskState.js"
+import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import { admissionRefused, type Finals, makeFinals, ofResult, outputProblem } from "./finalStatus.js"
 import { headersOf } from "./handler.js"
@@ -180,7 +181,8 @@ const makeRequest = (context: RequestContext): AgentRequest => ({
   taskId: context.taskId,
   contextId: context.contextId,
   task: Option.fromNullable(context.task),
-  headers: headersOf(context.context)
+  headers: headersOf(context.context),
+  caller: Option.fromNullable(internalAuthentication.callerOf(context.context))
 })
 
 /** The task as the run starts it: the SDK requires a task (or message) as the first event of every turn. */
@@ -208,7 +210,8 @@ const runSpan = <R>(shared: Shared<R>, request: AgentRequest): Tracer.Span | und
     ? internalTracing.startSpan(shared.spanSettings, name, parentSpan, "server", {
       "a2a.task_id": request.taskId,
       "a2a.context_id": request.contextId,
-      "a2a.agent": shared.agentName
+      "a2a.agent": shared.agentName,
+      ...(Option.isSome(request.caller) ? { "a2a.caller": request.caller.value.id } : {})
     })
     : new internalTracing.UnexportedSpan(name, parentSpan, "server")
 }
@@ -225,6 +228,7 @@ const runRuntime = <R>(shared: Shared<R>, request: AgentRequest, span: Tracer.Sp
     HashMap.set(map, "taskId", taskId)
     HashMap.set(map, "contextId", contextId)
     if (span !== undefined) HashMap.set(map, "traceId", span.traceId)
+    if (Option.isSome(request.caller)) HashMap.set(map, "caller", request.caller.value.id)
   })
   // One copy of the services instead of one per `Context.add`.
   const services = new Map(runtime.context.unsafeMap)

@@ -21,6 +21,7 @@ import { Cause, Duration, Effect, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
 import * as ErrorId from "../wire/errorId.js"
 import * as internalTransport from "../wire/transport.js"
+import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import { bracketed, hostForUrl, ListenError } from "./listen.js"
 import * as internalRpc from "./rpc.js"
@@ -213,10 +214,24 @@ const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
 
     // The call of each context, through its user: the SDK hands the call to the user builder only.
     const calls = new WeakMap<User, Call>()
+    // The caller each call was authenticated as, for the user builder.
+    const users = new WeakMap<Call, User>()
     const userBuilder = (call: Call): Promise<User> => {
-      const user = new UnauthenticatedUser()
+      const user = users.get(call) ?? new UnauthenticatedUser()
       calls.set(user, call)
       return Promise.resolve(user)
+    }
+    const unauthenticated = (refused: internalAuthentication.Refused) =>
+      refused._tag === "Broken"
+        ? internal(refused.message)
+        : status(errors.GRPC_STATUS_CODE.UNAUTHENTICATED, refused.message, "UNAUTHENTICATED", [], {
+          "www-authenticate": refused.challenge
+        })
+    // Text metadata as headers; binary values (`-bin`) are no credential an authenticator reads.
+    const headersOf = (metadata: Grpc.Metadata): Record<string, string> => {
+      const headers: Record<string, string> = {}
+      for (const [key, value] of Object.entries(metadata.getMap())) if (typeof value === "string") headers[key] = value
+      return headers
     }
     // A non-A2A rejection is logged whole here, where it is still known, and goes on as its error id only.
     // One already opaque had its cause logged under its id where it happened.
@@ -263,9 +278,25 @@ const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
             callback === undefined ? call.emit("error", status) : callback(status, null)
           if (core.state.closing) return refuse(closing())
           if (call.request instanceof Refused) return refuse(call.request.status)
+          const gate = core.gate
+          if (gate === undefined) return admit(call, callback, refuse, undefined)
+          gate({ headers: headersOf(call.metadata), method: call.getPath(), transport: "GRPC", remoteAddress: callerOf(call.getPeer()) })
+            .then((checked) => {
+              if (!internalAuthentication.isUser(checked)) return refuse(unauthenticated(checked))
+              users.set(call, checked)
+              admit(call, callback, refuse, checked)
+            })
+            .catch((error: unknown) => refuse(internal(log(name, internalFailure.renderCause(Cause.die(error))))))
+        }
+        const admit = (
+          call: Grpc.ServerWritableStream<unknown, unknown>,
+          callback: Grpc.sendUnaryData<unknown> | undefined,
+          refuse: (status: Partial<Grpc.StatusObject>) => void,
+          user: User | undefined
+        ) => {
           const admitted = counted === undefined
             ? undefined
-            : core.load?.admit(loadBody(counted, call.request), callerOf(call.getPeer()))
+            : core.load?.admit(loadBody(counted, call.request), internalAuthentication.loadKey(user, callerOf(call.getPeer())))
           if (admitted === "shed") return refuse(shed())
           if (callback === undefined) {
             const emit = call.emit.bind(call)

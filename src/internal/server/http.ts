@@ -10,7 +10,7 @@
 import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk"
 import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
 import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
-import { ServerCallContext } from "@a2a-js/sdk/server"
+import { ServerCallContext, type User } from "@a2a-js/sdk/server"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -18,6 +18,7 @@ import { Cause, Deferred, Effect, Exit, Fiber, Option, Stream } from "effect"
 import { identity } from "effect/Function"
 import { createHash } from "node:crypto"
 import * as ErrorId from "../wire/errorId.js"
+import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import type * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
@@ -317,6 +318,8 @@ export interface RpcEndpoint {
   readonly dispatcher: internalRpc.Dispatcher
   readonly state: State
   readonly load: internalLoad.Load | undefined
+  /** Who may call; undefined when anyone may. */
+  readonly gate?: internalAuthentication.Gate | undefined
 }
 
 /**
@@ -348,16 +351,47 @@ export const refusedUnread = (endpoint: RpcEndpoint, headers: internalRpc.Header
 }
 
 /**
- * Read, parse, admit and dispatch in one promise: one wait per request.
- * `remoteAddress` is the caller's, for a bound per caller.
+ * The answer to a request its credentials did not authenticate: 401 with
+ * the challenge, and no JSON-RPC body (the request was not read, so its id
+ * is not known), as a shed request's 429; or the 500 of an authenticator
+ * that broke.
+ *
+ * @internal
+ */
+export const unauthenticated = (refused: internalAuthentication.Refused): HttpServerResponse.HttpServerResponse =>
+  refused._tag === "Refusal"
+    ? HttpServerResponse.text(refused.message, { status: 401, headers: { "www-authenticate": refused.challenge } })
+    : jsonResponse({ jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message: refused.message } }, 500)
+
+/**
+ * Authenticate (when the server does), then read, parse, admit and
+ * dispatch in one promise: one wait per request. The body is read only
+ * once the caller is known. `remoteAddress` is the caller's, for a bound
+ * per caller when it is not authenticated.
  *
  * @internal
  */
 export const receive = (
   endpoint: RpcEndpoint,
-  body: Promise<Uint8Array | undefined>,
+  read: () => Promise<Uint8Array | undefined>,
   headers: internalRpc.Headers,
   remoteAddress: string
+): Promise<Received> => {
+  const gate = endpoint.gate
+  if (gate === undefined) return dispatchBody(endpoint, read(), headers, remoteAddress, undefined)
+  return gate({ headers, method: "POST", transport: "JSONRPC", remoteAddress }).then((checked) =>
+    internalAuthentication.isUser(checked)
+      ? dispatchBody(endpoint, read(), headers, remoteAddress, checked)
+      : unauthenticated(checked)
+  )
+}
+
+const dispatchBody = (
+  endpoint: RpcEndpoint,
+  body: Promise<Uint8Array | undefined>,
+  headers: internalRpc.Headers,
+  remoteAddress: string,
+  user: User | undefined
 ): Promise<Received> =>
   body.then((bytes): Received | Promise<Received> => {
     if (bytes === undefined) {
@@ -367,9 +401,9 @@ export const receive = (
     if (body === notJson) {
       return rpcError(null, internalRpc.PARSE_ERROR, new RequestMalformedError("Invalid JSON payload."))
     }
-    const admitted = endpoint.load?.admit(body, remoteAddress)
+    const admitted = endpoint.load?.admit(body, internalAuthentication.loadKey(user, remoteAddress))
     if (admitted === "shed") return shed()
-    const dispatched = endpoint.dispatcher.dispatch(body, headers)
+    const dispatched = endpoint.dispatcher.dispatch(body, headers, user)
     return admitted === undefined ? dispatched : releasing(dispatched, admitted)
   })
 
@@ -433,7 +467,7 @@ const rpcRoute = (endpoint: RpcEndpoint, readBody: BodyReader) =>
     if (refused !== undefined) return Effect.succeed(refused)
     return Effect.suspend(() => {
       const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
-      const received = receive(endpoint, readBody(request, endpoint.maxBodyBytes), headers, remoteAddress)
+      const received = receive(endpoint, () => readBody(request, endpoint.maxBodyBytes), headers, remoteAddress)
       return Effect.flatMap(Effect.promise(() => received), answer).pipe(
         Effect.onInterrupt(() => Effect.sync(() => abandon(received)))
       )

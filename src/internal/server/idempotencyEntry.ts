@@ -23,6 +23,7 @@ import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "../ledger/errors.js"
 import { fingerprint } from "../ledger/key.js"
 import * as internalFailure from "./failure.js"
+import * as internalAuthentication from "./authentication.js"
 import * as internalHandler from "./handler.js"
 import * as internalRpc from "./rpc.js"
 import * as ErrorId from "../wire/errorId.js"
@@ -141,10 +142,12 @@ export interface Shared {
 const identityOf = (shared: Shared, context: ServerCallContext) =>
   shared.options.identity === undefined ? defaultIdentity(context) : shared.options.identity(internalHandler.headersOf(context), context.user)
 
-// The store is scoped by tenant and owner; the server's transport has no
-// authentication, so every request runs as the unauthenticated user.
-const storeContext = (tenant: string) =>
-  new ServerCallContext({ user: new UnauthenticatedUser(), ...(tenant === "" ? {} : { tenant }) })
+// The store is scoped by tenant and owner: the entry's user is its caller (see `IdempotencyOptions.identity`).
+const storeContext = ({ tenant, user }: IdempotencyLedger.Identity) =>
+  new ServerCallContext({
+    user: user === "" ? new UnauthenticatedUser() : new internalAuthentication.CallerUser({ id: user, name: user }),
+    ...(tenant === "" ? {} : { tenant })
+  })
 
 /** The task ended FAILED under a new error id, with what is known of it. */
 const failedTask = (taskId: string, contextId: string, existing: Task | undefined) => {
@@ -171,7 +174,7 @@ const failedTask = (taskId: string, contextId: string, existing: Task | undefine
  */
 export const expiring = (taskStore: TaskStore) => (entry: IdempotencyLedger.Entry) =>
   Effect.gen(function*() {
-    const context = storeContext(entry.identity.tenant)
+    const context = storeContext(entry.identity)
     const existing = yield* Effect.tryPromise(() => taskStore.load(entry.taskId, context))
     // Its replica saved the end but died before recording it: keep that end.
     if (existing !== undefined && taskState.isSettled(existing.status?.state)) return encode(existing)

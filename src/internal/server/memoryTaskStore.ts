@@ -18,6 +18,7 @@ import { RequestMalformedError } from "@a2a-js/sdk/errors"
 import { type OwnerResolver, resolveUserScope, type ServerCallContext, type TaskStore } from "@a2a-js/sdk/server"
 import { Duration } from "effect"
 import * as taskState from "../wire/taskState.js"
+import * as internalAuthentication from "./authentication.js"
 
 /** @internal */
 export interface Options {
@@ -138,7 +139,7 @@ export const make = (options: Options): TaskStore => {
     expire(interrupted, at)
   }
 
-  return {
+  const store: TaskStore = {
     async save(task, context) {
       const at = now()
       expireAll(at)
@@ -214,4 +215,11 @@ export const make = (options: Options): TaskStore => {
       }
     }
   }
+  return internalAuthentication.withHeldElsewhere(store, async (taskId, context) => {
+    const owner = ownerResolver(context)
+    for (const bucket of tenants.get(context.tenant ?? "")?.values() ?? []) {
+      if (bucket.owner !== owner && bucket.tasks.has(taskId)) return true
+    }
+    return false
+  })
 }

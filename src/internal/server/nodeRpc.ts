@@ -73,7 +73,7 @@ export const listener = (endpoint: internalHttp.RpcEndpoint, runtime: Runtime.Ru
       if (refused !== undefined) return respond(refused)
       const received = internalHttp.receive(
         endpoint,
-        readBody(request, endpoint.maxBodyBytes),
+        () => readBody(request, endpoint.maxBodyBytes),
         headers,
         request.socket.remoteAddress ?? ""
       )

@@ -50,12 +50,14 @@ import {
   defaultServerCallContextBuilder,
   type ServerCallContext,
   UnauthenticatedUser,
+  type User,
   validateVersion
 } from "@a2a-js/sdk/server"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
+import * as internalAuthentication from "./authentication.js"
 import * as internalHttp from "./http.js"
 import type * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
@@ -122,6 +124,19 @@ const shed = () =>
 // Refused before anything runs, as on JSON-RPC: UnsupportedOperation, that a client may send again elsewhere or later.
 const shuttingDown = () =>
   statusResponse(edgeBody(new UnsupportedOperationError(internalHttp.shuttingDown), 503, "UNAVAILABLE"), { "retry-after": "1" })
+
+// No A2A reason says it: the ErrorInfo's is the status's own, in our domain, as a shed request's.
+const unauthenticated = (refused: internalAuthentication.Refused) =>
+  refused._tag === "Broken"
+    ? statusResponse(edgeBody(new A2AError(refused.message), 500, "INTERNAL"))
+    : statusResponse({
+      error: {
+        code: 401,
+        status: "UNAUTHENTICATED",
+        message: refused.message,
+        details: [{ "@type": ERROR_INFO_TYPE, reason: "UNAUTHENTICATED", domain: "effect-a2a" }] as StatusBody["error"]["details"]
+      }
+    }, { "www-authenticate": refused.challenge })
 
 const unknownRoute = (method: string, path: string) =>
   statusResponse(edgeBody(new UnsupportedOperationError(`No HTTP+JSON operation at ${method} ${path}.`), 404, "NOT_FOUND"))
@@ -375,6 +390,7 @@ export interface Options {
   readonly state: internalHttp.State
   readonly readBody: internalHttp.BodyReader
   readonly load: internalLoad.Load | undefined
+  readonly gate?: internalAuthentication.Gate | undefined
 }
 
 const responseHeaders = (context: ServerCallContext): Record<string, string> =>
@@ -408,6 +424,14 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
   Effect.gen(function*() {
     if (options.state.closing) return shuttingDown()
     const headers: internalRpc.Headers = request.headers
+    const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
+    let user: User | undefined = undefined
+    if (options.gate !== undefined) {
+      const gate = options.gate
+      const checked = yield* Effect.promise(() => gate({ headers, method: request.method, transport: "HTTP+JSON", remoteAddress }))
+      if (!internalAuthentication.isUser(checked)) return unauthenticated(checked)
+      user = checked
+    }
     const contentType = headers["content-type"]
     // Before the route, as the SDK's guard: a body of another type is not read as empty.
     if (contentType !== undefined && !isJsonType(contentType)) {
@@ -447,7 +471,7 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
       const messageId = (body as { readonly message?: { readonly messageId?: unknown } } | undefined)?.message?.messageId
       const admitted = options.load.admitRun(
         typeof messageId === "string" ? messageId : undefined,
-        Option.getOrElse(request.remoteAddress, () => "")
+        internalAuthentication.loadKey(user, remoteAddress)
       )
       if (admitted === "shed") return shed()
       release = admitted
@@ -455,7 +479,7 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
     const requestedVersion = headers[versionHeader] || undefined
     const context = defaultServerCallContextBuilder({
       extensions: Extensions.parseServiceParameter(headers[extensionHeader]),
-      user: new UnauthenticatedUser(),
+      user: user ?? new UnauthenticatedUser(),
       headers: { ...headers },
       ...(requestedVersion === undefined ? {} : { requestedVersion }),
       ...(tenant === undefined ? {} : { tenant })

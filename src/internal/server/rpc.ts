@@ -20,9 +20,10 @@ import {
   type ServerCallContext,
   JsonRpcTransportHandler,
   UnauthenticatedUser,
+  type User,
   validateVersion
 } from "@a2a-js/sdk/server"
-import { RequestMalformedError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
+import { RequestMalformedError, TaskNotFoundError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { storedTextProblem } from "../ledger/storedText.js"
 
 /** @internal */
@@ -78,7 +79,8 @@ export type Headers = Readonly<Record<string, string | undefined>>
 
 /** @internal */
 export interface Dispatcher {
-  readonly dispatch: (body: unknown, headers: Headers) => Promise<Dispatched>
+  /** `user`: the authenticated caller; anonymous when undefined. */
+  readonly dispatch: (body: unknown, headers: Headers, user?: User) => Promise<Dispatched>
   /**
    * The request handler as the dispatch calls it, with its refusals (see
    * {@link DispatcherOptions}): for the other transports, so that they hold
@@ -161,6 +163,12 @@ export interface DispatcherOptions {
   readonly checkIds?: boolean
   /** Refuse (-32004) a message to a task that is still running, before the handler sees it. */
   readonly claim?: Claim
+  /**
+   * Whether the caller of `context` may see the task: a message to another
+   * caller's running task is answered TaskNotFound, as the handler answers
+   * one to a task it does not find, not -32004, which would tell it exists.
+   */
+  readonly visible?: (taskId: string, context: ServerCallContext) => Promise<boolean>
   /** The event buses of the handler, so that a subscriber who leaves lets go of its task's bus at once. */
   readonly subscriptions?: Subscriptions
 }
@@ -257,12 +265,12 @@ export const stillRunning = (taskId: string): UnsupportedOperationError =>
   )
 
 // What a refused call returns: a stream is refused on its first event, so it is answered as a plain JSON-RPC error.
-const refusal = (property: PropertyKey, error: Error): unknown =>
+const refusal = (property: PropertyKey, error: Error | Promise<Error>): unknown =>
   property === "sendMessageStream" || property === "resubscribe"
     ? (async function*() {
-      throw error
+      throw await error
     })()
-    : Promise.reject(error)
+    : Promise.resolve(error).then((error) => Promise.reject(error))
 
 // `result`, with `release` called once it settles (a stream: once it ends or is closed).
 const releasing = (result: unknown, release: () => void): unknown => {
@@ -316,7 +324,15 @@ const capturing = (
           const release = taskId === undefined
             ? undefined
             : claim!(taskId, args[0] as SendMessageRequest, context as ServerCallContext)
-          if (taskId !== undefined && release === undefined) return refusal(property, stillRunning(taskId))
+          if (taskId !== undefined && release === undefined) {
+            const visible = options.visible
+            return refusal(
+              property,
+              visible === undefined ? stillRunning(taskId) : visible(taskId, context as ServerCallContext).then(
+                (seen) => seen ? stillRunning(taskId) : new TaskNotFoundError(`Task not found: ${taskId}`)
+              )
+            )
+          }
           let result: unknown
           try {
             result = value.apply(target, args)
@@ -391,7 +407,7 @@ export const makeDispatcher = (
   const v1 = new JsonRpcTransportHandler(captured)
   const legacy = new LegacyJsonRpcTransportHandler(captured)
   const versionHeader = A2A_VERSION_HEADER.toLowerCase()
-  const dispatch = async (body: unknown, headers: Headers): Promise<Dispatched> => {
+  const dispatch = async (body: unknown, headers: Headers, user?: User): Promise<Dispatched> => {
     const requestedVersion = headers[versionHeader] || undefined
     const useLegacy = (requestedVersion ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION
     const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError
@@ -406,7 +422,7 @@ export const makeDispatcher = (
         : headers[HTTP_EXTENSION_HEADER.toLowerCase()]
       const context = defaultServerCallContextBuilder({
         extensions: Extensions.parseServiceParameter(extensionsHeader),
-        user: new UnauthenticatedUser(),
+        user: user ?? new UnauthenticatedUser(),
         headers: { ...headers },
         ...(requestedVersion === undefined ? {} : { requestedVersion })
       })

@@ -10,7 +10,7 @@
  * @internal
  */
 import { TaskState } from "@a2a-js/sdk"
-import { InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
+import { InMemoryTaskStore, resolveUserScope, type TaskStore } from "@a2a-js/sdk/server"
 import { Clock, Duration, Effect, Runtime, Schedule, Schema } from "effect"
 import type * as Scope from "effect/Scope"
 import type { Kysely, PostgresPool, SqliteDatabase } from "kysely"
@@ -18,6 +18,7 @@ import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as taskState from "../wire/taskState.js"
+import * as internalAuthentication from "./authentication.js"
 import * as internalMemoryTaskStore from "./memoryTaskStore.js"
 
 type Retention = { readonly retention?: Duration.DurationInput | undefined }
@@ -195,5 +196,9 @@ const database = (given: DatabaseConfig): Effect.Effect<TaskStore, Failure, Scop
       catch: fail("Connection", `Could not reach the ${config._tag} task store`)
     })
     if (config.retention !== undefined) yield* sweepEnded(db, TASK_TABLE, config.retention, config._tag)
-    return new DatabaseTaskStore(db)
+    const { sql } = yield* Effect.promise(() => import("kysely"))
+    return internalAuthentication.withHeldElsewhere(new DatabaseTaskStore(db), (taskId, context) =>
+      sql`select 1 from ${sql.table(TASK_TABLE)} where tenant = ${context.tenant ?? ""} and id = ${taskId} and owner <> ${
+        resolveUserScope(context)
+      } limit 1`.execute(db).then((result) => result.rows.length > 0))
   })

@@ -8,6 +8,7 @@
 import type { A2ARequestHandler } from "@a2a-js/sdk/server"
 import { type Duration, type Effect, Schema } from "effect"
 import * as internalTransport from "../wire/transport.js"
+import type * as internalAuthentication from "./authentication.js"
 import type * as internalHttp from "./http.js"
 import type * as internalLoad from "./load.js"
 import type * as internalRpc from "./rpc.js"
@@ -56,6 +57,7 @@ export interface Core {
   readonly subscriptions: internalRpc.Subscriptions
   readonly state: internalHttp.State
   readonly load: internalLoad.Load | undefined
+  readonly gate: internalAuthentication.Gate | undefined
 }
 
 /** A transport on a port of its own, bound, to be served and drained with the app. @internal */

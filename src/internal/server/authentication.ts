@@ -1,0 +1,213 @@
+/**
+ * Who calls the server: the application's `authenticate`, run at each
+ * transport's edge before anything else, and the SDK `User` that carries
+ * the caller to the task store's owner scoping.
+ *
+ * @internal
+ */
+import type { AgentCard } from "@a2a-js/sdk"
+import type { ServerCallContext, TaskStore, User } from "@a2a-js/sdk/server"
+import { Cause, Effect, Exit, Option, Runtime, Schema } from "effect"
+import * as ErrorId from "../wire/errorId.js"
+import * as internalMetrics from "../observability/metrics.js"
+import type * as internalTransport from "../wire/transport.js"
+import * as internalFailure from "./failure.js"
+
+/** @internal */
+export interface Caller {
+  /** Stable: the owner of the caller's tasks and its idempotency identity. Never a credential. */
+  readonly id: string
+  /** For people reading logs and agents greeting callers. */
+  readonly name: string
+}
+
+/** @internal */
+export interface Request {
+  /** Header names in lower case; on gRPC, the call's text metadata. */
+  readonly headers: Readonly<Record<string, string | undefined>>
+  /** The HTTP method (`POST`, `GET`), or on gRPC the call's full method name (`/lf.a2a.v1.A2AService/SendMessage`). */
+  readonly method: string
+  readonly transport: internalTransport.Transport
+  /** The peer's address, without its port; behind a proxy, the proxy's. */
+  readonly remoteAddress: string | undefined
+}
+
+/**
+ * A request without valid credentials. `message` is for the server's log
+ * (the caller is told only "Authentication required." or "Invalid
+ * credentials."); it must never hold the credential itself.
+ *
+ * @internal
+ */
+export class Unauthenticated extends Schema.TaggedError<Unauthenticated>("effect-a2a/Unauthenticated")(
+  "Unauthenticated",
+  {
+    reason: Schema.Literal("MissingCredentials", "InvalidCredentials"),
+    message: Schema.String
+  }
+) {}
+
+/**
+ * What an authenticator declares in the card, and the `WWW-Authenticate`
+ * challenge of its refusals.
+ *
+ * @internal
+ */
+export interface Scheme {
+  readonly securitySchemes: AgentCard["securitySchemes"]
+  readonly securityRequirements: AgentCard["securityRequirements"]
+  /** The `WWW-Authenticate` value, e.g. `Bearer realm="a2a"`. */
+  readonly challenge: string
+}
+
+/** @internal */
+export interface Authenticator<R = never> {
+  (request: Request): Effect.Effect<Caller, Unauthenticated, R>
+  /** Absent for a plain function: the card declares nothing, and refusals challenge `Bearer`. */
+  readonly scheme?: Scheme | undefined
+}
+
+/** The SDK user of an authenticated caller: its `userName`, the owner of its tasks, is the caller's id. @internal */
+export class CallerUser implements User {
+  constructor(readonly caller: Caller) {}
+  get isAuthenticated(): boolean {
+    return true
+  }
+  get userName(): string {
+    return this.caller.id
+  }
+}
+
+/** The caller of a call, when it was authenticated. @internal */
+export const callerOf = (context: ServerCallContext | undefined): Caller | undefined => {
+  const user = context?.user
+  return user instanceof CallerUser ? user.caller : undefined
+}
+
+/** Who a bound per caller counts: the authenticated caller, or else the peer's address. @internal */
+export const loadKey = (user: User | undefined, remoteAddress: string): string =>
+  user?.isAuthenticated === true ? user.userName : remoteAddress
+
+/** Why a request was refused, as each transport answers it. @internal */
+export interface Refusal {
+  readonly _tag: "Refusal"
+  /** What the caller is told: nothing of why its credential failed. */
+  readonly message: string
+  readonly challenge: string
+}
+
+/** A request not let in: refused, or met by an authenticator that broke (a 500, its error id in `message`). @internal */
+export type Refused = Refusal | { readonly _tag: "Broken"; readonly message: string }
+
+/** The outcome of a check: the caller's SDK user, or why not. @internal */
+export type Checked = User | Refused
+
+/** @internal */
+export const isUser = (checked: Checked): checked is User => !("_tag" in checked)
+
+/**
+ * The edge's check, run with the server's runtime. A refusal is logged (its
+ * reason and the authenticator's message, never the credential) and
+ * counted; an authenticator that dies, or answers a caller without an id,
+ * is an internal error under an error id.
+ *
+ * @internal
+ */
+export type Gate = (request: Request) => Promise<Checked>
+
+const defaultChallenge = "Bearer"
+
+/** @internal */
+export const makeGate = <R>(authenticate: Authenticator<R>, agent: string): Effect.Effect<Gate, never, R> =>
+  Effect.map(Effect.runtime<R>(), (runtime) => {
+    const run = Runtime.runPromiseExit(runtime)
+    const unauthenticated = internalMetrics.tagged(internalMetrics.serverUnauthenticated, { agent })
+    const challenge = authenticate.scheme?.challenge ?? defaultChallenge
+    const broken = (cause: Cause.Cause<unknown>): Checked => {
+      const errorId = ErrorId.make()
+      Runtime.runSync(runtime)(internalFailure.logErrorOffSpan("Authentication failed unexpectedly", {
+        errorId,
+        cause: internalFailure.renderCause(cause)
+      }))
+      return { _tag: "Broken", message: ErrorId.internalErrorText(errorId) }
+    }
+    return (request) =>
+      run(Effect.suspend(() => authenticate(request))).then((exit): Checked => {
+        if (Exit.isSuccess(exit)) {
+          const caller = exit.value
+          return typeof caller?.id === "string" && caller.id !== ""
+            ? new CallerUser(caller)
+            : broken(Cause.die(new Error("authenticate answered a caller without an id")))
+        }
+        const failure = Option.getOrUndefined(Cause.failureOption(exit.cause))
+        if (failure === undefined) return broken(exit.cause)
+        unauthenticated.unsafeUpdate(1, [])
+        Runtime.runSync(runtime)(Effect.logWarning("Request refused: not authenticated").pipe(
+          Effect.annotateLogs({
+            reason: failure.reason,
+            detail: failure.message,
+            transport: request.transport,
+            remoteAddress: request.remoteAddress ?? ""
+          })
+        ))
+        return {
+          _tag: "Refusal",
+          message: failure.reason === "MissingCredentials" ? "Authentication required." : "Invalid credentials.",
+          challenge
+        }
+      }, (error) => broken(Cause.die(error)))
+  })
+
+/** The card with what the authenticator declares, unless the card declares its own. @internal */
+export const declare = (card: AgentCard, scheme: Scheme | undefined): AgentCard =>
+  scheme === undefined || Object.keys(card.securitySchemes ?? {}).length > 0
+    ? card
+    : { ...card, securitySchemes: scheme.securitySchemes, securityRequirements: scheme.securityRequirements }
+
+/**
+ * Whether a task a store did not find for the caller of `context` is held
+ * by another caller: only for `a2a.server.forbidden`, never for the answer.
+ *
+ * @internal
+ */
+export type HeldElsewhere = (taskId: string, context: ServerCallContext) => Promise<boolean>
+
+const heldElsewhereKey = Symbol.for("effect-a2a/HeldElsewhere")
+
+/** `store`, able to tell (see {@link HeldElsewhere}). @internal */
+export const withHeldElsewhere = <S extends TaskStore>(store: S, heldElsewhere: HeldElsewhere): S =>
+  Object.assign(store, { [heldElsewhereKey]: heldElsewhere })
+
+/**
+ * `store` with each load that finds nothing for an authenticated caller
+ * checked, after the answer, against the other callers' tasks: a hit is
+ * counted in `a2a.server.forbidden` and logged as a warning. A store that
+ * cannot tell is returned as it is.
+ *
+ * @internal
+ */
+export const watchingForbidden = (store: TaskStore, agent: string): Effect.Effect<TaskStore> =>
+  Effect.map(Effect.runtime<never>(), (runtime) => {
+    const heldElsewhere = (store as { readonly [heldElsewhereKey]?: HeldElsewhere })[heldElsewhereKey]
+    if (heldElsewhere === undefined) return store
+    const forbidden = internalMetrics.tagged(internalMetrics.serverForbidden, { agent })
+    const runFork = Runtime.runFork(runtime)
+    const check = (taskId: string, context: ServerCallContext, caller: Caller) =>
+      heldElsewhere(taskId, context).then((held) => {
+        if (!held) return
+        forbidden.unsafeUpdate(1, [])
+        runFork(Effect.logWarning("Request on another caller's task, answered as not found").pipe(
+          Effect.annotateLogs({ caller: caller.id, taskId })
+        ))
+      }, () => undefined)
+    return {
+      save: (task, context) => store.save(task, context),
+      list: (params, context) => store.list(params, context),
+      load: (taskId, context) =>
+        store.load(taskId, context).then((task) => {
+          const caller = task === undefined ? callerOf(context) : undefined
+          if (caller !== undefined) void check(taskId, context, caller)
+          return task
+        })
+    }
+  })
