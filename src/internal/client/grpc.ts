@@ -12,7 +12,9 @@
  * the agent's calls in flight), and removes that entry before anything is
  * sent. A metadata entry rather than an `AsyncLocalStorage`: a stream's
  * request starts in whatever context first pulls it, while its service
- * parameters are fixed where the call is made.
+ * parameters are fixed where the call is made. The interceptor also cancels
+ * a call given up, through its record, as the SDK would on a signal: the
+ * call then makes no `AbortController`.
  *
  * @internal
  */
@@ -58,6 +60,9 @@ const load = (): Promise<Modules> =>
     loading = undefined
     throw error
   })
+
+/** What grpc-js's `cancel()`, the SDK's way to give up a call, reports. */
+const cancelledOnClient = "Cancelled on client"
 
 /** The metadata entry that names a call to the interceptor; never sent. */
 const callKey = "effect-a2a-call"
@@ -132,7 +137,7 @@ const interceptor = (modules: Modules, calls: Map<string, CallRecord>): GrpcJs.I
   }
   return (options, nextCall) => {
     let record: CallRecord | undefined
-    return new grpc.InterceptingCall(nextCall(options), {
+    const call: GrpcJs.InterceptingCall = new grpc.InterceptingCall(nextCall(options), {
       start: (metadata, _listener, next) => {
         const id = metadata.get(callKey)[0]
         metadata.remove(callKey)
@@ -147,16 +152,22 @@ const interceptor = (modules: Modules, calls: Map<string, CallRecord>): GrpcJs.I
           },
           onReceiveMessage: (message, next) => next(message),
           onReceiveStatus: (status, next) => {
+            // Ended: an abort during a later request of the operation (a poll's wait) has nothing here to cancel.
+            if (record) record.cancel = undefined
             onStatus(record, status)
             next(status)
           }
         })
+        // The call is given up through its record (the SDK gets no signal), as the SDK's own cancel would.
+        if (record?.cancelled) call.cancelWithStatus(grpc.status.CANCELLED, cancelledOnClient)
+        else if (record) record.cancel = () => call.cancelWithStatus(grpc.status.CANCELLED, cancelledOnClient)
       },
       sendMessage: (message, next) => {
         if (record) record.sent = true
         next(message)
       }
     })
+    return call
   }
 }
 
@@ -262,6 +273,7 @@ export const make = (credentials?: object): Promise<Grpc> =>
       factory,
       binding: {
         transport: "GRPC",
+        cancelsByRecord: true,
         // An entry leaves the table when the interceptor takes it, or when its request settles without having
         // reached grpc-js (metadata grpc-js refused, say).
         parameters: (record, headers) => {
