@@ -64,7 +64,7 @@ export class Cancel {
     const listener = this.listener
     this.listener = undefined
     listener?.()
-    this.record.cancel?.()
+    this.record.inFlight?.cancel()
   }
 }
 

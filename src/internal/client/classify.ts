@@ -23,8 +23,8 @@ export interface CallRecord {
   undecodableDetails?: boolean
   /** gRPC: the server began its answer (its response headers came), so it took the request. */
   answered?: boolean
-  /** gRPC: cancels the request in flight; set by the interceptor as each request starts. */
-  cancel?: (() => void) | undefined
+  /** gRPC: the request in flight, to cancel; set by the interceptor as each request starts, cleared as it ends. */
+  inFlight?: { readonly cancel: () => void } | undefined
   /** The operation was given up (its time, an interruption): a request that starts after it is cancelled at once. */
   cancelled?: boolean
 }
