@@ -13,6 +13,7 @@ import * as RetryPolicy from "../src/RetryPolicy.js"
 import { agentMessage, closedPort } from "./fixtures/peers.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import { onlyTransportWorks } from "./fixtures/onlyTransport.js"
+import { eventually } from "./fixtures/serverAgents.js"
 import { cardServer, cardWith, grpcServer, sdkPeers } from "./fixtures/transportPeers.js"
 
 let agents = 0
@@ -221,6 +222,25 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       yield* Effect.sleep("150 millis")
       yield* Fiber.interrupt(fiber)
       expect(yield* agent.send("complete")).toMatchObject({ _tag: "Completed" })
+    }))
+
+  it.scopedLive("our time limit and an interruption cancel the call on the wire: the server sees each call cancelled", () =>
+    Effect.gen(function*() {
+      let started = 0
+      let cancelled = 0
+      const hanging = yield* grpcServer({
+        sendMessage: (call: grpc.ServerUnaryCall<unknown, unknown>) => {
+          started++
+          call.on("cancelled", () => cancelled++)
+        }
+      })
+      const agent = yield* agentAt(hanging.address, { timeout: "300 millis" })
+      expect(yield* Effect.flip(agent.send("hello"))).toMatchObject({ reason: "Timeout", delivery: "Unknown", grpcStatus: "CANCELLED" })
+      yield* eventually(Effect.sync(() => cancelled), (n) => n === 1)
+      const fiber = yield* Effect.fork(agent.send("hello", { timeout: "10 seconds" }))
+      yield* eventually(Effect.sync(() => started), (n) => n === 2)
+      yield* Fiber.interrupt(fiber)
+      yield* eventually(Effect.sync(() => cancelled), (n) => n === 2)
     }))
 
   it.scopedLive("a peer killed mid-call, or shut down by force: ConnectionLost, Unknown", () =>

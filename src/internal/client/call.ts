@@ -26,9 +26,51 @@ export interface Ids {
   readonly contextId?: string | undefined
 }
 
-/** One operation's requests share its abort signal, record, headers and deadline. @internal */
+/**
+ * How an operation is given up, shared by its requests: the `AbortSignal`
+ * is made only when a request reads it (fetch takes one; gRPC cancels
+ * through its interceptor), as Node's `AbortController` costs more than the
+ * rest of a call's set-up.
+ *
+ * @internal
+ */
+export class Cancel {
+  aborted = false
+  reason: unknown = undefined
+  private controller: AbortController | undefined
+  constructor(
+    readonly record: CallRecord,
+    private readonly track: (signal: AbortSignal, record: CallRecord) => CallRecord
+  ) {}
+  private listener: (() => void) | undefined
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController()
+      this.track(this.controller.signal, this.record)
+      if (this.aborted) this.controller.abort(this.reason)
+    }
+    return this.controller.signal
+  }
+  /** Runs `listener` once, when the operation is given up; one at a time (a poll's wait), and no signal made for it. */
+  onAbort(listener: (() => void) | undefined): void {
+    this.listener = listener
+  }
+  abort(reason: unknown = new DOMException("This operation was aborted", "AbortError")): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = reason
+    this.record.cancelled = true
+    this.controller?.abort(reason)
+    const listener = this.listener
+    this.listener = undefined
+    listener?.()
+    this.record.inFlight?.cancel()
+  }
+}
+
+/** One operation's requests share its cancel, record, headers and deadline. @internal */
 export interface Exchange {
-  readonly signal: AbortSignal
+  readonly cancel: Cancel
   readonly record: CallRecord
   readonly headers: Record<string, string>
   /** When the operation's time is up, in `Date.now()` milliseconds. */
@@ -219,10 +261,10 @@ const makeRequest = (agent: string, binding: Binding) =>
   const parameters = binding.parameters(exchange.record, exchange.headers)
   const fail = (error: unknown) => {
     binding.release?.(parameters)
-    done(Either.left(classifyCall(error, { agent, binding, signal: exchange.signal, operation, record: exchange.record, streamStarted: false, ...ids })))
+    done(Either.left(classifyCall(error, { agent, binding, signal: exchange.cancel, operation, record: exchange.record, streamStarted: false, ...ids })))
   }
   try {
-    run({ signal: exchange.signal, serviceParameters: parameters }).then((response) => {
+    run(binding.cancelsByRecord ? { serviceParameters: parameters } : { signal: exchange.cancel.signal, serviceParameters: parameters }).then((response) => {
       binding.release?.(parameters)
       let decoded: Either.Either<B, A2AClientError.A2AClientError>
       try {
@@ -239,14 +281,14 @@ const makeRequest = (agent: string, binding: Binding) =>
 
 /**
  * Runs one operation: `start` sends its requests on the exchange and calls
- * `done` once. The exchange's signal aborts on interruption and when the
+ * `done` once. The exchange's cancel fires on interruption and when the
  * operation's time is up. With `observed` off (a stream recovering its
  * task's state) the operation makes no span and counts nothing: the stream
  * does both.
  */
 const makeOperate = (
   agent: string,
-  track: (signal: AbortSignal) => CallRecord,
+  track: (signal: AbortSignal, record: CallRecord) => CallRecord,
   defaultTimeout: Duration.Duration,
   report: Report,
   binding: Binding,
@@ -287,8 +329,8 @@ const makeOperate = (
           : tracing.childIds(tracing.propagatedParent(parent))
         const timeout = Duration.decode(options?.timeout ?? defaultTimeout)
         const millis = Duration.toMillis(timeout)
-        const controller = new AbortController()
-        const record = track(controller.signal)
+        const record: CallRecord = { sent: false }
+        const abort = new Cancel(record, track)
         // A transport that does not stop when asked (a user's client that ignores interruption, an SDK call
         // that never settles) still ends the call, a moment after its time; the transport learns nothing of it.
         const giveUp = () =>
@@ -301,7 +343,7 @@ const makeOperate = (
             {}
           )))
         const expire = () => {
-          controller.abort(timeoutError())
+          abort.abort(timeoutError())
           timer = setTimeout(giveUp, abortGraceMillis)
         }
         const deadline = Date.now() + millis
@@ -334,11 +376,11 @@ const makeOperate = (
         cancel = (cause) => {
           if (!open) return
           close(Exit.failCause(cause))
-          controller.abort()
+          abort.abort()
         }
         try {
           start({
-            signal: controller.signal,
+            cancel: abort,
             record,
             headers: callHeaders(ids, options, agentHeaders),
             deadline,
@@ -369,7 +411,7 @@ const makeOperate = (
  */
 export const make = (
   agent: string,
-  track: (signal: AbortSignal) => CallRecord,
+  track: (signal: AbortSignal, record: CallRecord) => CallRecord,
   defaultTimeout: Duration.Duration,
   binding: Binding,
   agentHeaders: Readonly<Record<string, string>> | undefined,

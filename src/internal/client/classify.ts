@@ -23,6 +23,10 @@ export interface CallRecord {
   undecodableDetails?: boolean
   /** gRPC: the server began its answer (its response headers came), so it took the request. */
   answered?: boolean
+  /** gRPC: the request in flight, to cancel; set by the interceptor as each request starts, cleared as it ends. */
+  inFlight?: { readonly cancel: () => void } | undefined
+  /** The operation was given up (its time, an interruption): a request that starts after it is cancelled at once. */
+  cancelled?: boolean
 }
 
 /**
@@ -49,6 +53,11 @@ export interface Binding {
   readonly parameters: (record: CallRecord, headers: Record<string, string>) => Record<string, string>
   /** Forgets what `parameters` registered, once its request has settled: a request the SDK never made leaves nothing. */
   readonly release?: ((parameters: Record<string, string>) => void) | undefined
+  /**
+   * The transport cancels its requests through their record (gRPC's interceptor) rather than by a signal handed
+   * to the SDK: the call then makes no `AbortController`, the costliest piece of its set-up.
+   */
+  readonly cancelsByRecord?: boolean | undefined
   /** This transport's own reading of a failure; `undefined` leaves it to the common rules. */
   readonly classify?: ((facts: Facts, ctx: CallContext) => Fields | undefined) | undefined
 }
@@ -207,7 +216,7 @@ export interface CallContext {
   /** The agent's transport; none for errors of a client not built yet. */
   readonly binding?: Binding | undefined
   /** The call's own signal: whether it fired, and why, tells our cancel from the peer's. */
-  readonly signal?: AbortSignal | undefined
+  readonly signal?: Pick<AbortSignal, "aborted" | "reason"> | undefined
   readonly operation: A2AClientError.Operation
   readonly record: CallRecord | undefined
   readonly streamStarted: boolean

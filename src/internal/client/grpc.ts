@@ -12,7 +12,9 @@
  * the agent's calls in flight), and removes that entry before anything is
  * sent. A metadata entry rather than an `AsyncLocalStorage`: a stream's
  * request starts in whatever context first pulls it, while its service
- * parameters are fixed where the call is made.
+ * parameters are fixed where the call is made. The interceptor also cancels
+ * a call given up, through its record, as the SDK would on a signal: the
+ * call then makes no `AbortController`.
  *
  * @internal
  */
@@ -58,6 +60,9 @@ const load = (): Promise<Modules> =>
     loading = undefined
     throw error
   })
+
+/** What grpc-js's `cancel()`, the SDK's way to give up a call, reports. */
+const cancelledOnClient = "Cancelled on client"
 
 /** The metadata entry that names a call to the interceptor; never sent. */
 const callKey = "effect-a2a-call"
@@ -105,10 +110,88 @@ const readDetails = (modules: Modules, raw: GrpcJs.MetadataValue): Duration.Dura
   return delay
 }
 
+/** A call as grpc-js hands it to an interceptor, and as the interceptor hands it back. */
+type NextCall = ReturnType<GrpcJs.NextCall>
+
+/** What one agent's calls share: the gRPC modules, the table of calls in flight, the reading of a status. */
+interface Shared {
+  readonly grpc: typeof GrpcJs
+  readonly calls: Map<string, CallRecord>
+  readonly onStatus: (record: CallRecord | undefined, status: GrpcJs.StatusObject) => void
+}
+
 /**
- * The interceptor of one agent's calls: marks a call sent once its message
- * is handed to grpc-js, and checks the status details it ends with; a
- * refusal's `retry-after` (trailer or `RetryInfo`) goes to its record.
+ * One call, seen by the interceptor: marks it sent once its message is
+ * handed to grpc-js, answered when its response headers come, reads the
+ * status it ends with, and cancels it when its operation is given up.
+ * Written to grpc-js's call interface rather than as an `InterceptingCall`,
+ * which makes a requester, three bound listeners and a listener wrapper per
+ * call so that an interceptor may act later; this one acts at once, and is
+ * its own listener.
+ */
+class Watched implements NextCall, GrpcJs.InterceptingListener {
+  private record: CallRecord | undefined
+  private listener: Partial<GrpcJs.InterceptingListener> | undefined
+  constructor(private readonly next: NextCall, private readonly shared: Shared) {}
+  start(metadata: GrpcJs.Metadata, listener?: Partial<GrpcJs.InterceptingListener>): void {
+    const id = metadata.get(callKey)[0]
+    metadata.remove(callKey)
+    let record: CallRecord | undefined
+    if (typeof id === "string") {
+      record = this.shared.calls.get(id)
+      this.shared.calls.delete(id)
+    }
+    this.record = record
+    this.listener = listener
+    this.next.start(metadata, this)
+    // The call is given up through its record (the SDK gets no signal), as the SDK's own cancel would.
+    if (record?.cancelled) this.cancel()
+    else if (record) record.inFlight = this
+  }
+  cancel(): void {
+    this.next.cancelWithStatus(this.shared.grpc.status.CANCELLED, cancelledOnClient)
+  }
+  sendMessageWithContext(context: Parameters<NextCall["sendMessageWithContext"]>[0], message: unknown): void {
+    if (this.record) this.record.sent = true
+    this.next.sendMessageWithContext(context, message)
+  }
+  sendMessage(message: unknown): void {
+    if (this.record) this.record.sent = true
+    this.next.sendMessage(message)
+  }
+  onReceiveMetadata(metadata: GrpcJs.Metadata): void {
+    if (this.record) this.record.answered = true
+    this.listener?.onReceiveMetadata?.(metadata)
+  }
+  onReceiveMessage(message: unknown): void {
+    this.listener?.onReceiveMessage?.(message)
+  }
+  onReceiveStatus(status: GrpcJs.StatusObject): void {
+    // Ended: an abort during a later request of the operation (a poll's wait) has nothing here to cancel.
+    if (this.record) this.record.inFlight = undefined
+    this.shared.onStatus(this.record, status)
+    this.listener?.onReceiveStatus?.(status)
+  }
+  cancelWithStatus(status: GrpcJs.status, details: string): void {
+    this.next.cancelWithStatus(status, details)
+  }
+  getPeer(): string {
+    return this.next.getPeer()
+  }
+  startRead(): void {
+    this.next.startRead()
+  }
+  halfClose(): void {
+    this.next.halfClose()
+  }
+  getAuthContext(): ReturnType<NextCall["getAuthContext"]> {
+    return this.next.getAuthContext()
+  }
+}
+
+/**
+ * The interceptor of one agent's calls; a refusal's `retry-after` (trailer
+ * or `RetryInfo`) goes to its record.
  */
 const interceptor = (modules: Modules, calls: Map<string, CallRecord>): GrpcJs.Interceptor => {
   const { grpc } = modules
@@ -130,34 +213,9 @@ const interceptor = (modules: Modules, calls: Map<string, CallRecord>): GrpcJs.I
     const retryAfter = typeof header === "string" ? parseRetryAfter(header, Date.now()) : delay
     if (record && retryAfter !== undefined) record.retryAfter = retryAfter
   }
-  return (options, nextCall) => {
-    let record: CallRecord | undefined
-    return new grpc.InterceptingCall(nextCall(options), {
-      start: (metadata, _listener, next) => {
-        const id = metadata.get(callKey)[0]
-        metadata.remove(callKey)
-        if (typeof id === "string") {
-          record = calls.get(id)
-          calls.delete(id)
-        }
-        next(metadata, {
-          onReceiveMetadata: (received, next) => {
-            if (record) record.answered = true
-            next(received)
-          },
-          onReceiveMessage: (message, next) => next(message),
-          onReceiveStatus: (status, next) => {
-            onStatus(record, status)
-            next(status)
-          }
-        })
-      },
-      sendMessage: (message, next) => {
-        if (record) record.sent = true
-        next(message)
-      }
-    })
-  }
+  const shared: Shared = { grpc, calls, onStatus }
+  // grpc-js types an interceptor's result as its own class, but uses only the call interface `Watched` implements.
+  return (options, nextCall) => new Watched(nextCall(options), shared) as unknown as GrpcJs.InterceptingCall
 }
 
 /** Status codes of a server that answered it would not act on the request, without an A2A error. */
@@ -262,6 +320,7 @@ export const make = (credentials?: object): Promise<Grpc> =>
       factory,
       binding: {
         transport: "GRPC",
+        cancelsByRecord: true,
         // An entry leaves the table when the interceptor takes it, or when its request settles without having
         // reached grpc-js (metadata grpc-js refused, say).
         parameters: (record, headers) => {

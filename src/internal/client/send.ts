@@ -20,7 +20,7 @@ const pollAnswerMillis = 20
 /**
  * Polls a task that a call found unfinished (a blocking send's answer, or a
  * stream that ended while its task still ran), until it ends or the call's
- * time is up (the exchange's signal aborts then).
+ * time is up (the exchange's cancel fires then).
  *
  * @internal
  */
@@ -47,9 +47,9 @@ export const awaitEnd = (agent: string, readTask: ReadTask) =>
     clearTimeout(timer)
     done(Either.left(timedOut()))
   }
-  exchange.signal.addEventListener("abort", onAbort, { once: true })
+  exchange.cancel.onAbort(onAbort)
   const finish: clientCall.Done<RemoteOutcome.RemoteOutcome> = (result) => {
-    exchange.signal.removeEventListener("abort", onAbort)
+    exchange.cancel.onAbort(undefined)
     done(result)
   }
   const poll = () =>

@@ -127,8 +127,7 @@ interface Tracked extends AbortSignal {
  * Registers a call, whatever its transport: its record fills in as the call
  * proceeds, from the tracking fetch or the gRPC interceptor.
  */
-export const track = (signal: AbortSignal): CallRecord => {
-  const record: CallRecord = { sent: false }
+export const track = (signal: AbortSignal, record: CallRecord = { sent: false }): CallRecord => {
   // On the signal itself rather than in a WeakMap: weak tables cost every garbage collection.
   ;(signal as Tracked)[recordKey] = record
   return record
