@@ -17,8 +17,12 @@
  *
  * @since 0.1.0
  */
-import type * as internalTransport from "./internal/wire/transport.js"
+import type { Duration, Redacted } from "effect"
+import type { JSONWebKeySet, JWTPayload } from "jose"
+import * as internalApiKey from "./internal/server/apiKey.js"
 import * as internal from "./internal/server/authentication.js"
+import * as internalJwt from "./internal/server/jwt.js"
+import type * as internalTransport from "./internal/wire/transport.js"
 
 /**
  * An authenticated caller. `id` is stable and never a credential: it owns
@@ -150,3 +154,182 @@ export type Authenticator<R = never> = internal.Authenticator<R>
  * @since 0.1.0
  */
 export type Transport = internalTransport.Transport
+
+/**
+ * The options of {@link apiKey}.
+ *
+ * @example
+ * ```ts
+ * import type { Authentication } from "effect-a2a"
+ * import { Redacted } from "effect"
+ *
+ * const options: Authentication.ApiKeyOptions = {
+ *   keys: { billing: Redacted.make("k-1f0c9e"), search: Redacted.make("k-77ab02") },
+ *   header: "X-Agent-Key"
+ * }
+ * ```
+ * @category ready-made
+ * @since 0.1.0
+ */
+export interface ApiKeyOptions {
+  /**
+   * Caller id → its key: a record, or any iterable of pairs (a `HashMap`
+   * from `Config.hashMap(Config.redacted(), …)` is one). The caller is
+   * `{ id, name: id }`. Empty ids, empty keys and one key held by two
+   * callers are refused at construction.
+   */
+  readonly keys:
+    | Readonly<Record<string, Redacted.Redacted<string> | string>>
+    | Iterable<readonly [string, Redacted.Redacted<string> | string]>
+  /** The header that carries the key, read case-insensitively. Default `X-API-Key`. */
+  readonly header?: string | undefined
+  /** The scheme's name in the card's `securitySchemes`. Default `apiKey`. */
+  readonly schemeName?: string | undefined
+  /** The scheme's description in the card. */
+  readonly description?: string | undefined
+}
+
+/**
+ * An authenticator of API keys: the key in the `X-API-Key` header (or
+ * `header`) names its caller. Each key is compared with every key of the
+ * table in constant time (their SHA-256 digests, with
+ * `crypto.timingSafeEqual`, no early exit), so an answer's timing says
+ * nothing of which key, or how much of one, a request holds. A missing
+ * header is `MissingCredentials`, an unknown key `InvalidCredentials`; no
+ * message holds a key. The card declares an `apiKeySecurityScheme`, and
+ * refusals challenge `ApiKey header="X-API-Key"`.
+ *
+ * Throws an `Error` at construction (naming callers, never keys) on an
+ * empty table, an empty caller id or key, or one key held by two callers.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor, Authentication } from "effect-a2a"
+ * import { Config, ConfigProvider, Effect, Layer } from "effect"
+ *
+ * // A2A_API_KEYS__billing=k-1f0c9e A2A_API_KEYS__search=k-77ab02: a map's entries are read under its
+ * // name, and a path delimiter of "_" would split the name itself, so this reads the environment with "__".
+ * const ServerLive = A2AServer.layerConfig({
+ *   agent: Config.succeed(() => Effect.succeed(AgentExecutor.completedText("hello"))),
+ *   card: { name: Config.succeed("greeter"), description: Config.succeed("Says hello") },
+ *   authenticate: Config.map(Config.hashMap(Config.redacted(), "A2A_API_KEYS"), (keys) => Authentication.apiKey({ keys }))
+ * }).pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromEnv({ pathDelim: "__" }))))
+ * ```
+ * @category ready-made
+ * @since 0.1.0
+ */
+export const apiKey: (options: ApiKeyOptions) => Authenticator = internalApiKey.make
+
+/**
+ * The options of {@link jwt}: where the keys are (exactly one of `jwks`
+ * and `keys`), and what a token must say.
+ *
+ * @example
+ * ```ts
+ * import type { Authentication } from "effect-a2a"
+ *
+ * const options: Authentication.JwtOptions = {
+ *   jwks: "https://auth.example.com/.well-known/jwks.json",
+ *   issuer: "https://auth.example.com/",
+ *   audience: "booking-agent",
+ *   algorithms: ["RS256"],
+ *   clockTolerance: "30 seconds"
+ * }
+ * ```
+ * @category ready-made
+ * @since 0.1.0
+ */
+export type JwtOptions =
+  & JwtClaims
+  & (
+    | {
+      /** The URL of a remote JWKS, fetched when a token names a key not yet known (jose's `createRemoteJWKSet`). */
+      readonly jwks: string | URL
+      readonly keys?: undefined
+    }
+    | {
+      /** A local JWKS, `{ keys: [...] }` (jose's `createLocalJWKSet`). */
+      readonly keys: JSONWebKeySet
+      readonly jwks?: undefined
+    }
+  )
+
+/**
+ * What {@link JwtOptions} asks of a token.
+ *
+ * @example
+ * ```ts
+ * import type { Authentication } from "effect-a2a"
+ *
+ * const claims: Authentication.JwtClaims = {
+ *   issuer: ["https://auth.example.com/", "https://auth.example.org/"],
+ *   audience: "booking-agent",
+ *   algorithms: ["ES256", "RS256"],
+ *   callerOf: (payload) => typeof payload.azp === "string" ? { id: payload.azp, name: payload.azp } : undefined
+ * }
+ * ```
+ * @category ready-made
+ * @since 0.1.0
+ */
+export interface JwtClaims {
+  /** The `iss` a token must have (one of them). */
+  readonly issuer: string | ReadonlyArray<string>
+  /** The `aud` a token must have (one of them). */
+  readonly audience: string | ReadonlyArray<string>
+  /**
+   * The algorithms a token may be signed with. Asymmetric only (`RS*`,
+   * `PS*`, `ES*`, `EdDSA`, `Ed25519`): anything else is refused at
+   * construction, as `none` and `HS*` let a token be forged.
+   */
+  readonly algorithms: ReadonlyArray<string>
+  /** How far `exp` and `nbf` may be off. Default 5 seconds. */
+  readonly clockTolerance?: Duration.DurationInput | undefined
+  /**
+   * The caller a verified token names; `undefined` refuses it as
+   * `InvalidCredentials`. Default: `{ id: sub, name: name ?? sub }`, and
+   * no caller without `sub`.
+   */
+  readonly callerOf?: ((payload: JWTPayload) => Caller | undefined) | undefined
+  /** The scheme's name in the card's `securitySchemes`. Default `bearer`. */
+  readonly schemeName?: string | undefined
+  /** The scheme's description in the card. */
+  readonly description?: string | undefined
+}
+
+/**
+ * An authenticator of bearer JWTs (`Authorization: Bearer <token>`),
+ * verified with `jose`: the signature against the JWKS, one of
+ * `algorithms`, `iss`, `aud`, and `exp` (required) within
+ * `clockTolerance`. A missing header is `MissingCredentials`; a token that
+ * fails (expired, another audience or issuer, `alg: none`, an HS256 token
+ * signed with the public key, a bad signature, malformed) is
+ * `InvalidCredentials`, whose message gives jose's code and claim, never
+ * the token. A JWKS that cannot be fetched is not the caller's fault: the
+ * authenticator dies, and the server answers 500 with an error id. The
+ * card declares an `httpAuthSecurityScheme` (`Bearer`, `JWT`), and
+ * refusals challenge `Bearer realm="a2a"`.
+ *
+ * Throws an `Error` at construction on both or neither of `jwks` and
+ * `keys`, an empty issuer or audience, or algorithms empty or not
+ * asymmetric.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer, AgentExecutor, Authentication } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * A2AServer.layer({
+ *   agent: () => Effect.succeed(AgentExecutor.completedText("hello")),
+ *   card: { name: "greeter", description: "Says hello" },
+ *   authenticate: Authentication.jwt({
+ *     jwks: "https://auth.example.com/.well-known/jwks.json",
+ *     issuer: "https://auth.example.com/",
+ *     audience: "greeter",
+ *     algorithms: ["RS256"]
+ *   })
+ * })
+ * ```
+ * @category ready-made
+ * @since 0.1.0
+ */
+export const jwt: (options: JwtOptions) => Authenticator = internalJwt.make

@@ -27,6 +27,7 @@ import * as findErrorInternal from "./cli/findError.js"
 import * as playgroundInternal from "./cli/playground.js"
 import * as probeInternal from "./cli/probe.js"
 import * as travelDemo from "./demo/travel.js"
+import type * as Authentication from "./Authentication.js"
 import type * as RemoteAgent from "./RemoteAgent.js"
 
 /**
@@ -410,14 +411,20 @@ export const PlaygroundError = playgroundInternal.PlaygroundError
 export type PlaygroundError = playgroundInternal.PlaygroundError
 
 /**
- * Where {@link playgroundLayer} listens and where it appends its logs (`Option.none()` for no file).
+ * Where {@link playgroundLayer} listens, where it appends its logs (`Option.none()` for no file), and the
+ * callers' API keys when it authenticates.
  *
  * @example
  * ```ts
  * import * as Cli from "effect-a2a/Cli"
- * import { Option } from "effect"
+ * import { Option, Redacted } from "effect"
  *
- * const options: Cli.PlaygroundOptions = { host: "0.0.0.0", port: 8000, logFile: Option.some("./playground.jsonl") }
+ * const options: Cli.PlaygroundOptions = {
+ *   host: "0.0.0.0",
+ *   port: 8000,
+ *   logFile: Option.some("./playground.jsonl"),
+ *   apiKeys: { tester: Redacted.make("k-3c1f") }
+ * }
  * const PlaygroundLive = Cli.playgroundLayer(options)
  * ```
  * @category playground
@@ -432,6 +439,11 @@ export interface PlaygroundOptions {
   readonly logFile: Option.Option<string>
   /** `A2AServer`'s `maxInFlight`: requests over it are shed with 429. None by default. */
   readonly maxInFlight?: Option.Option<number> | undefined
+  /**
+   * Caller id → key: API-key authentication (`X-API-Key`) with
+   * `Authentication.apiKey`. None by default: every caller is anonymous.
+   */
+  readonly apiKeys?: Authentication.ApiKeyOptions["keys"] | undefined
 }
 
 /**

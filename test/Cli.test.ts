@@ -371,6 +371,50 @@ describe("the pieces", () => {
     })))
   }, 20_000)
 
+  it("playground --api-key NAME=KEY turns API keys on and says so, never printing a key; a malformed value is a usage error that does not repeat it", async () => {
+    const malformed = await Promise.all(
+      ["k-bare-9f3a", "=k-nameless-9f3a", "alice=", " =k-blank-9f3a"].map((value) => runHere(["playground", "--port", "0", "--api-key", value]))
+    )
+    const shared = await runHere(["playground", "--port", "0", "--api-key", "alice=k-same-9f3a", "--api-key", "bob=k-same-9f3a"])
+    for (const result of [...malformed, shared]) {
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain("Invalid --api-key")
+      expect(result.stderr).not.toMatch(/k-(bare|nameless|blank|same)-9f3a/)
+    }
+    expect(malformed[0]!.stderr).toContain("expected NAME=KEY")
+    expect(shared.stderr).toContain("callers \"alice\" and \"bob\" have the same key")
+
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const out: Array<string> = []
+      const console = yield* Console.consoleWith(Effect.succeed)
+      yield* Cli.run(["node", "effect-a2a", "playground", "--port", "0", "--api-key", "alice=k-alice-51c2", "--api-key", "bob=k-bob-0d9e"]).pipe(
+        Effect.withConsole({ ...console, log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" "))) }),
+        Effect.provide(NodeContext.layer),
+        Logger.withMinimumLogLevel(LogLevel.None),
+        Effect.forkScoped
+      )
+      let url: string | undefined
+      for (let i = 0; i < 200 && (url === undefined || !out.some((line) => line.startsWith("authentication"))); i++) {
+        url = /^playground listening on (\S+)$/m.exec(out.join("\n"))?.[1]
+        yield* Effect.sleep("25 millis")
+      }
+      expect(out).toContain("authentication on: API keys in X-API-Key, for alice, bob")
+      expect(out.join("\n")).not.toMatch(/k-(alice|bob)-/)
+      const post = (headers: Record<string, string>) =>
+        Effect.promise(() =>
+          fetch(`${url}/a2a/jsonrpc`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "a2a-version": "1.0", ...headers },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "none" } })
+          }).then(async (response) => ({ status: response.status, challenge: response.headers.get("www-authenticate") }))
+        )
+      expect(yield* post({})).toEqual({ status: 401, challenge: "ApiKey header=\"X-API-Key\"" })
+      expect((yield* post({ "x-api-key": "k-bob-0d9e" })).status).toBe(200)
+      const card = yield* Effect.promise(() => fetch(`${url}/.well-known/agent-card.json`).then((response) => response.json()))
+      expect(card.security).toEqual([{ apiKey: [] }])
+    })))
+  }, 20_000)
+
   it("probe: an agent URL that does not parse, or is not http or https, is a usage error naming it", async () => {
     const results = await Promise.all([runHere(["probe", "not-a-url"]), runHere(["probe", "ftp://127.0.0.1/agent"])])
     expect(results.map((result) => result.code)).toEqual([2, 2])

@@ -10,8 +10,9 @@ import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
-import { Cause, Console, Duration, Effect, FiberRef, Layer, Logger, LogLevel, Option, Schema } from "effect"
+import { Cause, Console, Duration, Effect, FiberRef, Layer, Logger, LogLevel, Option, Redacted, Schema } from "effect"
 import * as A2AServer from "../A2AServer.js"
+import * as Authentication from "../Authentication.js"
 import type * as Cli from "../Cli.js"
 import * as travelDemo from "../demo/travel.js"
 import * as ErrorId from "../internal/wire/errorId.js"
@@ -136,6 +137,31 @@ const portOption = (name: string, description: string, fallback: number) =>
     Options.withDefault(fallback)
   )
 
+// The value is never repeated in an error: a malformed one may well be a bare key.
+const apiKeyOption = Options.text("api-key").pipe(
+  Options.withDescription("NAME=KEY: turns API-key authentication on (X-API-Key); the caller NAME holds KEY. Repeatable."),
+  Options.repeated,
+  Options.mapEffect((values) => {
+    if (values.length === 0) return Effect.succeed(undefined)
+    const pairs: Array<readonly [string, Redacted.Redacted<string>]> = []
+    for (const [index, value] of values.entries()) {
+      const equals = value.indexOf("=")
+      const name = equals < 0 ? "" : value.slice(0, equals).trim()
+      const key = equals < 0 ? "" : value.slice(equals + 1)
+      if (name === "" || key === "") {
+        return Effect.fail(ValidationError.invalidValue(HelpDoc.p(
+          `Invalid --api-key (number ${index + 1}): expected NAME=KEY, both non-empty (the value is not shown)`
+        )))
+      }
+      pairs.push([name, Redacted.make(key)])
+    }
+    return Effect.try({
+      try: () => (Authentication.apiKey({ keys: pairs }), pairs),
+      catch: (error) => ValidationError.invalidValue(HelpDoc.p(`Invalid --api-key: ${describe(error)}`))
+    })
+  })
+)
+
 const playgroundCommand = Command.make("playground", {
   host: Options.text("host").pipe(Options.withDescription("Default 127.0.0.1."), Options.withDefault("127.0.0.1")),
   port: portOption("port", "JSON-RPC, HTTP+JSON and the card. Default 8000; 0 picks a free port.", 8000),
@@ -150,7 +176,8 @@ const playgroundCommand = Command.make("playground", {
       n > 0 ? Effect.succeed(n) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --max-in-flight ${n}: expected a positive integer`)))
     ),
     Options.optional
-  )
+  ),
+  apiKeys: apiKeyOption
 }, (options) =>
   Effect.gen(function*() {
     const server = yield* A2AServer.A2AServer
@@ -158,6 +185,10 @@ const playgroundCommand = Command.make("playground", {
     for (const transport of internalTransport.all) {
       const url = server.urls[transport]
       if (url !== undefined) yield* Console.log(`  ${transport.padEnd(9)} ${url}`)
+    }
+    if (options.apiKeys !== undefined) {
+      const callers = Array.from(new Set(options.apiKeys.map(([name]) => name)))
+      yield* Console.log(`authentication on: API keys in X-API-Key, for ${callers.join(", ")}`)
     }
     return yield* Effect.never
   }).pipe(

@@ -7,6 +7,7 @@
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import * as A2AServer from "../A2AServer.js"
 import * as AgentExecutor from "../AgentExecutor.js"
+import * as Authentication from "../Authentication.js"
 import type * as Cli from "../Cli.js"
 import * as Observability from "../Observability.js"
 import * as Part from "../Part.js"
@@ -121,7 +122,8 @@ export const layer = (options: Cli.PlaygroundOptions) => {
     // Short enough that a restarted playground's card is read again soon; long enough that a client
     // resolving it for every call in a loop hits its cache (or gets a 304) instead of the server.
     cardMaxAge: 10,
-    maxInFlight: Option.getOrUndefined(options.maxInFlight ?? Option.none())
+    maxInFlight: Option.getOrUndefined(options.maxInFlight ?? Option.none()),
+    authenticate: options.apiKeys === undefined ? undefined : Authentication.apiKey({ keys: options.apiKeys })
   })
   return Option.match(options.logFile, {
     onNone: () => server,

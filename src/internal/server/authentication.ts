@@ -60,6 +60,22 @@ export interface Scheme {
   readonly challenge: string
 }
 
+/**
+ * The {@link Scheme} of one security scheme, named `name` in the card and
+ * required alone, without scopes.
+ *
+ * @internal
+ */
+export const schemeOf = (
+  name: string,
+  securityScheme: NonNullable<AgentCard["securitySchemes"]>[string],
+  challenge: string
+): Scheme => ({
+  securitySchemes: { [name]: securityScheme },
+  securityRequirements: [{ schemes: { [name]: { list: [] } } }],
+  challenge
+})
+
 /** @internal */
 export interface Authenticator<R = never> {
   (request: Request): Effect.Effect<Caller, Unauthenticated, R>
