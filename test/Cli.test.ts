@@ -20,7 +20,7 @@ import * as internalFindError from "../src/cli/findError.js"
 import * as internalProbe from "../src/cli/probe.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { apiKey, serveAuthenticated } from "./fixtures/authenticatedServer.js"
-import { closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
+import { cardFor, closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const childEnv = (() => {
@@ -512,6 +512,29 @@ describe("probe with credentials, against a server that authenticates its caller
     expect(allowed.stdout).toContain("outcome:    Completed")
     expect(allowed.stdout + allowed.stderr).not.toContain(apiKey)
   }, 60_000)
+
+  it("the headers go with the card's request too: a card behind a key is a CardResolution 401 without it, and resolves with it", async () => {
+    const lockedCard = await Effect.runPromise(Scope.extend(
+      rawPeer(
+        (_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "not today" } }),
+        (req, res, base) =>
+          req.headers["x-api-key"] === apiKey
+            ? json(res, 200, cardFor(`${base}/rpc`))
+            : json(res, 401, { error: "no key" }, { "www-authenticate": "ApiKey header=\"X-API-Key\"" })
+      ),
+      scope
+    ))
+    const [without, withKey] = await Promise.all([
+      runHere(["probe", lockedCard.url, "--json"]),
+      runHere(["probe", lockedCard.url, "--json", "--api-key", apiKey])
+    ])
+    expect(without.code).toBe(3)
+    const refused = decodeReport(JSON.parse(without.stdout))
+    expect(refused).toMatchObject({ channel: "CardResolution", reason: "HttpStatus", status: 401 })
+    expect(refused.text).toContain("refused for authentication: give credentials with --header 'Name: value' or --api-key KEY")
+    expect(withKey.code).toBe(4)
+    expect(decodeReport(JSON.parse(withKey.stdout))).toMatchObject({ channel: "ClientError", reason: "ProtocolError", delivery: "Refused", status: null })
+  })
 
   it("a --header that is not 'Name: value', a name twice or an empty key is a usage error that never shows the value", async () => {
     const secret = "s3cret-value"
