@@ -1,10 +1,12 @@
 /**
  * The `effect-a2a` command line, built with `@effect/cli`:
  *
- * - `probe <agent-url> [--text T] [--timeout D] [--json]`: one blocking call;
- *   says which channel it ended in (exit 0 Completed, 3 card resolution,
- *   4 client error, 5 Failed, 6 any other outcome, 2 usage: among them an
- *   agent URL that does not parse or is not http or https).
+ * - `probe <agent-url> [--text T] [--timeout D] [--transport T] [--header 'Name: value']… [--api-key KEY] [--json]`:
+ *   one blocking call; says which channel it ended in (exit 0 Completed,
+ *   3 card resolution, 4 client error, a refusal for credentials included,
+ *   5 Failed, 6 any other outcome, 2 usage: among them an agent URL that
+ *   does not parse or is not http or https, and a `--header` that is not
+ *   `Name: value`). Header values are never printed.
  * - `find-error <error-id> [files…]`: the entries of an error id in JSON log
  *   files (plain or gzipped) or standard input, with their cause (exit 0
  *   found, 1 none found, 3 a file cannot be read, 2 usage: a malformed id).
@@ -21,7 +23,7 @@
  */
 import type * as CliApp from "@effect/cli/CliApp"
 import type * as Command from "@effect/cli/Command"
-import type { Duration, Effect, Option } from "effect"
+import type { Duration, Effect, Option, Redacted } from "effect"
 import * as commands from "./cli/commands.js"
 import * as findErrorInternal from "./cli/findError.js"
 import * as playgroundInternal from "./cli/playground.js"
@@ -74,8 +76,12 @@ export const usageExitCode: typeof commands.usageExitCode = commands.usageExitCo
 
 /**
  * The JSON object `probe --json` prints: `channel` and, as strings or
- * `null`, `outcome`, `reason`, `delivery`, `taskId`, `contextId`, `errorId`,
- * `text` (the final status text of an outcome, or the error's explanation).
+ * `null`, `transport`, `outcome`, `reason`, `delivery`, `taskId`,
+ * `contextId`, `errorId`, `text` (the final status text of an outcome, or
+ * the error's explanation); `status`, a number or `null`, is the status the
+ * server answered an error with: HTTP's, or on gRPC its code as HTTP
+ * numbers it (a refusal for credentials is 401, `UNAUTHENTICATED`, on every
+ * transport).
  *
  * @example
  * ```ts
@@ -137,6 +143,12 @@ export interface ProbeOptions {
   readonly timeout: Duration.Duration
   /** The one transport to call over; without it, the client's choice from the card. */
   readonly transport?: RemoteAgent.Transport | undefined
+  /**
+   * Sent with every request, the card's included, on every transport (as
+   * metadata on gRPC): credentials such as `{ "X-API-Key": Redacted.make(key) }`.
+   * A `Redacted` value never reaches the report or a log line.
+   */
+  readonly headers?: Readonly<Record<string, string | Redacted.Redacted>> | undefined
 }
 
 /**
@@ -184,7 +196,7 @@ export const errorReport = probeInternal.errorReport
  * @example
  * ```ts
  * import * as Cli from "effect-a2a/Cli"
- * Cli.probeExitCode({ channel: "ClientError", transport: "GRPC", outcome: null, reason: "Timeout", delivery: "Unknown",
+ * Cli.probeExitCode({ channel: "ClientError", transport: "GRPC", outcome: null, reason: "Timeout", delivery: "Unknown", status: null,
  *   taskId: null, contextId: null, errorId: null, text: null }) // 4
  * ```
  * @category probe

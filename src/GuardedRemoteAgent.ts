@@ -8,6 +8,7 @@
  * | failed | `REMOTE_FAILED <status text, with its error_id>` |
  * | call failed (`A2AClientError`) | `REMOTE_UNAVAILABLE: <what is known about delivery> (<agent>: <reason>)` |
  * | call refused (`A2AClientError`, delivery `Refused`) | `REMOTE_REFUSED <A2A error name or HTTP status>: the request was refused; nothing ran (<agent>: <reason>)` |
+ * | call refused for its credentials (HTTP 401 or 403, gRPC `UNAUTHENTICATED` or `PERMISSION_DENIED`) | `REMOTE_REFUSED HTTP 401: the request was refused for authentication (no valid credentials were given); nothing ran (<agent>: <reason>)`; for 403 `(the credentials given do not allow it)` |
  * | canceled | `REMOTE_CANCELED` |
  * | rejected | `REMOTE_REJECTED <reason>` |
  * | input required | `REMOTE_INPUT_REQUIRED <question>` |
@@ -76,6 +77,10 @@ export const UNAVAILABLE: "REMOTE_UNAVAILABLE" = guard.UNAVAILABLE
  * request was refused; nothing ran (<agent>: <reason>)`. The server answered
  * at once and ran nothing (a message to a task that is still running, an
  * idempotency key reused with another request, an unknown task, a 4xx).
+ * Refused for the caller's credentials (HTTP 401 or 403, gRPC
+ * `UNAUTHENTICATED` or `PERMISSION_DENIED`), it says so: `the request was
+ * refused for authentication (…)`. The remote is up; the call fails the same
+ * way until the credentials change.
  *
  * @example
  * ```ts

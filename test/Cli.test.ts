@@ -19,7 +19,8 @@ import * as Cli from "../src/Cli.js"
 import * as internalFindError from "../src/cli/findError.js"
 import * as internalProbe from "../src/cli/probe.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import { closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
+import { apiKey, serveAuthenticated } from "./fixtures/authenticatedServer.js"
+import { cardFor, closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const childEnv = (() => {
@@ -57,10 +58,10 @@ const cli = (args: ReadonlyArray<string>, options: { readonly stdin?: Buffer | s
   })
 
 const decodeReport = Schema.decodeUnknownSync(Cli.ProbeReport, { onExcessProperty: "error" })
-const reportKeys = ["channel", "transport", "outcome", "reason", "delivery", "taskId", "contextId", "errorId", "text"]
+const reportKeys = ["channel", "transport", "outcome", "reason", "delivery", "status", "taskId", "contextId", "errorId", "text"]
 
 /** `probe --json`: exactly one JSON object on stdout, with exactly the report's keys. */
-const probeJson = async (url: string, text?: string, transport?: string) => {
+const probeJson = async (url: string, text?: string, transport?: string, extra: ReadonlyArray<string> = []) => {
   const result = await cli([
     "probe",
     url,
@@ -68,7 +69,8 @@ const probeJson = async (url: string, text?: string, transport?: string) => {
     ...(text === undefined ? [] : ["--text", text]),
     ...(transport === undefined ? [] : ["--transport", transport]),
     "--timeout",
-    "10s"
+    "10s",
+    ...extra
   ])
   const lines = result.stdout.split("\n").filter((line) => line !== "")
   expect(lines, result.stderr).toHaveLength(1)
@@ -89,6 +91,7 @@ let kill: () => void = () => undefined
 let http500Url = ""
 let refusingUrl = ""
 let closedUrl = ""
+let authenticatedUrl = ""
 
 beforeAll(async () => {
   const child = spawn(
@@ -130,6 +133,9 @@ beforeAll(async () => {
   )
   refusingUrl = refusing.url
   closedUrl = await Effect.runPromise(closedPort)
+  // The server logs each refusal as a warning: not these tests' concern.
+  const authenticated = await Effect.runPromise(Scope.extend(Logger.withMinimumLogLevel(serveAuthenticated, LogLevel.Error), scope))
+  authenticatedUrl = authenticated.server.url
 }, 30_000)
 
 afterAll(async () => {
@@ -480,6 +486,7 @@ describe("the pieces", () => {
       outcome: "Failed",
       reason: null,
       delivery: null,
+      status: null,
       taskId: "t-1",
       contextId: "c-1",
       errorId: "3f9c0a7b12de",
@@ -503,12 +510,94 @@ describe("the pieces", () => {
     expect(Option.map(internalProbe.parseDuration("1500"), Duration.toMillis)).toEqual(Option.some(1500))
     expect(Option.isNone(internalProbe.parseDuration("soon"))).toBe(true)
     expect(Option.isNone(internalProbe.parseDuration("0s"))).toBe(true)
-    const base = { transport: null, reason: null, delivery: null, taskId: null, contextId: null, errorId: null, text: null }
+    const base = { transport: null, reason: null, delivery: null, status: null, taskId: null, contextId: null, errorId: null, text: null }
     expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Completed" })).toBe(0)
     expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Failed" })).toBe(5)
     expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Canceled" })).toBe(6)
     expect(Cli.probeExitCode({ ...base, channel: "CardResolution", outcome: null })).toBe(3)
     expect(Cli.probeExitCode({ ...base, channel: "ClientError", outcome: null })).toBe(4)
+  })
+})
+
+describe("probe with credentials, against a server that authenticates its callers", () => {
+  const transports = ["JSONRPC", "HTTP+JSON", "GRPC"] as const
+
+  it("--header and --api-key reach the server on every transport; without them, a refusal for authentication: 401, Refused, exit 4", async () => {
+    for (const transport of transports) {
+      const probeOver = (...credentials: ReadonlyArray<string>) =>
+        runHere(["probe", authenticatedUrl, "--json", "--text", "complete in", "--transport", transport, ...credentials])
+      const [header, key, none] = await Promise.all([
+        probeOver("--header", `X-API-Key: ${apiKey}`),
+        probeOver("--api-key", apiKey),
+        probeOver()
+      ])
+      for (const allowed of [header, key]) {
+        expect(allowed.code, `${transport}: ${allowed.stderr}`).toBe(0)
+        expect(decodeReport(JSON.parse(allowed.stdout)), transport).toMatchObject({ channel: "Outcome", transport, outcome: "Completed", text: "in" })
+      }
+      expect(none.code, transport).toBe(4)
+      const refused = decodeReport(JSON.parse(none.stdout))
+      expect(refused, transport).toMatchObject({ channel: "ClientError", transport, reason: "HttpStatus", delivery: "Refused", status: 401 })
+      expect(refused.text, transport).toContain("refused for authentication: give credentials with --header 'Name: value' or --api-key KEY")
+      for (const result of [header, key, none]) expect(result.stdout + result.stderr).not.toContain(apiKey)
+    }
+  }, 30_000)
+
+  it("as a process, with every log line shown: a wrong key is refused, a right one completes, and neither value is ever printed", async () => {
+    const wrong = "wrong-secret-c4e1d9"
+    const refused = await probeJson(authenticatedUrl, "complete x", undefined, ["--header", `x-api-key: ${wrong}`, "--log-level", "debug"])
+    expect(refused.code, refused.stderr).toBe(4)
+    expect(refused.report).toMatchObject({ channel: "ClientError", reason: "HttpStatus", delivery: "Refused", status: 401 })
+    // The client logged the failed call: the logs were on, and still hold no value.
+    expect(refused.stderr).toContain("HttpStatus")
+    expect(refused.stdout + refused.stderr).not.toContain(wrong)
+    const allowed = await cli(["probe", authenticatedUrl, "--text", "complete x", "--transport", "GRPC", "--api-key", apiKey, "--log-level", "debug"])
+    expect(allowed.code, allowed.stderr).toBe(0)
+    expect(allowed.stdout).toContain("outcome:    Completed")
+    expect(allowed.stdout + allowed.stderr).not.toContain(apiKey)
+  }, 60_000)
+
+  it("the headers go with the card's request too: a card behind a key is a CardResolution 401 without it, and resolves with it", async () => {
+    const lockedCard = await Effect.runPromise(Scope.extend(
+      rawPeer(
+        (_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "not today" } }),
+        (req, res, base) =>
+          req.headers["x-api-key"] === apiKey
+            ? json(res, 200, cardFor(`${base}/rpc`))
+            : json(res, 401, { error: "no key" }, { "www-authenticate": "ApiKey header=\"X-API-Key\"" })
+      ),
+      scope
+    ))
+    const [without, withKey] = await Promise.all([
+      runHere(["probe", lockedCard.url, "--json"]),
+      runHere(["probe", lockedCard.url, "--json", "--api-key", apiKey])
+    ])
+    expect(without.code).toBe(3)
+    const refused = decodeReport(JSON.parse(without.stdout))
+    expect(refused).toMatchObject({ channel: "CardResolution", reason: "HttpStatus", status: 401 })
+    expect(refused.text).toContain("refused for authentication: give credentials with --header 'Name: value' or --api-key KEY")
+    expect(withKey.code).toBe(4)
+    expect(decodeReport(JSON.parse(withKey.stdout))).toMatchObject({ channel: "ClientError", reason: "ProtocolError", delivery: "Refused", status: null })
+  })
+
+  it("a --header that is not 'Name: value', a name twice or an empty key is a usage error that never shows the value", async () => {
+    const secret = "s3cret-value"
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+      [["--header", `X-API-Key ${secret}`], `--header #1 is not "Name: value"`],
+      [["--header", "X-Trace: 1", "--header", `: ${secret}`], `--header #2 is not "Name: value"`],
+      [["--header", "X-API-Key:"], `--header #1 is not "Name: value"`],
+      [["--header", `X API Key: ${secret}`], `the header name "X API Key" is not an HTTP token`],
+      [["--header", `X-API-Key: ${secret}\u0007`], "the value of the header X-API-Key cannot be sent"],
+      [["--header", `X-API-Key: ${secret}`, "--header", `x-api-key: ${secret}`], "the header x-api-key is given twice"],
+      [["--api-key", secret, "--header", `X-Api-Key: ${secret}`], "the header X-API-Key is given twice (--api-key sends it as X-API-Key)"],
+      [["--api-key", " "], "--api-key is empty"]
+    ]
+    const results = await Promise.all(cases.map(([args]) => runHere(["probe", "http://127.0.0.1:1", ...args])))
+    for (const [i, result] of results.entries()) {
+      expect(result.code, cases[i]![1]).toBe(2)
+      expect(result.stderr, cases[i]![1]).toContain(`Invalid credentials: ${cases[i]![1]}`)
+      expect(result.stdout + result.stderr).not.toContain(secret)
+    }
   })
 })
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Chunk, Duration, Effect, Exit, FastCheck, Option, Scope, Stream, TestClock, TestServices } from "effect"
+import { Cause, Chunk, Duration, Effect, Exit, FastCheck, Logger, LogLevel, Option, Scope, Stream, TestClock, TestServices } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
 import * as Agent from "../src/Agent.js"
 import { AgentCardResolutionError } from "../src/AgentCardResolutionError.js"
@@ -9,6 +9,7 @@ import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import { authText, confirmation, question, rejectReason, serveBooking, ticketText } from "./fixtures/bookingAgent.js"
+import { apiKey, serveAuthenticated } from "./fixtures/authenticatedServer.js"
 import { closedPort, json, rawPeer } from "./fixtures/peers.js"
 
 let agents = 0
@@ -222,6 +223,44 @@ describe("GuardedRemoteAgent against our executor", () => {
     }))
 })
 
+describe("GuardedRemoteAgent against a server that authenticates its callers", () => {
+  const transports = ["JSONRPC", "HTTP+JSON", "GRPC"] as const
+
+  it.scopedLive("without credentials: REMOTE_REFUSED for authentication on every transport, never REMOTE_UNAVAILABLE; with them, the answer", () =>
+    Effect.gen(function*() {
+      // The server logs each refusal as a warning: not this test's concern.
+      const { server } = yield* Logger.withMinimumLogLevel(serveAuthenticated, LogLevel.Error)
+      for (const transport of transports) {
+        const name = freshName()
+        const remote = yield* RemoteAgent.make({ name, url: server.url, timeout: "5 seconds", transports: [transport] })
+        // Retries and a breaker that one counted failure opens: a refusal for credentials is neither resent nor counted.
+        const breaker = yield* CircuitBreaker.make(name, { trip: CircuitBreaker.consecutiveFailures(1) })
+        const guarded = GuardedRemoteAgent.make(remote, { breaker, retry: { maxAttempts: 3, base: "1 millis" } })
+        const refusal = transport === "GRPC" ? "gRPC UNAUTHENTICATED" : "HTTP 401"
+        for (const run of [guarded.send("complete x"), Agent.result(guarded, "complete x"), guarded.send("complete x")]) {
+          const result = yield* run
+          expect(result.text, transport).toBe(
+            `REMOTE_REFUSED ${refusal}: the request was refused for authentication (no valid credentials were given); nothing ran (${name}: the server answered ${refusal})`
+          )
+          expect(Option.getOrNull(GuardedRemoteAgent.markerOf(result.text))).toBe("REMOTE_REFUSED")
+          expect(Option.map(result.error, (e) => e._tag)).toEqual(Option.some("A2AClientError"))
+        }
+        expect(yield* breaker.state, transport).toBe("Closed")
+        const keyed = yield* RemoteAgent.make({
+          name: freshName(),
+          url: server.url,
+          timeout: "5 seconds",
+          transports: [transport],
+          headers: { "x-api-key": apiKey }
+        })
+        const completed = yield* GuardedRemoteAgent.make(keyed).send("complete booked")
+        // The playground answers in its status and in an artifact.
+        expect(completed.text, transport).toBe("booked\nbooked")
+        expect(Option.map(completed.outcome, (o) => o._tag)).toEqual(Option.some("Completed"))
+      }
+    }))
+})
+
 describe("Agent.fromRemote: the unguarded remote agent", () => {
   it.scopedLive("keeps the outcome as a value and the failed call as a typed error", () =>
     Effect.gen(function*() {
@@ -355,6 +394,23 @@ describe("the wording follows delivery", () => {
       expect(text).not.toContain("secret internal detail")
     }
   )
+
+  it("a refusal for credentials says so on every carrier: 401 and UNAUTHENTICATED, 403 and PERMISSION_DENIED; other refusals do not", () => {
+    const missing = "the request was refused for authentication (no valid credentials were given); nothing ran"
+    const denied = "the request was refused for authentication (the credentials given do not allow it); nothing ran"
+    const cases: ReadonlyArray<readonly [Partial<A2AClientError.A2AClientError>, string]> = [
+      [{ status: 401 }, `REMOTE_REFUSED HTTP 401: ${missing} (booking: the server answered HTTP 401)`],
+      [{ grpcStatus: "UNAUTHENTICATED" }, `REMOTE_REFUSED gRPC UNAUTHENTICATED: ${missing} (booking: the server answered gRPC UNAUTHENTICATED)`],
+      [{ status: 403 }, `REMOTE_REFUSED HTTP 403: ${denied} (booking: the server answered HTTP 403)`],
+      [{ grpcStatus: "PERMISSION_DENIED" }, `REMOTE_REFUSED gRPC PERMISSION_DENIED: ${denied} (booking: the server answered gRPC PERMISSION_DENIED)`],
+      [{ status: 404 }, "REMOTE_REFUSED HTTP 404: the request was refused; nothing ran (booking: the server answered HTTP 404)"],
+      [{ grpcStatus: "NOT_FOUND" }, "REMOTE_REFUSED gRPC NOT_FOUND: the request was refused; nothing ran (booking: the server answered gRPC NOT_FOUND)"]
+    ]
+    for (const [fields, text] of cases) expect(textOf({ reason: "HttpStatus", delivery: "Refused", ...fields })).toBe(text)
+    // An A2A error names itself, whatever status carried it.
+    expect(textOf({ reason: "ProtocolError", delivery: "Refused", status: 401, code: -32001, protocolError: "TaskNotFound" }))
+      .toBe("REMOTE_REFUSED TaskNotFound: the request was refused; nothing ran (booking: the agent answered with a protocol error -32001 TaskNotFound)")
+  })
 
   it("a half-open rejection says the request was not submitted", () => {
     const text = GuardedRemoteAgent.errorText(

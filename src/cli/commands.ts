@@ -10,7 +10,7 @@ import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
-import { Cause, Console, Duration, Effect, FiberRef, Layer, Logger, LogLevel, Option, Redacted, Schema } from "effect"
+import { Cause, Console, Duration, Effect, Either, FiberRef, Layer, Logger, LogLevel, Option, Redacted, Schema } from "effect"
 import * as A2AServer from "../A2AServer.js"
 import * as Authentication from "../Authentication.js"
 import type * as Cli from "../Cli.js"
@@ -60,6 +60,27 @@ const timeoutOption = Options.text("timeout").pipe(
   Options.withDefault(Duration.seconds(30))
 )
 
+// Values stay redacted from the command line to the request: never in a usage error, a log line or the report.
+const credentialsOption = Options.all({
+  // Read as text and redacted at once: @effect/cli 0.77 refuses a repeated Options.redacted ("'<redacted>' is not a redacted").
+  headers: Options.text("header").pipe(
+    Options.withDescription("Send this header on every request, card included: 'Name: value'. Repeatable."),
+    Options.repeated,
+    Options.map((headers) => headers.map(Redacted.make))
+  ),
+  apiKey: Options.redacted("api-key").pipe(
+    Options.withDescription(`Send this key as the ${probe.apiKeyHeader} header: short for --header '${probe.apiKeyHeader}: KEY'.`),
+    Options.optional
+  )
+}).pipe(
+  Options.mapEffect(({ apiKey, headers }) =>
+    Either.match(probe.parseHeaders(headers, apiKey), {
+      onLeft: (problem) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid credentials: ${problem}`))),
+      onRight: Effect.succeed
+    })
+  )
+)
+
 // The client's own logs repeat the report: shown only with --log-level (other than the default info).
 const quietByDefault = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.flatMap(
@@ -82,15 +103,16 @@ const probeCommand = Command.make("probe", {
   transport: Options.choice("transport", internalTransport.all).pipe(
     Options.withDescription("Call over this transport only (JSONRPC, HTTP+JSON or GRPC). Default: the client's choice from the card."),
     Options.optional
-  )
-}, ({ json, text, timeout, transport, url }) =>
+  ),
+  headers: credentialsOption
+}, ({ headers, json, text, timeout, transport, url }) =>
   Effect.gen(function*() {
-    const report = yield* quietByDefault(probe.probe({ url, text, timeout, transport: Option.getOrUndefined(transport) }))
+    const report = yield* quietByDefault(probe.probe({ url, text, timeout, transport: Option.getOrUndefined(transport), headers }))
     yield* Console.log(json ? JSON.stringify(report) : probe.formatReport(report))
     return yield* exitWith(probe.exitCode(report))
   })).pipe(
     Command.withDescription(
-      "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, 5 Failed, 6 other outcome, 2 usage)."
+      "Resolve the card, send one blocking message, and say which channel the call ended in (exit 0 Completed, 3 card resolution, 4 client error, a refusal for credentials included, 5 Failed, 6 other outcome, 2 usage)."
     )
   )
 

@@ -4,13 +4,15 @@
  *
  * @internal
  */
-import { Duration, Effect, Either, Option, Schema } from "effect"
+import { Duration, Effect, Either, Option, Redacted, Schema } from "effect"
 import * as A2AClientError from "../A2AClientError.js"
 import type * as Cli from "../Cli.js"
 import * as Part from "../Part.js"
 import * as RemoteAgent from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
 import * as AgentCardResolutionError from "../AgentCardResolutionError.js"
+import { answerStatus } from "../internal/client/answerStatus.js"
+import { headersProblem } from "../internal/client/input.js"
 import * as internalTransport from "../internal/wire/transport.js"
 
 const NullableString = Schema.NullOr(Schema.String)
@@ -27,6 +29,8 @@ export const ProbeReport = Schema.Struct({
   outcome: Schema.NullOr(Schema.Literal("Completed", "Failed", "Canceled", "Rejected", "InputRequired", "AuthRequired")),
   reason: NullableString,
   delivery: Schema.NullOr(A2AClientError.Delivery),
+  /** The status the server answered with: HTTP's, or on gRPC its status code as HTTP numbers it (UNAUTHENTICATED 401). */
+  status: Schema.NullOr(Schema.Int),
   taskId: NullableString,
   contextId: NullableString,
   errorId: NullableString,
@@ -65,6 +69,7 @@ export const outcomeReport = (
     outcome: kind.outcome,
     reason: null,
     delivery: null,
+    status: null,
     taskId: nonEmpty(outcome.taskId),
     contextId: nonEmpty(outcome.contextId),
     errorId: kind.errorId,
@@ -72,39 +77,52 @@ export const outcomeReport = (
   }
 }
 
+// What a refusal for credentials asks of whoever runs the probe: the server is up, the call needs them.
+const credentialsHint = (status: number | null): string =>
+  status === 401 || status === 403
+    ? ` (refused for authentication: give credentials with --header 'Name: value' or --api-key KEY)`
+    : ""
+
 /**
- * The report of a call that failed. `text` is the error's explanation;
- * `errorId` is the one a server put in its error text (`Internal error.
- * (error_id: …)`), when it did.
+ * The report of a call that failed. `text` is the error's explanation, and
+ * for a refusal for credentials (401, 403, gRPC `UNAUTHENTICATED`,
+ * `PERMISSION_DENIED`) how to give them; `errorId` is the one a server put
+ * in its error text (`Internal error. (error_id: …)`), when it did.
  *
  * @internal
  */
 export const errorReport = (
   error: A2AClientError.A2AClientError | AgentCardResolutionError.AgentCardResolutionError
-): ProbeReport =>
-  error._tag === "AgentCardResolutionError"
-    ? {
+): ProbeReport => {
+  if (error._tag === "AgentCardResolutionError") {
+    const status = error.status ?? null
+    return {
       channel: "CardResolution",
       transport: null,
       outcome: null,
       reason: error.reason,
       delivery: null,
+      status,
       taskId: null,
       contextId: null,
       errorId: null,
-      text: error.message
+      text: `${error.message}${credentialsHint(status)}`
     }
-    : {
-      channel: "ClientError",
-      transport: error.transport ?? null,
-      outcome: null,
-      reason: error.reason,
-      delivery: error.delivery,
-      taskId: nonEmpty(error.taskId),
-      contextId: nonEmpty(error.contextId),
-      errorId: Option.getOrNull(RemoteOutcome.extractErrorId(error.detail)),
-      text: error.message
-    }
+  }
+  const status = answerStatus(error) ?? null
+  return {
+    channel: "ClientError",
+    transport: error.transport ?? null,
+    outcome: null,
+    reason: error.reason,
+    delivery: error.delivery,
+    status,
+    taskId: nonEmpty(error.taskId),
+    contextId: nonEmpty(error.contextId),
+    errorId: Option.getOrNull(RemoteOutcome.extractErrorId(error.detail)),
+    text: error.protocolError === undefined ? `${error.message}${credentialsHint(status)}` : error.message
+  }
+}
 
 /**
  * The exit code of a probe: 0 Completed, 3 card resolution, 4 client error,
@@ -135,6 +153,7 @@ export const formatReport = (report: ProbeReport): string => {
     ["outcome", report.outcome],
     ["reason", report.reason],
     ["delivery", report.delivery],
+    ["status", report.status === null ? null : String(report.status)],
     ["task id", report.taskId],
     ["context id", report.contextId],
     ["error id", report.errorId],
@@ -185,6 +204,7 @@ export const probe = (options: Cli.ProbeOptions): Effect.Effect<ProbeReport> => 
     url,
     timeout: options.timeout,
     cardTimeout: options.timeout,
+    ...(options.headers === undefined ? {} : { headers: options.headers }),
     ...(forced === undefined ? {} : { transports: [forced] })
   }).pipe(
     // A preference falls back to the card's other transports; a forced one does not.
@@ -227,4 +247,51 @@ export const parseDuration = (input: string): Option.Option<Duration.Duration> =
     return millis > 0 ? Option.some(Duration.millis(millis)) : Option.none()
   }
   return Option.filter(Duration.decodeUnknown(trimmed), (d) => Duration.isFinite(d) && Duration.toMillis(d) > 0)
+}
+
+/**
+ * The header `--api-key` sends.
+ *
+ * @internal
+ */
+export const apiKeyHeader = "X-API-Key"
+
+/**
+ * The headers of `--header 'Name: value'` (repeatable) and `--api-key KEY`,
+ * their values redacted; or why they cannot be sent. The reason names a
+ * header at most, never its value: a malformed credential is still one.
+ *
+ * @internal
+ */
+export const parseHeaders = (
+  inputs: ReadonlyArray<Redacted.Redacted>,
+  apiKey: Option.Option<Redacted.Redacted>
+): Either.Either<Readonly<Record<string, Redacted.Redacted>>, string> => {
+  const headers: Record<string, Redacted.Redacted> = {}
+  const seen = new Set<string>()
+  const add = (name: string, value: Redacted.Redacted, given: string): string | undefined => {
+    // Header names are compared without case: two of one name would leave one of them unsent.
+    if (seen.has(name.toLowerCase())) return `the header ${name} is given twice (${given})`
+    seen.add(name.toLowerCase())
+    headers[name] = value
+    return undefined
+  }
+  for (const [i, input] of inputs.entries()) {
+    const text = Redacted.value(input)
+    const colon = text.indexOf(":")
+    const name = text.slice(0, colon).trim()
+    const value = text.slice(colon + 1).trim()
+    if (colon < 0 || name === "" || value === "") {
+      return Either.left(`--header #${i + 1} is not "Name: value" (a header name, a colon, then its value)`)
+    }
+    const twice = add(name, Redacted.make(value), "--header")
+    if (twice !== undefined) return Either.left(twice)
+  }
+  if (Option.isSome(apiKey)) {
+    if (Redacted.value(apiKey.value).trim() === "") return Either.left("--api-key is empty")
+    const twice = add(apiKeyHeader, Redacted.make(Redacted.value(apiKey.value).trim()), `--api-key sends it as ${apiKeyHeader}`)
+    if (twice !== undefined) return Either.left(twice)
+  }
+  const problem = headersProblem(headers, "the")
+  return problem === undefined ? Either.right(headers) : Either.left(problem)
 }

@@ -11,6 +11,7 @@ import * as FailureHint from "../../FailureHint.js"
 import * as Part from "../../Part.js"
 import type { RemoteAgent } from "../../RemoteAgent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
+import { answerStatus } from "../client/answerStatus.js"
 import type { CircuitOpen } from "../client/circuitOpen.js"
 import * as ErrorId from "../wire/errorId.js"
 
@@ -121,6 +122,22 @@ const retryText = (retryAfter: Duration.Duration | undefined): string =>
 
 const causeText = (e: A2AClientError.A2AClientError) => `(${e.agent}: ${reasonText(e)}${retryText(e.retryAfter)})`
 
+/**
+ * Why a refusal without an A2A error was for the caller's credentials, on
+ * any transport (gRPC's UNAUTHENTICATED and PERMISSION_DENIED read as 401
+ * and 403): the remote is up, and the same call fails again until the
+ * credentials change, which only the caller's operator can do.
+ */
+const authenticationText = (e: A2AClientError.A2AClientError): string => {
+  if (e.protocolError !== undefined) return ""
+  const status = answerStatus(e)
+  return status === 401
+    ? " for authentication (no valid credentials were given)"
+    : status === 403
+    ? " for authentication (the credentials given do not allow it)"
+    : ""
+}
+
 // "not submitted" is a promise that nothing happened remotely, so it is only said when the client proved the
 // request never left this process; "nothing ran" only when the server answered so.
 const clientErrorText = A2AClientError.matchDelivery({
@@ -128,7 +145,7 @@ const clientErrorText = A2AClientError.matchDelivery({
   Refused: (e) =>
     `${REFUSED} ${
       e.protocolError ?? (e.status === undefined && e.grpcStatus !== undefined ? `gRPC ${e.grpcStatus}` : `HTTP ${e.status ?? "error"}`)
-    }: the request was refused; nothing ran ${causeText(e)}`,
+    }: the request was refused${authenticationText(e)}; nothing ran ${causeText(e)}`,
   Unknown: (e) =>
     e.taskId === undefined
       ? `${UNAVAILABLE}: the outcome is unknown: no task was confirmed ${causeText(e)}`

@@ -19,7 +19,8 @@ export const defaultInstruction =
   "Some work is delegated to sub-agents through tools. If a sub-agent replies with REMOTE_FAILED or " +
   "REMOTE_UNAVAILABLE, do not claim the action succeeded: say it could not be completed, give the error_id " +
   "when there is one, and offer to retry. REMOTE_REFUSED means the sub-agent refused the request and did " +
-  "nothing: say so, with its reason, and do not claim the action succeeded. REMOTE_CIRCUIT_OPEN means the request was not sent because the " +
+  "nothing: say so, with its reason, and do not claim the action succeeded; refused for authentication, it stays " +
+  "refused until the credentials for that sub-agent are fixed, so do not offer to retry. REMOTE_CIRCUIT_OPEN means the request was not sent because the " +
   "sub-agent keeps failing: say the action could not be completed now and when it may be retried. " +
   "REMOTE_CANCELED and REMOTE_REJECTED mean the action was not done; give the reason. " +
   "REMOTE_INPUT_REQUIRED carries the sub-agent's question: ask it to the user. " +
