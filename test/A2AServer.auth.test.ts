@@ -1,147 +1,42 @@
-import { type Task, TaskState } from "@a2a-js/sdk"
-import { type Client, ClientFactory, JsonRpcTransportFactory, type RequestOptions, RestTransportFactory } from "@a2a-js/sdk/client"
-import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc"
+import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, FastCheck, Metric, type Scope } from "effect"
+import { Effect, FastCheck, type Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as A2AServer from "../src/A2AServer.js"
-import * as AgentExecutor from "../src/AgentExecutor.js"
-import * as Authentication from "../src/Authentication.js"
+import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Observability from "../src/Observability.js"
-import * as Part from "../src/Part.js"
-import { captureLogs, eventually, post, userMessage } from "./fixtures/serverAgents.js"
-
-type Transport = A2AServer.Transport
-const transports: ReadonlyArray<Transport> = ["JSONRPC", "HTTP+JSON", "GRPC"]
-
-/** Callers by key; what is never to be seen in a log line or an answer. */
-const keys: Readonly<Record<string, string>> = { "key-a-5f1c9e": "a", "key-b-77d2a0": "b", "key-c-0e93b4": "c" }
-const keyOf = (caller: string) => Object.entries(keys).find(([, id]) => id === caller)![0]
-const wrongKey = "key-z-d41d8c"
-
-const authenticate: Authentication.Authenticator = (request) => {
-  const key = request.headers["x-api-key"]
-  if (key === undefined) {
-    return Effect.fail(new Authentication.Unauthenticated({ reason: "MissingCredentials", message: "no X-API-Key header" }))
-  }
-  const id = keys[key]
-  return id === undefined
-    ? Effect.fail(new Authentication.Unauthenticated({ reason: "InvalidCredentials", message: "unknown API key" }))
-    : Effect.succeed({ id, name: `caller ${id}` })
-}
-
-/** Every run, with who it ran for. */
-const makeAgent = () => {
-  const runs: Array<{ readonly text: string; readonly caller: string | undefined }> = []
-  const agent: AgentExecutor.Agent<Error> = (request) => {
-    const text = Part.textOf(request.message.parts)
-    runs.push({ text, caller: request.caller._tag === "Some" ? request.caller.value.id : undefined })
-    switch (text) {
-      case "ask":
-        return Effect.succeed(AgentExecutor.InputRequired({ question: "Which account?" }))
-      case "wait":
-        return Effect.never
-      case "fail":
-        return Effect.fail(new Error("secret: the database password is hunter2"))
-      default:
-        return Effect.zipRight(Effect.logInfo("working"), Effect.succeed(AgentExecutor.completedText(`echo ${text}`)))
-    }
-  }
-  return { agent, runs }
-}
-
-const serve = (options: Partial<A2AServer.Options<Error, never>> = {}) =>
-  Effect.gen(function*() {
-    const { agent, runs } = makeAgent()
-    const server = yield* A2AServer.make({
-      agent,
-      card: { name: `auth-${crypto.randomUUID().slice(0, 8)}`, description: "authenticated" },
-      authenticate,
-      shutdownTimeout: "1 second",
-      ...options
-    })
-    return { server, runs }
-  })
-
-const factoryOf = (transport: Transport) =>
-  transport === "JSONRPC"
-    ? new JsonRpcTransportFactory()
-    : transport === "HTTP+JSON"
-    ? new RestTransportFactory()
-    : new GrpcTransportFactory()
-
-type Result<A> = { readonly ok: A } | { readonly error: unknown }
-
-const settle = <A>(run: () => Promise<A>): Effect.Effect<Result<A>> =>
-  Effect.promise(() => Promise.resolve().then(run).then((ok) => ({ ok }), (error: unknown) => ({ error })))
-
-/** The A2A reason of an SDK client's error (`TASK_NOT_FOUND`, …), or its message. */
-const reasonOf = (result: Result<unknown>): string =>
-  "ok" in result ? "ok" : (result.error as { reason?: string }).reason ?? String(result.error)
-
-/** A raw SDK client of one transport, as one caller (or none). */
-const callerOn = (url: string, transport: Transport, key: string | undefined) =>
-  Effect.map(
-    Effect.promise(() => new ClientFactory({ transports: [factoryOf(transport)] }).createFromUrl(url)),
-    (client: Client) => {
-      const options: RequestOptions = { serviceParameters: key === undefined ? {} : { "x-api-key": key } }
-      const sendParams = (text: string, taskId = "") => ({
-        tenant: "",
-        message: userMessage(text, { taskId }),
-        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: text === "wait" },
-        metadata: {}
-      })
-      return {
-        send: (text: string, taskId?: string) =>
-          settle(() => client.sendMessage(sendParams(text, taskId), options) as Promise<Task>),
-        get: (id: string) => settle(() => client.getTask({ id, tenant: "", historyLength: undefined }, options)),
-        cancel: (id: string) => settle(() => client.cancelTask({ id, tenant: "", metadata: {} }, options)),
-        list: () =>
-          settle(() =>
-            client.listTasks({
-              tenant: "",
-              contextId: "",
-              status: TaskState.TASK_STATE_UNSPECIFIED,
-              pageSize: 100,
-              pageToken: "",
-              historyLength: undefined,
-              statusTimestampAfter: undefined,
-              includeArtifacts: false
-            }, options)
-          ),
-        // The first event of a subscription, or why there is none.
-        subscribe: (id: string) =>
-          settle(async () => {
-            const events = client.resubscribeTask({ id, tenant: "" }, options)
-            try {
-              return (await events.next()).value
-            } finally {
-              void events.return(undefined).catch(() => undefined)
-            }
-          }),
-      }
-    }
-  )
-
-const taskOf = (result: Result<Task>): Task => {
-  if (!("ok" in result)) throw new Error(`expected a task, got ${String(result.error)}`)
-  return result.ok
-}
-
-const counter = (metric: Metric.Metric.Counter<number>, agent: string) =>
-  Effect.map(Metric.value(metric.pipe(Metric.tagged("agent", agent))), (state) => state.count)
+import {
+  callerOn,
+  counter,
+  keyOf,
+  keys,
+  othersSeeNothing,
+  reasonOf,
+  type Result,
+  serve,
+  taskOf,
+  tasksOf,
+  transports,
+  untouched,
+  wrongKey
+} from "./fixtures/callers.js"
+import { captureLogs, eventually, keyed, makeClient, post, sendMessage } from "./fixtures/serverAgents.js"
 
 describe("A2AServer with authenticate", () => {
   it.scopedLive("no or wrong credentials: 401 with WWW-Authenticate, or UNAUTHENTICATED, on every transport, and nothing runs", () =>
     Effect.gen(function*() {
       const { runs, server } = yield* serve()
+      const answers: Array<string> = []
       for (const transport of transports) {
         for (const key of [undefined, wrongKey]) {
           const caller = yield* callerOn(server.url, transport, key)
           const sent = yield* caller.send("hello")
           expect("error" in sent, `${transport} ${key}`).toBe(true)
+          if ("error" in sent) answers.push(String(sent.error), JSON.stringify(sent.error))
           const listed = yield* caller.list()
           expect("error" in listed).toBe(true)
         }
@@ -173,6 +68,8 @@ describe("A2AServer with authenticate", () => {
       const card = yield* Effect.promise(() => fetch(`${server.url}${A2AServer.cardPath}`).then((r) => r.status))
       expect(card).toBe(200)
       expect(runs).toEqual([])
+      answers.push(rpc.text, rest.text)
+      for (const answer of answers) expect(answer).not.toContain(wrongKey)
       expect(yield* counter(Observability.serverUnauthenticated, server.card.name)).toBeGreaterThanOrEqual(13)
 
     }))
@@ -199,61 +96,36 @@ describe("A2AServer with authenticate", () => {
       const seen = JSON.stringify(logs.lines)
       for (const key of [...Object.keys(keys), wrongKey]) expect(seen).not.toContain(key)
     }))
+
+  it.scopedLive("the caller's id is its run's span attribute", () => {
+    const exporter = new InMemorySpanExporter()
+    return Effect.gen(function*() {
+      const { server } = yield* serve()
+      const a = yield* callerOn(server.url, "HTTP+JSON", keyOf("a"))
+      const task = taskOf(yield* a.send("hello"))
+      const execute = exporter.getFinishedSpans().find((span) =>
+        span.name === Observability.executeSpanName && span.attributes["a2a.task_id"] === task.id
+      )
+      expect(execute?.attributes["a2a.caller"]).toBe("a")
+      for (const span of exporter.getFinishedSpans()) {
+        for (const key of Object.keys(keys)) expect(JSON.stringify(span.attributes)).not.toContain(key)
+      }
+    }).pipe(Effect.provide(NodeSdk.layer(() => ({ spanProcessor: new SimpleSpanProcessor(exporter) }))))
+  })
+
+  it.scopedLive("an idempotency key is the caller's own: another caller's same key runs its own task", () =>
+    Effect.gen(function*() {
+      const { runs, server } = yield* serve({ idempotency: {} }).pipe(Effect.provide(IdempotencyLedger.layerMemory()))
+      const client = yield* makeClient(server.url)
+      const keyedAs = (caller: string) => sendMessage(client, keyed("hello", "order-17"), { "x-api-key": keyOf(caller) })
+      const first = yield* keyedAs("a")
+      const again = yield* keyedAs("a")
+      const other = yield* keyedAs("b")
+      expect(again.id).toBe(first.id)
+      expect(other.id).not.toBe(first.id)
+      expect(runs.map((run) => run.caller)).toEqual(["a", "b"])
+    }))
 })
-
-/** What caller `a` leaves behind for the others to try: a task in each state a message or a call can reach. */
-const tasksOf = (url: string) =>
-  Effect.gen(function*() {
-    const a = yield* callerOn(url, "JSONRPC", keyOf("a"))
-    return {
-      completed: taskOf(yield* a.send("hello")),
-      paused: taskOf(yield* a.send("ask")),
-      running: taskOf(yield* a.send("wait"))
-    }
-  })
-
-/** Caller `b` on every operation against each of `a`'s tasks: every one answers as for a task that does not exist. */
-const othersSeeNothing = (url: string, rpcUrl: string, transport: Transport, tasks: Record<string, Task>) =>
-  Effect.gen(function*() {
-    const b = yield* callerOn(url, transport, keyOf("b"))
-    const answers: Record<string, string> = {}
-    for (const [name, task] of Object.entries(tasks)) {
-      answers[`get ${name}`] = reasonOf(yield* b.get(task.id))
-      answers[`cancel ${name}`] = reasonOf(yield* b.cancel(task.id))
-      answers[`subscribe ${name}`] = reasonOf(yield* b.subscribe(task.id))
-      answers[`continue ${name}`] = reasonOf(yield* b.send("more", task.id))
-    }
-    for (const [operation, reason] of Object.entries(answers)) expect(reason, `${transport} ${operation}`).toBe("TASK_NOT_FOUND")
-    // The same answer as for an id nobody has: the answer tells nothing.
-    expect(reasonOf(yield* b.get(crypto.randomUUID()))).toBe("TASK_NOT_FOUND")
-    // Push configs, which the SDK's client does not ask for of a card without them: the same answer as for no task.
-    if (transport === "JSONRPC") {
-      const configs = (taskId: string) =>
-        Effect.map(
-          post(rpcUrl, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTaskPushNotificationConfigs", params: { taskId } }), {
-            "a2a-version": "1.0",
-            "x-api-key": keyOf("b")
-          }),
-          (answer) => answer.text.replaceAll(taskId, "<id>")
-        )
-      expect(yield* configs(tasks.paused!.id)).toBe(yield* configs(crypto.randomUUID()))
-    }
-    const listed = yield* b.list()
-    expect("ok" in listed && listed.ok.tasks).toEqual([])
-  })
-
-/** `a` still sees each of its tasks as it left them. */
-const untouched = (url: string, tasks: Record<string, Task>) =>
-  Effect.gen(function*() {
-    const a = yield* callerOn(url, "JSONRPC", keyOf("a"))
-    for (const [name, task] of Object.entries(tasks)) {
-      const now = taskOf(yield* a.get(task.id))
-      expect(now.status?.state, name).toBe(task.status?.state)
-      expect(now.history.map((message) => message.messageId), name).toEqual(task.history.map((message) => message.messageId))
-    }
-    const listed = yield* a.list()
-    expect("ok" in listed && listed.ok.tasks.map((task) => task.id).sort()).toEqual(Object.values(tasks).map((t) => t.id).sort())
-  })
 
 const sqliteFile = (): Effect.Effect<string, never, Scope.Scope> =>
   Effect.acquireRelease(

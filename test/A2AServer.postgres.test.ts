@@ -12,6 +12,8 @@ import { inject } from "vitest"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
+import * as Observability from "../src/Observability.js"
+import { counter, othersSeeNothing, serve, tasksOf, transports, untouched } from "./fixtures/callers.js"
 import { startPostgres, type RunningPostgres } from "./fixtures/postgres.js"
 import { SendMessageRequest } from "@a2a-js/sdk"
 import { captureLogs, eventually, makeClient, rpc, seededTask, send, textOf, userMessage } from "./fixtures/serverAgents.js"
@@ -65,6 +67,19 @@ describe("A2AServer on PostgreSQL", () => {
       expect(textOf(loaded)).toBe("echo shared")
       yield* Scope.close(second, Exit.void)
     }))
+
+  it.live("with authenticate, across replicas each caller sees only its own tasks: another caller on the other replica gets TaskNotFound on every operation and transport", () =>
+    Effect.scoped(Effect.gen(function* () {
+      const taskStore = A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 })
+      const first = yield* serve({ taskStore })
+      const second = yield* serve({ taskStore })
+      const tasks = yield* tasksOf(first.server.url)
+      for (const transport of transports) yield* othersSeeNothing(second.server.url, second.server.rpcUrl, transport, tasks)
+      yield* untouched(second.server.url, tasks)
+      expect(first.runs.length + second.runs.length).toBe(3)
+      // The other replica counts the misses on the task the first one holds.
+      yield* eventually(counter(Observability.serverForbidden, second.server.card.name), (count) => count >= 27)
+    })))
 
   it.live("a database that ends the store's connections (a restart, a failover) does not end the process; the next request reconnects", () => {
     const logs = captureLogs()
