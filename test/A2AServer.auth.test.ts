@@ -7,6 +7,7 @@ import * as Path from "node:path"
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as A2AServer from "../src/A2AServer.js"
+import * as Authentication from "../src/Authentication.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Observability from "../src/Observability.js"
 import {
@@ -95,6 +96,28 @@ describe("A2AServer with authenticate", () => {
       expect(taskOf(yield* b.send("hello")).status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
       const seen = JSON.stringify(logs.lines)
       for (const key of [...Object.keys(keys), wrongKey]) expect(seen).not.toContain(key)
+    }))
+
+  it.scopedLive("an authenticator that dies, or answers a caller without an id, is a 500 with an error id, its cause logged", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const broken: Authentication.Authenticator = (request) =>
+        request.headers["x-api-key"] === "empty" ? Effect.succeed({ id: "", name: "nobody" }) : Effect.die(new Error("the key server is down"))
+      const { runs, server } = yield* serve({ authenticate: broken }).pipe(Effect.provide(logs.layer))
+      for (const key of [wrongKey, "empty"]) {
+        const rpc = yield* post(server.rpcUrl, "{}", { "x-api-key": key })
+        expect(rpc.status).toBe(500)
+        const errorId = /error_id: ([0-9a-f]{12})/.exec(JSON.parse(rpc.text).error.message)?.[1]
+        const logged = logs.lines.find((line) => line.annotations.errorId === errorId)
+        expect(logged?.message).toBe("Authentication failed unexpectedly")
+        expect(String(logged?.annotations.cause)).toMatch(key === "empty" ? /without an id/ : /the key server is down/)
+      }
+      const rest = yield* post(`${server.urls["HTTP+JSON"]}/message:send`, "{}", { "x-api-key": wrongKey })
+      expect(rest.status).toBe(500)
+      expect(rest.text).not.toContain("key server")
+      const grpc = yield* callerOn(server.url, "GRPC", wrongKey)
+      expect((yield* grpc.get("any") as Effect.Effect<{ readonly error: { readonly status: number } }>).error.status).toBe(13)
+      expect(runs).toEqual([])
     }))
 
   it.scopedLive("the caller's id is its run's span attribute", () => {
