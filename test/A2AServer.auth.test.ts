@@ -1,6 +1,6 @@
 import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, FastCheck, type Scope } from "effect"
+import { Effect, FastCheck, Redacted, type Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -118,6 +118,45 @@ describe("A2AServer with authenticate", () => {
       const grpc = yield* callerOn(server.url, "GRPC", wrongKey)
       expect((yield* grpc.get("any") as Effect.Effect<{ readonly error: { readonly status: number } }>).error.status).toBe(13)
       expect(runs).toEqual([])
+    }))
+
+  it.scopedLive("leak property: no API key, right or wrong, appears in any answer or log line, on any transport", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const samples = FastCheck.sample(
+        FastCheck.record({
+          right: FastCheck.stringMatching(/^[A-Za-z0-9_.:;'\/+=-]{16,48}$/),
+          wrong: FastCheck.stringMatching(/^[A-Za-z0-9_.:;'\/+=-]{16,48}$/)
+        }).filter(({ right, wrong }) => right !== wrong && !right.includes(wrong) && !wrong.includes(right)),
+        8
+      )
+      const { server } = yield* serve({
+        authenticate: Authentication.apiKey({ keys: samples.map(({ right }, i) => [`caller-${i}`, Redacted.make(right)] as const) })
+      }).pipe(Effect.provide(logs.layer))
+      const answers: Array<string> = []
+      for (const [i, { right, wrong }] of samples.entries()) {
+        for (const transport of transports) {
+          const good = yield* callerOn(server.url, transport, right)
+          const bad = yield* callerOn(server.url, transport, wrong)
+          for (const text of ["hello", "fail"]) {
+            const sent = yield* good.send(text)
+            expect(reasonOf(sent), `${transport} caller-${i}`).toBe("ok")
+            answers.push(JSON.stringify(sent, (_key, value) => typeof value === "bigint" ? String(value) : value))
+            const refused = yield* bad.send(text)
+            answers.push(String((refused as { error: unknown }).error))
+          }
+        }
+      }
+      const logged = JSON.stringify(logs.lines)
+      for (const { right, wrong } of samples) {
+        for (const answer of answers) {
+          expect(answer).not.toContain(right)
+          expect(answer).not.toContain(wrong)
+        }
+        expect(logged).not.toContain(right)
+        expect(logged).not.toContain(wrong)
+      }
+      expect(logs.lines.some((line) => line.message === "Request refused: not authenticated")).toBe(true)
     }))
 
   it.scopedLive("the caller's id is its run's span attribute", () => {
