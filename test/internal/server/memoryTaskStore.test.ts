@@ -5,6 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, FastCheck, TestClock } from "effect"
 import * as internalMemoryTaskStore from "../../../src/internal/server/memoryTaskStore.js"
 import * as internalTaskStore from "../../../src/internal/server/taskStore.js"
+import { listAll } from "../../fixtures/serverAgents.js"
 
 const user = (userName: string): User => ({ isAuthenticated: true, userName })
 
@@ -42,17 +43,6 @@ const taskOf = (id: string, state: TaskState, extra: Partial<Task> = {}): Task =
   ...extra
 })
 
-const listAll = (overrides: Partial<ListTasksRequest> = {}): ListTasksRequest => ({
-  tenant: "",
-  contextId: "",
-  status: TaskState.TASK_STATE_UNSPECIFIED,
-  pageSize: 100,
-  pageToken: "",
-  historyLength: undefined,
-  statusTimestampAfter: undefined,
-  includeArtifacts: false,
-  ...overrides
-})
 
 /** A store on a clock moved by hand. */
 const storeAt = (options: Omit<internalMemoryTaskStore.Options, "now"> = {}) => {
