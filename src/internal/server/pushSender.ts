@@ -13,6 +13,7 @@ import {
   type StoredPushNotificationConfig,
   V1PushNotificationSerializer
 } from "@a2a-js/sdk/server"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -222,6 +223,8 @@ const post = (
       agent: secure ? agents.https : agents.http,
       ...(lookup === undefined ? {} : { lookup })
     }, (response) => {
+      // Settled by the status line: a body that breaks off later changes nothing.
+      response.on("error", () => undefined)
       response.resume()
       const error = statusError(response)
       settle(error === undefined ? Effect.void : Effect.fail(error))
@@ -362,12 +365,10 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
         }).pipe(Effect.retry(retrySchedule(backoffMillis, maxAttempts, deadline)))
       })
       return sending.pipe(
-        Effect.matchCauseEffect({
+        Effect.tapBoth({
           onSuccess: () => Metric.increment(delivered),
-          onFailure: (cause) => {
-            const error = cause._tag === "Fail" ? cause.error : undefined
-            if (error === undefined) return Effect.failCause(cause)
-            return Effect.zipRight(
+          onFailure: (error) =>
+            Effect.zipRight(
               Metric.increment(error.reason === "Refused" ? refused : failed),
               Effect.logWarning(`Push delivery given up after ${attempts} attempt(s): ${error.message}`).pipe(
                 Effect.annotateLogs({
@@ -379,14 +380,18 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
                 })
               )
             )
-          }
         }),
-        Effect.catchAllCause(() => Effect.void),
         Effect.withSpan(internalTracing.pushSpanName, {
           kind: "client",
           attributes: { "a2a.task_id": taskId, "a2a.push.config_id": config.id, "server.address": target.host },
           ...(Option.isSome(pending.parent) ? { parent: pending.parent.value } : { root: true })
-        })
+        }),
+        // A give-up is logged above, a stop is no failure; anything else is a bug, not to end the lane.
+        Effect.catchAllCause((cause) =>
+          Cause.isDie(cause)
+            ? Effect.logError("Push delivery failed unexpectedly", cause).pipe(Effect.annotateLogs({ taskId }))
+            : Effect.void
+        )
       )
     }
 

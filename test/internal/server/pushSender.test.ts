@@ -8,7 +8,7 @@ import {
   V1PushNotificationSerializer
 } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Metric, type MetricKey, type MetricKeyType, Tracer } from "effect"
+import { Effect, Exit, Metric, type MetricKey, type MetricKeyType, Scope, Tracer } from "effect"
 import type * as net from "node:net"
 import * as internalMetrics from "../../../src/internal/observability/metrics.js"
 import * as PushSender from "../../../src/internal/server/pushSender.js"
@@ -277,5 +277,26 @@ describe("server/pushSender", () => {
       expect(spans.filter((s) => s.name === Observability.pushSpanName)).toEqual([
         { name: "A2AServer.push", parent: `${traceId}/${spanId}` }
       ])
+    }))
+
+  it.scopedLive("closing its scope lets the attempt in flight finish within the timeout, then sends nothing more", () =>
+    Effect.gen(function*() {
+      const hook = yield* webhook((_, __, response) => setTimeout(() => response.writeHead(200).end(), 300))
+      const ctx = context()
+      const store = yield* storeWith("t-close", ctx, config("t-close", hook.url))
+      const scope = yield* Scope.make()
+      const sender = yield* PushSender.make({ store, agent: "push-close", timeout: "2 seconds" }).pipe(Scope.extend(scope))
+      sender.notify(status("t-close", TaskState.TASK_STATE_WORKING, 1), ctx)
+      sender.notify(status("t-close", TaskState.TASK_STATE_COMPLETED, 2), ctx)
+      yield* eventually(Effect.sync(() => hook.received.length), (n) => n === 1, 200)
+      const started = performance.now()
+      yield* Scope.close(scope, Exit.void)
+      const took = performance.now() - started
+      expect(took).toBeGreaterThan(150)
+      expect(took).toBeLessThan(1500)
+      sender.notify(status("t-close", TaskState.TASK_STATE_COMPLETED, 3), ctx)
+      yield* Effect.sleep("400 millis")
+      expect(hook.received.map((r) => seqOf(r.body))).toEqual([1])
+      expect(yield* counts("push-close")).toEqual({ delivered: 1, retried: 0, failed: 0, refused: 0 })
     }))
 })
