@@ -299,4 +299,33 @@ describe("server/pushSender", () => {
       expect(hook.received.map((r) => seqOf(r.body))).toEqual([1])
       expect(yield* counts("push-close")).toEqual({ delivered: 1, retried: 0, failed: 0, refused: 0 })
     }))
+
+  it.scopedLive("gives up at once when the next attempt would start past the budget, Retry-After included", () =>
+    Effect.gen(function*() {
+      const { layer, lines } = captureLogs()
+      const limited = yield* webhook((_, __, response) => response.writeHead(429, { "Retry-After": "5" }).end())
+      const ctx = context()
+      const store = yield* storeWith("t-budget", ctx, config("t-budget", limited.url))
+      const sender = yield* PushSender.make({ store, agent: "push-budget", budget: "1 second", backoff: "20 millis" }).pipe(
+        Effect.provide(layer)
+      )
+      const started = performance.now()
+      sender.notify(status("t-budget", TaskState.TASK_STATE_COMPLETED, 1), ctx)
+      yield* eventually(counts("push-budget"), (c) => c.failed === 1, 300)
+      expect(performance.now() - started).toBeLessThan(900)
+      expect(limited.received).toHaveLength(1)
+      expect(lines.filter((line) => line.level === "WARN").map((line) => line.annotations.reason)).toEqual(["RateLimited"])
+    }))
+
+  it.scopedLive("a refused connection is retried up to maxAttempts", () =>
+    Effect.gen(function*() {
+      // A port just freed on loopback: nothing listens there.
+      const port = yield* Effect.scoped(Effect.map(webhook(), (hook) => hook.port))
+      const ctx = context()
+      const store = yield* storeWith("t-refused-port", ctx, config("t-refused-port", `http://127.0.0.1:${port}/hook`))
+      const sender = yield* PushSender.make({ store, agent: "push-connrefused", maxAttempts: 3, backoff: "20 millis" })
+      sender.notify(status("t-refused-port", TaskState.TASK_STATE_COMPLETED, 1), ctx)
+      yield* eventually(counts("push-connrefused"), (c) => c.failed === 1, 500)
+      expect(yield* counts("push-connrefused")).toEqual({ delivered: 0, retried: 2, failed: 1, refused: 0 })
+    }))
 })
