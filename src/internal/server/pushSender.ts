@@ -459,7 +459,8 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
           if (closing) return
           const taskId = taskIdOf(event)
           if (taskId === undefined) return
-          const notified = { event, context, task }
+          // The SDK's current task is a live reference the run keeps changing; a v0.3 body is made of it later.
+          const notified = { event, context, task: task === undefined ? undefined : structuredClone(task) }
           const queue = tasks.get(taskId)
           if (queue !== undefined) {
             queue.push(notified)
