@@ -130,6 +130,78 @@ export const serverUnauthenticated: Metric.Metric.Counter<number> = Metric.fromM
 export const serverForbidden: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverForbidden)
 
 /**
+ * Push notifications a webhook accepted (any 2xx), tagged `agent`: one per
+ * event and config, however many attempts it took.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const delivered = Metric.value(Observability.serverPushDelivered.pipe(Metric.tagged("agent", "booking")))
+ * const report = Effect.flatMap(delivered, (state) => Effect.logInfo(`${state.count} push notifications delivered`))
+ * ```
+ * @category metrics
+ * @since 0.1.0
+ */
+export const serverPushDelivered: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverPushDelivered)
+
+/**
+ * Push notification attempts after the first, tagged `agent`: each follows a
+ * 5xx, a 429 (after its `Retry-After`), a timeout or a broken connection,
+ * with exponential backoff and jitter.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const retried = Metric.value(Observability.serverPushRetried.pipe(Metric.tagged("agent", "booking")))
+ * const report = Effect.flatMap(retried, (state) => Effect.logInfo(`${state.count} push attempts retried`))
+ * ```
+ * @category metrics
+ * @since 0.1.0
+ */
+export const serverPushRetried: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverPushRetried)
+
+/**
+ * Push notifications given up, tagged `agent`: a 4xx other than 429, a
+ * redirect (never followed), or retries run out of attempts or time. Each
+ * has a warning in the log with the task id, config id, the URL's host and
+ * an error id; never the credentials.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const failed = Metric.value(Observability.serverPushFailed.pipe(Metric.tagged("agent", "booking")))
+ * const report = Effect.flatMap(failed, (state) => Effect.logInfo(`${state.count} push notifications lost`))
+ * ```
+ * @category metrics
+ * @since 0.1.0
+ */
+export const serverPushFailed: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverPushFailed)
+
+/**
+ * Push notifications never sent because the address the target resolved to
+ * was refused (the SSRF guard), tagged `agent`. Not retried; each has a
+ * warning in the log like a failed one.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * const refused = Metric.value(Observability.serverPushRefused.pipe(Metric.tagged("agent", "booking")))
+ * const report = Effect.flatMap(refused, (state) => Effect.logInfo(`${state.count} push targets refused`))
+ * ```
+ * @category metrics
+ * @since 0.1.0
+ */
+export const serverPushRefused: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverPushRefused)
+
+/**
  * Time from the start of a run to its final status, in milliseconds, for
  * every ending, tagged `agent`. Buckets from 1 ms doubling up to about
  * 9 minutes.
@@ -163,6 +235,23 @@ export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram,
  * @since 0.1.0
  */
 export const executeSpanName: typeof internalTracing.executeSpanName = internalTracing.executeSpanName
+
+/**
+ * The span name of a push delivery, its retries included; a child of the
+ * task's trace when the request that started the run carried `traceparent`.
+ *
+ * @example
+ * ```ts
+ * import type { Tracer } from "effect"
+ * import { Observability } from "effect-a2a"
+ *
+ * // e.g. in a test tracer, to pick out the server's push deliveries
+ * const isPush = (span: Tracer.Span) => span.name === Observability.pushSpanName
+ * ```
+ * @category tracing
+ * @since 0.1.0
+ */
+export const pushSpanName: typeof internalTracing.pushSpanName = internalTracing.pushSpanName
 
 /**
  * The log file could not be opened.

@@ -57,6 +57,30 @@ export const serverForbidden = MetricKey.counter("a2a.server.forbidden", {
 })
 
 /** @internal */
+export const serverPushDelivered = MetricKey.counter("a2a.server.push_delivered", {
+  description: "A2A push notifications a webhook accepted with 2xx",
+  incremental: true
+})
+
+/** @internal */
+export const serverPushRetried = MetricKey.counter("a2a.server.push_retried", {
+  description: "A2A push notification attempts after the first: a 5xx, a 429, a timeout or a broken connection before",
+  incremental: true
+})
+
+/** @internal */
+export const serverPushFailed = MetricKey.counter("a2a.server.push_failed", {
+  description: "A2A push notifications given up, each with an error id in the log",
+  incremental: true
+})
+
+/** @internal */
+export const serverPushRefused = MetricKey.counter("a2a.server.push_refused", {
+  description: "A2A push notifications never sent: the target's address was refused at connection",
+  incremental: true
+})
+
+/** @internal */
 export const serverLatency = MetricKey.histogram(
   "a2a.server.latency",
   MetricBoundaries.exponential({ start: 1, factor: 2, count: 20 }),

@@ -21,6 +21,9 @@ let defaultTracer: Tracer.Tracer | undefined
 /** The name of the span of a server's run of an agent. */
 export const executeSpanName = "A2AServer.execute"
 
+/** The name of the span of a push delivery, its retries included. */
+export const pushSpanName = "A2AServer.push"
+
 /**
  * Whether `tracer` is one the application provided (e.g. `@effect/opentelemetry`)
  * rather than Effect's default, whose spans are never exported.

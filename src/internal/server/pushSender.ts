@@ -1,0 +1,477 @@
+/**
+ * The push sender: each event of a task POSTed to every webhook configured
+ * for it, in order, with retries, never holding up the run that emitted it.
+ *
+ * @internal
+ */
+import type { StreamResponse, Task, TaskPushNotificationConfig } from "@a2a-js/sdk"
+import { V03PushNotificationSerializer } from "@a2a-js/sdk/compat/v0_3/server"
+import {
+  type PushNotificationSerializer,
+  type PushNotificationStore,
+  type ServerCallContext,
+  type StoredPushNotificationConfig,
+  V1PushNotificationSerializer
+} from "@a2a-js/sdk/server"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as ScheduleInterval from "effect/ScheduleInterval"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import type * as Tracer from "effect/Tracer"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as http from "node:http"
+import * as https from "node:https"
+import * as net from "node:net"
+import { parseRetryAfter } from "../client/classify.js"
+import * as internalMetrics from "../observability/metrics.js"
+import * as internalTracing from "../observability/tracing.js"
+import * as ErrorId from "../wire/errorId.js"
+import * as TaskState from "../wire/taskState.js"
+import { headersOf } from "./handler.js"
+
+/** @internal */
+export interface Options {
+  /** Where the configs of a task are loaded from, with the run's context. */
+  readonly store: PushNotificationStore
+  /** The metric tag. */
+  readonly agent: string
+  /** Per attempt; 10 seconds by default. */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Per delivery, the first included; 8 by default. */
+  readonly maxAttempts?: number | undefined
+  /** Total time per delivery, its retries included; 5 minutes by default. */
+  readonly budget?: Duration.DurationInput | undefined
+  /** The delay before the first retry, doubled (with jitter) for each further one; 1 second by default. */
+  readonly backoff?: Duration.DurationInput | undefined
+  /** Passed to `http(s).request`: an error whose `code` is `EPUSHTARGET` refuses the target, not retried. */
+  readonly lookup?: net.LookupFunction | undefined
+}
+
+/** @internal */
+export interface PushSender {
+  /** Queues `event` of a task for every config of the task (loaded with `context`); never blocks, never throws. */
+  readonly notify: (event: StreamResponse, context: ServerCallContext, task?: Task) => void
+}
+
+/** The `code` of a lookup error that refuses a push target (the SSRF guard's). @internal */
+export const refusedTargetCode = "EPUSHTARGET"
+
+/** Why one attempt at a delivery failed. @internal */
+export class PushDeliveryError extends Schema.TaggedError<PushDeliveryError>()("PushDeliveryError", {
+  reason: Schema.Literal(
+    "ServerError",
+    "RateLimited",
+    "Timeout",
+    "Connection",
+    "Redirect",
+    "Rejected",
+    "Refused",
+    "InvalidTarget",
+    "Unserializable"
+  ),
+  status: Schema.optional(Schema.Number),
+  code: Schema.optional(Schema.String),
+  retryAfter: Schema.optional(Schema.DurationFromSelf)
+}) {
+  override get message(): string {
+    const detail = this.status !== undefined ? ` (HTTP ${this.status})` : this.code !== undefined ? ` (${this.code})` : ""
+    return `${this.reason}${detail}`
+  }
+  /** Whether the webhook may answer otherwise later: a 5xx, a 429, a timeout or a broken connection. */
+  get retryable(): boolean {
+    return this.reason === "ServerError" || this.reason === "RateLimited" || this.reason === "Timeout" ||
+      this.reason === "Connection"
+  }
+}
+
+/**
+ * The auth headers of a config, as the SDK's `DefaultPushNotificationSender`
+ * builds them (its `_buildAuthHeaders` is private): `authentication` first,
+ * else the token in its default header.
+ *
+ * @internal
+ */
+export const authHeaders = (config: TaskPushNotificationConfig): Record<string, string> => {
+  if (config.authentication?.scheme && config.authentication?.credentials) {
+    return { Authorization: `${config.authentication.scheme} ${config.authentication.credentials}` }
+  }
+  return config.token ? { "X-A2A-Notification-Token": config.token } : {}
+}
+
+const v1 = new V1PushNotificationSerializer()
+// As the SDK's legacy-aware sender: by the wire version a config was registered over, v1.0 for any other.
+const serializers: ReadonlyMap<string, PushNotificationSerializer> = new Map<string, PushNotificationSerializer>([
+  ["1.0", v1],
+  ["0.3", new V03PushNotificationSerializer()]
+])
+
+/** The task of an event; none for a message outside a task, which no config can name. @internal */
+export const taskIdOf = (event: StreamResponse): string | undefined => {
+  const payload = event.payload
+  switch (payload?.$case) {
+    case "task":
+      return payload.value.id || undefined
+    case "statusUpdate":
+    case "artifactUpdate":
+    case "message":
+      return payload.value.taskId || undefined
+    default:
+      return undefined
+  }
+}
+
+// Loaded as the SDK's sender loads them: a store without wire versions gives the triggering request's.
+const loadConfigs = (
+  store: PushNotificationStore,
+  taskId: string,
+  context: ServerCallContext
+): Promise<Array<StoredPushNotificationConfig>> =>
+  store.loadWithMetadata
+    ? store.loadWithMetadata(taskId, context)
+    : store.load(taskId, context).then((configs) =>
+      configs.map((config) => ({ config, wireVersion: context.requestedVersion || "0.3" }))
+    )
+
+/** One event of a task on its way to one config. */
+interface Pending {
+  readonly event: StreamResponse
+  readonly task: Task | undefined
+  readonly stored: StoredPushNotificationConfig
+  readonly parent: Option.Option<Tracer.ExternalSpan>
+  /** A status update, which a later final one makes moot unless it is final itself. */
+  readonly status: "none" | "running" | "final"
+}
+
+const statusOf = (event: StreamResponse): Pending["status"] =>
+  event.payload?.$case === "statusUpdate"
+    ? TaskState.isTerminal(event.payload.value.status?.state) ? "final" : "running"
+    : "none"
+
+const retryableCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "EAI_AGAIN"
+])
+
+const errorOf = (error: unknown): PushDeliveryError => {
+  const code = typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+    ? error.code
+    : undefined
+  if (code === refusedTargetCode) return new PushDeliveryError({ reason: "Refused", code })
+  // "socket hang up" is ECONNRESET.
+  if (code !== undefined && retryableCodes.has(code)) return new PushDeliveryError({ reason: "Connection", code })
+  return new PushDeliveryError({ reason: "InvalidTarget", ...(code === undefined ? {} : { code }) })
+}
+
+const statusError = (response: http.IncomingMessage): PushDeliveryError | undefined => {
+  const status = response.statusCode ?? 0
+  if (status >= 200 && status < 300) return undefined
+  if (status === 429) {
+    const header = response.headers["retry-after"]
+    const retryAfter = parseRetryAfter(typeof header === "string" ? header : null, Date.now())
+    return new PushDeliveryError({ reason: "RateLimited", status, ...(retryAfter === undefined ? {} : { retryAfter }) })
+  }
+  if (status >= 500) return new PushDeliveryError({ reason: "ServerError", status })
+  // Never followed: a redirect could lead past the check of the configured target.
+  if (status >= 300 && status < 400) return new PushDeliveryError({ reason: "Redirect", status })
+  return new PushDeliveryError({ reason: "Rejected", status })
+}
+
+interface Agents {
+  readonly http: http.Agent
+  readonly https: https.Agent
+}
+
+/** One POST, settled by the answer's status line; the body is drained and not read. */
+const post = (
+  agents: Agents,
+  lookup: net.LookupFunction | undefined,
+  url: URL,
+  headers: Record<string, string | number>,
+  body: string,
+  timeoutMillis: number
+): Effect.Effect<void, PushDeliveryError> =>
+  Effect.async<void, PushDeliveryError>((resume) => {
+    let settled = false
+    let timedOut = false
+    const settle = (effect: Effect.Effect<void, PushDeliveryError>) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resume(effect)
+    }
+    const secure = url.protocol === "https:"
+    const request = (secure ? https.request : http.request)(url, {
+      method: "POST",
+      headers,
+      agent: secure ? agents.https : agents.http,
+      ...(lookup === undefined ? {} : { lookup })
+    }, (response) => {
+      // Settled by the status line: a body that breaks off later changes nothing.
+      response.on("error", () => undefined)
+      response.resume()
+      const error = statusError(response)
+      settle(error === undefined ? Effect.void : Effect.fail(error))
+    })
+    // The whole attempt, connection included, unlike the socket's idle `timeout`.
+    const timer = setTimeout(() => {
+      timedOut = true
+      request.destroy()
+    }, timeoutMillis)
+    request.on("error", (error) =>
+      settle(Effect.fail(timedOut ? new PushDeliveryError({ reason: "Timeout" }) : errorOf(error))))
+    request.end(body)
+    return Effect.sync(() => {
+      settled = true
+      clearTimeout(timer)
+      request.destroy()
+    })
+  })
+
+/**
+ * Node connects to an IP literal without calling `lookup`: such a target is
+ * put to `lookup` first, so that a guard given there sees every address.
+ */
+const checkLiteral = (lookup: net.LookupFunction, url: URL): Effect.Effect<void, PushDeliveryError> => {
+  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
+  if (net.isIP(hostname) === 0) return Effect.void
+  return Effect.async<void, PushDeliveryError>((resume) => {
+    lookup(hostname, {}, (error) => resume(error ? Effect.fail(errorOf(error)) : Effect.void))
+  })
+}
+
+/**
+ * Exponential backoff from `backoff` with jitter (×0.8 to ×1.2), at least a
+ * 429's `Retry-After`; done after `maxAttempts` attempts, for an error no
+ * retry can change, or when the next attempt would start past `deadline`.
+ */
+const retrySchedule = (
+  backoffMillis: number,
+  maxAttempts: number,
+  deadline: number
+): Schedule.Schedule<number, PushDeliveryError> =>
+  Schedule.makeWithState(0, (now, error: PushDeliveryError, retries) =>
+    Effect.map(Random.nextRange(0.8, 1.2), (jitter) => {
+      const backoff = backoffMillis * 2 ** retries * jitter
+      const delay = Math.max(backoff, error.retryAfter === undefined ? 0 : Duration.toMillis(error.retryAfter))
+      const done = !error.retryable || retries + 1 >= maxAttempts || now + delay >= deadline
+      return [
+        retries + 1,
+        retries + 1,
+        done ? ScheduleDecision.done : ScheduleDecision.continueWith(ScheduleInterval.after(now + delay))
+      ] as const
+    }))
+
+const hostOf = (url: string): { readonly url: URL | undefined; readonly host: string } => {
+  try {
+    const parsed = new URL(url)
+    return { url: parsed, host: parsed.host }
+  } catch {
+    return { url: undefined, host: "" }
+  }
+}
+
+/** @internal */
+export const make = (options: Options): Effect.Effect<PushSender, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const timeoutMillis = Duration.toMillis(options.timeout ?? Duration.seconds(10))
+    const maxAttempts = Math.max(1, options.maxAttempts ?? 8)
+    const budgetMillis = Duration.toMillis(options.budget ?? Duration.minutes(5))
+    const backoffMillis = Duration.toMillis(options.backoff ?? Duration.seconds(1))
+    const tags = { agent: options.agent }
+    const delivered = internalMetrics.tagged(internalMetrics.serverPushDelivered, tags)
+    const retried = internalMetrics.tagged(internalMetrics.serverPushRetried, tags)
+    const failed = internalMetrics.tagged(internalMetrics.serverPushFailed, tags)
+    const refused = internalMetrics.tagged(internalMetrics.serverPushRefused, tags)
+
+    // Released last: after the delivery fibers are stopped.
+    const agents = yield* Effect.acquireRelease(
+      Effect.sync((): Agents => ({ http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) })),
+      (agents) =>
+        Effect.sync(() => {
+          agents.http.destroy()
+          agents.https.destroy()
+        })
+    )
+    const run = yield* FiberSet.makeRuntime<never>()
+    const inFlight = yield* SubscriptionRef.make(0)
+    let closing = false
+    // Runs before the fiber set interrupts what is left: no attempt starts any more, and those
+    // in flight get up to one attempt's timeout to be answered.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        closing = true
+        return inFlight.changes.pipe(
+          Stream.filter((n) => n === 0),
+          Stream.take(1),
+          Stream.runDrain,
+          Effect.timeoutOption(timeoutMillis)
+        )
+      })
+    )
+
+    const attempt = (url: URL, headers: Record<string, string | number>, body: string, deadline: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        closing
+          ? Effect.interrupt
+          : Effect.acquireUseRelease(
+            SubscriptionRef.update(inFlight, (n) => n + 1),
+            () => {
+              const sent = post(agents, options.lookup, url, headers, body, Math.max(1, Math.min(timeoutMillis, deadline - now)))
+              return options.lookup === undefined ? sent : Effect.zipRight(checkLiteral(options.lookup, url), sent)
+            },
+            () => SubscriptionRef.update(inFlight, (n) => n - 1)
+          ))
+
+    const deliver = (taskId: string, pending: Pending): Effect.Effect<void> => {
+      const { config, wireVersion } = pending.stored
+      const target = hostOf(config.url)
+      let attempts = 0
+      const sending = Effect.gen(function*() {
+        const url = target.url
+        if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+          return yield* new PushDeliveryError({ reason: "InvalidTarget" })
+        }
+        const serialized = yield* Effect.try({
+          try: () => (serializers.get(wireVersion) ?? v1).serialize(pending.event, pending.task),
+          catch: () => new PushDeliveryError({ reason: "Unserializable" })
+        })
+        const headers = {
+          "Content-Type": serialized.contentType,
+          "Content-Length": Buffer.byteLength(serialized.body),
+          ...authHeaders(config)
+        }
+        const deadline = (yield* Clock.currentTimeMillis) + budgetMillis
+        yield* Effect.suspend(() => {
+          attempts += 1
+          const sent = attempt(url, headers, serialized.body, deadline)
+          return attempts > 1 ? Effect.zipRight(Metric.increment(retried), sent) : sent
+        }).pipe(Effect.retry(retrySchedule(backoffMillis, maxAttempts, deadline)))
+      })
+      return sending.pipe(
+        Effect.tapBoth({
+          onSuccess: () => Metric.increment(delivered),
+          onFailure: (error) =>
+            Effect.zipRight(
+              Metric.increment(error.reason === "Refused" ? refused : failed),
+              Effect.logWarning(`Push delivery given up after ${attempts} attempt(s): ${error.message}`).pipe(
+                Effect.annotateLogs({
+                  taskId,
+                  configId: config.id,
+                  host: target.host,
+                  errorId: ErrorId.make(),
+                  reason: error.reason
+                })
+              )
+            )
+        }),
+        Effect.withSpan(internalTracing.pushSpanName, {
+          kind: "client",
+          attributes: { "a2a.task_id": taskId, "a2a.push.config_id": config.id, "server.address": target.host },
+          ...(Option.isSome(pending.parent) ? { parent: pending.parent.value } : { root: true })
+        }),
+        // A give-up is logged above, a stop is no failure; anything else is a bug, not to end the lane.
+        Effect.catchAllCause((cause) =>
+          Cause.isDie(cause)
+            ? Effect.logError("Push delivery failed unexpectedly", cause).pipe(Effect.annotateLogs({ taskId }))
+            : Effect.void
+        )
+      )
+    }
+
+    // Per task and config: what waits behind the delivery in flight. A lane exists while its fiber runs.
+    const lanes = new Map<string, Array<Pending>>()
+    const drain = (key: string, taskId: string, lane: Array<Pending>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const next = lane.shift()
+        if (next === undefined) {
+          lanes.delete(key)
+          return Effect.void
+        }
+        return Effect.zipRight(deliver(taskId, next), drain(key, taskId, lane))
+      })
+    const enqueue = (taskId: string, pending: Pending): void => {
+      const key = `${taskId}\u0000${pending.stored.config.id}`
+      const lane = lanes.get(key)
+      if (lane === undefined) {
+        const fresh = [pending]
+        lanes.set(key, fresh)
+        run(drain(key, taskId, fresh))
+        return
+      }
+      if (pending.status === "final") {
+        // The final state tells the receiver all the running ones would: those not yet sent go.
+        for (let i = lane.length - 1; i >= 0; i--) if (lane[i]!.status === "running") lane.splice(i, 1)
+      }
+      lane.push(pending)
+    }
+
+    interface Notified {
+      readonly event: StreamResponse
+      readonly context: ServerCallContext
+      readonly task: Task | undefined
+    }
+    // Per task: events whose configs are still to be loaded, in order. An entry exists while its fiber runs.
+    const tasks = new Map<string, Array<Notified>>()
+    const load = (taskId: string, queue: Array<Notified>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const next = queue.shift()
+        if (next === undefined) {
+          tasks.delete(taskId)
+          return Effect.void
+        }
+        return Effect.tryPromise(() => loadConfigs(options.store, taskId, next.context)).pipe(
+          Effect.matchEffect({
+            onFailure: (error) =>
+              Effect.logWarning("Push configs could not be loaded; the event is not pushed").pipe(
+                Effect.annotateLogs({ taskId, errorId: ErrorId.make(), cause: String(error.cause) })
+              ),
+            onSuccess: (configs) =>
+              Effect.sync(() => {
+                const parent = internalTracing.parentOfHeaders(headersOf(next.context))
+                const status = statusOf(next.event)
+                for (const stored of configs) enqueue(taskId, { event: next.event, task: next.task, stored, parent, status })
+              })
+          }),
+          Effect.zipRight(load(taskId, queue))
+        )
+      })
+
+    return {
+      notify: (event, context, task) => {
+        try {
+          if (closing) return
+          const taskId = taskIdOf(event)
+          if (taskId === undefined) return
+          // The SDK's current task is a live reference the run keeps changing; a v0.3 body is made of it later.
+          const notified = { event, context, task: task === undefined ? undefined : structuredClone(task) }
+          const queue = tasks.get(taskId)
+          if (queue !== undefined) {
+            queue.push(notified)
+            return
+          }
+          const fresh = [notified]
+          tasks.set(taskId, fresh)
+          run(load(taskId, fresh))
+        } catch {
+          // Never thrown into the agent's run: nothing here can fail short of a bug.
+        }
+      }
+    }
+  })
