@@ -30,11 +30,11 @@ import {
   type CallRecord,
   type Facts,
   type Fields,
-  parseRetryAfter,
   prop,
   unsendableMetadata,
   unsendableMetadataDetail
 } from "./classify.js"
+import { parseRetryAfter } from "../wire/retryAfter.js"
 
 /** The packages gRPC needs, loaded once on first use. */
 interface Modules {

@@ -11,10 +11,10 @@ import {
   AnswerToAnotherRequest,
   type CallRecord,
   CardContentError,
-  parseRetryAfter,
   RedirectAnswered,
   ResponseTooLarge
 } from "./classify.js"
+import { parseRetryAfter } from "../wire/retryAfter.js"
 
 export interface TrackingFetch {
   readonly fetch: typeof fetch
