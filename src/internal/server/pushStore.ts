@@ -15,10 +15,23 @@ import { RequestMalformedError } from "@a2a-js/sdk/errors"
 import { InMemoryPushNotificationStore, type PushNotificationStore } from "@a2a-js/sdk/server"
 import { Effect } from "effect"
 import type * as Scope from "effect/Scope"
+import { storedTextProblem } from "../ledger/storedText.js"
 import * as internalPushTarget from "./pushTarget.js"
 import * as internalTaskStore from "./taskStore.js"
 
 const pushConfigs: internalTaskStore.Table = { store: "push-notification-configs", what: "push-config store" }
+
+// The SDK's `config_id` column is a `varchar(36)`: a longer id, or one PostgreSQL cannot store as given, would
+// fail in the database as an internal error rather than as the caller's mistake.
+const configIdLimit = 36
+
+const unstorableId = (id: string): string | undefined => {
+  const problem = storedTextProblem(id)
+  if (problem !== undefined) return `push config id ${problem}`
+  return [...id].length > configIdLimit
+    ? `push config id must be at most ${configIdLimit} characters for this server's push-config store`
+    : undefined
+}
 
 /**
  * `store` with the target of every config checked before it is saved. The
@@ -27,11 +40,16 @@ const pushConfigs: internalTaskStore.Table = { store: "push-notification-configs
  * place covers both; a refusal is the SDK's `RequestMalformedError`
  * (-32602 on JSON-RPC, 400 on HTTP+JSON, INVALID_ARGUMENT on gRPC).
  */
-const guarded = (store: PushNotificationStore, policy: internalPushTarget.PushPolicy): PushNotificationStore => {
+const guarded = (
+  store: PushNotificationStore,
+  policy: internalPushTarget.PushPolicy,
+  isDatabase: boolean
+): PushNotificationStore => {
   const loadWithMetadata = store.loadWithMetadata
   return {
     save: async (taskId, context, config) => {
-      const problem = await internalPushTarget.targetProblem(config.url, policy)
+      const problem = (isDatabase ? unstorableId(config.id) : undefined) ??
+        await internalPushTarget.targetProblem(config.url, policy)
       if (problem !== undefined) throw new RequestMalformedError(problem)
       return store.save(taskId, context, config)
     },
@@ -55,10 +73,7 @@ export const make = (
   taskStore: internalTaskStore.Config | "memory",
   policy: internalPushTarget.PushPolicy
 ): Effect.Effect<PushNotificationStore, internalTaskStore.Failure, Scope.Scope> =>
-  Effect.map(
-    taskStore !== "memory" && internalTaskStore.isDatabase(taskStore)
-      ? Effect.map(internalTaskStore.open(taskStore, pushConfigs), ({ db, sdk }) =>
-        new sdk.DatabasePushNotificationStore(db) as PushNotificationStore)
-      : Effect.sync((): PushNotificationStore => new InMemoryPushNotificationStore()),
-    (store) => guarded(store, policy)
-  )
+  taskStore !== "memory" && internalTaskStore.isDatabase(taskStore)
+    ? Effect.map(internalTaskStore.open(taskStore, pushConfigs), ({ db, sdk }) =>
+      guarded(new sdk.DatabasePushNotificationStore(db), policy, true))
+    : Effect.sync(() => guarded(new InMemoryPushNotificationStore(), policy, false))

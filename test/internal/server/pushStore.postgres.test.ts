@@ -20,7 +20,7 @@ const postgres = (): internalTaskStore.Config => {
   return { _tag: "Postgres", url, poolSize: 2 }
 }
 
-pushStoreContract("PostgreSQL", () => internalPushStore.make(postgres(), policy))
+pushStoreContract("PostgreSQL", () => internalPushStore.make(postgres(), policy), { database: true })
 
 describe("PostgreSQL", () => {
   it.scoped("two stores starting together migrate once and share their configs", () =>

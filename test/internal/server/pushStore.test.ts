@@ -18,10 +18,11 @@ const sqliteAt = (filename: string): internalTaskStore.Config => ({ _tag: "Sqlit
 
 const memory = () => internalPushStore.make("memory", policy)
 
-pushStoreContract("memory", memory)
+pushStoreContract("memory", memory, { database: false })
 pushStoreContract(
   "SQLite",
-  () => Effect.flatMap(tempDir, (dir) => internalPushStore.make(sqliteAt(path.join(dir, "tasks.db")), policy))
+  () => Effect.flatMap(tempDir, (dir) => internalPushStore.make(sqliteAt(path.join(dir, "tasks.db")), policy)),
+  { database: true }
 )
 
 describe("SQLite", () => {
