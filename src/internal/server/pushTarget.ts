@@ -23,17 +23,30 @@ export interface PushPolicy {
 }
 
 /** The error code `guardedLookup` refuses with. */
-export const code = "EPUSHTARGET"
+export const refusalCode = "EPUSHTARGET"
 
 /** The option the problem texts point to. */
 const option = "allowPushTargets"
 
+// An IPv4 range is also refused in the IPv6 forms that reach it: NAT64 (`64:ff9b::/96`, RFC 6052), which a
+// gateway translates to the IPv4 address, and 6to4 (`2002::/16`, RFC 3056), which embeds it.
+const translated = (address: string, prefix: number): ReadonlyArray<readonly [string, number]> => {
+  const [a = 0, b = 0, c = 0, d = 0] = address.split(".").map(Number)
+  const high = ((a << 8) | b).toString(16)
+  const low = ((c << 8) | d).toString(16)
+  return [[`64:ff9b::${high}:${low}`, 96 + prefix], [`2002:${high}:${low}::`, 16 + prefix]]
+}
+
 const block = (ranges: ReadonlyArray<string>): Net.BlockList => {
   const list = new Net.BlockList()
   for (const range of ranges) {
-    const [address, prefix] = range.split("/")
-    const family = Net.isIPv6(address!) ? "ipv6" : "ipv4"
-    list.addSubnet(address!, Number(prefix), family)
+    const [address = "", prefix = ""] = range.split("/")
+    if (Net.isIPv6(address)) {
+      list.addSubnet(address, Number(prefix), "ipv6")
+    } else {
+      list.addSubnet(address, Number(prefix), "ipv4")
+      for (const [v6, bits] of translated(address, Number(prefix))) list.addSubnet(v6, bits, "ipv6")
+    }
   }
   return list
 }
@@ -115,6 +128,19 @@ const addressProblem = (allowed: Allowed, host: string, address: string): string
   return `push URL host ${host}${resolved} is ${kind} address; allow it with ${option}`
 }
 
+// A resolver that never answers must not hold the create call: the caller gets a refusal it can act on.
+const lookupTimeoutMs = 5_000
+
+const resolveWithin = (host: string, ms: number): Promise<ReadonlyArray<{ readonly address: string }>> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  return Promise.race([
+    Dns.lookup(host, { all: true, verbatim: true }),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)
+    })
+  ]).finally(() => clearTimeout(timer))
+}
+
 /**
  * The policy of a server: https is required when `NODE_ENV` is
  * `production`, and `allow` (the `allowPushTargets` option) lists the
@@ -155,7 +181,7 @@ export const targetProblem = async (url: string, policy: PushPolicy): Promise<st
     addresses = [host]
   } else {
     try {
-      addresses = (await Dns.lookup(host, { all: true, verbatim: true })).map((found) => found.address)
+      addresses = (await resolveWithin(host, lookupTimeoutMs)).map((found) => found.address)
     } catch {
       return `push URL host ${host} does not resolve`
     }
@@ -171,7 +197,7 @@ export const targetProblem = async (url: string, policy: PushPolicy): Promise<st
   return undefined
 }
 
-const refusal = (problem: string): NodeJS.ErrnoException => Object.assign(new Error(problem), { code })
+const refusal = (problem: string): NodeJS.ErrnoException => Object.assign(new Error(problem), { code: refusalCode })
 
 /**
  * A `lookup` for `http.request` / `net.connect` that refuses (an error with

@@ -38,6 +38,9 @@ describe("targetProblem", () => {
         ["http://[::ffff:127.0.0.1]/", /^push URL host ::ffff:7f00:1 is a loopback address/],
         ["http://[::ffff:7f00:1]/", /is a loopback address/],
         ["http://[::ffff:a9fe:a9fe]/", /is a link-local address/],
+        ["http://[64:ff9b::a9fe:a9fe]/", /^push URL host 64:ff9b::a9fe:a9fe is a link-local address/],
+        ["http://[64:ff9b::10.1.2.3]/", /is a private address/],
+        ["http://[2002:7f00:1::1]/", /is a loopback address/],
         ["http://localhost:9/h", /^push URL host localhost resolves to 127\.0\.0\.1, which is a loopback address/],
         ["http://0x7f.1/", /^push URL host 127\.0\.0\.1 is a loopback address/],
         ["http://2130706433/", /is a loopback address/],
@@ -78,6 +81,8 @@ describe("targetProblem", () => {
       const checkNoConnections = noConnections()
       expect(yield* problemOf("http://93.184.216.34/h", strict)).toBeUndefined()
       expect(yield* problemOf("https://[2606:2800:220:1:248:1893:25c8:1946]/h", strict)).toBeUndefined()
+      expect(yield* problemOf("http://[64:ff9b::5db8:d822]/h", strict)).toBeUndefined()
+      expect(yield* problemOf("http://[2002:5db8:d822::1]/h", strict)).toBeUndefined()
       expect(yield* problemOf("http://127.0.0.1:8080/h", loopbackAllowed)).toBeUndefined()
       expect(yield* problemOf("http://localhost:8080/h", loopbackAllowed)).toBeUndefined()
       const blocks = internalPushTarget.policyOf(["10.0.0.0/8", "::1", "hooks.internal"], undefined)
