@@ -76,26 +76,43 @@ interface MigrationCli {
   ) => Promise<number>
 }
 
+/**
+ * A table of the SDK's database stores: its `a2a-db` store id, and what our
+ * messages call the store.
+ *
+ * @internal
+ */
+export interface Table {
+  readonly store: "tasks" | "push-notification-configs"
+  readonly what: string
+}
+
+const tasks: Table = { store: "tasks", what: "task store" }
+
 // The SDK's migrations are reachable only through its `a2a-db` CLI, whose
 // `run` is a plain function: calling it in-process is the same idempotent
 // `upgrade` (ledger table plus Kysely's migration lock, so replicas starting
 // together are safe) without a child process.
-const migrate = (url: string): Effect.Effect<void, Failure> =>
+const migrate = (url: string, table: Table): Effect.Effect<void, Failure> =>
   Effect.tryPromise({
     try: async () => {
       const sdkEntry = createRequire(import.meta.url).resolve("@a2a-js/sdk")
       const cli = (await import(pathToFileURL(Path.join(Path.dirname(sdkEntry), "cli", "run.js")).href)) as MigrationCli
       const errors: Array<string> = []
-      const code = await cli.run(["upgrade", "--store", "tasks", "--url", url], {}, {
+      const code = await cli.run(["upgrade", "--store", table.store, "--url", url], {}, {
         log: () => undefined,
         error: (...args) => errors.push(args.map(String).join(" "))
       })
       if (code !== 0) throw new Error(errors.join("\n") || `a2a-db upgrade exited with ${code}`)
     },
-    catch: fail("Migration", "Could not create the task table")
+    catch: fail("Migration", `Could not create the table of the ${table.what}`)
   })
 
-const connect = (config: DatabaseConfig, onIdleError: (error: unknown) => void): Effect.Effect<Kysely<unknown>, Failure> =>
+const connect = (
+  config: DatabaseConfig,
+  table: Table,
+  onIdleError: (error: unknown) => void
+): Effect.Effect<Kysely<unknown>, Failure> =>
   Effect.tryPromise({
     try: async () => {
       const kysely = await import("kysely")
@@ -112,7 +129,7 @@ const connect = (config: DatabaseConfig, onIdleError: (error: unknown) => void):
       pool.on("error", onIdleError)
       return new kysely.Kysely<unknown>({ dialect: new kysely.PostgresDialect({ pool: pool as PostgresPool }) })
     },
-    catch: fail("Driver", `Could not open the ${config._tag} task store`)
+    catch: fail("Driver", `Could not open the ${config._tag} ${table.what}`)
   })
 
 // The names the SDK's table gives the states a run ends in, in its `status_state` column.
@@ -160,45 +177,64 @@ export const make = (config: Config): Effect.Effect<TaskStore, Failure, Scope.Sc
     ? Effect.sync(() => new InMemoryTaskStore())
     : database(config)
 
-const database = (given: DatabaseConfig): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
+type SdkDatabase = typeof import("@a2a-js/sdk/server/database")
+
+/**
+ * The database `given` names, opened for one of the SDK's stores: its table
+ * created when missing, the connection closing with the scope, and reached
+ * once, so that an unreachable database fails at start-up rather than on the
+ * first request.
+ *
+ * @internal
+ */
+export const open = (
+  given: DatabaseConfig,
+  table: Table
+): Effect.Effect<{ readonly db: Kysely<unknown>; readonly sdk: SdkDatabase; readonly tableName: string }, Failure, Scope.Scope> =>
   Effect.gen(function* () {
     if (given._tag === "Sqlite" && (given.filename === "" || given.filename === ":memory:")) {
       return yield* Effect.fail<Failure>({
         reason: "Connection",
-        message: "A SQLite task store needs a file; use the in-memory store for a throwaway one."
+        message: `A SQLite ${table.what} needs a file; use the in-memory store for a throwaway one.`
       })
     }
     // One absolute path for both the migration and the connection: the migration reads its file from a
     // `sqlite:` URL, where a path starting with `//` would name another file than the one opened.
     const config: DatabaseConfig = given._tag === "Sqlite" ? { ...given, filename: Path.resolve(given.filename) } : given
-    yield* migrate(config._tag === "Sqlite" ? `sqlite:${config.filename}` : config.url)
+    yield* migrate(config._tag === "Sqlite" ? `sqlite:${config.filename}` : config.url, table)
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const onIdleError = (error: unknown) =>
       runFork(Effect.logWarning(
-        `The ${config._tag} task store lost an idle connection; a new one opens when needed: ${
+        `The ${config._tag} ${table.what} lost an idle connection; a new one opens when needed: ${
           error instanceof Error ? error.message : String(error)
         }`
       ))
     const db = yield* Effect.acquireRelease(
-      connect(config, onIdleError),
+      connect(config, table, onIdleError),
       (db) => Effect.promise(() => db.destroy().catch(() => undefined))
     )
-    // Fail at start-up, not on the first request, when the database is unreachable.
-    const { DatabaseTaskStore, TASK_TABLE } = yield* Effect.tryPromise({
+    const sdk = yield* Effect.tryPromise({
       try: () => import("@a2a-js/sdk/server/database"),
       catch: fail("Driver", "Could not load @a2a-js/sdk/server/database")
     })
+    const tableName = table.store === "tasks" ? sdk.TASK_TABLE : sdk.PUSH_NOTIFICATION_TABLE
     yield* Effect.tryPromise({
       try: async () => {
         const { sql } = await import("kysely")
-        await sql`select 1 from ${sql.table(TASK_TABLE)} limit 1`.execute(db)
+        await sql`select 1 from ${sql.table(tableName)} limit 1`.execute(db)
       },
-      catch: fail("Connection", `Could not reach the ${config._tag} task store`)
+      catch: fail("Connection", `Could not reach the ${config._tag} ${table.what}`)
     })
-    if (config.retention !== undefined) yield* sweepEnded(db, TASK_TABLE, config.retention, config._tag)
+    return { db, sdk, tableName }
+  })
+
+const database = (config: DatabaseConfig): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { db, sdk, tableName } = yield* open(config, tasks)
+    if (config.retention !== undefined) yield* sweepEnded(db, tableName, config.retention, config._tag)
     const { sql } = yield* Effect.promise(() => import("kysely"))
-    return internalAuthentication.withHeldElsewhere(new DatabaseTaskStore(db), (taskId, context) =>
-      sql`select 1 from ${sql.table(TASK_TABLE)} where tenant = ${context.tenant ?? ""} and id = ${taskId} and owner <> ${
+    return internalAuthentication.withHeldElsewhere(new sdk.DatabaseTaskStore(db), (taskId, context) =>
+      sql`select 1 from ${sql.table(tableName)} where tenant = ${context.tenant ?? ""} and id = ${taskId} and owner <> ${
         resolveUserScope(context)
       } limit 1`.execute(db).then((result) => result.rows.length > 0))
   })
