@@ -129,6 +129,12 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    */
   readonly idempotency?: IdempotencyOptions | undefined
   /**
+   * Push notifications: on when given (`{}` for the defaults), and the card
+   * then declares them. See {@link PushOptions}. Default: off, and the
+   * push-config methods answer `PushNotificationNotSupported`.
+   */
+  readonly push?: PushOptions | undefined
+  /**
    * The most requests that start or follow a run (a send, blocking or
    * streaming, and a subscription) served at once; one over it is answered
    * HTTP 429 with `Retry-After: 1` before anything runs, which a client
@@ -156,6 +162,54 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    * every caller anonymous and every task anyone's.
    */
   readonly authenticate?: Authentication.Authenticator<R> | undefined
+}
+
+/**
+ * Push notifications (A2A §4.3): a caller registers a webhook for a task
+ * (the create call, or `SendMessage`'s
+ * `configuration.taskPushNotificationConfig`) and each of the task's events
+ * is POSTed to it, as the SDK's payload (`StreamResponse` JSON,
+ * `application/a2a+json`), with `Authorization` from the config's
+ * `authentication`, else its token in `X-A2A-Notification-Token`.
+ *
+ * - Deliveries are fed by the runs themselves, not by the request that
+ *   started them: a caller that disconnects still gets its webhooks. Each
+ *   task's events go out in order; a slow webhook never holds up the agent.
+ * - A delivery that meets a 5xx, a 429 (after its `Retry-After`), a timeout
+ *   or a lost connection is tried again with exponential backoff and jitter,
+ *   up to `maxAttempts` within `budget`; never after another 4xx or a
+ *   redirect, which is not followed. Counted in `a2a.server.push_delivered`,
+ *   `push_retried`, `push_failed` and `push_refused`; a give-up is logged
+ *   with an error id, the task and the URL's host, never the credentials.
+ * - SSRF guard: a webhook on a loopback, private, link-local (the cloud
+ *   metadata address included), unique-local, multicast or unspecified
+ *   address is refused when registered (-32602, before any connection),
+ *   and again at delivery against the address actually connected to. With
+ *   `NODE_ENV=production`, `https` is required. `allowPushTargets` lists the
+ *   exceptions: hosts, addresses or CIDR blocks (`["127.0.0.1"]` for tests).
+ * - Configs are kept beside the tasks: in memory, or in the SQLite or
+ *   PostgreSQL task database (the SDK's `DatabasePushNotificationStore`,
+ *   its table created at start-up), each caller's own (see `authenticate`).
+ *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ *
+ * const push: A2AServer.PushOptions = { timeout: "10 seconds", maxAttempts: 8, budget: "5 minutes" }
+ * const forTests: A2AServer.PushOptions = { allowPushTargets: ["127.0.0.1"] }
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export interface PushOptions {
+  /** Push targets let through although the guard would refuse them, and allowed plain http in production. */
+  readonly allowPushTargets?: ReadonlyArray<string> | undefined
+  /** Each attempt's limit. Default 10 seconds. */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Attempts per delivery, the first included. Default 8. */
+  readonly maxAttempts?: number | undefined
+  /** The time a delivery may take over all its attempts. Default 5 minutes. */
+  readonly budget?: Duration.DurationInput | undefined
 }
 
 /**

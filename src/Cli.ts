@@ -456,6 +456,12 @@ export interface PlaygroundOptions {
    * `Authentication.apiKey`. None by default: every caller is anonymous.
    */
   readonly apiKeys?: Authentication.ApiKeyOptions["keys"] | undefined
+  /**
+   * Push targets the SSRF guard lets through (`A2AServer.PushOptions`'s
+   * `allowPushTargets`), e.g. `["127.0.0.1"]` for a webhook on this
+   * machine. The playground always serves push notifications.
+   */
+  readonly allowPushTargets?: ReadonlyArray<string> | undefined
 }
 
 /**

@@ -199,7 +199,13 @@ const playgroundCommand = Command.make("playground", {
     ),
     Options.optional
   ),
-  apiKeys: apiKeyOption
+  apiKeys: apiKeyOption,
+  allowPushTargets: Options.text("allow-push-target").pipe(
+    Options.withDescription(
+      "A host, address or CIDR block webhooks may target although the SSRF guard refuses it (127.0.0.1 for a local webhook); repeatable."
+    ),
+    Options.repeated
+  )
 }, (options) =>
   Effect.gen(function*() {
     const server = yield* A2AServer.A2AServer

@@ -123,7 +123,8 @@ export const layer = (options: Cli.PlaygroundOptions) => {
     // resolving it for every call in a loop hits its cache (or gets a 304) instead of the server.
     cardMaxAge: 10,
     maxInFlight: Option.getOrUndefined(options.maxInFlight ?? Option.none()),
-    authenticate: options.apiKeys === undefined ? undefined : Authentication.apiKey({ keys: options.apiKeys })
+    authenticate: options.apiKeys === undefined ? undefined : Authentication.apiKey({ keys: options.apiKeys }),
+    push: { allowPushTargets: options.allowPushTargets }
   })
   return Option.match(options.logFile, {
     onNone: () => server,

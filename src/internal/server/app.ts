@@ -8,7 +8,7 @@
  * @internal
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import { DefaultRequestHandler, type TaskStore } from "@a2a-js/sdk/server"
+import { DefaultRequestHandler, type PushNotificationStore, type TaskStore } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import { Duration, Effect } from "effect"
 import type * as Scope from "effect/Scope"
@@ -23,6 +23,7 @@ import * as internalHandler from "./handler.js"
 import * as internalHttp from "./http.js"
 import * as internalIdempotency from "./idempotency.js"
 import * as internalLoad from "./load.js"
+import * as internalPush from "./push.js"
 import * as internalRpc from "./rpc.js"
 import * as internalRest from "./rest.js"
 import * as internalTaskStore from "./taskStore.js"
@@ -74,7 +75,11 @@ export const interfacesOf = (
     return versions.map((protocolVersion) => ({ url, protocolBinding: transport, tenant: "", protocolVersion }))
   })
 
-const buildCard = (options: A2AServer.CardOptions, interfaces: AgentCard["supportedInterfaces"]): AgentCard => ({
+const buildCard = (
+  options: A2AServer.CardOptions,
+  interfaces: AgentCard["supportedInterfaces"],
+  pushNotifications: boolean
+): AgentCard => ({
   version: "1.0.0",
   provider: undefined,
   securitySchemes: {},
@@ -84,7 +89,7 @@ const buildCard = (options: A2AServer.CardOptions, interfaces: AgentCard["suppor
   skills: [],
   signatures: [],
   ...options,
-  capabilities: { streaming: true, pushNotifications: false, extensions: [], ...options.capabilities },
+  capabilities: { streaming: true, pushNotifications, extensions: [], ...options.capabilities },
   supportedInterfaces: interfaces
 })
 
@@ -93,7 +98,8 @@ const requestHandlerOf = (
   taskStore: TaskStore,
   executor: AgentExecutor.EffectAgentExecutor,
   subscriptions: internalRpc.Subscriptions,
-  idempotency: A2AServer.IdempotencyOptions | undefined
+  idempotency: A2AServer.IdempotencyOptions | undefined,
+  pushStore: PushNotificationStore | undefined
 ): Effect.Effect<internalIdempotency.Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   idempotency === undefined
     // Without idempotency, a message to a task whose run is in progress is refused.
@@ -102,11 +108,11 @@ const requestHandlerOf = (
         card,
         taskStore,
         executor,
-        ...internalHandler.handlerArguments(subscriptions.manager)
+        ...internalHandler.handlerArguments(subscriptions.manager, pushStore)
       ),
       claim: (taskId) => executor.claim(taskId)
     })
-    : internalIdempotency.make({ card, taskStore, executor, subscriptions, options: idempotency })
+    : internalIdempotency.make({ card, taskStore, executor, subscriptions, options: idempotency, pushStore })
 
 /** The executor whose runs share the hold of the request that started them, when the server has a bound. */
 const counted = (
@@ -157,7 +163,9 @@ export const make = <E, R>(
     // With callers told apart, a miss on another's task is counted.
     const taskStore = options.authenticate === undefined ? stored : yield* internalAuthentication.watchingForbidden(stored, name)
     const load = yield* internalLoad.make(options, name)
-    const executor = counted(yield* internalExecutor.make(options.agent, { ...options, name, taskStore }), load)
+    const push = options.push === undefined ? undefined : yield* internalPush.make(options.push, options.taskStore, name)
+    const made = yield* internalExecutor.make(options.agent, { ...options, name, taskStore })
+    const executor = counted(push === undefined ? made : push.pushing(made), load)
     const served = options.transports ?? defaultTransports
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
     const restPath = `/${(options.restPath ?? internalRest.defaultPath).replace(/^\/+/, "").replace(/\/+$/, "")}`
@@ -168,13 +176,23 @@ export const make = <E, R>(
       ...(served.includes("HTTP+JSON") ? { "HTTP+JSON": new URL(restPath.slice(1), base).toString() } : {}),
       ...(grpc === undefined ? {} : { GRPC: grpc.url })
     }
-    const card = internalAuthentication.declare(buildCard(options.card, interfacesOf(served, urls)), options.authenticate?.scheme)
+    const card = internalAuthentication.declare(
+      buildCard(options.card, interfacesOf(served, urls), push !== undefined),
+      options.authenticate?.scheme
+    )
     const gate = options.authenticate === undefined
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalRpc.makeSubscriptions()
     const handlerStore = executor.taskStore ?? taskStore
-    const { claim, handler } = yield* requestHandlerOf(card, handlerStore, executor, subscriptions, options.idempotency)
+    const { claim, handler } = yield* requestHandlerOf(
+      card,
+      handlerStore,
+      executor,
+      subscriptions,
+      options.idempotency,
+      push?.store
+    )
     const dispatcher = internalRpc.makeDispatcher(handler, card, {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
         internalTaskStore.isDatabase(options.taskStore),

@@ -7,6 +7,8 @@
 import {
   type DefaultRequestHandler,
   type ExecutionEventBusManager,
+  type PushNotificationSender,
+  type PushNotificationStore,
   type ServerCallContext,
   STATE_HEADERS_KEY
 } from "@a2a-js/sdk/server"
@@ -21,7 +23,8 @@ export const headersOf = (context: ServerCallContext): RequestHeaders => {
 }
 
 /**
- * The SDK request handler's arguments after the executor: `buses`, and
+ * The SDK request handler's arguments after the executor: `buses`, the
+ * push config store when push is on (with a sender that sends nothing), and
  * close the event bus of a task that pauses (input or auth required). Kept
  * open, it ends no stream of an AUTH_REQUIRED task, nor any resubscription
  * to a paused one, and each subscriber that leaves keeps a listener on it;
@@ -29,11 +32,14 @@ export const headersOf = (context: ServerCallContext): RequestHeaders => {
  *
  * @internal
  */
-export const handlerArguments = (buses: ExecutionEventBusManager): [
+export const handlerArguments = (buses: ExecutionEventBusManager, push: PushNotificationStore | undefined): [
   ExecutionEventBusManager,
-  undefined,
-  undefined,
+  PushNotificationStore | undefined,
+  PushNotificationSender | undefined,
   undefined,
   undefined,
   NonNullable<ConstructorParameters<typeof DefaultRequestHandler>[8]>
-] => [buses, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] }]
+] => [buses, push, push === undefined ? undefined : silentSender, undefined, undefined, { keepBusAliveStates: [] }]
+
+// Our runs feed our sender (see `push.ts`); the SDK's handler, given none, would make its own.
+const silentSender: PushNotificationSender = { send: () => Promise.resolve() }

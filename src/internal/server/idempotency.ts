@@ -19,6 +19,7 @@ import { UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
   type AgentExecutor as SdkAgentExecutor,
   DefaultRequestHandler,
+  type PushNotificationStore,
   RequestContext,
   type ServerCallContext,
   type TaskStore
@@ -224,7 +225,7 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
   private readonly idempotent: entry.Shared
 
   constructor(shared: entry.Shared, executor: SdkAgentExecutor) {
-    super(shared.card, shared.taskStore, executor, ...internalHandler.handlerArguments(shared.subscriptions.manager))
+    super(shared.card, shared.taskStore, executor, ...internalHandler.handlerArguments(shared.subscriptions.manager, shared.pushStore))
     this.idempotent = shared
     // The SDK draws a task id when it builds the request context; the
     // ledger recorded one before, so the run gets that one. The method is
@@ -351,6 +352,7 @@ export const make = (deps: {
   /** The handler's event buses, and what subscribes to them. */
   readonly subscriptions: internalRpc.Subscriptions
   readonly options: entry.Options
+  readonly pushStore: PushNotificationStore | undefined
 }): Effect.Effect<Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function*() {
     const ledger = yield* Ledger.IdempotencyLedger
@@ -373,6 +375,7 @@ export const make = (deps: {
       card,
       taskStore,
       subscriptions,
+      pushStore: deps.pushStore,
       lease: options.lease ?? Duration.seconds(30),
       wait: options.wait ?? Duration.seconds(30),
       options,

@@ -16,7 +16,7 @@ import {
   TaskState
 } from "@a2a-js/sdk"
 import { RequestMalformedError } from "@a2a-js/sdk/errors"
-import { ServerCallContext, type TaskStore, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
+import { type PushNotificationStore, ServerCallContext, type TaskStore, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import { Cause, type Duration, Effect, type Fiber, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
@@ -117,6 +117,8 @@ export interface Shared {
   readonly taskStore: TaskStore
   /** The handler's event buses, and what subscribes to them. */
   readonly subscriptions: internalRpc.Subscriptions
+  /** The push config store, when push is on. */
+  readonly pushStore: PushNotificationStore | undefined
   readonly lease: Duration.DurationInput
   readonly wait: Duration.DurationInput
   /** Read on every request, as the caller may have given them. */

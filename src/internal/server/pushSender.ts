@@ -38,6 +38,7 @@ import * as internalTracing from "../observability/tracing.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as TaskState from "../wire/taskState.js"
 import { headersOf } from "./handler.js"
+import * as internalPushTarget from "./pushTarget.js"
 
 /** @internal */
 export interface Options {
@@ -63,8 +64,6 @@ export interface PushSender {
   readonly notify: (event: StreamResponse, context: ServerCallContext, task?: Task) => void
 }
 
-/** The `code` of a lookup error that refuses a push target (the SSRF guard's). @internal */
-export const refusedTargetCode = "EPUSHTARGET"
 
 /** Why one attempt at a delivery failed. @internal */
 export class PushDeliveryError extends Schema.TaggedError<PushDeliveryError>()("PushDeliveryError", {
@@ -173,7 +172,7 @@ const errorOf = (error: unknown): PushDeliveryError => {
   const code = typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
     ? error.code
     : undefined
-  if (code === refusedTargetCode) return new PushDeliveryError({ reason: "Refused", code })
+  if (code === internalPushTarget.refusalCode) return new PushDeliveryError({ reason: "Refused", code })
   // "socket hang up" is ECONNRESET.
   if (code !== undefined && retryableCodes.has(code)) return new PushDeliveryError({ reason: "Connection", code })
   return new PushDeliveryError({ reason: "InvalidTarget", ...(code === undefined ? {} : { code }) })

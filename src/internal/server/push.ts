@@ -1,0 +1,87 @@
+/**
+ * A server's push notifications: the config store beside the task store,
+ * the sender, and the executor whose runs feed the sender. The SDK's own
+ * sender is left out: it pushes from the request's event loop, which stops
+ * when a streaming caller leaves.
+ *
+ * @internal
+ */
+import type { StreamResponse } from "@a2a-js/sdk"
+import type { AgentExecutionEvent, ExecutionEventBus, PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
+import { Config, Duration, Effect, Option } from "effect"
+import type * as Scope from "effect/Scope"
+import type * as A2AServer from "../../A2AServer.js"
+import type * as AgentExecutor from "../../AgentExecutor.js"
+import { ConfigurationError } from "./executor.js"
+import * as internalPushSender from "./pushSender.js"
+import * as internalPushStore from "./pushStore.js"
+import * as internalPushTarget from "./pushTarget.js"
+import * as internalTaskStore from "./taskStore.js"
+
+/** @internal */
+export interface Push {
+  readonly store: PushNotificationStore
+  /** `executor`, with every event its runs publish handed to the sender. */
+  readonly pushing: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
+}
+
+// The SDK's `_mapEventToStreamResponse`, but for a task event, which it reloads from the store: ours is whole.
+const streamResponseOf = (event: AgentExecutionEvent): StreamResponse =>
+  ({ payload: { $case: event.kind, value: event.data } }) as StreamResponse
+
+/** `bus`, with each event published also handed to `onEvent`. */
+const tapped = (bus: ExecutionEventBus, onEvent: (event: AgentExecutionEvent) => void): ExecutionEventBus =>
+  new Proxy(bus, {
+    get(target, property) {
+      if (property === "publish") {
+        return (event: AgentExecutionEvent) => {
+          target.publish(event)
+          onEvent(event)
+        }
+      }
+      const value: unknown = Reflect.get(target, property, target)
+      return typeof value === "function" ? value.bind(target) : value
+    }
+  })
+
+const isConfig = (store: TaskStore | A2AServer.TaskStoreConfig | undefined): store is A2AServer.TaskStoreConfig =>
+  store !== undefined && "_tag" in store
+
+/** @internal */
+export const make = (
+  options: A2AServer.PushOptions,
+  taskStore: TaskStore | A2AServer.TaskStoreConfig | undefined,
+  agent: string
+): Effect.Effect<Push, internalTaskStore.TaskStoreError | A2AServer.MakeError, Scope.Scope> =>
+  Effect.gen(function*() {
+    // An entry that matches nothing would fail closed without a word: refused at start-up instead.
+    const invalid = internalPushTarget.invalidEntries(options.allowPushTargets ?? [])
+    if (invalid.length > 0) {
+      return yield* new ConfigurationError({
+        reason: "InvalidOption",
+        message: `allowPushTargets: not a host, address or CIDR block: ${invalid.map((entry) => JSON.stringify(entry)).join(", ")}`
+      })
+    }
+    const nodeEnv = yield* Config.option(Config.string("NODE_ENV"))
+    const policy = internalPushTarget.policyOf(options.allowPushTargets, Option.getOrUndefined(nodeEnv))
+    const store = yield* Effect.mapError(
+      internalPushStore.make(isConfig(taskStore) ? taskStore : "memory", policy),
+      (failure) => new internalTaskStore.TaskStoreError(failure)
+    )
+    const sender = yield* internalPushSender.make({
+      store,
+      agent,
+      timeout: options.timeout ?? Duration.seconds(10),
+      maxAttempts: options.maxAttempts ?? 8,
+      budget: options.budget ?? Duration.minutes(5),
+      lookup: internalPushTarget.guardedLookup(policy)
+    })
+    return {
+      store,
+      pushing: (executor) => ({
+        ...executor,
+        execute: (context, bus) =>
+          executor.execute(context, tapped(bus, (event) => sender.notify(streamResponseOf(event), context.context)))
+      })
+    }
+  })

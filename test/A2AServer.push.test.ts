@@ -1,0 +1,153 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, type Scope } from "effect"
+import * as Http from "node:http"
+import { callerOn, keyOf, reasonOf, serve, taskOf, transports } from "./fixtures/callers.js"
+import { eventually, userMessage } from "./fixtures/serverAgents.js"
+
+interface Delivery {
+  readonly headers: Http.IncomingHttpHeaders
+  readonly body: any
+}
+
+/** A webhook on 127.0.0.1 that records every delivery and answers 200. */
+const webhook: Effect.Effect<{ readonly url: string; readonly deliveries: Array<Delivery> }, never, Scope.Scope> = Effect
+  .acquireRelease(
+    Effect.async<{ readonly url: string; readonly deliveries: Array<Delivery>; readonly server: Http.Server }>((resume) => {
+      const deliveries: Array<Delivery> = []
+      const server = Http.createServer((request, response) => {
+        const chunks: Array<Buffer> = []
+        request.on("data", (chunk: Buffer) => chunks.push(chunk))
+        request.on("end", () => {
+          deliveries.push({ headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) })
+          response.writeHead(200).end()
+        })
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address() as { port: number }
+        resume(Effect.succeed({ url: `http://127.0.0.1:${address.port}/hook`, deliveries, server }))
+      })
+    }),
+    ({ server }) => Effect.sync(() => server.close())
+  )
+
+const stateOf = (delivery: Delivery): string | undefined =>
+  delivery.body.statusUpdate?.status?.state ?? delivery.body.task?.status?.state
+
+const textOfDelivery = (delivery: Delivery): string =>
+  JSON.stringify(delivery.body.statusUpdate?.status?.message ?? delivery.body.task?.status?.message ?? {})
+
+const config = (url: string, token: string) => ({
+  tenant: "",
+  id: "",
+  taskId: "",
+  url,
+  token,
+  authentication: undefined
+})
+
+describe("A2AServer with push notifications", () => {
+  it.scopedLive("the card declares push; a task's events reach the webhook the SendMessage registered, FAILED opaque, on every transport", () =>
+    Effect.gen(function*() {
+      const hook = yield* webhook
+      const { server } = yield* serve({ push: { allowPushTargets: ["127.0.0.1"] } })
+      expect(server.card.capabilities?.pushNotifications).toBe(true)
+      for (const transport of transports) {
+        const a = yield* callerOn(server.url, transport, keyOf("a"))
+        const token = `tok-${transport}-${crypto.randomUUID()}`
+        const sent = yield* a.sendWith("fail", { taskPushNotificationConfig: config(hook.url, token) })
+        const task = taskOf(sent)
+        const final = yield* eventually(
+          Effect.sync(() =>
+            hook.deliveries.filter((d) =>
+              d.headers["x-a2a-notification-token"] === token && stateOf(d) === "TASK_STATE_FAILED"
+            )
+          ),
+          (found) => found.length > 0
+        )
+        expect(textOfDelivery(final[0]!)).toMatch(/Agent execution failed\. \(error_id: [0-9a-f]{12}\)/)
+        expect(textOfDelivery(final[0]!)).not.toContain("hunter2")
+        expect(final[0]!.headers["content-type"]).toBe("application/a2a+json")
+        expect(JSON.stringify(final[0]!.body)).toContain(task.id)
+      }
+    }))
+
+  it.scopedLive("a webhook on a private, link-local or loopback address is refused (-32602) before any connection, on every transport", () =>
+    Effect.gen(function*() {
+      const { runs, server } = yield* serve({ push: {} })
+      for (const transport of transports) {
+        const a = yield* callerOn(server.url, transport, keyOf("a"))
+        for (const url of ["http://10.0.0.1/hook", "http://169.254.169.254/latest/meta-data", "http://[::1]:9/hook", "http://localhost:9/hook"]) {
+          const refused = yield* a.sendWith("hello", { taskPushNotificationConfig: config(url, "t") })
+          expect(reasonOf(refused), `${transport} ${url}`).toMatch(/INVALID_PARAMS|invalid/i)
+        }
+      }
+      expect(runs).toEqual([])
+    }))
+
+  it.scopedLive("a streaming caller that leaves does not stop the pushes: the final state still reaches the webhook", () =>
+    Effect.gen(function*() {
+      const hook = yield* webhook
+      const { server } = yield* serve({ push: { allowPushTargets: ["127.0.0.1"] } })
+      for (const transport of transports) {
+        const a = yield* callerOn(server.url, transport, keyOf("a"))
+        const token = `tok-${crypto.randomUUID()}`
+        const first = yield* Effect.promise(async () => {
+          const events = a.client.sendMessageStream({
+            tenant: "",
+            message: userMessage("slow"),
+            configuration: {
+              acceptedOutputModes: [],
+              taskPushNotificationConfig: config(hook.url, token),
+              returnImmediately: false
+            },
+            metadata: {}
+          }, a.options)
+          const next = await events.next()
+          // The caller leaves after the first event, long before the run ends.
+          await events.return(undefined)
+          return next.value
+        })
+        expect(first).toBeDefined()
+        const final = yield* eventually(
+          Effect.sync(() =>
+            hook.deliveries.filter((d) => d.headers["x-a2a-notification-token"] === token && stateOf(d) === "TASK_STATE_COMPLETED")
+          ),
+          (found) => found.length > 0
+        )
+        expect(JSON.stringify(final[0]!.body)).toContain("done at last")
+        // Each event once, in order: the final one last.
+        const states = hook.deliveries.filter((d) => d.headers["x-a2a-notification-token"] === token).map(stateOf)
+        expect(states[states.length - 1]).toBe("TASK_STATE_COMPLETED")
+        expect(states.filter((state) => state === "TASK_STATE_COMPLETED")).toHaveLength(1)
+      }
+    }))
+
+  it.scopedLive("configs made with the create call, on every transport, are their caller's own: another caller gets TaskNotFound", () =>
+    Effect.gen(function*() {
+      const hook = yield* webhook
+      const { server } = yield* serve({ push: { allowPushTargets: ["127.0.0.1"] } })
+      for (const transport of transports) {
+        const a = yield* callerOn(server.url, transport, keyOf("a"))
+        const b = yield* callerOn(server.url, transport, keyOf("b"))
+        const task = taskOf(yield* a.send("ask"))
+        const created = yield* Effect.promise(() =>
+          a.client.createTaskPushNotificationConfig({ ...config(hook.url, "tok"), taskId: task.id }, a.options)
+        )
+        expect(created.id).not.toBe("")
+        const listed = yield* Effect.promise(() =>
+          a.client.listTaskPushNotificationConfig({ tenant: "", taskId: task.id, pageSize: 10, pageToken: "" }, a.options)
+        )
+        expect(listed.configs.map((c) => c.id)).toEqual([created.id])
+        const theirs = yield* Effect.promise(() =>
+          b.client.listTaskPushNotificationConfig({ tenant: "", taskId: task.id, pageSize: 10, pageToken: "" }, b.options)
+            .then(() => "ok", (error: { reason?: string }) => error.reason)
+        )
+        expect(theirs, transport).toBe("TASK_NOT_FOUND")
+        const refused = yield* Effect.promise(() =>
+          a.client.createTaskPushNotificationConfig({ ...config("http://10.1.2.3/hook", "tok"), taskId: task.id }, a.options)
+            .then(() => "ok", (error: { reason?: string }) => error.reason)
+        )
+        expect(refused, transport).toBe("INVALID_PARAMS")
+      }
+    }))
+})
