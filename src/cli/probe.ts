@@ -160,6 +160,7 @@ export const formatReport = (report: ProbeReport): string => {
     ["task id", report.taskId],
     ["context id", report.contextId],
     ["error id", report.errorId],
+    ["pushed", report.push === undefined ? null : report.push ? "yes" : "no"],
     ["text", report.text]
   ]
   return rows

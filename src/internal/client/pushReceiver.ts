@@ -13,7 +13,6 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Deferred, Effect, Either, Option, PubSub, Redacted } from "effect"
 import type * as Scope from "effect/Scope"
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
-import * as Http from "node:http"
 import type * as PushReceiver from "../../PushReceiver.js"
 import type * as RemoteEvent from "../../RemoteEvent.js"
 import type * as RemoteOutcome from "../../RemoteOutcome.js"
@@ -46,7 +45,8 @@ const stale = (last: TaskStatus, next: TaskStatus): boolean => {
 }
 
 interface TaskEntry {
-  readonly agent: string
+  // The registration's, once a notification presents its token: a waiter may have made the entry first.
+  agent: string
   readonly state: State
   last: TaskStatus | undefined
   outcome: Deferred.Deferred<RemoteOutcome.RemoteOutcome>
@@ -202,7 +202,9 @@ export const make = (options: PushReceiver.Options): Effect.Effect<PushReceiver.
           yield* Effect.logDebug(`push notification of task ${taskId}: a message, not delivered`)
           return answer(200)
         }
-        const result = yield* deliver(entryOf(taskId, token.agent), response)
+        const entry = entryOf(taskId, token.agent)
+        entry.agent = token.agent
+        const result = yield* deliver(entry, response)
         if (result === "stale") {
           yield* Effect.logDebug(`push notification of task ${taskId} dropped: a repeat or older than the last seen`)
           return answer(200)
@@ -232,15 +234,15 @@ export const make = (options: PushReceiver.Options): Effect.Effect<PushReceiver.
     }
   })
 
-// Loaded when a receiver is served, not with the module: one mounted in the user's router never loads it.
-const nodeHttpServer = Effect.promise(() => import("@effect/platform-node/NodeHttpServer"))
+// Loaded when a receiver is served, not with the module: one mounted in the user's router never loads them.
+const nodePieces = Effect.promise(() => Promise.all([import("@effect/platform-node/NodeHttpServer"), import("node:http")]))
 
 /** A receiver served on a Node server of its own, for the scope. @internal */
 export const serve = (
   options: PushReceiver.ServeOptions
 ): Effect.Effect<PushReceiver.PushReceiver, ListenError, Scope.Scope> =>
   Effect.gen(function*() {
-    const NodeHttpServer = yield* nodeHttpServer
+    const [NodeHttpServer, Http] = yield* nodePieces
     const host = options.host ?? "127.0.0.1"
     const port = options.port ?? 0
     const path = options.path ?? "/a2a/push"
