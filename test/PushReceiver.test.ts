@@ -110,6 +110,8 @@ describe("PushReceiver", () => {
       const headers = { "X-A2A-Notification-Token": Redacted.value(registration.token) }
       const send = (response: StreamResponse) => post(receiver.url, JSON.stringify(StreamResponseCodec.toJSON(response)), headers)
       const statuses = [
+        statusUpdate("task-3", TaskState.TASK_STATE_SUBMITTED, "2026-01-01T00:00:02Z", "submitted"),
+        // Of the same time, but further: delivered.
         statusUpdate("task-3", TaskState.TASK_STATE_WORKING, "2026-01-01T00:00:02Z", "second"),
         statusUpdate("task-3", TaskState.TASK_STATE_WORKING, "2026-01-01T00:00:01Z", "first, late"),
         statusUpdate("task-3", TaskState.TASK_STATE_WORKING, "2026-01-01T00:00:02Z", "second again"),
@@ -119,10 +121,24 @@ describe("PushReceiver", () => {
       for (const status of statuses) expect(yield* send(status)).toBe(200)
       const delivered = yield* drain(events)
       expect(delivered.map((e) => e._tag === "Finished" ? e.outcome._tag : `${e._tag}:${"text" in e ? e.text : ""}`)).toEqual([
+        "Status:submitted",
         "Status:second",
         "Completed"
       ])
       expect(Option.map(yield* receiver.delivered("task-3"), (o) => o.text)).toEqual(Option.some("done"))
+    }))
+
+  it.scopedLive("a task that goes on after a pause has a new outcome to wait for", () =>
+    Effect.gen(function*() {
+      const receiver = yield* PushReceiver.serve()
+      const registration = yield* receiver.register({ taskId: "task-5" })
+      const push = yield* sdkSender("task-5", registration)
+      yield* push(statusUpdate("task-5", TaskState.TASK_STATE_INPUT_REQUIRED, "2026-01-01T00:00:01Z", "which date?"))
+      expect((yield* receiver.outcome("task-5").pipe(Effect.timeout("5 seconds")))._tag).toBe("InputRequired")
+      yield* push(statusUpdate("task-5", TaskState.TASK_STATE_WORKING, "2026-01-01T00:00:02Z", "working"))
+      expect(yield* receiver.delivered("task-5")).toEqual(Option.none())
+      yield* push(statusUpdate("task-5", TaskState.TASK_STATE_COMPLETED, "2026-01-01T00:00:03Z", "booked"))
+      expect((yield* receiver.outcome("task-5").pipe(Effect.timeout("5 seconds"))).text).toBe("booked")
     }))
 
   it.scopedLive("its app mounts in a router of the user's own", () =>

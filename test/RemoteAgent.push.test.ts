@@ -6,7 +6,7 @@ import * as RemoteAgent from "../src/RemoteAgent.js"
 import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { closedPort, peerErrorId, sdkPeer } from "./fixtures/peers.js"
-import { captureLogs } from "./fixtures/serverAgents.js"
+import { captureLogs, eventually } from "./fixtures/serverAgents.js"
 
 const root = path.resolve(import.meta.dirname, "..")
 
@@ -113,9 +113,10 @@ describe("RemoteAgent with a push receiver, against the SDK's server with push o
       const awaited = yield* agent.awaitOutcome(done.taskId, { receiver, timeout: "1 second" })
       expect(awaited._tag).toBe("Completed")
       expect(peer.methods().filter((m) => m === "GetTask").length).toBe(polls)
-      // A task that never ends: polled in vain for the second window.
-      const sleeping = yield* agent.send("sleep 1000", { push: receiver, timeout: "100 millis" }).pipe(Effect.flip)
-      expect([sleeping.reason, sleeping.delivery]).toEqual(["Timeout", "Unknown"])
+      // A task that does not end in time: polled in vain for the second window, then cancelled as asked.
+      const sleeping = yield* agent.send("sleep 3000", { push: receiver, timeout: "100 millis", cancelOnInterrupt: true }).pipe(Effect.flip)
+      expect([sleeping.reason, sleeping.delivery, sleeping.operation]).toEqual(["Timeout", "Unknown", "SendMessage"])
+      yield* eventually(Effect.sync(() => peer.methods()), (methods) => methods.includes("CancelTask"))
     }))
 
   it.scopedLive("probe --push reports the pushed outcome, and push: false when the card declares none", () =>

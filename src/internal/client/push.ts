@@ -15,7 +15,7 @@ import * as clientCall from "./call.js"
 import { inputIds, invalidRequest } from "./input.js"
 import type { SendForTask } from "./send.js"
 import type { StreamWith } from "./stream.js"
-import type { AgentContext } from "./task.js"
+import { abandoned, type AgentContext, cancelsOnInterrupt, makeAbandon } from "./task.js"
 
 const defaultPollEvery = Duration.seconds(1)
 
@@ -45,6 +45,7 @@ export const make = (
   const { agent } = context
   const { operate, reportStream } = context.engine
   const pushes = card.capabilities?.pushNotifications === true
+  const abandon = makeAbandon(context)
   const refuse = <A extends RemoteOutcome.TaskView>(operation: A2AClientError.Operation, ids: clientCall.Ids, options: CallOptions | undefined) =>
     operate<A>(operation, options, (_, done) => done(Either.left(invalidRequest(agent, operation, ids, noPush))))
 
@@ -73,7 +74,7 @@ export const make = (
         onTimeout: () =>
           clientCall.callError(
             agent,
-            "GetTask",
+            operation,
             "Timeout",
             "Unknown",
             `task ${taskId} did not end: no outcome pushed within ${Duration.format(timeout)}, nor polled within ${Duration.format(timeout)} after`,
@@ -101,11 +102,15 @@ export const make = (
         const registration = yield* options.push.register({ agent })
         const task = yield* sendForTask(input, options, configurationOf(registration))
         if (task._tag !== "Running") return task
-        return yield* awaitWith("SendMessage", getTask, task.taskId, {
+        const awaited = awaitWith("SendMessage", getTask, task.taskId, {
           receiver: options.push,
           timeout: options.timeout,
           headers: options.headers
         })
+        // As a blocking send's poll does: a task known and not seen ended is cancelled when the call is given up on.
+        return yield* cancelsOnInterrupt(context, options)
+          ? Effect.onExit(awaited, (exit) => abandoned(exit) ? abandon(task.taskId, options) : Effect.void)
+          : awaited
       })
 
   /** A streaming send whose task also pushes to the receiver. */

@@ -10,7 +10,7 @@ import type { TaskState, TaskStatus } from "@a2a-js/sdk"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Deferred, Effect, Either, Option, PubSub, Redacted } from "effect"
+import { Deferred, Effect, Either, FiberId, Option, PubSub, Redacted } from "effect"
 import type * as Scope from "effect/Scope"
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
 import type * as PushReceiver from "../../PushReceiver.js"
@@ -29,7 +29,13 @@ const defaultMaxBodyBytes = 1024 * 1024
 
 /** How far a task has gone, for telling a stale status from a newer one. */
 const rank = (state: TaskState | undefined): number =>
-  taskState.isTerminal(state) ? 3 : taskState.isPaused(state) ? 2 : taskState.isRunning(state) ? Number(state) : -1
+  taskState.isTerminal(state)
+    ? 3
+    : taskState.isPaused(state)
+    ? 2
+    : taskState.isRunning(state)
+    ? taskState.runningState(state) === "Submitted" ? 0 : 1
+    : -1
 
 /**
  * Whether `next` says nothing newer than `last`: nothing follows an end; a
@@ -116,7 +122,7 @@ export const make = (options: PushReceiver.Options): Effect.Effect<PushReceiver.
           agent,
           state: initialState("SubscribeToTask", { taskId, contextId: "" }),
           last: undefined,
-          outcome: Deferred.unsafeMake(undefined as never)
+          outcome: Deferred.unsafeMake(FiberId.none)
         }
         tasks.set(taskId, entry)
         bound(tasks, maxTasks)
