@@ -7,7 +7,8 @@
  * it, or as `Authorization: Bearer`, compared in constant time: a wrong or
  * missing one is answered 401 and nothing is delivered. A body that is not a
  * task's `StreamResponse` (ProtoJSON, as A2A v1.0 pushes it) is answered 400,
- * logged, and nothing is delivered. A status older than or equal to the last
+ * logged, and nothing is delivered (a v0.3 event, named by its `kind`, is
+ * read too, through the SDK's v0.3 converter). A status older than or equal to the last
  * seen for its task (a repeat, or one overtaken) is dropped and still
  * answered 2xx, so the sender does not retry it. Every notification is
  * answered at once: waiters are woken, never waited for.

@@ -1,6 +1,7 @@
 import type { StreamResponse, TaskStatus } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import { StreamResponse as StreamResponseCodec } from "@a2a-js/sdk"
+import { V03PushNotificationSerializer } from "@a2a-js/sdk/compat/v0_3/server"
 import { DefaultPushNotificationSender, InMemoryPushNotificationStore, ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { HttpRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -10,7 +11,7 @@ import * as Http from "node:http"
 import * as PushReceiver from "../src/PushReceiver.js"
 import { agentMessage, peerErrorId } from "./fixtures/peers.js"
 
-const context = () => new ServerCallContext({ user: new UnauthenticatedUser(), requestedVersion: "1.0" })
+const context = (version: string) => new ServerCallContext({ user: new UnauthenticatedUser(), requestedVersion: version })
 
 const statusUpdate = (taskId: string, state: TaskState, timestamp: string, text?: string): StreamResponse => ({
   payload: {
@@ -24,11 +25,11 @@ const statusUpdate = (taskId: string, state: TaskState, timestamp: string, text?
   }
 })
 
-/** The SDK's store and sender, pushing `taskId`'s notifications to `registration`. */
-const sdkSender = (taskId: string, registration: PushReceiver.Registration) =>
+/** The SDK's store and sender, pushing `taskId`'s notifications to `registration`, as A2A `version` shapes them. */
+const sdkSender = (taskId: string, registration: PushReceiver.Registration, version: "1.0" | "0.3" = "1.0") =>
   Effect.promise(async () => {
     const store = new InMemoryPushNotificationStore()
-    const ctx = context()
+    const ctx = context(version)
     await store.save(taskId, ctx, {
       tenant: "",
       id: registration.id,
@@ -37,7 +38,7 @@ const sdkSender = (taskId: string, registration: PushReceiver.Registration) =>
       token: Redacted.value(registration.token),
       authentication: undefined
     })
-    const sender = new DefaultPushNotificationSender(store, { timeout: 2000 })
+    const sender = new DefaultPushNotificationSender(store, { timeout: 2000, serializers: { "0.3": new V03PushNotificationSerializer() } })
     return (response: StreamResponse) => Effect.promise(() => sender.send(response, ctx))
   })
 
@@ -69,6 +70,19 @@ describe("PushReceiver", () => {
       const delivered = yield* drain(events)
       expect(delivered.map((e) => e._tag)).toEqual(["Status", "Finished"])
       expect(Option.map(yield* receiver.delivered("task-1"), (o) => o._tag)).toEqual(Option.some("Failed"))
+    }))
+
+  it.scopedLive("a v0.3 notification (the SDK's v0.3 serializer) is read too", () =>
+    Effect.gen(function*() {
+      const receiver = yield* PushReceiver.serve()
+      const events = yield* receiver.subscribe
+      const registration = yield* receiver.register({ agent: "legacy" })
+      const push = yield* sdkSender("task-6", registration, "0.3")
+      yield* push(statusUpdate("task-6", TaskState.TASK_STATE_WORKING, "2026-01-01T00:00:01Z", "working"))
+      yield* push(statusUpdate("task-6", TaskState.TASK_STATE_FAILED, "2026-01-01T00:00:02Z", `Agent execution failed. (error_id: ${peerErrorId})`))
+      const outcome = yield* receiver.outcome("task-6").pipe(Effect.timeout("5 seconds"))
+      expect([outcome._tag, outcome.agent, outcome._tag === "Failed" && Option.getOrNull(outcome.errorId)]).toEqual(["Failed", "legacy", peerErrorId])
+      expect((yield* drain(events)).map((e) => e._tag)).toEqual(["Status", "Finished"])
     }))
 
   it.scopedLive("a wrong or missing token is answered 401 and nothing is delivered; a bearer token is accepted", () =>

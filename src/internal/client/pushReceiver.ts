@@ -7,6 +7,7 @@
  */
 import { StreamResponse } from "@a2a-js/sdk"
 import type { TaskState, TaskStatus } from "@a2a-js/sdk"
+import { legacyPushNotificationToV1StreamResponse } from "@a2a-js/sdk/compat/v0_3"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -102,6 +103,15 @@ const bound = <K, V>(map: Map<K, V>, max: number): void => {
   }
 }
 
+/**
+ * A notification's `StreamResponse`: A2A v1.0's ProtoJSON, or a v0.3 event
+ * (a `kind` names it), as the SDK's own converters read them.
+ */
+const decode = (body: unknown): StreamResponse =>
+  typeof body === "object" && body !== null && typeof (body as { kind?: unknown }).kind === "string"
+    ? legacyPushNotificationToV1StreamResponse(body)
+    : StreamResponse.fromJSON(body)
+
 const answer = (status: number, text?: string) =>
   text === undefined ? HttpServerResponse.empty({ status }) : HttpServerResponse.text(text, { status })
 
@@ -188,7 +198,7 @@ export const make = (options: PushReceiver.Options): Effect.Effect<PushReceiver.
         if (Either.isLeft(body) || body.right.length > maxBodyBytes) return answer(400, "unreadable body")
         let response: StreamResponse
         try {
-          response = StreamResponse.fromJSON(JSON.parse(body.right))
+          response = decode(JSON.parse(body.right))
         } catch (error) {
           yield* Effect.logWarning(`push notification refused: the body is not a StreamResponse: ${String(error)}`)
           return answer(400, "the body is not a StreamResponse")
