@@ -149,6 +149,13 @@ export interface ProbeOptions {
    * A `Redacted` value never reaches the report or a log line.
    */
   readonly headers?: Readonly<Record<string, string | Redacted.Redacted>> | undefined
+  /**
+   * Opens a push receiver on 127.0.0.1 (any free port) for the probe, sends
+   * with push (answered at once, then the outcome awaited by push, polled
+   * when no webhook came in time), and reports in `push` whether the outcome
+   * was pushed.
+   */
+  readonly push?: boolean | undefined
 }
 
 /**

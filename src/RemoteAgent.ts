@@ -19,6 +19,7 @@ import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/client/remoteAgent.js"
 import type * as internalTransport from "./internal/wire/transport.js"
 import type * as Part from "./Part.js"
+import type * as PushReceiver from "./PushReceiver.js"
 import type * as RemoteEvent from "./RemoteEvent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
 
@@ -90,6 +91,45 @@ export interface CallOptions {
    * time. Overrides the agent's `cancelOnInterrupt`; off by default.
    */
   readonly cancelOnInterrupt?: boolean | undefined
+  /**
+   * Has the task push its notifications to this receiver (A2A push
+   * notifications): the config, with a fresh token for the task, rides on
+   * the request's `configuration.taskPushNotificationConfig`. A `send` then
+   * asks to be answered at once (`returnImmediately`) and waits for the
+   * outcome by push, falling back to polling as `awaitOutcome` does, with
+   * this call's timeout; a `stream` reads its events as usual, and the
+   * receiver gets them too. An agent whose card does not declare
+   * `capabilities.pushNotifications` fails the call with reason
+   * `InvalidRequest`, delivery `NotSent`, before anything is sent.
+   */
+  readonly push?: PushReceiver.PushReceiver | undefined
+}
+
+/**
+ * How {@link RemoteAgent.awaitOutcome} waits for a task's outcome.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PushReceiver, RemoteAgent } from "effect-a2a"
+ *
+ * declare const booking: RemoteAgent.RemoteAgent
+ * declare const receiver: PushReceiver.PushReceiver
+ * const options: RemoteAgent.AwaitOptions = { receiver, timeout: "1 minute", pollEvery: "5 seconds" }
+ * const outcome = booking.awaitOutcome("task-1", options)
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export interface AwaitOptions {
+  /** The receiver the task pushes to. */
+  readonly receiver: PushReceiver.PushReceiver
+  /** How long to wait for the pushed outcome, and then how long to poll for it. Default the agent's timeout. */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Between two polls. Default 1 second. */
+  readonly pollEvery?: Duration.DurationInput | undefined
+  /** Extra HTTP headers for the polls, as a call's. */
+  readonly headers?: CallOptions["headers"]
 }
 
 /**
@@ -133,6 +173,19 @@ export interface RemoteAgent {
     taskId: string,
     options?: CallOptions
   ) => Effect.Effect<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
+  /**
+   * Waits for the outcome of a task that pushes to `options.receiver`: by
+   * push within `timeout`, then, when no webhook came in time, by polling
+   * `GetTask` within `timeout` again, so a lost webhook never loses the
+   * outcome (a push that comes while polling still wins). A pushed outcome
+   * counts in the same metrics and log annotations as a call's, with the
+   * annotation `channel: "push"`; one polled counts as the `GetTask` that
+   * read it. No outcome by then fails with reason `Timeout`.
+   */
+  readonly awaitOutcome: (
+    taskId: string,
+    options: AwaitOptions
+  ) => Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>
 }
 
 /**

@@ -104,10 +104,15 @@ const probeCommand = Command.make("probe", {
     Options.withDescription("Call over this transport only (JSONRPC, HTTP+JSON or GRPC). Default: the client's choice from the card."),
     Options.optional
   ),
-  headers: credentialsOption
-}, ({ headers, json, text, timeout, transport, url }) =>
+  headers: credentialsOption,
+  push: Options.boolean("push").pipe(
+    Options.withDescription(
+      "Open a push receiver on 127.0.0.1, send with push, and report the outcome pushed, or polled when no webhook came in time (JSON key push)."
+    )
+  )
+}, ({ headers, json, push, text, timeout, transport, url }) =>
   Effect.gen(function*() {
-    const report = yield* quietByDefault(probe.probe({ url, text, timeout, transport: Option.getOrUndefined(transport), headers }))
+    const report = yield* quietByDefault(probe.probe({ url, text, timeout, transport: Option.getOrUndefined(transport), headers, push }))
     yield* Console.log(json ? JSON.stringify(report) : probe.formatReport(report))
     return yield* exitWith(probe.exitCode(report))
   })).pipe(

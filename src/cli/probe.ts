@@ -8,6 +8,7 @@ import { Duration, Effect, Either, Option, Redacted, Schema } from "effect"
 import * as A2AClientError from "../A2AClientError.js"
 import type * as Cli from "../Cli.js"
 import * as Part from "../Part.js"
+import * as PushReceiver from "../PushReceiver.js"
 import * as RemoteAgent from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
 import * as AgentCardResolutionError from "../AgentCardResolutionError.js"
@@ -34,7 +35,9 @@ export const ProbeReport = Schema.Struct({
   taskId: NullableString,
   contextId: NullableString,
   errorId: NullableString,
-  text: NullableString
+  text: NullableString,
+  /** With `--push` only: whether the outcome came by push (otherwise by the polling fallback). */
+  push: Schema.optionalWith(Schema.Boolean, { exact: true })
 })
 
 /** @internal */
@@ -157,6 +160,7 @@ export const formatReport = (report: ProbeReport): string => {
     ["task id", report.taskId],
     ["context id", report.contextId],
     ["error id", report.errorId],
+    ["pushed", report.push === undefined ? null : report.push ? "yes" : "no"],
     ["text", report.text]
   ]
   return rows
@@ -223,11 +227,32 @@ export const probe = (options: Cli.ProbeOptions): Effect.Effect<ProbeReport> => 
           }`
         })
     ),
-    Effect.flatMap((agent) => Effect.map(agent.send(options.text), (outcome) => outcomeReport(outcome, agent.transport))),
+    Effect.flatMap((agent) => options.push === true ? sendPushed(agent, options.text) : Effect.map(agent.send(options.text), (outcome) => outcomeReport(outcome, agent.transport))),
     Effect.either,
-    Effect.map(Either.match({ onLeft: errorReport, onRight: (report) => report }))
+    Effect.map(Either.match({ onLeft: (error) => options.push === true ? { ...errorReport(error), push: false } : errorReport(error), onRight: (report) => report })),
+    Effect.scoped
   )
 }
+
+/** A send whose outcome is awaited by push, on a receiver of the probe's own on 127.0.0.1. */
+const sendPushed = (agent: RemoteAgent.RemoteAgent, text: string) =>
+  Effect.gen(function*() {
+    const receiver = yield* PushReceiver.serve({ host: "127.0.0.1", port: 0, name: "probe" }).pipe(
+      // Nothing was sent: the probe's own webhook could not listen.
+      Effect.mapError((error) =>
+        new A2AClientError.A2AClientError({
+          agent: "probe",
+          operation: "SendMessage",
+          reason: "InvalidRequest",
+          delivery: "NotSent",
+          detail: `the push receiver could not listen on 127.0.0.1: ${error.message}`
+        })
+      )
+    )
+    const outcome = yield* agent.send(text, { push: receiver })
+    const pushed = yield* receiver.delivered(outcome.taskId)
+    return { ...outcomeReport(outcome, agent.transport), push: Option.isSome(pushed) }
+  })
 
 const durationPattern = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/
 

@@ -21,6 +21,7 @@ import { missing as grpcMissing } from "./grpc.js"
 import * as httpClientFetch from "./httpClientFetch.js"
 import * as input from "./input.js"
 import { select } from "./selection.js"
+import * as push from "./push.js"
 import * as send from "./send.js"
 import * as stream from "./stream.js"
 import * as task from "./task.js"
@@ -107,17 +108,25 @@ const makeClient = (
   }
   const { cancel, getTask, readTask } = task.make(context)
   const awaitEnd = send.awaitEnd(agent, readTask)
+  const sends = send.make(context, awaitEnd)
+  const streams = stream.make(context, readTask, awaitEnd)
+  const pushed = push.make(context, card, sends.sendForTask, streams.streamWith)
   const operations: RemoteAgent = {
     name: agent,
     url: agentOptions.url,
     card: Option.some(card),
     transport: binding.transport,
-    send: send.make(context, awaitEnd),
-    ...stream.make(context, readTask, awaitEnd),
+    send: (message, options) => options?.push === undefined ? sends.send(message, options) : pushed.send(getTask)(message, { ...options, push: options.push }),
+    stream: (message, options) => options?.push === undefined ? streams.stream(message, options) : pushed.stream(message, { ...options, push: options.push }),
+    resubscribe: streams.resubscribe,
     getTask,
-    cancel
+    cancel,
+    awaitOutcome: pushed.awaitOutcome(getTask)
   }
-  return computed === undefined ? operations : withComputedHeaders(operations, computed, agentOptions.logLevel ?? LogLevel.Debug)
+  if (computed === undefined) return operations
+  const withHeaders = withComputedHeaders(operations, computed, agentOptions.logLevel ?? LogLevel.Debug)
+  // Its polls are the agent's GetTask calls, with their computed headers.
+  return { ...withHeaders, awaitOutcome: pushed.awaitOutcome(withHeaders.getTask) }
 }
 
 /** An agent whose every call fails with reason `Unavailable`. @internal */
@@ -141,7 +150,8 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
     stream: () => Stream.fromEffect(failing("SendStreamingMessage")),
     resubscribe: () => Stream.fromEffect(failing("SubscribeToTask")),
     getTask: () => failing("GetTask"),
-    cancel: () => failing("CancelTask")
+    cancel: () => failing("CancelTask"),
+    awaitOutcome: () => failing("GetTask")
   }
 }
 
@@ -291,7 +301,8 @@ const recovering = (
       stream: (input, callOptions) => Stream.suspend(() => (poke(), current.stream(input, callOptions))),
       resubscribe: (taskId, callOptions) => Stream.suspend(() => (poke(), current.resubscribe(taskId, callOptions))),
       getTask: (taskId, callOptions) => Effect.suspend(() => (poke(), current.getTask(taskId, callOptions))),
-      cancel: (taskId, callOptions) => Effect.suspend(() => (poke(), current.cancel(taskId, callOptions)))
+      cancel: (taskId, callOptions) => Effect.suspend(() => (poke(), current.cancel(taskId, callOptions))),
+      awaitOutcome: (taskId, awaitOptions) => Effect.suspend(() => (poke(), current.awaitOutcome(taskId, awaitOptions)))
     }
   })
 

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { Message, Task } from "@a2a-js/sdk"
+import type { Message, SendMessageConfiguration, Task } from "@a2a-js/sdk"
 import { Duration, Effect, Either, FiberRef, Struct } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
 import type { RemoteAgent } from "../../RemoteAgent.js"
@@ -86,19 +86,23 @@ export type AwaitEnd = ReturnType<typeof awaitEnd>
 
 const isMessage = (result: Message | Task): result is Message => !("status" in result) && "messageId" in result
 
-/** The blocking send of an agent. @internal */
-export const make = (context: AgentContext, awaitEnd: AwaitEnd): RemoteAgent["send"] => {
+/** The blocking send of an agent, and its send answered at once. @internal */
+export const make = (context: AgentContext, awaitEnd: AwaitEnd) => {
   const { agent, client, unsendable } = context
   const { operate, request } = context.engine
   const viewSent = view(agent, "SendMessage")
   const abandon = makeAbandon(context)
-  /** `running` hears of the task an answer left unfinished, before it is polled. */
-  const sendWith = (
+  /**
+   * One SendMessage with `configuration`; `settle` gets the task's view the
+   * answer holds (a bare message is an outcome) within the same exchange.
+   */
+  const sendRequest = <B extends RemoteOutcome.TaskView>(
     input: Parameters<RemoteAgent["send"]>[0],
     options: Parameters<RemoteAgent["send"]>[1],
-    running?: (taskId: string) => void
+    configuration: SendMessageConfiguration | undefined,
+    settle: (exchange: clientCall.Exchange, result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>, done: clientCall.Done<B>) => void
   ) =>
-    operate<RemoteOutcome.RemoteOutcome>("SendMessage", options, (exchange, done) => {
+    operate<B>("SendMessage", options, (exchange, done) => {
       const problem = unsendable(options, input)
       if (problem !== undefined) return done(Either.left(invalidRequest(agent, "SendMessage", inputIds(input), problem)))
       const message = messageOf(input, options)
@@ -106,17 +110,35 @@ export const make = (context: AgentContext, awaitEnd: AwaitEnd): RemoteAgent["se
         exchange,
         "SendMessage",
         { contextId: message.contextId, taskId: message.taskId },
-        (o) => client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, o),
+        (o) => client.sendMessage({ tenant: "", message, configuration, metadata: undefined }, o),
         (result) => isMessage(result) ? Either.right(outcomes.messageOutcome(agent, result)) : viewSent(result),
-        (result) => {
-          if (Either.isLeft(result) || result.right._tag !== "Running") {
-            return done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
-          }
-          running?.(result.right.taskId)
-          awaitEnd("SendMessage", exchange, result.right, done)
-        }
+        (result) => settle(exchange, result, done)
       )
     })
+  /** `running` hears of the task an answer left unfinished, before it is polled. */
+  const sendWith = (
+    input: Parameters<RemoteAgent["send"]>[0],
+    options: Parameters<RemoteAgent["send"]>[1],
+    running?: (taskId: string) => void
+  ) =>
+    sendRequest<RemoteOutcome.RemoteOutcome>(input, options, undefined, (exchange, result, done) => {
+      if (Either.isLeft(result) || result.right._tag !== "Running") {
+        return done(result as Either.Either<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>)
+      }
+      running?.(result.right.taskId)
+      awaitEnd("SendMessage", exchange, result.right, done)
+    })
+  /**
+   * A send answered at once with the task, however far it has gone (A2A
+   * `returnImmediately`), for a caller that waits for its outcome otherwise:
+   * by push.
+   */
+  const sendForTask = (
+    input: Parameters<RemoteAgent["send"]>[0],
+    options: Parameters<RemoteAgent["send"]>[1],
+    configuration: SendMessageConfiguration
+  ) =>
+    sendRequest<RemoteOutcome.TaskView>(input, options, { ...configuration, returnImmediately: true }, (_, result, done) => done(result))
   /**
    * A send that cancels its task when given up on. A poll that saw the task
    * end ends the send with it, so a task known and not seen ended is one
@@ -134,8 +156,12 @@ export const make = (context: AgentContext, awaitEnd: AwaitEnd): RemoteAgent["se
   const sendOnce = (input: Parameters<RemoteAgent["send"]>[0], options: Parameters<RemoteAgent["send"]>[1]) =>
     cancelsOnInterrupt(context, options) ? sendCancelling(input, options) : sendWith(input, options)
   // Only a keyed send reads whether it retries a FAILED task: the rest go straight to the engine.
-  return (input, options) =>
+  const send: RemoteAgent["send"] = (input, options) =>
     options?.idempotencyKey === undefined
       ? sendOnce(input, options)
       : FiberRef.getWith(retryOfFailed, (failed) => sendOnce(input, keyFor(options, failed)))
+  return { send, sendForTask }
 }
+
+/** A send answered at once with the task. @internal */
+export type SendForTask = ReturnType<typeof make>["sendForTask"]

@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import type { StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import type { SendMessageConfiguration, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import type { RequestOptions } from "@a2a-js/sdk/client"
 import { Duration, Effect, Either, Option, Stream, type Tracer } from "effect"
 import type * as A2AClientError from "../../A2AClientError.js"
@@ -26,11 +26,11 @@ type Events = Effect.Effect<ReadonlyArray<RemoteEvent.RemoteEvent>, A2AClientErr
 
 type View = ReturnType<typeof view>
 
-/** The operations that answer with a stream of a task's events. */
-type StreamOperation = "SendStreamingMessage" | "SubscribeToTask"
+/** The operations that answer with a stream of a task's events. @internal */
+export type StreamOperation = "SendStreamingMessage" | "SubscribeToTask"
 
-/** What a stream's events have told so far. */
-interface State {
+/** What a stream's events have told so far; a push receiver keeps one per task. @internal */
+export interface State {
   readonly operation: StreamOperation
   taskId: string
   contextId: string
@@ -112,8 +112,18 @@ const artifactEvents = (agent: string, state: State, update: TaskArtifactUpdateE
   ])
 }
 
-/** The events one stream response makes, folded into `state`. */
-const toEvents = (agent: string, viewStreamed: View, state: State, response: StreamResponse): Events => {
+/** A stream's state before its first event. @internal */
+export const initialState = (operation: StreamOperation, ids: { readonly taskId: string; readonly contextId: string }): State => ({
+  operation,
+  ...ids,
+  started: false,
+  finished: false,
+  followed: "",
+  artifacts: new Map()
+})
+
+/** The events one stream response makes, folded into `state`: a stream's, or a pushed notification's. @internal */
+export const toEvents = (agent: string, viewStreamed: View, state: State, response: StreamResponse): Events => {
   state.started = true
   const payload = response.payload
   switch (payload?.$case) {
@@ -298,7 +308,7 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     open: (requestOptions: RequestOptions) => AsyncGenerator<StreamResponse, void, undefined>,
     options: CallOptions | undefined
   ) => {
-    const state: State = { operation, ...ids, started: false, finished: false, followed: "", artifacts: new Map() }
+    const state = initialState(operation, ids)
     const recovered = events(context, views[operation], state, open, options).pipe(Stream.catchAll(recover(state, options)))
     return observeStream(
       operation,
@@ -310,7 +320,12 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     )
   }
 
-  const stream: RemoteAgent["stream"] = (input, options) =>
+  /** A streaming send with `configuration` (a push config). */
+  const streamWith = (
+    input: Parameters<RemoteAgent["stream"]>[0],
+    options: Parameters<RemoteAgent["stream"]>[1],
+    configuration: SendMessageConfiguration | undefined
+  ) =>
     Stream.suspend(() => {
       const problem = unsendable(options, input)
       if (problem !== undefined) {
@@ -320,7 +335,7 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
       return streamOf(
         "SendStreamingMessage",
         { taskId: message.taskId, contextId: message.contextId },
-        (requestOptions) => client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: undefined }, requestOptions),
+        (requestOptions) => client.sendMessageStream({ tenant: "", message, configuration, metadata: undefined }, requestOptions),
         options
       )
     })
@@ -334,5 +349,10 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
       return streamOf("SubscribeToTask", { taskId, contextId: "" }, (requestOptions) => client.resubscribeTask({ tenant: "", id: taskId }, requestOptions), options)
     })
 
-  return { stream, resubscribe }
+  const stream: RemoteAgent["stream"] = (input, options) => streamWith(input, options, undefined)
+
+  return { stream, resubscribe, streamWith }
 }
+
+/** A streaming send with a configuration. @internal */
+export type StreamWith = ReturnType<typeof make>["streamWith"]
