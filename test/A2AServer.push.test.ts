@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, type Scope } from "effect"
+import { Effect, Option, type Scope } from "effect"
 import * as Http from "node:http"
+import * as PushReceiver from "../src/PushReceiver.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
 import { callerOn, keyOf, reasonOf, serve, taskOf, transports } from "./fixtures/callers.js"
 import { eventually, userMessage } from "./fixtures/serverAgents.js"
 
@@ -148,6 +150,19 @@ describe("A2AServer with push notifications", () => {
             .then(() => "ok", (error: { reason?: string }) => error.reason)
         )
         expect(refused, transport).toBe("INVALID_PARAMS")
+      }
+    }))
+
+  it.scopedLive("end to end: RemoteAgent.send with our PushReceiver gets a FAILED outcome pushed by our server, opaque, on every transport", () =>
+    Effect.gen(function*() {
+      const { server } = yield* serve({ push: { allowPushTargets: ["127.0.0.1"] }, authenticate: undefined })
+      const receiver = yield* PushReceiver.serve()
+      for (const transport of transports) {
+        const agent = yield* RemoteAgent.make({ name: `pushed-${transport}`, url: server.url, transports: [transport], timeout: "5 seconds" })
+        const outcome = yield* agent.send("fail", { push: receiver })
+        expect(outcome._tag, transport).toBe("Failed")
+        expect(outcome.text).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\)$/)
+        expect(Option.isSome(yield* receiver.delivered(outcome.taskId))).toBe(true)
       }
     }))
 })
