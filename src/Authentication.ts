@@ -287,7 +287,9 @@ export interface JwtClaims {
   /**
    * The caller a verified token names; `undefined` refuses it as
    * `InvalidCredentials`. Default: `{ id: sub, name: name ?? sub }`, and
-   * no caller without `sub`.
+   * no caller without `sub`; with several issuers, the id is
+   * `` `${iss} ${sub}` ``, as two issuers may each have a user of one `sub`.
+   * The id owns the caller's tasks: give one that no two callers share.
    */
   readonly callerOf?: ((payload: JWTPayload) => Caller | undefined) | undefined
   /** The scheme's name in the card's `securitySchemes`. Default `bearer`. */

@@ -2,6 +2,7 @@ import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck, Redacted, type Scope } from "effect"
 import * as Fs from "node:fs"
+import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
@@ -73,6 +74,29 @@ describe("A2AServer with authenticate", () => {
       for (const answer of answers) expect(answer).not.toContain(wrongKey)
       expect(yield* counter(Observability.serverUnauthenticated, server.card.name)).toBeGreaterThanOrEqual(13)
 
+    }))
+
+  it.scopedLive("a refused request's body is not read: the 401 closes the connection", () =>
+    Effect.gen(function*() {
+      const { server } = yield* serve()
+      for (const url of [server.rpcUrl, `${server.urls["HTTP+JSON"]}/message:send`]) {
+        const answer = yield* Effect.async<{ readonly status: number; readonly connection: string | undefined }>((resume) => {
+          const request = Http.request(url, { method: "POST", headers: { "content-type": "application/json" } }, (response) => {
+            response.resume()
+            resume(Effect.succeed({ status: response.statusCode ?? 0, connection: response.headers.connection }))
+          })
+          request.on("error", () => undefined)
+          // A body that would never end: only the server's close stops it.
+          const chunk = Buffer.alloc(64 * 1024, 32)
+          const pump = () => {
+            while (!request.destroyed && request.write(chunk));
+          }
+          request.on("drain", pump)
+          pump()
+          return Effect.sync(() => request.destroy())
+        }).pipe(Effect.timeout("10 seconds"))
+        expect(answer).toEqual({ status: 401, connection: "close" })
+      }
     }))
 
   it.scopedLive("the caller reaches the agent, its runs' logs (never its key) and the per-caller bound", () =>
@@ -186,6 +210,20 @@ describe("A2AServer with authenticate", () => {
       expect(again.id).toBe(first.id)
       expect(other.id).not.toBe(first.id)
       expect(runs.map((run) => run.caller)).toEqual(["a", "b"])
+      // A keyed message to a's running task is not told that it runs: the answer is the one for no task.
+      const running = taskOf(yield* (yield* callerOn(server.url, "JSONRPC", keyOf("a"))).send("wait"))
+      for (const transport of transports) {
+        const b = yield* callerOn(server.url, transport, keyOf("b"))
+        const continued = yield* Effect.promise(() =>
+          b.client.sendMessage({
+            tenant: "",
+            message: keyed("more", `k-${transport}`, { taskId: running.id }),
+            configuration: undefined,
+            metadata: {}
+          }, b.options).then(() => "ok", (error: { reason?: string }) => error.reason)
+        )
+        expect(continued, transport).toBe("TASK_NOT_FOUND")
+      }
     }))
 })
 

@@ -259,6 +259,15 @@ describe("jwt", () => {
         _tag: "Right",
         right: { id: "bob", name: "bob" }
       })
+      // Two issuers may each have an alice: the id names the issuer, so neither reads the other's tasks.
+      const twoIssuers = Authentication.jwt({ ...options, issuer: [issuer, "https://other.test/"], keys: jwks })
+      const otherAlice = yield* sign(rsa.privateKey, { alg: "RS256", kid: "rsa-1" }, { iss: "https://other.test/" })
+      expect(yield* check(twoIssuers, { authorization: `Bearer ${named}` })).toMatchObject({
+        right: { id: `${issuer} alice`, name: "Alice" }
+      })
+      expect(yield* check(twoIssuers, { authorization: `Bearer ${otherAlice}` })).toMatchObject({
+        right: { id: "https://other.test/ alice" }
+      })
       const custom = Authentication.jwt({ ...options, keys: jwks, callerOf: (payload) => ({ id: `user:${payload.sub}`, name: "x" }) })
       expect(yield* check(custom, { authorization: `Bearer ${unnamed}` })).toMatchObject({ _tag: "Right", right: { id: "user:bob" } })
       expect(authenticate.scheme).toEqual({

@@ -67,6 +67,7 @@ export const make = (options: Authentication.ApiKeyOptions): internalAuthenticat
         : Effect.succeed({ id: found, name: found })
     })
   return Object.assign(authenticate, {
+    credentialHeaders: [headerKey],
     scheme: internalAuthentication.schemeOf(
       options.schemeName ?? "apiKey",
       { scheme: { $case: "apiKeySecurityScheme", value: { name: header, location: "header", description: options.description ?? "" } } },

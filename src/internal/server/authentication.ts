@@ -81,11 +81,24 @@ export interface Authenticator<R = never> {
   (request: Request): Effect.Effect<Caller, Unauthenticated, R>
   /** Absent for a plain function: the card declares nothing, and refusals challenge `Bearer`. */
   readonly scheme?: Scheme | undefined
+  /**
+   * The headers that carry credentials, besides those always treated so
+   * ({@link credentialHeaders}): redacted in the HTTP spans, and left out
+   * of the agent's `AgentRequest.headers`.
+   */
+  readonly credentialHeaders?: ReadonlyArray<string> | undefined
 }
+
+/** The headers always taken to carry credentials. @internal */
+export const credentialHeaders: ReadonlyArray<string> = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
+
+/** Every header `authenticate` reads credentials from, in lower case. @internal */
+export const credentialHeadersOf = (authenticate: Authenticator<any> | undefined): ReadonlyArray<string> =>
+  Array.from(new Set([...credentialHeaders, ...(authenticate?.credentialHeaders ?? []).map((name) => name.toLowerCase())]))
 
 /** The SDK user of an authenticated caller: its `userName`, the owner of its tasks, is the caller's id. @internal */
 export class CallerUser implements User {
-  constructor(readonly caller: Caller) {}
+  constructor(readonly caller: Caller, readonly credentialHeaders: ReadonlyArray<string> = credentialHeaders) {}
   get isAuthenticated(): boolean {
     return true
   }
@@ -98,6 +111,18 @@ export class CallerUser implements User {
 export const callerOf = (context: ServerCallContext | undefined): Caller | undefined => {
   const user = context?.user
   return user instanceof CallerUser ? user.caller : undefined
+}
+
+/** `headers` without the credentials the call was authenticated with: the agent has its caller instead. @internal */
+export const withoutCredentials = <H extends Readonly<Record<string, unknown>>>(
+  headers: H,
+  context: ServerCallContext | undefined
+): H => {
+  const user = context?.user
+  if (!(user instanceof CallerUser)) return headers
+  const kept: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(headers)) if (!user.credentialHeaders.includes(name.toLowerCase())) kept[name] = value
+  return kept as H
 }
 
 /** Who a bound per caller counts: the authenticated caller, or else the peer's address. @internal */
@@ -139,6 +164,7 @@ export const makeGate = <R>(authenticate: Authenticator<R>, agent: string): Effe
     const run = Runtime.runPromiseExit(runtime)
     const unauthenticated = internalMetrics.tagged(internalMetrics.serverUnauthenticated, { agent })
     const challenge = authenticate.scheme?.challenge ?? defaultChallenge
+    const credentials = credentialHeadersOf(authenticate)
     const broken = (cause: Cause.Cause<unknown>): Checked => {
       const errorId = ErrorId.make()
       Runtime.runSync(runtime)(internalFailure.logErrorOffSpan("Authentication failed unexpectedly", {
@@ -152,7 +178,7 @@ export const makeGate = <R>(authenticate: Authenticator<R>, agent: string): Effe
         if (Exit.isSuccess(exit)) {
           const caller = exit.value
           return typeof caller?.id === "string" && caller.id !== ""
-            ? new CallerUser(caller)
+            ? new CallerUser(caller, credentials)
             : broken(Cause.die(new Error("authenticate answered a caller without an id")))
         }
         const failure = Option.getOrUndefined(Cause.failureOption(exit.cause))

@@ -181,7 +181,7 @@ const makeRequest = (context: RequestContext): AgentRequest => ({
   taskId: context.taskId,
   contextId: context.contextId,
   task: Option.fromNullable(context.task),
-  headers: headersOf(context.context),
+  headers: internalAuthentication.withoutCredentials(headersOf(context.context), context.context),
   caller: Option.fromNullable(internalAuthentication.callerOf(context.context))
 })
 

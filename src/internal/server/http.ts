@@ -359,9 +359,12 @@ export const refusedUnread = (endpoint: RpcEndpoint, headers: internalRpc.Header
  * @internal
  */
 export const unauthenticated = (refused: internalAuthentication.Refused): HttpServerResponse.HttpServerResponse =>
-  refused._tag === "Refusal"
-    ? HttpServerResponse.text(refused.message, { status: 401, headers: { "www-authenticate": refused.challenge } })
-    : jsonResponse({ jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message: refused.message } }, 500)
+  // The connection is closed, as for a body over the bound: what the caller still sends is not read.
+  closingConnection(
+    refused._tag === "Refusal"
+      ? HttpServerResponse.text(refused.message, { status: 401, headers: { "www-authenticate": refused.challenge } })
+      : jsonResponse({ jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message: refused.message } }, 500)
+  )
 
 /**
  * Authenticate (when the server does), then read, parse, admit and

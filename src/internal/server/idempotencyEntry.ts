@@ -15,7 +15,7 @@ import {
   Task as TaskCodec,
   TaskState
 } from "@a2a-js/sdk"
-import { RequestMalformedError } from "@a2a-js/sdk/errors"
+import { RequestMalformedError, TaskNotFoundError } from "@a2a-js/sdk/errors"
 import { type PushNotificationStore, ServerCallContext, type TaskStore, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import { Cause, type Duration, Effect, type Fiber, Option } from "effect"
 import { randomUUID } from "node:crypto"
@@ -217,6 +217,18 @@ export interface Prepared {
 }
 
 /**
+ * The refusal of a message to a task that runs: TaskNotFound when the task
+ * is not the caller's to see, as for one that does not exist, since "still
+ * running" would tell another caller that it does.
+ */
+const refusedAsRunning = (shared: Shared, taskId: string, context: ServerCallContext) =>
+  Effect.flatMap(
+    Effect.promise(() => shared.taskStore.load(taskId, context).catch(() => undefined)),
+    (task) =>
+      Effect.fail(task === undefined ? new TaskNotFoundError(`Task not found: ${taskId}`) : internalRpc.stillRunning(taskId))
+  )
+
+/**
  * The entry of a keyed request, begun or found; `undefined` for a request without a key.
  *
  * @internal
@@ -238,13 +250,13 @@ export const begin = (shared: Shared, params: SendMessageRequest, context: Serve
     // A new key, not a repeat, to a task that runs: a second run would share its event bus. Refused
     // before anything is written, so that a repeat meanwhile is not joined to an entry about to go.
     const refused = unheld.has(context) && Option.isNone(yield* ledger.get(ref))
-    if (refused) return yield* Effect.fail(internalRpc.stillRunning(request.taskId))
+    if (refused) return yield* refusedAsRunning(shared, request.taskId, context)
     for (let attempt = 0; attempt < 3; attempt++) {
       const outcome = yield* ledger.begin(request)
       if (outcome._tag === "Started" && unheld.has(context)) {
         // Its entry went since the read (abandoned, cleaned up): a new key after all.
         yield* ledger.abandon({ ...ref, lease: outcome.lease })
-        return yield* Effect.fail(internalRpc.stillRunning(request.taskId))
+        return yield* refusedAsRunning(shared, request.taskId, context)
       }
       if (outcome._tag !== "Interrupted") return { ref, outcome } satisfies Prepared
       // Record it FAILED now rather than at the next sweep, then read it back.

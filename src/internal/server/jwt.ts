@@ -43,9 +43,13 @@ const refusedCodes: ReadonlySet<string> = new Set([
 
 const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i
 
-const defaultCallerOf = (payload: JWTPayload): internalAuthentication.Caller | undefined =>
+// With several issuers, two of them may each have a user of one `sub`: the id names the issuer too.
+const defaultCallerOf = (severalIssuers: boolean) => (payload: JWTPayload): internalAuthentication.Caller | undefined =>
   typeof payload.sub === "string" && payload.sub !== ""
-    ? { id: payload.sub, name: typeof payload["name"] === "string" ? payload["name"] : payload.sub }
+    ? {
+      id: severalIssuers ? `${payload.iss} ${payload.sub}` : payload.sub,
+      name: typeof payload["name"] === "string" ? payload["name"] : payload.sub
+    }
     : undefined
 
 const nonEmpty = (value: string | ReadonlyArray<string>): boolean =>
@@ -86,7 +90,7 @@ export const make = (options: Authentication.JwtOptions): internalAuthentication
     clockTolerance: Duration.toSeconds(Duration.decode(options.clockTolerance ?? Duration.seconds(5))),
     requiredClaims: ["exp"]
   }
-  const callerOf = options.callerOf ?? defaultCallerOf
+  const callerOf = options.callerOf ?? defaultCallerOf(typeof options.issuer !== "string" && options.issuer.length > 1)
   const invalid = (message: string) => new internalAuthentication.Unauthenticated({ reason: "InvalidCredentials", message })
 
   const authenticate: internalAuthentication.Authenticator = (request) =>

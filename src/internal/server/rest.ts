@@ -127,7 +127,7 @@ const shuttingDown = () =>
 
 // No A2A reason says it: the ErrorInfo's is the status's own, in our domain, as a shed request's.
 const unauthenticated = (refused: internalAuthentication.Refused) =>
-  refused._tag === "Broken"
+  internalHttp.closingConnection(refused._tag === "Broken"
     ? statusResponse(edgeBody(new A2AError(refused.message), 500, "INTERNAL"))
     : statusResponse({
       error: {
@@ -136,7 +136,7 @@ const unauthenticated = (refused: internalAuthentication.Refused) =>
         message: refused.message,
         details: [{ "@type": ERROR_INFO_TYPE, reason: "UNAUTHENTICATED", domain: "effect-a2a" }] as StatusBody["error"]["details"]
       }
-    }, { "www-authenticate": refused.challenge })
+    }, { "www-authenticate": refused.challenge }))
 
 const unknownRoute = (method: string, path: string) =>
   statusResponse(edgeBody(new UnsupportedOperationError(`No HTTP+JSON operation at ${method} ${path}.`), 404, "NOT_FOUND"))

@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import * as Headers from "@effect/platform/Headers"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import { Effect } from "effect"
 import type * as Context from "effect/Context"
@@ -14,6 +15,7 @@ import type * as A2AServer from "../../A2AServer.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTracing from "../observability/tracing.js"
 import * as internalApp from "./app.js"
+import * as internalAuthentication from "./authentication.js"
 import * as internalGrpc from "./grpc.js"
 import { bracketed, hostForUrl, ListenError } from "./listen.js"
 
@@ -76,9 +78,15 @@ export const make = <E, R>(
     // attribute); with no tracer of the application's it goes nowhere.
     const tracer = yield* Effect.tracer
     const httpSpans = options.httpSpans ?? internalTracing.exportsSpans(tracer)
-    yield* httpSpans
+    // A span's header attributes hide every header that carries credentials, the authenticator's own included.
+    yield* (httpSpans
       ? httpServer.serve(router)
-      : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)
+      : HttpMiddleware.withTracerDisabledWhenEffect(httpServer.serve(router), () => true)).pipe(
+        Effect.locallyWith(Headers.currentRedactedNames, (names) => [
+          ...names,
+          ...internalAuthentication.credentialHeadersOf(options.authenticate)
+        ])
+      )
     // Without the platform's span, JSON-RPC needs nothing of its fiber per request, which costs a request in
     // flight about as much as Express holds for it whole: the Node server answers it first.
     if (!httpSpans && rpc !== undefined) yield* nodeRpc.answerFirst(nodeServer, rpc)
