@@ -12,7 +12,7 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as internalPushOutbox from "../src/internal/server/pushOutbox.js"
 import { callerOn, keyOf, serve, taskOf } from "./fixtures/callers.js"
 import { eventually } from "./fixtures/serverAgents.js"
-import { type Received, webhook } from "./fixtures/webhook.js"
+import { type Received, switchable } from "./fixtures/webhook.js"
 
 const sqliteFile = (): Effect.Effect<string, never, Scope.Scope> =>
   Effect.acquireRelease(
@@ -21,12 +21,14 @@ const sqliteFile = (): Effect.Effect<string, never, Scope.Scope> =>
   )
 
 /** The rows of the outbox, read straight from the file. */
-const outboxRows = (file: string): Effect.Effect<ReadonlyArray<{ readonly task_id: string; readonly headers: string }>> =>
+const outboxRows = (
+  file: string
+): Effect.Effect<ReadonlyArray<{ readonly task_id: string; readonly headers: string; readonly attempts: number }>> =>
   Effect.sync(() => {
     const Database = createRequire(import.meta.url)("better-sqlite3")
     const db = new Database(file, { readonly: true })
     try {
-      return db.prepare(`select task_id, headers from ${internalPushOutbox.table} order by id`).all()
+      return db.prepare(`select task_id, headers, attempts from ${internalPushOutbox.table} order by id`).all()
     } finally {
       db.close()
     }
@@ -37,21 +39,21 @@ const stateOf = (received: Received): string | undefined => {
   return body.statusUpdate?.status?.state ?? body.task?.status?.state
 }
 
+/** A SQLite file, a webhook that is down until brought up, and the options of a server pushing to it. */
+const setUp = Effect.gen(function*() {
+  const file = yield* sqliteFile()
+  const hook = yield* switchable
+  const options = {
+    taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: file }),
+    push: { allowPushTargets: ["127.0.0.1"] }
+  }
+  return { file, hook, options }
+})
+
 describe("A2AServer's push outbox on SQLite", () => {
   it.scopedLive("a FAILED delivery pending when the server stops is sent once, with its token, by the next server on the file", () =>
     Effect.gen(function*() {
-      const file = yield* sqliteFile()
-      let up = false
-      // What each request was answered, by its index: only the ones answered 2xx count as delivered.
-      const answered: Array<number> = []
-      const hook = yield* webhook((index, _, response) => {
-        answered[index] = up ? 200 : 503
-        response.writeHead(answered[index]!).end()
-      })
-      const options = {
-        taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: file }),
-        push: { allowPushTargets: ["127.0.0.1"] }
-      }
+      const { file, hook, options } = yield* setUp
       const token = `tok-${crypto.randomUUID()}`
       const config = { tenant: "", id: "", taskId: "", url: hook.url, token, authentication: undefined }
 
@@ -68,13 +70,15 @@ describe("A2AServer's push outbox on SQLite", () => {
       expect(pending.every((row) => row.task_id === task.id)).toBe(true)
       // The token is kept with the row: it is what the webhook checks after the restart.
       expect(pending.every((row) => JSON.parse(row.headers)["X-A2A-Notification-Token"] === token)).toBe(true)
+      // The failed attempts are recorded: the next server goes on from them.
+      expect(pending[0]!.attempts).toBeGreaterThanOrEqual(1)
       const beforeRestart = hook.received.length
-      expect(answered.every((status) => status === 503)).toBe(true)
+      expect(hook.delivered()).toHaveLength(0)
 
-      up = true
+      hook.setUp(true)
       const second = yield* Scope.make()
       yield* Scope.extend(serve(options), second)
-      const delivered = () => hook.received.filter((received) => answered[received.index] === 200)
+      const delivered = hook.delivered
       const final = yield* eventually(
         Effect.sync(() => delivered().filter((received) => stateOf(received) === "TASK_STATE_FAILED")),
         (found) => found.length > 0,
@@ -92,6 +96,30 @@ describe("A2AServer's push outbox on SQLite", () => {
       expect(new Set(bodies).size).toBe(bodies.length)
       expect(bodies.length).toBe(pending.length)
       expect(stateOf(delivered().at(-1)!)).toBe("TASK_STATE_FAILED")
+      yield* Scope.close(second, Exit.void)
+    }), 30_000)
+
+  it.scopedLive("a pending delivery whose config its caller deleted before the restart is dropped, not sent", () =>
+    Effect.gen(function*() {
+      const { file, hook, options } = yield* setUp
+      const config = { tenant: "", id: "gone", taskId: "", url: hook.url, token: "tok", authentication: undefined }
+
+      const first = yield* Scope.make()
+      const { server } = yield* Scope.extend(serve(options), first)
+      const a = yield* callerOn(server.url, "JSONRPC", keyOf("a"))
+      const task = taskOf(yield* a.sendWith("fail", { taskPushNotificationConfig: config }))
+      yield* eventually(Effect.sync(() => hook.received.length), (n) => n >= 1, 500)
+      yield* Effect.promise(() =>
+        a.client.deleteTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: "gone" }, a.options)
+      )
+      yield* Scope.close(first, Exit.void)
+      expect((yield* outboxRows(file)).length).toBeGreaterThan(0)
+
+      hook.setUp(true)
+      const second = yield* Scope.make()
+      yield* Scope.extend(serve(options), second)
+      yield* eventually(outboxRows(file), (rows) => rows.length === 0, 1500)
+      expect(hook.delivered()).toHaveLength(0)
       yield* Scope.close(second, Exit.void)
     }), 30_000)
 })
