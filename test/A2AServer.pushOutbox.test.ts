@@ -2,6 +2,7 @@
  * The push outbox on SQLite: a delivery pending when the server stops is
  * sent by the next server on the same file, once.
  */
+import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import * as Fs from "node:fs"
@@ -23,12 +24,14 @@ const sqliteFile = (): Effect.Effect<string, never, Scope.Scope> =>
 /** The rows of the outbox, read straight from the file. */
 const outboxRows = (
   file: string
-): Effect.Effect<ReadonlyArray<{ readonly task_id: string; readonly headers: string; readonly attempts: number }>> =>
+): Effect.Effect<
+  ReadonlyArray<{ readonly task_id: string; readonly headers: string; readonly attempts: number; readonly body: string }>
+> =>
   Effect.sync(() => {
     const Database = createRequire(import.meta.url)("better-sqlite3")
     const db = new Database(file, { readonly: true })
     try {
-      return db.prepare(`select task_id, headers, attempts from ${internalPushOutbox.table} order by id`).all()
+      return db.prepare(`select task_id, headers, attempts, body from ${internalPushOutbox.table} order by id`).all()
     } finally {
       db.close()
     }
@@ -50,17 +53,28 @@ const setUp = Effect.gen(function*() {
   return { file, hook, options }
 })
 
+/** A first server with `options`, where caller `a` sends `text` with a webhook config; closed with `scope`. */
+const sendOnFirst = (
+  options: Effect.Effect.Success<typeof setUp>["options"],
+  text: string,
+  config: { readonly url: string; readonly token: string; readonly id?: string }
+) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const { server } = yield* Scope.extend(serve(options), scope)
+    const a = yield* callerOn(server.url, "JSONRPC", keyOf("a"))
+    const task = taskOf(yield* a.sendWith(text, {
+      taskPushNotificationConfig: { tenant: "", id: "", taskId: "", authentication: undefined, ...config }
+    }))
+    return { a, task, scope }
+  })
+
 describe("A2AServer's push outbox on SQLite", () => {
   it.scopedLive("a FAILED delivery pending when the server stops is sent once, with its token, by the next server on the file", () =>
     Effect.gen(function*() {
       const { file, hook, options } = yield* setUp
       const token = `tok-${crypto.randomUUID()}`
-      const config = { tenant: "", id: "", taskId: "", url: hook.url, token, authentication: undefined }
-
-      const first = yield* Scope.make()
-      const { server } = yield* Scope.extend(serve(options), first)
-      const a = yield* callerOn(server.url, "JSONRPC", keyOf("a"))
-      const task = taskOf(yield* a.sendWith("fail", { taskPushNotificationConfig: config }))
+      const { scope: first, task } = yield* sendOnFirst(options, "fail", { url: hook.url, token })
       // The webhook is down: the first delivery is refused and retried while the FAILED one waits behind it.
       yield* eventually(Effect.sync(() => hook.received.length), (n) => n >= 2, 500)
       yield* Scope.close(first, Exit.void)
@@ -102,12 +116,7 @@ describe("A2AServer's push outbox on SQLite", () => {
   it.scopedLive("a pending delivery whose config its caller deleted before the restart is dropped, not sent", () =>
     Effect.gen(function*() {
       const { file, hook, options } = yield* setUp
-      const config = { tenant: "", id: "gone", taskId: "", url: hook.url, token: "tok", authentication: undefined }
-
-      const first = yield* Scope.make()
-      const { server } = yield* Scope.extend(serve(options), first)
-      const a = yield* callerOn(server.url, "JSONRPC", keyOf("a"))
-      const task = taskOf(yield* a.sendWith("fail", { taskPushNotificationConfig: config }))
+      const { a, scope: first, task } = yield* sendOnFirst(options, "fail", { url: hook.url, token: "tok", id: "gone" })
       yield* eventually(Effect.sync(() => hook.received.length), (n) => n >= 1, 500)
       yield* Effect.promise(() =>
         a.client.deleteTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: "gone" }, a.options)
@@ -122,4 +131,33 @@ describe("A2AServer's push outbox on SQLite", () => {
       expect(hook.delivered()).toHaveLength(0)
       yield* Scope.close(second, Exit.void)
     }), 30_000)
+
+  it.scopedLive("after a restart, a task's new events wait for the ones the last server left: the webhook gets them all in order", () =>
+    Effect.gen(function*() {
+      const { file, hook, options } = yield* setUp
+      const { scope: first, task } = yield* sendOnFirst(options, "ask", { url: hook.url, token: "tok" })
+      yield* eventually(Effect.sync(() => hook.received.length), (n) => n >= 2, 500)
+      yield* Scope.close(first, Exit.void)
+      const left = (yield* outboxRows(file)).map((row) => row.body)
+      expect(left.length).toBeGreaterThan(0)
+
+      // The webhook still down, the task goes on on the next server: its new events must not overtake.
+      const second = yield* Scope.make()
+      const { server: next } = yield* Scope.extend(serve(options), second)
+      const answered = yield* (yield* callerOn(next.url, "JSONRPC", keyOf("a"))).send("hello", task.id)
+      expect(taskOf(answered).status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      yield* Effect.sleep("1 second")
+      hook.setUp(true)
+      yield* eventually(
+        Effect.sync(() => hook.delivered().some((received) => stateOf(received) === "TASK_STATE_COMPLETED")),
+        (done) => done,
+        1500
+      )
+      yield* eventually(outboxRows(file), (rows) => rows.length === 0, 500)
+      const bodies = hook.delivered().map((received) => received.body)
+      expect(bodies.slice(0, left.length)).toEqual(left)
+      expect(bodies.length).toBeGreaterThan(left.length)
+      expect(stateOf(hook.delivered().at(-1)!)).toBe("TASK_STATE_COMPLETED")
+      yield* Scope.close(second, Exit.void)
+    }), 40_000)
 })

@@ -52,8 +52,12 @@ export interface Row extends Entry {
 
 /** @internal */
 export interface Outbox {
-  /** Writes `entry`, held by this replica; its row id. */
-  readonly add: (entry: Entry) => Effect.Effect<number, unknown>
+  /**
+   * Writes `entry`: its row id, and whether this replica holds it, to send
+   * now; otherwise an earlier row of its task and config is not this
+   * replica's to send, and a sweep sends this one after it.
+   */
+  readonly add: (entry: Entry) => Effect.Effect<{ readonly id: number; readonly held: boolean }, unknown>
   /** Records a failed attempt, and when the next one is due. */
   readonly attempted: (id: number, attempts: number, nextAttemptAt: number) => Effect.Effect<void, unknown>
   /** Deletes delivered or given-up rows. */
@@ -156,13 +160,26 @@ export const make = (
       add: (entry) =>
         run(() => {
           const at = now()
-          return sql<{ id: unknown }>`insert into ${t} (tenant, owner, task_id, config_id, url, content_type, body,
-              headers, traceparent, attempts, next_attempt_at, created_at, lease_owner, lease_expires_at)
+          // Behind a row of its task and config that this replica does not hold (another's, or one waiting for a
+          // sweep), the row is left free: a sweep sends it after those, in order.
+          const behind = sql`exists (
+            select 1 from ${t} e
+            where e.tenant = ${entry.tenant} and e.owner = ${entry.owner} and e.task_id = ${entry.taskId}
+              and e.config_id = ${entry.configId}
+              and (e.lease_owner is null or e.lease_owner <> ${replica} or e.lease_expires_at <= ${at})
+          )`
+          return sql<{ id: unknown; lease_owner: unknown }>`insert into ${t} (tenant, owner, task_id, config_id, url,
+              content_type, body, headers, traceparent, attempts, next_attempt_at, created_at, lease_owner,
+              lease_expires_at)
             values (${entry.tenant}, ${entry.owner}, ${entry.taskId}, ${entry.configId}, ${entry.url},
               ${entry.contentType}, ${entry.body}, ${JSON.stringify(entry.headers)}, ${entry.traceparent ?? null}, 0,
-              ${at}, ${entry.createdAt}, ${replica}, ${at + leaseMillis})
-            returning id`.execute(db)
-        }).pipe(Effect.map((result) => toNumber(result.rows[0]?.id))),
+              ${at}, ${entry.createdAt}, (select case when ${behind} then null else ${replica} end),
+              (select case when ${behind} then cast(0 as bigint) else cast(${at + leaseMillis} as bigint) end))
+            returning id, lease_owner`.execute(db)
+        }).pipe(Effect.map((result) => ({
+          id: toNumber(result.rows[0]?.id),
+          held: result.rows[0]?.lease_owner === replica
+        }))),
       attempted: (id, attempts, nextAttemptAt) =>
         run(() =>
           sql`update ${t} set attempts = ${attempts}, next_attempt_at = ${Math.round(nextAttemptAt)} where id = ${id}`

@@ -536,7 +536,7 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
             }
             const since = yield* Clock.currentTimeMillis
             // Written before the first attempt; a database that fails it leaves the delivery to this server alone.
-            const row = outbox === undefined ? undefined : yield* outbox.add({
+            const added = outbox === undefined ? undefined : yield* outbox.add({
               tenant: notified.context.tenant ?? "",
               owner: resolveUserScope(notified.context),
               taskId,
@@ -557,7 +557,9 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
                 )
               )
             )
-            enqueue({ delivery, status: statusOf(notified.event), row, attempts: 0, since })
+            // Not held: a sweep sends it after the earlier rows of its task and config.
+            if (added !== undefined && !added.held) return
+            enqueue({ delivery, status: statusOf(notified.event), row: added?.id, attempts: 0, since })
           })
         ),
         Effect.catchAll((error) =>
