@@ -190,6 +190,16 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
  * - Configs are kept beside the tasks: in memory, or in the SQLite or
  *   PostgreSQL task database (the SDK's `DatabasePushNotificationStore`,
  *   its table created at start-up), each caller's own (see `authenticate`).
+ * - With a SQLite or PostgreSQL task store, each delivery waiting to be
+ *   sent is a row of `effect_a2a_push_outbox` in the same database (created
+ *   at start-up), written before its first attempt and deleted once it is
+ *   delivered or given up. A server that stops leaves its rows; the next one
+ *   to start, or another replica, sends them (within seconds), going on
+ *   from their attempts and budget, unless the caller deleted the config
+ *   meanwhile. With several replicas, each delivery is sent by one of them.
+ *   The rows keep the config's auth headers (its token or credentials), as
+ *   the config table keeps the config itself. With the memory stores,
+ *   pending deliveries are lost when the server stops.
  *
  * @example
  * ```ts

@@ -7,21 +7,12 @@ import { SendMessageRequest, TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
-import { inject } from "vitest"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
+import { databaseUrl } from "./fixtures/databaseUrl.js"
 import { keyed, rpc, sendTo, textOf } from "./fixtures/serverAgents.js"
-
-/** PostgreSQL from the global setup, or DATABASE_URL; the test fails without it. */
-const databaseUrl = (): string => {
-  const url = inject("databaseUrl") ?? process.env["DATABASE_URL"]
-  if (url === undefined || url === "") {
-    throw new Error(`PostgreSQL is not available: ${inject("databaseError") ?? "set DATABASE_URL"}`)
-  }
-  return url
-}
 
 const card = { name: "replicated", description: "Two replicas on one PostgreSQL" }
 

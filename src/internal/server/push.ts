@@ -1,6 +1,7 @@
 /**
  * A server's push notifications: the config store beside the task store,
- * the sender, and the executor whose runs feed the sender. The SDK's own
+ * the sender, its outbox in the task store's database when there is one, and
+ * the executor whose runs feed the sender. The SDK's own
  * sender is left out: it pushes from the request's event loop, which stops
  * when a streaming caller leaves.
  *
@@ -13,6 +14,7 @@ import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import { ConfigurationError } from "./executor.js"
+import * as internalPushOutbox from "./pushOutbox.js"
 import * as internalPushSender from "./pushSender.js"
 import * as internalPushStore from "./pushStore.js"
 import * as internalPushTarget from "./pushTarget.js"
@@ -64,17 +66,23 @@ export const make = (
     }
     const nodeEnv = yield* Config.option(Config.string("NODE_ENV"))
     const policy = internalPushTarget.policyOf(options.allowPushTargets, Option.getOrUndefined(nodeEnv))
+    const storeConfig = isConfig(taskStore) ? taskStore : "memory"
     const store = yield* Effect.mapError(
-      internalPushStore.make(isConfig(taskStore) ? taskStore : "memory", policy),
+      internalPushStore.make(storeConfig, policy),
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
+    // Made before the sender, so closed after it: this server's rows are freed once its deliveries have stopped.
+    const outbox = storeConfig !== "memory" && internalTaskStore.isDatabase(storeConfig)
+      ? yield* Effect.mapError(internalPushOutbox.make(storeConfig), (failure) => new internalTaskStore.TaskStoreError(failure))
+      : undefined
     const sender = yield* internalPushSender.make({
       store,
       agent,
       timeout: options.timeout ?? Duration.seconds(10),
       maxAttempts: options.maxAttempts ?? 8,
       budget: options.budget ?? Duration.minutes(5),
-      lookup: internalPushTarget.guardedLookup(policy)
+      lookup: internalPushTarget.guardedLookup(policy),
+      outbox
     })
     return {
       store,

@@ -9,14 +9,17 @@ import { V03PushNotificationSerializer } from "@a2a-js/sdk/compat/v0_3/server"
 import {
   type PushNotificationSerializer,
   type PushNotificationStore,
-  type ServerCallContext,
+  resolveUserScope,
+  ServerCallContext,
   type StoredPushNotificationConfig,
+  UnauthenticatedUser,
   V1PushNotificationSerializer
 } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -37,7 +40,9 @@ import * as internalMetrics from "../observability/metrics.js"
 import * as internalTracing from "../observability/tracing.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as TaskState from "../wire/taskState.js"
+import * as internalAuthentication from "./authentication.js"
 import { headersOf } from "./handler.js"
+import type * as internalPushOutbox from "./pushOutbox.js"
 import * as internalPushTarget from "./pushTarget.js"
 
 /** @internal */
@@ -56,6 +61,10 @@ export interface Options {
   readonly backoff?: Duration.DurationInput | undefined
   /** Passed to `http(s).request`: an error whose `code` is `EPUSHTARGET` refuses the target, not retried. */
   readonly lookup?: net.LookupFunction | undefined
+  /** Where pending deliveries are kept across restarts and shared by replicas; none keeps them in memory. */
+  readonly outbox?: internalPushOutbox.Outbox | undefined
+  /** How often the outbox is searched for deliveries nobody holds; 5 seconds by default. */
+  readonly sweep?: Duration.DurationInput | undefined
 }
 
 /** @internal */
@@ -141,14 +150,40 @@ const loadConfigs = (
       configs.map((config) => ({ config, wireVersion: context.requestedVersion || "0.3" }))
     )
 
-/** One event of a task on its way to one config. */
-interface Pending {
-  readonly event: StreamResponse
-  readonly task: Task | undefined
-  readonly stored: StoredPushNotificationConfig
+/**
+ * The context the configs of `owner` (the SDK's `resolveUserScope` of its
+ * caller) are loaded with: the same scope, the caller itself gone.
+ */
+const contextOf = (tenant: string, owner: string): ServerCallContext =>
+  new ServerCallContext({
+    user: owner === resolveUserScope(new ServerCallContext({ user: new UnauthenticatedUser() }))
+      ? new UnauthenticatedUser()
+      : new internalAuthentication.CallerUser({ id: owner, name: owner }),
+    ...(tenant === "" ? {} : { tenant })
+  })
+
+/** One event of a task serialized for one config: what every attempt sends. */
+interface Delivery {
+  readonly taskId: string
+  readonly configId: string
+  readonly url: string
+  readonly contentType: string
+  readonly body: string
+  readonly auth: Readonly<Record<string, string>>
   readonly parent: Option.Option<Tracer.ExternalSpan>
+}
+
+/** A delivery in its lane. */
+interface Pending {
+  readonly delivery: Delivery
   /** A status update, which a later final one makes moot unless it is final itself. */
   readonly status: "none" | "running" | "final"
+  /** Its outbox row, when it has one. */
+  readonly row: number | undefined
+  /** Attempts made before, by this server or one before it. */
+  readonly attempts: number
+  /** When its time budget started. */
+  readonly since: number
 }
 
 const statusOf = (event: StreamResponse): Pending["status"] =>
@@ -263,16 +298,17 @@ const checkLiteral = (lookup: net.LookupFunction, url: URL): Effect.Effect<void,
 const retrySchedule = (
   backoffMillis: number,
   maxAttempts: number,
-  deadline: number
-): Schedule.Schedule<number, PushDeliveryError> =>
-  Schedule.makeWithState(0, (now, error: PushDeliveryError, retries) =>
+  deadline: number,
+  retriesBefore: number
+): Schedule.Schedule<readonly [retries: number, nextAt: number | undefined], PushDeliveryError> =>
+  Schedule.makeWithState(retriesBefore, (now, error: PushDeliveryError, retries) =>
     Effect.map(Random.nextRange(0.8, 1.2), (jitter) => {
       const backoff = backoffMillis * 2 ** retries * jitter
       const delay = Math.max(backoff, error.retryAfter === undefined ? 0 : Duration.toMillis(error.retryAfter))
       const done = !error.retryable || retries + 1 >= maxAttempts || now + delay >= deadline
       return [
         retries + 1,
-        retries + 1,
+        [retries + 1, done ? undefined : now + delay] as const,
         done ? ScheduleDecision.done : ScheduleDecision.continueWith(ScheduleInterval.after(now + delay))
       ] as const
     }))
@@ -293,6 +329,7 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
     const maxAttempts = Math.max(1, options.maxAttempts ?? 8)
     const budgetMillis = Duration.toMillis(options.budget ?? Duration.minutes(5))
     const backoffMillis = Duration.toMillis(options.backoff ?? Duration.seconds(1))
+    const sweepMillis = Duration.toMillis(options.sweep ?? Duration.seconds(5))
     const tags = { agent: options.agent }
     const delivered = internalMetrics.tagged(internalMetrics.serverPushDelivered, tags)
     const retried = internalMetrics.tagged(internalMetrics.serverPushRetried, tags)
@@ -338,42 +375,42 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
             () => SubscriptionRef.update(inFlight, (n) => n - 1)
           ))
 
-    const deliver = (taskId: string, pending: Pending): Effect.Effect<void> => {
-      const { config, wireVersion } = pending.stored
-      const target = hostOf(config.url)
-      let attempts = 0
-      const sending = Effect.gen(function*() {
-        const url = target.url
-        if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
-          return yield* new PushDeliveryError({ reason: "InvalidTarget" })
-        }
-        const serialized = yield* Effect.try({
-          try: () => (serializers.get(wireVersion) ?? v1).serialize(pending.event, pending.task),
-          catch: () => new PushDeliveryError({ reason: "Unserializable" })
-        })
-        const headers = {
-          "Content-Type": serialized.contentType,
-          "Content-Length": Buffer.byteLength(serialized.body),
-          ...authHeaders(config)
-        }
-        const deadline = (yield* Clock.currentTimeMillis) + budgetMillis
-        yield* Effect.suspend(() => {
-          attempts += 1
-          const sent = attempt(url, headers, serialized.body, deadline)
-          return attempts > 1 ? Effect.zipRight(Metric.increment(retried), sent) : sent
-        }).pipe(Effect.retry(retrySchedule(backoffMillis, maxAttempts, deadline)))
-      })
-      return sending.pipe(
+    const outbox = options.outbox
+    // The outbox rows this server holds in its lanes: a sweep does not take them in twice.
+    const held = new Set<number>()
+    // Delivered or given up: the rows go. One left behind is sent again by the next server.
+    const forget = (rows: ReadonlyArray<number>): Effect.Effect<void> => {
+      for (const row of rows) held.delete(row)
+      return outbox === undefined || rows.length === 0 ? Effect.void : outbox.remove(rows).pipe(
+        Effect.catchAll((error) =>
+          Effect.logWarning("Could not delete delivered pushes from the outbox; they may be sent again").pipe(
+            Effect.annotateLogs({ cause: String(error) })
+          )
+        )
+      )
+    }
+
+    interface Report {
+      readonly taskId: string
+      readonly configId: string
+      readonly host: string
+      readonly parent: Option.Option<Tracer.ExternalSpan>
+      attempts: number
+    }
+    // The metrics, give-up log line and span of one delivery. True when it is settled, delivered or given up;
+    // false when the server's stop interrupted it.
+    const reported = (report: Report, sending: Effect.Effect<void, PushDeliveryError>): Effect.Effect<boolean> =>
+      sending.pipe(
         Effect.tapBoth({
           onSuccess: () => Metric.increment(delivered),
           onFailure: (error) =>
             Effect.zipRight(
               Metric.increment(error.reason === "Refused" ? refused : failed),
-              Effect.logWarning(`Push delivery given up after ${attempts} attempt(s): ${error.message}`).pipe(
+              Effect.logWarning(`Push delivery given up after ${report.attempts} attempt(s): ${error.message}`).pipe(
                 Effect.annotateLogs({
-                  taskId,
-                  configId: config.id,
-                  host: target.host,
+                  taskId: report.taskId,
+                  configId: report.configId,
+                  host: report.host,
                   errorId: ErrorId.make(),
                   reason: error.reason
                 })
@@ -382,43 +419,155 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
         }),
         Effect.withSpan(internalTracing.pushSpanName, {
           kind: "client",
-          attributes: { "a2a.task_id": taskId, "a2a.push.config_id": config.id, "server.address": target.host },
-          ...(Option.isSome(pending.parent) ? { parent: pending.parent.value } : { root: true })
+          attributes: { "a2a.task_id": report.taskId, "a2a.push.config_id": report.configId, "server.address": report.host },
+          ...(Option.isSome(report.parent) ? { parent: report.parent.value } : { root: true })
         }),
         // A give-up is logged above, a stop is no failure; anything else is a bug, not to end the lane.
-        Effect.catchAllCause((cause) =>
-          Cause.isDie(cause)
-            ? Effect.logError("Push delivery failed unexpectedly", cause).pipe(Effect.annotateLogs({ taskId }))
-            : Effect.void
+        Effect.matchCauseEffect({
+          onSuccess: () => Effect.succeed(true),
+          onFailure: (cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.succeed(false)
+              : Cause.isDie(cause)
+              ? Effect.as(
+                Effect.logError("Push delivery failed unexpectedly", cause).pipe(
+                  Effect.annotateLogs({ taskId: report.taskId })
+                ),
+                true
+              )
+              : Effect.succeed(true)
+        })
+      )
+
+    const deliver = (pending: Pending): Effect.Effect<void> => {
+      const { delivery, row } = pending
+      const target = hostOf(delivery.url)
+      const report: Report = { ...delivery, host: target.host, attempts: pending.attempts }
+      // Each failed attempt, and when the next is due, so that a server taking the row up goes on from there.
+      const record = ([attempts, nextAt]: readonly [number, number | undefined]) =>
+        outbox === undefined || row === undefined || nextAt === undefined
+          ? Effect.void
+          : Effect.ignore(outbox.attempted(row, attempts, nextAt))
+      const sending = Effect.gen(function*() {
+        const url = target.url
+        if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+          return yield* new PushDeliveryError({ reason: "InvalidTarget" })
+        }
+        const headers = {
+          "Content-Type": delivery.contentType,
+          "Content-Length": Buffer.byteLength(delivery.body),
+          ...delivery.auth
+        }
+        const deadline = pending.since + budgetMillis
+        yield* Effect.suspend(() => {
+          report.attempts += 1
+          const sent = attempt(url, headers, delivery.body, deadline)
+          return report.attempts > 1 ? Effect.zipRight(Metric.increment(retried), sent) : sent
+        }).pipe(
+          Effect.retry(
+            Schedule.tapOutput(retrySchedule(backoffMillis, maxAttempts, deadline, pending.attempts), record)
+          )
         )
+      })
+      if (row === undefined) return Effect.asVoid(reported(report, sending))
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(Effect.exit(restore(reported(report, sending))), (exit) =>
+          Exit.isSuccess(exit) && exit.value ? forget([row]) : Effect.void)
       )
     }
 
     // Per task and config: what waits behind the delivery in flight. A lane exists while its fiber runs.
     const lanes = new Map<string, Array<Pending>>()
-    const drain = (key: string, taskId: string, lane: Array<Pending>): Effect.Effect<void> =>
+    const drain = (key: string, lane: Array<Pending>): Effect.Effect<void> =>
       Effect.suspend(() => {
         const next = lane.shift()
         if (next === undefined) {
           lanes.delete(key)
           return Effect.void
         }
-        return Effect.zipRight(deliver(taskId, next), drain(key, taskId, lane))
+        return Effect.zipRight(deliver(next), drain(key, lane))
       })
-    const enqueue = (taskId: string, pending: Pending): void => {
-      const key = `${taskId}\u0000${pending.stored.config.id}`
+    const enqueue = (pending: Pending): void => {
+      if (pending.row !== undefined) held.add(pending.row)
+      const key = `${pending.delivery.taskId}\u0000${pending.delivery.configId}`
       const lane = lanes.get(key)
       if (lane === undefined) {
         const fresh = [pending]
         lanes.set(key, fresh)
-        run(drain(key, taskId, fresh))
+        run(drain(key, fresh))
         return
       }
       if (pending.status === "final") {
         // The final state tells the receiver all the running ones would: those not yet sent go.
-        for (let i = lane.length - 1; i >= 0; i--) if (lane[i]!.status === "running") lane.splice(i, 1)
+        const moot: Array<number> = []
+        for (let i = lane.length - 1; i >= 0; i--) {
+          if (lane[i]!.status === "running") {
+            const [dropped] = lane.splice(i, 1)
+            if (dropped?.row !== undefined) moot.push(dropped.row)
+          }
+        }
+        if (moot.length > 0) run(forget(moot))
       }
       lane.push(pending)
+    }
+
+    /** `event` serialized for `stored`, as the SDK's sender would send it. */
+    const prepare = (
+      taskId: string,
+      notified: Notified,
+      stored: StoredPushNotificationConfig,
+      parent: Option.Option<Tracer.ExternalSpan>
+    ): Effect.Effect<void> => {
+      const { config, wireVersion } = stored
+      return Effect.try({
+        try: () => (serializers.get(wireVersion) ?? v1).serialize(notified.event, notified.task),
+        catch: () => new PushDeliveryError({ reason: "Unserializable" })
+      }).pipe(
+        Effect.flatMap((serialized) =>
+          Effect.gen(function*() {
+            const delivery: Delivery = {
+              taskId,
+              configId: config.id,
+              url: config.url,
+              contentType: serialized.contentType,
+              body: serialized.body,
+              auth: authHeaders(config),
+              parent
+            }
+            const since = yield* Clock.currentTimeMillis
+            // Written before the first attempt; a database that fails it leaves the delivery to this server alone.
+            const added = outbox === undefined ? undefined : yield* outbox.add({
+              tenant: notified.context.tenant ?? "",
+              owner: resolveUserScope(notified.context),
+              taskId,
+              configId: config.id,
+              url: delivery.url,
+              contentType: delivery.contentType,
+              body: delivery.body,
+              headers: delivery.auth,
+              traceparent: Option.getOrUndefined(Option.map(parent, internalTracing.traceparent)),
+              createdAt: since
+            }).pipe(
+              Effect.catchAll((error) =>
+                Effect.as(
+                  Effect.logWarning("Could not write a push to the outbox; it is not kept across a restart").pipe(
+                    Effect.annotateLogs({ taskId, configId: config.id, cause: String(error) })
+                  ),
+                  undefined
+                )
+              )
+            )
+            // Not held: a sweep sends it after the earlier rows of its task and config.
+            if (added !== undefined && !added.held) return
+            enqueue({ delivery, status: statusOf(notified.event), row: added?.id, attempts: 0, since })
+          })
+        ),
+        Effect.catchAll((error) =>
+          Effect.asVoid(
+            reported({ taskId, configId: config.id, host: hostOf(config.url).host, parent, attempts: 0 }, Effect.fail(error))
+          )
+        )
+      )
     }
 
     interface Notified {
@@ -441,16 +590,57 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
               Effect.logWarning("Push configs could not be loaded; the event is not pushed").pipe(
                 Effect.annotateLogs({ taskId, errorId: ErrorId.make(), cause: String(error.cause) })
               ),
-            onSuccess: (configs) =>
-              Effect.sync(() => {
-                const parent = internalTracing.parentOfHeaders(headersOf(next.context))
-                const status = statusOf(next.event)
-                for (const stored of configs) enqueue(taskId, { event: next.event, task: next.task, stored, parent, status })
-              })
+            onSuccess: (configs) => {
+              const parent = internalTracing.parentOfHeaders(headersOf(next.context))
+              return Effect.forEach(configs, (stored) => prepare(taskId, next, stored, parent), { discard: true })
+            }
           }),
           Effect.zipRight(load(taskId, queue))
         )
       })
+
+    // A row another server left, taken up unless its caller deleted the config since: the row keeps the tenant
+    // and owner the configs are loaded by.
+    const takeUp = (row: internalPushOutbox.Row): Effect.Effect<void> =>
+      Effect.tryPromise(() => loadConfigs(options.store, row.taskId, contextOf(row.tenant, row.owner))).pipe(
+        Effect.map((configs) => configs.some((stored) => stored.config.id === row.configId)),
+        // A store that cannot answer now loses no delivery.
+        Effect.orElseSucceed(() => true),
+        Effect.flatMap((kept) =>
+          kept
+            ? Effect.sync(() =>
+              enqueue({
+                delivery: {
+                  taskId: row.taskId,
+                  configId: row.configId,
+                  url: row.url,
+                  contentType: row.contentType,
+                  body: row.body,
+                  auth: row.headers,
+                  parent: row.traceparent === undefined
+                    ? Option.none()
+                    : internalTracing.parentOfHeaders({ traceparent: row.traceparent })
+                },
+                status: "none",
+                row: row.id,
+                attempts: row.attempts,
+                since: row.createdAt
+              })
+            )
+            : forget([row.id])
+        )
+      )
+    if (outbox !== undefined) {
+      const sweep = Effect.suspend(() => closing ? Effect.succeed([]) : outbox.claim(100)).pipe(
+        Effect.flatMap((rows) => Effect.forEach(rows.filter((row) => !held.has(row.id)), takeUp, { discard: true })),
+        Effect.catchAll((error) =>
+          Effect.logWarning("Could not take up the pushes waiting in the outbox").pipe(
+            Effect.annotateLogs({ cause: String(error) })
+          )
+        )
+      )
+      run(Effect.repeat(sweep, Schedule.spaced(sweepMillis)))
+    }
 
     return {
       notify: (event, context, task) => {

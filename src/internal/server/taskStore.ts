@@ -63,7 +63,7 @@ export class TaskStoreError extends Schema.TaggedError<TaskStoreError>("effect-a
 // only loaded when asked for.
 const load = (name: string): Promise<any> => import(name)
 
-const fail = (reason: Failure["reason"], what: string) => (error: unknown): Failure => ({
+export const fail = (reason: Failure["reason"], what: string) => (error: unknown): Failure => ({
   reason,
   message: `${what}: ${error instanceof Error ? error.message : String(error)}`
 })
@@ -110,7 +110,7 @@ const migrate = (url: string, table: Table): Effect.Effect<void, Failure> =>
 
 const connect = (
   config: DatabaseConfig,
-  table: Table,
+  what: string,
   onIdleError: (error: unknown) => void
 ): Effect.Effect<Kysely<unknown>, Failure> =>
   Effect.tryPromise({
@@ -129,7 +129,7 @@ const connect = (
       pool.on("error", onIdleError)
       return new kysely.Kysely<unknown>({ dialect: new kysely.PostgresDialect({ pool: pool as PostgresPool }) })
     },
-    catch: fail("Driver", `Could not open the ${config._tag} ${table.what}`)
+    catch: fail("Driver", `Could not open the ${config._tag} ${what}`)
   })
 
 // The names the SDK's table gives the states a run ends in, in its `status_state` column.
@@ -180,6 +180,43 @@ export const make = (config: Config): Effect.Effect<TaskStore, Failure, Scope.Sc
 type SdkDatabase = typeof import("@a2a-js/sdk/server/database")
 
 /**
+ * A connection to the database `given` names, for the store `what`, after
+ * `prepare` (its tables' creation) ran on the same resolved file or URL; the
+ * connection closes with the scope.
+ *
+ * @internal
+ */
+export const connection = <E>(
+  given: DatabaseConfig,
+  what: string,
+  prepare: (config: DatabaseConfig) => Effect.Effect<void, E>
+): Effect.Effect<{ readonly db: Kysely<unknown>; readonly config: DatabaseConfig }, Failure | E, Scope.Scope> =>
+  Effect.gen(function* () {
+    if (given._tag === "Sqlite" && (given.filename === "" || given.filename === ":memory:")) {
+      return yield* Effect.fail<Failure>({
+        reason: "Connection",
+        message: `A SQLite ${what} needs a file; use the in-memory store for a throwaway one.`
+      })
+    }
+    // One absolute path for both the migration and the connection: the migration reads its file from a
+    // `sqlite:` URL, where a path starting with `//` would name another file than the one opened.
+    const config: DatabaseConfig = given._tag === "Sqlite" ? { ...given, filename: Path.resolve(given.filename) } : given
+    yield* prepare(config)
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const onIdleError = (error: unknown) =>
+      runFork(Effect.logWarning(
+        `The ${config._tag} ${what} lost an idle connection; a new one opens when needed: ${
+          error instanceof Error ? error.message : String(error)
+        }`
+      ))
+    const db = yield* Effect.acquireRelease(
+      connect(config, what, onIdleError),
+      (db) => Effect.promise(() => db.destroy().catch(() => undefined))
+    )
+    return { db, config }
+  })
+
+/**
  * The database `given` names, opened for one of the SDK's stores: its table
  * created when missing, the connection closing with the scope, and reached
  * once, so that an unreachable database fails at start-up rather than on the
@@ -192,27 +229,8 @@ export const open = (
   table: Table
 ): Effect.Effect<{ readonly db: Kysely<unknown>; readonly sdk: SdkDatabase; readonly tableName: string }, Failure, Scope.Scope> =>
   Effect.gen(function* () {
-    if (given._tag === "Sqlite" && (given.filename === "" || given.filename === ":memory:")) {
-      return yield* Effect.fail<Failure>({
-        reason: "Connection",
-        message: `A SQLite ${table.what} needs a file; use the in-memory store for a throwaway one.`
-      })
-    }
-    // One absolute path for both the migration and the connection: the migration reads its file from a
-    // `sqlite:` URL, where a path starting with `//` would name another file than the one opened.
-    const config: DatabaseConfig = given._tag === "Sqlite" ? { ...given, filename: Path.resolve(given.filename) } : given
-    yield* migrate(config._tag === "Sqlite" ? `sqlite:${config.filename}` : config.url, table)
-    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-    const onIdleError = (error: unknown) =>
-      runFork(Effect.logWarning(
-        `The ${config._tag} ${table.what} lost an idle connection; a new one opens when needed: ${
-          error instanceof Error ? error.message : String(error)
-        }`
-      ))
-    const db = yield* Effect.acquireRelease(
-      connect(config, table, onIdleError),
-      (db) => Effect.promise(() => db.destroy().catch(() => undefined))
-    )
+    const { db } = yield* connection(given, table.what, (config) =>
+      migrate(config._tag === "Sqlite" ? `sqlite:${config.filename}` : config.url, table))
     const sdk = yield* Effect.tryPromise({
       try: () => import("@a2a-js/sdk/server/database"),
       catch: fail("Driver", "Could not load @a2a-js/sdk/server/database")
@@ -223,7 +241,7 @@ export const open = (
         const { sql } = await import("kysely")
         await sql`select 1 from ${sql.table(tableName)} limit 1`.execute(db)
       },
-      catch: fail("Connection", `Could not reach the ${config._tag} ${table.what}`)
+      catch: fail("Connection", `Could not reach the ${given._tag} ${table.what}`)
     })
     return { db, sdk, tableName }
   })
