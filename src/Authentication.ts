@@ -114,6 +114,11 @@ export type Scheme = internal.Scheme
  * {@link Scheme}. Without a scheme, refusals challenge `Bearer` and the card
  * declares what its options say.
  *
+ * `credentialHeaders` names the headers it reads credentials from, beyond
+ * `Authorization`, `Cookie` and `X-API-Key`: they are redacted in the
+ * server's HTTP spans and left out of the agent's `AgentRequest.headers`
+ * (`Authentication.apiKey` names its own header).
+ *
  * An authenticator that dies, or answers a caller whose `id` is empty, is
  * an internal error: the request is answered 500 (gRPC `INTERNAL`) with an
  * error id, whose cause is in the log.

@@ -1,4 +1,5 @@
-import { TaskState } from "@a2a-js/sdk"
+import { type Task, TaskState } from "@a2a-js/sdk"
+import { ClientFactory } from "@a2a-js/sdk/client"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck, Redacted, type Scope } from "effect"
 import * as Fs from "node:fs"
@@ -13,6 +14,7 @@ import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as Observability from "../src/Observability.js"
 import {
   callerOn,
+  factoryOf,
   counter,
   keyOf,
   keys,
@@ -26,7 +28,7 @@ import {
   untouched,
   wrongKey
 } from "./fixtures/callers.js"
-import { captureLogs, eventually, keyed, makeClient, post, sendMessage } from "./fixtures/serverAgents.js"
+import { captureLogs, eventually, keyed, makeClient, post, sendMessage, userMessage } from "./fixtures/serverAgents.js"
 
 describe("A2AServer with authenticate", () => {
   it.scopedLive("no or wrong credentials: 401 with WWW-Authenticate, or UNAUTHENTICATED, on every transport, and nothing runs", () =>
@@ -183,18 +185,33 @@ describe("A2AServer with authenticate", () => {
       expect(logs.lines.some((line) => line.message === "Request refused: not authenticated")).toBe(true)
     }))
 
-  it.scopedLive("the caller's id is its run's span attribute", () => {
+  it.scopedLive("the caller's id is its run's span attribute; a key in a header of the authenticator's own is in no span and not in the agent's headers", () => {
     const exporter = new InMemorySpanExporter()
     return Effect.gen(function*() {
-      const { server } = yield* serve()
-      const a = yield* callerOn(server.url, "HTTP+JSON", keyOf("a"))
-      const task = taskOf(yield* a.send("hello"))
-      const execute = exporter.getFinishedSpans().find((span) =>
-        span.name === Observability.executeSpanName && span.attributes["a2a.task_id"] === task.id
-      )
-      expect(execute?.attributes["a2a.caller"]).toBe("a")
-      for (const span of exporter.getFinishedSpans()) {
-        for (const key of Object.keys(keys)) expect(JSON.stringify(span.attributes)).not.toContain(key)
+      const key = "agent-key-4d9c1b77e0"
+      const { runs, server } = yield* serve({
+        authenticate: Authentication.apiKey({ header: "X-Agent-Key", keys: { a: Redacted.make(key) } })
+      })
+      for (const transport of transports) {
+        const client = yield* Effect.promise(() =>
+          new ClientFactory({ transports: [factoryOf(transport)] }).createFromUrl(server.url)
+        )
+        const task = (yield* Effect.promise(() =>
+          client.sendMessage({ tenant: "", message: userMessage("hello"), configuration: undefined, metadata: {} }, {
+            serviceParameters: { "x-agent-key": key }
+          })
+        )) as Task
+        const execute = exporter.getFinishedSpans().find((span) =>
+          span.name === Observability.executeSpanName && span.attributes["a2a.task_id"] === task.id
+        )
+        expect(execute?.attributes["a2a.caller"], transport).toBe("a")
+      }
+      expect(exporter.getFinishedSpans().some((span) => span.name.startsWith("http.server"))).toBe(true)
+      for (const span of exporter.getFinishedSpans()) expect(JSON.stringify(span.attributes)).not.toContain(key)
+      expect(runs).toHaveLength(3)
+      for (const run of runs) {
+        expect(run.caller).toBe("a")
+        expect(JSON.stringify(run.headers)).not.toContain(key)
       }
     }).pipe(Effect.provide(NodeSdk.layer(() => ({ spanProcessor: new SimpleSpanProcessor(exporter) }))))
   })
