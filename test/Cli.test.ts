@@ -18,6 +18,7 @@ import type * as A2AClientError from "../src/A2AClientError.js"
 import * as Cli from "../src/Cli.js"
 import * as internalFindError from "../src/cli/findError.js"
 import * as internalProbe from "../src/cli/probe.js"
+import * as PushReceiver from "../src/PushReceiver.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { apiKey, serveAuthenticated } from "./fixtures/authenticatedServer.js"
 import { cardFor, closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
@@ -312,6 +313,27 @@ const runHere = <E>(args: ReadonlyArray<string>, extra: ReadonlyArray<Command.Co
     return { code, stdout: out.join("\n"), stderr: err.join("\n") }
   }))
 
+/** The playground run in this process on a free port with `args`, for the scope: its URL once it listens, what it printed. */
+const playgroundHere = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const out: Array<string> = []
+    const console = yield* Console.consoleWith(Effect.succeed)
+    yield* Cli.run(["node", "effect-a2a", "playground", "--port", "0", ...args]).pipe(
+      Effect.withConsole({ ...console, log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" "))) }),
+      Effect.provide(NodeContext.layer),
+      Logger.withMinimumLogLevel(LogLevel.None),
+      Effect.forkScoped
+    )
+    // Ready once every start-up line is out: the URL, each transport's, and what authentication says.
+    let url: string | undefined
+    for (let i = 0; i < 200 && (url === undefined || out.length < 4 + (args.includes("--api-key") ? 1 : 0)); i++) {
+      url = /^playground listening on (\S+)$/m.exec(out.join("\n"))?.[1]
+      yield* Effect.sleep("25 millis")
+    }
+    if (url === undefined) return yield* Effect.dieMessage("the playground did not start")
+    return { url, out }
+  })
+
 describe("the pieces", () => {
   it("extra subcommands join the root; ExitCode and usage errors become the exit code", async () => {
     const ran: Array<string> = []
@@ -349,20 +371,8 @@ describe("the pieces", () => {
     expect(bad.code).toBe(2)
     expect(bad.stderr).toContain("Invalid --max-in-flight 0")
     await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const out: Array<string> = []
-      const console = yield* Console.consoleWith(Effect.succeed)
-      yield* Cli.run(["node", "effect-a2a", "playground", "--port", "0", "--max-in-flight", "1"]).pipe(
-        Effect.withConsole({ ...console, log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" "))) }),
-        Effect.provide(NodeContext.layer),
-        Logger.withMinimumLogLevel(LogLevel.None),
-        Effect.forkScoped
-      )
-      let url: string | undefined
-      for (let i = 0; i < 200 && url === undefined; i++) {
-        url = /^playground listening on (\S+)$/m.exec(out.join("\n"))?.[1]
-        if (url === undefined) yield* Effect.sleep("25 millis")
-      }
-      const agent = yield* RemoteAgent.make({ name: "playground", url: url! })
+      const { url } = yield* playgroundHere(["--max-in-flight", "1"])
+      const agent = yield* RemoteAgent.make({ name: "playground", url })
       const slow = yield* Effect.fork(agent.send("sleep 3000"))
       // Until the slow one holds the only place, a quick one may still get through: bounded tries.
       let shed: A2AClientError.A2AClientError | undefined
@@ -391,19 +401,7 @@ describe("the pieces", () => {
     expect(shared.stderr).toContain("callers \"alice\" and \"bob\" have the same key")
 
     await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const out: Array<string> = []
-      const console = yield* Console.consoleWith(Effect.succeed)
-      yield* Cli.run(["node", "effect-a2a", "playground", "--port", "0", "--api-key", "alice=k-alice-51c2", "--api-key", "bob=k-bob-0d9e"]).pipe(
-        Effect.withConsole({ ...console, log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" "))) }),
-        Effect.provide(NodeContext.layer),
-        Logger.withMinimumLogLevel(LogLevel.None),
-        Effect.forkScoped
-      )
-      let url: string | undefined
-      for (let i = 0; i < 200 && (url === undefined || !out.some((line) => line.startsWith("authentication"))); i++) {
-        url = /^playground listening on (\S+)$/m.exec(out.join("\n"))?.[1]
-        yield* Effect.sleep("25 millis")
-      }
+      const { out, url } = yield* playgroundHere(["--api-key", "alice=k-alice-51c2", "--api-key", "bob=k-bob-0d9e"])
       expect(out).toContain("authentication on: API keys in X-API-Key, for alice, bob")
       expect(out.join("\n")).not.toMatch(/k-(alice|bob)-/)
       const post = (headers: Record<string, string>) =>
@@ -418,6 +416,24 @@ describe("the pieces", () => {
       expect((yield* post({ "x-api-key": "k-bob-0d9e" })).status).toBe(200)
       const card = yield* Effect.promise(() => fetch(`${url}/.well-known/agent-card.json`).then((response) => response.json()))
       expect(card.security).toEqual([{ apiKey: [] }])
+    })))
+  }, 20_000)
+
+  it("playground serves push notifications; --allow-push-target 127.0.0.1 lets a local webhook in, which the SSRF guard otherwise refuses", async () => {
+    const bad = await runHere(["playground", "--port", "0", "--allow-push-target", "10.0.0.0/99"])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain("allowPushTargets")
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const receiver = yield* PushReceiver.serve()
+      const strict = yield* playgroundHere([])
+      const refused = yield* Effect.flip((yield* RemoteAgent.make({ name: "strict", url: strict.url })).send("fail x", { push: receiver }))
+      expect(refused).toMatchObject({ reason: "ProtocolError", delivery: "Refused" })
+      const open = yield* playgroundHere(["--allow-push-target", "127.0.0.1"])
+      const agent = yield* RemoteAgent.make({ name: "open", url: open.url })
+      const outcome = yield* agent.send("fail db password is hunter2", { push: receiver })
+      expect(outcome._tag).toBe("Failed")
+      expect(outcome.text).not.toContain("hunter2")
+      expect(Option.isSome(yield* receiver.delivered(outcome.taskId))).toBe(true)
     })))
   }, 20_000)
 
