@@ -83,22 +83,22 @@ export interface Authenticator<R = never> {
   readonly scheme?: Scheme | undefined
   /**
    * The headers that carry credentials, besides those always treated so
-   * ({@link credentialHeaders}): redacted in the HTTP spans, and left out
+   * ({@link alwaysCredentials}): redacted in the HTTP spans, and left out
    * of the agent's `AgentRequest.headers`.
    */
   readonly credentialHeaders?: ReadonlyArray<string> | undefined
 }
 
 /** The headers always taken to carry credentials. @internal */
-export const credentialHeaders: ReadonlyArray<string> = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
+export const alwaysCredentials: ReadonlyArray<string> = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
 
 /** Every header `authenticate` reads credentials from, in lower case. @internal */
 export const credentialHeadersOf = (authenticate: Authenticator<any> | undefined): ReadonlyArray<string> =>
-  Array.from(new Set([...credentialHeaders, ...(authenticate?.credentialHeaders ?? []).map((name) => name.toLowerCase())]))
+  Array.from(new Set([...alwaysCredentials, ...(authenticate?.credentialHeaders ?? []).map((name) => name.toLowerCase())]))
 
 /** The SDK user of an authenticated caller: its `userName`, the owner of its tasks, is the caller's id. @internal */
 export class CallerUser implements User {
-  constructor(readonly caller: Caller, readonly credentialHeaders: ReadonlyArray<string> = credentialHeaders) {}
+  constructor(readonly caller: Caller, readonly credentialHeaders: ReadonlyArray<string> = alwaysCredentials) {}
   get isAuthenticated(): boolean {
     return true
   }
