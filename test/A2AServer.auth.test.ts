@@ -1,7 +1,8 @@
 import { type Task, TaskState } from "@a2a-js/sdk"
 import { ClientFactory } from "@a2a-js/sdk/client"
+import { ServerCallContext } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, FastCheck, Redacted, type Scope } from "effect"
+import { Effect, FastCheck, Option, Redacted, type Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Os from "node:os"
@@ -11,6 +12,9 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-tr
 import * as A2AServer from "../src/A2AServer.js"
 import * as Authentication from "../src/Authentication.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
+import * as internalAuthentication from "../src/internal/server/authentication.js"
+import * as internalIdempotencyEntry from "../src/internal/server/idempotencyEntry.js"
+import * as internalTaskStore from "../src/internal/server/taskStore.js"
 import * as Observability from "../src/Observability.js"
 import {
   callerOn,
@@ -215,6 +219,28 @@ describe("A2AServer with authenticate", () => {
       }
     }).pipe(Effect.provide(NodeSdk.layer(() => ({ spanProcessor: new SimpleSpanProcessor(exporter) }))))
   })
+
+  it.effect("the idempotency sweep records a task its replica left under the entry's caller, where only that caller finds it", () =>
+    Effect.gen(function*() {
+      const store = yield* internalTaskStore.make(internalTaskStore.defaultConfig)
+      const taskId = crypto.randomUUID()
+      yield* internalIdempotencyEntry.expiring(store)({
+        key: "order-17",
+        identity: { tenant: "", user: "a" },
+        fingerprint: "f",
+        taskId,
+        state: "running",
+        result: Option.none(),
+        leaseOwner: Option.some("gone"),
+        leaseExpiresAt: Option.some(0),
+        createdAt: 0,
+        finishedAt: Option.none()
+      })
+      const as = (id: string) => new ServerCallContext({ user: new internalAuthentication.CallerUser({ id, name: id }) })
+      const found = yield* Effect.promise(() => store.load(taskId, as("a")))
+      expect(found?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      expect(yield* Effect.promise(() => store.load(taskId, as("b")))).toBeUndefined()
+    }).pipe(Effect.scoped))
 
   it.scopedLive("an idempotency key is the caller's own: another caller's same key runs its own task", () =>
     Effect.gen(function*() {
