@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Data, Effect, FastCheck, Option, type Scope } from "effect"
+import { Effect, FastCheck, Option, type Scope } from "effect"
 import * as Http from "node:http"
-import * as Part from "../src/Part.js"
 import * as PushReceiver from "../src/PushReceiver.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { callerOn, keyOf, reasonOf, serve, taskOf, transports } from "./fixtures/callers.js"
+import { leakAgent, type Secret, secretArbitrary } from "./fixtures/leakAgent.js"
 import { captureLogs, eventually, userMessage } from "./fixtures/serverAgents.js"
 import { webhook as recordingWebhook } from "./fixtures/webhook.js"
 
@@ -47,31 +47,6 @@ const config = (url: string, token: string) => ({
   url,
   token,
   authentication: undefined
-})
-
-class PaymentError extends Data.TaggedError("PaymentError")<{ readonly message: string }> {}
-
-type Kind = "typed" | "nested" | "defect"
-
-// Secrets live on the server side only, looked up by the token the message carries.
-const leakAgent = (secrets: Map<string, { readonly kind: Kind; readonly secret: string }>) => (request: { readonly message: { readonly parts: ReadonlyArray<Part.Part> } }) =>
-  Effect.gen(function*() {
-    const entry = secrets.get(Part.textOf(request.message.parts))
-    switch (entry?.kind) {
-      case undefined:
-        return yield* Effect.dieMessage("no secret for this message")
-      case "typed":
-        return yield* new PaymentError({ message: entry.secret })
-      case "nested":
-        return yield* Effect.fail(new Error("outer failure", { cause: new Error(entry.secret) }))
-      case "defect":
-        return yield* Effect.die(new Error(entry.secret))
-    }
-  })
-
-const secretArbitrary = FastCheck.record({
-  kind: FastCheck.constantFrom<Kind>("typed", "nested", "defect"),
-  secret: FastCheck.stringMatching(/^[A-Za-z0-9_.:;'\/-]{12,40}$/).map((s) => `sk-${s}`)
 })
 
 describe("A2AServer with push notifications", () => {
@@ -193,10 +168,10 @@ describe("A2AServer with push notifications", () => {
       }
     }))
 
-  it.scopedLive("leak property: no secret of an agent's failure (typed or defect) in any pushed byte, on every transport; the pushed FAILED text is the opaque one, and the log line with its error id has the secret", () => {
+  it.scopedLive("leak property: no secret of an agent's failure (typed, nested cause, defect, parse error) in any pushed byte, on every transport; the pushed FAILED text is the opaque one, and the log line with its error id has the secret", () => {
     const logs = captureLogs()
     return Effect.gen(function*() {
-      const secrets = new Map<string, { readonly kind: Kind; readonly secret: string }>()
+      const secrets = new Map<string, Secret>()
       const hook = yield* recordingWebhook()
       const { server } = yield* serve({ agent: leakAgent(secrets), push: { allowPushTargets: ["127.0.0.1"] } })
       const callers = yield* Effect.forEach(transports, (transport) => callerOn(server.url, transport, keyOf("a")))
