@@ -13,9 +13,11 @@ import * as Part from "../src/Part.js"
 export const CONCURRENCY = 16
 export const PER_ROUND = 300
 
-/** The SDK's side of the trivial agent: the task, then COMPLETED with an "ok" message. */
+/** The SDK's side of the trivial agent: the task, then COMPLETED with an "ok" message, or FAILED when asked to "fail", as ours. */
 export const trivialExecutor: SdkAgentExecutor = {
   execute: async (context, bus) => {
+    const content = context.userMessage.parts[0]?.content
+    const fails = content?.$case === "text" && content.value === "fail"
     bus.publish(AgentEvent.task({
       id: context.taskId,
       contextId: context.contextId,
@@ -28,7 +30,7 @@ export const trivialExecutor: SdkAgentExecutor = {
       taskId: context.taskId,
       contextId: context.contextId,
       status: {
-        state: TaskState.TASK_STATE_COMPLETED,
+        state: fails ? TaskState.TASK_STATE_FAILED : TaskState.TASK_STATE_COMPLETED,
         message: {
           messageId: crypto.randomUUID(),
           contextId: context.contextId,
@@ -52,7 +54,7 @@ export const trivialExecutor: SdkAgentExecutor = {
 const quietLogger = Logger.replace(Logger.defaultLogger, Logger.map(Logger.logfmtLogger, () => undefined))
 
 /** Our side of the trivial agent, for the life of `scope`: COMPLETED with "ok", or FAILED when asked to "fail". */
-export const startOurs = (scope: Scope.Scope, options: Pick<A2AServer.Options<Error, never>, "transports"> = {}) =>
+export const startOurs = (scope: Scope.Scope, options: Pick<A2AServer.Options<Error, never>, "transports" | "push"> = {}) =>
   Effect.runPromise(
     A2AServer.make({
       ...options,

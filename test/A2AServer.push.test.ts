@@ -1,10 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, type Scope } from "effect"
+import { Effect, FastCheck, Option, type Scope } from "effect"
 import * as Http from "node:http"
 import * as PushReceiver from "../src/PushReceiver.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { callerOn, keyOf, reasonOf, serve, taskOf, transports } from "./fixtures/callers.js"
-import { eventually, userMessage } from "./fixtures/serverAgents.js"
+import { leakAgent, type Secret, secretArbitrary } from "./fixtures/leakAgent.js"
+import { captureLogs, eventually, userMessage } from "./fixtures/serverAgents.js"
+import { webhook as recordingWebhook } from "./fixtures/webhook.js"
 
 interface Delivery {
   readonly headers: Http.IncomingHttpHeaders
@@ -165,4 +167,40 @@ describe("A2AServer with push notifications", () => {
         expect(Option.isSome(yield* receiver.delivered(outcome.taskId))).toBe(true)
       }
     }))
+
+  it.scopedLive("leak property: no secret of an agent's failure (typed, nested cause, defect, parse error) in any pushed byte, on every transport; the pushed FAILED text is the opaque one, and the log line with its error id has the secret", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const secrets = new Map<string, Secret>()
+      const hook = yield* recordingWebhook()
+      const { server } = yield* serve({ agent: leakAgent(secrets), push: { allowPushTargets: ["127.0.0.1"] } })
+      const callers = yield* Effect.forEach(transports, (transport) => callerOn(server.url, transport, keyOf("a")))
+      for (const sample of FastCheck.sample(secretArbitrary, 12)) {
+        for (const [i, caller] of callers.entries()) {
+          const transport = transports[i]!
+          const token = crypto.randomUUID()
+          secrets.set(token, sample)
+          const hookToken = `tok-${crypto.randomUUID()}`
+          const task = taskOf(yield* caller.sendWith(token, { taskPushNotificationConfig: config(hook.url, hookToken) }))
+          const ours = () => hook.received.filter((r) => r.headers["x-a2a-notification-token"] === hookToken)
+          const failed = yield* eventually(
+            Effect.sync(() => ours().filter((r) => JSON.parse(r.body).statusUpdate?.status?.state === "TASK_STATE_FAILED")),
+            (found) => found.length > 0
+          )
+          for (const pushed of ours()) {
+            expect(pushed.body, `${transport} ${sample.kind}`).not.toContain(sample.secret)
+            expect(JSON.stringify(pushed.headers)).not.toContain(sample.secret)
+          }
+          const text: string = JSON.parse(failed[0]!.body).statusUpdate.status.message.parts[0].text
+          const errorId = /^Agent execution failed\. \(error_id: ([0-9a-f]{12})\)$/.exec(text)?.[1]
+          expect(errorId, `${transport} ${sample.kind}: ${text}`).toBeDefined()
+          // The same failure as the caller's own answer: one error id for both channels.
+          expect(JSON.stringify(task.status?.message)).toContain(errorId)
+          const line = logs.lines.find((l) => l.annotations.errorId === errorId)
+          expect(line?.annotations.taskId).toBe(task.id)
+          expect(String(line?.annotations.cause)).toContain(sample.secret)
+        }
+      }
+    }).pipe(Effect.provide(logs.layer))
+  })
 })

@@ -21,6 +21,7 @@ import * as Part from "../src/Part.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import * as http from "node:http"
 import { cardFor } from "./fixtures/peers.js"
+import { leakAgent, type Secret, secretArbitrary } from "./fixtures/leakAgent.js"
 import { captureLogs, eventually, makeClient, post, rpc, send, textOf, untyped, userMessage } from "./fixtures/serverAgents.js"
 
 class PaymentError extends Data.TaggedError("PaymentError")<{ readonly message: string }> {}
@@ -677,34 +678,10 @@ describe("AgentExecutor", () => {
       yield* eventually(server.executor.running, (running) => running === 0)
     }))
 
-  type Kind = "message" | "nested" | "defect" | "parse"
-  // Secrets live on the server side only, looked up by a token the request carries.
-  const leakAgent = (secrets: Map<string, { kind: Kind; secret: string }>): AgentExecutor.Agent<unknown> => (request) =>
-    Effect.gen(function* () {
-      const entry = secrets.get(Part.textOf(request.message.parts))
-      if (entry === undefined) return AgentExecutor.completedText("no secret")
-      switch (entry.kind) {
-        case "message":
-          return yield* new PaymentError({ message: entry.secret })
-        case "nested":
-          return yield* Effect.fail(new Error("outer failure", { cause: new Error(entry.secret) }))
-        case "defect":
-          return yield* Effect.die(new Error(entry.secret))
-        case "parse":
-          yield* Schema.decodeUnknown(Schema.Struct({ amount: Schema.Number }))({ amount: entry.secret })
-          return AgentExecutor.completedText("unreachable")
-      }
-    })
-
-  const secretArbitrary = FastCheck.record({
-    kind: FastCheck.constantFrom<Kind>("message", "nested", "defect", "parse"),
-    secret: FastCheck.stringMatching(/^[A-Za-z0-9_.:;'\/-]{12,40}$/).map((s) => `sk-${s}`)
-  })
-
   it.scopedLive("leak property: no secret in any byte the client receives; the log line with the error id has it", () => {
     const logs = captureLogs()
     return Effect.gen(function* () {
-      const secrets = new Map<string, { kind: Kind; secret: string }>()
+      const secrets = new Map<string, Secret>()
       const server = yield* A2AServer.make({ agent: leakAgent(secrets), card })
       const grpc = yield* Effect.promise(() => new ClientFactory({ transports: [new GrpcTransportFactory()] }).createFromUrl(server.url))
       const samples = FastCheck.sample(secretArbitrary, 30)
@@ -765,7 +742,7 @@ describe("AgentExecutor", () => {
 
   it.scopedLive("with debug detail on, the error name and message do reach the client", () =>
     Effect.gen(function* () {
-      const secrets = new Map<string, { kind: Kind; secret: string }>()
+      const secrets = new Map<string, Secret>()
       const server = yield* A2AServer.make({ agent: leakAgent(secrets), card })
       const client = yield* makeClient(server.url)
       for (const sample of FastCheck.sample(secretArbitrary, 10)) {
