@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, FastCheck, Option, type Scope } from "effect"
+import * as HttpApp from "@effect/platform/HttpApp"
+import { Chunk, Effect, FastCheck, Option, Queue, type Scope } from "effect"
 import * as Http from "node:http"
 import * as PushReceiver from "../src/PushReceiver.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
@@ -203,4 +204,48 @@ describe("A2AServer with push notifications", () => {
       }
     }).pipe(Effect.provide(logs.layer))
   })
+
+  it.scopedLive("a webhook that fails its first deliveries (a 500, a reset, a timeout) still gets the FAILED: our PushReceiver behind it yields it once", () =>
+    Effect.gen(function*() {
+      let handler: ((request: Request) => Promise<Response>) | undefined
+      const front = yield* failingFront((request) => handler!(request))
+      const receiver = yield* PushReceiver.make({ url: front.url })
+      handler = HttpApp.toWebHandler(receiver.app)
+      const events = yield* receiver.subscribe
+      const { server } = yield* serve({ push: { allowPushTargets: ["127.0.0.1"], timeout: "300 millis" }, authenticate: undefined })
+      const agent = yield* RemoteAgent.make({ name: "flaky-webhook", url: server.url, timeout: "30 seconds" })
+      const outcome = yield* agent.send("fail", { push: receiver })
+      expect(outcome._tag).toBe("Failed")
+      expect(outcome.text).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\)$/)
+      // Three attempts failed before any got through, and the final state came once.
+      expect(front.answers.slice(0, 3)).toEqual([500, "reset", "timeout"])
+      const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(events))
+      expect(seen.filter((event) => event._tag === "Finished" && event.outcome.taskId === outcome.taskId)).toHaveLength(1)
+    }), 40_000)
 })
+
+/** A webhook whose first three deliveries fail (a 500, a reset, no answer at all) and whose others go to `forward`. */
+const failingFront = (forward: (request: Request) => Promise<Response>) =>
+  Effect.gen(function*() {
+    const answers: Array<number | "reset" | "timeout"> = []
+    const hook = yield* recordingWebhook((index, received, response) => {
+      if (index === 0) {
+        answers.push(500)
+        return void response.writeHead(500).end()
+      }
+      if (index === 1) {
+        answers.push("reset")
+        return void response.socket?.destroy()
+      }
+      if (index === 2) return void answers.push("timeout")
+      const headers = Object.entries(received.headers).flatMap(([name, value]) => typeof value === "string" ? [[name, value] as [string, string]] : [])
+      void forward(new Request(`http://127.0.0.1${received.url}`, { method: "POST", headers, body: received.body })).then(
+        (answer) => {
+          answers.push(answer.status)
+          response.writeHead(answer.status).end()
+        },
+        () => response.writeHead(500).end()
+      )
+    })
+    return { url: hook.url, answers }
+  })
