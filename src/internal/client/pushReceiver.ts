@@ -21,6 +21,7 @@ import { hostForUrl, ListenError } from "../server/listen.js"
 import * as taskState from "../wire/taskState.js"
 import { initialState, type State, toEvents } from "./stream.js"
 import { view } from "./task.js"
+import { taskIdOf } from "../wire/streamResponse.js"
 
 /** The header the SDK's sender writes a config's token in. @internal */
 export const tokenHeader = "x-a2a-notification-token"
@@ -76,19 +77,6 @@ const presented = (headers: Readonly<Record<string, string | undefined>>): strin
   return match?.[1]
 }
 
-const taskIdOf = (response: StreamResponse): string | undefined => {
-  const payload = response.payload
-  switch (payload?.$case) {
-    case "task":
-      return payload.value.id || undefined
-    case "statusUpdate":
-    case "artifactUpdate":
-    case "message":
-      return payload.value.taskId || undefined
-    default:
-      return undefined
-  }
-}
 
 const statusOf = (response: StreamResponse): TaskStatus | undefined => {
   const payload = response.payload

@@ -44,6 +44,7 @@ import * as internalAuthentication from "./authentication.js"
 import { headersOf } from "./handler.js"
 import type * as internalPushOutbox from "./pushOutbox.js"
 import * as internalPushTarget from "./pushTarget.js"
+import { taskIdOf } from "../wire/streamResponse.js"
 
 /** @internal */
 export interface Options {
@@ -123,20 +124,6 @@ const serializers: ReadonlyMap<string, PushNotificationSerializer> = new Map<str
   ["0.3", new V03PushNotificationSerializer()]
 ])
 
-/** The task of an event; none for a message outside a task, which no config can name. @internal */
-export const taskIdOf = (event: StreamResponse): string | undefined => {
-  const payload = event.payload
-  switch (payload?.$case) {
-    case "task":
-      return payload.value.id || undefined
-    case "statusUpdate":
-    case "artifactUpdate":
-    case "message":
-      return payload.value.taskId || undefined
-    default:
-      return undefined
-  }
-}
 
 // Loaded as the SDK's sender loads them: a store without wire versions gives the triggering request's.
 const loadConfigs = (
