@@ -226,6 +226,16 @@ export const RemoteAgent: Context.Tag<RemoteAgent, RemoteAgent> = Context.Generi
  * A key a {@link Trust} resolver answers with: a public key as jose takes
  * it, or a public JWK.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { RemoteAgent } from "effect-a2a"
+ *
+ * declare const keysByKid: ReadonlyMap<string, RemoteAgent.TrustedKey>
+ * const trust: RemoteAgent.Trust = {
+ *   resolve: (header) => Effect.fromNullable(keysByKid.get(header.kid ?? ""))
+ * }
+ * ```
  * @category options
  * @since 0.1.0
  */

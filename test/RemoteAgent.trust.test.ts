@@ -1,12 +1,18 @@
 import { type AgentCard, canonicalizeAgentCard, generateAgentCardSignature, verifyAgentCardSignature } from "@a2a-js/sdk"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, FastCheck as fc, Metric, Option } from "effect"
+import { Console, Duration, Effect, Either, FastCheck as fc, Metric, Option } from "effect"
 import * as jose from "jose"
+import * as fs from "node:fs"
 import type * as http from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Cli from "../src/Cli.js"
+import * as internalProbe from "../src/cli/probe.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { counter } from "../src/internal/client/call.js"
 import * as trust from "../src/internal/client/trust.js"
-import { cardFor, json, listen } from "./fixtures/peers.js"
+import { cardFor, json, listen, sdkPeer } from "./fixtures/peers.js"
 
 const header = { alg: "ES256", kid: "agent-key", typ: "JOSE" }
 
@@ -40,6 +46,14 @@ const cardServer = (card: (base: string) => Promise<unknown>) =>
 const resolve = (url: string, trustOption: RemoteAgent.Trust | undefined) =>
   RemoteAgent.make({ name: "trusting", url, cardTimeout: "3 seconds", ...(trustOption === undefined ? {} : { trust: trustOption }) })
 
+/** The card at `url` refused for `reason`, its message saying `says`. */
+const refused = (url: string, trustOption: RemoteAgent.Trust, reason: string, says: string) =>
+  Effect.map(Effect.flip(resolve(url, trustOption)), (error) => {
+    expect(error.reason).toBe(reason)
+    expect(error.message).toContain(says)
+    return error
+  })
+
 const sign = (key: jose.CryptoKey, card: AgentCard, protectedHeader: jose.JWSHeaderParameters = header) =>
   generateAgentCardSignature(key, protectedHeader)(card)
 
@@ -66,9 +80,7 @@ describe("RemoteAgent trust: signed cards", () => {
         return { ...signed, supportedInterfaces: [{ ...signed.supportedInterfaces[0], url: "http://127.0.0.1:1/elsewhere" }] }
       })
       const before = yield* Metric.value(counter("a2a.card_resolution_error", "trusting", { reason: "InvalidSignature" }))
-      const error = yield* Effect.flip(resolve(server.url, { keys: [publicJwk] }))
-      expect(error.reason).toBe("InvalidSignature")
-      expect(error.message).toContain("does not verify over this card")
+      const error = yield* refused(server.url, { keys: [publicJwk] }, "InvalidSignature", "does not verify over this card")
       expect(error.message).toContain("re-sign")
       const after = yield* Metric.value(counter("a2a.card_resolution_error", "trusting", { reason: "InvalidSignature" }))
       expect(after.count - before.count).toBe(1)
@@ -78,9 +90,7 @@ describe("RemoteAgent trust: signed cards", () => {
     Effect.gen(function*() {
       const { publicJwk, stranger } = yield* keys
       const server = yield* cardServer((base) => sign(stranger.privateKey, richCard(`${base}/rpc`), { ...header, kid: "stranger" }))
-      const error = yield* Effect.flip(resolve(server.url, { keys: [publicJwk] }))
-      expect(error.reason).toBe("UntrustedSigner")
-      expect(error.message).toContain(`no trusted key has kid "stranger"`)
+      yield* refused(server.url, { keys: [publicJwk] }, "UntrustedSigner", `no trusted key has kid "stranger"`)
     }))
 
   it.scopedLive("alg none: InvalidSignature", () =>
@@ -90,9 +100,7 @@ describe("RemoteAgent trust: signed cards", () => {
         ...richCard(`${base}/rpc`),
         signatures: [{ protected: b64({ alg: "none", kid: header.kid, typ: "JOSE" }), signature: "" }]
       }))
-      const error = yield* Effect.flip(resolve(server.url, { keys: [publicJwk] }))
-      expect(error.reason).toBe("InvalidSignature")
-      expect(error.message).toContain("alg none is refused")
+      yield* refused(server.url, { keys: [publicJwk] }, "InvalidSignature", "alg none is refused")
     }))
 
   it.scopedLive("HS256 made with the public key as the secret: InvalidSignature", () =>
@@ -106,18 +114,14 @@ describe("RemoteAgent trust: signed cards", () => {
           .sign(secret)
         return { ...card, signatures: [{ protected: jws.protected, signature: jws.signature }] }
       })
-      const error = yield* Effect.flip(resolve(server.url, { keys: [publicJwk] }))
-      expect(error.reason).toBe("InvalidSignature")
-      expect(error.message).toContain("alg HS256 is refused")
+      yield* refused(server.url, { keys: [publicJwk] }, "InvalidSignature", "alg HS256 is refused")
     }))
 
   it.scopedLive("unsigned when a signature is required: Unsigned; accepted when it is not", () =>
     Effect.gen(function*() {
       const { publicJwk } = yield* keys
       const server = yield* cardServer(async (base) => richCard(`${base}/rpc`))
-      const error = yield* Effect.flip(resolve(server.url, { keys: [publicJwk] }))
-      expect(error.reason).toBe("Unsigned")
-      expect(error.message).toContain("trust.required")
+      yield* refused(server.url, { keys: [publicJwk] }, "Unsigned", "trust.required")
       const remote = yield* resolve(server.url, { keys: [publicJwk], required: false })
       expect(remote.transport).toBe("JSONRPC")
     }))
@@ -154,9 +158,7 @@ describe("RemoteAgent trust: signed cards", () => {
         const signed = await sign(agent.privateKey, legacy as unknown as AgentCard)
         return { ...signed, url: "http://127.0.0.1:1/elsewhere" }
       })
-      const error = yield* Effect.flip(resolve(server.url, { keys: [publicJwk] }))
-      expect(error.reason).toBe("InvalidSignature")
-      expect(error.message).toContain("signed in v0.3 form")
+      const error = yield* refused(server.url, { keys: [publicJwk] }, "InvalidSignature", "signed in v0.3 form")
       expect(error.message).toContain("never verifies after translation")
     }))
 
@@ -224,5 +226,63 @@ describe("RemoteAgent trust: what the signature covers", () => {
           { numRuns: 60 }
         )
       )
+    }))
+})
+
+describe("probe: signed in the report, and --trust", () => {
+  it.scopedLive("reports whether the card is signed, and verifies it with --trust from a JWK file or a JWKS file", () =>
+    Effect.gen(function*() {
+      const { agent, publicJwk, stranger } = yield* keys
+      const peer = yield* sdkPeer()
+      // The SDK's peer answers; our card server serves its card, signed.
+      const signedCard = yield* cardServer(() => sign(agent.privateKey, richCard(`${peer.url}/rpc`)))
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-trust-"))
+      const jwkFile = path.join(dir, "agent.jwk.json")
+      const jwksFile = path.join(dir, "agent.jwks.json")
+      const strangerFile = path.join(dir, "stranger.jwk.json")
+      fs.writeFileSync(jwkFile, JSON.stringify(publicJwk))
+      fs.writeFileSync(jwksFile, JSON.stringify({ keys: [publicJwk] }))
+      fs.writeFileSync(strangerFile, JSON.stringify({ ...(yield* Effect.promise(() => jose.exportJWK(stranger.publicKey))), kid: header.kid }))
+      const probe = (url: string, trustFile?: string) =>
+        Cli.probe({
+          url,
+          text: "complete",
+          timeout: Duration.seconds(5),
+          ...(trustFile === undefined ? {} : { trust: Either.getOrThrow(internalProbe.parseTrust(trustFile)) })
+        })
+      expect(yield* probe(peer.url)).toMatchObject({ channel: "Outcome", outcome: "Completed", signed: false })
+      expect(yield* probe(signedCard.url)).toMatchObject({ channel: "Outcome", outcome: "Completed", signed: true })
+      expect(yield* probe(signedCard.url, jwkFile)).toMatchObject({ channel: "Outcome", outcome: "Completed", signed: true })
+      expect(yield* probe(signedCard.url, jwksFile)).toMatchObject({ channel: "Outcome", signed: true })
+      // The stranger's key under the agent's kid: the signature does not verify with it.
+      const refused = yield* probe(signedCard.url, strangerFile)
+      expect(refused).toMatchObject({ channel: "CardResolution", reason: "InvalidSignature" })
+      expect(refused.signed).toBeUndefined()
+      expect(Cli.probeExitCode(refused)).toBe(3)
+      expect(yield* probe(peer.url, jwkFile)).toMatchObject({ channel: "CardResolution", reason: "Unsigned" })
+      expect(internalProbe.parseTrust("https://keys.example/agent.jwks.json")).toEqual(Either.right({ jwks: "https://keys.example/agent.jwks.json" }))
+      expect(Either.isLeft(internalProbe.parseTrust(path.join(dir, "missing.json")))).toBe(true)
+    }))
+
+  it.scopedLive("effect-a2a probe --trust --json prints signed, and exits 3 when the card does not verify", () =>
+    Effect.gen(function*() {
+      const { agent, publicJwk } = yield* keys
+      const peer = yield* sdkPeer()
+      const signedCard = yield* cardServer(() => sign(agent.privateKey, richCard(`${peer.url}/rpc`)))
+      const jwks = yield* listen((_req, res) => json(res, 200, { keys: [publicJwk] }))
+      const run = (args: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          const out: Array<string> = []
+          const console = yield* Console.consoleWith(Effect.succeed)
+          const code = yield* Cli.run(["node", "effect-a2a", "probe", ...args, "--json", "--text", "complete"]).pipe(
+            Effect.withConsole({ ...console, log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" "))) }),
+            Effect.provide(NodeContext.layer)
+          )
+          return { code, report: JSON.parse(out.join("\n")) as Cli.ProbeReport }
+        })
+      const verified = yield* run([signedCard.url, "--trust", `${jwks.url}/jwks.json`])
+      expect(verified).toMatchObject({ code: 0, report: { channel: "Outcome", signed: true } })
+      const unsigned = yield* run([peer.url, "--trust", `${jwks.url}/jwks.json`])
+      expect(unsigned).toMatchObject({ code: 3, report: { channel: "CardResolution", reason: "Unsigned" } })
     }))
 })

@@ -14,26 +14,11 @@ import { AgentCard, canonicalizeAgentCard } from "@a2a-js/sdk"
 import { Effect, Either } from "effect"
 import * as jose from "jose"
 import type { Trust, TrustedKey } from "../../RemoteAgent.js"
+import { asymmetric } from "../wire/jws.js"
 import { CardContentError } from "./classify.js"
 
-/**
- * The algorithms accepted: asymmetric ones only, as every trusted key is a
- * public one. A symmetric one would let anyone who knows the public key
- * (everyone) sign with it as the secret.
- */
-export const algorithms: ReadonlyArray<string> = [
-  "ES256",
-  "ES384",
-  "ES512",
-  "RS256",
-  "RS384",
-  "RS512",
-  "PS256",
-  "PS384",
-  "PS512",
-  "EdDSA",
-  "Ed25519"
-]
+/** Every trusted key is a public one: no symmetric algorithm, nor `none`. */
+const algorithms = asymmetric
 
 type Lookup = (header: jose.ProtectedHeaderParameters) => Effect.Effect<jose.KeyInput, string>
 
