@@ -12,7 +12,7 @@ import * as internalProbe from "../src/cli/probe.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { counter } from "../src/internal/client/call.js"
 import * as trust from "../src/internal/client/trust.js"
-import { cardFor, json, listen, sdkPeer } from "./fixtures/peers.js"
+import { cardFor, json, listen, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 
 const header = { alg: "ES256", kid: "agent-key", typ: "JOSE" }
 
@@ -160,6 +160,35 @@ describe("RemoteAgent trust: signed cards", () => {
       })
       const error = yield* refused(server.url, { keys: [publicJwk] }, "InvalidSignature", "signed in v0.3 form")
       expect(error.message).toContain("never verifies after translation")
+    }))
+
+  it.scopedLive("v0.3 fields added to a signed v1.0 card are not routed by: the covered interface is", () =>
+    Effect.gen(function*() {
+      const { agent, publicJwk } = yield* keys
+      const server = yield* cardServer(async (base) => ({
+        ...(await sign(agent.privateKey, richCard(`${base}/rpc`))),
+        url: "http://127.0.0.1:1/elsewhere",
+        preferredTransport: "HTTP+JSON",
+        additionalInterfaces: [{ url: "http://127.0.0.1:1/elsewhere", transport: "HTTP+JSON" }]
+      }))
+      const remote = yield* resolve(server.url, { keys: [publicJwk] })
+      expect(remote.transport).toBe("JSONRPC")
+      expect(Option.getOrThrow(remote.card).supportedInterfaces.map((i) => i.url)).toEqual([`${server.url}/rpc`])
+    }))
+
+  it.scopedLive("an extended card is checked too: an unsigned one behind a signed card is Unsigned", () =>
+    Effect.gen(function*() {
+      const { agent, publicJwk } = yield* keys
+      const peer = yield* rawPeer(
+        (_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: cardFor("http://127.0.0.1:1/rpc") }),
+        (_req, res, base) => {
+          const card = richCard(`${base}/rpc`)
+          void sign(agent.privateKey, { ...card, capabilities: { ...card.capabilities!, extendedAgentCard: true } })
+            .then((signed) => json(res, 200, signed))
+        }
+      )
+      yield* refused(peer.url, { keys: [publicJwk] }, "Unsigned", "carries no signature")
+      expect(peer.methods()).toEqual(["GetExtendedAgentCard"])
     }))
 
   it.scopedLive("a JWKS URL is fetched once while the layer is built", () =>
