@@ -12,7 +12,7 @@ import * as internalProbe from "../src/cli/probe.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { counter } from "../src/internal/client/call.js"
 import * as trust from "../src/internal/client/trust.js"
-import { cardFor, json, listen, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
+import { cardFor, closedPort, json, listen, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 
 const header = { alg: "ES256", kid: "agent-key", typ: "JOSE" }
 
@@ -199,6 +199,8 @@ describe("RemoteAgent trust: signed cards", () => {
       const remote = yield* resolve(server.url, { jwks: `${jwks.url}/jwks.json` })
       expect(remote.transport).toBe("JSONRPC")
       expect(jwks.requests()).toBe(1)
+      // A JWKS that cannot be read stops start-up as an unreachable card does.
+      yield* refused(server.url, { jwks: `${yield* closedPort}/jwks.json` }, "Unreachable", "the trusted JWKS at")
     }))
 
   it.scopedLive("a resolver is given the protected header, and may answer with a JWK", () =>

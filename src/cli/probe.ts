@@ -16,6 +16,7 @@ import * as RemoteOutcome from "../RemoteOutcome.js"
 import * as AgentCardResolutionError from "../AgentCardResolutionError.js"
 import { answerStatus } from "../internal/client/answerStatus.js"
 import { headersProblem } from "../internal/client/input.js"
+import { isJwks } from "../internal/client/trust.js"
 import * as internalTransport from "../internal/wire/transport.js"
 
 const NullableString = Schema.NullOr(Schema.String)
@@ -332,9 +333,6 @@ export const parseHeaders = (
   const problem = headersProblem(headers, "the")
   return problem === undefined ? Either.right(headers) : Either.left(problem)
 }
-
-const isJwks = (value: unknown): value is { readonly keys: ReadonlyArray<jose.JWK> } =>
-  typeof value === "object" && value !== null && Array.isArray((value as { keys?: unknown }).keys)
 
 /**
  * The keys of `--trust`: a JWKS URL (http or https), fetched when the card

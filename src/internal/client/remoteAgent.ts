@@ -156,6 +156,9 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
   }
 }
 
+/** How long the card's resolution may take: 10 seconds by default. */
+const cardTimeout = (options: Options): Duration.Duration => Duration.decode(options.cardTimeout ?? Duration.seconds(10))
+
 /** The card's check, as the promise the resolution runs: the card to route by, or a thrown `CardContentError`. */
 type Check = (raw: unknown, normalized: AgentCard) => Promise<AgentCard>
 
@@ -168,7 +171,7 @@ const resolveClient = (
   Effect.gen(function*() {
     const maxBytes = options.maxResponseBytes ?? 10 * 1024 * 1024
     const record: CallRecord = { sent: false }
-    const cardMillis = Duration.toMillis(options.cardTimeout ?? Duration.seconds(10))
+    const cardMillis = Duration.toMillis(cardTimeout(options))
     const context = { agent: options.name, url: options.url, record }
     const resolve = async (signal: AbortSignal) => {
       const resolver = new DefaultAgentCardResolver({
@@ -235,8 +238,12 @@ const checkOf = (
   const config = options.trust
   if (config === undefined) return Effect.succeed(undefined)
   return Effect.gen(function*() {
+    // The JWKS, when it is one, is read within the card's time limit; without the agent's headers, as it may be another host's.
     const lookupKey = yield* Effect.mapError(
-      trust.lookup(config, base ?? fetch),
+      Effect.timeoutFail(trust.lookup(config, base ?? fetch), {
+        duration: cardTimeout(options),
+        onTimeout: () => "the trusted JWKS was not read in time"
+      }),
       (detail) =>
         new AgentCardResolutionError.AgentCardResolutionError({ agent: options.name, url: options.url, reason: "Unreachable", detail })
     )

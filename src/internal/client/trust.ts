@@ -27,12 +27,13 @@ const fromSet = (jwks: jose.JSONWebKeySet): Lookup => {
   const set = jose.createLocalJWKSet(jwks)
   return (header) =>
     Effect.tryPromise({
-      try: () => set(header, undefined as never),
+      try: () => set(header),
       catch: (error) => `no trusted key has kid "${header.kid}" for ${header.alg} (${(error as Error).message})`
     })
 }
 
-const isJwks = (value: unknown): value is jose.JSONWebKeySet =>
+/** @internal */
+export const isJwks = (value: unknown): value is jose.JSONWebKeySet =>
   typeof value === "object" && value !== null && Array.isArray((value as { keys?: unknown }).keys)
 
 /** The trusted JWKS at `url`, fetched once; a failure is the resolution's `Unreachable`. */
