@@ -1,7 +1,7 @@
 import { type AgentCard, canonicalizeAgentCard, generateAgentCardSignature, verifyAgentCardSignature } from "@a2a-js/sdk"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import { Console, Duration, Effect, Either, FastCheck as fc, Metric, Option } from "effect"
+import { Console, Duration, Effect, Either, FastCheck as fc, Logger, LogLevel, Metric, Option } from "effect"
 import * as jose from "jose"
 import * as fs from "node:fs"
 import type * as http from "node:http"
@@ -13,6 +13,7 @@ import * as RemoteAgent from "../src/RemoteAgent.js"
 import { counter } from "../src/internal/client/call.js"
 import * as trust from "../src/internal/client/trust.js"
 import { cardFor, closedPort, json, listen, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
+import { captureLogs } from "./fixtures/serverAgents.js"
 
 const header = { alg: "ES256", kid: "agent-key", typ: "JOSE" }
 
@@ -124,6 +125,32 @@ describe("RemoteAgent trust: signed cards", () => {
       yield* refused(server.url, { keys: [publicJwk] }, "Unsigned", "trust.required")
       const remote = yield* resolve(server.url, { keys: [publicJwk], required: false })
       expect(remote.transport).toBe("JSONRPC")
+    }))
+
+  it.scopedLive("the refusals of several signatures are logged once through Effect, and nothing on the console", () =>
+    Effect.gen(function*() {
+      const { agent, publicJwk, stranger } = yield* keys
+      const server = yield* cardServer(async (base) => {
+        const card = richCard(`${base}/rpc`)
+        const byStranger = await sign(stranger.privateKey, card, { ...header, kid: "stranger" })
+        const both = await sign(agent.privateKey, byStranger)
+        return { ...both, name: "changed after signing" }
+      })
+      const logs = captureLogs()
+      const debug: Array<unknown> = []
+      const original = console.debug
+      console.debug = (...args: Array<unknown>) => void debug.push(args)
+      const error = yield* Effect.flip(resolve(server.url, { keys: [publicJwk] })).pipe(
+        Effect.provide(logs.layer),
+        Logger.withMinimumLogLevel(LogLevel.Debug),
+        Effect.ensuring(Effect.sync(() => (console.debug = original)))
+      )
+      // One signature is by a stranger, the other no longer matches the card: the card was changed.
+      expect(error.reason).toBe("InvalidSignature")
+      const refusals = logs.lines.filter((line) => line.message.includes("signature(s) were refused"))
+      expect(refusals).toHaveLength(1)
+      expect(refusals[0]!.message).toContain(`no trusted key has kid "stranger"`)
+      expect(debug).toEqual([])
     }))
 
   it.scopedLive("a jku naming an untrusted URL is never fetched", () =>
