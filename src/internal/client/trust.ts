@@ -151,7 +151,7 @@ export const verify = (
     }
     const covered = AgentCard.fromJSON(raw)
     // A v0.3-shaped card: its endpoints are fields the v1.0 canonical form drops, so no signature covers them.
-    if (covered.supportedInterfaces.length === 0 && normalized.supportedInterfaces.length > 0) {
+    if (covered.supportedInterfaces.length === 0 && (normalized.supportedInterfaces ?? []).length > 0) {
       return Effect.fail(
         new CardContentError(
           "InvalidSignature",
