@@ -30,7 +30,10 @@ export const Reason = Schema.Literal(
   "InvalidJson",
   "InvalidCard",
   "NoCompatibleTransport",
-  "InvalidRequest"
+  "InvalidRequest",
+  "InvalidSignature",
+  "UntrustedSigner",
+  "Unsigned"
 )
 
 /**
@@ -45,7 +48,12 @@ const advice: Record<Reason, string> = {
   InvalidJson: "the URL does not serve a JSON agent card; check that it points at an A2A agent",
   InvalidCard: "the agent serves a card that is not a valid A2A agent card; ask its owners to fix it",
   NoCompatibleTransport: "the agent offers no JSON-RPC interface; only JSON-RPC is supported",
-  InvalidRequest: "the card's request could not be made, so it was not sent: check the agent's headers option"
+  InvalidRequest: "the card's request could not be made, so it was not sent: check the agent's headers option",
+  InvalidSignature:
+    "the card was changed after it was signed, or signed in a form that cannot be checked: check that the URL serves the agent you meant, and ask its owners to re-sign its v1.0 card",
+  UntrustedSigner:
+    "the card is signed by a key you do not trust: check the trust option's keys (or JWKS) hold the agent's current public key, with its kid",
+  Unsigned: "the card carries no signature: ask the agent's owners to sign it, or set trust.required to false to accept unsigned cards"
 }
 
 /**

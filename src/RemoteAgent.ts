@@ -13,6 +13,7 @@
  * @since 0.1.0
  */
 import type { AgentCard } from "@a2a-js/sdk"
+import type * as jose from "jose"
 import { Config, type ConfigError, Context, type Duration, Effect, Layer, type LogLevel, type Option, type Redacted, type Schedule, type Stream } from "effect"
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
@@ -222,6 +223,61 @@ export const RemoteAgent: Context.Tag<RemoteAgent, RemoteAgent> = Context.Generi
 )
 
 /**
+ * A key a {@link Trust} resolver answers with: a public key as jose takes
+ * it, or a public JWK.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { RemoteAgent } from "effect-a2a"
+ *
+ * declare const keysByKid: ReadonlyMap<string, RemoteAgent.TrustedKey>
+ * const trust: RemoteAgent.Trust = {
+ *   resolve: (header) => Effect.fromNullable(keysByKid.get(header.kid ?? ""))
+ * }
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export type TrustedKey = jose.CryptoKey | jose.KeyObject | jose.JWK
+
+/**
+ * The keys the card's signature must be made with: public JWKs (each with
+ * its `kid`), the URL of a JWKS fetched once while the layer is built, or a
+ * resolver given the signature's protected header. The card's own `jku` is
+ * never fetched: it is the card's author who writes it. `required`
+ * (default `true`) refuses an unsigned card with reason `Unsigned`.
+ *
+ * Only asymmetric algorithms are accepted (`ES*`, `RS*`, `PS*`, `EdDSA`);
+ * `alg: none` and `HS*` are refused with reason `InvalidSignature`, as is a
+ * card signed in v0.3 form, whose endpoints no signature covers. A JWK has
+ * no expiry: a key is valid for as long as this option lists it (or the
+ * JWKS serves it when the layer is built), so rotate keys there. A verified
+ * card is routed by what its signature covers (`AgentCard.fromJSON` of it),
+ * and an extended card is checked the same way.
+ *
+ * @example
+ * ```ts
+ * import { RemoteAgent } from "effect-a2a"
+ *
+ * const BookingLive = RemoteAgent.layer({
+ *   name: "booking",
+ *   url: "https://booking.internal",
+ *   trust: { jwks: "https://keys.internal/booking.jwks.json" }
+ * })
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export type Trust =
+  & (
+    | { readonly keys: ReadonlyArray<jose.JWK> }
+    | { readonly jwks: string | URL }
+    | { readonly resolve: (header: jose.JWSHeaderParameters) => Effect.Effect<TrustedKey, unknown> }
+  )
+  & { readonly required?: boolean | undefined }
+
+/**
  * How {@link make} and {@link layer} reach the agent and how long they wait.
  *
  * @example
@@ -328,6 +384,11 @@ export interface Options {
    * or times out before the task ended. Off by default.
    */
   readonly cancelOnInterrupt?: boolean | undefined
+  /**
+   * Check the card's signature against these keys before a transport is
+   * chosen from it; see {@link Trust}. Absent, the card is taken as served.
+   */
+  readonly trust?: Trust | undefined
 }
 
 /**

@@ -76,8 +76,11 @@ const probeJson = async (url: string, text?: string, transport?: string, extra: 
   const lines = result.stdout.split("\n").filter((line) => line !== "")
   expect(lines, result.stderr).toHaveLength(1)
   const parsed: unknown = JSON.parse(lines[0]!)
-  expect(Object.keys(parsed as object).sort()).toEqual([...reportKeys].sort())
-  return { ...result, report: decodeReport(parsed) }
+  // `signed` is told once the card was resolved.
+  expect(Object.keys(parsed as object).filter((key) => key !== "signed").sort()).toEqual([...reportKeys].sort())
+  const report = decodeReport(parsed)
+  if (report.channel !== "CardResolution") expect(report.signed).toBe(false)
+  return { ...result, report }
 }
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-cli-"))

@@ -109,10 +109,24 @@ const probeCommand = Command.make("probe", {
     Options.withDescription(
       "Open a push receiver on 127.0.0.1, send with push, and report the outcome pushed, or polled when no webhook came in time (JSON key push)."
     )
+  ),
+  trust: Options.text("trust").pipe(
+    Options.withDescription(
+      "Verify the card's signature with these public keys: a file holding a JWK or a JWKS, or a JWKS URL (exit 3 when it does not verify). The report says whether the card is signed either way."
+    ),
+    Options.mapEffect((input) =>
+      Either.match(probe.parseTrust(input), {
+        onLeft: (problem) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid ${problem}`))),
+        onRight: Effect.succeed
+      })
+    ),
+    Options.optional
   )
-}, ({ headers, json, push, text, timeout, transport, url }) =>
+}, ({ headers, json, push, text, timeout, transport, trust, url }) =>
   Effect.gen(function*() {
-    const report = yield* quietByDefault(probe.probe({ url, text, timeout, transport: Option.getOrUndefined(transport), headers, push }))
+    const report = yield* quietByDefault(
+      probe.probe({ url, text, timeout, transport: Option.getOrUndefined(transport), headers, push, trust: Option.getOrUndefined(trust) })
+    )
     yield* Console.log(json ? JSON.stringify(report) : probe.formatReport(report))
     return yield* exitWith(probe.exitCode(report))
   })).pipe(

@@ -5,6 +5,8 @@
  * @internal
  */
 import { Duration, Effect, Either, Option, Redacted, Schema } from "effect"
+import type * as jose from "jose"
+import { readFileSync } from "node:fs"
 import * as A2AClientError from "../A2AClientError.js"
 import type * as Cli from "../Cli.js"
 import * as Part from "../Part.js"
@@ -14,6 +16,7 @@ import * as RemoteOutcome from "../RemoteOutcome.js"
 import * as AgentCardResolutionError from "../AgentCardResolutionError.js"
 import { answerStatus } from "../internal/client/answerStatus.js"
 import { headersProblem } from "../internal/client/input.js"
+import { isJwks } from "../internal/client/trust.js"
 import * as internalTransport from "../internal/wire/transport.js"
 
 const NullableString = Schema.NullOr(Schema.String)
@@ -37,7 +40,9 @@ export const ProbeReport = Schema.Struct({
   errorId: NullableString,
   text: NullableString,
   /** With `--push` only: whether the outcome came by push (otherwise by the polling fallback). */
-  push: Schema.optionalWith(Schema.Boolean, { exact: true })
+  push: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /** Whether the card carries a signature, when it was resolved; with `--trust`, a signed card is one that verified. */
+  signed: Schema.optionalWith(Schema.Boolean, { exact: true })
 })
 
 /** @internal */
@@ -161,6 +166,7 @@ export const formatReport = (report: ProbeReport): string => {
     ["context id", report.contextId],
     ["error id", report.errorId],
     ["pushed", report.push === undefined ? null : report.push ? "yes" : "no"],
+    ["signed", report.signed === undefined ? null : report.signed ? "yes" : "no"],
     ["text", report.text]
   ]
   return rows
@@ -203,14 +209,20 @@ export const isHttpUrl = (url: string): boolean => {
 export const probe = (options: Cli.ProbeOptions): Effect.Effect<ProbeReport> => {
   const url = baseUrl(options.url)
   const forced = options.transport
+  // Known once the card is resolved; told with whatever the call ends in.
+  let signed: boolean | undefined
   return RemoteAgent.make({
     name: "probe",
     url,
     timeout: options.timeout,
     cardTimeout: options.timeout,
     ...(options.headers === undefined ? {} : { headers: options.headers }),
-    ...(forced === undefined ? {} : { transports: [forced] })
+    ...(forced === undefined ? {} : { transports: [forced] }),
+    ...(options.trust === undefined ? {} : { trust: options.trust })
   }).pipe(
+    Effect.tap((agent) => {
+      signed = Option.match(agent.card, { onNone: () => undefined, onSome: (card) => (card.signatures?.length ?? 0) > 0 })
+    }),
     // A preference falls back to the card's other transports; a forced one does not.
     Effect.filterOrFail(
       (agent) => forced === undefined || agent.transport === forced,
@@ -230,6 +242,7 @@ export const probe = (options: Cli.ProbeOptions): Effect.Effect<ProbeReport> => 
     Effect.flatMap((agent) => options.push === true ? sendPushed(agent, options.text) : Effect.map(agent.send(options.text), (outcome) => outcomeReport(outcome, agent.transport))),
     Effect.either,
     Effect.map(Either.match({ onLeft: (error) => options.push === true ? { ...errorReport(error), push: false } : errorReport(error), onRight: (report) => report })),
+    Effect.map((report): ProbeReport => signed === undefined ? report : { ...report, signed }),
     Effect.scoped
   )
 }
@@ -319,4 +332,29 @@ export const parseHeaders = (
   }
   const problem = headersProblem(headers, "the")
   return problem === undefined ? Either.right(headers) : Either.left(problem)
+}
+
+/**
+ * The keys of `--trust`: a JWKS URL (http or https), fetched when the card
+ * is resolved, or a file holding one public JWK or a JWKS; or why it cannot
+ * be used.
+ *
+ * @internal
+ */
+export const parseTrust = (input: string): Either.Either<RemoteAgent.Trust, string> => {
+  const trimmed = input.trim()
+  if (isHttpUrl(trimmed)) return Either.right({ jwks: trimmed })
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(trimmed, "utf8"))
+  } catch (error) {
+    return Either.left(`--trust ${trimmed} is neither an http(s) JWKS URL nor a readable JSON file (${(error as Error).message})`)
+  }
+  if (isJwks(parsed)) return Either.right({ keys: parsed.keys })
+  if (typeof parsed === "object" && parsed !== null && typeof (parsed as { kty?: unknown }).kty === "string") {
+    // A private JWK given by mistake is trusted by its public part only.
+    const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...publicPart } = parsed as jose.JWK
+    return Either.right({ keys: [publicPart] })
+  }
+  return Either.left(`--trust ${trimmed} holds neither a JWK (with kty) nor a JWKS (with keys)`)
 }

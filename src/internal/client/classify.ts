@@ -106,7 +106,10 @@ export class RequestNotSent extends Error {
 
 /** Raised while resolving a card whose content is not an agent card. */
 export class CardContentError extends Error {
-  constructor(readonly reason: "InvalidJson" | "InvalidCard", detail: string) {
+  constructor(
+    readonly reason: "InvalidJson" | "InvalidCard" | "InvalidSignature" | "UntrustedSigner" | "Unsigned",
+    detail: string
+  ) {
     super(detail)
     this.name = "CardContentError"
   }

@@ -9,7 +9,7 @@ import type { Redacted } from "effect"
 import type { Client } from "@a2a-js/sdk/client"
 import { DefaultAgentCardResolver } from "@a2a-js/sdk/client"
 import * as HttpClient from "@effect/platform/HttpClient"
-import { Duration, Effect, LogLevel, Metric, Option, Runtime, Schedule, Stream } from "effect"
+import { Duration, Effect, Either, LogLevel, Metric, Option, Runtime, Schedule, Stream } from "effect"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleIntervals from "effect/ScheduleIntervals"
 import * as A2AClientError from "../../A2AClientError.js"
@@ -25,6 +25,7 @@ import * as push from "./push.js"
 import * as send from "./send.js"
 import * as stream from "./stream.js"
 import * as task from "./task.js"
+import * as trust from "./trust.js"
 import { cardFetch, mergeHeaders, track } from "./transport.js"
 
 type Headers = Readonly<Record<string, string | Redacted.Redacted>>
@@ -155,15 +156,22 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
   }
 }
 
+/** How long the card's resolution may take: 10 seconds by default. */
+const cardTimeout = (options: Options): Duration.Duration => Duration.decode(options.cardTimeout ?? Duration.seconds(10))
+
+/** The card's check, as the promise the resolution runs: the card to route by, or a thrown `CardContentError`. */
+type Check = (raw: unknown, normalized: AgentCard) => Promise<AgentCard>
+
 const resolveClient = (
   options: Options,
   base: typeof fetch | undefined,
-  headers: Readonly<Record<string, string>>
+  headers: Readonly<Record<string, string>>,
+  check: Check | undefined
 ) =>
   Effect.gen(function*() {
     const maxBytes = options.maxResponseBytes ?? 10 * 1024 * 1024
     const record: CallRecord = { sent: false }
-    const cardMillis = Duration.toMillis(options.cardTimeout ?? Duration.seconds(10))
+    const cardMillis = Duration.toMillis(cardTimeout(options))
     const context = { agent: options.name, url: options.url, record }
     const resolve = async (signal: AbortSignal) => {
       const resolver = new DefaultAgentCardResolver({
@@ -171,8 +179,17 @@ const resolveClient = (
         legacyCompat: { enabled: true },
         ...(options.cardPath === undefined ? {} : { path: options.cardPath })
       })
+      // The card as served, before the SDK reads a v0.3 one as v1.0: the signature is over its canonical form.
+      let raw: unknown = options.card
+      const normalize = resolver.normalizeAgentCard.bind(resolver)
+      resolver.normalizeAgentCard = (served) => {
+        raw ??= served
+        return normalize(served)
+      }
       // A base URL with a path is a directory, as the docs say: the card is below it, not beside it.
-      const card = options.card ?? (await resolver.resolve(options.url.endsWith("/") ? options.url : `${options.url}/`))
+      const resolved = options.card ?? (await resolver.resolve(options.url.endsWith("/") ? options.url : `${options.url}/`))
+      // Checked before a transport is chosen from it.
+      const card = check === undefined ? resolved : await check(raw, resolver.normalizeAgentCard(resolved))
       const { binding, client, grpcMissing } = await select(card, resolver, {
         transports: options.transports,
         grpcChannelCredentials: options.grpcChannelCredentials,
@@ -180,7 +197,16 @@ const resolveClient = (
         base
       })
       // May fetch the extended card: bounded like the rest of the resolution, with the agent's headers as every call has.
-      return { client, binding, grpcMissing, card: await client.getAgentCard({ signal, serviceParameters: { ...headers } }) }
+      // The SDK calls the check on the card it already has, too, unless an extended one is fetched.
+      const extended = check === undefined || card.capabilities?.extendedAgentCard !== true
+        ? undefined
+        : async (served: AgentCard) => void (await check(served, served))
+      return {
+        client,
+        binding,
+        grpcMissing,
+        card: await client.getAgentCard({ signal, serviceParameters: { ...headers } }, extended)
+      }
     }
     return yield* Effect.tryPromise({
       try: async (interrupt) => {
@@ -204,6 +230,33 @@ const resolveClient = (
     })
   })
 
+/** The check of `options.trust`, its keys found (a JWKS fetched) now; none without it. */
+const checkOf = (
+  options: Options,
+  base: typeof fetch | undefined
+): Effect.Effect<Check | undefined, AgentCardResolutionError.AgentCardResolutionError> => {
+  const config = options.trust
+  if (config === undefined) return Effect.succeed(undefined)
+  return Effect.gen(function*() {
+    // The JWKS, when it is one, is read within the card's time limit; without the agent's headers, as it may be another host's.
+    const lookupKey = yield* Effect.mapError(
+      Effect.timeoutFail(trust.lookup(config, base ?? fetch), {
+        duration: cardTimeout(options),
+        onTimeout: () => "the trusted JWKS was not read in time"
+      }),
+      (detail) =>
+        new AgentCardResolutionError.AgentCardResolutionError({ agent: options.name, url: options.url, reason: "Unreachable", detail })
+    )
+    const runtime = yield* Effect.runtime<never>()
+    const required = config.required ?? true
+    return (raw, normalized) =>
+      Runtime.runPromise(runtime)(Effect.either(trust.verify(lookupKey, required, raw, normalized))).then((result) => {
+        if (Either.isLeft(result)) throw result.left
+        return result.right
+      })
+  })
+}
+
 const resolve = (
   options: Options,
   base: typeof fetch | undefined
@@ -226,7 +279,7 @@ const resolve = (
         // Checked as a static record is, by fetch: the card is read as it is today.
         onSuccess: (computed) => Effect.succeed(clientCall.plainHeaders(computed))
       })
-    const resolved = yield* resolveClient(options, base, headers)
+    const resolved = yield* resolveClient(options, base, headers, yield* checkOf(options, base))
     if (resolved.grpcMissing) {
       // Asked for by name, and lost: said once, where the agent is built.
       yield* Effect.logWarning(`remote agent ${options.name} prefers gRPC, but ${grpcMissing}; using ${resolved.binding.transport}`).pipe(
