@@ -7,22 +7,11 @@
 import { Duration, Effect } from "effect"
 import { createLocalJWKSet, createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from "jose"
 import type * as Authentication from "../../Authentication.js"
+import * as jws from "../wire/jws.js"
 import * as internalAuthentication from "./authentication.js"
 
 /** Asymmetric only: with a public key, `none` and `HS*` are how tokens get forged. */
-const asymmetric: ReadonlySet<string> = new Set([
-  "RS256",
-  "RS384",
-  "RS512",
-  "PS256",
-  "PS384",
-  "PS512",
-  "ES256",
-  "ES384",
-  "ES512",
-  "EdDSA",
-  "Ed25519"
-])
+const asymmetric: ReadonlySet<string> = new Set(jws.asymmetric)
 
 /**
  * jose's codes for a token that is not good: the caller's fault. Any other
