@@ -1,4 +1,4 @@
-import { verifyAgentCardSignature } from "@a2a-js/sdk"
+import { AgentCard, verifyAgentCardSignature } from "@a2a-js/sdk"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Console, Effect, Logger, LogLevel, Redacted } from "effect"
@@ -11,6 +11,7 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Authentication from "../src/Authentication.js"
 import * as Cli from "../src/Cli.js"
+import { callerOn, keyOf, serve, settle, transports } from "./fixtures/callers.js"
 
 const card = { name: "signed", description: "A signed card" }
 const agent: AgentExecutor.Agent = () => Effect.succeed(AgentExecutor.completedText("ok"))
@@ -93,7 +94,10 @@ describe("A2AServer signing", () => {
         expect(extended.supportedInterfaces).toEqual(
           first.body.supportedInterfaces.map(({ tenant: _, ...rest }: Record<string, unknown>) => rest)
         )
-        expect(yield* verifyWith(publicKey, extended)).toEqual({ verified: true, asked: ["k-2026"] })
+        expect((yield* verifyWith(publicKey, extended)).verified).toBe(true)
+        // As the SDK's clients decode it, too.
+        expect((yield* verifyWith(publicKey, AgentCard.fromJSON(extended))).verified).toBe(true)
+        expect((yield* verifyWith(jwkOf(ecPair().publicKey), extended)).verified).toBe(false)
       }
       // The extended card is signed in the form the transports serve it: its security scheme is covered.
       const moved = { ...rest, securitySchemes: { apiKey: { apiKeySecurityScheme: { location: "header", name: "X-Other" } } } }
@@ -101,6 +105,26 @@ describe("A2AServer signing", () => {
       // Signed once: both transports answer the same signature.
       expect(rpc.signatures).toEqual(rest.signatures)
       expect(rest.signatures).not.toEqual(first.body.signatures)
+    }))
+
+  it.scopedLive("the SDK's client on each transport gets the extended card and verifies it with the SDK's verifier", () =>
+    Effect.gen(function*() {
+      yield* quietDebug
+      const pair = ecPair()
+      const { server } = yield* serve({
+        signing: { key: jwkOf(pair.privateKey), kid: "k-sdk" },
+        extendedCard: { description: "for callers we know" },
+        // A scheme in the card: the extended card then differs between its JSON and its decoded form.
+        authenticate: Authentication.apiKey({ keys: { a: Redacted.make(keyOf("a")) } })
+      })
+      const trusting = (key: jose.JWK) => verifyAgentCardSignature(async (kid) => kid === "k-sdk" ? key : Promise.reject(new Error(kid)))
+      for (const transport of transports) {
+        const caller = yield* callerOn(server.url, transport, keyOf("a"))
+        const got = yield* settle(() => caller.client.getAgentCard(caller.options, trusting(jwkOf(pair.publicKey))))
+        expect("ok" in got && got.ok.description, transport).toBe("for callers we know")
+        const refused = yield* settle(() => caller.client.getAgentCard(caller.options, trusting(jwkOf(ecPair().publicKey))))
+        expect("error" in refused, transport).toBe(true)
+      }
     }))
 
   it.scopedLive("the v0.3 card carries the signature, its url, preferredTransport and additionalInterfaces the covered interfaces", () =>

@@ -3,14 +3,16 @@
  * `generateAgentCardSignature`: ES256 and EdDSA signatures differ on every
  * signing, so a card signed per request would change its ETag each time.
  *
- * Each is signed over the form it is served in, as that is what a verifier
- * canonicalises: the card route serves the card object as it is (as the
- * SDK's Express `agentCardHandler` does), JSON-RPC and HTTP+JSON serve the
- * extended card in its proto-JSON form (`AgentCard.toJSON`). The two differ
- * in the `oneof` fields (`securitySchemes`): `AgentCard.fromJSON`, the first
- * step of the SDK's canonical form, drops them from the object form, so the
- * card's signature does not cover its security schemes, the extended
- * card's does.
+ * Each is signed over the form a verifier canonicalises: the card route
+ * serves the card object as it is (as the SDK's Express `agentCardHandler`
+ * does); JSON-RPC and HTTP+JSON serve the extended card in its proto-JSON
+ * form (`AgentCard.toJSON`), which the SDK's clients decode back into the
+ * object. The two differ in the `oneof` fields (`securitySchemes`):
+ * `AgentCard.fromJSON`, the first step of the SDK's canonical form, drops
+ * them from the object form. So the card's signature does not cover its
+ * security schemes; the extended card carries two signatures, one over each
+ * form, and the one over the JSON a caller receives covers them (the other
+ * verifies only a canonical form without them, which that JSON's is not).
  *
  * @internal
  */
@@ -94,8 +96,8 @@ const make = (options: A2AServer.SigningOptions): Effect.Effect<Signer, Configur
 
 /**
  * The card, signed over the object served at the card path, and the
- * extended card, signed over its proto-JSON form; as they are without
- * `options`.
+ * extended card, signed over its proto-JSON form and over its object form;
+ * as they are without `options`.
  *
  * @internal
  */
@@ -109,5 +111,5 @@ export const signCards = (
     const signedCard = yield* sign(card)
     if (extendedCard === undefined) return [signedCard, undefined] as const
     const signedJson = yield* sign(AgentCard.toJSON(extendedCard) as AgentCard)
-    return [signedCard, { ...extendedCard, signatures: signedJson.signatures }] as const
+    return [signedCard, yield* sign({ ...extendedCard, signatures: signedJson.signatures })] as const
   })
