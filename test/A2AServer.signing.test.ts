@@ -163,6 +163,8 @@ describe("A2AServer signing", () => {
       const cases: ReadonlyArray<readonly [A2AServer.SigningOptions, ReadonlyArray<string>]> = [
         [{ key: Redacted.make("-----BEGIN PRIVATE KEY-----\nc2VjcmV0LXNpZ25pbmcta2V5\n-----END PRIVATE KEY-----") }, ["c2VjcmV0LXNpZ25pbmcta2V5"]],
         [{ key: Redacted.make("{\"kty\":\"EC\",\"d\":\"s3cret-d\"") }, ["s3cret-d"]],
+        // JSON.parse quotes the text it cannot read.
+        [{ key: Redacted.make("{\"d\": s3cret}") }, ["s3cret"]],
         // A public key cannot sign.
         [{ key: jwkOf(ecPair().publicKey) }, []],
         [{ key: { kty: "oct", k: "c3ltbWV0cmljLXNlY3JldA" } }, ["c3ltbWV0cmljLXNlY3JldA"]],

@@ -27,7 +27,7 @@ import { ConfigurationError } from "./executor.js"
 type Signer = (card: AgentCard) => Effect.Effect<AgentCard, ConfigurationError>
 
 // Node's and jose's messages name the key's type or curve, never its material; a
-// JWK's own fields are not read into them.
+// JWK's own fields are not read into them. JSON.parse's would quote the text: see `parsed`.
 const invalid = (what: string, error: unknown) =>
   new ConfigurationError({
     reason: "InvalidOption",
@@ -39,11 +39,19 @@ const fromJwk = (jwk: jose.JWK) => ({
   kid: jwk.kid
 })
 
+const parsed = (text: string): jose.JWK => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new Error("the JWK is not valid JSON")
+  }
+}
+
 /** A PEM or JWK text (a file's, as given), or a JWK; with the JWK's `kid`, if any. */
 const load = (key: A2AServer.SigningOptions["key"]): { readonly key: KeyObject; readonly kid: string | undefined } => {
   if (!Redacted.isRedacted(key)) return fromJwk(key)
   const text = Redacted.value(key).trim()
-  return text.startsWith("{") ? fromJwk(JSON.parse(text)) : { key: createPrivateKey(text), kid: undefined }
+  return text.startsWith("{") ? fromJwk(parsed(text)) : { key: createPrivateKey(text), kid: undefined }
 }
 
 /** The algorithm a key signs with when none is named: the one its type and curve allow. */
