@@ -169,7 +169,11 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    * every request gets the same signature, and the same ETag. The v0.3 card
    * carries the same signature; its `url`, `preferredTransport` and
    * `additionalInterfaces`, which the signature does not cover, are the
-   * covered `supportedInterfaces`. A key that does not load fails start-up
+   * covered `supportedInterfaces`. The card is signed as the card route
+   * serves it (the SDK's object form, whose `securitySchemes` the SDK's
+   * canonical form drops: they are not covered); the extended card carries
+   * a signature over its JSON form, which covers them, and one over its
+   * object form, which the SDK's clients check. A key that does not load fails start-up
    * with `AgentExecutor.ConfigurationError` (`InvalidOption`), its message
    * never holding the key. See {@link SigningOptions}. Default: unsigned.
    */
