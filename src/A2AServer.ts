@@ -19,9 +19,10 @@ import type { AgentCard } from "@a2a-js/sdk"
 import type { TaskStore, User } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
-import { Config, Context, Data, type Duration, Effect, Layer } from "effect"
+import { Config, Context, Data, type Duration, Effect, Layer, type Redacted } from "effect"
 import type * as ConfigError from "effect/ConfigError"
 import type * as Scope from "effect/Scope"
+import type { JWK } from "jose"
 import type * as AgentExecutor from "./AgentExecutor.js"
 import type * as Authentication from "./Authentication.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
@@ -162,6 +163,74 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    * every caller anonymous and every task anyone's.
    */
   readonly authenticate?: Authentication.Authenticator<R> | undefined
+  /**
+   * Signs the card (A2A §8.4: a JWS over its canonical form, with the SDK's
+   * `generateAgentCardSignature`), and the extended card, once at start-up:
+   * every request gets the same signature, and the same ETag. The v0.3 card
+   * carries the same signature; its `url`, `preferredTransport` and
+   * `additionalInterfaces`, which the signature does not cover, are the
+   * covered `supportedInterfaces`. The card is signed as the card route
+   * serves it (the SDK's object form, whose `securitySchemes` the SDK's
+   * canonical form drops: they are not covered); the extended card carries
+   * a signature over its JSON form, which covers them, and one over its
+   * object form, which the SDK's clients check. A key that does not load fails start-up
+   * with `AgentExecutor.ConfigurationError` (`InvalidOption`), its message
+   * never holding the key. See {@link SigningOptions}. Default: unsigned.
+   */
+  readonly signing?: SigningOptions | undefined
+  /**
+   * The card `GetExtendedAgentCard` answers an authenticated caller (an
+   * anonymous one gets the card): these fields over the card's, with its
+   * interfaces. Given, the card declares `capabilities.extendedAgentCard`.
+   * Default: none, and `GetExtendedAgentCard` is unsupported.
+   */
+  readonly extendedCard?: Partial<CardOptions> | undefined
+}
+
+/**
+ * The algorithms a card may be signed with (JWS `alg`).
+ *
+ * @example
+ * ```ts
+ * import type { A2AServer } from "effect-a2a"
+ *
+ * const alg: A2AServer.SigningAlgorithm = "ES256"
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export type SigningAlgorithm = "ES256" | "ES384" | "ES512" | "RS256" | "PS256" | "EdDSA"
+
+/**
+ * How the server signs its cards (`signing` in {@link Options}).
+ *
+ * - `key`: the private key, as PEM or JWK text (a key file's content) in a
+ *   `Redacted`, or as a JWK (with its `d`).
+ * - `kid`: the key id in the signature's protected header, by which a client
+ *   finds the public key. Default: the JWK's own `kid`, else the RFC 7638
+ *   thumbprint of the public key.
+ * - `alg`: default from the key: `ES256`, `ES384` or `ES512` for the P-256,
+ *   P-384 or P-521 curves, `RS256` for RSA, `PS256` for RSA-PSS, `EdDSA`
+ *   for Ed25519.
+ *
+ * @example
+ * ```ts
+ * import { A2AServer } from "effect-a2a"
+ * import { Redacted } from "effect"
+ * import { readFileSync } from "node:fs"
+ *
+ * const signing = (file: string): A2AServer.SigningOptions => ({
+ *   key: Redacted.make(readFileSync(file, "utf8")),
+ *   kid: "booking-2026"
+ * })
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export interface SigningOptions {
+  readonly key: Redacted.Redacted<string> | JWK
+  readonly kid?: string | undefined
+  readonly alg?: SigningAlgorithm | undefined
 }
 
 /**

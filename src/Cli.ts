@@ -10,8 +10,12 @@
  * - `find-error <error-id> [files…]`: the entries of an error id in JSON log
  *   files (plain or gzipped) or standard input, with their cause (exit 0
  *   found, 1 none found, 3 a file cannot be read, 2 usage: a malformed id).
- * - `playground [--host H] [--port P] [--log-file F]`: a remote agent that
- *   ends the way the message text asks.
+ * - `playground [--host H] [--port P] [--log-file F] [--sign-key FILE]`: a
+ *   remote agent that ends the way the message text asks; its card signed
+ *   with the private key in FILE (PEM or JWK) when given.
+ * - `keygen [--out DIR]`: an ES256 key pair to try signing with, as
+ *   `card-signing.private.jwk` and `card-signing.public.jwk` (never
+ *   replacing a file), their paths and `kid` printed, never the private key.
  * - `demo`: the worked example, a travel orchestrator and a remote booking
  *   service on 127.0.0.1, through every failure channel ({@link runDemo};
  *   {@link runDemoWith} runs it against another model).
@@ -24,6 +28,7 @@
 import type * as CliApp from "@effect/cli/CliApp"
 import type * as Command from "@effect/cli/Command"
 import type { Duration, Effect, Option, Redacted } from "effect"
+import type * as A2AServer from "./A2AServer.js"
 import * as commands from "./cli/commands.js"
 import * as findErrorInternal from "./cli/findError.js"
 import * as playgroundInternal from "./cli/playground.js"
@@ -474,6 +479,8 @@ export interface PlaygroundOptions {
    * machine. The playground always serves push notifications.
    */
   readonly allowPushTargets?: ReadonlyArray<string> | undefined
+  /** Signs the card (`A2AServer.Options`' `signing`). Unsigned by default. */
+  readonly signing?: A2AServer.SigningOptions | undefined
 }
 
 /**

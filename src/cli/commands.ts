@@ -11,6 +11,8 @@ import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import { Cause, Console, Duration, Effect, Either, FiberRef, Layer, Logger, LogLevel, Option, Redacted, Schema } from "effect"
+import * as jose from "jose"
+import * as fs from "node:fs"
 import * as A2AServer from "../A2AServer.js"
 import * as Authentication from "../Authentication.js"
 import type * as Cli from "../Cli.js"
@@ -18,6 +20,7 @@ import * as travelDemo from "../demo/travel.js"
 import * as ErrorId from "../internal/wire/errorId.js"
 import * as internalTransport from "../internal/wire/transport.js"
 import * as findError from "./findError.js"
+import * as keygen from "./keygen.js"
 import * as playground from "./playground.js"
 import * as probe from "./probe.js"
 
@@ -203,6 +206,19 @@ const apiKeyOption = Options.text("api-key").pipe(
   })
 )
 
+// The file's content is read here and kept redacted; the server loads it, and a key that does not load fails start-up.
+const signKeyOption = Options.text("sign-key").pipe(
+  Options.withDescription("Sign the card with this private key: a PEM or JWK file (effect-a2a keygen writes one)."),
+  Options.mapEffect((file) =>
+    Effect.try({
+      try: (): A2AServer.SigningOptions => ({ key: Redacted.make(fs.readFileSync(file, "utf8")) }),
+      catch: (error) => ValidationError.invalidValue(HelpDoc.p(`Cannot read --sign-key ${file}: ${describe(error)}`))
+    })
+  ),
+  Options.optional,
+  Options.map(Option.getOrUndefined)
+)
+
 const playgroundCommand = Command.make("playground", {
   host: Options.text("host").pipe(Options.withDescription("Default 127.0.0.1."), Options.withDefault("127.0.0.1")),
   port: portOption("port", "JSON-RPC, HTTP+JSON and the card. Default 8000; 0 picks a free port.", 8000),
@@ -224,7 +240,8 @@ const playgroundCommand = Command.make("playground", {
       "A host, address or CIDR block webhooks may target although the SSRF guard refuses it (127.0.0.1 for a local webhook); repeatable."
     ),
     Options.repeated
-  )
+  ),
+  signing: signKeyOption
 }, (options) =>
   Effect.gen(function*() {
     const server = yield* A2AServer.A2AServer
@@ -237,6 +254,8 @@ const playgroundCommand = Command.make("playground", {
       const callers = Array.from(new Set(options.apiKeys.map(([name]) => name)))
       yield* Console.log(`authentication on: API keys in X-API-Key, for ${callers.join(", ")}`)
     }
+    const signature = server.card.signatures[0]
+    if (signature !== undefined) yield* Console.log(`card signed, kid ${jose.decodeProtectedHeader(signature).kid}`)
     return yield* Effect.never
   }).pipe(
     Effect.provide(playground.layer(options)),
@@ -253,6 +272,35 @@ const playgroundCommand = Command.make("playground", {
   )
 
 // ---------------------------------------------------------------------------
+// keygen
+// ---------------------------------------------------------------------------
+
+const keygenCommand = Command.make("keygen", {
+  out: Options.directory("out", { exists: "either" }).pipe(
+    Options.withDescription("Where to write the key files. Default: the current directory."),
+    Options.withDefault(".")
+  )
+}, ({ out }) =>
+  keygen.write(out).pipe(
+    Effect.flatMap(({ kid, privateKey, publicKey }) =>
+      Console.log(
+        [
+          `kid         ${kid}`,
+          `private key ${privateKey}   (effect-a2a playground --sign-key ${privateKey})`,
+          `public key  ${publicKey}   (what verifiers trust)`
+        ].join("\n")
+      )
+    ),
+    Effect.catchAll((error) =>
+      Effect.zipRight(Console.error(`effect-a2a keygen: ${error.message}`), Effect.fail(new ExitCode({ code: 1 })))
+    )
+  )).pipe(
+    Command.withDescription(
+      "Write an ES256 key pair for signing agent cards: a private JWK (kept to its owner) and a public JWK, both with the same kid."
+    )
+  )
+
+// ---------------------------------------------------------------------------
 // the root
 // ---------------------------------------------------------------------------
 
@@ -264,11 +312,11 @@ const demoCommand = Command.make("demo", {}, () =>
   )).pipe(Command.withDescription("Runs the worked example: a travel orchestrator and a remote booking service on 127.0.0.1."))
 
 /** @internal */
-export const subcommands = [probeCommand, findErrorCommand, playgroundCommand, demoCommand] as const
+export const subcommands = [probeCommand, findErrorCommand, playgroundCommand, keygenCommand, demoCommand] as const
 
 const root = Command.make("effect-a2a", {}, () =>
   Effect.zipRight(
-    Console.error("effect-a2a: a command is required (probe, find-error, playground, demo); see effect-a2a --help"),
+    Console.error("effect-a2a: a command is required (probe, find-error, playground, keygen, demo); see effect-a2a --help"),
     Effect.fail(new ExitCode({ code: usageExitCode }))
   )).pipe(Command.withDescription("Probe, serve and debug A2A agents across the failure boundary."))
 

@@ -124,7 +124,8 @@ export const layer = (options: Cli.PlaygroundOptions) => {
     cardMaxAge: 10,
     maxInFlight: Option.getOrUndefined(options.maxInFlight ?? Option.none()),
     authenticate: options.apiKeys === undefined ? undefined : Authentication.apiKey({ keys: options.apiKeys }),
-    push: { allowPushTargets: options.allowPushTargets }
+    push: { allowPushTargets: options.allowPushTargets },
+    signing: options.signing
   })
   return Option.match(options.logFile, {
     onNone: () => server,

@@ -17,6 +17,7 @@ import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import * as internalTransport from "../wire/transport.js"
 import * as internalAuthentication from "./authentication.js"
+import * as internalCardSigning from "./cardSigning.js"
 import * as internalExecutor from "./executor.js"
 import * as internalGrpc from "./grpc.js"
 import * as internalHandler from "./handler.js"
@@ -78,7 +79,8 @@ export const interfacesOf = (
 const buildCard = (
   options: A2AServer.CardOptions,
   interfaces: AgentCard["supportedInterfaces"],
-  pushNotifications: boolean
+  pushNotifications: boolean,
+  extendedAgentCard: boolean
 ): AgentCard => ({
   version: "1.0.0",
   provider: undefined,
@@ -89,12 +91,19 @@ const buildCard = (
   skills: [],
   signatures: [],
   ...options,
-  capabilities: { streaming: true, pushNotifications, extensions: [], ...options.capabilities },
+  capabilities: {
+    streaming: true,
+    pushNotifications,
+    extensions: [],
+    ...options.capabilities,
+    ...(extendedAgentCard ? { extendedAgentCard } : {})
+  },
   supportedInterfaces: interfaces
 })
 
 const requestHandlerOf = (
   card: AgentCard,
+  extendedCard: AgentCard | undefined,
   taskStore: TaskStore,
   executor: AgentExecutor.EffectAgentExecutor,
   subscriptions: internalRpc.Subscriptions,
@@ -108,11 +117,11 @@ const requestHandlerOf = (
         card,
         taskStore,
         executor,
-        ...internalHandler.handlerArguments(subscriptions.manager, pushStore)
+        ...internalHandler.handlerArguments(subscriptions.manager, pushStore, extendedCard)
       ),
       claim: (taskId) => executor.claim(taskId)
     })
-    : internalIdempotency.make({ card, taskStore, executor, subscriptions, options: idempotency, pushStore })
+    : internalIdempotency.make({ card, extendedCard, taskStore, executor, subscriptions, options: idempotency, pushStore })
 
 /** The executor whose runs share the hold of the request that started them, when the server has a bound. */
 const counted = (
@@ -176,9 +185,16 @@ export const make = <E, R>(
       ...(served.includes("HTTP+JSON") ? { "HTTP+JSON": new URL(restPath.slice(1), base).toString() } : {}),
       ...(grpc === undefined ? {} : { GRPC: grpc.url })
     }
-    const card = internalAuthentication.declare(
-      buildCard(options.card, interfacesOf(served, urls), push !== undefined),
-      options.authenticate?.scheme
+    const interfaces = interfacesOf(served, urls)
+    const cardOf = (fields: A2AServer.CardOptions) =>
+      internalAuthentication.declare(
+        buildCard(fields, interfaces, push !== undefined, options.extendedCard !== undefined),
+        options.authenticate?.scheme
+      )
+    const [card, extendedCard] = yield* internalCardSigning.signCards(
+      options.signing,
+      cardOf(options.card),
+      options.extendedCard === undefined ? undefined : cardOf({ ...options.card, ...options.extendedCard })
     )
     const gate = options.authenticate === undefined
       ? undefined
@@ -187,6 +203,7 @@ export const make = <E, R>(
     const handlerStore = executor.taskStore ?? taskStore
     const { claim, handler } = yield* requestHandlerOf(
       card,
+      extendedCard,
       handlerStore,
       executor,
       subscriptions,

@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import type { AgentCard } from "@a2a-js/sdk"
 import {
   type DefaultRequestHandler,
   type ExecutionEventBusManager,
@@ -24,7 +25,9 @@ export const headersOf = (context: ServerCallContext): RequestHeaders => {
 
 /**
  * The SDK request handler's arguments after the executor: `buses`, the
- * push config store when push is on (with a sender that sends nothing), and
+ * push config store when push is on (with a sender that sends nothing), the
+ * extended card, if any (signed already: the SDK's signature generator
+ * would sign it again on every request), and
  * close the event bus of a task that pauses (input or auth required). Kept
  * open, it ends no stream of an AUTH_REQUIRED task, nor any resubscription
  * to a paused one, and each subscriber that leaves keeps a listener on it;
@@ -32,14 +35,18 @@ export const headersOf = (context: ServerCallContext): RequestHeaders => {
  *
  * @internal
  */
-export const handlerArguments = (buses: ExecutionEventBusManager, push: PushNotificationStore | undefined): [
+export const handlerArguments = (
+  buses: ExecutionEventBusManager,
+  push: PushNotificationStore | undefined,
+  extendedCard: AgentCard | undefined
+): [
   ExecutionEventBusManager,
   PushNotificationStore | undefined,
   PushNotificationSender | undefined,
-  undefined,
+  AgentCard | undefined,
   undefined,
   NonNullable<ConstructorParameters<typeof DefaultRequestHandler>[8]>
-] => [buses, push, push === undefined ? undefined : silentSender, undefined, undefined, { keepBusAliveStates: [] }]
+] => [buses, push, push === undefined ? undefined : silentSender, extendedCard, undefined, { keepBusAliveStates: [] }]
 
 // Our runs feed our sender (see `push.ts`); the SDK's handler, given none, would make its own.
 const silentSender: PushNotificationSender = { send: () => Promise.resolve() }

@@ -225,7 +225,7 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
   private readonly idempotent: entry.Shared
 
   constructor(shared: entry.Shared, executor: SdkAgentExecutor) {
-    super(shared.card, shared.taskStore, executor, ...internalHandler.handlerArguments(shared.subscriptions.manager, shared.pushStore))
+    super(shared.card, shared.taskStore, executor, ...internalHandler.handlerArguments(shared.subscriptions.manager, shared.pushStore, shared.extendedCard))
     this.idempotent = shared
     // The SDK draws a task id when it builds the request context; the
     // ledger recorded one before, so the run gets that one. The method is
@@ -347,6 +347,7 @@ export interface Made {
  */
 export const make = (deps: {
   readonly card: AgentCard
+  readonly extendedCard: AgentCard | undefined
   readonly taskStore: TaskStore
   readonly executor: AgentExecutor.EffectAgentExecutor
   /** The handler's event buses, and what subscribes to them. */
@@ -373,6 +374,7 @@ export const make = (deps: {
       runPromise,
       runFork: Runtime.runFork(runtime),
       card,
+      extendedCard: deps.extendedCard,
       taskStore,
       subscriptions,
       pushStore: deps.pushStore,

@@ -114,6 +114,8 @@ export interface Shared {
   readonly runPromise: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
   readonly runFork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
   readonly card: AgentCard
+  /** What `GetExtendedAgentCard` answers an authenticated caller, if anything. */
+  readonly extendedCard: AgentCard | undefined
   readonly taskStore: TaskStore
   /** The handler's event buses, and what subscribes to them. */
   readonly subscriptions: internalRpc.Subscriptions
