@@ -11,6 +11,7 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Authentication from "../src/Authentication.js"
 import * as Cli from "../src/Cli.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
 import { callerOn, keyOf, serve, settle, transports } from "./fixtures/callers.js"
 
 const card = { name: "signed", description: "A signed card" }
@@ -218,5 +219,30 @@ describe("A2AServer signing", () => {
       const served = (yield* getCard(url, { "A2A-Version": "1.0" })).body
       expect(yield* verifyWith(publicKey, served)).toEqual({ verified: true, asked: [publicKey.kid] })
       expect((yield* verifyWith(jwkOf(ecPair().publicKey), served)).verified).toBe(false)
+    }))
+
+  it.scopedLive("our client, trusting the key, accepts our signed card and calls the agent, behind API keys too; another key is InvalidSignature", () =>
+    Effect.gen(function*() {
+      const pair = ecPair()
+      const other = ecPair()
+      for (const authenticate of [undefined, Authentication.apiKey({ keys: { a: Redacted.make(apiKey) } })]) {
+        const server = yield* A2AServer.make({
+          agent,
+          card,
+          signing: { key: jwkOf(pair.privateKey), kid: "k1" },
+          ...(authenticate === undefined ? {} : { authenticate })
+        })
+        const trusted = yield* RemoteAgent.make({
+          name: "trusting",
+          url: server.url,
+          trust: { keys: [{ ...jwkOf(pair.publicKey), kid: "k1" }] },
+          headers: { "x-api-key": Redacted.make(apiKey) }
+        })
+        expect(yield* trusted.send("hi")).toMatchObject({ _tag: "Completed" })
+        const refused = yield* Effect.flip(
+          RemoteAgent.make({ name: "wary", url: server.url, trust: { keys: [{ ...jwkOf(other.publicKey), kid: "k1" }] } })
+        )
+        expect(refused.reason).toBe("InvalidSignature")
+      }
     }))
 })
