@@ -172,7 +172,7 @@ export const make = <E, R>(
     // With callers told apart, a miss on another's task is counted.
     const taskStore = options.authenticate === undefined ? stored : yield* internalAuthentication.watchingForbidden(stored, name)
     const load = yield* internalLoad.make(options, name)
-    const push = options.push === undefined ? undefined : yield* internalPush.make(options.push, options.taskStore, name)
+    const push = options.push === undefined ? undefined : yield* internalPush.make(options.push, options.taskStore, name, stored)
     const made = yield* internalExecutor.make(options.agent, { ...options, name, taskStore })
     const executor = counted(push === undefined ? made : push.pushing(made), load)
     const served = options.transports ?? defaultTransports

@@ -6,7 +6,7 @@
  * @internal
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import type { ServerCallContext, TaskStore, User } from "@a2a-js/sdk/server"
+import { resolveUserScope, ServerCallContext, type TaskStore, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import { Cause, Effect, Exit, Option, Runtime, Schema } from "effect"
 import * as ErrorId from "../wire/errorId.js"
 import * as internalMetrics from "../observability/metrics.js"
@@ -106,6 +106,21 @@ export class CallerUser implements User {
     return this.caller.id
   }
 }
+
+/**
+ * A context in the scope of `owner` (the SDK's `resolveUserScope` of a
+ * caller) within `tenant`, for work done after its caller is gone: a sweep,
+ * a delivery taken up after a restart, a forgotten task's push configs.
+ *
+ * @internal
+ */
+export const ownerContext = (tenant: string, owner: string): ServerCallContext =>
+  new ServerCallContext({
+    user: owner === resolveUserScope(new ServerCallContext({ user: new UnauthenticatedUser() }))
+      ? new UnauthenticatedUser()
+      : new CallerUser({ id: owner, name: owner }),
+    ...(tenant === "" ? {} : { tenant })
+  })
 
 /** The caller of a call, when it was authenticated. @internal */
 export const callerOf = (context: ServerCallContext | undefined): Caller | undefined => {

@@ -98,6 +98,23 @@ const decodePageToken = (pageToken: string): { readonly timestamp: string; reado
   return { timestamp, id: idParts.join("|") }
 }
 
+/** Told of each task the store forgets, with the scope it was kept under. @internal */
+export type Forgotten = (taskId: string, tenant: string, owner: string) => void
+
+const forgottenKey = Symbol.for("effect-a2a/MemoryTaskStore/forgotten")
+
+/**
+ * Tells `listener` of each task `store` forgets, when `store` is a bounded
+ * one; false otherwise, when nothing will be told.
+ *
+ * @internal
+ */
+export const whenForgotten = (store: TaskStore, listener: Forgotten): boolean => {
+  const listeners = (store as { readonly [forgottenKey]?: Array<Forgotten> })[forgottenKey]
+  listeners?.push(listener)
+  return listeners !== undefined
+}
+
 /**
  * The bounded store. Tasks are copied in on save and out on load and list,
  * as in the SDK's store: the request handler mutates the tasks it holds.
@@ -118,10 +135,12 @@ export const make = (options: Options): TaskStore => {
   const bucketOf = (context: ServerCallContext): Bucket | undefined =>
     tenants.get(context.tenant ?? "")?.get(ownerResolver(context))
 
+  const forgotten: Array<Forgotten> = []
   const forget = (entry: Entry): void => {
     entry.queue?.remove(entry)
     const { bucket } = entry
     bucket.tasks.delete(entry.task.id)
+    for (const listener of forgotten) listener(entry.task.id, bucket.tenant, bucket.owner)
     // Empty buckets go too, or callers who each came once would be kept forever.
     if (bucket.tasks.size > 0) return
     const owners = tenants.get(bucket.tenant)!
@@ -215,6 +234,7 @@ export const make = (options: Options): TaskStore => {
       }
     }
   }
+  ;(store as { [forgottenKey]?: Array<Forgotten> })[forgottenKey] = forgotten
   return internalAuthentication.withHeldElsewhere(store, async (taskId, context) => {
     const owner = ownerResolver(context)
     for (const bucket of tenants.get(context.tenant ?? "")?.values() ?? []) {

@@ -9,11 +9,13 @@
  */
 import type { StreamResponse } from "@a2a-js/sdk"
 import type { AgentExecutionEvent, ExecutionEventBus, PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
-import { Config, Duration, Effect, Option } from "effect"
+import { Config, Duration, Effect, Option, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
+import * as internalAuthentication from "./authentication.js"
 import { ConfigurationError } from "./executor.js"
+import * as internalMemoryTaskStore from "./memoryTaskStore.js"
 import * as internalPushOutbox from "./pushOutbox.js"
 import * as internalPushSender from "./pushSender.js"
 import * as internalPushStore from "./pushStore.js"
@@ -53,7 +55,9 @@ const isConfig = (store: TaskStore | A2AServer.TaskStoreConfig | undefined): sto
 export const make = (
   options: A2AServer.PushOptions,
   taskStore: TaskStore | A2AServer.TaskStoreConfig | undefined,
-  agent: string
+  agent: string,
+  /** The task store itself: the configs of a task the bounded memory store forgets go with it. */
+  tasks: TaskStore
 ): Effect.Effect<Push, internalTaskStore.TaskStoreError | A2AServer.MakeError, Scope.Scope> =>
   Effect.gen(function*() {
     // An entry that matches nothing would fail closed without a word: refused at start-up instead.
@@ -71,6 +75,15 @@ export const make = (
       internalPushStore.make(storeConfig, policy),
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
+    if (storeConfig === "memory" || !internalTaskStore.isDatabase(storeConfig)) {
+      const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+      internalMemoryTaskStore.whenForgotten(tasks, (taskId, tenant, owner) => {
+        const context = internalAuthentication.ownerContext(tenant, owner)
+        runFork(Effect.tryPromise(async () => {
+          for (const config of await store.load(taskId, context)) await store.delete(taskId, context, config.id)
+        }).pipe(Effect.ignoreLogged))
+      })
+    }
     // Made before the sender, so closed after it: this server's rows are freed once its deliveries have stopped.
     const outbox = storeConfig !== "memory" && internalTaskStore.isDatabase(storeConfig)
       ? yield* Effect.mapError(internalPushOutbox.make(storeConfig), (failure) => new internalTaskStore.TaskStoreError(failure))

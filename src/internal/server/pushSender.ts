@@ -10,9 +10,8 @@ import {
   type PushNotificationSerializer,
   type PushNotificationStore,
   resolveUserScope,
-  ServerCallContext,
+  type ServerCallContext,
   type StoredPushNotificationConfig,
-  UnauthenticatedUser,
   V1PushNotificationSerializer
 } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
@@ -136,18 +135,6 @@ const loadConfigs = (
     : store.load(taskId, context).then((configs) =>
       configs.map((config) => ({ config, wireVersion: context.requestedVersion || "0.3" }))
     )
-
-/**
- * The context the configs of `owner` (the SDK's `resolveUserScope` of its
- * caller) are loaded with: the same scope, the caller itself gone.
- */
-const contextOf = (tenant: string, owner: string): ServerCallContext =>
-  new ServerCallContext({
-    user: owner === resolveUserScope(new ServerCallContext({ user: new UnauthenticatedUser() }))
-      ? new UnauthenticatedUser()
-      : new internalAuthentication.CallerUser({ id: owner, name: owner }),
-    ...(tenant === "" ? {} : { tenant })
-  })
 
 /** One event of a task serialized for one config: what every attempt sends. */
 interface Delivery {
@@ -589,7 +576,7 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
     // A row another server left, taken up unless its caller deleted the config since: the row keeps the tenant
     // and owner the configs are loaded by.
     const takeUp = (row: internalPushOutbox.Row): Effect.Effect<void> =>
-      Effect.tryPromise(() => loadConfigs(options.store, row.taskId, contextOf(row.tenant, row.owner))).pipe(
+      Effect.tryPromise(() => loadConfigs(options.store, row.taskId, internalAuthentication.ownerContext(row.tenant, row.owner))).pipe(
         Effect.map((configs) => configs.some((stored) => stored.config.id === row.configId)),
         // A store that cannot answer now loses no delivery.
         Effect.orElseSucceed(() => true),
