@@ -185,6 +185,40 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    * Default: none, and `GetExtendedAgentCard` is unsupported.
    */
   readonly extendedCard?: Partial<CardOptions> | undefined
+  /**
+   * Replicas that act as one server: every event of every run is written,
+   * numbered, to an event log in the PostgreSQL the replicas share, and a
+   * `SubscribeToTask` on any replica streams a run on any other. Each
+   * streamed event carries its number (metadata `"effect-a2a/seq"`, and the
+   * SSE `id:`), and a `SubscribeToTask` with `Last-Event-ID` (gRPC metadata
+   * `last-event-id`) resumes right after it, on any replica, after the run
+   * ended too. The card declares this as the extension
+   * `urn:effect-a2a:ext:resume:v1`. See {@link ReplicationOptions}.
+   * Default: none, each process on its own.
+   */
+  readonly replication?: ReplicationOptions | undefined
+}
+
+/**
+ * Where the replicas' event log lives, and how long it keeps an ended task's
+ * events.
+ *
+ * @example
+ * ```ts
+ * import type { A2AServer } from "effect-a2a"
+ *
+ * const replication: A2AServer.ReplicationOptions = { url: "postgres://a2a@db.internal/a2a", retention: "1 hour" }
+ * ```
+ * @category options
+ * @since 0.1.0
+ */
+export interface ReplicationOptions {
+  /** The PostgreSQL the replicas share (its table `effect_a2a_task_events` is created if missing). */
+  readonly url: string
+  /** How long the events of an ended task are kept for a caller to resume. Default 1 hour. */
+  readonly retention?: Duration.DurationInput | undefined
+  /** How often a followed task's log is read when no notification came: a lost one only delays an event. Default 1 second. */
+  readonly pollInterval?: Duration.DurationInput | undefined
 }
 
 /**

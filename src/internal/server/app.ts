@@ -15,6 +15,7 @@ import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
+import * as internalEventId from "../wire/eventId.js"
 import * as internalTransport from "../wire/transport.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalCardSigning from "./cardSigning.js"
@@ -25,6 +26,7 @@ import * as internalHttp from "./http.js"
 import * as internalIdempotency from "./idempotency.js"
 import * as internalLoad from "./load.js"
 import * as internalPush from "./push.js"
+import * as internalReplication from "./replication.js"
 import * as internalRpc from "./rpc.js"
 import * as internalRest from "./rest.js"
 import * as internalTaskStore from "./taskStore.js"
@@ -80,7 +82,8 @@ const buildCard = (
   options: A2AServer.CardOptions,
   interfaces: AgentCard["supportedInterfaces"],
   pushNotifications: boolean,
-  extendedAgentCard: boolean
+  extendedAgentCard: boolean,
+  resumable: boolean
 ): AgentCard => ({
   version: "1.0.0",
   provider: undefined,
@@ -94,8 +97,8 @@ const buildCard = (
   capabilities: {
     streaming: true,
     pushNotifications,
-    extensions: [],
     ...options.capabilities,
+    extensions: [...(options.capabilities?.extensions ?? []), ...(resumable ? [internalEventId.resumeExtension] : [])],
     ...(extendedAgentCard ? { extendedAgentCard } : {})
   },
   supportedInterfaces: interfaces
@@ -174,7 +177,9 @@ export const make = <E, R>(
     const load = yield* internalLoad.make(options, name)
     const push = options.push === undefined ? undefined : yield* internalPush.make(options.push, options.taskStore, name, stored)
     const made = yield* internalExecutor.make(options.agent, { ...options, name, taskStore })
-    const executor = counted(push === undefined ? made : push.pushing(made), load)
+    const replication = options.replication === undefined ? undefined : yield* internalReplication.open(options.replication)
+    const pushed = push === undefined ? made : push.pushing(made)
+    const executor = counted(replication === undefined ? pushed : replication.logging(pushed), load)
     const served = options.transports ?? defaultTransports
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
     const restPath = `/${(options.restPath ?? internalRest.defaultPath).replace(/^\/+/, "").replace(/\/+$/, "")}`
@@ -188,7 +193,7 @@ export const make = <E, R>(
     const interfaces = interfacesOf(served, urls)
     const cardOf = (fields: A2AServer.CardOptions) =>
       internalAuthentication.declare(
-        buildCard(fields, interfaces, push !== undefined, options.extendedCard !== undefined),
+        buildCard(fields, interfaces, push !== undefined, options.extendedCard !== undefined, replication !== undefined),
         options.authenticate?.scheme
       )
     const [card, extendedCard] = yield* internalCardSigning.signCards(
@@ -210,7 +215,7 @@ export const make = <E, R>(
       options.idempotency,
       push?.store
     )
-    const dispatcher = internalRpc.makeDispatcher(handler, card, {
+    const dispatcher = internalRpc.makeDispatcher(replication === undefined ? handler : replication.handling(handler), card, {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
         internalTaskStore.isDatabase(options.taskStore),
       claim,

@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS } from "@a2a-js/sdk"
+import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, SSE_HEADERS } from "@a2a-js/sdk"
 import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
 import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { ServerCallContext, type User } from "@a2a-js/sdk/server"
@@ -18,6 +18,7 @@ import { Cause, Deferred, Effect, Exit, Fiber, Option, Stream } from "effect"
 import { identity } from "effect/Function"
 import { createHash } from "node:crypto"
 import * as ErrorId from "../wire/errorId.js"
+import * as EventId from "../wire/eventId.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import type * as internalLoad from "./load.js"
@@ -267,11 +268,16 @@ export const sseStream = (
   )
 }
 
+// A JSON-RPC answer's result, where a streamed event is.
+const resultOf = (body: unknown): unknown =>
+  typeof body === "object" && body !== null && "result" in body ? body.result : undefined
+
 const rpcSseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>) =>
   sseStream(
     dispatched,
     (event) =>
-      Effect.flatMap(sanitizeBody(event, "stream"), (body) => Effect.try({ try: () => formatSSEEvent(body), catch: identity })),
+      Effect.flatMap(sanitizeBody(event, "stream"), (body) =>
+        Effect.try({ try: () => EventId.sseEvent(body, EventId.sequenceOfJson(resultOf(body))), catch: identity })),
     (error) =>
       Effect.map(
         sanitize(dispatched.mapError(error), dispatched.id, "stream", error),

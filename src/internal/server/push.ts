@@ -7,13 +7,13 @@
  *
  * @internal
  */
-import type { StreamResponse } from "@a2a-js/sdk"
-import type { AgentExecutionEvent, ExecutionEventBus, PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
+import type { PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
 import { Config, Duration, Effect, Option, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as internalAuthentication from "./authentication.js"
+import { streamResponseOf, tapped } from "./busTap.js"
 import { ConfigurationError } from "./executor.js"
 import * as internalMemoryTaskStore from "./memoryTaskStore.js"
 import * as internalPushOutbox from "./pushOutbox.js"
@@ -28,25 +28,6 @@ export interface Push {
   /** `executor`, with every event its runs publish handed to the sender. */
   readonly pushing: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
 }
-
-// The SDK's `_mapEventToStreamResponse`, but for a task event, which it reloads from the store: ours is whole.
-const streamResponseOf = (event: AgentExecutionEvent): StreamResponse =>
-  ({ payload: { $case: event.kind, value: event.data } }) as StreamResponse
-
-/** `bus`, with each event published also handed to `onEvent`. */
-const tapped = (bus: ExecutionEventBus, onEvent: (event: AgentExecutionEvent) => void): ExecutionEventBus =>
-  new Proxy(bus, {
-    get(target, property) {
-      if (property === "publish") {
-        return (event: AgentExecutionEvent) => {
-          target.publish(event)
-          onEvent(event)
-        }
-      }
-      const value: unknown = Reflect.get(target, property, target)
-      return typeof value === "function" ? value.bind(target) : value
-    }
-  })
 
 const isConfig = (store: TaskStore | A2AServer.TaskStoreConfig | undefined): store is A2AServer.TaskStoreConfig =>
   store !== undefined && "_tag" in store

@@ -21,7 +21,6 @@ import {
   type AgentCard,
   Extensions,
   formatSSEErrorEvent,
-  formatSSEEvent,
   HTTP_EXTENSION_HEADER,
   ListTaskPushNotificationConfigsResponse,
   ListTasksResponse,
@@ -57,6 +56,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
+import * as EventId from "../wire/eventId.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalHttp from "./http.js"
 import type * as internalLoad from "./load.js"
@@ -514,7 +514,10 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
           internalHttp.sseStream(
             { first: outcome.first, iterator: iterator!, close },
             (event) =>
-              Effect.try({ try: () => formatSSEEvent(StreamResponse.toJSON(event as StreamResponse)), catch: (error) => error }),
+              Effect.try({
+                try: () => EventId.sseEvent(StreamResponse.toJSON(event as StreamResponse), EventId.sequenceOf(event as StreamResponse)),
+                catch: (error) => error
+              }),
             (error) => Effect.map(errorBody(error, "stream"), formatSSEErrorEvent)
           ),
           { contentType: SSE_HEADERS["Content-Type"], headers: { ...SSE_HEADERS, ...answerHeaders } }

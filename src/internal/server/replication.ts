@@ -1,0 +1,202 @@
+/**
+ * A server whose runs write every event to a shared event log, and whose
+ * subscribers read it: a subscriber on any replica streams a run on any
+ * other, and a caller whose stream broke resumes right after the last event
+ * it saw. The SDK's request handler still does the protocol; its
+ * resubscription, which reads only this process's buses and refuses an
+ * ended task, gives way to one that reads the log.
+ *
+ * @internal
+ */
+import { StreamResponse, type Task } from "@a2a-js/sdk"
+import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
+import {
+  type A2ARequestHandler,
+  type AgentExecutionEvent,
+  InMemoryTaskStore,
+  ResultManager,
+  type ServerCallContext
+} from "@a2a-js/sdk/server"
+import { Effect, Runtime, Schedule, Stream } from "effect"
+import type * as Scope from "effect/Scope"
+import type * as A2AServer from "../../A2AServer.js"
+import type * as AgentExecutor from "../../AgentExecutor.js"
+import * as ErrorId from "../wire/errorId.js"
+import * as EventId from "../wire/eventId.js"
+import * as TaskState from "../wire/taskState.js"
+import { streamResponseOf, tapped } from "./busTap.js"
+import * as internalEventLog from "./eventLog.js"
+import * as internalFailure from "./failure.js"
+import { headersOf } from "./handler.js"
+import * as internalTaskStore from "./taskStore.js"
+
+/** @internal */
+export interface Replication {
+  /** `executor`, each event of its runs numbered and written to the log. */
+  readonly logging: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
+  /** `handler`, its streams' events carrying their numbers, its subscriptions read from the log. */
+  readonly handling: (handler: A2ARequestHandler) => A2ARequestHandler
+}
+
+const stamped = (response: StreamResponse, seq: number | undefined): StreamResponse => {
+  const payload = response.payload
+  if (seq === undefined || payload === undefined) return response
+  return {
+    payload: { $case: payload.$case, value: { ...payload.value, metadata: { ...payload.value.metadata, [EventId.sequenceKey]: seq } } }
+  } as StreamResponse
+}
+
+const agentEventOf = (response: StreamResponse): AgentExecutionEvent | undefined =>
+  response.payload === undefined ? undefined : ({ kind: response.payload.$case, data: response.payload.value }) as AgentExecutionEvent
+
+/** Whether a stream ends with `response`: a message, or a status a run stops in. */
+const settles = (response: StreamResponse): boolean =>
+  response.payload?.$case === "message" ||
+  (response.payload?.$case === "statusUpdate" && TaskState.isSettled(response.payload.value.status?.state))
+
+const decoded = (entry: internalEventLog.Entry): StreamResponse => StreamResponse.fromJSON(entry.event)
+
+// How long the log may be out of reach when a run starts, before its request fails.
+const lastRetry = Schedule.exponential("50 millis").pipe(Schedule.either(Schedule.spaced("1 second")), Schedule.upTo("10 seconds"))
+
+/** @internal */
+export const make = (log: internalEventLog.EventLog): Effect.Effect<Replication> =>
+  Effect.map(Effect.runtime<never>(), (runtime) => {
+    const runPromise = Runtime.runPromise(runtime)
+    // The number of each event a run published, by the event's data, which the SDK's stream hands on as is.
+    const numbers = new WeakMap<object, number>()
+    // The number of the task event a run started with, by the call that started it: the SDK's stream sends
+    // the task reloaded from the store instead.
+    const starts = new WeakMap<object, number>()
+
+    const logging = (executor: AgentExecutor.EffectAgentExecutor): AgentExecutor.EffectAgentExecutor => ({
+      ...executor,
+      execute: (context, bus) => {
+        const taskId = context.taskId
+        // One run per task at a time: its numbers go on from the log's last.
+        const last = log.last(taskId).pipe(
+          Effect.retry(lastRetry),
+          Effect.catchAll((error) => {
+            const errorId = ErrorId.make()
+            return Effect.zipRight(
+              internalFailure.logErrorOffSpan("The event log could not be read; the run does not start", {
+                errorId,
+                taskId,
+                cause: error.message
+              }),
+              Effect.fail(new Error(ErrorId.internalErrorText(errorId)))
+            )
+          })
+        )
+        return runPromise(last).then((seq) =>
+          executor.execute(
+            context,
+            tapped(bus, (event) => {
+              seq += 1
+              numbers.set(event.data, seq)
+              if (event.kind === "task") starts.set(context.context, seq)
+              log.append(taskId, seq, StreamResponse.toJSON(streamResponseOf(event)))
+              if (event.kind === "statusUpdate" && TaskState.isTerminal(event.data.status?.state)) log.finish(taskId)
+            })
+          )
+        )
+      }
+    })
+
+    /** The task as of its log's last event, and that event's number: the log's view, never behind it. */
+    const snapshot = async (
+      taskId: string,
+      stored: Task,
+      context: ServerCallContext
+    ): Promise<{ readonly task: Task; readonly seq: number }> => {
+      const entries = await runPromise(log.read(taskId, 0))
+      const last = entries.at(-1)
+      if (last === undefined) return { task: stored, seq: 0 }
+      // Each run starts with the whole task: what came before it is in it.
+      let from = entries.length - 1
+      while (from > 0 && decoded(entries[from]!).payload?.$case !== "task") from--
+      const manager = new ResultManager(new InMemoryTaskStore(), context)
+      for (const entry of entries.slice(from)) {
+        const event = agentEventOf(decoded(entry))
+        if (event !== undefined && event.kind !== "message") await manager.processEvent(event)
+      }
+      return { task: manager.getCurrentTask() ?? stored, seq: last.seq }
+    }
+
+    const following = async function*(taskId: string, after: number): AsyncGenerator<StreamResponse, void, undefined> {
+      for await (const entry of Stream.toAsyncIterableRuntime(log.follow(taskId, after), runtime)) {
+        const response = decoded(entry)
+        yield stamped(response, entry.seq)
+        if (settles(response)) return
+      }
+    }
+
+    const handling = (handler: A2ARequestHandler): A2ARequestHandler => {
+      const sendMessageStream = async function*(
+        ...[params, context]: Parameters<A2ARequestHandler["sendMessageStream"]>
+      ): AsyncGenerator<StreamResponse, void, undefined> {
+        for await (const response of handler.sendMessageStream(params, context)) {
+          const payload = response.payload
+          yield stamped(
+            response,
+            payload?.$case === "task" ? starts.get(context) : payload === undefined ? undefined : numbers.get(payload.value)
+          )
+        }
+      }
+      const resubscribe = async function*(
+        ...[params, context]: Parameters<A2ARequestHandler["resubscribe"]>
+      ): AsyncGenerator<StreamResponse, void, undefined> {
+        const cursor = EventId.cursorOf(headersOf(context))
+        if (cursor._tag === "Invalid") {
+          throw new RequestMalformedError("Last-Event-ID must be the number of an event of the task's stream")
+        }
+        // The SDK's own checks: a valid id, the caller's own task, else TaskNotFound.
+        const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
+        const taskId = stored.id
+        const state = stored.status?.state
+        if (cursor._tag === "None") {
+          if (TaskState.isTerminal(state)) {
+            throw new UnsupportedOperationError(
+              `Task ${taskId} is in a terminal state (${state}) and cannot be subscribed to.`
+            )
+          }
+          const { seq, task } = await snapshot(taskId, stored, context)
+          yield stamped({ payload: { $case: "task", value: task } }, seq)
+          if (TaskState.isSettled(task.status?.state) && !TaskState.isRunning(state)) return
+          return yield* following(taskId, seq)
+        }
+        const last = await runPromise(log.last(taskId))
+        if (cursor.seq > last) {
+          throw new RequestMalformedError(`Last-Event-ID ${cursor.seq} is past the last event of task ${taskId} (${last})`)
+        }
+        // Resumed after the event that ended the run: nothing more comes, unless a new run started since.
+        const [at] = cursor.seq === 0 ? [] : await runPromise(log.read(taskId, cursor.seq - 1))
+        if (at !== undefined && settles(decoded(at)) && !TaskState.isRunning(state) && cursor.seq === last) return
+        return yield* following(taskId, cursor.seq)
+      }
+      return new Proxy(handler, {
+        get(target, property) {
+          if (property === "sendMessageStream") return sendMessageStream
+          if (property === "resubscribe") return resubscribe
+          const value: unknown = Reflect.get(target, property, target)
+          return typeof value === "function" ? value.bind(target) : value
+        }
+      })
+    }
+
+    return { logging, handling }
+  })
+
+/**
+ * The replication `options` name: its event log on their PostgreSQL, open
+ * for the scope.
+ *
+ * @internal
+ */
+export const open = (
+  options: A2AServer.ReplicationOptions
+): Effect.Effect<Replication, internalTaskStore.TaskStoreError, Scope.Scope> =>
+  internalEventLog.makePg(options).pipe(
+    Effect.mapError((error) => new internalTaskStore.TaskStoreError({ reason: error.reason === "Unavailable" ? "Connection" : "Driver", message: error.message })),
+    Effect.flatMap(make)
+  )
