@@ -177,7 +177,7 @@ export const make = <E, R>(
     const load = yield* internalLoad.make(options, name)
     const push = options.push === undefined ? undefined : yield* internalPush.make(options.push, options.taskStore, name, stored)
     const made = yield* internalExecutor.make(options.agent, { ...options, name, taskStore })
-    const replication = options.replication === undefined ? undefined : yield* internalReplication.open(options.replication)
+    const replication = options.replication === undefined ? undefined : yield* internalReplication.open(options.replication, stored)
     const pushed = push === undefined ? made : push.pushing(made)
     const executor = counted(replication === undefined ? pushed : replication.logging(pushed), load)
     const served = options.transports ?? defaultTransports
@@ -206,7 +206,7 @@ export const make = <E, R>(
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalRpc.makeSubscriptions()
     const handlerStore = executor.taskStore ?? taskStore
-    const { claim, handler } = yield* requestHandlerOf(
+    const { claim, handler, heldElsewhere } = yield* requestHandlerOf(
       card,
       extendedCard,
       handlerStore,
@@ -215,7 +215,7 @@ export const make = <E, R>(
       options.idempotency,
       push?.store
     )
-    const dispatcher = internalRpc.makeDispatcher(replication === undefined ? handler : replication.handling(handler), card, {
+    const dispatcher = internalRpc.makeDispatcher(replication === undefined ? handler : replication.handling(handler, heldElsewhere), card, {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
         internalTaskStore.isDatabase(options.taskStore),
       claim,

@@ -336,6 +336,12 @@ const keyed = (params: SendMessageRequest, context: ServerCallContext): boolean 
 export interface Made {
   readonly handler: DefaultRequestHandler
   readonly claim: internalRpc.Claim
+  /**
+   * For a message to a task whose run another replica holds: a keyed one
+   * goes on to the ledger, which joins a repeat to its run and refuses a
+   * new key (true); an unkeyed one is the caller's to refuse (false).
+   */
+  readonly heldElsewhere?: (params: SendMessageRequest, context: ServerCallContext) => boolean
 }
 
 /**
@@ -389,12 +395,15 @@ export const make = (deps: {
       ran: new WeakSet()
     }
     const handler = new IdempotentRequestHandler(shared, watching(executor, shared.runs, shared.ran))
+    // A keyed message goes on to the ledger, which joins a repeat to its run; a new key, it refuses.
+    const heldElsewhere = (params: SendMessageRequest, context: ServerCallContext): boolean => {
+      if (!keyed(params, context)) return false
+      shared.unheld.add(context)
+      return true
+    }
     const claim: internalRpc.Claim = (taskId, params, context) => {
       const release = executor.claim(taskId)
-      if (release !== undefined || !keyed(params, context)) return release
-      // A keyed message goes on to the ledger, which joins a repeat to its run; a new key, it refuses.
-      shared.unheld.add(context)
-      return () => {}
+      return release !== undefined || !heldElsewhere(params, context) ? release : () => {}
     }
-    return { handler, claim }
+    return { handler, claim, heldElsewhere }
   })

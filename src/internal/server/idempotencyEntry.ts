@@ -153,8 +153,16 @@ const storeContext = ({ tenant, user }: IdempotencyLedger.Identity) =>
     ...(tenant === "" ? {} : { tenant })
   })
 
-/** The task ended FAILED under a new error id, with what is known of it. */
-const failedTask = (taskId: string, contextId: string, existing: Task | undefined) => {
+/**
+ * The task ended FAILED under a new error id, with what is known of it.
+ *
+ * @internal
+ */
+export const failedTask = (
+  taskId: string,
+  contextId: string,
+  existing: Task | undefined
+): { readonly errorId: string; readonly task: Task } => {
   const errorId = ErrorId.make()
   const task: Task = {
     id: taskId,

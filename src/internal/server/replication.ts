@@ -8,14 +8,16 @@
  *
  * @internal
  */
-import { StreamResponse, type Task } from "@a2a-js/sdk"
+import { type SendMessageRequest, StreamResponse, type Task } from "@a2a-js/sdk"
 import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
   type A2ARequestHandler,
   type AgentExecutionEvent,
   InMemoryTaskStore,
+  resolveUserScope,
   ResultManager,
-  type ServerCallContext
+  type ServerCallContext,
+  type TaskStore
 } from "@a2a-js/sdk/server"
 import { Effect, Runtime, Schedule, Stream } from "effect"
 import type * as Scope from "effect/Scope"
@@ -27,7 +29,12 @@ import * as TaskState from "../wire/taskState.js"
 import { streamResponseOf, tapped } from "./busTap.js"
 import * as internalEventLog from "./eventLog.js"
 import * as internalFailure from "./failure.js"
+import { randomUUID } from "node:crypto"
+import * as internalAuthentication from "./authentication.js"
 import { headersOf } from "./handler.js"
+import { failedTask } from "./idempotencyEntry.js"
+import * as internalRpc from "./rpc.js"
+import * as internalRunClaims from "./runClaims.js"
 import * as internalTaskStore from "./taskStore.js"
 
 /** @internal */
@@ -35,7 +42,11 @@ export interface Replication {
   /** `executor`, each event of its runs numbered and written to the log. */
   readonly logging: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
   /** `handler`, its streams' events carrying their numbers, its subscriptions read from the log. */
-  readonly handling: (handler: A2ARequestHandler) => A2ARequestHandler
+  readonly handling: (
+    handler: A2ARequestHandler,
+    /** Whether the ledger takes a message to a task held elsewhere (see `idempotency.Made`). */
+    heldElsewhere?: (params: SendMessageRequest, context: ServerCallContext) => boolean
+  ) => A2ARequestHandler
 }
 
 const stamped = (response: StreamResponse, seq: number | undefined): StreamResponse => {
@@ -59,8 +70,52 @@ const decoded = (entry: internalEventLog.Entry): StreamResponse => StreamRespons
 // How long the log may be out of reach when a run starts, before its request fails.
 const lastRetry = Schedule.exponential("50 millis").pipe(Schedule.either(Schedule.spaced("1 second")), Schedule.upTo("10 seconds"))
 
+/** Who a call is for: its tenant and the SDK's user scope. */
+const holderOf = (context: ServerCallContext): internalRunClaims.Holder => ({
+  tenant: context.tenant ?? "",
+  owner: resolveUserScope(context)
+})
+
+/**
+ * A replica stopped renewing its claim before its run ended: the task is
+ * recorded FAILED (reason interrupted) under a new error id, and its
+ * subscribers, on every replica, get that end from the log. A task that
+ * ended or paused before is left as it is.
+ */
+const interrupted = (log: internalEventLog.EventLog, taskStore: TaskStore) => (lapsed: internalRunClaims.Lapsed) =>
+  Effect.gen(function*() {
+    const { taskId } = lapsed
+    const context = internalAuthentication.ownerContext(lapsed.tenant, lapsed.owner)
+    const existing = yield* Effect.tryPromise(() => taskStore.load(taskId, context))
+    if (existing !== undefined && TaskState.isSettled(existing.status?.state)) return
+    const { errorId, task } = failedTask(taskId, existing?.contextId || randomUUID(), existing)
+    yield* Effect.tryPromise(() => taskStore.save(task, context))
+    const seq = (yield* log.last(taskId)) + 1
+    const event: StreamResponse = {
+      payload: { $case: "statusUpdate", value: { taskId, contextId: task.contextId, status: task.status, metadata: {} } }
+    }
+    log.append(taskId, seq, StreamResponse.toJSON(event))
+    log.finish(taskId)
+    yield* log.flush
+    yield* internalFailure.logErrorOffSpan("Task interrupted: its replica stopped before it ended", {
+      errorId,
+      reason: "interrupted",
+      taskId,
+      replica: lapsed.replica
+    })
+  }).pipe(
+    Effect.catchAll((error) =>
+      Effect.logWarning("Could not record a task whose replica stopped as FAILED; the next sweep tries again").pipe(
+        Effect.annotateLogs({ taskId: lapsed.taskId, cause: String(error) })
+      )
+    )
+  )
+
 /** @internal */
-export const make = (log: internalEventLog.EventLog): Effect.Effect<Replication> =>
+export const make = (
+  log: internalEventLog.EventLog,
+  claims: internalRunClaims.RunClaims | undefined
+): Effect.Effect<Replication> =>
   Effect.map(Effect.runtime<never>(), (runtime) => {
     const runPromise = Runtime.runPromise(runtime)
     // The number of each event a run published, by the event's data, which the SDK's stream hands on as is.
@@ -88,7 +143,17 @@ export const make = (log: internalEventLog.EventLog): Effect.Effect<Replication>
             )
           })
         )
-        return runPromise(last).then((seq) =>
+        const held = claims === undefined
+          ? Effect.void
+          : Effect.flatMap(
+            Effect.orElseSucceed(claims.acquire(taskId, holderOf(context.context)), () => false),
+            // A message to a task held elsewhere was refused before its run; what comes here runs.
+            (won) => won ? Effect.void : Effect.logWarning("A run started without its task's claim").pipe(
+              Effect.annotateLogs({ taskId })
+            )
+          )
+        const released = () => claims === undefined ? Promise.resolve() : runPromise(claims.release(taskId))
+        return runPromise(Effect.zipLeft(last, held)).then((seq) =>
           executor.execute(
             context,
             tapped(bus, (event) => {
@@ -98,7 +163,7 @@ export const make = (log: internalEventLog.EventLog): Effect.Effect<Replication>
               log.append(taskId, seq, StreamResponse.toJSON(streamResponseOf(event)))
               if (event.kind === "statusUpdate" && TaskState.isTerminal(event.data.status?.state)) log.finish(taskId)
             })
-          )
+          ).finally(released)
         )
       }
     })
@@ -131,16 +196,44 @@ export const make = (log: internalEventLog.EventLog): Effect.Effect<Replication>
       }
     }
 
-    const handling = (handler: A2ARequestHandler): A2ARequestHandler => {
+    const handling = (
+      handler: A2ARequestHandler,
+      heldElsewhere: (params: SendMessageRequest, context: ServerCallContext) => boolean = () => false
+    ): A2ARequestHandler => {
+      /**
+       * Holds the task a message continues, for its run: refused (-32004, or
+       * TaskNotFound to a caller who may not see it) while another replica's
+       * run holds it, unless the ledger takes the message (a keyed one).
+       * What lets go of the hold, when one was taken.
+       */
+      const claimed = async (params: SendMessageRequest, context: ServerCallContext): Promise<() => void> => {
+        const taskId = params.message?.taskId
+        if (claims === undefined || !taskId) return () => {}
+        if (await runPromise(claims.acquire(taskId, holderOf(context)))) {
+          return () => void runPromise(claims.release(taskId))
+        }
+        if (heldElsewhere(params, context)) return () => {}
+        await handler.getTask({ id: taskId, tenant: params.tenant }, context)
+        throw internalRpc.stillRunning(taskId)
+      }
+      const sendMessage = async (...[params, context]: Parameters<A2ARequestHandler["sendMessage"]>) => {
+        const release = await claimed(params, context)
+        return handler.sendMessage(params, context).finally(release)
+      }
       const sendMessageStream = async function*(
         ...[params, context]: Parameters<A2ARequestHandler["sendMessageStream"]>
       ): AsyncGenerator<StreamResponse, void, undefined> {
-        for await (const response of handler.sendMessageStream(params, context)) {
-          const payload = response.payload
-          yield stamped(
-            response,
-            payload?.$case === "task" ? starts.get(context) : payload === undefined ? undefined : numbers.get(payload.value)
-          )
+        const release = await claimed(params, context)
+        try {
+          for await (const response of handler.sendMessageStream(params, context)) {
+            const payload = response.payload
+            yield stamped(
+              response,
+              payload?.$case === "task" ? starts.get(context) : payload === undefined ? undefined : numbers.get(payload.value)
+            )
+          }
+        } finally {
+          release()
         }
       }
       const resubscribe = async function*(
@@ -176,6 +269,7 @@ export const make = (log: internalEventLog.EventLog): Effect.Effect<Replication>
       }
       return new Proxy(handler, {
         get(target, property) {
+          if (property === "sendMessage") return sendMessage
           if (property === "sendMessageStream") return sendMessageStream
           if (property === "resubscribe") return resubscribe
           const value: unknown = Reflect.get(target, property, target)
@@ -194,9 +288,21 @@ export const make = (log: internalEventLog.EventLog): Effect.Effect<Replication>
  * @internal
  */
 export const open = (
-  options: A2AServer.ReplicationOptions
+  options: A2AServer.ReplicationOptions,
+  taskStore: TaskStore
 ): Effect.Effect<Replication, internalTaskStore.TaskStoreError, Scope.Scope> =>
-  internalEventLog.makePg(options).pipe(
-    Effect.mapError((error) => new internalTaskStore.TaskStoreError({ reason: error.reason === "Unavailable" ? "Connection" : "Driver", message: error.message })),
-    Effect.flatMap(make)
-  )
+  Effect.gen(function*() {
+    const log = yield* Effect.mapError(
+      internalEventLog.makePg(options),
+      (error) =>
+        new internalTaskStore.TaskStoreError({
+          reason: error.reason === "Unavailable" ? "Connection" : "Driver",
+          message: error.message
+        })
+    )
+    const claims = options.url.startsWith("memory:") ? undefined : yield* Effect.mapError(
+      internalRunClaims.make({ url: options.url, onLapsed: interrupted(log, taskStore) }),
+      (failure) => new internalTaskStore.TaskStoreError(failure)
+    )
+    return yield* make(log, claims)
+  })
