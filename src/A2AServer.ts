@@ -19,7 +19,7 @@ import type { AgentCard } from "@a2a-js/sdk"
 import type { TaskStore, User } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
-import { Config, Context, Data, type Duration, Effect, Layer, type Redacted } from "effect"
+import { Config, Context, Data, type Duration, Effect, Layer, type Option, type Redacted } from "effect"
 import type * as ConfigError from "effect/ConfigError"
 import type * as Scope from "effect/Scope"
 import type { JWK } from "jose"
@@ -219,6 +219,14 @@ export interface ReplicationOptions {
   readonly retention?: Duration.DurationInput | undefined
   /** How often a followed task's log is read when no notification came: a lost one only delays an event. Default 1 second. */
   readonly pollInterval?: Duration.DurationInput | undefined
+  /**
+   * How long a run's claim on its task lasts unless its replica renews it
+   * (every third of it). A replica that dies holds its tasks this long;
+   * then another records them FAILED (reason interrupted). Default 10 seconds.
+   */
+  readonly lease?: Duration.DurationInput | undefined
+  /** How often lapsed claims are looked for. Default 2 seconds. */
+  readonly sweep?: Duration.DurationInput | undefined
 }
 
 /**
@@ -578,6 +586,8 @@ export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
   readonly card: AgentCard
   readonly executor: AgentExecutor.EffectAgentExecutor
   readonly taskStore: TaskStore
+  /** With `replication`: this replica's id, as its run claims and log lines name it. */
+  readonly replica: Option.Option<string>
 }>() {}
 
 /**

@@ -481,6 +481,13 @@ export interface PlaygroundOptions {
   readonly allowPushTargets?: ReadonlyArray<string> | undefined
   /** Signs the card (`A2AServer.Options`' `signing`). Unsigned by default. */
   readonly signing?: A2AServer.SigningOptions | undefined
+  /**
+   * A PostgreSQL URL: tasks, the idempotency ledger, the push outbox and the
+   * event log (`A2AServer.Options`' `replication`) live there, so that
+   * several playgrounds on one database act as one server. None by
+   * default: the playground keeps everything in memory.
+   */
+  readonly replication?: string | undefined
 }
 
 /**

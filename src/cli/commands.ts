@@ -241,7 +241,14 @@ const playgroundCommand = Command.make("playground", {
     ),
     Options.repeated
   ),
-  signing: signKeyOption
+  signing: signKeyOption,
+  replication: Options.text("replication").pipe(
+    Options.withDescription(
+      "A PostgreSQL URL for tasks, the idempotency ledger, the push outbox and the event log: playgrounds on one database act as one server."
+    ),
+    Options.optional,
+    Options.map(Option.getOrUndefined)
+  )
 }, (options) =>
   Effect.gen(function*() {
     const server = yield* A2AServer.A2AServer
@@ -254,6 +261,7 @@ const playgroundCommand = Command.make("playground", {
       const callers = Array.from(new Set(options.apiKeys.map(([name]) => name)))
       yield* Console.log(`authentication on: API keys in X-API-Key, for ${callers.join(", ")}`)
     }
+    if (Option.isSome(server.replica)) yield* Console.log(`replica ${server.replica.value}, one of those on its database`)
     const signature = server.card.signatures[0]
     if (signature !== undefined) yield* Console.log(`card signed, kid ${jose.decodeProtectedHeader(signature).kid}`)
     return yield* Effect.never

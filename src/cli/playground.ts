@@ -9,6 +9,7 @@ import * as A2AServer from "../A2AServer.js"
 import * as AgentExecutor from "../AgentExecutor.js"
 import * as Authentication from "../Authentication.js"
 import type * as Cli from "../Cli.js"
+import * as IdempotencyLedger from "../IdempotencyLedger.js"
 import * as Observability from "../Observability.js"
 import * as Part from "../Part.js"
 
@@ -125,10 +126,18 @@ export const layer = (options: Cli.PlaygroundOptions) => {
     maxInFlight: Option.getOrUndefined(options.maxInFlight ?? Option.none()),
     authenticate: options.apiKeys === undefined ? undefined : Authentication.apiKey({ keys: options.apiKeys }),
     push: { allowPushTargets: options.allowPushTargets },
-    signing: options.signing
+    signing: options.signing,
+    ...(options.replication === undefined ? {} : {
+      taskStore: A2AServer.TaskStoreConfig.Postgres({ url: options.replication }),
+      idempotency: {},
+      replication: { url: options.replication }
+    })
   })
+  const replicated = options.replication === undefined
+    ? server
+    : Layer.provide(server, IdempotencyLedger.layerPg({ url: options.replication }))
   return Option.match(options.logFile, {
-    onNone: () => server,
-    onSome: (file) => Layer.provide(server, Observability.layerJsonLogs({ file }))
+    onNone: () => replicated,
+    onSome: (file) => Layer.provide(replicated, Observability.layerJsonLogs({ file }))
   })
 }

@@ -10,7 +10,7 @@
 import type { AgentCard } from "@a2a-js/sdk"
 import { DefaultRequestHandler, type PushNotificationStore, type TaskStore } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Option } from "effect"
 import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
@@ -150,6 +150,7 @@ export interface App {
   readonly urls: Urls
   readonly executor: AgentExecutor.EffectAgentExecutor
   readonly taskStore: TaskStore
+  readonly replica: Option.Option<string>
   /**
    * Refuses new requests (503), then lets running tasks finish within the
    * shutdown timeout; a gRPC server drains meanwhile.
@@ -250,7 +251,8 @@ export const make = <E, R>(
     })
     if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load, gate })
     const shutdown = grpc === undefined ? refusing : grpc.draining(refusing, shutdownTimeout)
-    return { router, rpc, card, rpcUrl, urls, executor, taskStore, shutdown }
+    const replica = Option.map(Option.fromNullable(replication), (replication) => replication.replica)
+    return { router, rpc, card, rpcUrl, urls, executor, taskStore, replica, shutdown }
   })
 
 /**
@@ -274,6 +276,7 @@ export const makeRouter = <E, R>(
       urls: app.urls,
       card: app.card,
       executor: app.executor,
-      taskStore: app.taskStore
+      taskStore: app.taskStore,
+      replica: app.replica
     }
   })

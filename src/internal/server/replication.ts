@@ -39,6 +39,8 @@ import * as internalTaskStore from "./taskStore.js"
 
 /** @internal */
 export interface Replication {
+  /** This replica's id. */
+  readonly replica: string
   /** `executor`, each event of its runs numbered and written to the log. */
   readonly logging: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
   /** `handler`, its streams' events carrying their numbers, its subscriptions read from the log. */
@@ -278,7 +280,7 @@ export const make = (
       })
     }
 
-    return { logging, handling }
+    return { replica: claims?.replica ?? randomUUID(), logging, handling }
   })
 
 /**
@@ -301,7 +303,12 @@ export const open = (
         })
     )
     const claims = options.url.startsWith("memory:") ? undefined : yield* Effect.mapError(
-      internalRunClaims.make({ url: options.url, onLapsed: interrupted(log, taskStore) }),
+      internalRunClaims.make({
+        url: options.url,
+        lease: options.lease,
+        sweep: options.sweep,
+        onLapsed: interrupted(log, taskStore)
+      }),
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
     return yield* make(log, claims)
