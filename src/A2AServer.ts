@@ -424,7 +424,8 @@ export interface IdempotencyOptions {
  *   cannot hold are refused with -32602 before anything runs, on either
  *   database: a task or context id over 36 characters, a tenant over 255,
  *   any id with NUL or a lone surrogate. Tasks are kept until deleted, unless
- *   `retention` is given.
+ *   `retention` is given; with push on, the push configs of the tasks it
+ *   deletes go with them.
  *
  * A forgotten task is not found: `GetTask`, `CancelTask` or a message to it
  * answer `TaskNotFound` (-32001), as for an id that never existed.
