@@ -244,6 +244,8 @@ export interface SigningOptions {
  * - Deliveries are fed by the runs themselves, not by the request that
  *   started them: a caller that disconnects still gets its webhooks. Each
  *   task's events go out in order; a slow webhook never holds up the agent.
+ *   A status update not yet sent is dropped when a later one comes (a
+ *   final status never is), and at most `maxPending` deliveries wait.
  * - A delivery that meets a 5xx, a 429 (after its `Retry-After`), a timeout
  *   or a lost connection is tried again with exponential backoff and jitter,
  *   up to `maxAttempts` within `budget`; never after another 4xx or a
@@ -289,6 +291,14 @@ export interface PushOptions {
   readonly maxAttempts?: number | undefined
   /** The time a delivery may take over all its attempts. Default 5 minutes. */
   readonly budget?: Duration.DurationInput | undefined
+  /**
+   * The most deliveries that wait per task and webhook behind the one being
+   * sent (and the most events per task whose configs are still loading).
+   * Past it, the oldest waiting one that is not a final status is dropped:
+   * counted in `a2a.server.push_failed` and logged as a give-up with reason
+   * `Overflow`, its outbox row deleted. Default 1,000.
+   */
+  readonly maxPending?: number | undefined
 }
 
 /**
