@@ -96,7 +96,17 @@ export const pushConfigs: Table = { store: "push-notification-configs", what: "p
 // `run` is a plain function: calling it in-process is the same idempotent
 // `upgrade` (ledger table plus Kysely's migration lock, so replicas starting
 // together are safe) without a child process.
-const migrate = (url: string, table: Table): Effect.Effect<void, Failure> =>
+// On SQLite, Kysely's migration lock is a no-op: servers starting together on one file can both find a
+// migration to run, and all but one fail on the table the first created. Tried again, they find it done.
+const migrate = (config: DatabaseConfig, table: Table): Effect.Effect<void, Failure> =>
+  config._tag === "Sqlite"
+    ? Effect.retry(migrateOnce(`sqlite:${config.filename}`, table), {
+      schedule: Schedule.spaced(Duration.millis(50)),
+      times: 3
+    })
+    : migrateOnce(config.url, table)
+
+const migrateOnce = (url: string, table: Table): Effect.Effect<void, Failure> =>
   Effect.tryPromise({
     try: async () => {
       const sdkEntry = createRequire(import.meta.url).resolve("@a2a-js/sdk")
@@ -144,37 +154,44 @@ const terminalStateNames = Object.values(TaskState)
 // whose last status is older than the retention, at start-up and then at
 // least every minute, in a fiber of the server's scope. A failed round is
 // logged; the next one deletes what it missed. With `configs` (push on), the
-// push configs of the tasks deleted go in the same transaction, by the
-// deleted rows' own tenant, owner and id: never another caller's config of a
-// task of the same id.
+// push configs of those tasks go first, matched by the task's own tenant,
+// owner and id (never another caller's config of a task of the same id): a
+// round cut short between the two leaves a task past retention, which the
+// next one deletes, rather than configs no round would find. PostgreSQL runs
+// both in one transaction; SQLite does not, since a transaction held across
+// the awaits between them would block the other connections of the process
+// (the push-config store, the outbox), whose better-sqlite3 calls wait for
+// the lock synchronously.
 const sweepEnded = (
   db: Kysely<unknown>,
   table: string,
   retention: Duration.DurationInput,
-  what: string,
+  config: DatabaseConfig,
   configs: string | undefined
 ) =>
   Effect.gen(function* () {
     const retentionMs = Duration.toMillis(retention)
     const { sql } = yield* Effect.promise(() => import("kysely"))
-    const round = (now: number) =>
-      db.transaction().execute(async (trx) => {
-        const ended = sql`delete from ${sql.table(table)} where status_state in (${
-          sql.join(terminalStateNames)
-        }) and status_last_updated < ${now - retentionMs}`
-        if (configs === undefined) return ended.execute(trx)
-        const gone = await sql<{ tenant: string; owner: string; id: string }>`${ended} returning tenant, owner, id`
-          .execute(trx)
-        // A bounded number of parameters per statement, within every database's limit.
-        for (let i = 0; i < gone.rows.length; i += 300) {
-          const keys = gone.rows.slice(i, i + 300).map((row) => sql`(${row.tenant}, ${row.owner}, ${row.id})`)
-          await sql`delete from ${sql.table(configs)} where (tenant, owner, task_id) in (values ${sql.join(keys)})`
-            .execute(trx)
+    const round = (now: number) => {
+      const ended = (alias: string) =>
+        sql`${sql.ref(`${alias}.status_state`)} in (${sql.join(terminalStateNames)}) and ${
+          sql.ref(`${alias}.status_last_updated`)
+        } < ${now - retentionMs}`
+      const body = async (db: Kysely<unknown>) => {
+        if (configs !== undefined) {
+          await sql`delete from ${sql.table(configs)} where exists (
+            select 1 from ${sql.table(table)} t
+            where t.tenant = ${sql.ref(`${configs}.tenant`)} and t.owner = ${sql.ref(`${configs}.owner`)}
+              and t.id = ${sql.ref(`${configs}.task_id`)} and ${ended("t")}
+          )`.execute(db)
         }
-      })
+        await sql`delete from ${sql.table(table)} where ${ended(table)}`.execute(db)
+      }
+      return config._tag === "Postgres" && configs !== undefined ? db.transaction().execute(body) : body(db)
+    }
     const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.tryPromise(() => round(now))).pipe(
       Effect.catchAll((error) =>
-        Effect.logWarning(`Could not delete the ended tasks past retention from the ${what} task store`).pipe(
+        Effect.logWarning(`Could not delete the ended tasks past retention from the ${config._tag} task store`).pipe(
           Effect.annotateLogs({ cause: String(error.error) })
         )
       )
@@ -258,11 +275,7 @@ export const open = (
 ): Effect.Effect<{ readonly db: Kysely<unknown>; readonly sdk: SdkDatabase; readonly tableName: string }, Failure, Scope.Scope> =>
   Effect.gen(function* () {
     const { db } = yield* connection(given, table.what, (config) =>
-      Effect.forEach(
-        [table, ...also],
-        (each) => migrate(config._tag === "Sqlite" ? `sqlite:${config.filename}` : config.url, each),
-        { discard: true }
-      ))
+      Effect.forEach([table, ...also], (each) => migrate(config, each), { discard: true }))
     const sdk = yield* Effect.tryPromise({
       try: () => import("@a2a-js/sdk/server/database"),
       catch: fail("Driver", "Could not load @a2a-js/sdk/server/database")
@@ -284,7 +297,7 @@ const database = (config: DatabaseConfig, withPushConfigs: boolean): Effect.Effe
     const sweepsConfigs = withPushConfigs && config.retention !== undefined
     const { db, sdk, tableName } = yield* open(config, tasks, sweepsConfigs ? [pushConfigs] : [])
     if (config.retention !== undefined) {
-      yield* sweepEnded(db, tableName, config.retention, config._tag, sweepsConfigs ? sdk.PUSH_NOTIFICATION_TABLE : undefined)
+      yield* sweepEnded(db, tableName, config.retention, config, sweepsConfigs ? sdk.PUSH_NOTIFICATION_TABLE : undefined)
     }
     const { sql } = yield* Effect.promise(() => import("kysely"))
     return internalAuthentication.withHeldElsewhere(new sdk.DatabaseTaskStore(db), (taskId, context) =>
