@@ -276,7 +276,7 @@ export interface SigningOptions {
  * ```ts
  * import { A2AServer } from "effect-a2a"
  *
- * const push: A2AServer.PushOptions = { timeout: "10 seconds", maxAttempts: 8, budget: "5 minutes" }
+ * const push: A2AServer.PushOptions = { timeout: "10 seconds", maxAttempts: 8, budget: "5 minutes", backoff: "1 second" }
  * const forTests: A2AServer.PushOptions = { allowPushTargets: ["127.0.0.1"] }
  * ```
  * @category options
@@ -291,6 +291,12 @@ export interface PushOptions {
   readonly maxAttempts?: number | undefined
   /** The time a delivery may take over all its attempts. Default 5 minutes. */
   readonly budget?: Duration.DurationInput | undefined
+  /**
+   * The delay before the first retry, doubled for each further one, with
+   * jitter (×0.8 to ×1.2); a 429's `Retry-After` when longer. Default 1
+   * second.
+   */
+  readonly backoff?: Duration.DurationInput | undefined
   /**
    * The most deliveries that wait per task and webhook behind the one being
    * sent (and the most events per task whose configs are still loading).
