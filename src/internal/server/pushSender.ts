@@ -96,6 +96,7 @@ export class PushDeliveryError extends Schema.TaggedError<PushDeliveryError>()("
   retryAfter: Schema.optional(Schema.DurationFromSelf)
 }) {
   override get message(): string {
+    if (this.reason === "Overflow") return "Overflow: more pushes waiting than maxPending"
     const detail = this.status !== undefined ? ` (HTTP ${this.status})` : this.code !== undefined ? ` (${this.code})` : ""
     return `${this.reason}${detail}`
   }
