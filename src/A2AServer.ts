@@ -286,6 +286,8 @@ export interface SigningOptions {
  * - Deliveries are fed by the runs themselves, not by the request that
  *   started them: a caller that disconnects still gets its webhooks. Each
  *   task's events go out in order; a slow webhook never holds up the agent.
+ *   A status update not yet sent is dropped when a later one comes (a
+ *   final status never is), and at most `maxPending` deliveries wait.
  * - A delivery that meets a 5xx, a 429 (after its `Retry-After`), a timeout
  *   or a lost connection is tried again with exponential backoff and jitter,
  *   up to `maxAttempts` within `budget`; never after another 4xx or a
@@ -316,7 +318,7 @@ export interface SigningOptions {
  * ```ts
  * import { A2AServer } from "effect-a2a"
  *
- * const push: A2AServer.PushOptions = { timeout: "10 seconds", maxAttempts: 8, budget: "5 minutes" }
+ * const push: A2AServer.PushOptions = { timeout: "10 seconds", maxAttempts: 8, budget: "5 minutes", backoff: "1 second" }
  * const forTests: A2AServer.PushOptions = { allowPushTargets: ["127.0.0.1"] }
  * ```
  * @category options
@@ -331,6 +333,20 @@ export interface PushOptions {
   readonly maxAttempts?: number | undefined
   /** The time a delivery may take over all its attempts. Default 5 minutes. */
   readonly budget?: Duration.DurationInput | undefined
+  /**
+   * The delay before the first retry, doubled for each further one, with
+   * jitter (×0.8 to ×1.2); a 429's `Retry-After` when longer. Default 1
+   * second.
+   */
+  readonly backoff?: Duration.DurationInput | undefined
+  /**
+   * The most deliveries that wait per task and webhook behind the one being
+   * sent (and the most events per task whose configs are still loading).
+   * Past it, the oldest waiting one that is not a final status is dropped:
+   * counted in `a2a.server.push_failed` and logged as a give-up with reason
+   * `Overflow`, its outbox row deleted. Default 1,000.
+   */
+  readonly maxPending?: number | undefined
 }
 
 /**
@@ -466,7 +482,8 @@ export interface IdempotencyOptions {
  *   cannot hold are refused with -32602 before anything runs, on either
  *   database: a task or context id over 36 characters, a tenant over 255,
  *   any id with NUL or a lone surrogate. Tasks are kept until deleted, unless
- *   `retention` is given.
+ *   `retention` is given; with push on, the push configs of the tasks it
+ *   deletes go with them.
  *
  * A forgotten task is not found: `GetTask`, `CancelTask` or a message to it
  * answer `TaskNotFound` (-32001), as for an id that never existed.

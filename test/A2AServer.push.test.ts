@@ -212,13 +212,20 @@ describe("A2AServer with push notifications", () => {
       const receiver = yield* PushReceiver.make({ url: front.url })
       handler = HttpApp.toWebHandler(receiver.app)
       const events = yield* receiver.subscribe
-      const { server } = yield* serve({ push: { allowPushTargets: ["127.0.0.1"], timeout: "300 millis" }, authenticate: undefined })
+      const { server } = yield* serve({
+        push: { allowPushTargets: ["127.0.0.1"], timeout: "300 millis", backoff: "50 millis" },
+        authenticate: undefined
+      })
       const agent = yield* RemoteAgent.make({ name: "flaky-webhook", url: server.url, timeout: "30 seconds" })
       const outcome = yield* agent.send("fail", { push: receiver })
       expect(outcome._tag).toBe("Failed")
       expect(outcome.text).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\)$/)
       // Three attempts failed before any got through, and the final state came once.
       expect(front.answers.slice(0, 3)).toEqual([500, "reset", "timeout"])
+      // The first retry came after the configured backoff (50 ms, jittered), not the default second.
+      const firstRetry = front.received[1]!.at - front.received[0]!.at
+      expect(firstRetry).toBeGreaterThanOrEqual(35)
+      expect(firstRetry).toBeLessThan(700)
       const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(events))
       expect(seen.filter((event) => event._tag === "Finished" && event.outcome.taskId === outcome.taskId)).toHaveLength(1)
     }), 40_000)
@@ -247,5 +254,5 @@ const failingFront = (forward: (request: Request) => Promise<Response>) =>
         () => response.writeHead(500).end()
       )
     })
-    return { url: hook.url, answers }
+    return { url: hook.url, answers, received: hook.received }
   })

@@ -4,16 +4,19 @@
  */
 import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
+import { Effect, Exit, Metric, Scope } from "effect"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
+import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as internalMetrics from "../src/internal/observability/metrics.js"
 import * as internalPushOutbox from "../src/internal/server/pushOutbox.js"
 import { callerOn, keyOf, serve, taskOf } from "./fixtures/callers.js"
-import { eventually } from "./fixtures/serverAgents.js"
-import { type Received, switchable } from "./fixtures/webhook.js"
+import * as Part from "../src/Part.js"
+import { captureLogs, eventually } from "./fixtures/serverAgents.js"
+import { type Received, switchable, webhook } from "./fixtures/webhook.js"
 
 const sqliteFile = (): Effect.Effect<string, never, Scope.Scope> =>
   Effect.acquireRelease(
@@ -160,4 +163,60 @@ describe("A2AServer's push outbox on SQLite", () => {
       expect(stateOf(hook.delivered().at(-1)!)).toBe("TASK_STATE_COMPLETED")
       yield* Scope.close(second, Exit.void)
     }), 40_000)
+
+  it.scopedLive("an agent emitting many artifacts and statuses behind a webhook that holds every request: at most maxPending wait, the dropped rows deleted and counted failed, the final delivered last", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const file = yield* sqliteFile()
+      const held: Array<() => void> = []
+      let released = false
+      const hook = yield* webhook((_, __, response) => {
+        const answer = () => void response.writeHead(200).end()
+        if (released) answer()
+        else held.push(answer)
+      })
+      const chatty: AgentExecutor.Agent<Error> = () =>
+        Effect.gen(function*() {
+          for (let i = 0; i < 30; i++) {
+            yield* AgentExecutor.artifact(
+              Part.Artifact.make({ artifactId: `a-${i}`, name: `${i}`, description: "", parts: [Part.TextPart.make({ text: `${i}` })] })
+            )
+            yield* AgentExecutor.status(`step ${i}`)
+          }
+          return AgentExecutor.completedText("done")
+        })
+      const { server } = yield* serve({
+        agent: chatty,
+        taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: file }),
+        push: { allowPushTargets: ["127.0.0.1"], maxPending: 3 }
+      })
+      const a = yield* callerOn(server.url, "JSONRPC", keyOf("a"))
+      const task = taskOf(yield* a.sendWith("go", {
+        taskPushNotificationConfig: { tenant: "", id: "", taskId: "", authentication: undefined, url: hook.url, token: "tok" }
+      }))
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      // The first delivery is held; what waits behind it is bounded, in the lane and in the outbox.
+      yield* eventually(Effect.sync(() => hook.received.length), (n) => n === 1, 200)
+      yield* eventually(outboxRows(file), (rows) => rows.length <= 1 + 3, 200)
+      released = true
+      for (const answer of held.splice(0)) answer()
+      yield* eventually(
+        Effect.sync(() => hook.received.some((received) => stateOf(received) === "TASK_STATE_COMPLETED")),
+        (done) => done,
+        300
+      )
+      yield* eventually(outboxRows(file), (rows) => rows.length === 0, 300)
+      const bodies = hook.received.map((received) => JSON.parse(received.body))
+      expect(bodies.length).toBeLessThanOrEqual(1 + 3)
+      expect(stateOf(hook.received.at(-1)!)).toBe("TASK_STATE_COMPLETED")
+      // Kept in order: the artifacts that got through rise.
+      const names = bodies.flatMap((body) => body.artifactUpdate === undefined ? [] : [Number(body.artifactUpdate.artifact.name)])
+      expect([...names].sort((x, y) => x - y)).toEqual(names)
+      const failed = yield* Metric.value(internalMetrics.tagged(internalMetrics.serverPushFailed, { agent: server.card.name }))
+      expect(failed.count).toBeGreaterThan(0)
+      const overflows = logs.lines.filter((line) => line.annotations.reason === "Overflow")
+      expect(overflows).toHaveLength(failed.count)
+      expect(overflows.every((line) => line.annotations.taskId === task.id)).toBe(true)
+    }).pipe(Effect.provide(logs.layer))
+  }, 30_000)
 })

@@ -47,12 +47,13 @@ const isTaskStoreConfig = (store: TaskStore | A2AServer.TaskStoreConfig): store 
   "_tag" in store
 
 const taskStoreOf = (
-  store: TaskStore | A2AServer.TaskStoreConfig | undefined
+  store: TaskStore | A2AServer.TaskStoreConfig | undefined,
+  withPushConfigs: boolean
 ): Effect.Effect<TaskStore, internalTaskStore.TaskStoreError, Scope.Scope> =>
   store !== undefined && !isTaskStoreConfig(store)
     ? Effect.succeed(store)
     : Effect.mapError(
-      internalTaskStore.make(store ?? internalTaskStore.defaultConfig),
+      internalTaskStore.make(store ?? internalTaskStore.defaultConfig, withPushConfigs),
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
 
@@ -172,7 +173,7 @@ export const make = <E, R>(
 ): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function* () {
     const name = options.name ?? options.card.name
-    const stored = yield* taskStoreOf(options.taskStore)
+    const stored = yield* taskStoreOf(options.taskStore, options.push !== undefined)
     // With callers told apart, a miss on another's task is counted.
     const taskStore = options.authenticate === undefined ? stored : yield* internalAuthentication.watchingForbidden(stored, name)
     const load = yield* internalLoad.make(options, name)

@@ -75,6 +75,8 @@ export const make = (
       timeout: options.timeout ?? Duration.seconds(10),
       maxAttempts: options.maxAttempts ?? 8,
       budget: options.budget ?? Duration.minutes(5),
+      backoff: options.backoff,
+      maxPending: options.maxPending,
       lookup: internalPushTarget.guardedLookup(policy),
       outbox
     })

@@ -42,6 +42,7 @@ import * as TaskState from "../wire/taskState.js"
 import * as internalAuthentication from "./authentication.js"
 import { headersOf } from "./handler.js"
 import type * as internalPushOutbox from "./pushOutbox.js"
+import * as internalPushQueue from "./pushQueue.js"
 import * as internalPushTarget from "./pushTarget.js"
 import { taskIdOf } from "../wire/streamResponse.js"
 
@@ -65,6 +66,8 @@ export interface Options {
   readonly outbox?: internalPushOutbox.Outbox | undefined
   /** How often the outbox is searched for deliveries nobody holds; 5 seconds by default. */
   readonly sweep?: Duration.DurationInput | undefined
+  /** Per task (events whose configs are loading) and per task and config (deliveries): the most that wait; 1,000 by default. */
+  readonly maxPending?: number | undefined
 }
 
 /** @internal */
@@ -85,13 +88,15 @@ export class PushDeliveryError extends Schema.TaggedError<PushDeliveryError>()("
     "Rejected",
     "Refused",
     "InvalidTarget",
-    "Unserializable"
+    "Unserializable",
+    "Overflow"
   ),
   status: Schema.optional(Schema.Number),
   code: Schema.optional(Schema.String),
   retryAfter: Schema.optional(Schema.DurationFromSelf)
 }) {
   override get message(): string {
+    if (this.reason === "Overflow") return "Overflow: more pushes waiting than maxPending"
     const detail = this.status !== undefined ? ` (HTTP ${this.status})` : this.code !== undefined ? ` (${this.code})` : ""
     return `${this.reason}${detail}`
   }
@@ -150,8 +155,8 @@ interface Delivery {
 /** A delivery in its lane. */
 interface Pending {
   readonly delivery: Delivery
-  /** A status update, which a later final one makes moot unless it is final itself. */
-  readonly status: "none" | "running" | "final"
+  /** A status update, which a later one makes moot unless it is final itself. */
+  readonly status: internalPushQueue.Status
   /** Its outbox row, when it has one. */
   readonly row: number | undefined
   /** Attempts made before, by this server or one before it. */
@@ -160,7 +165,7 @@ interface Pending {
   readonly since: number
 }
 
-const statusOf = (event: StreamResponse): Pending["status"] =>
+const statusOf = (event: StreamResponse): internalPushQueue.Status =>
   event.payload?.$case === "statusUpdate"
     ? TaskState.isTerminal(event.payload.value.status?.state) ? "final" : "running"
     : "none"
@@ -304,6 +309,7 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
     const budgetMillis = Duration.toMillis(options.budget ?? Duration.minutes(5))
     const backoffMillis = Duration.toMillis(options.backoff ?? Duration.seconds(1))
     const sweepMillis = Duration.toMillis(options.sweep ?? Duration.seconds(5))
+    const maxPending = Math.max(1, options.maxPending ?? 1_000)
     const tags = { agent: options.agent }
     const delivered = internalMetrics.tagged(internalMetrics.serverPushDelivered, tags)
     const retried = internalMetrics.tagged(internalMetrics.serverPushRetried, tags)
@@ -366,11 +372,17 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
 
     interface Report {
       readonly taskId: string
-      readonly configId: string
-      readonly host: string
+      /** None for an event dropped before its configs were loaded. */
+      readonly configId?: string | undefined
+      readonly host?: string | undefined
       readonly parent: Option.Option<Tracer.ExternalSpan>
       attempts: number
     }
+    const where = (report: Report) => ({
+      taskId: report.taskId,
+      ...(report.configId === undefined ? {} : { configId: report.configId }),
+      ...(report.host === undefined ? {} : { host: report.host })
+    })
     // The metrics, give-up log line and span of one delivery. True when it is settled, delivered or given up;
     // false when the server's stop interrupted it.
     const reported = (report: Report, sending: Effect.Effect<void, PushDeliveryError>): Effect.Effect<boolean> =>
@@ -381,19 +393,17 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
             Effect.zipRight(
               Metric.increment(error.reason === "Refused" ? refused : failed),
               Effect.logWarning(`Push delivery given up after ${report.attempts} attempt(s): ${error.message}`).pipe(
-                Effect.annotateLogs({
-                  taskId: report.taskId,
-                  configId: report.configId,
-                  host: report.host,
-                  errorId: ErrorId.make(),
-                  reason: error.reason
-                })
+                Effect.annotateLogs({ ...where(report), errorId: ErrorId.make(), reason: error.reason })
               )
             )
         }),
         Effect.withSpan(internalTracing.pushSpanName, {
           kind: "client",
-          attributes: { "a2a.task_id": report.taskId, "a2a.push.config_id": report.configId, "server.address": report.host },
+          attributes: {
+            "a2a.task_id": report.taskId,
+            ...(report.configId === undefined ? {} : { "a2a.push.config_id": report.configId }),
+            ...(report.host === undefined ? {} : { "server.address": report.host })
+          },
           ...(Option.isSome(report.parent) ? { parent: report.parent.value } : { root: true })
         }),
         // A give-up is logged above, a stop is no failure; anything else is a bug, not to end the lane.
@@ -413,10 +423,22 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
         })
       )
 
+    // Dropped unsent past `maxPending`: counted failed and logged as a give-up.
+    const overflowed = (reports: ReadonlyArray<Report>): Effect.Effect<void> =>
+      Effect.forEach(reports, (report) => reported(report, new PushDeliveryError({ reason: "Overflow" })), {
+        discard: true
+      })
+
+    const reportOf = (pending: Pending): Report => ({
+      ...pending.delivery,
+      host: hostOf(pending.delivery.url).host,
+      attempts: pending.attempts
+    })
+
     const deliver = (pending: Pending): Effect.Effect<void> => {
       const { delivery, row } = pending
       const target = hostOf(delivery.url)
-      const report: Report = { ...delivery, host: target.host, attempts: pending.attempts }
+      const report = reportOf(pending)
       // Each failed attempt, and when the next is due, so that a server taking the row up goes on from there.
       const record = ([attempts, nextAt]: readonly [number, number | undefined]) =>
         outbox === undefined || row === undefined || nextAt === undefined
@@ -450,39 +472,19 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
       )
     }
 
-    // Per task and config: what waits behind the delivery in flight. A lane exists while its fiber runs.
-    const lanes = new Map<string, Array<Pending>>()
-    const drain = (key: string, lane: Array<Pending>): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const next = lane.shift()
-        if (next === undefined) {
-          lanes.delete(key)
-          return Effect.void
-        }
-        return Effect.zipRight(deliver(next), drain(key, lane))
-      })
+    // Per task and config: what waits behind the delivery in flight.
+    const lane = internalPushQueue.make<Pending>({
+      run,
+      handle: deliver,
+      maxPending,
+      dropped: (dropped, overflow) => {
+        const rows = dropped.flatMap((pending) => pending.row === undefined ? [] : [pending.row])
+        return Effect.zipRight(overflow ? overflowed(dropped.map(reportOf)) : Effect.void, forget(rows))
+      }
+    })
     const enqueue = (pending: Pending): void => {
       if (pending.row !== undefined) held.add(pending.row)
-      const key = `${pending.delivery.taskId}\u0000${pending.delivery.configId}`
-      const lane = lanes.get(key)
-      if (lane === undefined) {
-        const fresh = [pending]
-        lanes.set(key, fresh)
-        run(drain(key, fresh))
-        return
-      }
-      if (pending.status === "final") {
-        // The final state tells the receiver all the running ones would: those not yet sent go.
-        const moot: Array<number> = []
-        for (let i = lane.length - 1; i >= 0; i--) {
-          if (lane[i]!.status === "running") {
-            const [dropped] = lane.splice(i, 1)
-            if (dropped?.row !== undefined) moot.push(dropped.row)
-          }
-        }
-        if (moot.length > 0) run(forget(moot))
-      }
-      lane.push(pending)
+      lane(`${pending.delivery.taskId}\u0000${pending.delivery.configId}`, pending)
     }
 
     /** `event` serialized for `stored`, as the SDK's sender would send it. */
@@ -546,32 +548,32 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
 
     interface Notified {
       readonly event: StreamResponse
+      readonly status: internalPushQueue.Status
       readonly context: ServerCallContext
       readonly task: Task | undefined
     }
-    // Per task: events whose configs are still to be loaded, in order. An entry exists while its fiber runs.
-    const tasks = new Map<string, Array<Notified>>()
-    const load = (taskId: string, queue: Array<Notified>): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const next = queue.shift()
-        if (next === undefined) {
-          tasks.delete(taskId)
-          return Effect.void
-        }
-        return Effect.tryPromise(() => loadConfigs(options.store, taskId, next.context)).pipe(
-          Effect.matchEffect({
-            onFailure: (error) =>
-              Effect.logWarning("Push configs could not be loaded; the event is not pushed").pipe(
-                Effect.annotateLogs({ taskId, errorId: ErrorId.make(), cause: String(error.cause) })
-              ),
-            onSuccess: (configs) => {
-              const parent = internalTracing.parentOfHeaders(headersOf(next.context))
-              return Effect.forEach(configs, (stored) => prepare(taskId, next, stored, parent), { discard: true })
-            }
-          }),
-          Effect.zipRight(load(taskId, queue))
-        )
-      })
+    const parentOf = (notified: Notified) => internalTracing.parentOfHeaders(headersOf(notified.context))
+    // Per task: events whose configs are still to be loaded, in order.
+    const load = (next: Notified, taskId: string): Effect.Effect<void> =>
+      Effect.tryPromise(() => loadConfigs(options.store, taskId, next.context)).pipe(
+        Effect.matchEffect({
+          onFailure: (error) =>
+            Effect.logWarning("Push configs could not be loaded; the event is not pushed").pipe(
+              Effect.annotateLogs({ taskId, errorId: ErrorId.make(), cause: String(error.cause) })
+            ),
+          onSuccess: (configs) => {
+            const parent = parentOf(next)
+            return Effect.forEach(configs, (stored) => prepare(taskId, next, stored, parent), { discard: true })
+          }
+        })
+      )
+    const queueEvent = internalPushQueue.make<Notified>({
+      run,
+      handle: load,
+      maxPending,
+      dropped: (dropped, overflow, taskId) =>
+        overflow ? overflowed(dropped.map((notified) => ({ taskId, parent: parentOf(notified), attempts: 0 }))) : Effect.void
+    })
 
     // A row another server left, taken up unless its caller deleted the config since: the row keeps the tenant
     // and owner the configs are loaded by.
@@ -623,15 +625,12 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
           const taskId = taskIdOf(event)
           if (taskId === undefined) return
           // The SDK's current task is a live reference the run keeps changing; a v0.3 body is made of it later.
-          const notified = { event, context, task: task === undefined ? undefined : structuredClone(task) }
-          const queue = tasks.get(taskId)
-          if (queue !== undefined) {
-            queue.push(notified)
-            return
-          }
-          const fresh = [notified]
-          tasks.set(taskId, fresh)
-          run(load(taskId, fresh))
+          queueEvent(taskId, {
+            event,
+            status: statusOf(event),
+            context,
+            task: task === undefined ? undefined : structuredClone(task)
+          })
         } catch {
           // Never thrown into the agent's run: nothing here can fail short of a bug.
         }

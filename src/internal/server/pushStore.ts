@@ -19,8 +19,6 @@ import { storedTextProblem } from "../ledger/storedText.js"
 import * as internalPushTarget from "./pushTarget.js"
 import * as internalTaskStore from "./taskStore.js"
 
-const pushConfigs: internalTaskStore.Table = { store: "push-notification-configs", what: "push-config store" }
-
 // The SDK's `config_id` column is a `varchar(36)`: a longer id, or one PostgreSQL cannot store as given, would
 // fail in the database as an internal error rather than as the caller's mistake.
 const configIdLimit = 36
@@ -74,6 +72,6 @@ export const make = (
   policy: internalPushTarget.PushPolicy
 ): Effect.Effect<PushNotificationStore, internalTaskStore.Failure, Scope.Scope> =>
   taskStore !== "memory" && internalTaskStore.isDatabase(taskStore)
-    ? Effect.map(internalTaskStore.open(taskStore, pushConfigs), ({ db, sdk }) =>
+    ? Effect.map(internalTaskStore.open(taskStore, internalTaskStore.pushConfigs), ({ db, sdk }) =>
       guarded(new sdk.DatabasePushNotificationStore(db), policy, true))
     : Effect.sync(() => guarded(new InMemoryPushNotificationStore(), policy, false))

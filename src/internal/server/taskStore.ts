@@ -89,11 +89,24 @@ export interface Table {
 
 const tasks: Table = { store: "tasks", what: "task store" }
 
+/** The SDK's push-config table, beside the tasks. @internal */
+export const pushConfigs: Table = { store: "push-notification-configs", what: "push-config store" }
+
 // The SDK's migrations are reachable only through its `a2a-db` CLI, whose
 // `run` is a plain function: calling it in-process is the same idempotent
 // `upgrade` (ledger table plus Kysely's migration lock, so replicas starting
 // together are safe) without a child process.
-const migrate = (url: string, table: Table): Effect.Effect<void, Failure> =>
+// On SQLite, Kysely's migration lock is a no-op: servers starting together on one file can both find a
+// migration to run, and all but one fail on the table the first created. Tried again, they find it done.
+const migrate = (config: DatabaseConfig, table: Table): Effect.Effect<void, Failure> =>
+  config._tag === "Sqlite"
+    ? Effect.retry(migrateOnce(`sqlite:${config.filename}`, table), {
+      schedule: Schedule.spaced(Duration.millis(50)),
+      times: 3
+    })
+    : migrateOnce(config.url, table)
+
+const migrateOnce = (url: string, table: Table): Effect.Effect<void, Failure> =>
   Effect.tryPromise({
     try: async () => {
       const sdkEntry = createRequire(import.meta.url).resolve("@a2a-js/sdk")
@@ -140,23 +153,49 @@ const terminalStateNames = Object.values(TaskState)
 // The SQL stores have no eviction of their own: a delete of the ended tasks
 // whose last status is older than the retention, at start-up and then at
 // least every minute, in a fiber of the server's scope. A failed round is
-// logged; the next one deletes what it missed.
-const sweepEnded = (db: Kysely<unknown>, table: string, retention: Duration.DurationInput, what: string) =>
+// logged; the next one deletes what it missed. With `configs` (push on), the
+// push configs of those tasks go first, matched by the task's own tenant,
+// owner and id (never another caller's config of a task of the same id): a
+// round cut short between the two leaves a task past retention, which the
+// next one deletes, rather than configs no round would find. PostgreSQL runs
+// both in one transaction; SQLite does not, since a transaction held across
+// the awaits between them would block the other connections of the process
+// (the push-config store, the outbox), whose better-sqlite3 calls wait for
+// the lock synchronously.
+const sweepEnded = (
+  db: Kysely<unknown>,
+  table: string,
+  retention: Duration.DurationInput,
+  config: DatabaseConfig,
+  configs: string | undefined
+) =>
   Effect.gen(function* () {
     const retentionMs = Duration.toMillis(retention)
     const { sql } = yield* Effect.promise(() => import("kysely"))
-    const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      Effect.tryPromise(() =>
-        sql`delete from ${sql.table(table)} where status_state in (${
-          sql.join(terminalStateNames)
-        }) and status_last_updated < ${now - retentionMs}`.execute(db)
-      )).pipe(
-        Effect.catchAll((error) =>
-          Effect.logWarning(`Could not delete the ended tasks past retention from the ${what} task store`).pipe(
-            Effect.annotateLogs({ cause: String(error.error) })
-          )
+    const round = (now: number) => {
+      const ended = (alias: string) =>
+        sql`${sql.ref(`${alias}.status_state`)} in (${sql.join(terminalStateNames)}) and ${
+          sql.ref(`${alias}.status_last_updated`)
+        } < ${now - retentionMs}`
+      const body = async (db: Kysely<unknown>) => {
+        if (configs !== undefined) {
+          await sql`delete from ${sql.table(configs)} where exists (
+            select 1 from ${sql.table(table)} t
+            where t.tenant = ${sql.ref(`${configs}.tenant`)} and t.owner = ${sql.ref(`${configs}.owner`)}
+              and t.id = ${sql.ref(`${configs}.task_id`)} and ${ended("t")}
+          )`.execute(db)
+        }
+        await sql`delete from ${sql.table(table)} where ${ended(table)}`.execute(db)
+      }
+      return config._tag === "Postgres" && configs !== undefined ? db.transaction().execute(body) : body(db)
+    }
+    const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.tryPromise(() => round(now))).pipe(
+      Effect.catchAll((error) =>
+        Effect.logWarning(`Could not delete the ended tasks past retention from the ${config._tag} task store`).pipe(
+          Effect.annotateLogs({ cause: String(error.error) })
         )
       )
+    )
     const every = Duration.min(Duration.millis(retentionMs), Duration.minutes(1))
     yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(every)))
   })
@@ -169,13 +208,17 @@ const sweepEnded = (db: Kysely<unknown>, table: string, retention: Duration.Dura
  *
  * @internal
  */
-export const make = (config: Config): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
+export const make = (
+  config: Config,
+  /** Whether push is on: a database store's retention then deletes the push configs of the tasks it deletes. */
+  withPushConfigs = false
+): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
   config._tag === "Memory"
     ? Effect.map(Effect.clock, (clock) =>
       internalMemoryTaskStore.make({ ...config, now: () => clock.unsafeCurrentTimeMillis() }))
     : config._tag === "Unbounded"
     ? Effect.sync(() => new InMemoryTaskStore())
-    : database(config)
+    : database(config, withPushConfigs)
 
 type SdkDatabase = typeof import("@a2a-js/sdk/server/database")
 
@@ -226,11 +269,13 @@ export const connection = <E>(
  */
 export const open = (
   given: DatabaseConfig,
-  table: Table
+  table: Table,
+  /** Other tables of the SDK's created beside it, for statements that reach them too. */
+  also: ReadonlyArray<Table> = []
 ): Effect.Effect<{ readonly db: Kysely<unknown>; readonly sdk: SdkDatabase; readonly tableName: string }, Failure, Scope.Scope> =>
   Effect.gen(function* () {
     const { db } = yield* connection(given, table.what, (config) =>
-      migrate(config._tag === "Sqlite" ? `sqlite:${config.filename}` : config.url, table))
+      Effect.forEach([table, ...also], (each) => migrate(config, each), { discard: true }))
     const sdk = yield* Effect.tryPromise({
       try: () => import("@a2a-js/sdk/server/database"),
       catch: fail("Driver", "Could not load @a2a-js/sdk/server/database")
@@ -246,10 +291,14 @@ export const open = (
     return { db, sdk, tableName }
   })
 
-const database = (config: DatabaseConfig): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
+const database = (config: DatabaseConfig, withPushConfigs: boolean): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
   Effect.gen(function* () {
-    const { db, sdk, tableName } = yield* open(config, tasks)
-    if (config.retention !== undefined) yield* sweepEnded(db, tableName, config.retention, config._tag)
+    // The config table exists before the first sweep, which runs before the push-config store opens.
+    const sweepsConfigs = withPushConfigs && config.retention !== undefined
+    const { db, sdk, tableName } = yield* open(config, tasks, sweepsConfigs ? [pushConfigs] : [])
+    if (config.retention !== undefined) {
+      yield* sweepEnded(db, tableName, config.retention, config, sweepsConfigs ? sdk.PUSH_NOTIFICATION_TABLE : undefined)
+    }
     const { sql } = yield* Effect.promise(() => import("kysely"))
     return internalAuthentication.withHeldElsewhere(new sdk.DatabaseTaskStore(db), (taskId, context) =>
       sql`select 1 from ${sql.table(tableName)} where tenant = ${context.tenant ?? ""} and id = ${taskId} and owner <> ${

@@ -9,13 +9,14 @@ import {
 } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Metric, type MetricKey, type MetricKeyType, Scope, Tracer } from "effect"
+import type * as http from "node:http"
 import type * as net from "node:net"
 import * as internalMetrics from "../../../src/internal/observability/metrics.js"
 import * as PushSender from "../../../src/internal/server/pushSender.js"
 import * as ErrorId from "../../../src/internal/wire/errorId.js"
 import * as Observability from "../../../src/Observability.js"
 import { captureLogs, eventually } from "../../fixtures/serverAgents.js"
-import { type Answer, ok, webhook } from "../../fixtures/webhook.js"
+import { type Answer, ok, type Received, webhook } from "../../fixtures/webhook.js"
 
 const count = (key: MetricKey.MetricKey<MetricKeyType.MetricKeyType.Counter<number>>, agent: string) =>
   Effect.map(Metric.value(internalMetrics.tagged(key, { agent })), (state) => state.count)
@@ -63,6 +64,49 @@ const stateOf = (body: string): string => JSON.parse(body).statusUpdate.status.s
 /** Answers by index: `answers[i]`, then 200 for any further request. */
 const scripted = (...answers: ReadonlyArray<Answer>): Answer => (index, request, response) =>
   (answers[index] ?? ok)(index, request, response)
+const artifact = (taskId: string, seq: number): StreamResponse => ({
+  payload: {
+    $case: "artifactUpdate",
+    value: {
+      taskId,
+      contextId: "ctx",
+      artifact: { artifactId: `a-${seq}`, name: "", description: "", parts: [], metadata: undefined, extensions: [] },
+      append: false,
+      lastChunk: true,
+      metadata: { seq }
+    }
+  }
+})
+// Of a status or an artifact update.
+const anySeqOf = (body: string): number => {
+  const parsed = JSON.parse(body)
+  return (parsed.statusUpdate ?? parsed.artifactUpdate).metadata.seq
+}
+
+/** The sequence numbers a webhook got, once `last` is among them and time for a straggler has passed. */
+const seqsUntil = (hook: { readonly received: ReadonlyArray<Received> }, last: number, tries: number) => {
+  const seqs = Effect.sync(() => hook.received.map((r) => anySeqOf(r.body)))
+  return eventually(seqs, (got) => got.includes(last), tries).pipe(
+    Effect.zipRight(Effect.sleep("200 millis")),
+    Effect.zipRight(seqs)
+  )
+}
+
+/** A webhook that answers nothing until released, then 200 to what it holds and to everything after. */
+const holding = Effect.gen(function*() {
+  const waiting: Array<http.ServerResponse> = []
+  let released = false
+  const hook = yield* webhook((_, __, response) => {
+    if (released) response.writeHead(200).end()
+    else waiting.push(response)
+  })
+  const release = () => {
+    released = true
+    for (const response of waiting.splice(0)) response.writeHead(200).end()
+  }
+  return { ...hook, release }
+})
+
 const status500: Answer = (_, __, response) => response.writeHead(500).end()
 const reset: Answer = (_, __, response) => response.socket?.destroy()
 const silent: Answer = () => undefined
@@ -240,13 +284,7 @@ describe("server/pushSender", () => {
       for (let seq = 1; seq < 50; seq++) sender.notify(status("t-slow", TaskState.TASK_STATE_WORKING, seq), ctx)
       sender.notify(status("t-slow", TaskState.TASK_STATE_COMPLETED, 50), ctx)
       expect(performance.now() - started).toBeLessThan(50)
-      yield* eventually(
-        Effect.sync(() => hook.received.map((r) => seqOf(r.body))),
-        (seqs) => seqs.includes(50),
-        1000
-      )
-      yield* Effect.sleep("200 millis")
-      const seqs = hook.received.map((r) => seqOf(r.body))
+      const seqs = yield* seqsUntil(hook, 50, 1000)
       expect(seqs.at(-1)).toBe(50)
       expect(seqs.filter((seq) => seq === 50)).toHaveLength(1)
       for (let i = 1; i < seqs.length; i++) expect(seqs[i]!).toBeGreaterThan(seqs[i - 1]!)
@@ -327,5 +365,98 @@ describe("server/pushSender", () => {
       sender.notify(status("t-refused-port", TaskState.TASK_STATE_COMPLETED, 1), ctx)
       yield* eventually(counts("push-connrefused"), (c) => c.failed === 1, 500)
       expect(yield* counts("push-connrefused")).toEqual({ delivered: 0, retried: 2, failed: 1, refused: 0 })
+    }))
+
+  it.scopedLive("a later status update makes an earlier running one not yet sent moot; artifacts and the final state stay, in order", () =>
+    Effect.gen(function*() {
+      const hook = yield* holding
+      const ctx = context()
+      const store = yield* storeWith("t-moot", ctx, config("t-moot", hook.url))
+      const sender = yield* PushSender.make({ store, agent: "push-moot" })
+      sender.notify(status("t-moot", TaskState.TASK_STATE_WORKING, 1), ctx)
+      yield* eventually(Effect.sync(() => hook.received.length), (n) => n === 1, 200)
+      const later: ReadonlyArray<StreamResponse> = [
+        status("t-moot", TaskState.TASK_STATE_WORKING, 2),
+        artifact("t-moot", 3),
+        status("t-moot", TaskState.TASK_STATE_WORKING, 4),
+        status("t-moot", TaskState.TASK_STATE_INPUT_REQUIRED, 5),
+        artifact("t-moot", 6)
+      ]
+      for (const event of later) {
+        sender.notify(event, ctx)
+        // Each waits in the lane, its configs loaded, before the next comes.
+        yield* Effect.sleep("5 millis")
+      }
+      hook.release()
+      yield* eventually(counts("push-moot"), (c) => c.delivered === 4, 200)
+      yield* Effect.sleep("100 millis")
+      // INPUT_REQUIRED made the WORKING before it moot, and stays: no status came after it.
+      expect(hook.received.map((r) => anySeqOf(r.body))).toEqual([1, 3, 5, 6])
+      sender.notify(status("t-moot", TaskState.TASK_STATE_COMPLETED, 7), ctx)
+      yield* eventually(counts("push-moot"), (c) => c.delivered === 5, 200)
+      expect(stateOf(hook.received.at(-1)!.body)).toBe("TASK_STATE_COMPLETED")
+      expect(yield* counts("push-moot")).toEqual({ delivered: 5, retried: 0, failed: 0, refused: 0 })
+    }))
+
+  it.scopedLive("behind a webhook that holds every request, a lane keeps at most maxPending: the oldest dropped, counted failed and logged (Overflow), the final delivered last", () =>
+    Effect.gen(function*() {
+      const { layer, lines } = captureLogs()
+      const hook = yield* holding
+      const ctx = context()
+      const token = "tok-SECRET-overflow"
+      const store = yield* storeWith("t-over", ctx, config("t-over", hook.url, { id: "config-o", token }))
+      const sender = yield* PushSender.make({ store, agent: "push-overflow", maxPending: 5 }).pipe(Effect.provide(layer))
+      sender.notify(status("t-over", TaskState.TASK_STATE_WORKING, 1), ctx)
+      yield* eventually(Effect.sync(() => hook.received.length), (n) => n === 1, 200)
+      for (let seq = 2; seq < 40; seq++) {
+        sender.notify(artifact("t-over", seq), ctx)
+        yield* Effect.sleep("2 millis")
+      }
+      sender.notify(status("t-over", TaskState.TASK_STATE_COMPLETED, 40), ctx)
+      yield* Effect.sleep("20 millis")
+      // Nothing more reached the webhook while it held the first request.
+      expect(hook.received).toHaveLength(1)
+      hook.release()
+      yield* eventually(counts("push-overflow"), (c) => c.delivered === 6, 300)
+      yield* Effect.sleep("100 millis")
+      // The first, then the five newest: in order, the final last.
+      expect(hook.received.map((r) => anySeqOf(r.body))).toEqual([1, 36, 37, 38, 39, 40])
+      expect(stateOf(hook.received.at(-1)!.body)).toBe("TASK_STATE_COMPLETED")
+      expect(yield* counts("push-overflow")).toEqual({ delivered: 6, retried: 0, failed: 34, refused: 0 })
+      const warnings = lines.filter((line) => line.level === "WARN")
+      expect(warnings).toHaveLength(34)
+      for (const warning of warnings) {
+        expect(warning.annotations).toMatchObject({
+          taskId: "t-over",
+          configId: "config-o",
+          host: `127.0.0.1:${hook.port}`,
+          reason: "Overflow"
+        })
+        expect(warning.annotations.errorId).toMatch(ErrorId.pattern)
+        expect(JSON.stringify(warning)).not.toContain(token)
+      }
+    }))
+
+  it.scopedLive("a burst of events while the configs load waits at most maxPending per task: the newest delivered in order, the final last, the rest counted failed", () =>
+    Effect.gen(function*() {
+      const { layer, lines } = captureLogs()
+      const hook = yield* holding
+      const ctx = context()
+      const store = yield* storeWith("t-burst", ctx, config("t-burst", hook.url))
+      const sender = yield* PushSender.make({ store, agent: "push-burst", maxPending: 5 }).pipe(Effect.provide(layer))
+      for (let seq = 1; seq < 40; seq++) sender.notify(artifact("t-burst", seq), ctx)
+      sender.notify(status("t-burst", TaskState.TASK_STATE_COMPLETED, 40), ctx)
+      yield* eventually(Effect.sync(() => hook.received.length), (n) => n === 1, 200)
+      yield* Effect.sleep("20 millis")
+      hook.release()
+      const seqs = yield* seqsUntil(hook, 40, 300)
+      // At most one in hand per queue beside the five waiting.
+      expect(seqs.length).toBeLessThanOrEqual(1 + 5 + 1)
+      expect(seqs.slice(-5)).toEqual([36, 37, 38, 39, 40])
+      for (let i = 1; i < seqs.length; i++) expect(seqs[i]!).toBeGreaterThan(seqs[i - 1]!)
+      expect(yield* counts("push-burst")).toEqual({ delivered: seqs.length, retried: 0, failed: 40 - seqs.length, refused: 0 })
+      const warnings = lines.filter((line) => line.level === "WARN")
+      expect(warnings).toHaveLength(40 - seqs.length)
+      expect(warnings.every((line) => line.annotations.reason === "Overflow" && line.annotations.taskId === "t-burst")).toBe(true)
     }))
 })
