@@ -110,7 +110,7 @@ const reconnectBackoff = Schedule.exponential("100 millis").pipe(Schedule.either
  *
  * @internal
  */
-export const make = (
+export const makePg = (
   options: Options
 ): Effect.Effect<internalEventLog.EventLog, internalEventLog.EventLogError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -209,7 +209,10 @@ export const make = (
     yield* Effect.forkScoped(Effect.repeat(poll, Schedule.spaced(pollInterval)))
 
     if (options.listen ?? true) {
-      const pg = yield* Effect.promise(() => internalTaskStore.load("pg"))
+      const pg = yield* Effect.tryPromise({
+        try: () => internalTaskStore.load("pg"),
+        catch: unavailable("Could not load the pg driver")
+      })
       const Client = (pg.default ?? pg).Client as new(config: object) => ListenClient
       const applicationName = options.applicationName ?? defaultApplicationName
 
