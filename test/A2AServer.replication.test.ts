@@ -14,6 +14,7 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
 import * as EventId from "../src/internal/wire/eventId.js"
 import { callerOn, transports } from "./fixtures/callers.js"
+import { databaseUrl } from "./fixtures/databaseUrl.js"
 import { userMessage } from "./fixtures/serverAgents.js"
 
 /** Agents whose runs wait, after their first step, until the test lets them go on. */
@@ -30,7 +31,7 @@ const gatedAgent = (gate: Deferred.Deferred<void>): AgentExecutor.Agent<never> =
 const replicas = Effect.gen(function*() {
   const gate = yield* Deferred.make<void>()
   const taskStore = new InMemoryTaskStore()
-  const replication = { url: `memory://${crypto.randomUUID()}` }
+  const replication = { url: databaseUrl() }
   const serve = (name: string) =>
     A2AServer.make({
       agent: gatedAgent(gate),

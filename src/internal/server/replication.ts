@@ -27,12 +27,13 @@ import * as ErrorId from "../wire/errorId.js"
 import * as EventId from "../wire/eventId.js"
 import * as TaskState from "../wire/taskState.js"
 import { streamResponseOf, tapped } from "./busTap.js"
-import * as internalEventLog from "./eventLog.js"
+import type * as internalEventLog from "./eventLog.js"
 import * as internalFailure from "./failure.js"
 import { randomUUID } from "node:crypto"
 import * as internalAuthentication from "./authentication.js"
 import { headersOf } from "./handler.js"
 import { failedTask } from "./idempotencyEntry.js"
+import * as internalPgEventLog from "./pgEventLog.js"
 import * as internalRpc from "./rpc.js"
 import * as internalRunClaims from "./runClaims.js"
 import * as internalTaskStore from "./taskStore.js"
@@ -295,14 +296,16 @@ export const open = (
 ): Effect.Effect<Replication, internalTaskStore.TaskStoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const log = yield* Effect.mapError(
-      internalEventLog.makePg(options),
+      internalPgEventLog.makePg({ url: options.url, retention: options.retention, pollInterval: options.pollInterval }),
       (error) =>
         new internalTaskStore.TaskStoreError({
           reason: error.reason === "Unavailable" ? "Connection" : "Driver",
           message: error.message
         })
     )
-    const claims = options.url.startsWith("memory:") ? undefined : yield* Effect.mapError(
+    // Added after the log, so run before it closes: what the runs appended is written first.
+    yield* Effect.addFinalizer(() => log.flush)
+    const claims = yield* Effect.mapError(
       internalRunClaims.make({
         url: options.url,
         lease: options.lease,

@@ -59,9 +59,13 @@ export class TaskStoreError extends Schema.TaggedError<TaskStoreError>("effect-a
   }
 ) {}
 
-// A non-literal specifier: the drivers ship no types of their own, and are
-// only loaded when asked for.
-const load = (name: string): Promise<any> => import(name)
+/**
+ * A driver, loaded by a non-literal specifier: the drivers ship no types of
+ * their own, and are only loaded when asked for.
+ *
+ * @internal
+ */
+export const load = (name: string): Promise<any> => import(name)
 
 export const fail = (reason: Failure["reason"], what: string) => (error: unknown): Failure => ({
   reason,

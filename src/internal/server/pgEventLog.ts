@@ -1,0 +1,393 @@
+/**
+ * The event log on PostgreSQL, one log for every replica of a server.
+ *
+ * - An entry is a row of `effect_a2a_task_events` (task id, seq, the event's
+ *   JSON text, when): its primary key makes a seq taken twice a conflict.
+ *   The row and the wake-up of the other replicas are one statement
+ *   (`pg_notify` of the task id and seq, never the event: a payload holds
+ *   under 8 000 bytes), so a wake-up is sent exactly when a row is written.
+ * - Appends are queued per task and written in order, each retried with
+ *   backoff until the log closes, so a restart of the database delays them
+ *   and loses none.
+ * - Wake-ups arrive on one LISTEN connection of our own (a `pg` client: the
+ *   one `@effect/sql-pg` listens on never notices that it was lost), on one
+ *   channel, and are split here by task id. The connection is reconnected
+ *   with backoff, after which every follower reads the log again: a
+ *   notification sent while it was down is lost.
+ * - A poll of the followed tasks' last seq (1 s by default) is the backstop:
+ *   a lost notification only delays an event.
+ * - A finished task is a row of `effect_a2a_task_event_ends`; a sweep
+ *   deletes its entries `retention` after. A task never finished keeps its
+ *   entries.
+ *
+ * @internal
+ */
+import { Clock, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Runtime, Schedule } from "effect"
+import type * as Scope from "effect/Scope"
+import type { Kysely } from "kysely"
+import * as internalEventLog from "./eventLog.js"
+import * as internalTaskStore from "./taskStore.js"
+
+/** The table of entries. */
+export const table = "effect_a2a_task_events"
+/** The table of finished tasks, for retention. */
+export const endsTable = "effect_a2a_task_event_ends"
+export const defaultChannel = "effect_a2a_task_events"
+/** The `application_name` of the LISTEN connection, as `pg_stat_activity` shows it. */
+export const defaultApplicationName = "effect-a2a-event-log"
+
+/** @internal */
+export interface Options extends internalEventLog.Options {
+  readonly url: string
+  /** The NOTIFY channel the replicas share; `effect_a2a_task_events` by default. */
+  readonly channel?: string | undefined
+  /** How often the followed tasks are polled, in case a notification was lost; 1 s by default. */
+  readonly pollInterval?: Duration.DurationInput | undefined
+  /** Connections of the query pool; 10 by default. */
+  readonly poolSize?: number | undefined
+  /**
+   * Whether to hold a LISTEN connection (true by default). Without one,
+   * followers learn of new entries by the poll alone: behind a pooler that
+   * keeps no session (PgBouncer in transaction mode), where LISTEN cannot work.
+   */
+  readonly listen?: boolean | undefined
+  /** The `application_name` of the LISTEN connection (one the URL names wins). */
+  readonly applicationName?: string | undefined
+}
+
+interface Notification {
+  readonly channel: string
+  readonly payload?: string | undefined
+}
+
+/** The part of a `pg` client the LISTEN connection uses. */
+interface ListenClient {
+  connect(): Promise<void>
+  query(text: string): Promise<unknown>
+  end(): Promise<void>
+  escapeIdentifier(name: string): string
+  on(event: "error", listener: (error: unknown) => void): void
+  on(event: "end", listener: () => void): void
+  on(event: "notification", listener: (notification: Notification) => void): void
+}
+
+const messageOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+const unavailable = (what: string) => (error: unknown) =>
+  new internalEventLog.EventLogError({ reason: "Unavailable", message: `${what}: ${messageOf(error)}` })
+
+// PostgreSQL's SQLSTATE of a refused statement; a lost connection has none (or a Node code such as ECONNRESET).
+const sqlState = (error: unknown): string | undefined => {
+  const code = typeof error === "object" && error !== null ? (error as { readonly code?: unknown }).code : undefined
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
+}
+
+// A statement refused for its data (class 22) or a constraint (class 23) is refused again: retrying it would hold
+// the task's queue forever. Anything else (a lost connection, a restart, a shutdown) passes with time.
+const isPermanent = (error: unknown): boolean => {
+  const code = sqlState(error)
+  return code !== undefined && (code.startsWith("22") || code.startsWith("23"))
+}
+
+// A notification's payload: `<seq>:<task id>`, or `<seq>` alone for a task id too long for a payload, which wakes
+// every follower.
+const payloadOf = (taskId: string, seq: number): string =>
+  Buffer.byteLength(taskId) <= 7_900 ? `${seq}:${taskId}` : `${seq}`
+
+// How long the LISTEN connection may take to answer a heartbeat, and how often it is asked: a connection lost
+// without a word (a half-open TCP connection) is noticed within both.
+const heartbeatEvery = Duration.seconds(10)
+const heartbeatWithin = Duration.seconds(5)
+
+const reconnectPause = Duration.millis(100)
+const reconnectBackoff = Schedule.exponential("100 millis").pipe(Schedule.either(Schedule.spaced("5 seconds")))
+
+/**
+ * The log in the database `options.url` names: its tables created when
+ * missing, a pool of connections for queries, and the LISTEN connection;
+ * all close with the scope. Appends still queued then are given up, each
+ * task's logged: flush first to keep them.
+ *
+ * @internal
+ */
+export const makePg = (
+  options: Options
+): Effect.Effect<internalEventLog.EventLog, internalEventLog.EventLogError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { sql } = yield* Effect.promise(() => import("kysely"))
+    const channel = options.channel ?? defaultChannel
+    if (channel === "" || Buffer.byteLength(channel) > 63) {
+      return yield* new internalEventLog.EventLogError({
+        reason: "Unavailable",
+        message: `The channel of the event log must be 1 to 63 bytes long, not ${Buffer.byteLength(channel)}`
+      })
+    }
+    const retention = Duration.decode(options.retention ?? internalEventLog.defaultRetention)
+    const pollInterval = Duration.decode(options.pollInterval ?? Duration.seconds(1))
+    const unavailableAfter = Duration.decode(options.unavailableAfter ?? internalEventLog.defaultUnavailableAfter)
+    const t = sql.table(table)
+    const ends = sql.table(endsTable)
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+
+    const { db } = yield* internalTaskStore.connection(
+      { _tag: "Postgres", url: options.url, poolSize: options.poolSize },
+      "event log",
+      () => Effect.void
+    ).pipe(Effect.mapError((failure) => new internalEventLog.EventLogError({ reason: "Unavailable", message: failure.message })))
+    const query = <A>(what: string, run: (db: Kysely<unknown>) => Promise<A>) =>
+      Effect.tryPromise({ try: () => run(db), catch: unavailable(what) })
+
+    // Replicas starting together could collide in PostgreSQL's catalog even with `if not exists`: they take turns.
+    yield* query("Could not create the tables of the event log", (db) =>
+      db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(hashtext(${table}))`.execute(trx)
+        await sql`create table if not exists ${t} (
+          task_id text not null,
+          seq bigint not null,
+          event text not null,
+          created_at bigint not null,
+          primary key (task_id, seq)
+        )`.execute(trx)
+        await sql`create table if not exists ${ends} (
+          task_id text primary key,
+          finished_at bigint not null
+        )`.execute(trx)
+        await sql`create index if not exists ${sql.id(`${endsTable}_finished_at`)} on ${ends} (finished_at)`
+          .execute(trx)
+      }))
+
+    const read = (taskId: string, after: number, limit: number | undefined) =>
+      query("Could not read the event log", (db) =>
+        sql<{ readonly seq: string | number; readonly event: string }>`select seq, event from ${t}
+          where task_id = ${taskId} and seq > ${after} order by seq ${limit === undefined ? sql`` : sql`limit ${limit}`}`
+          .execute(db)).pipe(
+          Effect.flatMap((result) =>
+            Effect.forEach(result.rows, (row) => internalEventLog.decode(Number(row.seq), row.event))
+          )
+        )
+
+    // Every replica sweeps; a round that fails is logged, and the next deletes what it missed.
+    const retentionMillis = Duration.toMillis(retention)
+    const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      query("Could not delete the entries of finished tasks past retention from the event log", (db) =>
+        sql`with gone as (delete from ${ends} where finished_at <= ${now - retentionMillis} returning task_id)
+          delete from ${t} where task_id in (select task_id from gone)`.execute(db))).pipe(
+        Effect.catchAll((error) => Effect.logWarning(error.message))
+      )
+    yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(internalEventLog.sweepEvery(retention))))
+
+    // -- Wake-ups: the LISTEN connection and the poll.
+    const wakeups = internalEventLog.makeWakeups()
+    const dispatch = (payload: string | undefined) => {
+      const at = payload?.indexOf(":") ?? -1
+      if (payload === undefined || at < 0) wakeups.signalAll()
+      else wakeups.signal(payload.slice(at + 1))
+    }
+
+    let unreachableSince: number | undefined
+    let seen = new Map<string, string>()
+    // The last seq of each followed task: one that moved since the previous round wakes its followers.
+    const poll = Effect.suspend(() => {
+      const followed = wakeups.followed()
+      if (followed.length === 0) return Effect.sync(() => void (unreachableSince = undefined))
+      return query("Could not poll the event log", (db) =>
+        sql<{ readonly task_id: string; readonly seq: string | number }>`select task_id, max(seq) as seq from ${t}
+          where task_id = any(${followed}) group by task_id`.execute(db)).pipe(
+          Effect.matchEffect({
+            onFailure: () =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => void (unreachableSince ??= now))),
+            onSuccess: (result) =>
+              Effect.sync(() => {
+                unreachableSince = undefined
+                const previous = seen
+                seen = new Map(result.rows.map((row) => [row.task_id, String(row.seq)]))
+                for (const [taskId, seq] of seen) if (previous.get(taskId) !== seq) wakeups.signal(taskId)
+              })
+          })
+        )
+    })
+    yield* Effect.forkScoped(Effect.repeat(poll, Schedule.spaced(pollInterval)))
+
+    if (options.listen ?? true) {
+      const pg = yield* Effect.tryPromise({
+        try: () => internalTaskStore.load("pg"),
+        catch: unavailable("Could not load the pg driver")
+      })
+      const Client = (pg.default ?? pg).Client as new(config: object) => ListenClient
+      const applicationName = options.applicationName ?? defaultApplicationName
+
+      // A connection listening on the channel, and what ends it (its reason): an `error` or `end` event, or a
+      // heartbeat left unanswered.
+      const connect = Effect.tryPromise({
+        try: async () => {
+          const client = new Client({ connectionString: options.url, application_name: applicationName, keepAlive: true })
+          const lost = Deferred.unsafeMake<string>(FiberId.none)
+          // Without an `error` listener, a lost connection would end the process.
+          client.on("error", (error) => Deferred.unsafeDone(lost, Exit.succeed(messageOf(error))))
+          client.on("end", () => Deferred.unsafeDone(lost, Exit.succeed("the connection ended")))
+          client.on("notification", (notification) => {
+            if (notification.channel === channel) dispatch(notification.payload)
+          })
+          try {
+            await client.connect()
+            await client.query(`listen ${client.escapeIdentifier(channel)}`)
+          } catch (error) {
+            await client.end().catch(() => undefined)
+            throw error
+          }
+          return { client, lost }
+        },
+        catch: unavailable("Could not listen to the event log's channel")
+      })
+      type Listener = Effect.Effect.Success<typeof connect>
+      const lostOf = ({ client, lost }: Listener): Effect.Effect<string> =>
+        Effect.race(
+          Deferred.await(lost),
+          Effect.tryPromise(() => client.query("select 1")).pipe(
+            Effect.timeoutFail({ duration: heartbeatWithin, onTimeout: () => "no answer to a heartbeat" }),
+            Effect.repeat(Schedule.spaced(heartbeatEvery)),
+            Effect.flatMap(() => Effect.never),
+            Effect.catchAll((error) => Effect.succeed(typeof error === "string" ? error : messageOf(error.error)))
+          )
+        )
+
+      let current = yield* connect
+      yield* Effect.addFinalizer(() => Effect.promise(() => current.client.end().catch(() => undefined)))
+      const keep = Effect.gen(function*() {
+        while (true) {
+          const reason = yield* lostOf(current)
+          const since = yield* Clock.currentTimeMillis
+          yield* Effect.logWarning(`The event log lost its LISTEN connection; reconnecting: ${reason}`)
+          yield* Effect.promise(() => current.client.end().catch(() => undefined))
+          // A pause first, so that a connection lost again at once is not retried in a tight loop.
+          current = yield* Effect.retry(Effect.delay(connect, reconnectPause), reconnectBackoff)
+          const now = yield* Clock.currentTimeMillis
+          yield* Effect.logInfo(
+            `The event log's LISTEN connection is back after ${now - since} ms; its followers read the log again`
+          )
+          wakeups.signalAll()
+        }
+      })
+      yield* Effect.forkScoped(keep)
+    }
+
+    // -- Appends: a queue per task, written in order.
+    interface Op {
+      readonly seq: number | undefined
+      readonly write: Effect.Effect<void>
+      readonly done: Deferred.Deferred<void>
+    }
+    const queues = new Map<string, Array<Op>>()
+    let closed = false
+    const fork = yield* FiberSet.makeRuntime<never>()
+
+    const drain = (taskId: string, queue: Array<Op>) =>
+      Effect.gen(function*() {
+        while (queue.length > 0) {
+          yield* queue[0]!.write
+          Deferred.unsafeDone(queue.shift()!.done, Exit.void)
+        }
+        queues.delete(taskId)
+      }).pipe(
+        Effect.onInterrupt(() =>
+          Effect.suspend(() => {
+            queues.delete(taskId)
+            const left = queue.splice(0)
+            left.forEach((op) => Deferred.unsafeDone(op.done, Exit.void))
+            const seqs = left.flatMap((op) => op.seq === undefined ? [] : [op.seq])
+            return seqs.length === 0 ? Effect.void : Effect.logError(
+              `${seqs.length} events of a task were not written to the event log: it closed first`
+            ).pipe(Effect.annotateLogs({ taskId, seqs: seqs.join(",") }))
+          })
+        )
+      )
+
+    const enqueue = (taskId: string, seq: number | undefined, write: Effect.Effect<void>) => {
+      if (closed) {
+        if (seq !== undefined) {
+          runFork(Effect.logError("An event was not written to the event log: it is closed").pipe(
+            Effect.annotateLogs({ taskId, seq })
+          ))
+        }
+        return
+      }
+      const op: Op = { seq, write, done: Deferred.unsafeMake<void>(FiberId.none) }
+      const queue = queues.get(taskId)
+      if (queue !== undefined) {
+        queue.push(op)
+        return
+      }
+      const fresh = [op]
+      queues.set(taskId, fresh)
+      fork(drain(taskId, fresh))
+    }
+
+    // A statement retried until it is written; logged once when it first fails and once when it is written after
+    // all, given up (logged) when it is refused for good.
+    const persist = (
+      what: string,
+      annotations: Record<string, unknown>,
+      statement: (now: number) => (db: Kysely<unknown>) => Promise<unknown>
+    ): Effect.Effect<void> => {
+      let failed = false
+      return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.tryPromise({ try: () => statement(now)(db), catch: (error) => error })).pipe(
+          Effect.tapError((error) =>
+            failed || isPermanent(error) ? Effect.void : Effect.suspend(() => {
+              failed = true
+              return Effect.logWarning(`Could not write ${what} to the event log; retrying: ${messageOf(error)}`)
+            })
+          ),
+          Effect.retry({ schedule: internalEventLog.backoff, while: (error) => !isPermanent(error) }),
+          Effect.matchEffect({
+            onSuccess: () => failed ? Effect.logInfo(`Wrote ${what} to the event log after retries`) : Effect.void,
+            onFailure: (error) =>
+              sqlState(error) === "23505"
+                ? internalEventLog.conflict(String(annotations["taskId"]), Number(annotations["seq"]))
+                : Effect.logError(`Could not write ${what} to the event log; given up: ${messageOf(error)}`)
+          }),
+          Effect.annotateLogs(annotations)
+        )
+    }
+
+    yield* Effect.addFinalizer(() => Effect.sync(() => void (closed = true)))
+
+    return {
+      last: (taskId) =>
+        query("Could not read the event log", (db) =>
+          sql<{ readonly seq: string | number | null }>`select max(seq) as seq from ${t} where task_id = ${taskId}`
+            .execute(db)).pipe(Effect.map((result) => Number(result.rows[0]?.seq ?? 0))),
+      append: (taskId, seq, event) => {
+        const text = internalEventLog.encode(runFork, taskId, seq, event)
+        if (text === undefined) return
+        enqueue(
+          taskId,
+          seq,
+          persist("an event", { taskId, seq }, (now) => (db) =>
+            sql`with written as (
+                insert into ${t} (task_id, seq, event, created_at) values (${taskId}, ${seq}, ${text}, ${now})
+                returning seq
+              )
+              select pg_notify(${channel}, ${payloadOf(taskId, seq)}) from written`.execute(db))
+        )
+      },
+      flush: Effect.suspend(() =>
+        Effect.forEach(queues.values(), (queue) => Deferred.await(queue[queue.length - 1]!.done), { discard: true })
+      ),
+      follow: internalEventLog.follow({
+        read,
+        wakeups,
+        unavailableAfter,
+        unreachableSince: () => unreachableSince
+      }),
+      read: (taskId, after) => read(taskId, after, undefined),
+      finish: (taskId) =>
+        enqueue(
+          taskId,
+          undefined,
+          persist("the end of a task", { taskId }, (now) => (db) =>
+            sql`insert into ${ends} (task_id, finished_at) values (${taskId}, ${now})
+              on conflict (task_id) do update set finished_at = excluded.finished_at`.execute(db))
+        )
+    } satisfies internalEventLog.EventLog
+  })

@@ -1,0 +1,272 @@
+/**
+ * The event log's contract, held by the in-memory log and by the PostgreSQL
+ * one (on the database of the global setup or DATABASE_URL, each test on
+ * tasks of its own), and what only PostgreSQL has to survive: a lost LISTEN
+ * connection, lost notifications, a restart of the database.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, FastCheck, Fiber, Scope, Stream } from "effect"
+import { randomUUID } from "node:crypto"
+import { createRequire } from "node:module"
+import * as internalEventLog from "../../../src/internal/server/eventLog.js"
+import * as internalPgEventLog from "../../../src/internal/server/pgEventLog.js"
+import { databaseUrl } from "../../fixtures/databaseUrl.js"
+import { startPostgres } from "../../fixtures/postgres.js"
+import { captureLogs, eventually } from "../../fixtures/serverAgents.js"
+
+type EventLog = internalEventLog.EventLog
+
+/** Two instances on one log: two replicas on one database, or one process's log twice. */
+type Pair = (options?: internalEventLog.Options) => Effect.Effect<
+  readonly [EventLog, EventLog],
+  internalEventLog.EventLogError,
+  Scope.Scope
+>
+
+const eventOf = (n: number) => ({ kind: "status-update", n, text: `event ${n}` })
+const entriesOf = (events: ReadonlyArray<unknown>, from = 1) => events.map((event, i) => ({ seq: from + i, event }))
+
+/**
+ * A follower of the task from `after`, collecting in the background until the
+ * scope closes: what it has received so far, and whether it failed.
+ */
+const collect = (log: EventLog, taskId: string, after: number) =>
+  Effect.gen(function*() {
+    const received: Array<internalEventLog.Entry> = []
+    const fiber = yield* Effect.forkScoped(
+      Stream.runForEach(log.follow(taskId, after), (entry) => Effect.sync(() => void received.push(entry)))
+    )
+    return { received, fiber }
+  })
+
+/** Waits (bounded by `within`) until `received` holds `count` entries, then a little more, for a repeat to show. */
+const settled = (received: ReadonlyArray<unknown>, count: number, within: Duration.DurationInput = "10 seconds") =>
+  eventually(Effect.sync(() => received.length), (n) => n >= count, Math.ceil(Duration.toMillis(within) / 10)).pipe(
+    Effect.zipRight(Effect.sleep("150 millis")),
+    Effect.as(received)
+  )
+
+const contract = (name: string, pair: Pair) =>
+  describe(name, () => {
+    it.live("a follower on another instance sees, from 0, the entries appended on the first in order; from k, exactly those after k", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* pair()
+        const taskId = randomUUID()
+        const events = Array.from({ length: 30 }, (_, i) => eventOf(i + 1))
+        const fromZero = yield* collect(b, taskId, 0)
+        events.slice(0, 12).forEach((event, i) => a.append(taskId, i + 1, event))
+        yield* a.flush
+        const fromTwelve = yield* collect(b, taskId, 12)
+        events.slice(12).forEach((event, i) => a.append(taskId, i + 13, event))
+        yield* a.flush
+        expect(yield* settled(fromZero.received, 30)).toEqual(entriesOf(events))
+        expect(yield* settled(fromTwelve.received, 18)).toEqual(entriesOf(events.slice(12), 13))
+        const fromSeven = yield* collect(b, taskId, 7)
+        expect(yield* settled(fromSeven.received, 23)).toEqual(entriesOf(events.slice(7), 8))
+        expect(yield* b.read(taskId, 25)).toEqual(entriesOf(events.slice(25), 26))
+        expect(yield* b.last(taskId)).toBe(30)
+        expect(yield* b.last(randomUUID())).toBe(0)
+      }).pipe(Effect.scoped))
+
+    it.live.prop(
+      "N appends, a read from a random cursor then a follower from where the read ended: joined, the appended sequence after the cursor, once each",
+      {
+        events: FastCheck.array(
+          FastCheck.record({ kind: FastCheck.constantFrom("status", "artifact"), text: FastCheck.string({ unit: "binary" }) }),
+          { minLength: 1, maxLength: 40 }
+        ),
+        cursor: FastCheck.nat({ max: 45 }),
+        before: FastCheck.nat({ max: 45 })
+      },
+      ({ before, cursor, events }) =>
+        Effect.gen(function*() {
+          const [a, b] = yield* pair()
+          const taskId = randomUUID()
+          // Some appended (and written) before the read, the rest while the follower runs.
+          const split = Math.min(before, events.length)
+          events.slice(0, split).forEach((event, i) => a.append(taskId, i + 1, event))
+          yield* a.flush
+          const read = yield* b.read(taskId, cursor)
+          const follower = yield* collect(b, taskId, read.length > 0 ? read[read.length - 1]!.seq : cursor)
+          events.slice(split).forEach((event, i) => a.append(taskId, split + i + 1, event))
+          yield* a.flush
+          const expected = entriesOf(events).slice(cursor)
+          const followed = yield* settled(follower.received, expected.length - read.length)
+          expect([...read, ...followed]).toEqual(expected)
+        }).pipe(Effect.scoped),
+      { timeout: 60_000, fastCheck: { numRuns: 15 } }
+    )
+
+    it.live("a seq another writer took is a Conflict, logged as an error; the entry written first stays", () => {
+      const logs = captureLogs()
+      return Effect.gen(function*() {
+        const [a, b] = yield* pair()
+        const taskId = randomUUID()
+        a.append(taskId, 1, eventOf(1))
+        yield* a.flush
+        b.append(taskId, 1, { other: true })
+        yield* b.flush
+        expect(yield* a.read(taskId, 0)).toEqual(entriesOf([eventOf(1)]))
+        expect(logs.lines.filter((line) => line.level === "ERROR" && line.message.includes("already taken"))).toMatchObject([
+          { annotations: { taskId, seq: 1 } }
+        ])
+      }).pipe(Effect.scoped, Effect.provide(logs.layer))
+    })
+
+    it.live("a finished task's entries go once retention has passed; an unfinished task's stay", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* pair({ retention: "1 second" })
+        const finished = randomUUID()
+        const running = randomUUID()
+        for (const taskId of [finished, running]) [1, 2, 3].forEach((n) => a.append(taskId, n, eventOf(n)))
+        a.finish(finished)
+        yield* a.flush
+        expect(yield* b.read(finished, 0)).toHaveLength(3)
+        yield* eventually(Effect.orDie(b.read(finished, 0)), (entries) => entries.length === 0, 500)
+        expect(yield* b.last(finished)).toBe(0)
+        expect(yield* b.read(running, 0)).toEqual(entriesOf([1, 2, 3].map(eventOf)))
+      }).pipe(Effect.scoped))
+  })
+
+contract("the in-memory event log", (options) =>
+  Effect.map(internalEventLog.makeMemory(options), (log) => [log, log] as const))
+
+const pgPair = (url: () => string, extra: Partial<internalPgEventLog.Options> = {}): Pair => (options) =>
+  Effect.all([
+    internalPgEventLog.makePg({ url: url(), poolSize: 2, ...options, ...extra }),
+    internalPgEventLog.makePg({ url: url(), poolSize: 2, ...options, ...extra })
+  ], { concurrency: 2 })
+
+contract("the PostgreSQL event log", pgPair(databaseUrl))
+
+/** Runs one statement on its own connection. */
+const execute = (url: string, text: string) =>
+  Effect.promise(async () => {
+    const pg = createRequire(import.meta.url)("pg")
+    const client = new (pg.default ?? pg).Client({ connectionString: url })
+    await client.connect()
+    try {
+      return (await client.query(text)).rows as Array<Record<string, unknown>>
+    } finally {
+      await client.end()
+    }
+  })
+
+describe("the PostgreSQL event log, when the database fails it", () => {
+  it.live("three instances starting together on a database without its tables all start, on one log", () =>
+    Effect.gen(function*() {
+      const database = `effect_a2a_events_${randomUUID().replaceAll("-", "")}`
+      yield* Effect.acquireRelease(
+        execute(databaseUrl(), `create database ${database}`),
+        () => execute(databaseUrl(), `drop database ${database} with (force)`)
+      )
+      const url = new URL(databaseUrl())
+      url.pathname = `/${database}`
+      const logs = yield* Effect.all(
+        Array.from({ length: 3 }, () => internalPgEventLog.makePg({ url: url.href, poolSize: 1 })),
+        { concurrency: 3 }
+      )
+      const taskId = randomUUID()
+      logs.forEach((log, i) => log.append(taskId, i + 1, eventOf(i + 1)))
+      yield* Effect.forEach(logs, (log) => log.flush)
+      for (const log of logs) expect(yield* log.read(taskId, 0)).toEqual(entriesOf([1, 2, 3].map(eventOf)))
+    }).pipe(Effect.scoped))
+
+  it.live("its LISTEN connection killed: the follower keeps receiving, what was appended meanwhile too, and the log says it reconnected", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const applicationName = `effect-a2a-event-log-${randomUUID().slice(0, 8)}`
+      const writer = yield* internalPgEventLog.makePg({ url: databaseUrl(), poolSize: 2 })
+      // A poll too slow to deliver anything within the test: what arrives came by notifications.
+      const reader = yield* internalPgEventLog.makePg({ url: databaseUrl(), poolSize: 2, applicationName, pollInterval: "1 hour" })
+      const taskId = randomUUID()
+      const events = Array.from({ length: 15 }, (_, i) => eventOf(i + 1))
+      const follower = yield* collect(reader, taskId, 0)
+      events.slice(0, 5).forEach((event, i) => writer.append(taskId, i + 1, event))
+      yield* settled(follower.received, 5)
+      const killed = yield* execute(
+        databaseUrl(),
+        `select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where application_name = '${applicationName}'`
+      )
+      expect(killed).toEqual([{ n: 1 }])
+      // Written while the reader is down (it pauses before it reconnects): their notifications are lost.
+      yield* eventually(
+        Effect.sync(() => logs.lines.some((line) => line.message.includes("lost its LISTEN connection"))),
+        (lost) => lost,
+        500
+      )
+      events.slice(5, 10).forEach((event, i) => writer.append(taskId, i + 6, event))
+      yield* writer.flush
+      yield* eventually(
+        Effect.sync(() => logs.lines.some((line) => line.message.includes("LISTEN connection is back"))),
+        (back) => back,
+        500
+      )
+      // Read again once the reader is back, without a notification to wake it.
+      expect(yield* settled(follower.received, 10, "3 seconds")).toEqual(entriesOf(events.slice(0, 10)))
+      events.slice(10).forEach((event, i) => writer.append(taskId, i + 11, event))
+      expect(yield* settled(follower.received, 15, "3 seconds")).toEqual(entriesOf(events))
+      expect(logs.lines.filter((line) => line.message.includes("lost its LISTEN connection"))).toHaveLength(1)
+      const listening = yield* execute(
+        databaseUrl(),
+        `select count(*)::int as n from pg_stat_activity where application_name = '${applicationName}'`
+      )
+      expect(listening).toEqual([{ n: 1 }])
+    }).pipe(Effect.scoped, Effect.provide(logs.layer))
+  })
+
+  it.live("without notifications (no LISTEN connection), the poll delivers every entry", () =>
+    Effect.gen(function*() {
+      const [writer, reader] = yield* pgPair(databaseUrl, { listen: false, pollInterval: "100 millis" })()
+      const taskId = randomUUID()
+      const events = Array.from({ length: 20 }, (_, i) => eventOf(i + 1))
+      const follower = yield* collect(reader, taskId, 0)
+      for (const [i, event] of events.entries()) {
+        writer.append(taskId, i + 1, event)
+        if (i % 5 === 4) yield* Effect.sleep("120 millis")
+      }
+      expect(yield* settled(follower.received, 20, "3 seconds")).toEqual(entriesOf(events))
+    }).pipe(Effect.scoped))
+
+  it.live("PostgreSQL restarted mid-stream: entries appended before, during (queued, retried) and after all reach the follower once, in order", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const postgres = yield* Effect.acquireRelease(
+        Effect.promise(() => startPostgres({ restartable: true })),
+        (postgres) => Effect.promise(() => postgres.stop())
+      )
+      const url = () => postgres.url
+      const [writer, reader] = yield* pgPair(url)()
+      // Another follower, that gives up on a log unreachable for half a second.
+      const impatient = yield* internalPgEventLog.makePg({ url: url(), poolSize: 1, unavailableAfter: "500 millis", pollInterval: "100 millis" })
+      const taskId = randomUUID()
+      const events = Array.from({ length: 30 }, (_, i) => eventOf(i + 1))
+      const follower = yield* collect(reader, taskId, 0)
+      const gaveUp = yield* collect(impatient, taskId, 0)
+      events.slice(0, 10).forEach((event, i) => writer.append(taskId, i + 1, event))
+      yield* settled(follower.received, 10)
+      yield* Effect.promise(() =>
+        postgres.restart(async () => {
+          events.slice(10, 20).forEach((event, i) => writer.append(taskId, i + 11, event))
+          await new Promise((resolve) => setTimeout(resolve, 1500))
+        })
+      )
+      events.slice(20).forEach((event, i) => writer.append(taskId, i + 21, event))
+      yield* writer.flush.pipe(Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("flush") }))
+      expect(yield* settled(follower.received, 30, "15 seconds")).toEqual(entriesOf(events))
+      expect(yield* reader.read(taskId, 0)).toEqual(entriesOf(events))
+      const failed = yield* Fiber.join(gaveUp.fiber).pipe(Effect.flip, Effect.timeout("5 seconds"))
+      expect(failed).toMatchObject({ _tag: "EventLogError", reason: "Unavailable" })
+      const lines = logs.lines.map((line) => line.message)
+      expect(lines.some((line) => line.includes("lost its LISTEN connection"))).toBe(true)
+      // The poll may have delivered the rest before the reconnection, which waits out its backoff.
+      yield* eventually(
+        Effect.sync(() => logs.lines.some((line) => line.message.includes("LISTEN connection is back"))),
+        (back) => back,
+        1000
+      )
+      expect(lines.some((line) => line.includes("Could not write an event to the event log; retrying"))).toBe(true)
+      expect(logs.lines.map((line) => line.message).join("\n")).not.toContain(postgres.url.split(":")[2]!.split("@")[0]!)
+    }).pipe(Effect.scoped, Effect.provide(logs.layer))
+  }, 120_000)
+})
