@@ -13,6 +13,7 @@ import * as Authentication from "../src/Authentication.js"
 import * as Cli from "../src/Cli.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { callerOn, keyOf, serve, settle, transports } from "./fixtures/callers.js"
+import { json, listen } from "./fixtures/peers.js"
 
 const card = { name: "signed", description: "A signed card" }
 const agent: AgentExecutor.Agent = () => Effect.succeed(AgentExecutor.completedText("ok"))
@@ -49,6 +50,30 @@ const quietDebug = Effect.acquireRelease(
   }),
   (debug) => Effect.sync(() => (console.debug = debug))
 )
+
+const tokenUrl = "https://auth.example.com/oauth/token"
+
+/** A card that sends callers' credentials somewhere: an OAuth2 scheme whose token URL an attacker would swap. */
+const oauthCard: A2AServer.CardOptions = {
+  ...card,
+  securitySchemes: {
+    oauth: {
+      scheme: {
+        $case: "oauth2SecurityScheme",
+        value: {
+          description: "",
+          oauth2MetadataUrl: "",
+          flows: { flow: { $case: "clientCredentials", value: { tokenUrl, refreshUrl: "", scopes: { book: "book flights" } } } }
+        }
+      }
+    }
+  },
+  securityRequirements: [{ schemes: { oauth: { list: ["book"] } } }]
+}
+
+/** Serves `body` at the card path, as a server in the middle would. */
+const servingCard = (body: unknown) =>
+  listen((req, res) => req.url?.startsWith(A2AServer.cardPath) ? json(res, 200, body) : json(res, 404, {}))
 
 describe("A2AServer signing", () => {
   it.scopedLive("the card verifies with the SDK's verifyAgentCardSignature, with the same signature and ETag on every request; the extended card too", () =>
@@ -96,19 +121,45 @@ describe("A2AServer signing", () => {
           first.body.supportedInterfaces.map(({ tenant: _, ...rest }: Record<string, unknown>) => rest)
         )
         expect((yield* verifyWith(publicKey, extended)).verified).toBe(true)
-        // As the SDK's clients decode it, too.
-        expect((yield* verifyWith(publicKey, AgentCard.fromJSON(extended))).verified).toBe(true)
+        // The SDK's clients decode it into the object form, whose canonical form drops the security schemes:
+        // that verifies only in proto JSON again, which covers them.
+        expect((yield* verifyWith(publicKey, AgentCard.toJSON(AgentCard.fromJSON(extended)))).verified).toBe(true)
+        expect((yield* verifyWith(publicKey, AgentCard.fromJSON(extended))).verified).toBe(false)
         expect((yield* verifyWith(jwkOf(ecPair().publicKey), extended)).verified).toBe(false)
       }
-      // The extended card is signed in the form the transports serve it: its security scheme is covered.
-      const moved = { ...rest, securitySchemes: { apiKey: { apiKeySecurityScheme: { location: "header", name: "X-Other" } } } }
-      expect((yield* verifyWith(publicKey, moved)).verified).toBe(false)
+      // Each card is signed in the form it is served in: its security scheme is covered.
+      const moved = { apiKey: { apiKeySecurityScheme: { location: "header", name: "X-Other" } } }
+      expect(first.body.securitySchemes.apiKey.apiKeySecurityScheme).toMatchObject({ location: "header" })
+      expect((yield* verifyWith(publicKey, { ...first.body, securitySchemes: moved })).verified).toBe(false)
+      expect((yield* verifyWith(publicKey, { ...rest, securitySchemes: moved })).verified).toBe(false)
       // Signed once: both transports answer the same signature.
       expect(rpc.signatures).toEqual(rest.signatures)
       expect(rest.signatures).not.toEqual(first.body.signatures)
     }))
 
-  it.scopedLive("the SDK's client on each transport gets the extended card and verifies it with the SDK's verifier", () =>
+  it.scopedLive("a security scheme's URL changed in the served card after signing: the SDK's verifier and our client refuse it", () =>
+    Effect.gen(function*() {
+      yield* quietDebug
+      const pair = ecPair()
+      const server = yield* A2AServer.make({ agent, card: oauthCard, signing: { key: jwkOf(pair.privateKey), kid: "k-oauth" } })
+      const served = (yield* getCard(server.url, { "A2A-Version": "1.0" })).body
+      const publicKey = { ...jwkOf(pair.publicKey), kid: "k-oauth" }
+      expect(yield* verifyWith(publicKey, served)).toEqual({ verified: true, asked: ["k-oauth"] })
+      // Whatever form the card is served in, the token URL is in it once, and the attacker's replaces it.
+      const text = JSON.stringify(served)
+      expect(text.split(tokenUrl)).toHaveLength(2)
+      const tampered = JSON.parse(text.replace(tokenUrl, "https://attacker.example/token"))
+      expect((yield* verifyWith(publicKey, tampered)).verified).toBe(false)
+      const middle = yield* servingCard(tampered)
+      const refused = yield* Effect.flip(RemoteAgent.make({ name: "wary", url: middle.url, trust: { keys: [publicKey] } }))
+      expect(refused.reason).toBe("InvalidSignature")
+      // The untouched card, served by the same middle, is accepted: the refusal above is the token URL's.
+      const honest = yield* servingCard(served)
+      const trusted = yield* RemoteAgent.make({ name: "trusting", url: honest.url, trust: { keys: [publicKey] } })
+      expect(yield* trusted.send("hi")).toMatchObject({ _tag: "Completed" })
+    }))
+
+  it.scopedLive("the SDK's client on each transport gets the extended card and verifies its proto JSON with the SDK's verifier", () =>
     Effect.gen(function*() {
       yield* quietDebug
       const pair = ecPair()
@@ -118,13 +169,19 @@ describe("A2AServer signing", () => {
         // A scheme in the card: the extended card then differs between its JSON and its decoded form.
         authenticate: Authentication.apiKey({ keys: { a: Redacted.make(keyOf("a")) } })
       })
-      const trusting = (key: jose.JWK) => verifyAgentCardSignature(async (kid) => kid === "k-sdk" ? key : Promise.reject(new Error(kid)))
+      const sdkVerifier = (key: jose.JWK) => verifyAgentCardSignature(async (kid) => kid === "k-sdk" ? key : Promise.reject(new Error(kid)))
+      // The client hands the verifier the card it decoded; in proto JSON again, its security schemes are in the canonical form.
+      const trusting = (key: jose.JWK) => (card: AgentCard) => sdkVerifier(key)(AgentCard.toJSON(card) as AgentCard)
       for (const transport of transports) {
         const caller = yield* callerOn(server.url, transport, keyOf("a"))
         const got = yield* settle(() => caller.client.getAgentCard(caller.options, trusting(jwkOf(pair.publicKey))))
         expect("ok" in got && got.ok.description, transport).toBe("for callers we know")
+        expect("ok" in got && Object.keys(got.ok.securitySchemes ?? {}), transport).toEqual(["apiKey"])
         const refused = yield* settle(() => caller.client.getAgentCard(caller.options, trusting(jwkOf(ecPair().publicKey))))
         expect("error" in refused, transport).toBe(true)
+        // The decoded card as it is: the SDK's canonical form drops its security schemes, which the signature covers.
+        const decoded = yield* settle(() => caller.client.getAgentCard(caller.options, sdkVerifier(jwkOf(pair.publicKey))))
+        expect("error" in decoded, transport).toBe(true)
       }
     }))
 
@@ -138,7 +195,9 @@ describe("A2AServer signing", () => {
       expect(again.etag).toBe(legacy.etag)
       expect(legacy.body.protocolVersion).toBe("0.3")
       expect(legacy.body.signatures).toEqual(v1.signatures)
-      expect(legacy.body.supportedInterfaces).toEqual(v1.supportedInterfaces)
+      // The v0.3 card is as it was, the empty tenant written out; the v1.0 card's proto JSON leaves it out.
+      expect(legacy.body.supportedInterfaces.map(({ tenant, ...rest }: Record<string, unknown>) => (expect(tenant).toBe(""), rest)))
+        .toEqual(v1.supportedInterfaces)
       // What a v0.3 client routes by: the covered interfaces that speak v0.3, the first one first.
       const covered = (v1.supportedInterfaces as Array<{ url: string; protocolBinding: string; protocolVersion: string }>)
         .filter((i) => i.protocolVersion === "0.3")
