@@ -1,7 +1,7 @@
-import { AgentCard, verifyAgentCardSignature } from "@a2a-js/sdk"
+import { AgentCard, TaskState, verifyAgentCardSignature } from "@a2a-js/sdk"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Console, Effect, Logger, LogLevel, Redacted } from "effect"
+import { Console, Effect, Either, Logger, LogLevel, Redacted } from "effect"
 import * as jose from "jose"
 import { generateKeyPairSync, type KeyObject } from "node:crypto"
 import * as fs from "node:fs"
@@ -12,7 +12,10 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Authentication from "../src/Authentication.js"
 import * as Cli from "../src/Cli.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import { callerOn, keyOf, serve, settle, transports } from "./fixtures/callers.js"
+import * as trust from "../src/internal/client/trust.js"
+import { callerOn, keyOf, serve, settle, taskOf, transports } from "./fixtures/callers.js"
+import { oauthSchemes, tokenUrl } from "./fixtures/cards.js"
+import { changedAt, type Json, leaves } from "./fixtures/json.js"
 import { json, listen } from "./fixtures/peers.js"
 
 const card = { name: "signed", description: "A signed card" }
@@ -51,24 +54,37 @@ const quietDebug = Effect.acquireRelease(
   (debug) => Effect.sync(() => (console.debug = debug))
 )
 
-const tokenUrl = "https://auth.example.com/oauth/token"
-
 /** A card that sends callers' credentials somewhere: an OAuth2 scheme whose token URL an attacker would swap. */
 const oauthCard: A2AServer.CardOptions = {
   ...card,
-  securitySchemes: {
-    oauth: {
-      scheme: {
-        $case: "oauth2SecurityScheme",
-        value: {
-          description: "",
-          oauth2MetadataUrl: "",
-          flows: { flow: { $case: "clientCredentials", value: { tokenUrl, refreshUrl: "", scopes: { book: "book flights" } } } }
-        }
-      }
-    }
-  },
+  securitySchemes: oauthSchemes,
   securityRequirements: [{ schemes: { oauth: { list: ["book"] } } }]
+}
+
+/** A card with every field of the v1.0 card, each with a value. */
+const everyField: A2AServer.CardOptions = {
+  ...oauthCard,
+  version: "2.0.0",
+  provider: { url: "https://example.com", organization: "Example" },
+  documentationUrl: "https://example.com/docs",
+  iconUrl: "https://example.com/icon.png",
+  defaultInputModes: ["text/plain", "application/json"],
+  defaultOutputModes: ["text/plain"],
+  capabilities: {
+    streaming: true,
+    pushNotifications: false,
+    extensions: [{ uri: "https://example.com/ext", description: "an extension", required: false, params: { level: 1 } }]
+  },
+  skills: [{
+    id: "book",
+    name: "Book",
+    description: "books a flight",
+    tags: ["travel"],
+    examples: ["book 4821"],
+    inputModes: ["text/plain"],
+    outputModes: ["text/plain"],
+    securityRequirements: [{ schemes: { oauth: { list: ["book"] } } }]
+  }]
 }
 
 /** Serves `body` at the card path, as a server in the middle would. */
@@ -157,6 +173,57 @@ describe("A2AServer signing", () => {
       const honest = yield* servingCard(served)
       const trusted = yield* RemoteAgent.make({ name: "trusting", url: honest.url, trust: { keys: [publicKey] } })
       expect(yield* trusted.send("hi")).toMatchObject({ _tag: "Completed" })
+    }))
+
+  it.scopedLive("every field served is covered: a change to any of its values, or its removal, fails the SDK's verifier and our client's check", () =>
+    Effect.gen(function*() {
+      yield* quietDebug
+      const pair = ecPair()
+      const server = yield* A2AServer.make({ agent, card: everyField, signing: { key: jwkOf(pair.privateKey), kid: "k-all" } })
+      const served = (yield* getCard(server.url, { "A2A-Version": "1.0" })).body as { readonly [key: string]: Json }
+      // Every field of the v1.0 card is served, with a value: the table below covers them all.
+      expect(Object.keys(served).sort()).toEqual(Object.keys(AgentCard.fromJSON({})).sort())
+      const publicKey = { ...jwkOf(pair.publicKey), kid: "k-all" }
+      const lookup = yield* Effect.orDie(trust.lookup({ keys: [publicKey] }, fetch))
+      const ours = (value: unknown) =>
+        Effect.map(
+          Effect.either(trust.verify(lookup, true, value, AgentCard.fromJSON(value))),
+          (result) => Either.isRight(result) ? "verified" : result.left.reason
+        )
+      // The table could fail: the card as served verifies with both.
+      expect((yield* verifyWith(publicKey, served)).verified).toBe(true)
+      expect(yield* ours(served)).toBe("verified")
+      const changes = Object.keys(served).filter((key) => key !== "signatures").flatMap((key) => [
+        ...leaves(served[key]!, [key]).map((path) => [path.join("."), changedAt(served, path, "x")] as const),
+        [`${key} removed`, Object.fromEntries(Object.entries(served).filter(([k]) => k !== key))] as const
+      ])
+      expect(changes.length).toBeGreaterThan(40)
+      for (const [change, value] of changes) {
+        expect((yield* verifyWith(publicKey, value)).verified, change).toBe(false)
+        expect(yield* ours(value), change).toBe("InvalidSignature")
+      }
+    }))
+
+  it.scopedLive("the SDK's ClientFactory reads our proto-JSON card on each transport: the security schemes decoded, the agent called", () =>
+    Effect.gen(function*() {
+      yield* quietDebug
+      const pair = ecPair()
+      const publicKey = { ...jwkOf(pair.publicKey), kid: "k-read" }
+      for (const declared of [oauthCard, card] as ReadonlyArray<A2AServer.CardOptions>) {
+        const { server } = yield* serve({ card: declared, signing: { key: jwkOf(pair.privateKey), kid: "k-read" } })
+        for (const transport of transports) {
+          const label = `${transport}, ${declared.securitySchemes === undefined ? "no schemes" : "schemes"}`
+          // The SDK's DefaultAgentCardResolver reads the card, and the factory of one transport is chosen from it.
+          const caller = yield* callerOn(server.url, transport, keyOf("a"))
+          expect(caller.client.transport.protocolName.toUpperCase(), label).toBe(transport)
+          expect(taskOf(yield* caller.send("hello")).status?.state, label).toBe(TaskState.TASK_STATE_COMPLETED)
+          const got = yield* settle(() => caller.client.getAgentCard(caller.options))
+          if (!("ok" in got)) return yield* Effect.dieMessage(`${label}: ${String(got.error)}`)
+          expect(got.ok.securitySchemes ?? {}, label).toEqual(declared.securitySchemes ?? {})
+          // What the SDK read verifies, in proto JSON again, with the SDK's verifier.
+          expect((yield* verifyWith(publicKey, AgentCard.toJSON(got.ok))).verified, label).toBe(true)
+        }
+      }
     }))
 
   it.scopedLive("the SDK's client on each transport gets the extended card and verifies its proto JSON with the SDK's verifier", () =>
