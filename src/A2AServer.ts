@@ -4,7 +4,8 @@
  * lifetime.
  *
  * It serves `GET /.well-known/agent-card.json` (with `Cache-Control`,
- * `ETag` and `Last-Modified`), the HTTP+JSON routes as the SDK's Express
+ * `ETag` and `Last-Modified`; the v1.0 card as proto JSON,
+ * `AgentCard.toJSON`, the v0.3 card in that version's shape), the HTTP+JSON routes as the SDK's Express
  * `restHandler` serves them (v1.0), and the JSON-RPC endpoint through the
  * SDK's `DefaultRequestHandler` and `JsonRpcTransportHandler`, with v0.3
  * compatibility on: like the SDK's
@@ -166,14 +167,13 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
   /**
    * Signs the card (A2A §8.4: a JWS over its canonical form, with the SDK's
    * `generateAgentCardSignature`), and the extended card, once at start-up:
-   * every request gets the same signature, and the same ETag. The v0.3 card
+   * every request gets the same signature, and the same ETag. Each is
+   * signed over its proto-JSON form (`AgentCard.toJSON`), the form the card
+   * route and the JSON transports serve it in, so the signature covers
+   * every field served, the security schemes included. The v0.3 card
    * carries the same signature; its `url`, `preferredTransport` and
    * `additionalInterfaces`, which the signature does not cover, are the
-   * covered `supportedInterfaces`. The card is signed as the card route
-   * serves it (the SDK's object form, whose `securitySchemes` the SDK's
-   * canonical form drops: they are not covered); the extended card carries
-   * a signature over its JSON form, which covers them, and one over its
-   * object form, which the SDK's clients check. A key that does not load fails start-up
+   * covered `supportedInterfaces`. A key that does not load fails start-up
    * with `AgentExecutor.ConfigurationError` (`InvalidOption`), its message
    * never holding the key. See {@link SigningOptions}. Default: unsigned.
    */

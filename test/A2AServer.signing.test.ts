@@ -1,7 +1,7 @@
-import { AgentCard, verifyAgentCardSignature } from "@a2a-js/sdk"
+import { AgentCard, TaskState, verifyAgentCardSignature } from "@a2a-js/sdk"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Console, Effect, Logger, LogLevel, Redacted } from "effect"
+import { Console, Effect, Either, Logger, LogLevel, Redacted } from "effect"
 import * as jose from "jose"
 import { generateKeyPairSync, type KeyObject } from "node:crypto"
 import * as fs from "node:fs"
@@ -12,7 +12,11 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Authentication from "../src/Authentication.js"
 import * as Cli from "../src/Cli.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import { callerOn, keyOf, serve, settle, transports } from "./fixtures/callers.js"
+import * as trust from "../src/internal/client/trust.js"
+import { callerOn, keyOf, serve, settle, taskOf, transports } from "./fixtures/callers.js"
+import { oauthSchemes, tokenUrl } from "./fixtures/cards.js"
+import { changedAt, type Json, leaves } from "./fixtures/json.js"
+import { json, listen } from "./fixtures/peers.js"
 
 const card = { name: "signed", description: "A signed card" }
 const agent: AgentExecutor.Agent = () => Effect.succeed(AgentExecutor.completedText("ok"))
@@ -49,6 +53,43 @@ const quietDebug = Effect.acquireRelease(
   }),
   (debug) => Effect.sync(() => (console.debug = debug))
 )
+
+/** A card that sends callers' credentials somewhere: an OAuth2 scheme whose token URL an attacker would swap. */
+const oauthCard: A2AServer.CardOptions = {
+  ...card,
+  securitySchemes: oauthSchemes,
+  securityRequirements: [{ schemes: { oauth: { list: ["book"] } } }]
+}
+
+/** A card with every field of the v1.0 card, each with a value. */
+const everyField: A2AServer.CardOptions = {
+  ...oauthCard,
+  version: "2.0.0",
+  provider: { url: "https://example.com", organization: "Example" },
+  documentationUrl: "https://example.com/docs",
+  iconUrl: "https://example.com/icon.png",
+  defaultInputModes: ["text/plain", "application/json"],
+  defaultOutputModes: ["text/plain"],
+  capabilities: {
+    streaming: true,
+    pushNotifications: false,
+    extensions: [{ uri: "https://example.com/ext", description: "an extension", required: false, params: { level: 1 } }]
+  },
+  skills: [{
+    id: "book",
+    name: "Book",
+    description: "books a flight",
+    tags: ["travel"],
+    examples: ["book 4821"],
+    inputModes: ["text/plain"],
+    outputModes: ["text/plain"],
+    securityRequirements: [{ schemes: { oauth: { list: ["book"] } } }]
+  }]
+}
+
+/** Serves `body` at the card path, as a server in the middle would. */
+const servingCard = (body: unknown) =>
+  listen((req, res) => req.url?.startsWith(A2AServer.cardPath) ? json(res, 200, body) : json(res, 404, {}))
 
 describe("A2AServer signing", () => {
   it.scopedLive("the card verifies with the SDK's verifyAgentCardSignature, with the same signature and ETag on every request; the extended card too", () =>
@@ -96,19 +137,96 @@ describe("A2AServer signing", () => {
           first.body.supportedInterfaces.map(({ tenant: _, ...rest }: Record<string, unknown>) => rest)
         )
         expect((yield* verifyWith(publicKey, extended)).verified).toBe(true)
-        // As the SDK's clients decode it, too.
-        expect((yield* verifyWith(publicKey, AgentCard.fromJSON(extended))).verified).toBe(true)
+        // The SDK's clients decode it into the object form, whose canonical form drops the security schemes:
+        // that verifies only in proto JSON again, which covers them.
+        expect((yield* verifyWith(publicKey, AgentCard.toJSON(AgentCard.fromJSON(extended)))).verified).toBe(true)
+        expect((yield* verifyWith(publicKey, AgentCard.fromJSON(extended))).verified).toBe(false)
         expect((yield* verifyWith(jwkOf(ecPair().publicKey), extended)).verified).toBe(false)
       }
-      // The extended card is signed in the form the transports serve it: its security scheme is covered.
-      const moved = { ...rest, securitySchemes: { apiKey: { apiKeySecurityScheme: { location: "header", name: "X-Other" } } } }
-      expect((yield* verifyWith(publicKey, moved)).verified).toBe(false)
+      // Each card is signed in the form it is served in: its security scheme is covered.
+      const moved = { apiKey: { apiKeySecurityScheme: { location: "header", name: "X-Other" } } }
+      expect(first.body.securitySchemes.apiKey.apiKeySecurityScheme).toMatchObject({ location: "header" })
+      expect((yield* verifyWith(publicKey, { ...first.body, securitySchemes: moved })).verified).toBe(false)
+      expect((yield* verifyWith(publicKey, { ...rest, securitySchemes: moved })).verified).toBe(false)
       // Signed once: both transports answer the same signature.
       expect(rpc.signatures).toEqual(rest.signatures)
       expect(rest.signatures).not.toEqual(first.body.signatures)
     }))
 
-  it.scopedLive("the SDK's client on each transport gets the extended card and verifies it with the SDK's verifier", () =>
+  it.scopedLive("a security scheme's URL changed in the served card after signing: the SDK's verifier and our client refuse it", () =>
+    Effect.gen(function*() {
+      yield* quietDebug
+      const pair = ecPair()
+      const server = yield* A2AServer.make({ agent, card: oauthCard, signing: { key: jwkOf(pair.privateKey), kid: "k-oauth" } })
+      const served = (yield* getCard(server.url, { "A2A-Version": "1.0" })).body
+      const publicKey = { ...jwkOf(pair.publicKey), kid: "k-oauth" }
+      expect(yield* verifyWith(publicKey, served)).toEqual({ verified: true, asked: ["k-oauth"] })
+      // Whatever form the card is served in, the token URL is in it once, and the attacker's replaces it.
+      const text = JSON.stringify(served)
+      expect(text.split(tokenUrl)).toHaveLength(2)
+      const tampered = JSON.parse(text.replace(tokenUrl, "https://attacker.example/token"))
+      expect((yield* verifyWith(publicKey, tampered)).verified).toBe(false)
+      const middle = yield* servingCard(tampered)
+      const refused = yield* Effect.flip(RemoteAgent.make({ name: "wary", url: middle.url, trust: { keys: [publicKey] } }))
+      expect(refused.reason).toBe("InvalidSignature")
+      // The untouched card, served by the same middle, is accepted: the refusal above is the token URL's.
+      const honest = yield* servingCard(served)
+      const trusted = yield* RemoteAgent.make({ name: "trusting", url: honest.url, trust: { keys: [publicKey] } })
+      expect(yield* trusted.send("hi")).toMatchObject({ _tag: "Completed" })
+    }))
+
+  it.scopedLive("every field served is covered: a change to any of its values, or its removal, fails the SDK's verifier and our client's check", () =>
+    Effect.gen(function*() {
+      yield* quietDebug
+      const pair = ecPair()
+      const server = yield* A2AServer.make({ agent, card: everyField, signing: { key: jwkOf(pair.privateKey), kid: "k-all" } })
+      const served = (yield* getCard(server.url, { "A2A-Version": "1.0" })).body as { readonly [key: string]: Json }
+      // Every field of the v1.0 card is served, with a value: the table below covers them all.
+      expect(Object.keys(served).sort()).toEqual(Object.keys(AgentCard.fromJSON({})).sort())
+      const publicKey = { ...jwkOf(pair.publicKey), kid: "k-all" }
+      const lookup = yield* Effect.orDie(trust.lookup({ keys: [publicKey] }, fetch))
+      const ours = (value: unknown) =>
+        Effect.map(
+          Effect.either(trust.verify(lookup, true, value, AgentCard.fromJSON(value))),
+          (result) => Either.isRight(result) ? "verified" : result.left.reason
+        )
+      // The table could fail: the card as served verifies with both.
+      expect((yield* verifyWith(publicKey, served)).verified).toBe(true)
+      expect(yield* ours(served)).toBe("verified")
+      const changes = Object.keys(served).filter((key) => key !== "signatures").flatMap((key) => [
+        ...leaves(served[key]!, [key]).map((path) => [path.join("."), changedAt(served, path, "x")] as const),
+        [`${key} removed`, Object.fromEntries(Object.entries(served).filter(([k]) => k !== key))] as const
+      ])
+      expect(changes.length).toBeGreaterThan(40)
+      for (const [change, value] of changes) {
+        expect((yield* verifyWith(publicKey, value)).verified, change).toBe(false)
+        expect(yield* ours(value), change).toBe("InvalidSignature")
+      }
+    }))
+
+  it.scopedLive("the SDK's ClientFactory reads our proto-JSON card on each transport: the security schemes decoded, the agent called", () =>
+    Effect.gen(function*() {
+      yield* quietDebug
+      const pair = ecPair()
+      const publicKey = { ...jwkOf(pair.publicKey), kid: "k-read" }
+      for (const declared of [oauthCard, card] as ReadonlyArray<A2AServer.CardOptions>) {
+        const { server } = yield* serve({ card: declared, signing: { key: jwkOf(pair.privateKey), kid: "k-read" } })
+        for (const transport of transports) {
+          const label = `${transport}, ${declared.securitySchemes === undefined ? "no schemes" : "schemes"}`
+          // The SDK's DefaultAgentCardResolver reads the card, and the factory of one transport is chosen from it.
+          const caller = yield* callerOn(server.url, transport, keyOf("a"))
+          expect(caller.client.transport.protocolName.toUpperCase(), label).toBe(transport)
+          expect(taskOf(yield* caller.send("hello")).status?.state, label).toBe(TaskState.TASK_STATE_COMPLETED)
+          const got = yield* settle(() => caller.client.getAgentCard(caller.options))
+          if (!("ok" in got)) return yield* Effect.dieMessage(`${label}: ${String(got.error)}`)
+          expect(got.ok.securitySchemes ?? {}, label).toEqual(declared.securitySchemes ?? {})
+          // What the SDK read verifies, in proto JSON again, with the SDK's verifier.
+          expect((yield* verifyWith(publicKey, AgentCard.toJSON(got.ok))).verified, label).toBe(true)
+        }
+      }
+    }))
+
+  it.scopedLive("the SDK's client on each transport gets the extended card and verifies its proto JSON with the SDK's verifier", () =>
     Effect.gen(function*() {
       yield* quietDebug
       const pair = ecPair()
@@ -118,13 +236,19 @@ describe("A2AServer signing", () => {
         // A scheme in the card: the extended card then differs between its JSON and its decoded form.
         authenticate: Authentication.apiKey({ keys: { a: Redacted.make(keyOf("a")) } })
       })
-      const trusting = (key: jose.JWK) => verifyAgentCardSignature(async (kid) => kid === "k-sdk" ? key : Promise.reject(new Error(kid)))
+      const sdkVerifier = (key: jose.JWK) => verifyAgentCardSignature(async (kid) => kid === "k-sdk" ? key : Promise.reject(new Error(kid)))
+      // The client hands the verifier the card it decoded; in proto JSON again, its security schemes are in the canonical form.
+      const trusting = (key: jose.JWK) => (card: AgentCard) => sdkVerifier(key)(AgentCard.toJSON(card) as AgentCard)
       for (const transport of transports) {
         const caller = yield* callerOn(server.url, transport, keyOf("a"))
         const got = yield* settle(() => caller.client.getAgentCard(caller.options, trusting(jwkOf(pair.publicKey))))
         expect("ok" in got && got.ok.description, transport).toBe("for callers we know")
+        expect("ok" in got && Object.keys(got.ok.securitySchemes ?? {}), transport).toEqual(["apiKey"])
         const refused = yield* settle(() => caller.client.getAgentCard(caller.options, trusting(jwkOf(ecPair().publicKey))))
         expect("error" in refused, transport).toBe(true)
+        // The decoded card as it is: the SDK's canonical form drops its security schemes, which the signature covers.
+        const decoded = yield* settle(() => caller.client.getAgentCard(caller.options, sdkVerifier(jwkOf(pair.publicKey))))
+        expect("error" in decoded, transport).toBe(true)
       }
     }))
 
@@ -138,7 +262,9 @@ describe("A2AServer signing", () => {
       expect(again.etag).toBe(legacy.etag)
       expect(legacy.body.protocolVersion).toBe("0.3")
       expect(legacy.body.signatures).toEqual(v1.signatures)
-      expect(legacy.body.supportedInterfaces).toEqual(v1.supportedInterfaces)
+      // The v0.3 card is as it was, the empty tenant written out; the v1.0 card's proto JSON leaves it out.
+      expect(legacy.body.supportedInterfaces.map(({ tenant, ...rest }: Record<string, unknown>) => (expect(tenant).toBe(""), rest)))
+        .toEqual(v1.supportedInterfaces)
       // What a v0.3 client routes by: the covered interfaces that speak v0.3, the first one first.
       const covered = (v1.supportedInterfaces as Array<{ url: string; protocolBinding: string; protocolVersion: string }>)
         .filter((i) => i.protocolVersion === "0.3")

@@ -2,7 +2,7 @@
  * The ready-made authenticators: API keys and bearer JWTs, on their own and
  * in front of a real server, with the SDK's raw JSON-RPC client as the peer.
  */
-import { TaskState } from "@a2a-js/sdk"
+import { AgentCard, TaskState } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Config, ConfigProvider, Effect, Exit, Layer, Option, Redacted } from "effect"
@@ -52,15 +52,17 @@ const publicCard = (url: string, version?: string) =>
   )
 
 /**
- * The public card declares the scheme and requires it: the v1.0 card as the
- * SDK's own card handler writes it (`JSON.stringify` of its model), the v0.3
- * card in that version's shape.
+ * The public card declares the scheme and requires it: the v1.0 card in
+ * proto JSON (`AgentCard.toJSON`, the form a signature covers), which the
+ * SDK decodes back into the scheme; the v0.3 card in that version's shape.
  */
 const expectDeclared = (url: string, scheme: Authentication.Scheme, legacySchemes: unknown) =>
   Effect.gen(function*() {
     const v1 = yield* publicCard(url, "1.0")
-    expect(v1.securitySchemes).toEqual(scheme.securitySchemes)
-    expect(v1.securityRequirements).toEqual(scheme.securityRequirements)
+    const declared = AgentCard.toJSON({ ...AgentCard.fromJSON({}), ...scheme }) as Record<string, unknown>
+    expect(v1.securitySchemes).toEqual(declared.securitySchemes)
+    expect(v1.securityRequirements).toEqual(declared.securityRequirements)
+    expect(AgentCard.fromJSON(v1).securitySchemes).toEqual(scheme.securitySchemes)
     const v03 = yield* publicCard(url)
     expect(v03.securitySchemes).toEqual(legacySchemes)
     expect(v03.security).toEqual([{ [Object.keys(scheme.securitySchemes ?? {})[0]!]: [] }])

@@ -12,6 +12,7 @@ import * as internalProbe from "../src/cli/probe.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { counter } from "../src/internal/client/call.js"
 import * as trust from "../src/internal/client/trust.js"
+import { changedAt, type Json, leaves } from "./fixtures/json.js"
 import { cardFor, closedPort, json, listen, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 import { captureLogs } from "./fixtures/serverAgents.js"
 
@@ -240,26 +241,6 @@ describe("RemoteAgent trust: signed cards", () => {
       expect(kids).toEqual([header.kid])
     }))
 })
-
-type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
-
-/** Every path to a leaf of a JSON value. */
-const leaves = (value: Json, path: ReadonlyArray<string | number> = []): Array<ReadonlyArray<string | number>> =>
-  value !== null && typeof value === "object"
-    ? Array.isArray(value)
-      ? value.flatMap((v, i) => leaves(v, [...path, i]))
-      : Object.entries(value).flatMap(([k, v]) => leaves(v as Json, [...path, k]))
-    : [path]
-
-const changedAt = (value: Json, path: ReadonlyArray<string | number>, suffix: string): Json => {
-  if (path.length === 0) {
-    return typeof value === "string" ? `${value}${suffix}` : typeof value === "number" ? value + 1 : typeof value === "boolean" ? !value : value
-  }
-  const [head, ...rest] = path
-  if (Array.isArray(value)) return value.map((v, i) => (i === head ? changedAt(v, rest, suffix) : v))
-  const record = value as { readonly [key: string]: Json }
-  return { ...record, [head as string]: changedAt(record[head as string]!, rest, suffix) }
-}
 
 describe("RemoteAgent trust: what the signature covers", () => {
   it.effect("any change to a value in the canonical form of a signed card fails verification", () =>

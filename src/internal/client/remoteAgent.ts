@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { AgentCard } from "@a2a-js/sdk"
+import { AgentCard } from "@a2a-js/sdk"
 import type { Redacted } from "effect"
 import type { Client } from "@a2a-js/sdk/client"
 import { DefaultAgentCardResolver } from "@a2a-js/sdk/client"
@@ -16,6 +16,7 @@ import * as A2AClientError from "../../A2AClientError.js"
 import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import type { CallOptions, Options, RemoteAgent } from "../../RemoteAgent.js"
 import * as clientCall from "./call.js"
+import * as cardForm from "./cardForm.js"
 import { type Binding, type CallRecord, classifyCard } from "./classify.js"
 import { missing as grpcMissing } from "./grpc.js"
 import * as httpClientFetch from "./httpClientFetch.js"
@@ -180,8 +181,9 @@ const resolveClient = (
         ...(options.cardPath === undefined ? {} : { path: options.cardPath })
       })
       // The card as served, before the SDK reads a v0.3 one as v1.0: the signature is over its canonical form.
+      // Read in either v1.0 form, here and wherever the SDK's client factory reads it again.
       let raw: unknown = options.card
-      const normalize = resolver.normalizeAgentCard.bind(resolver)
+      const normalize = cardForm.normalizer(resolver.normalizeAgentCard.bind(resolver))
       resolver.normalizeAgentCard = (served) => {
         raw ??= served
         return normalize(served)
@@ -198,9 +200,11 @@ const resolveClient = (
       })
       // May fetch the extended card: bounded like the rest of the resolution, with the agent's headers as every call has.
       // The SDK calls the check on the card it already has, too, unless an extended one is fetched.
+      // The transports hand it over decoded: checked in proto JSON, the form it was served and signed in
+      // (the SDK's canonical form of the decoded card would drop its security schemes).
       const extended = check === undefined || card.capabilities?.extendedAgentCard !== true
         ? undefined
-        : async (served: AgentCard) => void (await check(served, served))
+        : async (served: AgentCard) => void (await check(AgentCard.toJSON(served), served))
       return {
         client,
         binding,

@@ -3,16 +3,12 @@
  * `generateAgentCardSignature`: ES256 and EdDSA signatures differ on every
  * signing, so a card signed per request would change its ETag each time.
  *
- * Each is signed over the form a verifier canonicalises: the card route
- * serves the card object as it is (as the SDK's Express `agentCardHandler`
- * does); JSON-RPC and HTTP+JSON serve the extended card in its proto-JSON
- * form (`AgentCard.toJSON`), which the SDK's clients decode back into the
- * object. The two differ in the `oneof` fields (`securitySchemes`):
- * `AgentCard.fromJSON`, the first step of the SDK's canonical form, drops
- * them from the object form. So the card's signature does not cover its
- * security schemes; the extended card carries two signatures, one over each
- * form, and the one over the JSON a caller receives covers them (the other
- * verifies only a canonical form without them, which that JSON's is not).
+ * Each is signed over its proto-JSON form (`AgentCard.toJSON`), the form
+ * every JSON transport serves it in, the card route included. The SDK's
+ * canonical form (`AgentCard.fromJSON`, then `toJSON`, then JCS) reads that
+ * form whole; from the SDK's object form it drops the `oneof` fields (the
+ * security schemes), so a signature over the object form would not cover
+ * where a caller sends its credentials.
  *
  * @internal
  */
@@ -103,9 +99,15 @@ const make = (options: A2AServer.SigningOptions): Effect.Effect<Signer, Configur
   })
 
 /**
- * The card, signed over the object served at the card path, and the
- * extended card, signed over its proto-JSON form and over its object form;
- * as they are without `options`.
+ * `card` with the signature over its proto-JSON form: `canonicalizeAgentCard`
+ * of what is served covers every field served.
+ */
+const signServed = (sign: Signer, card: AgentCard): Effect.Effect<AgentCard, ConfigurationError> =>
+  Effect.map(sign(AgentCard.toJSON(card) as AgentCard), ({ signatures }) => ({ ...card, signatures }))
+
+/**
+ * The card and the extended card, each signed over its proto-JSON form; as
+ * they are without `options`.
  *
  * @internal
  */
@@ -116,8 +118,8 @@ export const signCards = (
 ): Effect.Effect<readonly [AgentCard, AgentCard | undefined], ConfigurationError> =>
   options === undefined ? Effect.succeed([card, extendedCard]) : Effect.gen(function*() {
     const sign = yield* make(options)
-    const signedCard = yield* sign(card)
-    if (extendedCard === undefined) return [signedCard, undefined] as const
-    const signedJson = yield* sign(AgentCard.toJSON(extendedCard) as AgentCard)
-    return [signedCard, yield* sign({ ...extendedCard, signatures: signedJson.signatures })] as const
+    return [
+      yield* signServed(sign, card),
+      extendedCard === undefined ? undefined : yield* signServed(sign, extendedCard)
+    ] as const
   })

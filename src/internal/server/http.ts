@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import { A2A_VERSION_HEADER, type AgentCard, formatSSEErrorEvent, SSE_HEADERS } from "@a2a-js/sdk"
+import { A2A_VERSION_HEADER, AgentCard, formatSSEErrorEvent, SSE_HEADERS } from "@a2a-js/sdk"
 import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
 import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { ServerCallContext, type User } from "@a2a-js/sdk/server"
@@ -149,9 +149,12 @@ export const notModified = (
 // Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
 // request whose A2A-Version is absent or in [0.3, 1.0) gets the card in
 // the v0.3 shape (the SDK's own conversion, the v1.0 interfaces embedded),
-// any other the v1.0 card; each with its own ETag. The card does not change
-// while the server runs, so it was last modified when the server started
-// (HTTP dates have whole seconds).
+// any other the v1.0 card; each with its own ETag. The v1.0 card is its
+// proto JSON (`AgentCard.toJSON`), the form it is signed in, not the SDK
+// handler's `JSON.stringify` of its model: the SDK's canonical form drops
+// that form's security schemes, so a signature would not cover them. The
+// card does not change while the server runs, so it was last modified when
+// the server started (HTTP dates have whole seconds).
 const cardRoute = (card: AgentCard, cardMaxAge: number) =>
   Effect.gen(function* () {
     // Without a v0.3 interface (HTTP+JSON alone) there is no v0.3 card: every request gets the v1.0 one.
@@ -171,7 +174,7 @@ const cardRoute = (card: AgentCard, cardMaxAge: number) =>
         headers: { ETag: etag, "Last-Modified": lastModifiedText, "Cache-Control": cardCacheControl, Vary: A2A_VERSION_HEADER }
       }
     }
-    const v1Card = servedCard(card)
+    const v1Card = servedCard(AgentCard.toJSON(card))
     const v03Card = Option.match(legacyCard, {
       onNone: () => v1Card,
       onSome: (legacy) => servedCard({ ...legacy, supportedInterfaces: structuredClone(card.supportedInterfaces) })
