@@ -53,6 +53,14 @@ export interface EventLog {
   readonly read: (taskId: string, after: number) => Effect.Effect<ReadonlyArray<Entry>, EventLogError>
   /** Marks the task finished: its entries go `retention` after (an option, default 1 hour), by a sweep. */
   readonly finish: (taskId: string) => void
+  /**
+   * Wakes the task's nudge watchers on every replica, with nothing written:
+   * a change outside the log (a cancel in the task store) that the replica
+   * running the task should see at once rather than at its next poll.
+   */
+  readonly nudge: (taskId: string) => Effect.Effect<void, EventLogError>
+  /** A watcher of the task's nudges for the scope: each `next()` is the first nudge after it is called. */
+  readonly nudges: Wakeups["watch"]
 }
 
 /** The options of both logs. @internal */
@@ -259,6 +267,7 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<EventLog,
       { readonly entries: Array<{ readonly seq: number; readonly text: string }>; last: number; finishedAt?: number }
     >()
     const wakeups = makeWakeups()
+    const nudged = makeWakeups()
     const clock = yield* Effect.clock
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
@@ -314,6 +323,8 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<EventLog,
       finish: (taskId) => {
         const task = tasks.get(taskId)
         if (task !== undefined) task.finishedAt = clock.unsafeCurrentTimeMillis()
-      }
+      },
+      nudge: (taskId) => Effect.sync(() => nudged.signal(taskId)),
+      nudges: nudged.watch
     }
   })

@@ -91,6 +91,8 @@ const isPermanent = (error: unknown): boolean => {
 
 // A notification's payload: `<seq>:<task id>`, or `<seq>` alone for a task id too long for a payload, which wakes
 // every follower.
+const nudgePrefix = "nudge:"
+
 const payloadOf = (taskId: string, seq: number): string =>
   Buffer.byteLength(taskId) <= 7_900 ? `${seq}:${taskId}` : `${seq}`
 
@@ -178,7 +180,10 @@ export const makePg = (
 
     // -- Wake-ups: the LISTEN connection and the poll.
     const wakeups = internalEventLog.makeWakeups()
+    // Nudges (`nudge:<task id>`) name no entry: they wake the task's nudge watchers alone.
+    const nudged = internalEventLog.makeWakeups()
     const dispatch = (payload: string | undefined) => {
+      if (payload?.startsWith(nudgePrefix) === true) return nudged.signal(payload.slice(nudgePrefix.length))
       const at = payload?.indexOf(":") ?? -1
       if (payload === undefined || at < 0) wakeups.signalAll()
       else wakeups.signal(payload.slice(at + 1))
@@ -381,6 +386,10 @@ export const makePg = (
         unreachableSince: () => unreachableSince
       }),
       read: (taskId, after) => read(taskId, after, undefined),
+      nudge: (taskId) =>
+        query("Could not nudge the replicas", (db) =>
+          sql`select pg_notify(${channel}, ${nudgePrefix + taskId})`.execute(db)).pipe(Effect.asVoid),
+      nudges: nudged.watch,
       finish: (taskId) =>
         enqueue(
           taskId,

@@ -8,18 +8,19 @@
  *
  * @internal
  */
-import { type SendMessageRequest, StreamResponse, type Task } from "@a2a-js/sdk"
+import { type SendMessageRequest, StreamResponse, type Task, TaskState as SdkTaskState } from "@a2a-js/sdk"
 import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
   type A2ARequestHandler,
   type AgentExecutionEvent,
+  type ExecutionEventBus,
   InMemoryTaskStore,
   resolveUserScope,
   ResultManager,
   type ServerCallContext,
   type TaskStore
 } from "@a2a-js/sdk/server"
-import { Effect, Runtime, Schedule, Stream } from "effect"
+import { Effect, FiberId, Runtime, Schedule, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
@@ -117,15 +118,42 @@ const interrupted = (log: internalEventLog.EventLog, taskStore: TaskStore) => (l
 /** @internal */
 export const make = (
   log: internalEventLog.EventLog,
-  claims: internalRunClaims.RunClaims | undefined
+  claims: internalRunClaims.RunClaims | undefined,
+  taskStore: TaskStore
 ): Effect.Effect<Replication> =>
   Effect.map(Effect.runtime<never>(), (runtime) => {
     const runPromise = Runtime.runPromise(runtime)
+    const runFork = Runtime.runFork(runtime)
     // The number of each event a run published, by the event's data, which the SDK's stream hands on as is.
     const numbers = new WeakMap<object, number>()
     // The number of the task event a run started with, by the call that started it: the SDK's stream sends
     // the task reloaded from the store instead.
     const starts = new WeakMap<object, number>()
+
+    /**
+     * A cancel another replica wrote to the task store stops the run here at
+     * once: that replica nudges the task's watchers (the executor's own poll
+     * of the store is the backstop for a nudge lost).
+     */
+    const canceledElsewhere = (
+      executor: AgentExecutor.EffectAgentExecutor,
+      taskId: string,
+      context: ServerCallContext,
+      bus: ExecutionEventBus
+    ): Effect.Effect<void> =>
+      Effect.scoped(Effect.flatMap(log.nudges(taskId), (watcher) => {
+        const check: Effect.Effect<void> = Effect.zipRight(
+          watcher.next(),
+          Effect.flatMap(
+            Effect.promise(() => taskStore.load(taskId, context).catch(() => undefined)),
+            (task) =>
+              task?.status?.state === SdkTaskState.TASK_STATE_CANCELED
+                ? Effect.promise(() => executor.cancelTask(taskId, bus))
+                : check
+          )
+        )
+        return check
+      }))
 
     const logging = (executor: AgentExecutor.EffectAgentExecutor): AgentExecutor.EffectAgentExecutor => ({
       ...executor,
@@ -156,18 +184,20 @@ export const make = (
             )
           )
         const released = () => claims === undefined ? Promise.resolve() : runPromise(claims.release(taskId))
-        return runPromise(Effect.zipLeft(last, held)).then((seq) =>
-          executor.execute(
-            context,
-            tapped(bus, (event) => {
-              seq += 1
-              numbers.set(event.data, seq)
-              if (event.kind === "task") starts.set(context.context, seq)
-              log.append(taskId, seq, StreamResponse.toJSON(streamResponseOf(event)))
-              if (event.kind === "statusUpdate" && TaskState.isTerminal(event.data.status?.state)) log.finish(taskId)
-            })
-          ).finally(released)
-        )
+        return runPromise(Effect.zipLeft(last, held)).then((seq) => {
+          const logged = tapped(bus, (event) => {
+            seq += 1
+            numbers.set(event.data, seq)
+            if (event.kind === "task") starts.set(context.context, seq)
+            log.append(taskId, seq, StreamResponse.toJSON(streamResponseOf(event)))
+            if (event.kind === "statusUpdate" && TaskState.isTerminal(event.data.status?.state)) log.finish(taskId)
+          })
+          const watching = runFork(canceledElsewhere(executor, taskId, context.context, logged))
+          return executor.execute(context, logged).finally(() => {
+            watching.unsafeInterruptAsFork(FiberId.none)
+            return released()
+          })
+        })
       }
     })
 
@@ -218,6 +248,12 @@ export const make = (
         if (heldElsewhere(params, context)) return () => {}
         await handler.getTask({ id: taskId, tenant: params.tenant }, context)
         throw internalRpc.stillRunning(taskId)
+      }
+      const cancelTask = async (...[params, context]: Parameters<A2ARequestHandler["cancelTask"]>) => {
+        const task = await handler.cancelTask(params, context)
+        // The run may be on another replica, which learns of it from the nudge.
+        if (task.status?.state === SdkTaskState.TASK_STATE_CANCELED) await runPromise(Effect.ignore(log.nudge(task.id)))
+        return task
       }
       const sendMessage = async (...[params, context]: Parameters<A2ARequestHandler["sendMessage"]>) => {
         const release = await claimed(params, context)
@@ -273,6 +309,7 @@ export const make = (
       return new Proxy(handler, {
         get(target, property) {
           if (property === "sendMessage") return sendMessage
+          if (property === "cancelTask") return cancelTask
           if (property === "sendMessageStream") return sendMessageStream
           if (property === "resubscribe") return resubscribe
           const value: unknown = Reflect.get(target, property, target)
@@ -314,5 +351,5 @@ export const open = (
       }),
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
-    return yield* make(log, claims)
+    return yield* make(log, claims, taskStore)
   })
