@@ -15,6 +15,7 @@ import * as Part from "../src/Part.js"
 import * as EventId from "../src/internal/wire/eventId.js"
 import { callerOn, transports } from "./fixtures/callers.js"
 import { databaseUrl } from "./fixtures/databaseUrl.js"
+import { startPostgres } from "./fixtures/postgres.js"
 import { userMessage } from "./fixtures/serverAgents.js"
 
 /** Agents whose runs wait, after their first step, until the test lets them go on. */
@@ -187,6 +188,43 @@ describe("replicas on one event log", () => {
       expect(restIds).toEqual(restIds.map((_, i) => i + 1))
       expect(restIds.length).toBeGreaterThanOrEqual(4)
     }))))
+
+  it("PostgreSQL restarted mid-run: a subscriber on B still gets every event of the run on A, once, in order", () =>
+    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const postgres = yield* Effect.acquireRelease(
+        Effect.promise(() => startPostgres({ restartable: true })),
+        (running) => Effect.promise(() => running.stop())
+      )
+      const gate = yield* Deferred.make<void>()
+      const taskStore = new InMemoryTaskStore()
+      const serve = (name: string) =>
+        A2AServer.make({
+          agent: gatedAgent(gate),
+          card: { name, description: "a replica" },
+          taskStore,
+          replication: { url: postgres.url, pollInterval: "200 millis" },
+          shutdownTimeout: "1 second"
+        })
+      const a = yield* serve("a")
+      const b = yield* serve("b")
+      const onA = yield* callerOn(a.url, "JSONRPC", undefined)
+      const onB = yield* callerOn(b.url, "JSONRPC", undefined)
+      const stream = onA.client.sendMessageStream(request("steps 6"), onA.options)
+      const first = (yield* Effect.promise(() => stream.next())).value as StreamResponse
+      const taskId = (first.payload!.value as Task).id
+      const subscription = onB.client.resubscribeTask({ id: taskId, tenant: "" }, onB.options)
+      const head = (yield* Effect.promise(() => subscription.next())).value as StreamResponse
+      // While the database is down, the run goes on: its steps are queued for the log, and written once it is back.
+      yield* Effect.promise(() => postgres.restart(() => Effect.runPromise(Deferred.succeed(gate, undefined)).then(() => undefined)))
+      const rest = yield* Effect.promise(() => collect(subscription))
+      const seen = [head, ...rest]
+      expect(seen.map(numberOf)).toEqual(seen.map((_, i) => numberOf(head) + i))
+      expect(rest.map(shapeOf)).toEqual([
+        ...[2, 3, 4, 5, 6].map((i) => expect.stringContaining(`step ${i}`)),
+        expect.stringContaining("done after 6 steps")
+      ])
+      yield* Effect.promise(() => stream.return(undefined))
+    }))), 120_000)
 
   it.prop("without a number, an SSE event is the SDK's formatSSEEvent byte for byte", [FastCheck.jsonValue()], ([value]) => {
     expect(EventId.sseEvent(value, undefined)).toBe(formatSSEEvent(value))
