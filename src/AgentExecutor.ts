@@ -513,6 +513,12 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
    * ended first: `A2AServer` refuses such a message instead (-32004).
    */
   readonly claim: (taskId: string) => (() => void) | undefined
+  /**
+   * Interrupts the runs of a task in progress here, as a shutdown does: they
+   * end FAILED with an error id. For a replica that lost its hold on the task
+   * (see `A2AServer`'s `replication`).
+   */
+  readonly interrupt: (taskId: string) => void
 }
 
 /**

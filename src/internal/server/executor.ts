@@ -140,7 +140,10 @@ export const make = <E, R>(
       running: Effect.sync(() => shared.executions.size),
       shutdown,
       taskStore: shared.store?.saves.taskStore,
-      claim: makeClaim(shared)
+      claim: makeClaim(shared),
+      interrupt: (taskId) => {
+        for (const run of shared.runs.get(taskId) ?? []) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
+      }
     } satisfies AgentExecutor.EffectAgentExecutor
   })
 

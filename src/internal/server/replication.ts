@@ -118,8 +118,9 @@ const interrupted = (log: internalEventLog.EventLog, taskStore: TaskStore) => (l
 /** @internal */
 export const make = (
   log: internalEventLog.EventLog,
-  claims: internalRunClaims.RunClaims | undefined,
-  taskStore: TaskStore
+  claims: internalRunClaims.RunClaims,
+  taskStore: TaskStore,
+  interrupters: Set<(taskId: string) => void>
 ): Effect.Effect<Replication> =>
   Effect.map(Effect.runtime<never>(), (runtime) => {
     const runPromise = Runtime.runPromise(runtime)
@@ -155,7 +156,11 @@ export const make = (
         return check
       }))
 
-    const logging = (executor: AgentExecutor.EffectAgentExecutor): AgentExecutor.EffectAgentExecutor => ({
+    const logging = (executor: AgentExecutor.EffectAgentExecutor): AgentExecutor.EffectAgentExecutor => {
+      interrupters.add(executor.interrupt)
+      return logged(executor)
+    }
+    const logged = (executor: AgentExecutor.EffectAgentExecutor): AgentExecutor.EffectAgentExecutor => ({
       ...executor,
       execute: (context, bus) => {
         const taskId = context.taskId
@@ -174,16 +179,14 @@ export const make = (
             )
           })
         )
-        const held = claims === undefined
-          ? Effect.void
-          : Effect.flatMap(
-            Effect.orElseSucceed(claims.acquire(taskId, holderOf(context.context)), () => false),
-            // A message to a task held elsewhere was refused before its run; what comes here runs.
-            (won) => won ? Effect.void : Effect.logWarning("A run started without its task's claim").pipe(
-              Effect.annotateLogs({ taskId })
-            )
+        const held = Effect.flatMap(
+          Effect.orElseSucceed(claims.acquire(taskId, holderOf(context.context)), () => false),
+          // A message to a task held elsewhere was refused before its run; what comes here runs.
+          (won) => won ? Effect.void : Effect.logWarning("A run started without its task's claim").pipe(
+            Effect.annotateLogs({ taskId })
           )
-        const released = () => claims === undefined ? Promise.resolve() : runPromise(claims.release(taskId))
+        )
+        const released = () => runPromise(claims.release(taskId))
         return runPromise(Effect.zipLeft(last, held)).then((seq) => {
           const logged = tapped(bus, (event) => {
             seq += 1
@@ -241,7 +244,7 @@ export const make = (
        */
       const claimed = async (params: SendMessageRequest, context: ServerCallContext): Promise<() => void> => {
         const taskId = params.message?.taskId
-        if (claims === undefined || !taskId) return () => {}
+        if (!taskId) return () => {}
         if (await runPromise(claims.acquire(taskId, holderOf(context)))) {
           return () => void runPromise(claims.release(taskId))
         }
@@ -318,7 +321,7 @@ export const make = (
       })
     }
 
-    return { replica: claims?.replica ?? randomUUID(), logging, handling }
+    return { replica: claims.replica, logging, handling }
   })
 
 /**
@@ -342,14 +345,17 @@ export const open = (
     )
     // Added after the log, so run before it closes: what the runs appended is written first.
     yield* Effect.addFinalizer(() => log.flush)
+    // The executors whose runs stop when their claims are lost, known once `logging` wraps them.
+    const lost = new Set<(taskId: string) => void>()
     const claims = yield* Effect.mapError(
       internalRunClaims.make({
         url: options.url,
         lease: options.lease,
         sweep: options.sweep,
-        onLapsed: interrupted(log, taskStore)
+        onLapsed: interrupted(log, taskStore),
+        onLost: (taskIds) => Effect.sync(() => lost.forEach((stop) => taskIds.forEach(stop)))
       }),
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
-    return yield* make(log, claims, taskStore)
+    return yield* make(log, claims, taskStore, lost)
   })

@@ -50,6 +50,8 @@ export interface Options {
   readonly sweep?: Duration.DurationInput | undefined
   /** What becomes of the task of a lapsed claim, taken by this replica alone. */
   readonly onLapsed: (lapsed: Lapsed) => Effect.Effect<void>
+  /** What becomes of this replica's runs once it could not renew their claims for a whole lease. */
+  readonly onLost: (taskIds: ReadonlyArray<string>) => Effect.Effect<void>
 }
 
 /** @internal */
@@ -81,16 +83,28 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
     const acquiring = new Map<string, Deferred.Deferred<boolean, unknown>>()
 
     // Only the rows of the holds this replica has: a row whose delete failed lapses.
+    let renewedAt = Date.now()
     const renew = Effect.suspend(() => {
       const tokens = Array.from(held.values(), (hold) => hold.token)
-      return tokens.length === 0 ? Effect.void : Effect.tryPromise(() =>
-        sql`update ${t} set lease_until = ${Date.now() + leaseMillis} where token in (${sql.join(tokens)})`.execute(db)
-      )
+      const at = Date.now()
+      return tokens.length === 0 ? Effect.sync(() => void (renewedAt = at)) : Effect.tryPromise(() =>
+        sql`update ${t} set lease_until = ${at + leaseMillis} where token in (${sql.join(tokens)})`.execute(db)
+      ).pipe(Effect.tap(() => Effect.sync(() => void (renewedAt = at))))
     }).pipe(
-      Effect.catchAll((error) =>
-        Effect.logWarning("Could not renew this replica's run claims; another replica may take them when they lapse")
-          .pipe(Effect.annotateLogs({ replica, cause: String(error.error) }))
-      )
+      Effect.catchAll((error) => {
+        const lost = Date.now() - renewedAt >= leaseMillis ? Array.from(held.keys()) : []
+        // Another replica may have taken them by now: the runs stop rather than run twice.
+        for (const taskId of lost) held.delete(taskId)
+        return Effect.zipRight(
+          lost.length === 0
+            ? Effect.logWarning("Could not renew this replica's run claims; another replica may take them when they lapse")
+              .pipe(Effect.annotateLogs({ replica, cause: String(error.error) }))
+            : Effect.logError("This replica's run claims lapsed unrenewed: its runs stop, ending FAILED").pipe(
+              Effect.annotateLogs({ replica, tasks: lost.join(" "), cause: String(error.error) })
+            ),
+          lost.length === 0 ? Effect.void : options.onLost(lost)
+        )
+      })
     )
     yield* Effect.forkScoped(Effect.repeat(renew, Schedule.spaced(Duration.millis(leaseMillis / 3))))
 
