@@ -4,11 +4,11 @@
  * after its last event, with the SDK's raw clients as the callers, on every
  * transport that streams.
  */
-import type { StreamResponse, Task } from "@a2a-js/sdk"
-import { InMemoryTaskStore } from "@a2a-js/sdk/server"
+import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
+import { InMemoryTaskStore, ServerCallContext } from "@a2a-js/sdk/server"
 import { formatSSEEvent } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, FastCheck } from "effect"
+import { Deferred, Effect, FastCheck, Logger } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
@@ -223,6 +223,34 @@ describe("replicas on one event log", () => {
         ...[2, 3, 4, 5, 6].map((i) => expect.stringContaining(`step ${i}`)),
         expect.stringContaining("done after 6 steps")
       ])
+      yield* Effect.promise(() => stream.return(undefined))
+    }))), 120_000)
+
+  it("a replica that cannot renew its claims for a whole lease stops its runs: they end FAILED, and its log says why", () =>
+    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const postgres = yield* Effect.acquireRelease(
+        Effect.promise(() => startPostgres({ restartable: true })),
+        (running) => Effect.promise(() => running.stop())
+      )
+      const gate = yield* Deferred.make<void>()
+      const taskStore = new InMemoryTaskStore()
+      const logs: Array<string> = []
+      const a = yield* A2AServer.make({
+        agent: gatedAgent(gate),
+        card: { name: "a", description: "a replica" },
+        taskStore,
+        replication: { url: postgres.url, lease: "1 second" },
+        shutdownTimeout: "1 second"
+      }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))))
+      const onA = yield* callerOn(a.url, "JSONRPC", undefined)
+      const stream = onA.client.sendMessageStream(request("steps 2"), onA.options)
+      const first = (yield* Effect.promise(() => stream.next())).value as StreamResponse
+      const taskId = (first.payload!.value as Task).id
+      yield* Effect.promise(() => postgres.restart(() => new Promise((resolve) => setTimeout(resolve, 2_500))))
+      const task = yield* Effect.promise(() => taskStore.load(taskId, new ServerCallContext()))
+      expect(task?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      expect(JSON.stringify(task?.status?.message)).toMatch(/error_id: [0-9a-f]{12}/)
+      expect(logs.join("\n")).toMatch(/run claims lapsed unrenewed: its runs stop/)
       yield* Effect.promise(() => stream.return(undefined))
     }))), 120_000)
 

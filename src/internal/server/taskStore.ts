@@ -144,6 +144,11 @@ const connect = (
       // An idle connection the database ends (a restart, a failover, an idle timeout) is an `error` event
       // of the pool, which drops that connection; unhandled, the event would end the process.
       pool.on("error", onIdleError)
+      // The pool listens only to its idle clients: one checked out between two queries (a transaction, a driver's
+      // step) when the database ends the connection would emit `error` with no listener, and end the process.
+      // Its query, if any, fails on its own.
+      pool.on("connect", (client: { on: (event: "error", listener: (error: unknown) => void) => void }) =>
+        client.on("error", () => undefined))
       return new kysely.Kysely<unknown>({ dialect: new kysely.PostgresDialect({ pool: pool as PostgresPool }) })
     },
     catch: fail("Driver", `Could not open the ${config._tag} ${what}`)
