@@ -17,7 +17,7 @@ import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteEvent from "../src/RemoteEvent.js"
 import * as EventId from "../src/internal/wire/eventId.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
-import { closedPort } from "./fixtures/peers.js"
+import { cardFor, closedPort, json, rawPeer } from "./fixtures/peers.js"
 
 /** Each step waits for a permit, so that the run is never more than one event ahead of its caller. */
 const steppedAgent = (permits: Queue.Queue<void>): AgentExecutor.Agent<never> => (request) =>
@@ -238,4 +238,67 @@ describe("RemoteAgent resumes a cut stream where the card declares resumption", 
       }),
     { fastCheck: { numRuns: 20 }, timeout: 120_000 }
   )
+})
+
+/**
+ * A peer of our own script that declares the extension: its stream is cut
+ * after two events; its resubscription sends the task's first events again
+ * before the later ones (a server that does not heed the cursor), or, with
+ * `cutResumes`, is cut before its first.
+ */
+const scriptedPeer = (cutResumes: boolean) =>
+  Effect.gen(function*() {
+    const cursors: Array<string | undefined> = []
+    const numbered = (seq: number, payload: Record<string, unknown>) => {
+      const [kind, value] = Object.entries(payload)[0]!
+      return { [kind]: { ...(value as object), metadata: { [EventId.sequenceKey]: seq } } }
+    }
+    const task = { id: "t1", contextId: "c1", status: { state: "TASK_STATE_WORKING" } }
+    const status = (state: string, text: string) => ({
+      statusUpdate: { taskId: "t1", contextId: "c1", status: { state, message: { messageId: crypto.randomUUID(), role: "ROLE_AGENT", parts: [{ text }] } } }
+    })
+    const events = [{ task }, status("TASK_STATE_WORKING", "step 1"), status("TASK_STATE_WORKING", "step 2"), status("TASK_STATE_COMPLETED", "done")]
+      .map((payload, i) => numbered(i + 1, payload))
+    const peer = yield* rawPeer(
+      (req, res, body) => {
+        const rpc = JSON.parse(body) as { id: number; method: string }
+        if (rpc.method === "GetTask") return json(res, 200, { jsonrpc: "2.0", id: rpc.id, result: { ...task, status: { state: "TASK_STATE_COMPLETED" } } })
+        const sse = (event: unknown) => `data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: event })}\n\n`
+        if (rpc.method === "SubscribeToTask") {
+          cursors.push(req.headers[EventId.cursorHeader] as string | undefined)
+          if (cutResumes) return req.socket.destroy()
+          res.writeHead(200, { "content-type": "text/event-stream" })
+          return res.end(events.map(sse).join(""))
+        }
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.write(events.slice(0, 2).map(sse).join(""), () => setTimeout(() => req.socket.destroy(), 50))
+      },
+      (_req, res, base) => {
+        const card = cardFor(`${base}/rpc`)
+        json(res, 200, { ...card, capabilities: { ...card.capabilities, extensions: [EventId.resumeExtension] } })
+      }
+    )
+    return { ...peer, cursors }
+  })
+
+describe("RemoteAgent resuming a peer of its own script", () => {
+  it.scopedLive("events a resubscription sends again are not shown twice", () =>
+    Effect.gen(function*() {
+      const peer = yield* scriptedPeer(false)
+      const agent = yield* agentAt(peer.url)
+      const events = Chunk.toArray(yield* Stream.runCollect(agent.stream("go")))
+      expect(events.map(shapeOf)).toEqual(["Status Working ", "Status Working step 1", "Status Working step 2", "Finished Completed done"])
+      expect(peer.methods()).toEqual(["SendStreamingMessage", "SubscribeToTask"])
+      expect(peer.cursors).toEqual(["2"])
+    }))
+
+  it.scopedLive("a resumption cut every time is tried five times, then one GetTask recovers the end", () =>
+    Effect.gen(function*() {
+      const peer = yield* scriptedPeer(true)
+      const agent = yield* agentAt(peer.url)
+      const events = Chunk.toArray(yield* Stream.runCollect(agent.stream("go")))
+      expect(events.map(shapeOf)).toEqual(["Status Working ", "Status Working step 1", "Finished Completed "])
+      expect(peer.methods()).toEqual(["SendStreamingMessage", ...Array.from({ length: 5 }, () => "SubscribeToTask"), "GetTask"])
+      expect(peer.cursors).toEqual(Array.from({ length: 5 }, () => "2"))
+    }))
 })

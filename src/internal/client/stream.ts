@@ -256,6 +256,13 @@ const events = (
   )
 }
 
+/** The responses after the `seq`-th: an event a server sends again is not shown twice. */
+async function* after(seq: number, responses: AsyncGenerator<StreamResponse, void, undefined>) {
+  for await (const response of responses) {
+    if ((EventId.sequenceOf(response) ?? Infinity) > seq) yield response
+  }
+}
+
 /** A stream cut, or lost before its first event: what a resume takes up. */
 const isCut = (error: A2AClientError.A2AClientError): boolean =>
   error.reason === "StreamInterrupted" || error.reason === "ConnectionLost"
@@ -335,13 +342,14 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     attempt: number
   ): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
     const taskId = state.taskId
-    const cursor: CallOptions = { ...options, headers: { ...options?.headers, [EventId.cursorHeader]: String(state.seq) } }
+    const seq = state.seq ?? 0
+    const cursor: CallOptions = { ...options, headers: { ...options?.headers, [EventId.cursorHeader]: String(seq) } }
     let resumed = false
     const again = events(
       context,
       views[state.operation],
       state,
-      (requestOptions) => client.resubscribeTask({ tenant: "", id: taskId }, requestOptions),
+      (requestOptions) => after(seq, client.resubscribeTask({ tenant: "", id: taskId }, requestOptions)),
       cursor
     ).pipe(
       Stream.tap(() => Effect.sync(() => (resumed = true))),
