@@ -152,7 +152,16 @@ export interface RemoteAgent {
     input: Input,
     options?: CallOptions
   ) => Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError>
-  /** Streams progress; the last event is `Finished` with the outcome. */
+  /**
+   * Streams progress; the last event is `Finished` with the outcome. A
+   * stream cut after its first event recovers: where the card declares the
+   * resume extension (`urn:effect-a2a:ext:resume:v1`, as `A2AServer` with
+   * `replication` does) it resubscribes right after the last event it saw
+   * (`SubscribeToTask` with `Last-Event-ID`), on any replica, five times at
+   * most, so the stream shows every event once, in order; elsewhere, or
+   * when the server refuses that, it asks for the task's state once
+   * (`GetTask`) and polls until the task ends.
+   */
   readonly stream: (
     input: Input,
     options?: CallOptions

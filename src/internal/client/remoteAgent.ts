@@ -15,6 +15,7 @@ import * as ScheduleIntervals from "effect/ScheduleIntervals"
 import * as A2AClientError from "../../A2AClientError.js"
 import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import type { CallOptions, Options, RemoteAgent } from "../../RemoteAgent.js"
+import * as EventId from "../wire/eventId.js"
 import * as clientCall from "./call.js"
 import * as cardForm from "./cardForm.js"
 import { type Binding, type CallRecord, classifyCard } from "./classify.js"
@@ -106,7 +107,8 @@ const makeClient = (
     engine: clientCall.make(agent, track, timeout, binding, staticHeaders, agentOptions.logLevel),
     // Computed headers are checked when computed, with each call.
     unsendable: input.unsendable(computed === undefined ? agentOptions.headers as Headers | undefined : undefined),
-    cancelOnInterrupt: agentOptions.cancelOnInterrupt === true
+    cancelOnInterrupt: agentOptions.cancelOnInterrupt === true,
+    resumable: card.capabilities?.extensions?.some((extension) => extension.uri === EventId.resumeExtensionUri) === true
   }
   const { cancel, getTask, readTask } = task.make(context)
   const awaitEnd = send.awaitEnd(agent, readTask)

@@ -13,6 +13,7 @@ import * as Part from "../../Part.js"
 import type { CallOptions, RemoteAgent } from "../../RemoteAgent.js"
 import * as RemoteEvent from "../../RemoteEvent.js"
 import type * as RemoteOutcome from "../../RemoteOutcome.js"
+import * as EventId from "../wire/eventId.js"
 import * as wireParts from "../wire/parts.js"
 import * as taskState from "../wire/taskState.js"
 import * as clientCall from "./call.js"
@@ -38,6 +39,8 @@ export interface State {
   finished: boolean
   // The task this stream's events are of, from the first that names one.
   followed: string
+  // The place of the last event seen in its task's event log, when the server numbers them: where a cut stream resumes.
+  seq: number | undefined
   // Each artifact as received so far; its parts grow in place as chunks append, built once at the end.
   readonly artifacts: Map<string, { artifactId: string; name: string; description: string; parts: Array<Part.Part> }>
 }
@@ -119,12 +122,14 @@ export const initialState = (operation: StreamOperation, ids: { readonly taskId:
   started: false,
   finished: false,
   followed: "",
+  seq: undefined,
   artifacts: new Map()
 })
 
 /** The events one stream response makes, folded into `state`: a stream's, or a pushed notification's. @internal */
 export const toEvents = (agent: string, viewStreamed: View, state: State, response: StreamResponse): Events => {
   state.started = true
+  state.seq = EventId.sequenceOf(response) ?? state.seq
   const payload = response.payload
   switch (payload?.$case) {
     case "message":
@@ -187,10 +192,16 @@ const events = (
       const current = record.current = track(controller.signal)
       const parameters = sent.parameters = binding.parameters(current, clientCall.callHeaders(span, options, agentHeaders))
       const generator = open({ signal: controller.signal, serviceParameters: parameters })
+      // Whether this stream had an event: a resumed one that is refused before its first was refused, not cut.
+      let received = false
       // `return()` on a generator waits for its pending `next()`; abort first so that it settles.
       const iterable: AsyncIterable<StreamResponse> = {
         [Symbol.asyncIterator]: () => ({
-          next: () => generator.next(),
+          next: () =>
+            generator.next().then((result) => {
+              received ||= result.done !== true
+              return result
+            }),
           return: (value?: unknown) => {
             controller.abort()
             return generator.return(value as undefined)
@@ -206,7 +217,7 @@ const events = (
             signal: controller.signal,
             operation,
             record: record.current,
-            streamStarted: state.started,
+            streamStarted: received,
             ...idsOf(state)
           })
       )
@@ -245,6 +256,26 @@ const events = (
   )
 }
 
+/** The responses after the `seq`-th: an event a server sends again is not shown twice. */
+async function* after(seq: number, responses: AsyncGenerator<StreamResponse, void, undefined>) {
+  for await (const response of responses) {
+    if ((EventId.sequenceOf(response) ?? Infinity) > seq) yield response
+  }
+}
+
+/** A stream cut, or lost before its first event: what a resume takes up. */
+const isCut = (error: A2AClientError.A2AClientError): boolean =>
+  error.reason === "StreamInterrupted" || error.reason === "ConnectionLost"
+
+/** A stream silent for the call's time, after its request went out. */
+const silent = (error: A2AClientError.A2AClientError): boolean => error.reason === "Timeout" && error.delivery === "Unknown"
+
+/** How many times one call's stream resumes, in all, before it looks its task up instead. */
+const maxResumes = 5
+
+/** The wait before the `attempt`-th resume (the second and later): 100 ms, doubling. */
+const resumeBackoff = (attempt: number): Duration.Duration => Duration.millis(100 * 2 ** (attempt - 2))
+
 /** The streams of an agent: a streaming send, and a subscription to a task. @internal */
 export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitEnd) => {
   const { agent, client, unsendable } = context
@@ -274,15 +305,9 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
    * before it did, or the card offers no streaming and the SDK sent one
    * blocking call) is polled until it ends, as a send's is, within the
    * call's time; after a silence that reached that time, it is not waited
-   * for again. Only once this stream has had an event: a task id the
-   * caller gave (a continuation) says nothing of whether this message was
-   * received.
+   * for again.
    */
-  const recover = (state: State, options: CallOptions | undefined) =>
-  (error: A2AClientError.A2AClientError): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
-    const recoverable = error.reason === "StreamInterrupted" || error.reason === "ConnectionLost" ||
-      (error.reason === "Timeout" && error.delivery === "Unknown")
-    if (!recoverable || !state.started || state.taskId === "") return Stream.fail(error)
+  const lookUp = (state: State, options: CallOptions | undefined, error: A2AClientError.A2AClientError) => {
     const taskId = state.taskId
     const ended = operate<RemoteOutcome.RemoteOutcome>(
       state.operation,
@@ -299,6 +324,61 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     )
     // Finished here too: a cancel on interruption must not follow a task this stream saw end.
     return Stream.fromIterableEffect(Effect.map(ended, (outcome) => finish(state, outcome)))
+  }
+
+  /**
+   * A stream cut after its `state.seq`-th event, resumed right after it: a
+   * `SubscribeToTask` with the cursor, whose events (only later ones, no
+   * Task first) fold into the same state, so the caller sees each event
+   * once. Cut again, it resumes again, `maxResumes` times in all, then
+   * looks the task up as an agent without the extension does; so does a
+   * resume the server refuses before its first event. A silence is not a
+   * cut: it looks the task up, as the call's time has passed.
+   */
+  const resume = (
+    state: State,
+    options: CallOptions | undefined,
+    cut: A2AClientError.A2AClientError,
+    attempt: number
+  ): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
+    const taskId = state.taskId
+    const seq = state.seq ?? 0
+    const cursor: CallOptions = { ...options, headers: { ...options?.headers, [EventId.cursorHeader]: String(seq) } }
+    let resumed = false
+    const again = events(
+      context,
+      views[state.operation],
+      state,
+      (requestOptions) => after(seq, client.resubscribeTask({ tenant: "", id: taskId }, requestOptions)),
+      cursor
+    ).pipe(
+      Stream.tap(() => Effect.sync(() => (resumed = true))),
+      Stream.catchAll((error) =>
+        isCut(error)
+          ? attempt < maxResumes ? resume(state, options, error, attempt + 1) : lookUp(state, options, error)
+          : silent(error)
+          ? lookUp(state, options, error)
+          : resumed
+          ? Stream.fail(error)
+          : lookUp(state, options, cut)
+      )
+    )
+    // The first at once; a replica that is going away may take the next ones too.
+    return attempt === 1 ? again : Stream.unwrap(Effect.as(Effect.sleep(resumeBackoff(attempt)), again))
+  }
+
+  /**
+   * A stream that ended or was cut before a final state: resumed after its
+   * last event where the card declares the extension and the events are
+   * numbered, else looked up. Only once this stream has had an event: a
+   * task id the caller gave (a continuation) says nothing of whether this
+   * message was received.
+   */
+  const recover = (state: State, options: CallOptions | undefined) =>
+  (error: A2AClientError.A2AClientError): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
+    const recoverable = isCut(error) || silent(error)
+    if (!recoverable || !state.started || state.taskId === "") return Stream.fail(error)
+    return context.resumable && state.seq !== undefined && isCut(error) ? resume(state, options, error, 1) : lookUp(state, options, error)
   }
 
   /** The events of `open`, for a stream whose state starts as `ids`, recovered when cut. */

@@ -29,6 +29,8 @@ export interface AgentContext {
   readonly unsendable: Unsendable
   /** The agent's `cancelOnInterrupt`, for calls that give none. */
   readonly cancelOnInterrupt: boolean
+  /** Whether the card declares the resume extension: a cut stream then resumes after its last event. */
+  readonly resumable: boolean
 }
 
 /** A task's view, or why the task an `operation` answered cannot be read. @internal */
