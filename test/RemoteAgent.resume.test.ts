@@ -16,6 +16,7 @@ import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteEvent from "../src/RemoteEvent.js"
 import * as EventId from "../src/internal/wire/eventId.js"
+import { databaseUrl } from "./fixtures/databaseUrl.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import { cardFor, closedPort, json, rawPeer } from "./fixtures/peers.js"
 
@@ -34,6 +35,25 @@ type Transport = "JSONRPC" | "HTTP+JSON" | "GRPC"
 
 type Replica = "a" | "b" | "c" | "plain"
 
+/** A database of its own on the test run's PostgreSQL, made once: an event log the others' runs never reach. */
+let other: Promise<string> | undefined
+const otherDatabase = (): Promise<string> =>
+  other ??= (async () => {
+    const url = new URL(databaseUrl())
+    const name = `resume_${crypto.randomUUID().replaceAll("-", "")}`
+    // A non-literal specifier: `pg` ships no types of its own.
+    const pg = (await import("pg" as string)).default
+    const client = new pg.Client({ connectionString: url.toString() })
+    await client.connect()
+    try {
+      await client.query(`create database ${name}`)
+    } finally {
+      await client.end()
+    }
+    url.pathname = `/${name}`
+    return url.toString()
+  })()
+
 /**
  * Replicas `a` and `b` on one task store and one log (`c` on the same store,
  * its own log; `plain` without replication), all behind one proxy (and one
@@ -49,7 +69,7 @@ const replicas = (transport: Transport) =>
     // The card gives the proxy's address: each replica's own gRPC port is chosen here.
     const grpcPorts: Partial<Record<Replica, number>> = {}
     const grpcProxy = yield* FaultProxy.make(() => ({ host: "127.0.0.1", port: grpcPorts[current]! }))
-    const shared = { url: `memory://${crypto.randomUUID()}` }
+    const shared = { url: databaseUrl() }
     const serve = (name: Replica, replication: A2AServer.ReplicationOptions | undefined) =>
       Effect.flatMap(closedPort, (free) =>
         A2AServer.make({
@@ -64,7 +84,7 @@ const replicas = (transport: Transport) =>
         }).pipe(Effect.map((server) => (servers[name] = server))))
     yield* serve("a", shared)
     yield* serve("b", shared)
-    yield* serve("c", { url: `memory://${crypto.randomUUID()}` })
+    yield* serve("c", { url: yield* Effect.promise(otherDatabase) })
     yield* serve("plain", undefined)
     return {
       permits,

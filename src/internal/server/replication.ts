@@ -71,6 +71,9 @@ const settles = (response: StreamResponse): boolean =>
 
 const decoded = (entry: internalEventLog.Entry): StreamResponse => StreamResponse.fromJSON(entry.event)
 
+// How long a resumption waits for the event it names to reach the log.
+const cursorWaitMillis = 3_000
+
 // How long the log may be out of reach when a run starts, before its request fails.
 const lastRetry = Schedule.exponential("50 millis").pipe(Schedule.either(Schedule.spaced("1 second")), Schedule.upTo("10 seconds"))
 
@@ -300,7 +303,13 @@ export const make = (
           if (TaskState.isSettled(task.status?.state) && !TaskState.isRunning(state)) return
           return yield* following(taskId, seq)
         }
-        const last = await runPromise(log.last(taskId))
+        // The run's replica writes its events a moment after it sends them: a caller may have seen one not yet in
+        // the log. That one is waited for, a while; a number the log never reaches is the caller's mistake.
+        let last = await runPromise(log.last(taskId))
+        for (const until = Date.now() + cursorWaitMillis; last < cursor.seq && Date.now() < until;) {
+          await new Promise((resolve) => setTimeout(resolve, 50))
+          last = await runPromise(log.last(taskId))
+        }
         if (cursor.seq > last) {
           throw new RequestMalformedError(`Last-Event-ID ${cursor.seq} is past the last event of task ${taskId} (${last})`)
         }
