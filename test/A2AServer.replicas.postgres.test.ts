@@ -10,7 +10,8 @@
 import { AgentCard, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
 import { type Client, ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, FastCheck } from "effect"
+import { Chunk, Effect, FastCheck, Stream } from "effect"
+import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as EventId from "../src/internal/wire/eventId.js"
 import * as Cluster from "./fixtures/cluster.js"
 import { databaseUrl } from "./fixtures/databaseUrl.js"
@@ -124,6 +125,23 @@ describe("three replicas on one PostgreSQL", () => {
         )
       )
     }), 120_000)
+
+  it.scopedLive("our client, through the round-robin proxy, resumes a stream cut mid-run on the next replica in turn: every event once, in order", () =>
+    Effect.gen(function*() {
+      const { proxy } = yield* cluster
+      const agent = yield* RemoteAgent.make({ name: "cluster", url: proxy.url, timeout: "10 seconds" })
+      let seen = 0
+      const events = yield* agent.stream("steps 5 150").pipe(
+        Stream.tap(() => Effect.sync(() => ++seen === 3 && proxy.cut())),
+        Stream.runCollect
+      )
+      const shapes = Chunk.toArray(events).map((event) =>
+        event._tag === "Status" ? event.text : event._tag === "Finished" ? event.outcome._tag : event._tag
+      )
+      expect(shapes).toEqual(["", "step 1", "step 2", "step 3", "step 4", "step 5", "Completed"])
+      // The stream went through the proxy to one replica, and its resumption to the next.
+      expect(proxy.sent()).toMatch(/last-event-id: 3/i)
+    }), 60_000)
 
   it.scopedLive("a cancel on B stops a run on A through a nudge, not the store poll; a subscriber on C gets CANCELED", () =>
     Effect.gen(function*() {
