@@ -143,6 +143,25 @@ describe("three replicas on one PostgreSQL", () => {
       expect(proxy.sent()).toMatch(/last-event-id: 3/i)
     }), 60_000)
 
+  it.scopedLive("a streaming repeat of a running key on B follows the run on A event by event, not only its end", () =>
+    Effect.gen(function*() {
+      const { clients } = yield* cluster
+      const [a, b] = clients as [Client, Client]
+      const key = { serviceParameters: { "Idempotency-Key": crypto.randomUUID() } }
+      const message = request("steps 4 200")
+      const onA = a.sendMessageStream(message, key)
+      const first = (yield* Effect.promise(() => onA.next())).value as StreamResponse
+      const onB = yield* Effect.promise(() => collect(b.sendMessageStream(message, key)))
+      const rest = yield* Effect.promise(() => collect(onA))
+      expect(onB[0]?.payload?.$case).toBe("task")
+      expect((onB[0]!.payload!.value as Task).id).toBe((first.payload!.value as Task).id)
+      const steps = onB.filter((event) => event.payload?.$case === "statusUpdate" && stateOf(event) === TaskState.TASK_STATE_WORKING)
+      expect(steps.length).toBeGreaterThanOrEqual(2)
+      expect(stateOf(onB.at(-1))).toBe(TaskState.TASK_STATE_COMPLETED)
+      // One run: A's stream and B's end on the same numbered event.
+      expect(numberOf(onB.at(-1)!)).toBe(numberOf(rest.at(-1)!))
+    }), 60_000)
+
   it.scopedLive("a cancel on B stops a run on A through a nudge, not the store poll; a subscriber on C gets CANCELED", () =>
     Effect.gen(function*() {
       const { clients } = yield* cluster

@@ -112,7 +112,8 @@ const requestHandlerOf = (
   executor: AgentExecutor.EffectAgentExecutor,
   subscriptions: internalRpc.Subscriptions,
   idempotency: A2AServer.IdempotencyOptions | undefined,
-  pushStore: PushNotificationStore | undefined
+  pushStore: PushNotificationStore | undefined,
+  replication: internalReplication.Replication | undefined
 ): Effect.Effect<internalIdempotency.Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   idempotency === undefined
     // Without idempotency, a message to a task whose run is in progress is refused.
@@ -125,7 +126,16 @@ const requestHandlerOf = (
       ),
       claim: (taskId) => executor.claim(taskId)
     })
-    : internalIdempotency.make({ card, extendedCard, taskStore, executor, subscriptions, options: idempotency, pushStore })
+    : internalIdempotency.make({
+      card,
+      extendedCard,
+      taskStore,
+      executor,
+      subscriptions,
+      options: idempotency,
+      pushStore,
+      follow: replication?.subscribe
+    })
 
 /** The executor whose runs share the hold of the request that started them, when the server has a bound. */
 const counted = (
@@ -215,7 +225,8 @@ export const make = <E, R>(
       executor,
       subscriptions,
       options.idempotency,
-      push?.store
+      push?.store,
+      replication
     )
     const dispatcher = internalRpc.makeDispatcher(replication === undefined ? handler : replication.handling(handler, heldElsewhere), card, {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&

@@ -282,9 +282,20 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
         yield toStreamResponse(entry.decode(outcome.result))
         return
       case "Running": {
-        // Run by this process: its events are followed as they come. Run
-        // elsewhere, or ended meanwhile: its end is awaited.
-        if (shared.runs.has(outcome.taskId)) {
+        // Run on any replica, with replication: its events are followed from the shared log.
+        if (shared.follow !== undefined) {
+          try {
+            for await (const event of shared.follow(this, { tenant: params.tenant, id: outcome.taskId }, context)) {
+              yield event
+              if (endsTurn(event)) return
+            }
+          } catch (error) {
+            // Ended meanwhile: awaited below.
+            if (!(error instanceof UnsupportedOperationError)) throw error
+          }
+        } else if (shared.runs.has(outcome.taskId)) {
+          // Run by this process: its events are followed as they come. Run
+          // elsewhere, or ended meanwhile: its end is awaited.
           // Followed like a subscription: a caller who leaves lets go of the bus at once.
           shared.subscriptions.subscribing(context)
           try {
@@ -360,6 +371,7 @@ export const make = (deps: {
   readonly subscriptions: internalRpc.Subscriptions
   readonly options: entry.Options
   readonly pushStore: PushNotificationStore | undefined
+  readonly follow?: entry.Shared["follow"]
 }): Effect.Effect<Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function*() {
     const ledger = yield* Ledger.IdempotencyLedger
@@ -383,6 +395,7 @@ export const make = (deps: {
       extendedCard: deps.extendedCard,
       taskStore,
       subscriptions,
+      follow: deps.follow,
       pushStore: deps.pushStore,
       lease: options.lease ?? Duration.seconds(30),
       wait: options.wait ?? Duration.seconds(30),

@@ -11,12 +11,21 @@ import {
   type Message,
   Message as MessageCodec,
   type SendMessageRequest,
+  type StreamResponse,
+  type SubscribeToTaskRequest,
   type Task,
   Task as TaskCodec,
   TaskState
 } from "@a2a-js/sdk"
 import { RequestMalformedError, TaskNotFoundError } from "@a2a-js/sdk/errors"
-import { type PushNotificationStore, ServerCallContext, type TaskStore, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
+import {
+  type A2ARequestHandler,
+  type PushNotificationStore,
+  ServerCallContext,
+  type TaskStore,
+  UnauthenticatedUser,
+  type User
+} from "@a2a-js/sdk/server"
 import { Cause, type Duration, Effect, type Fiber, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
@@ -119,6 +128,14 @@ export interface Shared {
   readonly taskStore: TaskStore
   /** The handler's event buses, and what subscribes to them. */
   readonly subscriptions: internalRpc.Subscriptions
+  /** With replication: a run on any replica followed from the shared log (see `replication.ts`). */
+  readonly follow:
+    | ((
+      handler: A2ARequestHandler,
+      params: SubscribeToTaskRequest,
+      context: ServerCallContext
+    ) => AsyncGenerator<StreamResponse, void, undefined>)
+    | undefined
   /** The push config store, when push is on. */
   readonly pushStore: PushNotificationStore | undefined
   readonly lease: Duration.DurationInput

@@ -8,7 +8,7 @@
  *
  * @internal
  */
-import { type SendMessageRequest, StreamResponse, type Task, TaskState as SdkTaskState } from "@a2a-js/sdk"
+import { type SendMessageRequest, StreamResponse, type SubscribeToTaskRequest, type Task, TaskState as SdkTaskState } from "@a2a-js/sdk"
 import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
   type A2ARequestHandler,
@@ -43,6 +43,15 @@ import * as internalTaskStore from "./taskStore.js"
 export interface Replication {
   /** This replica's id. */
   readonly replica: string
+  /**
+   * `SubscribeToTask` without a cursor, through `handler`'s checks, read
+   * from the log: a run on any replica, from now on.
+   */
+  readonly subscribe: (
+    handler: A2ARequestHandler,
+    params: SubscribeToTaskRequest,
+    context: ServerCallContext
+  ) => AsyncGenerator<StreamResponse, void, undefined>
   /** `executor`, each event of its runs numbered and written to the log. */
   readonly logging: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
   /** `handler`, its streams' events carrying their numbers, its subscriptions read from the log. */
@@ -235,6 +244,25 @@ export const make = (
       }
     }
 
+    /** A subscription as the spec has it: the task, then every later event until it ends or pauses. */
+    const subscribe = async function*(
+      handler: A2ARequestHandler,
+      params: SubscribeToTaskRequest,
+      context: ServerCallContext
+    ): AsyncGenerator<StreamResponse, void, undefined> {
+      // The SDK's own checks: a valid id, the caller's own task, else TaskNotFound.
+      const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
+      const taskId = stored.id
+      const state = stored.status?.state
+      if (TaskState.isTerminal(state)) {
+        throw new UnsupportedOperationError(`Task ${taskId} is in a terminal state (${state}) and cannot be subscribed to.`)
+      }
+      const { seq, task } = await snapshot(taskId, stored, context)
+      yield stamped({ payload: { $case: "task", value: task } }, seq)
+      if (TaskState.isSettled(task.status?.state) && !TaskState.isRunning(state)) return
+      return yield* following(taskId, seq)
+    }
+
     const handling = (
       handler: A2ARequestHandler,
       heldElsewhere: (params: SendMessageRequest, context: ServerCallContext) => boolean = () => false
@@ -288,21 +316,11 @@ export const make = (
         if (cursor._tag === "Invalid") {
           throw new RequestMalformedError("Last-Event-ID must be the number of an event of the task's stream")
         }
+        if (cursor._tag === "None") return yield* subscribe(handler, params, context)
         // The SDK's own checks: a valid id, the caller's own task, else TaskNotFound.
         const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
         const taskId = stored.id
         const state = stored.status?.state
-        if (cursor._tag === "None") {
-          if (TaskState.isTerminal(state)) {
-            throw new UnsupportedOperationError(
-              `Task ${taskId} is in a terminal state (${state}) and cannot be subscribed to.`
-            )
-          }
-          const { seq, task } = await snapshot(taskId, stored, context)
-          yield stamped({ payload: { $case: "task", value: task } }, seq)
-          if (TaskState.isSettled(task.status?.state) && !TaskState.isRunning(state)) return
-          return yield* following(taskId, seq)
-        }
         // The run's replica writes its events a moment after it sends them: a caller may have seen one not yet in
         // the log. That one is waited for, a while; a number the log never reaches is the caller's mistake.
         let last = await runPromise(log.last(taskId))
@@ -330,7 +348,7 @@ export const make = (
       })
     }
 
-    return { replica: claims.replica, logging, handling }
+    return { replica: claims.replica, logging, handling, subscribe }
   })
 
 /**
