@@ -377,6 +377,28 @@ describe("AgentExecutor", () => {
       }
     }))
 
+  it.scopedLive("a second shutdown waits for the first instead of starting over with its own deadline", () =>
+    Effect.gen(function* () {
+      const server = yield* A2AServer.make({
+        agent: () => Effect.as(Effect.sleep("400 millis"), AgentExecutor.completedText("done")),
+        card
+      })
+      const client = yield* makeClient(server.url)
+      const running = yield* send(client, "slow", {}, true)
+      const first = yield* Effect.fork(server.executor.shutdown("10 seconds"))
+      yield* Effect.sleep("50 millis")
+      // Started over, a deadline of zero would interrupt the run at once: it would end FAILED.
+      yield* server.executor.shutdown(Duration.zero)
+      expect(yield* server.executor.running).toBe(0)
+      yield* Fiber.join(first)
+      const context = new (yield* Effect.promise(() => import("@a2a-js/sdk/server"))).ServerCallContext()
+      const stored = yield* eventually(
+        Effect.promise(() => server.taskStore.load(running.id, context)),
+        (task) => task?.status?.state !== TaskState.TASK_STATE_WORKING
+      )
+      expect(stored?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+    }))
+
   it.scopedLive("cancel: running task ends CANCELED, finished -32002, unknown -32001, message to FAILED -32004", () =>
     Effect.gen(function* () {
       const started = yield* Deferred.make<void>()
