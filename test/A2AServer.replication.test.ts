@@ -29,10 +29,10 @@ const gatedAgent = (gate: Deferred.Deferred<void>): AgentExecutor.Agent<never> =
     return AgentExecutor.completedText(`done after ${steps} steps`)
   })
 
-const replicas = Effect.gen(function*() {
+/** Replicas `a` and `b` of a gated agent on one task store and the log `replication` names. */
+const replicasOn = (replication: A2AServer.ReplicationOptions) => Effect.gen(function*() {
   const gate = yield* Deferred.make<void>()
   const taskStore = new InMemoryTaskStore()
-  const replication = { url: databaseUrl() }
   const serve = (name: string) =>
     A2AServer.make({
       agent: gatedAgent(gate),
@@ -43,8 +43,16 @@ const replicas = Effect.gen(function*() {
     })
   const a = yield* serve("a")
   const b = yield* serve("b")
-  return { a, b, gate }
+  return { a, b, gate, taskStore }
 })
+
+const replicas = Effect.suspend(() => replicasOn({ url: databaseUrl() }))
+
+/** A PostgreSQL of the test's own, which it can restart. */
+const restartablePostgres = Effect.acquireRelease(
+  Effect.promise(() => startPostgres({ restartable: true })),
+  (running) => Effect.promise(() => running.stop())
+)
 
 const request = (text: string) => ({
   tenant: "",
@@ -191,22 +199,8 @@ describe("replicas on one event log", () => {
 
   it("PostgreSQL restarted mid-run: a subscriber on B still gets every event of the run on A, once, in order", () =>
     Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const postgres = yield* Effect.acquireRelease(
-        Effect.promise(() => startPostgres({ restartable: true })),
-        (running) => Effect.promise(() => running.stop())
-      )
-      const gate = yield* Deferred.make<void>()
-      const taskStore = new InMemoryTaskStore()
-      const serve = (name: string) =>
-        A2AServer.make({
-          agent: gatedAgent(gate),
-          card: { name, description: "a replica" },
-          taskStore,
-          replication: { url: postgres.url, pollInterval: "200 millis" },
-          shutdownTimeout: "1 second"
-        })
-      const a = yield* serve("a")
-      const b = yield* serve("b")
+      const postgres = yield* restartablePostgres
+      const { a, b, gate } = yield* replicasOn({ url: postgres.url, pollInterval: "200 millis" })
       const onA = yield* callerOn(a.url, "JSONRPC", undefined)
       const onB = yield* callerOn(b.url, "JSONRPC", undefined)
       const stream = onA.client.sendMessageStream(request("steps 6"), onA.options)
@@ -228,20 +222,11 @@ describe("replicas on one event log", () => {
 
   it("a replica that cannot renew its claims for a whole lease stops its runs: they end FAILED, and its log says why", () =>
     Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const postgres = yield* Effect.acquireRelease(
-        Effect.promise(() => startPostgres({ restartable: true })),
-        (running) => Effect.promise(() => running.stop())
-      )
-      const gate = yield* Deferred.make<void>()
-      const taskStore = new InMemoryTaskStore()
+      const postgres = yield* restartablePostgres
       const logs: Array<string> = []
-      const a = yield* A2AServer.make({
-        agent: gatedAgent(gate),
-        card: { name: "a", description: "a replica" },
-        taskStore,
-        replication: { url: postgres.url, lease: "1 second" },
-        shutdownTimeout: "1 second"
-      }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))))
+      const { a, taskStore } = yield* replicasOn({ url: postgres.url, lease: "1 second" }).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message)))))
+      )
       const onA = yield* callerOn(a.url, "JSONRPC", undefined)
       const stream = onA.client.sendMessageStream(request("steps 2"), onA.options)
       const first = (yield* Effect.promise(() => stream.next())).value as StreamResponse

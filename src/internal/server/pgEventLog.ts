@@ -139,10 +139,8 @@ export const makePg = (
     const query = <A>(what: string, run: (db: Kysely<unknown>) => Promise<A>) =>
       Effect.tryPromise({ try: () => run(db), catch: unavailable(what) })
 
-    // Replicas starting together could collide in PostgreSQL's catalog even with `if not exists`: they take turns.
     yield* query("Could not create the tables of the event log", (db) =>
-      db.transaction().execute(async (trx) => {
-        await sql`select pg_advisory_xact_lock(hashtext(${table}))`.execute(trx)
+      internalTaskStore.exclusivelyPg(db, table, async (trx) => {
         await sql`create table if not exists ${t} (
           task_id text not null,
           seq bigint not null,

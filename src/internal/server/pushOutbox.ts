@@ -102,15 +102,8 @@ export const make = (
     const { sql } = yield* Effect.promise(() => import("kysely"))
     const postgres = config._tag === "Postgres"
     const t = sql.table(table)
-    // Concurrent `create … if not exists` can still collide in PostgreSQL's catalog, as for the ledger's table:
-    // replicas starting together take turns.
     const exclusive = <A>(db: Kysely<unknown>, body: (db: Kysely<unknown>) => Promise<A>): Promise<A> =>
-      postgres
-        ? db.transaction().execute(async (trx) => {
-          await sql`select pg_advisory_xact_lock(hashtext(${table}))`.execute(trx)
-          return body(trx)
-        })
-        : body(db)
+      postgres ? internalTaskStore.exclusivelyPg(db, table, body) : body(db)
     const create = (db: Kysely<unknown>) =>
       Effect.tryPromise({
         try: () =>

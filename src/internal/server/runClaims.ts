@@ -60,11 +60,9 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
     const { sql } = yield* Effect.promise(() => import("kysely"))
     const t = sql.table(table)
     const { db } = yield* internalTaskStore.connection({ _tag: "Postgres", url: options.url }, "run claims", () => Effect.void)
-    // Concurrent `create … if not exists` can collide in PostgreSQL's catalog: replicas starting together take turns.
     yield* Effect.tryPromise({
       try: () =>
-        db.transaction().execute(async (trx) => {
-          await sql`select pg_advisory_xact_lock(hashtext(${table}))`.execute(trx)
+        internalTaskStore.exclusivelyPg(db, table, async (trx) => {
           await sql`create table if not exists ${t} (
             task_id text primary key,
             replica text not null,

@@ -232,6 +232,25 @@ export const make = (
 type SdkDatabase = typeof import("@a2a-js/sdk/server/database")
 
 /**
+ * `body` in a transaction under an advisory lock named by `table`: replicas
+ * that start together create their tables in turn, as concurrent `create …
+ * if not exists` can still collide in PostgreSQL's catalog.
+ *
+ * @internal
+ */
+export const exclusivelyPg = async <A>(
+  db: Kysely<unknown>,
+  table: string,
+  body: (db: Kysely<unknown>) => Promise<A>
+): Promise<A> => {
+  const { sql } = await import("kysely")
+  return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtext(${table}))`.execute(trx)
+    return body(trx)
+  })
+}
+
+/**
  * A connection to the database `given` names, for the store `what`, after
  * `prepare` (its tables' creation) ran on the same resolved file or URL; the
  * connection closes with the scope.
