@@ -705,7 +705,7 @@ describe("A2AServer", () => {
       yield* Scope.close(second, Exit.void)
     }).pipe(Effect.scoped))
 
-  it.effect("a database task store that cannot be set up fails the layer with TaskStoreError", () =>
+  it.live("a database task store that cannot be set up fails the layer with TaskStoreError", () =>
     Effect.gen(function* () {
       const memory = yield* Effect.flip(Effect.scoped(A2AServer.make({
         agent: echo,
