@@ -13,7 +13,7 @@
  *
  * @internal
  */
-import { Chunk, Clock, Deferred, Duration, Effect, Exit, FiberId, Option, Runtime, Schedule, Schema, Stream } from "effect"
+import { Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, FiberSet, Option, Runtime, Schedule, Schema, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 
 /** One event of a task's log: its place (1, 2, 3 … per task, no gaps) and the event as JSON-safe data. */
@@ -152,36 +152,101 @@ export const makeWakeups = (): Wakeups => {
   }
 }
 
+/** A row of the log as stored: its seq and the event's JSON text. @internal */
+export interface Row {
+  readonly seq: number
+  readonly text: string
+}
+
 /** What `follow` reads and waits on. @internal */
 export interface Source {
-  /** Up to `limit` entries after `after`, in order. */
-  readonly read: (taskId: string, after: number, limit: number) => Effect.Effect<ReadonlyArray<Entry>, EventLogError>
+  /** Up to `limit` rows after `after`, in order. */
+  readonly read: (taskId: string, after: number, limit: number) => Effect.Effect<ReadonlyArray<Row>, EventLogError>
   readonly wakeups: Wakeups
   readonly unavailableAfter: Duration.Duration
   /** Since when (epoch millis) the log has been found unreachable, if it is. */
   readonly unreachableSince: () => number | undefined
 }
 
+/** The followers of a process, sharing one reader per task. @internal */
+export interface Tails {
+  readonly follow: EventLog["follow"]
+  /**
+   * A row known written (by this replica's append, or carried by a wake-up):
+   * when it is the next one of a followed task, its followers get it with no
+   * read. False when it is past the next one (the rows between are unknown
+   * here): then a read must find them.
+   */
+  readonly offer: (taskId: string, row: Row) => boolean
+}
+
 // A follower reads at most this many entries at once.
 const page = 500
+// The rows a task's shared reader holds for its followers; one further behind reads on its own.
+const kept = 1_000
+
+/** One followed task: every row of the log in (`base`, `last`], read once for all its followers here. */
+interface Tail {
+  base: number
+  readonly rows: Array<Row>
+  changed: Deferred.Deferred<void>
+  failure: EventLogError | undefined
+  followers: number
+}
+
+const lastOf = (tail: Tail): number => tail.rows.length === 0 ? tail.base : tail.rows[tail.rows.length - 1]!.seq
+
+// The index of the first row after `after`, by binary search: rows are in seq order.
+const firstAfter = (rows: ReadonlyArray<Row>, after: number): number => {
+  let low = 0
+  let high = rows.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (rows[middle]!.seq <= after) low = middle + 1
+    else high = middle
+  }
+  return low
+}
 
 /**
- * The entries of a task after `after`, then each new one: read, and when
- * nothing is new, wait for a wake-up. A read the log refuses is retried up to
- * `unavailableAfter`; a follower with nothing to read fails once the log has
- * been unreachable that long.
+ * The followers of `source`: the entries of a task after a cursor, then each
+ * new one. Each task followed here has one reader, for all its followers:
+ * woken, it reads what is new once (a page at a time), and each follower
+ * decodes its own copy. A row offered (written here, or carried by a
+ * notification) that is the next one spares the read altogether. A follower
+ * further behind than the reader holds reads on its own until it catches up.
+ *
+ * A read the log refuses is retried up to `unavailableAfter`; a follower with
+ * nothing to read fails once the log has been unreachable that long.
  *
  * @internal
  */
-export const follow = (source: Source) => (taskId: string, after: number): Stream.Stream<Entry, EventLogError> =>
-  Stream.unwrapScoped(Effect.map(source.wakeups.watch(taskId), (watcher) => {
-    let cursor = after
-    const read = Effect.suspend(() => source.read(taskId, cursor, page)).pipe(
-      Effect.retry({
-        schedule: backoff.pipe(Schedule.upTo(source.unavailableAfter)),
-        while: (error) => error.reason === "Unavailable"
-      })
-    )
+export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const tails = new Map<string, Tail>()
+    const fork = yield* FiberSet.makeRuntime<never>()
+    const readers = new Map<Tail, Fiber.RuntimeFiber<void>>()
+    const fresh = () => Deferred.unsafeMake<void>(FiberId.none)
+    const wake = (tail: Tail) => {
+      const changed = tail.changed
+      tail.changed = fresh()
+      Deferred.unsafeDone(changed, Exit.void)
+    }
+    const push = (tail: Tail, rows: ReadonlyArray<Row>) => {
+      const last = lastOf(tail)
+      for (const row of rows) if (row.seq > last) tail.rows.push(row)
+      if (tail.rows.length > kept) tail.base = tail.rows.splice(0, tail.rows.length - kept).at(-1)!.seq
+      wake(tail)
+    }
+    const retried = (taskId: string, after: number) =>
+      source.read(taskId, after, page).pipe(
+        Effect.retry({
+          schedule: backoff.pipe(Schedule.upTo(source.unavailableAfter)),
+          while: (error) => error.reason === "Unavailable"
+        })
+      )
+
+    // Waits for a wake-up; fails once the log has been unreachable `unavailableAfter` meanwhile.
     const unavailableMillis = Duration.toMillis(source.unavailableAfter)
     const idle = (woken: Effect.Effect<void>): Effect.Effect<void, EventLogError> =>
       woken.pipe(
@@ -202,17 +267,81 @@ export const follow = (source: Source) => (taskId: string, after: number): Strea
             })
         }))
       )
-    const pull = (): Effect.Effect<Chunk.Chunk<Entry>, EventLogError> =>
-      Effect.suspend(() => {
-        const woken = watcher.next()
-        return Effect.flatMap(read, (entries) => {
-          if (entries.length === 0) return Effect.zipRight(idle(woken), pull())
-          cursor = entries[entries.length - 1]!.seq
-          return Effect.succeed(Chunk.unsafeFromArray(entries))
+
+    // The task's reader: read what is new; when nothing is, wait for a wake-up taken before that read, so that a
+    // row written between the read and the wait still wakes it. Its failure is its followers'.
+    const reader = (taskId: string, tail: Tail) =>
+      Effect.scoped(Effect.flatMap(source.wakeups.watch(taskId), (watcher) => {
+        const loop: Effect.Effect<never, EventLogError> = Effect.suspend(() => {
+          const woken = watcher.next()
+          return Effect.flatMap(retried(taskId, lastOf(tail)), (rows) =>
+            rows.length === 0 ? Effect.zipRight(idle(woken), loop) : Effect.zipRight(Effect.sync(() => push(tail, rows)), loop))
         })
-      })
-    return Stream.repeatEffectChunk(pull())
-  }))
+        return loop
+      })).pipe(Effect.catchAll((error) => Effect.sync(() => {
+        tail.failure = error
+        wake(tail)
+      })))
+
+    const acquire = (taskId: string, after: number) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          let tail = tails.get(taskId)
+          if (tail === undefined || tail.failure !== undefined) {
+            tail = { base: after, rows: [], changed: fresh(), failure: undefined, followers: 0 }
+            tails.set(taskId, tail)
+            readers.set(tail, fork(reader(taskId, tail)))
+          }
+          tail.followers++
+          return tail
+        }),
+        (tail) =>
+          Effect.suspend(() => {
+            tail.followers--
+            if (tail.followers > 0) return Effect.void
+            if (tails.get(taskId) === tail) tails.delete(taskId)
+            const fiber = readers.get(tail)
+            readers.delete(tail)
+            return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
+          })
+      )
+
+    const decoded = (rows: ReadonlyArray<Row>) => Effect.map(decodeAll(rows), Chunk.unsafeFromArray)
+
+    const follow = (taskId: string, after: number): Stream.Stream<Entry, EventLogError> =>
+      Stream.unwrapScoped(Effect.map(acquire(taskId, after), (tail) => {
+        let cursor = after
+        const pull = (): Effect.Effect<Chunk.Chunk<Entry>, EventLogError> =>
+          Effect.suspend(() => {
+            if (tail.failure !== undefined) return Effect.fail(tail.failure)
+            const changed = tail.changed
+            if (cursor < tail.base) {
+              return Effect.flatMap(retried(taskId, cursor), (rows) => {
+                // Nothing after the cursor, yet the reader holds later rows: those between went (retention).
+                cursor = rows.length === 0 ? tail.base : rows[rows.length - 1]!.seq
+                return rows.length === 0 ? pull() : decoded(rows)
+              })
+            }
+            const from = firstAfter(tail.rows, cursor)
+            if (from === tail.rows.length) return Effect.zipRight(Deferred.await(changed), pull())
+            const rows = tail.rows.slice(from, from + page)
+            cursor = rows[rows.length - 1]!.seq
+            return decoded(rows)
+          })
+        return Stream.repeatEffectChunk(pull())
+      }))
+
+    const offer = (taskId: string, row: Row): boolean => {
+      const tail = tails.get(taskId)
+      if (tail === undefined) return true
+      const last = lastOf(tail)
+      if (row.seq > last + 1) return false
+      if (row.seq === last + 1) push(tail, [row])
+      return true
+    }
+
+    return { follow, offer }
+  })
 
 /**
  * The JSON text of an event, or undefined (logged as an error) for one JSON
@@ -245,6 +374,10 @@ export const decode = (seq: number, text: string): Effect.Effect<Entry, EventLog
     catch: () => new EventLogError({ reason: "Decode", message: `Entry ${seq} of the event log is not JSON` })
   })
 
+/** Entries from their rows. @internal */
+export const decodeAll = (rows: ReadonlyArray<Row>): Effect.Effect<Array<Entry>, EventLogError> =>
+  Effect.forEach(rows, (row) => decode(row.seq, row.text))
+
 /** Logs an append whose seq another writer took. @internal */
 export const conflict = (taskId: string, seq: number) =>
   Effect.logError("An event was not written to the event log: its seq is already taken (another writer of the task?)")
@@ -264,7 +397,7 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<EventLog,
     const maxEntries = Math.max(1, options.maxEntries ?? 10_000)
     const tasks = new Map<
       string,
-      { readonly entries: Array<{ readonly seq: number; readonly text: string }>; last: number; finishedAt?: number }
+      { readonly rows: Array<Row>; last: number; finishedAt?: number }
     >()
     const wakeups = makeWakeups()
     const nudged = makeWakeups()
@@ -272,18 +405,17 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<EventLog,
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
     const read = (taskId: string, after: number, limit: number) =>
-      Effect.suspend(() => {
-        const entries = tasks.get(taskId)?.entries ?? []
-        // Entries are in seq order: the first after the cursor by binary search.
-        let low = 0
-        let high = entries.length
-        while (low < high) {
-          const middle = (low + high) >>> 1
-          if (entries[middle]!.seq <= after) low = middle + 1
-          else high = middle
-        }
-        return Effect.forEach(entries.slice(low, low + limit), (entry) => decode(entry.seq, entry.text))
+      Effect.sync(() => {
+        const rows = tasks.get(taskId)?.rows ?? []
+        const from = firstAfter(rows, after)
+        return rows.slice(from, from + limit)
       })
+    const tails = yield* makeTails({
+      read,
+      wakeups,
+      unavailableAfter: Duration.decode(options.unavailableAfter ?? defaultUnavailableAfter),
+      unreachableSince: () => undefined
+    })
 
     const sweep = Effect.sync(() => {
       const now = clock.unsafeCurrentTimeMillis()
@@ -300,26 +432,22 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<EventLog,
         if (text === undefined) return
         let task = tasks.get(taskId)
         if (task === undefined) {
-          task = { entries: [], last: 0 }
+          task = { rows: [], last: 0 }
           tasks.set(taskId, task)
         }
         if (seq <= task.last) {
           runFork(conflict(taskId, seq))
           return
         }
-        task.entries.push({ seq, text })
+        const row = { seq, text }
+        task.rows.push(row)
         task.last = seq
-        if (task.entries.length > maxEntries) task.entries.shift()
-        wakeups.signal(taskId)
+        if (task.rows.length > maxEntries) task.rows.shift()
+        if (!tails.offer(taskId, row)) wakeups.signal(taskId)
       },
       flush: Effect.void,
-      follow: follow({
-        read,
-        wakeups,
-        unavailableAfter: Duration.decode(options.unavailableAfter ?? defaultUnavailableAfter),
-        unreachableSince: () => undefined
-      }),
-      read: (taskId, after) => read(taskId, after, Number.MAX_SAFE_INTEGER),
+      follow: tails.follow,
+      read: (taskId, after) => Effect.flatMap(read(taskId, after, Number.MAX_SAFE_INTEGER), decodeAll),
       finish: (taskId) => {
         const task = tasks.get(taskId)
         if (task !== undefined) task.finishedAt = clock.unsafeCurrentTimeMillis()

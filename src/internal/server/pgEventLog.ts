@@ -89,12 +89,32 @@ const isPermanent = (error: unknown): boolean => {
   return code !== undefined && (code.startsWith("22") || code.startsWith("23"))
 }
 
-// A notification's payload: `<seq>:<task id>`, or `<seq>` alone for a task id too long for a payload, which wakes
-// every follower.
+// A notification's payload: `<seq>:<length of the task id>:<task id><event's JSON text>`, the text left out when
+// the payload would pass PostgreSQL's limit (8 000 bytes), so that a follower reads it; `<seq>` alone for a task
+// id too long for a payload, which wakes every follower. A nudge is `nudge:<task id>`.
 const nudgePrefix = "nudge:"
+const payloadLimit = 7_900
 
-const payloadOf = (taskId: string, seq: number): string =>
-  Buffer.byteLength(taskId) <= 7_900 ? `${seq}:${taskId}` : `${seq}`
+const payloadOf = (taskId: string, row: internalEventLog.Row): string => {
+  const head = `${row.seq}:${taskId.length}:${taskId}`
+  if (Buffer.byteLength(head) > payloadLimit) return `${row.seq}`
+  return Buffer.byteLength(head) + Buffer.byteLength(row.text) <= payloadLimit ? head + row.text : head
+}
+
+/** A notification's task and the row it carries, if any; undefined for one that names no task. */
+const parsePayload = (payload: string): { readonly taskId: string; readonly row: internalEventLog.Row | undefined } | undefined => {
+  const first = payload.indexOf(":")
+  const second = payload.indexOf(":", first + 1)
+  const seq = Number(payload.slice(0, first))
+  const length = Number(payload.slice(first + 1, second))
+  if (first < 0 || second < 0 || !Number.isSafeInteger(seq) || !Number.isSafeInteger(length)) return undefined
+  const taskId = payload.slice(second + 1, second + 1 + length)
+  const text = payload.slice(second + 1 + length)
+  return { taskId, row: text === "" ? undefined : { seq, text } }
+}
+
+// The most rows of one task written in one statement.
+const maxBatch = 200
 
 // How long the LISTEN connection may take to answer a heartbeat, and how often it is asked: a connection lost
 // without a word (a half-open TCP connection) is noticed within both.
@@ -161,9 +181,7 @@ export const makePg = (
         sql<{ readonly seq: string | number; readonly event: string }>`select seq, event from ${t}
           where task_id = ${taskId} and seq > ${after} order by seq ${limit === undefined ? sql`` : sql`limit ${limit}`}`
           .execute(db)).pipe(
-          Effect.flatMap((result) =>
-            Effect.forEach(result.rows, (row) => internalEventLog.decode(Number(row.seq), row.event))
-          )
+          Effect.map((result) => result.rows.map((row): internalEventLog.Row => ({ seq: Number(row.seq), text: row.event })))
         )
 
     // Every replica sweeps; a round that fails is logged, and the next deletes what it missed.
@@ -180,14 +198,20 @@ export const makePg = (
     const wakeups = internalEventLog.makeWakeups()
     // Nudges (`nudge:<task id>`) name no entry: they wake the task's nudge watchers alone.
     const nudged = internalEventLog.makeWakeups()
+    let unreachableSince: number | undefined
+    const tails = yield* internalEventLog.makeTails({
+      read,
+      wakeups,
+      unavailableAfter,
+      unreachableSince: () => unreachableSince
+    })
     const dispatch = (payload: string | undefined) => {
       if (payload?.startsWith(nudgePrefix) === true) return nudged.signal(payload.slice(nudgePrefix.length))
-      const at = payload?.indexOf(":") ?? -1
-      if (payload === undefined || at < 0) wakeups.signalAll()
-      else wakeups.signal(payload.slice(at + 1))
+      const named = payload === undefined ? undefined : parsePayload(payload)
+      if (named === undefined) wakeups.signalAll()
+      else if (named.row === undefined || !tails.offer(named.taskId, named.row)) wakeups.signal(named.taskId)
     }
 
-    let unreachableSince: number | undefined
     let seen = new Map<string, string>()
     // The last seq of each followed task: one that moved since the previous round wakes its followers.
     const poll = Effect.suspend(() => {
@@ -275,9 +299,9 @@ export const makePg = (
     }
 
     // -- Appends: a queue per task, written in order.
+    // An event's row, or (no row) the task's end.
     interface Op {
-      readonly seq: number | undefined
-      readonly write: Effect.Effect<void>
+      readonly row: internalEventLog.Row | undefined
       readonly done: Deferred.Deferred<void>
     }
     const queues = new Map<string, Array<Op>>()
@@ -287,8 +311,11 @@ export const makePg = (
     const drain = (taskId: string, queue: Array<Op>) =>
       Effect.gen(function*() {
         while (queue.length > 0) {
-          yield* queue[0]!.write
-          Deferred.unsafeDone(queue.shift()!.done, Exit.void)
+          // The rows queued in a row go in one statement, and one commit.
+          let rows = 0
+          while (rows < queue.length && rows < maxBatch && queue[rows]!.row !== undefined) rows++
+          yield* rows === 0 ? writeEnd(taskId) : writeRows(taskId, queue.slice(0, rows).map((op) => op.row!))
+          queue.splice(0, Math.max(rows, 1)).forEach((op) => Deferred.unsafeDone(op.done, Exit.void))
         }
         queues.delete(taskId)
       }).pipe(
@@ -297,7 +324,7 @@ export const makePg = (
             queues.delete(taskId)
             const left = queue.splice(0)
             left.forEach((op) => Deferred.unsafeDone(op.done, Exit.void))
-            const seqs = left.flatMap((op) => op.seq === undefined ? [] : [op.seq])
+            const seqs = left.flatMap((op) => op.row === undefined ? [] : [op.row.seq])
             return seqs.length === 0 ? Effect.void : Effect.logError(
               `${seqs.length} events of a task were not written to the event log: it closed first`
             ).pipe(Effect.annotateLogs({ taskId, seqs: seqs.join(",") }))
@@ -305,16 +332,16 @@ export const makePg = (
         )
       )
 
-    const enqueue = (taskId: string, seq: number | undefined, write: Effect.Effect<void>) => {
+    const enqueue = (taskId: string, row: internalEventLog.Row | undefined) => {
       if (closed) {
-        if (seq !== undefined) {
+        if (row !== undefined) {
           runFork(Effect.logError("An event was not written to the event log: it is closed").pipe(
-            Effect.annotateLogs({ taskId, seq })
+            Effect.annotateLogs({ taskId, seq: row.seq })
           ))
         }
         return
       }
-      const op: Op = { seq, write, done: Deferred.unsafeMake<void>(FiberId.none) }
+      const op: Op = { row, done: Deferred.unsafeMake<void>(FiberId.none) }
       const queue = queues.get(taskId)
       if (queue !== undefined) {
         queue.push(op)
@@ -326,12 +353,13 @@ export const makePg = (
     }
 
     // A statement retried until it is written; logged once when it first fails and once when it is written after
-    // all, given up (logged) when it is refused for good.
+    // all, given up when it is refused for good: `refused` then, logged by default.
     const persist = (
       what: string,
       annotations: Record<string, unknown>,
-      statement: (now: number) => (db: Kysely<unknown>) => Promise<unknown>
-    ): Effect.Effect<void> => {
+      statement: (now: number) => (db: Kysely<unknown>) => Promise<unknown>,
+      refused?: () => Effect.Effect<void>
+    ): Effect.Effect<boolean> => {
       let failed = false
       return Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.tryPromise({ try: () => statement(now)(db), catch: (error) => error })).pipe(
@@ -343,15 +371,49 @@ export const makePg = (
           ),
           Effect.retry({ schedule: internalEventLog.backoff, while: (error) => !isPermanent(error) }),
           Effect.matchEffect({
-            onSuccess: () => failed ? Effect.logInfo(`Wrote ${what} to the event log after retries`) : Effect.void,
+            onSuccess: () =>
+              Effect.as(failed ? Effect.logInfo(`Wrote ${what} to the event log after retries`) : Effect.void, true),
             onFailure: (error) =>
-              sqlState(error) === "23505"
-                ? internalEventLog.conflict(String(annotations["taskId"]), Number(annotations["seq"]))
-                : Effect.logError(`Could not write ${what} to the event log; given up: ${messageOf(error)}`)
+              Effect.as(
+                refused !== undefined
+                  ? refused()
+                  : sqlState(error) === "23505"
+                  ? internalEventLog.conflict(String(annotations["taskId"]), Number(annotations["seq"]))
+                  : Effect.logError(`Could not write ${what} to the event log; given up: ${messageOf(error)}`),
+                false
+              )
           }),
           Effect.annotateLogs(annotations)
         )
     }
+
+    // Rows of a task, each with its wake-up, in one statement; its followers here get them at once. A batch
+    // refused for good (one row's seq taken) is written row by row, so that only that row is lost.
+    const writeRows = (taskId: string, rows: ReadonlyArray<internalEventLog.Row>): Effect.Effect<void> => {
+      const seqs = rows.map((row) => row.seq)
+      return persist(
+        rows.length === 1 ? "an event" : `${rows.length} events`,
+        rows.length === 1 ? { taskId, seq: seqs[0] } : { taskId, seqs: seqs.join(",") },
+        (now) => (db) =>
+          sql`with written as (
+              insert into ${t} (task_id, seq, event, created_at)
+              select ${taskId}, r.seq, r.event, ${now} from unnest(${seqs}::bigint[], ${rows.map((row) => row.text)}::text[])
+                as r(seq, event)
+              returning seq
+            )
+            select pg_notify(${channel}, n.payload) from (
+              select n.payload from written join unnest(${seqs}::bigint[], ${rows.map((row) => payloadOf(taskId, row))}::text[])
+                as n(seq, payload) using (seq) order by seq
+            ) n`.execute(db),
+        rows.length === 1 ? undefined : () => Effect.forEach(rows, (row) => writeRows(taskId, [row]), { discard: true })
+      ).pipe(Effect.map((written) => {
+        if (written) rows.forEach((row) => tails.offer(taskId, row))
+      }))
+    }
+    const writeEnd = (taskId: string) =>
+      Effect.asVoid(persist("the end of a task", { taskId }, (now) => (db) =>
+        sql`insert into ${ends} (task_id, finished_at) values (${taskId}, ${now})
+          on conflict (task_id) do update set finished_at = excluded.finished_at`.execute(db)))
 
     yield* Effect.addFinalizer(() => Effect.sync(() => void (closed = true)))
 
@@ -362,39 +424,17 @@ export const makePg = (
             .execute(db)).pipe(Effect.map((result) => Number(result.rows[0]?.seq ?? 0))),
       append: (taskId, seq, event) => {
         const text = internalEventLog.encode(runFork, taskId, seq, event)
-        if (text === undefined) return
-        enqueue(
-          taskId,
-          seq,
-          persist("an event", { taskId, seq }, (now) => (db) =>
-            sql`with written as (
-                insert into ${t} (task_id, seq, event, created_at) values (${taskId}, ${seq}, ${text}, ${now})
-                returning seq
-              )
-              select pg_notify(${channel}, ${payloadOf(taskId, seq)}) from written`.execute(db))
-        )
+        if (text !== undefined) enqueue(taskId, { seq, text })
       },
       flush: Effect.suspend(() =>
         Effect.forEach(queues.values(), (queue) => Deferred.await(queue[queue.length - 1]!.done), { discard: true })
       ),
-      follow: internalEventLog.follow({
-        read,
-        wakeups,
-        unavailableAfter,
-        unreachableSince: () => unreachableSince
-      }),
-      read: (taskId, after) => read(taskId, after, undefined),
+      follow: tails.follow,
+      read: (taskId, after) => Effect.flatMap(read(taskId, after, undefined), internalEventLog.decodeAll),
       nudge: (taskId) =>
         query("Could not nudge the replicas", (db) =>
           sql`select pg_notify(${channel}, ${nudgePrefix + taskId})`.execute(db)).pipe(Effect.asVoid),
       nudges: nudged.watch,
-      finish: (taskId) =>
-        enqueue(
-          taskId,
-          undefined,
-          persist("the end of a task", { taskId }, (now) => (db) =>
-            sql`insert into ${ends} (task_id, finished_at) values (${taskId}, ${now})
-              on conflict (task_id) do update set finished_at = excluded.finished_at`.execute(db))
-        )
+      finish: (taskId) => enqueue(taskId, undefined)
     } satisfies internalEventLog.EventLog
   })

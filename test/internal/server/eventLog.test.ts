@@ -46,6 +46,13 @@ const settled = (received: ReadonlyArray<unknown>, count: number, within: Durati
     Effect.as(received)
   )
 
+/** `settled` for many followers at once: `counts[i]` entries for the i-th. */
+const allSettled = <A>(received: ReadonlyArray<ReadonlyArray<A>>, counts: ReadonlyArray<number>) =>
+  eventually(Effect.sync(() => received.every((r, i) => r.length >= counts[i]!)), (done) => done, 2_000).pipe(
+    Effect.zipRight(Effect.sleep("150 millis")),
+    Effect.as(received)
+  )
+
 const contract = (name: string, pair: Pair) =>
   describe(name, () => {
     it.live("a follower on another instance sees, from 0, the entries appended on the first in order; from k, exactly those after k", () =>
@@ -113,6 +120,21 @@ const contract = (name: string, pair: Pair) =>
       }).pipe(Effect.scoped, Effect.provide(logs.layer))
     })
 
+    it.live("50 followers of one task on one instance, from cursors spread over 1,500 entries (some behind what its reader holds), one event of 20 KB: each gets every entry after its cursor once, in order", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* pair()
+        const taskId = randomUUID()
+        const events = Array.from({ length: 1_500 }, (_, i) => i === 1_200 ? { ...eventOf(i + 1), big: "x".repeat(20_000) } : eventOf(i + 1))
+        events.slice(0, 1_100).forEach((event, i) => a.append(taskId, i + 1, event))
+        yield* a.flush
+        const cursors = Array.from({ length: 50 }, (_, i) => (i * 97) % 1_101)
+        const followers = yield* Effect.forEach(cursors, (cursor) => collect(b, taskId, cursor))
+        events.slice(1_100).forEach((event, i) => a.append(taskId, 1_101 + i, event))
+        yield* a.flush
+        const received = yield* allSettled(followers.map((f) => f.received), cursors.map((cursor) => 1_500 - cursor))
+        received.forEach((entries, i) => expect(entries).toEqual(entriesOf(events.slice(cursors[i]!), cursors[i]! + 1)))
+      }).pipe(Effect.scoped), 60_000)
+
     it.live("a finished task's entries go once retention has passed; an unfinished task's stay", () =>
       Effect.gen(function*() {
         const [a, b] = yield* pair({ retention: "1 second" })
@@ -152,7 +174,66 @@ const execute = (url: string, text: string) =>
     }
   })
 
+describe("the followers of one process", () => {
+  it.live("share one reader per task: 100 followers, 60 entries appended one at a time, far fewer reads than followers times entries; offered rows are not read at all", () =>
+    Effect.gen(function*() {
+      const rows: Array<internalEventLog.Row> = []
+      let reads = 0
+      const wakeups = internalEventLog.makeWakeups()
+      const tails = yield* internalEventLog.makeTails({
+        read: (_taskId, after, limit) =>
+          Effect.sync(() => {
+            reads++
+            return rows.filter((row) => row.seq > after).slice(0, limit)
+          }),
+        wakeups,
+        unavailableAfter: Duration.seconds(5),
+        unreachableSince: () => undefined
+      })
+      const follow = (after: number) =>
+        Effect.gen(function*() {
+          const received: Array<internalEventLog.Entry> = []
+          yield* Effect.forkScoped(Stream.runForEach(tails.follow("t", after), (entry) => Effect.sync(() => void received.push(entry))))
+          return received
+        })
+      const followers = yield* Effect.forEach(Array.from({ length: 100 }), () => follow(0))
+      yield* Effect.sleep("50 millis")
+      const append = (seq: number, offer: boolean) =>
+        Effect.gen(function*() {
+          const row = { seq, text: JSON.stringify(eventOf(seq)) }
+          rows.push(row)
+          if (!offer || !tails.offer("t", row)) wakeups.signal("t")
+          yield* Effect.sleep("2 millis")
+        })
+      for (let seq = 1; seq <= 30; seq++) yield* append(seq, false)
+      const readByWakeups = reads
+      for (let seq = 31; seq <= 60; seq++) yield* append(seq, true)
+      yield* allSettled(followers, followers.map(() => 60))
+      followers.forEach((received) => expect(received).toEqual(entriesOf(Array.from({ length: 60 }, (_, i) => eventOf(i + 1)))))
+      expect(readByWakeups).toBeLessThanOrEqual(2 * 30 + 2)
+      expect(reads).toBe(readByWakeups)
+      // A row past the next one is refused: the ones between are unknown here.
+      expect(tails.offer("t", { seq: 62, text: "{}" })).toBe(false)
+    }).pipe(Effect.scoped))
+})
+
 describe("the PostgreSQL event log, when the database fails it", () => {
+  it.live("events appended together are written together: one whose seq another writer took is a Conflict, the others are written", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const [a, b] = yield* pgPair(databaseUrl)()
+      const taskId = randomUUID()
+      b.append(taskId, 3, { other: true })
+      yield* b.flush
+      const events = Array.from({ length: 6 }, (_, i) => eventOf(i + 1))
+      events.forEach((event, i) => a.append(taskId, i + 1, event))
+      yield* a.flush
+      expect(yield* b.read(taskId, 0)).toEqual([...entriesOf(events.slice(0, 2)), { seq: 3, event: { other: true } }, ...entriesOf(events.slice(3), 4)])
+      expect(logs.lines.filter((line) => line.level === "ERROR")).toMatchObject([{ annotations: { taskId, seq: 3 } }])
+    }).pipe(Effect.scoped, Effect.provide(logs.layer))
+  })
+
+
   it.live("three instances starting together on a database without its tables all start, on one log", () =>
     Effect.gen(function*() {
       const database = `effect_a2a_events_${randomUUID().replaceAll("-", "")}`
