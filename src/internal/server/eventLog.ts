@@ -13,7 +13,7 @@
  *
  * @internal
  */
-import { Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, FiberSet, Option, Runtime, Schedule, Schema, Stream } from "effect"
+import { Clock, Deferred, Duration, Effect, Either, Exit, type Fiber, FiberId, FiberSet, Option, Runtime, Schedule, Schema, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 
 /** One event of a task's log: its place (1, 2, 3 … per task, no gaps) and the event as JSON-safe data. */
@@ -49,6 +49,8 @@ export interface EventLog {
    * unreachable longer than `unavailableAfter` (an option, default 30 s).
    */
   readonly follow: (taskId: string, after: number) => Stream.Stream<Entry, EventLogError>
+  /** `follow` as an iterator, for a consumer that iterates (its failure an `EventLogError` thrown). */
+  readonly iterate: (taskId: string, after: number) => AsyncIterableIterator<Entry>
   /** The entries after `after` now in the log. */
   readonly read: (taskId: string, after: number) => Effect.Effect<ReadonlyArray<Entry>, EventLogError>
   /** Marks the task finished: its entries go `retention` after (an option, default 1 hour), by a sweep. */
@@ -171,6 +173,7 @@ export interface Source {
 /** The followers of a process, sharing one reader per task. @internal */
 export interface Tails {
   readonly follow: EventLog["follow"]
+  readonly iterate: EventLog["iterate"]
   /**
    * A row known written (by this replica's append, or carried by a wake-up):
    * when it is the next one of a followed task, its followers get it with no
@@ -189,7 +192,8 @@ const kept = 1_000
 interface Tail {
   base: number
   readonly rows: Array<Row>
-  changed: Deferred.Deferred<void>
+  /** The followers waiting for a row or a failure. */
+  waiting: Set<() => void>
   failure: EventLogError | undefined
   followers: number
 }
@@ -225,12 +229,12 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
   Effect.gen(function*() {
     const tails = new Map<string, Tail>()
     const fork = yield* FiberSet.makeRuntime<never>()
+    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
     const readers = new Map<Tail, Fiber.RuntimeFiber<void>>()
-    const fresh = () => Deferred.unsafeMake<void>(FiberId.none)
     const wake = (tail: Tail) => {
-      const changed = tail.changed
-      tail.changed = fresh()
-      Deferred.unsafeDone(changed, Exit.void)
+      const waiting = tail.waiting
+      tail.waiting = new Set()
+      waiting.forEach((resume) => resume())
     }
     const push = (tail: Tail, rows: ReadonlyArray<Row>) => {
       const last = lastOf(tail)
@@ -283,53 +287,89 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
         wake(tail)
       })))
 
-    const acquire = (taskId: string, after: number) =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
-          let tail = tails.get(taskId)
-          if (tail === undefined || tail.failure !== undefined) {
-            tail = { base: after, rows: [], changed: fresh(), failure: undefined, followers: 0 }
-            tails.set(taskId, tail)
-            readers.set(tail, fork(reader(taskId, tail)))
-          }
-          tail.followers++
-          return tail
-        }),
-        (tail) =>
-          Effect.suspend(() => {
-            tail.followers--
-            if (tail.followers > 0) return Effect.void
-            if (tails.get(taskId) === tail) tails.delete(taskId)
-            const fiber = readers.get(tail)
-            readers.delete(tail)
-            return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
-          })
-      )
+    const acquire = (taskId: string, after: number): Tail => {
+      let tail = tails.get(taskId)
+      if (tail === undefined || tail.failure !== undefined) {
+        tail = { base: after, rows: [], waiting: new Set(), failure: undefined, followers: 0 }
+        tails.set(taskId, tail)
+        readers.set(tail, fork(reader(taskId, tail)))
+      }
+      tail.followers++
+      return tail
+    }
+    const release = (taskId: string, tail: Tail) => {
+      tail.followers--
+      if (tail.followers > 0) return
+      if (tails.get(taskId) === tail) tails.delete(taskId)
+      readers.get(tail)?.unsafeInterruptAsFork(FiberId.none)
+      readers.delete(tail)
+    }
 
-    const decoded = (rows: ReadonlyArray<Row>) => Effect.map(decodeAll(rows), Chunk.unsafeFromArray)
+    // A follower is a plain iterator, not a stream: it is the hot path of a replica with many subscribers, and
+    // its consumer (the SDK's response stream) iterates. Its `return` lets go at once, even while it waits.
+    const iterate = (taskId: string, after: number): AsyncIterableIterator<Entry> => {
+      const tail = acquire(taskId, after)
+      let cursor = after
+      let ready: Array<Entry> = []
+      let at = 0
+      let closed = false
+      let waiting: (() => void) | undefined
+      const close = () => {
+        if (closed) return
+        closed = true
+        release(taskId, tail)
+        if (waiting !== undefined) {
+          tail.waiting.delete(waiting)
+          waiting()
+        }
+      }
+      const fail = (error: EventLogError): never => {
+        close()
+        throw error
+      }
+      const next = async (): Promise<IteratorResult<Entry, undefined>> => {
+        while (!closed) {
+          if (at < ready.length) return { done: false, value: ready[at++]! }
+          if (tail.failure !== undefined) fail(tail.failure)
+          let rows: ReadonlyArray<Row>
+          if (cursor < tail.base) {
+            rows = Either.getOrElse(await runPromise(Effect.either(retried(taskId, cursor))), fail)
+            if (closed) break
+            // Nothing after the cursor, yet the reader holds later rows: those between went (retention).
+            if (rows.length === 0) cursor = tail.base
+          } else {
+            const from = firstAfter(tail.rows, cursor)
+            if (from === tail.rows.length) {
+              await new Promise<void>((resume) => {
+                waiting = resume
+                tail.waiting.add(resume)
+              })
+              waiting = undefined
+              continue
+            }
+            rows = tail.rows.slice(from, from + page)
+          }
+          if (rows.length === 0) continue
+          cursor = rows[rows.length - 1]!.seq
+          ready = Either.getOrElse(decodeRows(rows), fail)
+          at = 0
+        }
+        return { done: true, value: undefined }
+      }
+      return {
+        next,
+        return: async () => {
+          close()
+          return { done: true, value: undefined }
+        },
+        [Symbol.asyncIterator]() {
+          return this
+        }
+      }
+    }
 
     const follow = (taskId: string, after: number): Stream.Stream<Entry, EventLogError> =>
-      Stream.unwrapScoped(Effect.map(acquire(taskId, after), (tail) => {
-        let cursor = after
-        const pull = (): Effect.Effect<Chunk.Chunk<Entry>, EventLogError> =>
-          Effect.suspend(() => {
-            if (tail.failure !== undefined) return Effect.fail(tail.failure)
-            const changed = tail.changed
-            if (cursor < tail.base) {
-              return Effect.flatMap(retried(taskId, cursor), (rows) => {
-                // Nothing after the cursor, yet the reader holds later rows: those between went (retention).
-                cursor = rows.length === 0 ? tail.base : rows[rows.length - 1]!.seq
-                return rows.length === 0 ? pull() : decoded(rows)
-              })
-            }
-            const from = firstAfter(tail.rows, cursor)
-            if (from === tail.rows.length) return Effect.zipRight(Deferred.await(changed), pull())
-            const rows = tail.rows.slice(from, from + page)
-            cursor = rows[rows.length - 1]!.seq
-            return decoded(rows)
-          })
-        return Stream.repeatEffectChunk(pull())
-      }))
+      Stream.fromAsyncIterable({ [Symbol.asyncIterator]: () => iterate(taskId, after) }, (error) => error as EventLogError)
 
     const offer = (taskId: string, row: Row): boolean => {
       const tail = tails.get(taskId)
@@ -340,7 +380,7 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
       return true
     }
 
-    return { follow, offer }
+    return { follow, iterate, offer }
   })
 
 /**
@@ -367,16 +407,18 @@ export const encode = (
   return undefined
 }
 
-/** An entry from its stored JSON text; text that is not JSON fails with `Decode`. @internal */
-export const decode = (seq: number, text: string): Effect.Effect<Entry, EventLogError> =>
-  Effect.try({
-    try: () => ({ seq, event: JSON.parse(text) as unknown }),
-    catch: () => new EventLogError({ reason: "Decode", message: `Entry ${seq} of the event log is not JSON` })
-  })
-
-/** Entries from their rows. @internal */
-export const decodeAll = (rows: ReadonlyArray<Row>): Effect.Effect<Array<Entry>, EventLogError> =>
-  Effect.forEach(rows, (row) => decode(row.seq, row.text))
+/** Entries from their rows; a row whose text is not JSON fails them with `Decode`. @internal */
+export const decodeRows = (rows: ReadonlyArray<Row>): Either.Either<Array<Entry>, EventLogError> => {
+  const entries: Array<Entry> = []
+  for (const row of rows) {
+    try {
+      entries.push({ seq: row.seq, event: JSON.parse(row.text) as unknown })
+    } catch {
+      return Either.left(new EventLogError({ reason: "Decode", message: `Entry ${row.seq} of the event log is not JSON` }))
+    }
+  }
+  return Either.right(entries)
+}
 
 /** Logs an append whose seq another writer took. @internal */
 export const conflict = (taskId: string, seq: number) =>
@@ -447,7 +489,8 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<EventLog,
       },
       flush: Effect.void,
       follow: tails.follow,
-      read: (taskId, after) => Effect.flatMap(read(taskId, after, Number.MAX_SAFE_INTEGER), decodeAll),
+      iterate: tails.iterate,
+      read: (taskId, after) => Effect.flatMap(read(taskId, after, Number.MAX_SAFE_INTEGER), decodeRows),
       finish: (taskId) => {
         const task = tasks.get(taskId)
         if (task !== undefined) task.finishedAt = clock.unsafeCurrentTimeMillis()

@@ -430,7 +430,8 @@ export const makePg = (
         Effect.forEach(queues.values(), (queue) => Deferred.await(queue[queue.length - 1]!.done), { discard: true })
       ),
       follow: tails.follow,
-      read: (taskId, after) => Effect.flatMap(read(taskId, after, undefined), internalEventLog.decodeAll),
+      iterate: tails.iterate,
+      read: (taskId, after) => Effect.flatMap(read(taskId, after, undefined), internalEventLog.decodeRows),
       nudge: (taskId) =>
         query("Could not nudge the replicas", (db) =>
           sql`select pg_notify(${channel}, ${nudgePrefix + taskId})`.execute(db)).pipe(Effect.asVoid),

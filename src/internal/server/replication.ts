@@ -20,7 +20,7 @@ import {
   type ServerCallContext,
   type TaskStore
 } from "@a2a-js/sdk/server"
-import { Effect, FiberId, Runtime, Schedule, Stream } from "effect"
+import { Effect, FiberId, Runtime, Schedule } from "effect"
 import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
@@ -237,7 +237,7 @@ export const make = (
     }
 
     const following = async function*(taskId: string, after: number): AsyncGenerator<StreamResponse, void, undefined> {
-      for await (const entry of Stream.toAsyncIterableRuntime(log.follow(taskId, after), runtime)) {
+      for await (const entry of log.iterate(taskId, after)) {
         const response = decoded(entry)
         yield stamped(response, entry.seq)
         if (settles(response)) return

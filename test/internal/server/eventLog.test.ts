@@ -217,6 +217,37 @@ describe("the followers of one process", () => {
     }).pipe(Effect.scoped))
 })
 
+describe("a follower's iterator", () => {
+  const tailsOf = (rows: Array<internalEventLog.Row>) =>
+    internalEventLog.makeTails({
+      read: (_taskId, after, limit) => Effect.sync(() => rows.filter((row) => row.seq > after).slice(0, limit)),
+      wakeups: internalEventLog.makeWakeups(),
+      unavailableAfter: Duration.seconds(5),
+      unreachableSince: () => undefined
+    })
+
+  it.live("let go while it waits: its pending next() ends, and the task's reader goes with its last follower", () =>
+    Effect.gen(function*() {
+      const tails = yield* tailsOf([])
+      const iterator = tails.iterate("t", 0)
+      const pending = iterator.next()
+      yield* Effect.sleep("20 millis")
+      // Followed: a row past the next one is refused.
+      expect(tails.offer("t", { seq: 2, text: "{}" })).toBe(false)
+      yield* Effect.promise(() => iterator.return!())
+      expect(yield* Effect.promise(() => pending)).toEqual({ done: true, value: undefined })
+      // Followed no more: nothing to refuse.
+      expect(tails.offer("t", { seq: 2, text: "{}" })).toBe(true)
+    }).pipe(Effect.scoped))
+
+  it.live("a row that is not JSON: next() rejects with EventLogError Decode, naming the entry", () =>
+    Effect.gen(function*() {
+      const tails = yield* tailsOf([{ seq: 1, text: "not json" }])
+      const error = yield* Effect.promise(() => tails.iterate("t", 0).next().then(String, (error: unknown) => error))
+      expect(error).toMatchObject({ _tag: "EventLogError", reason: "Decode", message: "Entry 1 of the event log is not JSON" })
+    }).pipe(Effect.scoped))
+})
+
 describe("the PostgreSQL event log, when the database fails it", () => {
   it.live("events appended together are written together: one whose seq another writer took is a Conflict, the others are written", () => {
     const logs = captureLogs()
