@@ -3,12 +3,13 @@
  *
  * - An entry is a row of `effect_a2a_task_events` (task id, seq, the event's
  *   JSON text, when): its primary key makes a seq taken twice a conflict.
- *   The row and the wake-up of the other replicas are one statement
- *   (`pg_notify` of the task id and seq, never the event: a payload holds
- *   under 8 000 bytes), so a wake-up is sent exactly when a row is written.
- * - Appends are queued per task and written in order, each retried with
- *   backoff until the log closes, so a restart of the database delays them
- *   and loses none.
+ *   The rows and the wake-ups of the other replicas are one statement
+ *   (`pg_notify` of the task id, seq and, when the payload stays under
+ *   8 000 bytes, the event), so a wake-up is sent exactly when a row is
+ *   written, and a follower gets the next event without a read.
+ * - Appends are queued per task and written in order, those queued together
+ *   in one statement, each retried with backoff until the log closes, so a
+ *   restart of the database delays them and loses none.
  * - Wake-ups arrive on one LISTEN connection of our own (a `pg` client: the
  *   one `@effect/sql-pg` listens on never notices that it was lost), on one
  *   channel, and are split here by task id. The connection is reconnected
