@@ -181,6 +181,8 @@ export interface Tails {
    * here): then a read must find them.
    */
   readonly offer: (taskId: string, row: Row) => boolean
+  /** Whether the task is followed here and its reader has not reached `seq` yet. */
+  readonly behind: (taskId: string, seq: number) => boolean
 }
 
 // A follower reads at most this many entries at once.
@@ -380,7 +382,12 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
       return true
     }
 
-    return { follow, iterate, offer }
+    const behind = (taskId: string, seq: number): boolean => {
+      const tail = tails.get(taskId)
+      return tail !== undefined && lastOf(tail) < seq
+    }
+
+    return { follow, iterate, offer, behind }
   })
 
 /**

@@ -213,8 +213,7 @@ export const makePg = (
       else if (named.row === undefined || !tails.offer(named.taskId, named.row)) wakeups.signal(named.taskId)
     }
 
-    let seen = new Map<string, string>()
-    // The last seq of each followed task: one that moved since the previous round wakes its followers.
+    // The last seq of each followed task: one its reader has not reached wakes it.
     const poll = Effect.suspend(() => {
       const followed = wakeups.followed()
       if (followed.length === 0) return Effect.sync(() => void (unreachableSince = undefined))
@@ -227,9 +226,7 @@ export const makePg = (
             onSuccess: (result) =>
               Effect.sync(() => {
                 unreachableSince = undefined
-                const previous = seen
-                seen = new Map(result.rows.map((row) => [row.task_id, String(row.seq)]))
-                for (const [taskId, seq] of seen) if (previous.get(taskId) !== seq) wakeups.signal(taskId)
+                for (const row of result.rows) if (tails.behind(row.task_id, Number(row.seq))) wakeups.signal(row.task_id)
               })
           })
         )
