@@ -4,9 +4,10 @@
  * - An entry is a row of `effect_a2a_task_events` (task id, seq, the event's
  *   JSON text, when): its primary key makes a seq taken twice a conflict.
  *   The rows and the wake-ups of the other replicas are one statement
- *   (`pg_notify` of the task id, seq and, when the payload stays under
- *   8 000 bytes, the event), so a wake-up is sent exactly when a row is
- *   written, and a follower gets the next event without a read.
+ *   (`pg_notify` of the task id and seq), so a wake-up is sent exactly when
+ *   a row is written. Never the event: any role that can connect to the
+ *   database may notify on any channel, so a notification is only a reason
+ *   to read the log, never an event to hand on.
  * - Appends are queued per task and written in order, those queued together
  *   in one statement, each retried with backoff until the log closes, so a
  *   restart of the database delays them and loses none.
@@ -90,29 +91,12 @@ const isPermanent = (error: unknown): boolean => {
   return code !== undefined && (code.startsWith("22") || code.startsWith("23"))
 }
 
-// A notification's payload: `<seq>:<length of the task id>:<task id><event's JSON text>`, the text left out when
-// the payload would pass PostgreSQL's limit (8 000 bytes), so that a follower reads it; `<seq>` alone for a task
-// id too long for a payload, which wakes every follower. A nudge is `nudge:<task id>`.
+// A notification's payload: `<seq>:<task id>`, or `<seq>` alone for a task id too long for a payload (8 000
+// bytes), which wakes every follower. A nudge is `nudge:<task id>`.
 const nudgePrefix = "nudge:"
-const payloadLimit = 7_900
 
-const payloadOf = (taskId: string, row: internalEventLog.Row): string => {
-  const head = `${row.seq}:${taskId.length}:${taskId}`
-  if (Buffer.byteLength(head) > payloadLimit) return `${row.seq}`
-  return Buffer.byteLength(head) + Buffer.byteLength(row.text) <= payloadLimit ? head + row.text : head
-}
-
-/** A notification's task and the row it carries, if any; undefined for one that names no task. */
-const parsePayload = (payload: string): { readonly taskId: string; readonly row: internalEventLog.Row | undefined } | undefined => {
-  const first = payload.indexOf(":")
-  const second = payload.indexOf(":", first + 1)
-  const seq = Number(payload.slice(0, first))
-  const length = Number(payload.slice(first + 1, second))
-  if (first < 0 || second < 0 || !Number.isSafeInteger(seq) || !Number.isSafeInteger(length)) return undefined
-  const taskId = payload.slice(second + 1, second + 1 + length)
-  const text = payload.slice(second + 1 + length)
-  return { taskId, row: text === "" ? undefined : { seq, text } }
-}
+const payloadOf = (taskId: string, seq: number): string =>
+  Buffer.byteLength(taskId) <= 7_900 ? `${seq}:${taskId}` : `${seq}`
 
 // The most rows of one task written in one statement.
 const maxBatch = 200
@@ -208,9 +192,10 @@ export const makePg = (
     })
     const dispatch = (payload: string | undefined) => {
       if (payload?.startsWith(nudgePrefix) === true) return nudged.signal(payload.slice(nudgePrefix.length))
-      const named = payload === undefined ? undefined : parsePayload(payload)
-      if (named === undefined) wakeups.signalAll()
-      else if (named.row === undefined || !tails.offer(named.taskId, named.row)) wakeups.signal(named.taskId)
+      const at = payload?.indexOf(":") ?? -1
+      const seq = Number(payload?.slice(0, at))
+      if (payload === undefined || at < 0) wakeups.signalAll()
+      else if (!Number.isSafeInteger(seq) || tails.behind(payload.slice(at + 1), seq)) wakeups.signal(payload.slice(at + 1))
     }
 
     // The last seq of each followed task: one its reader has not reached wakes it.
@@ -400,7 +385,7 @@ export const makePg = (
               returning seq
             )
             select pg_notify(${channel}, n.payload) from (
-              select n.payload from written join unnest(${seqs}::bigint[], ${rows.map((row) => payloadOf(taskId, row))}::text[])
+              select n.payload from written join unnest(${seqs}::bigint[], ${seqs.map((seq) => payloadOf(taskId, seq))}::text[])
                 as n(seq, payload) using (seq) order by seq
             ) n`.execute(db),
         rows.length === 1 ? undefined : () => Effect.forEach(rows, (row) => writeRows(taskId, [row]), { discard: true })

@@ -216,12 +216,28 @@ export const make = (
       }
     })
 
+    /**
+     * The task's last number in the log, once it reaches `seq`. The run's replica writes its events a moment after
+     * it sends them (and saves them to the store): a caller may have seen one not yet in the log. That one is
+     * waited for, a while; what the log has then is the answer.
+     */
+    const lastReaching = async (taskId: string, seq: number): Promise<number> => {
+      let last = await runPromise(log.last(taskId))
+      for (const until = Date.now() + cursorWaitMillis; last < seq && Date.now() < until;) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        last = await runPromise(log.last(taskId))
+      }
+      return last
+    }
+
     /** The task as of its log's last event, and that event's number: the log's view, never behind it. */
     const snapshot = async (
       taskId: string,
       stored: Task,
       context: ServerCallContext
     ): Promise<{ readonly task: Task; readonly seq: number }> => {
+      // A stored task has a run that started it, whose first event may not be in the log yet.
+      await lastReaching(taskId, 1)
       const entries = await runPromise(log.read(taskId, 0))
       const last = entries.at(-1)
       if (last === undefined) return { task: stored, seq: 0 }
@@ -321,13 +337,8 @@ export const make = (
         const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
         const taskId = stored.id
         const state = stored.status?.state
-        // The run's replica writes its events a moment after it sends them: a caller may have seen one not yet in
-        // the log. That one is waited for, a while; a number the log never reaches is the caller's mistake.
-        let last = await runPromise(log.last(taskId))
-        for (const until = Date.now() + cursorWaitMillis; last < cursor.seq && Date.now() < until;) {
-          await new Promise((resolve) => setTimeout(resolve, 50))
-          last = await runPromise(log.last(taskId))
-        }
+        // A number the log never reaches is the caller's mistake.
+        const last = await lastReaching(taskId, cursor.seq)
         if (cursor.seq > last) {
           throw new RequestMalformedError(`Last-Event-ID ${cursor.seq} is past the last event of task ${taskId} (${last})`)
         }
