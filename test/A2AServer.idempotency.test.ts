@@ -2,11 +2,14 @@
  * Request-level idempotency of A2AServer: real servers on 127.0.0.1, the
  * SDK's client and raw JSON-RPC posts, an in-memory ledger.
  */
-import { type Message, SendMessageRequest, type StreamResponse, TaskState } from "@a2a-js/sdk"
+import { type Message, SendMessageRequest, type StreamResponse, type Task, Task as TaskCodec, TaskState } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
 import { InMemoryTaskStore, ServerCallContext, type TaskStore, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, FastCheck, Layer, Runtime, type Scope } from "effect"
+import { Deferred, Duration, Effect, FastCheck, Layer, Option, Runtime, type Scope } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import * as A2AClientError from "../src/A2AClientError.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
@@ -17,6 +20,8 @@ import * as Part from "../src/Part.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import { fingerprintOf } from "../src/internal/server/idempotencyEntry.js"
+import * as internalTaskStore from "../src/internal/server/taskStore.js"
+import * as taskState from "../src/internal/wire/taskState.js"
 import {
   busListeners,
   captureLogs,
@@ -591,4 +596,228 @@ describe("A2AServer idempotency behind a faulty network", () => {
       for (const [key, count] of runs) expect([key, count]).toEqual([key, 1])
       expect(outcomes).toContain("Completed")
     })), { timeout: 180_000 })
+})
+
+/** `store`, each save delayed by what `delayOf` says of the task it saves. */
+const delayedStore = (store: TaskStore, delayOf: (task: Task) => number): TaskStore => ({
+  load: (taskId, context) => store.load(taskId, context),
+  list: (params, context) => store.list(params, context),
+  save: async (task, context) => {
+    const millis = delayOf(task)
+    if (millis > 0) await new Promise((resolve) => setTimeout(resolve, millis))
+    return store.save(task, context)
+  }
+})
+
+/** How a scripted run goes: its progress statuses, how long it then works, and how it ends. */
+interface Script {
+  readonly steps: number
+  readonly work: number
+  readonly end: "completed" | "failed" | "input"
+}
+
+const scriptText = ({ end, steps, work }: Script) => `${steps}:${work}:${end}`
+
+/** Runs the script its message's first text part names (after the key's `|`), counting runs per key. */
+const scriptedAgent = (runs: Map<string, number>): AgentExecutor.Agent<Error> => (request) =>
+  Effect.gen(function*() {
+    const [key = "", script = ""] = Part.textOf(request.message.parts).split("|")
+    runs.set(key, (runs.get(key) ?? 0) + 1)
+    const [steps, work, end] = script.split(":")
+    for (let step = 0; step < Number(steps); step++) yield* AgentExecutor.status(`step ${step}`)
+    if (Number(work) > 0) yield* Effect.sleep(Duration.millis(Number(work)))
+    if (end === "failed") return yield* Effect.fail(new Error("boom"))
+    if (end === "input") return AgentExecutor.InputRequired({ question: "which date?" })
+    return AgentExecutor.completedText(`done ${key}`)
+  })
+
+const endState = {
+  completed: TaskState.TASK_STATE_COMPLETED,
+  failed: TaskState.TASK_STATE_FAILED,
+  input: TaskState.TASK_STATE_INPUT_REQUIRED
+} as const
+
+/** The entry of `key` of an anonymous caller, once it is recorded (bounded: 10 s). */
+const recorded = (key: string) =>
+  Effect.flatMap(IdempotencyLedger.IdempotencyLedger, (ledger) =>
+    eventually(
+      Effect.orDie(ledger.get({ key, identity: { tenant: "", user: "" } })),
+      (entry) => Option.isSome(entry) && entry.value.state === "finished",
+      1000
+    )).pipe(Effect.map((entry) => Option.getOrThrow(entry)))
+
+/** The state of the task an entry records. */
+const recordedState = (entry: IdempotencyLedger.Entry) =>
+  TaskCodec.fromJSON((Option.getOrThrow(entry.result) as { task: unknown }).task).status?.state
+
+describe("A2AServer idempotency: the entry records the run's end, never a running task (returnImmediately, a store that fails as the run ends)", () => {
+  const cardStreaming = (streaming: boolean) => ({ ...card, capabilities: { streaming, pushNotifications: false, extensions: [] } })
+  const nonStreaming = cardStreaming(false)
+
+  /** A keyed send that returns at once; once its entry is recorded, a repeat (also at once) gets the run's end. */
+  const sendsAndRepeats = (client: Client, runs: Map<string, number>, script: Script) =>
+    Effect.gen(function*() {
+      const key = `retimm-${crypto.randomUUID()}`
+      const message = () => ({ ...keyed(`${key}|${scriptText(script)}`, key), messageId: crypto.randomUUID() })
+      const first = yield* sendMessage(client, message(), {}, true)
+      const entry = yield* recorded(key)
+      const again = yield* sendMessage(client, message(), {}, true)
+      const expected = endState[script.end]
+      expect([recordedState(entry), again.id, again.status?.state]).toEqual([expected, first.id, expected])
+      if (script.end === "failed") expect(textOf(again)).toMatch(/error_id: [0-9a-f]{12}/)
+      if (script.end === "input") expect(textOf(again)).toBe("which date?")
+      if (script.end === "completed") expect(textOf(again)).toBe(`done ${key}`)
+      expect(runs.get(key)).toBe(1)
+    })
+
+  it.scopedLive("non-streaming card, over save delays (every save or the final one), step counts and endings, memory and SQLite stores", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      // What the property sets for its next run: how long each save takes.
+      const delays = { every: 0, final: 0 }
+      const delayOf = (task: Task) =>
+        delays.every + (taskState.isSettled(task.status?.state) ? delays.final : 0)
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "a2a-retimm-"))),
+        (made) => Effect.sync(() => Fs.rmSync(made, { recursive: true, force: true }))
+      )
+      const sqlite = yield* Effect.orDie(internalTaskStore.make(A2AServer.TaskStoreConfig.Sqlite({ filename: Path.join(dir, "tasks.db") })))
+      const clients: Array<Client> = []
+      for (const store of [new InMemoryTaskStore(), sqlite]) {
+        // The failing runs' lines go to a capture, not the test's output.
+        const server = yield* A2AServer.make({ agent: scriptedAgent(runs), card: nonStreaming, idempotency: {}, taskStore: delayedStore(store, delayOf) })
+          .pipe(Effect.provide(captureLogs().layer))
+        clients.push(yield* makeClient(server.url))
+      }
+      const runtime = yield* Effect.runtime<IdempotencyLedger.IdempotencyLedger>()
+      const script: FastCheck.Arbitrary<Script> = FastCheck.record({
+        steps: FastCheck.integer({ min: 0, max: 4 }),
+        work: FastCheck.constantFrom(0, 0, 20),
+        end: FastCheck.constantFrom("completed" as const, "failed" as const, "input" as const)
+      })
+      yield* Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(
+            script,
+            FastCheck.integer({ min: 0, max: 1 }),
+            FastCheck.integer({ min: 0, max: 80 }),
+            FastCheck.integer({ min: 0, max: 300 }),
+            async (script, store, every, final) => {
+              delays.every = every
+              delays.final = final
+              await Runtime.runPromise(runtime)(sendsAndRepeats(clients[store]!, runs, script))
+            }
+          ),
+          {
+            numRuns: 24,
+            // An agent that ends at once, with the slowest final save; and many statuses behind slow saves.
+            examples: [
+              [{ steps: 0, work: 0, end: "completed" }, 0, 0, 300],
+              [{ steps: 0, work: 0, end: "failed" }, 1, 0, 300],
+              [{ steps: 0, work: 0, end: "input" }, 0, 80, 300],
+              [{ steps: 4, work: 0, end: "completed" }, 1, 80, 0]
+            ]
+          }
+        )
+      )
+    })), { timeout: 60_000 })
+
+  for (const streaming of [false, true]) {
+    const kind = streaming ? "streaming" : "non-streaming"
+    it.scopedLive(`${kind} card, a store that cannot be read as the run ends: the entry records the end once it can, never the early answer`, () =>
+      withLedger(Effect.gen(function*() {
+        const runs = new Map<string, number>()
+        const memory = new InMemoryTaskStore()
+        // Every read fails for 300 ms after a run's end is saved: a store that fails over just then.
+        let downUntil = 0
+        const taskStore: TaskStore = {
+          load: (taskId, context) =>
+            performance.now() < downUntil ? Promise.reject(new Error("connection refused")) : memory.load(taskId, context),
+          list: (params, context) => memory.list(params, context),
+          save: async (task, context) => {
+            await memory.save(task, context)
+            if (taskState.isSettled(task.status?.state)) downUntil = performance.now() + 300
+          }
+        }
+        const server = yield* A2AServer.make({ agent: scriptedAgent(runs), card: cardStreaming(streaming), idempotency: {}, taskStore }).pipe(
+          Effect.provide(captureLogs().layer)
+        )
+        const client = yield* makeClient(server.url)
+        for (const end of ["completed", "input", "failed"] as const) {
+          yield* sendsAndRepeats(client, runs, { steps: 1, work: 0, end })
+        }
+      })))
+
+    it.scopedLive(`${kind} card, a run whose end the store refuses until the executor gives up: recorded FAILED with an error id, never WORKING`, () =>
+      withLedger(Effect.gen(function*() {
+        const runs = new Map<string, number>()
+        const logs = captureLogs()
+        const memory = new InMemoryTaskStore()
+        // Takes the run's first states, refuses its end (and the FAILED the SDK then tries) until told.
+        const store = { refusing: true }
+        const taskStore: TaskStore = {
+          load: (taskId, context) => memory.load(taskId, context),
+          list: (params, context) => memory.list(params, context),
+          save: (task, context) =>
+            store.refusing && taskState.isSettled(task.status?.state)
+              ? Promise.reject(new Error("connection refused"))
+              : memory.save(task, context)
+        }
+        const server = yield* A2AServer.make({
+          agent: scriptedAgent(runs),
+          card: cardStreaming(streaming),
+          idempotency: {},
+          taskStore,
+          finalSaveTimeout: "200 millis"
+        }).pipe(Effect.provide(logs.layer))
+        const client = yield* makeClient(server.url)
+        const key = "k-end-refused"
+        const message = () => ({ ...keyed(`${key}|1:0:completed`, key), messageId: crypto.randomUUID() })
+        const first = yield* sendMessage(client, message(), {}, true)
+        expect(taskState.isRunning(first.status?.state)).toBe(true)
+        const entry = yield* recorded(key)
+        store.refusing = false
+        const again = yield* sendMessage(client, message(), {}, true)
+        expect([recordedState(entry), again.id, again.status?.state]).toEqual([TaskState.TASK_STATE_FAILED, first.id, TaskState.TASK_STATE_FAILED])
+        const errorId = /error_id: ([0-9a-f]{12})/.exec(textOf(again))?.[1]
+        expect(errorId).toBeDefined()
+        expect(logs.lines.find((line) => line.annotations["errorId"] === errorId)).toMatchObject({
+          level: "ERROR",
+          annotations: { taskId: first.id, idempotencyKey: key }
+        })
+        expect(runs.get(key)).toBe(1)
+      })))
+  }
+
+  it.scopedLive("a blocking send whose end the store refuses for a moment: its caller gets an error, the entry the end the run writes once the store is back", () =>
+    withLedger(Effect.gen(function*() {
+      const runs = new Map<string, number>()
+      const memory = new InMemoryTaskStore()
+      // Takes the run's first states, refuses its end (and the FAILED the SDK then tries) for 300 ms.
+      let refusingUntil = Number.POSITIVE_INFINITY
+      const taskStore: TaskStore = {
+        load: (taskId, context) => memory.load(taskId, context),
+        list: (params, context) => memory.list(params, context),
+        save: (task, context) => {
+          if (!taskState.isSettled(task.status?.state)) return memory.save(task, context)
+          if (refusingUntil === Number.POSITIVE_INFINITY) refusingUntil = performance.now() + 300
+          return performance.now() < refusingUntil ? Promise.reject(new Error("connection refused")) : memory.save(task, context)
+        }
+      }
+      const server = yield* A2AServer.make({ agent: scriptedAgent(runs), card, idempotency: {}, taskStore }).pipe(
+        Effect.provide(captureLogs().layer)
+      )
+      const key = "k-end-later"
+      const message = () => ({ ...keyed(`${key}|1:0:completed`, key), messageId: crypto.randomUUID() })
+      const first = yield* rawSend(server.url, message())
+      expect(first.error?.code).toBe(-32603)
+      const entry = yield* recorded(key)
+      const again = yield* sendTo(server.url, message())
+      expect([recordedState(entry), again.status?.state, textOf(again)]).toEqual([
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_COMPLETED,
+        `done ${key}`
+      ])
+      expect(runs.get(key)).toBe(1)
+    })))
 })

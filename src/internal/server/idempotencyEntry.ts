@@ -26,7 +26,7 @@ import {
   UnauthenticatedUser,
   type User
 } from "@a2a-js/sdk/server"
-import { Cause, type Duration, Effect, type Fiber, Option } from "effect"
+import { Cause, Duration, Effect, Either, type Fiber, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "../ledger/errors.js"
@@ -35,6 +35,7 @@ import * as internalFailure from "./failure.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalHandler from "./handler.js"
 import * as internalRpc from "./rpc.js"
+import * as internalStoreWatch from "./storeWatch.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as IdempotencyKey from "../wire/idempotencyKey.js"
 import * as wireParts from "../wire/parts.js"
@@ -341,8 +342,20 @@ export const join = (
 export const runEnded = (shared: Shared, taskId: string) =>
   Effect.promise(() => (shared.runs.get(taskId) ?? Promise.resolve()).catch(() => undefined))
 
+/** What a run stops at: a message, or a task in a final or paused state; never one still running. */
+const endOf = <A extends Task | Message>(result: A | undefined): A | undefined =>
+  result !== undefined && (!("status" in result) || taskState.isSettled((result as Task).status?.state)) ? result : undefined
+
+// How long a task is read again, once its run ended, while the store fails (a failover): the end
+// it saved meanwhile is what the entry records.
+const readBack = internalStoreWatch.persistRetry(Duration.seconds(10))
+
 /**
- * After a run: finish the entry with the stored task, or release it when no run started.
+ * After a run: finish the entry with its end as stored, or release it when
+ * no run started. The entry never records a running task: a caller answered
+ * at once (`returnImmediately`) or not at all got one, and its end is read
+ * once the run ended; an end the store lost is recorded FAILED, and an end
+ * that cannot be read is left to the lease sweep, which reads it later.
  *
  * @internal
  */
@@ -356,43 +369,58 @@ export const settle = (
 ): Effect.Effect<void, IdempotencyLedger.IdempotencyError> =>
   Effect.gen(function*() {
     const { ledger, taskStore } = shared
+    const ids = { taskId, idempotencyKey: prepared.ref.key }
     if (!shared.ran.has(context)) {
       yield* ledger.abandon({ ...prepared.ref, lease: held })
       return
     }
-    const read = Effect.promise(() =>
-      taskStore.load(taskId, context).catch((error: unknown) =>
-        // The entry then records what the run returned; say why.
-        shared.runPromise(
-          Effect.logWarning("Could not read the task back to record its end; recording the run's result").pipe(
-            Effect.annotateLogs({ taskId, idempotencyKey: prepared.ref.key, cause: internalFailure.renderCause(Cause.die(error)) }),
-            Effect.as(undefined)
-          )
-        )
-      )
+    const record = (final: Task | Message) =>
+      Effect.flatMap(ledger.finish({ ...prepared.ref, result: encode(final), lease: held }), (recorded) =>
+        recorded
+          ? Effect.void
+          : Effect.logWarning("The idempotency entry was already recorded by another replica (lease lost)").pipe(
+            Effect.annotateLogs(ids)
+          ))
+    const unreadable = (message: string, error: unknown) =>
+      Effect.logWarning(message).pipe(Effect.annotateLogs({ ...ids, cause: internalFailure.renderCause(Cause.die(error)) }))
+    const read = Effect.tryPromise(() => taskStore.load(taskId, context))
+    const stored = yield* Effect.either(read)
+    const storedEnd = Either.isRight(stored) ? endOf(stored.right) : undefined
+    if (storedEnd !== undefined) return yield* record(storedEnd)
+    const resultEnd = endOf(result)
+    if (resultEnd !== undefined) {
+      if (Either.isLeft(stored)) {
+        yield* unreadable("Could not read the task back to record its end; recording the run's result", stored.left)
+      }
+      return yield* record(resultEnd)
+    }
+    // The run may go on (its caller was answered at once, or not at all: the handler gave up when its
+    // store refused a save), and it writes its end itself if the handler did not: read after the run.
+    const after = yield* ledger.withLease(
+      { ...prepared.ref, lease: held, duration: shared.lease },
+      Effect.zipRight(runEnded(shared, taskId), Effect.either(Effect.retry(read, readBack)))
     )
-    let final = (yield* read) ?? result
-    if (final === undefined) {
-      // The handler gave up (its store refused a save), but the run may go on and write its end
-      // itself once the store is back: that end is what the entry records, read after the run.
-      yield* ledger.withLease({ ...prepared.ref, lease: held, duration: shared.lease }, runEnded(shared, taskId))
-      final = yield* read
-    }
-    if (final === undefined) {
-      // The run started, but no task of it can be read (its store refused it): the entry records it
-      // FAILED, so that a repeat does not run its side effects again.
-      const { errorId, task } = failedTask(taskId, shared.runContexts.get(context) ?? randomUUID(), undefined)
-      const saved = yield* Effect.promise(() => taskStore.save(task, context).then(() => true, () => false))
-      yield* Effect.logError("The run's task could not be stored; its idempotency entry records it FAILED").pipe(
-        Effect.annotateLogs({ errorId, taskId, idempotencyKey: prepared.ref.key, savedToStore: String(saved) })
-      )
-      final = task
-    }
-    const recorded = yield* ledger.finish({ ...prepared.ref, result: encode(final), lease: held })
-    if (!recorded) {
-      yield* Effect.logWarning("The idempotency entry was already recorded by another replica (lease lost)").pipe(
-        Effect.annotateLogs({ taskId, idempotencyKey: prepared.ref.key })
+    if (Either.isLeft(after)) {
+      // Its end may be saved: left to the sweep, which records what the store then holds, once the lease lapses.
+      return yield* unreadable(
+        "Could not read the task back after its run ended; its idempotency entry is left to the lease sweep",
+        after.left
       )
     }
+    const afterEnd = endOf(after.right)
+    if (afterEnd !== undefined) return yield* record(afterEnd)
+    // The run ended, but the store holds no end of it (it refused the task, or its final state): the
+    // entry records it FAILED, so that a repeat neither runs its side effects again nor sees it running.
+    const kept = after.right
+    const { errorId, task } = failedTask(taskId, kept?.contextId || shared.runContexts.get(context) || randomUUID(), kept)
+    const saved = yield* Effect.promise(() => taskStore.save(task, context).then(() => true, () => false))
+    yield* Effect.logError("The run's end could not be stored; its idempotency entry records it FAILED").pipe(
+      Effect.annotateLogs({
+        ...ids,
+        errorId,
+        storedState: kept === undefined ? "none" : taskState.name(kept.status?.state),
+        savedToStore: String(saved)
+      })
+    )
+    yield* record(task)
   })
-

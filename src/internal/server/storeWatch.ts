@@ -163,7 +163,7 @@ export const watchSaves = (store: TaskStore, runFork: RunFork): SaveWatch => {
 }
 
 // Writing a final state the handler did not: retried while the store is down, at most 5 s apart.
-const persistRetry = (timeout: Duration.DurationInput) =>
+export const persistRetry = (timeout: Duration.DurationInput) =>
   Schedule.exponential("100 millis").pipe(Schedule.either(Schedule.spaced("5 seconds")), Schedule.upTo(timeout))
 
 /** The final states the executor writes itself. */
