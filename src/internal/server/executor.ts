@@ -48,6 +48,8 @@ import {
   finalWriter,
   type FinalWriter,
   type RunFork,
+  type SaveWaitOptions,
+  saveWaitLimitOption,
   type SaveWatch,
   type WatchedRun,
   watchSaves
@@ -167,7 +169,7 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
       runFork,
       finals: makeFinals(options, debug),
       store: store === undefined ? undefined : {
-        saves: watchSaves(store, runFork),
+        saves: watchSaves(store, runFork, (options as SaveWaitOptions)[saveWaitLimitOption]),
         writer: finalWriter(store, options.finalSaveTimeout ?? Duration.seconds(30), runFork),
         cancels: cancelWatch(store, runFork)
       },
