@@ -464,7 +464,7 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   bus.publish(AgentEvent.task(initial))
   const startedAt = shared.clock.unsafeCurrentTimeMillis()
   const span = runSpan(shared, request)
-  const events: RunEvents = { bus, artifacts: [] }
+  const events: RunEvents = { bus, artifacts: [], messages: [] }
   const self = new Run(shared, context, request, events, initial, span, startedAt)
   const fiber = Runtime.runFork(runRuntime(shared, request, span, events))(runFiber(shared, request, events, self))
   self.fiber = fiber

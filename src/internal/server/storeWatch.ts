@@ -203,7 +203,22 @@ export const finalWriter = (store: TaskStore, finalSaveTimeout: Duration.Duratio
         if (loaded === undefined && !createMissing) return false
         if (loaded !== undefined && (loaded.status?.state === state || taskState.isTerminal(loaded.status?.state))) return true
         const manager = new ResultManager(store, context.context)
-        if (loaded === undefined) await manager.processEvent(AgentEvent.task(initial))
+        // With the statuses the handler has not saved yet, which it drops once a terminal state is stored, and
+        // the final state in the same save: the handler's next event may be an ending of its own (the SDK's
+        // FAILED once a save of it failed). As a task event: saved under the SDK's lock for the task, whole,
+        // whatever the handler saved meanwhile.
+        const base = loaded ?? initial
+        const history = base.history ?? []
+        const saved = new Set(history.map((message) => message.messageId))
+        const unsaved = events.messages.filter((message) => !saved.has(message.messageId))
+        if (loaded === undefined || unsaved.length > 0) {
+          const last = event.status?.message
+          await manager.processEvent(AgentEvent.task({
+            ...base,
+            status: event.status,
+            history: [...history, ...unsaved, ...(last === undefined || saved.has(last.messageId) ? [] : [last])]
+          }))
+        }
         for (const artifact of events.artifacts) await manager.processEvent(artifact)
         await manager.processEvent(AgentEvent.statusUpdate(event))
         return true

@@ -7,7 +7,7 @@ import * as A2AServer from "../../../src/A2AServer.js"
 import * as AgentExecutor from "../../../src/AgentExecutor.js"
 import { type SaveWaitOptions, saveWaitLimitOption } from "../../../src/internal/server/storeWatch.js"
 import * as taskState from "../../../src/internal/wire/taskState.js"
-import { eventually, makeClient, send, textOf, userMessage } from "../../fixtures/serverAgents.js"
+import { eventually, makeClient, send, stalledStream, textOf, userMessage } from "../../fixtures/serverAgents.js"
 
 const card = { name: "store-watch-test", description: "The executor's watch of the handler's saves" }
 
@@ -124,7 +124,37 @@ describe("storeWatch", () => {
       // once the wait was up, went in first.
       expect(stored.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
       expect(textOf(stored)).toBe("done")
-      // What the handler saved before its save failed is kept; it saved nothing after.
-      expect(texts(stored)).toEqual(["go", ...Array.from({ length: 10 }, (_, i) => `step ${i}`), "done"])
+      // With every status: those the handler saved before its save failed, and the rest, which it never saved.
+      expect(texts(stored)).toEqual(["go", ...Array.from({ length: 20 }, (_, i) => `step ${i}`), "done"])
+    }))
+
+  it.scopedLive("a stream reader that stalls past the run's end, then reads on: the final state written ahead keeps every status", () =>
+    Effect.gen(function*() {
+      const count = 300
+      const big = "x".repeat(24 * 1024)
+      const agent: AgentExecutor.Agent = () =>
+        Effect.gen(function*() {
+          for (let i = 0; i < count; i++) yield* AgentExecutor.status(`step ${i} ${big}`)
+          return AgentExecutor.completedText("done")
+        })
+      const server = yield* A2AServer.make({ agent, card })
+      const client = yield* makeClient(server.url)
+      const { socket, taskId } = yield* stalledStream(server.address.port, "go")
+      const getTask = Effect.promise(() => client.getTask({ tenant: "", id: taskId, historyLength: undefined }))
+      // The run ends while the handler is stalled: the executor writes the final state itself, with the statuses
+      // the handler had not saved.
+      const expected = ["go", ...Array.from({ length: count }, (_, i) => `step ${i}`), "done"]
+      const steps = (task: Task) => texts(task).map((text) => text.split(" ").slice(0, 2).join(" "))
+      const ahead = yield* eventually(getTask, (task) => task.status?.state === TaskState.TASK_STATE_COMPLETED, 500)
+      expect(steps(ahead)).toEqual(expected)
+      // The reader reads on: the handler processes the rest of the run's events, late, and drops them (the
+      // stored task is terminal), up to the final one, which it saves again.
+      socket.resume()
+      yield* eventually(server.executor.running, (running) => running === 0, 500)
+      yield* Effect.sleep("300 millis")
+      const stored = yield* getTask
+      expect(stored.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      expect(steps(stored)).toEqual(expected)
+      expect(textOf(stored)).toBe("done")
     }))
 })
