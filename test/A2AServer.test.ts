@@ -26,6 +26,7 @@ import {
   seededTask,
   send,
   sendMessage,
+  stalledStream,
   takenPort,
   textOf,
   userMessage
@@ -135,34 +136,9 @@ describe("A2AServer", () => {
           return AgentExecutor.InputRequired({ question: "which account?" })
         })
       const server = yield* A2AServer.make({ agent, card })
-      const body = JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "SendStreamingMessage",
-        params: SendMessageRequest.toJSON({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} })
-      })
       const stateOf = (id: string) =>
         Effect.map(rpc(server.rpcUrl, "GetTask", { id, historyLength: 0 }), (answer) => JSON.parse(answer.text).result?.status?.state)
-      const socket = net.connect(server.address.port, "127.0.0.1")
-      yield* Effect.addFinalizer(() => Effect.sync(() => socket.destroy()))
-      // Reads up to the first event's task id, then stops reading: the handler stalls on the full socket.
-      const taskId = yield* Effect.async<string>((resume) => {
-        let head = ""
-        const onData = (chunk: Buffer) => {
-          head += chunk.toString("latin1")
-          const found = /"id":"([0-9a-f-]{36})"/.exec(head)
-          if (found === null) return
-          socket.pause()
-          socket.off("data", onData)
-          // Whatever comes later is read and dropped, once the reader resumes.
-          socket.on("data", () => {})
-          resume(Effect.succeed(found[1]!))
-        }
-        socket.on("data", onData)
-        socket.write(
-          `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
-        )
-      })
+      const { socket, taskId } = yield* stalledStream(server.address.port, "go")
       // The run ends while the handler is stalled: the executor writes the pause itself.
       yield* eventually(stateOf(taskId), (state) => state === "TASK_STATE_INPUT_REQUIRED", 500)
       // The reader takes a little more (the handler saves some of the run's earlier progress), then leaves.

@@ -48,6 +48,8 @@ import {
   finalWriter,
   type FinalWriter,
   type RunFork,
+  type SaveWaitOptions,
+  saveWaitLimitOption,
   type SaveWatch,
   type WatchedRun,
   watchSaves
@@ -167,7 +169,7 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
       runFork,
       finals: makeFinals(options, debug),
       store: store === undefined ? undefined : {
-        saves: watchSaves(store, runFork),
+        saves: watchSaves(store, runFork, (options as SaveWaitOptions)[saveWaitLimitOption]),
         writer: finalWriter(store, options.finalSaveTimeout ?? Duration.seconds(30), runFork),
         cancels: cancelWatch(store, runFork)
       },
@@ -462,7 +464,7 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   bus.publish(AgentEvent.task(initial))
   const startedAt = shared.clock.unsafeCurrentTimeMillis()
   const span = runSpan(shared, request)
-  const events: RunEvents = { bus, artifacts: [] }
+  const events: RunEvents = { bus, artifacts: [], messages: [] }
   const self = new Run(shared, context, request, events, initial, span, startedAt)
   const fiber = Runtime.runFork(runRuntime(shared, request, span, events))(runFiber(shared, request, events, self))
   self.fiber = fiber

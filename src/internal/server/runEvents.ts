@@ -42,10 +42,19 @@ export const statusEvent = (
 export const textStatus = (taskId: string, contextId: string, state: TaskState, text: string): TaskStatusUpdateEvent =>
   statusEvent(taskId, contextId, state, wireParts.agentMessage(taskId, contextId, [wireParts.textPart(text)]))
 
-/** A run's bus, and the artifact updates the run published on it. */
+/**
+ * A run's bus, and the artifact updates and status messages the run published on it: what a final state written
+ * ahead of a lagging handler saves with it, as the handler drops every event it processes after a terminal state.
+ */
 export interface RunEvents {
   readonly bus: ExecutionEventBus
   readonly artifacts: Array<AgentExecutionEvent>
+  readonly messages: Array<Message>
+}
+
+const publishStatus = (events: RunEvents, event: TaskStatusUpdateEvent): void => {
+  if (event.status?.message !== undefined) events.messages.push(event.status.message)
+  events.bus.publish(AgentEvent.statusUpdate(event))
 }
 
 /** A whole artifact, in one chunk. */
@@ -82,21 +91,22 @@ export class AgentProgress extends Context.Tag("effect-a2a/AgentExecutor/AgentPr
 export const makeProgress = (taskId: string, contextId: string, events: RunEvents) =>
   AgentProgress.of({
     status: (text) =>
-      Effect.sync(() =>
-        events.bus.publish(AgentEvent.statusUpdate(textStatus(taskId, contextId, TaskState.TASK_STATE_WORKING, text)))
-      ),
+      Effect.sync(() => publishStatus(events, textStatus(taskId, contextId, TaskState.TASK_STATE_WORKING, text))),
     data: (value) =>
       Effect.zipRight(
         checked(json.notJson(value, "progress.data")),
         Effect.sync(() =>
-          events.bus.publish(AgentEvent.statusUpdate(statusEvent(
-            taskId,
-            contextId,
-            TaskState.TASK_STATE_WORKING,
-            wireParts.agentMessage(taskId, contextId, [
-              wireParts.toWirePart(wireParts.build(Part.DataPart, { data: value }))
-            ])
-          )))
+          publishStatus(
+            events,
+            statusEvent(
+              taskId,
+              contextId,
+              TaskState.TASK_STATE_WORKING,
+              wireParts.agentMessage(taskId, contextId, [
+                wireParts.toWirePart(wireParts.build(Part.DataPart, { data: value }))
+              ])
+            )
+          )
         )
       ),
     artifact: (value) =>

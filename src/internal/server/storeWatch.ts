@@ -35,9 +35,21 @@ const activityKey = Symbol("effect-a2a/StoreActivity")
 interface Active {
   [activityKey]?: { inFlight: number; lastEnded: number }
 }
-// How long a run's final save is waited for once its request's store calls are quiet, and in all.
+// How long a run's final save is waited for once its request's store calls are quiet, and while one of them
+// hangs: a handler that goes on completing its store calls is working through the run's events, and is waited for.
+// A final state written past a hung call still waits for it: the SDK's ResultManagers of a task, the handler's and
+// `finalWriter`'s, take one lock per task and process, so it goes in as soon as that call settles.
 const saveIdle = 100
 const saveWaitLimit = 30_000
+/**
+ * Executor options not on the public faces: a symbol key, so no public option can collide with it. `saveWaitLimit`,
+ * in milliseconds: how long a store call of the handler may hang before the executor writes the final state
+ * itself. The tests' way to reach it without waiting 30 s.
+ */
+export const saveWaitLimitOption: unique symbol = Symbol.for("effect-a2a/AgentExecutor/saveWaitLimit")
+export interface SaveWaitOptions {
+  readonly [saveWaitLimitOption]?: number | undefined
+}
 /** How many pauses written ahead of a lagging handler are kept from being overwritten at once. */
 const maxPausedAhead = 10_000
 
@@ -48,14 +60,15 @@ export interface SaveWatch {
   /**
    * Resolves true once the final state is saved through the watched store,
    * false once the request's store calls have been quiet for a while
-   * (nobody is processing the events) or after `saveWaitLimit` in all.
+   * (nobody is processing the events) or one of them has hung for
+   * `saveWaitLimit` with none ending.
    */
   readonly finalSaved: (taskId: string, state: TaskState | undefined, callContext: ServerCallContext | undefined) => Promise<boolean>
   /** A pause the executor writes itself, kept from the lagging handler's older saves (see `keepPause`). */
   readonly rememberPause: (taskId: string, status: TaskStatus) => void
 }
 
-export const watchSaves = (store: TaskStore, runFork: RunFork): SaveWatch => {
+export const watchSaves = (store: TaskStore, runFork: RunFork, waitLimit: number = saveWaitLimit): SaveWatch => {
   const awaitingSave = new Map<string, { readonly state: TaskState | undefined; readonly saved: () => void }>()
   // A store failure reaches the SDK, which would write its message into the
   // task's status text (SQL, driver detail): give it an opaque id instead.
@@ -141,9 +154,12 @@ export const watchSaves = (store: TaskStore, runFork: RunFork): SaveWatch => {
         const now = performance.now()
         const activity = callContext === undefined ? undefined : (callContext as Active)[activityKey]
         const busy = activity !== undefined && activity.inFlight > 0
-        const quietFor = now - Math.max(activity?.lastEnded ?? 0, startedAt)
-        if (now - startedAt < saveWaitLimit && (busy || quietFor < saveIdle)) {
-          timer = setTimeout(check, busy ? saveIdle : saveIdle - quietFor)
+        const sinceEnded = now - Math.max(activity?.lastEnded ?? 0, startedAt)
+        // No fixed limit on a handler whose calls go on ending: the SDK's ResultManager drops every status it
+        // processes after a terminal state is stored, so a final state written ahead of it would lose the rest
+        // of the run's history.
+        if (sinceEnded < (busy ? waitLimit : saveIdle)) {
+          timer = setTimeout(check, busy ? saveIdle : saveIdle - sinceEnded)
           return
         }
         if (awaitingSave.get(taskId) === waiting) awaitingSave.delete(taskId)
@@ -187,7 +203,22 @@ export const finalWriter = (store: TaskStore, finalSaveTimeout: Duration.Duratio
         if (loaded === undefined && !createMissing) return false
         if (loaded !== undefined && (loaded.status?.state === state || taskState.isTerminal(loaded.status?.state))) return true
         const manager = new ResultManager(store, context.context)
-        if (loaded === undefined) await manager.processEvent(AgentEvent.task(initial))
+        // With the statuses the handler has not saved yet, which it drops once a terminal state is stored, and
+        // the final state in the same save: the handler's next event may be an ending of its own (the SDK's
+        // FAILED once a save of it failed). As a task event: saved under the SDK's lock for the task, whole,
+        // whatever the handler saved meanwhile.
+        const base = loaded ?? initial
+        const history = base.history ?? []
+        const saved = new Set(history.map((message) => message.messageId))
+        const unsaved = events.messages.filter((message) => !saved.has(message.messageId))
+        if (loaded === undefined || unsaved.length > 0) {
+          const last = event.status?.message
+          await manager.processEvent(AgentEvent.task({
+            ...base,
+            status: event.status,
+            history: [...history, ...unsaved, ...(last === undefined || saved.has(last.messageId) ? [] : [last])]
+          }))
+        }
         for (const artifact of events.artifacts) await manager.processEvent(artifact)
         await manager.processEvent(AgentEvent.statusUpdate(event))
         return true
