@@ -4,11 +4,13 @@
  * opened on another replica) resumes after its last event. The in-memory log
  * here serves one process; `pgEventLog.ts` shares one among replicas.
  *
- * Both follow a task the same way (`follow`): read after the cursor; when
- * nothing is new, wait for a wake-up of the task, taken before that read so
- * that an entry written between the read and the wait still wakes it.
+ * Both follow a task the same way (`makeTails`): one reader per task and
+ * process reads after what it holds; when nothing is new, it waits for a
+ * wake-up of the task, taken before that read so that an entry written
+ * between the read and the wait still wakes it. Its followers take what it
+ * read.
  *
- * Events are kept as JSON text and decoded on each read: what a follower
+ * Events are kept as JSON text and decoded by each follower: what a follower
  * gets is the same on both logs, and its own copy.
  *
  * @internal
