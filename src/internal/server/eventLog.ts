@@ -198,6 +198,8 @@ interface Tail {
   readonly rows: Array<Row>
   /** The followers waiting for a row or a failure. */
   waiting: Set<() => void>
+  /** How many times they were woken: a follower reading on its own knows whether a row came during its read. */
+  woken: number
   failure: EventLogError | undefined
   followers: number
 }
@@ -236,6 +238,7 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
     const readers = new Map<Tail, Fiber.RuntimeFiber<void>>()
     const wake = (tail: Tail) => {
+      tail.woken++
       const waiting = tail.waiting
       tail.waiting = new Set()
       waiting.forEach((resume) => resume())
@@ -286,15 +289,24 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
             rows.length === 0 ? Effect.zipRight(idle(woken), loop) : Effect.zipRight(Effect.sync(() => push(tail, rows)), loop))
         })
         return loop
-      })).pipe(Effect.catchAll((error) => Effect.sync(() => {
-        tail.failure = error
-        wake(tail)
-      })))
+      })).pipe(
+        Effect.catchAll((error) => Effect.sync(() => failAll(tail, error))),
+        // Interrupted with followers left: the log closed under them, and they would wait forever.
+        Effect.onInterrupt(() =>
+          Effect.sync(() => {
+            if (tail.followers > 0) failAll(tail, new EventLogError({ reason: "Unavailable", message: "The event log closed" }))
+          })
+        )
+      )
+    const failAll = (tail: Tail, error: EventLogError) => {
+      tail.failure = error
+      wake(tail)
+    }
 
     const acquire = (taskId: string, after: number): Tail => {
       let tail = tails.get(taskId)
       if (tail === undefined || tail.failure !== undefined) {
-        tail = { base: after, rows: [], waiting: new Set(), failure: undefined, followers: 0 }
+        tail = { base: after, rows: [], waiting: new Set(), woken: 0, failure: undefined, followers: 0 }
         tails.set(taskId, tail)
         readers.set(tail, fork(reader(taskId, tail)))
       }
@@ -318,9 +330,12 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
       let at = 0
       let closed = false
       let waiting: (() => void) | undefined
+      // Interrupts this follower's own read when it lets go.
+      const reading = new AbortController()
       const close = () => {
         if (closed) return
         closed = true
+        reading.abort()
         release(taskId, tail)
         if (waiting !== undefined) {
           tail.waiting.delete(waiting)
@@ -331,24 +346,36 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
         close()
         throw error
       }
+      const wait = () =>
+        new Promise<void>((resume) => {
+          waiting = resume
+          tail.waiting.add(resume)
+        }).then(() => void (waiting = undefined))
       const next = async (): Promise<IteratorResult<Entry, undefined>> => {
         while (!closed) {
           if (at < ready.length) return { done: false, value: ready[at++]! }
           if (tail.failure !== undefined) fail(tail.failure)
           let rows: ReadonlyArray<Row>
           if (cursor < tail.base) {
-            rows = Either.getOrElse(await runPromise(Effect.either(retried(taskId, cursor))), fail)
-            if (closed) break
-            // Nothing after the cursor, yet the reader holds later rows: those between went (retention).
-            if (rows.length === 0) cursor = tail.base
+            const held = tail.rows.length > 0
+            const woken = tail.woken
+            const read = await runPromise(Effect.either(retried(taskId, cursor)), { signal: reading.signal }).catch(
+              (error: unknown) => closed ? undefined : Promise.reject(error)
+            )
+            if (closed || read === undefined) break
+            rows = Either.getOrElse(read, fail)
+            if (rows.length === 0) {
+              // Nothing after the cursor, yet the reader held later rows before this read: those between went
+              // (retention). Held none: its base is the cursor of the follower that opened it, which may be past
+              // the log's last; read again once a row comes.
+              if (held) cursor = tail.base
+              else if (tail.woken === woken) await wait()
+              continue
+            }
           } else {
             const from = firstAfter(tail.rows, cursor)
             if (from === tail.rows.length) {
-              await new Promise<void>((resume) => {
-                waiting = resume
-                tail.waiting.add(resume)
-              })
-              waiting = undefined
+              await wait()
               continue
             }
             rows = tail.rows.slice(from, from + page)
@@ -381,6 +408,8 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
       const last = lastOf(tail)
       if (row.seq > last + 1) return false
       if (row.seq === last + 1) push(tail, [row])
+      // Not past what the reader holds: only a follower behind it, reading on its own, may want it.
+      else wake(tail)
       return true
     }
 

@@ -5,7 +5,7 @@
  * connection, lost notifications, a restart of the database.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, FastCheck, Fiber, Scope, Stream } from "effect"
+import { Duration, Effect, Exit, FastCheck, Fiber, Option, Scope, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { createRequire } from "node:module"
 import * as internalEventLog from "../../../src/internal/server/eventLog.js"
@@ -381,4 +381,162 @@ describe("the PostgreSQL event log, when the database fails it", () => {
       expect(logs.lines.map((line) => line.message).join("\n")).not.toContain(postgres.url.split(":")[2]!.split("@")[0]!)
     }).pipe(Effect.scoped, Effect.provide(logs.layer))
   }, 120_000)
+})
+
+describe("the shared reader, under adversarial timing", () => {
+  /** A hand-made source over `rows`: `block(after)` holds a read forever; `fail` refuses every read. */
+  const sourceOf = (rows: Array<internalEventLog.Row>, unavailableAfter: Duration.DurationInput = "5 seconds") => {
+    const state = {
+      block: (_after: number) => false,
+      fail: false,
+      inFlight: 0,
+      wakeups: internalEventLog.makeWakeups()
+    }
+    const source: internalEventLog.Source = {
+      read: (_taskId, after, limit) =>
+        Effect.suspend(() => {
+          if (state.fail) {
+            return Effect.fail(new internalEventLog.EventLogError({ reason: "Unavailable", message: "refused" }))
+          }
+          if (state.block(after)) {
+            return Effect.acquireUseRelease(
+              Effect.sync(() => void state.inFlight++),
+              () => Effect.never,
+              () => Effect.sync(() => void state.inFlight--)
+            )
+          }
+          return Effect.succeed(rows.filter((row) => row.seq > after).slice(0, limit))
+        }),
+      wakeups: state.wakeups,
+      unavailableAfter: Duration.decode(unavailableAfter),
+      unreachableSince: () => undefined
+    }
+    return { state, source }
+  }
+  const rowOf = (seq: number): internalEventLog.Row => ({ seq, text: JSON.stringify(eventOf(seq)) })
+  const within = <A>(promise: Promise<A>, millis = 1_000) =>
+    Effect.promise(() => promise).pipe(Effect.timeout(Duration.millis(millis)), Effect.option)
+
+  it.live("a follower from 0 that joins a reader opened past the log's last gets every entry as it is written", () =>
+    Effect.gen(function*() {
+      const log = yield* internalEventLog.makeMemory()
+      const ahead = log.iterate("t", 10)
+      const pendingAhead = ahead.next()
+      const from0 = log.iterate("t", 0)
+      const received: Array<internalEventLog.Entry> = []
+      const drain = Effect.promise(async () => {
+        for (let n = 0; n < 11; n++) {
+          const result = await from0.next()
+          if (result.done) return
+          received.push(result.value)
+        }
+      })
+      const fiber = yield* Effect.fork(drain)
+      yield* Effect.sleep("20 millis")
+      for (let seq = 1; seq <= 11; seq++) {
+        log.append("t", seq, eventOf(seq))
+        yield* Effect.sleep("5 millis")
+      }
+      yield* Fiber.join(fiber).pipe(Effect.timeout("2 seconds"), Effect.option)
+      expect(received).toEqual(entriesOf(Array.from({ length: 11 }, (_, i) => eventOf(i + 1))))
+      expect(yield* within(pendingAhead)).toEqual(Option.some({ done: false, value: { seq: 11, event: eventOf(11) } }))
+      yield* Effect.promise(async () => {
+        await ahead.return!()
+        await from0.return!()
+      })
+    }).pipe(Effect.scoped))
+
+  it.live("a follower let go while its own read (behind the reader) is in flight: its pending next() ends at once and the read is interrupted", () =>
+    Effect.gen(function*() {
+      const rows = Array.from({ length: 10 }, (_, i) => rowOf(i + 1))
+      const { source, state } = sourceOf(rows)
+      state.block = (after) => after < 5
+      const tails = yield* internalEventLog.makeTails(source)
+      const ahead = tails.iterate("t", 5)
+      expect(yield* within(ahead.next())).toEqual(Option.some({ done: false, value: { seq: 6, event: eventOf(6) } }))
+      const behind = tails.iterate("t", 0)
+      const pending = behind.next()
+      yield* Effect.sleep("20 millis")
+      expect(state.inFlight).toBe(1)
+      yield* Effect.promise(() => behind.return!())
+      expect(yield* within(pending.catch((error: unknown) => ({ rejected: error })))).toEqual(
+        Option.some({ done: true, value: undefined })
+      )
+      yield* eventually(Effect.sync(() => state.inFlight), (n) => n === 0, 100)
+      yield* Effect.promise(() => ahead.return!())
+    }).pipe(Effect.scoped))
+
+  it.live("the log closed while a follower waits: its pending next() rejects with Unavailable rather than wait forever", () =>
+    Effect.gen(function*() {
+      const { source } = sourceOf([])
+      const scope = yield* Scope.make()
+      const tails = yield* internalEventLog.makeTails(source).pipe(Scope.extend(scope))
+      const iterator = tails.iterate("t", 0)
+      const pending = iterator.next().then(() => "resolved", (error: unknown) => error)
+      yield* Effect.sleep("20 millis")
+      yield* Scope.close(scope, Exit.void)
+      const settledWith = yield* within(pending)
+      expect(Option.getOrUndefined(settledWith)).toMatchObject({ _tag: "EventLogError", reason: "Unavailable" })
+    }))
+
+  it.live("its reader fails (Unavailable): each follower fails once, then ends; a new follower gets a fresh reader; no reader is left", () =>
+    Effect.gen(function*() {
+      const rows = [rowOf(1)]
+      const { source, state } = sourceOf(rows, "150 millis")
+      const tails = yield* internalEventLog.makeTails(source)
+      const followers = [tails.iterate("t", 0), tails.iterate("t", 0)]
+      for (const follower of followers) {
+        expect(yield* within(follower.next())).toEqual(Option.some({ done: false, value: { seq: 1, event: eventOf(1) } }))
+      }
+      const pending = followers.map((follower) => follower.next().then(() => "resolved", (error: unknown) => error))
+      yield* Effect.sleep("20 millis")
+      state.fail = true
+      rows.push(rowOf(2))
+      state.wakeups.signal("t")
+      for (const failed of pending) {
+        expect(Option.getOrUndefined(yield* within(failed, 3_000))).toMatchObject({ _tag: "EventLogError", reason: "Unavailable" })
+      }
+      for (const follower of followers) expect(yield* within(follower.next())).toEqual(Option.some({ done: true, value: undefined }))
+      expect(state.wakeups.followed()).toEqual([])
+      state.fail = false
+      const fresh = tails.iterate("t", 0)
+      expect(yield* within(fresh.next())).toEqual(Option.some({ done: false, value: { seq: 1, event: eventOf(1) } }))
+      expect(yield* within(fresh.next())).toEqual(Option.some({ done: false, value: { seq: 2, event: eventOf(2) } }))
+      yield* Effect.promise(() => fresh.return!())
+      yield* eventually(Effect.sync(() => state.wakeups.followed().length), (n) => n === 0, 100)
+      expect(tails.offer("t", rowOf(9))).toBe(true)
+    }).pipe(Effect.scoped))
+
+  it.live("no reader is left once every follower returned: those that took what they wanted, waited, failed to decode, or read on their own", () =>
+    Effect.gen(function*() {
+      const rows = Array.from({ length: 1_500 }, (_, i) => rowOf(i + 1))
+      const { source, state } = sourceOf(rows)
+      // Task "u" has one row, not JSON.
+      const tails = yield* internalEventLog.makeTails({
+        ...source,
+        read: (taskId, after, limit) =>
+          taskId === "u" ? Effect.succeed(after < 1 ? [{ seq: 1, text: "not json" }] : []) : source.read(taskId, after, limit)
+      })
+      const taken = yield* Effect.forEach(
+        [0, 1_400],
+        (after) => Stream.runCollect(Stream.take(tails.follow("t", after), 3)),
+        { concurrency: "unbounded" }
+      ).pipe(Effect.timeout("3 seconds"))
+      expect(taken.map((chunk) => [...chunk].map((entry) => entry.seq))).toEqual([[1, 2, 3], [1_401, 1_402, 1_403]])
+      const waiting = tails.iterate("t", 1_500)
+      const pending = waiting.next()
+      const undecodable = yield* within(tails.iterate("u", 0).next().then(String, (error: unknown) => error))
+      expect(Option.getOrUndefined(undecodable)).toMatchObject({ _tag: "EventLogError", reason: "Decode" })
+      // Past the reader's 1,000 rows: this one reads on its own.
+      const behind = tails.iterate("t", 10)
+      expect(yield* within(behind.next())).toEqual(Option.some({ done: false, value: { seq: 11, event: eventOf(11) } }))
+      yield* Effect.promise(async () => {
+        await behind.return!()
+        await waiting.return!()
+      })
+      expect(yield* within(pending)).toEqual(Option.some({ done: true, value: undefined }))
+      yield* eventually(Effect.sync(() => state.wakeups.followed().length), (n) => n === 0, 100)
+      expect(tails.offer("t", rowOf(1_600))).toBe(true)
+      expect(tails.offer("u", rowOf(9))).toBe(true)
+    }).pipe(Effect.scoped))
 })
