@@ -390,7 +390,9 @@ export const makePg = (
             ) n`.execute(db),
         rows.length === 1 ? undefined : () => Effect.forEach(rows, (row) => writeRows(taskId, [row]), { discard: true })
       ).pipe(Effect.map((written) => {
-        if (written) rows.forEach((row) => tails.offer(taskId, row))
+        // A row past what the followers here hold (after a gap) wakes their reader, as a notification would: without
+        // LISTEN, the poll alone would.
+        if (written && !rows.every((row) => tails.offer(taskId, row))) wakeups.signal(taskId)
       }))
     }
     const writeEnd = (taskId: string) =>

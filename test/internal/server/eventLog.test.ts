@@ -540,3 +540,38 @@ describe("the shared reader, under adversarial timing", () => {
       expect(tails.offer("u", rowOf(9))).toBe(true)
     }).pipe(Effect.scoped))
 })
+
+describe("the PostgreSQL event log's wake-ups", () => {
+  it.live("an append past a gap (the entry before it dropped) reaches a follower on the writer's instance at once, not at the next poll", () =>
+    Effect.gen(function*() {
+      const log = yield* internalPgEventLog.makePg({ url: databaseUrl(), poolSize: 2, listen: false, pollInterval: "30 seconds" })
+      const taskId = randomUUID()
+      const follower = yield* collect(log, taskId, 0)
+      yield* Effect.sleep("100 millis")
+      log.append(taskId, 1, eventOf(1))
+      expect(yield* settled(follower.received, 1, "2 seconds")).toEqual(entriesOf([eventOf(1)]))
+      // Not JSON data: dropped (and logged), so seq 2 is a gap.
+      log.append(taskId, 2, { n: 2n })
+      log.append(taskId, 3, eventOf(3))
+      // Well before the next poll (30 s).
+      yield* settled(follower.received, 2, "2 seconds").pipe(Effect.sandbox, Effect.ignore)
+      expect(follower.received.map((entry) => entry.seq)).toEqual([1, 3])
+    }).pipe(Effect.scoped, Effect.provide(captureLogs().layer)))
+
+  it.live("notifications with malformed payloads on its channel wake nothing wrongly: the follower gets each entry once, in order", () =>
+    Effect.gen(function*() {
+      const channel = `review_${randomUUID().slice(0, 8)}`
+      const [writer, reader] = yield* pgPair(databaseUrl, { channel })()
+      const taskId = randomUUID()
+      const follower = yield* collect(reader, taskId, 0)
+      yield* Effect.sleep("100 millis")
+      writer.append(taskId, 1, eventOf(1))
+      expect(yield* settled(follower.received, 1, "2 seconds")).toHaveLength(1)
+      for (const payload of ["", "x", ":", `:${taskId}`, "nudge:", `-1:${taskId}`, `1e400:${taskId}`, `99999999999999999999:${taskId}`, `abc:${taskId}`, "2"]) {
+        yield* execute(databaseUrl(), `select pg_notify('${channel}', '${payload}')`)
+      }
+      writer.append(taskId, 2, eventOf(2))
+      writer.append(taskId, 3, eventOf(3))
+      expect(yield* settled(follower.received, 3, "2 seconds")).toEqual(entriesOf([1, 2, 3].map(eventOf)))
+    }).pipe(Effect.scoped))
+})
