@@ -237,6 +237,10 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
     const fork = yield* FiberSet.makeRuntime<never>()
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
     const readers = new Map<Tail, Fiber.RuntimeFiber<void>>()
+    // Set before the readers are interrupted (finalizers run last added first).
+    let logClosed = false
+    yield* Effect.addFinalizer(() => Effect.sync(() => void (logClosed = true)))
+    const closedError = () => new EventLogError({ reason: "Unavailable", message: "The event log closed" })
     const wake = (tail: Tail) => {
       tail.woken++
       const waiting = tail.waiting
@@ -294,7 +298,7 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
         // Interrupted with followers left: the log closed under them, and they would wait forever.
         Effect.onInterrupt(() =>
           Effect.sync(() => {
-            if (tail.followers > 0) failAll(tail, new EventLogError({ reason: "Unavailable", message: "The event log closed" }))
+            if (tail.followers > 0) failAll(tail, closedError())
           })
         )
       )
@@ -304,13 +308,18 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
     }
 
     const acquire = (taskId: string, after: number): Tail => {
-      let tail = tails.get(taskId)
-      if (tail === undefined || tail.failure !== undefined) {
-        tail = { base: after, rows: [], waiting: new Set(), woken: 0, failure: undefined, followers: 0 }
+      const held = tails.get(taskId)
+      if (held !== undefined && held.failure === undefined) {
+        held.followers++
+        return held
+      }
+      const tail: Tail = { base: after, rows: [], waiting: new Set(), woken: 0, failure: undefined, followers: 1 }
+      // The log closed: no reader would start, and its follower would wait forever.
+      if (logClosed) tail.failure = closedError()
+      else {
         tails.set(taskId, tail)
         readers.set(tail, fork(reader(taskId, tail)))
       }
-      tail.followers++
       return tail
     }
     const release = (taskId: string, tail: Tail) => {

@@ -479,6 +479,17 @@ describe("the shared reader, under adversarial timing", () => {
       expect(Option.getOrUndefined(settledWith)).toMatchObject({ _tag: "EventLogError", reason: "Unavailable" })
     }))
 
+  it.live("a follower of a log already closed: its next() rejects with Unavailable rather than wait forever", () =>
+    Effect.gen(function*() {
+      const { source } = sourceOf([rowOf(1)])
+      const scope = yield* Scope.make()
+      const tails = yield* internalEventLog.makeTails(source).pipe(Scope.extend(scope))
+      yield* Scope.close(scope, Exit.void)
+      const iterator = tails.iterate("t", 1)
+      const settledWith = yield* within(iterator.next().then(() => "resolved", (error: unknown) => error))
+      expect(Option.getOrUndefined(settledWith)).toMatchObject({ _tag: "EventLogError", reason: "Unavailable" })
+    }))
+
   it.live("its reader fails (Unavailable): each follower fails once, then ends; a new follower gets a fresh reader; no reader is left", () =>
     Effect.gen(function*() {
       const rows = [rowOf(1)]
