@@ -337,6 +337,8 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
       let cursor = after
       let ready: Array<Entry> = []
       let at = 0
+      // A row of `ready`'s page that is not JSON: this follower's failure once it has taken the entries before it.
+      let broken: EventLogError | undefined
       let closed = false
       let waiting: (() => void) | undefined
       // Interrupts this follower's own read when it lets go.
@@ -363,6 +365,7 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
       const next = async (): Promise<IteratorResult<Entry, undefined>> => {
         while (!closed) {
           if (at < ready.length) return { done: false, value: ready[at++]! }
+          if (broken !== undefined) fail(broken)
           if (tail.failure !== undefined) fail(tail.failure)
           let rows: ReadonlyArray<Row>
           if (cursor < tail.base) {
@@ -391,7 +394,9 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
           }
           if (rows.length === 0) continue
           cursor = rows[rows.length - 1]!.seq
-          ready = Either.getOrElse(decodeRows(rows), fail)
+          const decoded = decodeUntilBroken(rows)
+          ready = decoded.entries
+          broken = decoded.broken
           at = 0
         }
         return { done: true, value: undefined }
@@ -454,17 +459,28 @@ export const encode = (
   return undefined
 }
 
-/** Entries from their rows; a row whose text is not JSON fails them with `Decode`. @internal */
-export const decodeRows = (rows: ReadonlyArray<Row>): Either.Either<Array<Entry>, EventLogError> => {
+// The entries of the rows up to the first whose text is not JSON, and that one's failure.
+const decodeUntilBroken = (
+  rows: ReadonlyArray<Row>
+): { readonly entries: Array<Entry>; readonly broken: EventLogError | undefined } => {
   const entries: Array<Entry> = []
   for (const row of rows) {
     try {
       entries.push({ seq: row.seq, event: JSON.parse(row.text) as unknown })
     } catch {
-      return Either.left(new EventLogError({ reason: "Decode", message: `Entry ${row.seq} of the event log is not JSON` }))
+      return {
+        entries,
+        broken: new EventLogError({ reason: "Decode", message: `Entry ${row.seq} of the event log is not JSON` })
+      }
     }
   }
-  return Either.right(entries)
+  return { entries, broken: undefined }
+}
+
+/** Entries from their rows; a row whose text is not JSON fails them with `Decode`. @internal */
+export const decodeRows = (rows: ReadonlyArray<Row>): Either.Either<Array<Entry>, EventLogError> => {
+  const { broken, entries } = decodeUntilBroken(rows)
+  return broken === undefined ? Either.right(entries) : Either.left(broken)
 }
 
 /** Logs an append whose seq another writer took. @internal */

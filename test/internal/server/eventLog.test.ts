@@ -479,6 +479,18 @@ describe("the shared reader, under adversarial timing", () => {
       expect(Option.getOrUndefined(settledWith)).toMatchObject({ _tag: "EventLogError", reason: "Unavailable" })
     }))
 
+  it.live("a row that is not JSON after good ones: the follower gets those before it, then fails with Decode", () =>
+    Effect.gen(function*() {
+      const { source } = sourceOf([rowOf(1), rowOf(2), { seq: 3, text: "not json" }, rowOf(4)])
+      const tails = yield* internalEventLog.makeTails(source)
+      const iterator = tails.iterate("t", 0)
+      expect(yield* within(iterator.next())).toEqual(Option.some({ done: false, value: { seq: 1, event: eventOf(1) } }))
+      expect(yield* within(iterator.next())).toEqual(Option.some({ done: false, value: { seq: 2, event: eventOf(2) } }))
+      const failed = yield* within(iterator.next().then(String, (error: unknown) => error))
+      expect(Option.getOrUndefined(failed)).toMatchObject({ _tag: "EventLogError", reason: "Decode", message: "Entry 3 of the event log is not JSON" })
+      expect(yield* within(iterator.next())).toEqual(Option.some({ done: true, value: undefined }))
+    }).pipe(Effect.scoped))
+
   it.live("a follower of a log already closed: its next() rejects with Unavailable rather than wait forever", () =>
     Effect.gen(function*() {
       const { source } = sourceOf([rowOf(1)])
