@@ -581,6 +581,24 @@ describe("the PostgreSQL event log's wake-ups", () => {
       expect(follower.received.map((entry) => entry.seq)).toEqual([1, 3])
     }).pipe(Effect.scoped, Effect.provide(captureLogs().layer)))
 
+  it.live("a batch refused for a seq another writer took, written row by row: a follower on the refused writer's instance gets every entry once, in order", () =>
+    Effect.gen(function*() {
+      const [stale, other] = yield* pgPair(databaseUrl)()
+      const taskId = randomUUID()
+      const follower = yield* collect(stale, taskId, 0)
+      yield* Effect.sleep("100 millis")
+      other.append(taskId, 1, eventOf(1))
+      other.append(taskId, 2, { ...eventOf(2), by: "other" })
+      yield* other.flush
+      // Queued together: one statement, refused for seq 2, then each row on its own.
+      stale.append(taskId, 2, eventOf(2))
+      stale.append(taskId, 3, eventOf(3))
+      yield* stale.flush
+      expect(yield* settled(follower.received, 3, "3 seconds")).toEqual(
+        entriesOf([eventOf(1), { ...eventOf(2), by: "other" }, eventOf(3)])
+      )
+    }).pipe(Effect.scoped, Effect.provide(captureLogs().layer)))
+
   it.live("notifications with malformed payloads on its channel wake nothing wrongly: the follower gets each entry once, in order", () =>
     Effect.gen(function*() {
       const channel = `review_${randomUUID().slice(0, 8)}`
