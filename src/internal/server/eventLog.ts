@@ -392,7 +392,6 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
             }
             rows = tail.rows.slice(from, from + page)
           }
-          if (rows.length === 0) continue
           cursor = rows[rows.length - 1]!.seq
           const decoded = decodeUntilBroken(rows)
           ready = decoded.entries
