@@ -227,6 +227,16 @@ export interface ReplicationOptions {
   readonly lease?: Duration.DurationInput | undefined
   /** How often lapsed claims are looked for. Default 2 seconds. */
   readonly sweep?: Duration.DurationInput | undefined
+  /**
+   * Whether a small event (up to about 2 KB) rides in the notification that
+   * wakes the other replicas, signed with a key the replicas keep in the
+   * table `effect_a2a_event_log_key`: a replica following the task then
+   * hands it on without reading the log. Whoever can read that table can
+   * sign events for live subscribers (the log itself stays true); turn this
+   * off where such a role, `pg_read_all_data` for one, is not trusted to.
+   * Off, every notification is only a reason to read the log. Default true.
+   */
+  readonly carryEvents?: boolean | undefined
 }
 
 /**

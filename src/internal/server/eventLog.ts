@@ -283,14 +283,17 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
         }))
       )
 
-    // The task's reader: read what is new; when nothing is, wait for a wake-up taken before that read, so that a
-    // row written between the read and the wait still wakes it. Its failure is its followers'.
+    // The task's reader: read what is new, then wait for a wake-up taken before that read, so that a row written
+    // during or after the read still wakes it. A short page was all the log held when read: reading again at once
+    // would only find nothing, a query per wake-up wasted. Its failure is its followers'.
     const reader = (taskId: string, tail: Tail) =>
       Effect.scoped(Effect.flatMap(source.wakeups.watch(taskId), (watcher) => {
         const loop: Effect.Effect<never, EventLogError> = Effect.suspend(() => {
           const woken = watcher.next()
-          return Effect.flatMap(retried(taskId, lastOf(tail)), (rows) =>
-            rows.length === 0 ? Effect.zipRight(idle(woken), loop) : Effect.zipRight(Effect.sync(() => push(tail, rows)), loop))
+          return Effect.flatMap(retried(taskId, lastOf(tail)), (rows) => {
+            if (rows.length > 0) push(tail, rows)
+            return rows.length === page ? loop : Effect.zipRight(idle(woken), loop)
+          })
         })
         return loop
       })).pipe(

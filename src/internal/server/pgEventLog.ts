@@ -5,9 +5,13 @@
  *   JSON text, when): its primary key makes a seq taken twice a conflict.
  *   The rows and the wake-ups of the other replicas are one statement
  *   (`pg_notify` of the task id and seq), so a wake-up is sent exactly when
- *   a row is written. Never the event: any role that can connect to the
- *   database may notify on any channel, so a notification is only a reason
- *   to read the log, never an event to hand on.
+ *   a row is written.
+ * - A small event rides in its notification, signed with a key kept in
+ *   `effect_a2a_event_log_key`, so a replica following the task hands it on
+ *   without reading the log. Any role that can connect to the database may
+ *   notify on any channel, so an unsigned or wrongly signed notification is
+ *   only a reason to read the log: forging an event takes the key, which
+ *   only roles that can read that table have.
  * - Appends are queued per task and written in order, those queued together
  *   in one statement, each retried with backoff until the log closes, so a
  *   restart of the database delays them and loses none.
@@ -27,6 +31,7 @@
 import { Clock, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Runtime, Schedule } from "effect"
 import type * as Scope from "effect/Scope"
 import type { Kysely } from "kysely"
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import * as internalEventLog from "./eventLog.js"
 import * as internalTaskStore from "./taskStore.js"
 
@@ -34,6 +39,8 @@ import * as internalTaskStore from "./taskStore.js"
 export const table = "effect_a2a_task_events"
 /** The table of finished tasks, for retention. */
 export const endsTable = "effect_a2a_task_event_ends"
+/** The table of the key that signs the events notifications carry: one row, readable by the replicas alone. */
+export const keyTable = "effect_a2a_event_log_key"
 export const defaultChannel = "effect_a2a_task_events"
 /** The `application_name` of the LISTEN connection, as `pg_stat_activity` shows it. */
 export const defaultApplicationName = "effect-a2a-event-log"
@@ -55,6 +62,8 @@ export interface Options extends internalEventLog.Options {
   readonly listen?: boolean | undefined
   /** The `application_name` of the LISTEN connection (one the URL names wins). */
   readonly applicationName?: string | undefined
+  /** Whether small events ride in their notifications, signed, and signed ones are handed on (true by default). */
+  readonly carry?: boolean | undefined
 }
 
 interface Notification {
@@ -92,11 +101,27 @@ const isPermanent = (error: unknown): boolean => {
 }
 
 // A notification's payload: `<seq>:<task id>`, or `<seq>` alone for a task id too long for a payload (8 000
-// bytes), which wakes every follower. A nudge is `nudge:<task id>`.
+// bytes), which wakes every follower. A nudge is `nudge:<task id>`. An event small enough rides in it, signed:
+// `e<mac>:<seq>:<task id's length>:<task id><event's JSON text>`, the mac over all that follows it.
 const nudgePrefix = "nudge:"
+const carriedPrefix = "e"
+// The most bytes of a payload that carries its event: every replica receives every notification, following the
+// task or not, so a larger event is read from the log by the replicas that follow it.
+const carriedBytes = 2_000
 
-const payloadOf = (taskId: string, seq: number): string =>
-  Buffer.byteLength(taskId) <= 7_900 ? `${seq}:${taskId}` : `${seq}`
+// HMAC-SHA256 cut to 128 bits, in base64url: 22 characters.
+const macOf = (key: Buffer, body: string): string =>
+  createHmac("sha256", key).update(body).digest().subarray(0, 16).toString("base64url")
+const carried = /^e([\w-]{22}):((\d{1,16}):(\d{1,4}):)/
+
+const wakeUpOf = (taskId: string, seq: number): string => Buffer.byteLength(taskId) <= 7_900 ? `${seq}:${taskId}` : `${seq}`
+
+/** The payload of a row's notification: the row, signed with `key`, when small enough. @internal */
+export const payloadOf = (key: Buffer, taskId: string, row: internalEventLog.Row): string => {
+  const body = `${row.seq}:${taskId.length}:${taskId}${row.text}`
+  const signed = `${carriedPrefix}${macOf(key, body)}:${body}`
+  return Buffer.byteLength(signed) <= carriedBytes ? signed : wakeUpOf(taskId, row.seq)
+}
 
 // The most rows of one task written in one statement.
 const maxBatch = 200
@@ -134,7 +159,9 @@ export const makePg = (
     const unavailableAfter = Duration.decode(options.unavailableAfter ?? internalEventLog.defaultUnavailableAfter)
     const t = sql.table(table)
     const ends = sql.table(endsTable)
+    const keys = sql.table(keyTable)
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const carry = options.carry ?? true
 
     const { db } = yield* internalTaskStore.connection(
       { _tag: "Postgres", url: options.url, poolSize: options.poolSize },
@@ -144,7 +171,7 @@ export const makePg = (
     const query = <A>(what: string, run: (db: Kysely<unknown>) => Promise<A>) =>
       Effect.tryPromise({ try: () => run(db), catch: unavailable(what) })
 
-    yield* query("Could not create the tables of the event log", (db) =>
+    const key = yield* query("Could not create the tables of the event log", (db) =>
       internalTaskStore.exclusivelyPg(db, table, async (trx) => {
         await sql`create table if not exists ${t} (
           task_id text not null,
@@ -159,6 +186,12 @@ export const makePg = (
         )`.execute(trx)
         await sql`create index if not exists ${sql.id(`${endsTable}_finished_at`)} on ${ends} (finished_at)`
           .execute(trx)
+        // The first replica's key is every replica's.
+        await sql`create table if not exists ${keys} (id smallint primary key, key text not null)`.execute(trx)
+        await sql`insert into ${keys} (id, key) values (1, ${randomBytes(32).toString("base64")})
+          on conflict (id) do nothing`.execute(trx)
+        const result = await sql<{ readonly key: string }>`select key from ${keys} where id = 1`.execute(trx)
+        return Buffer.from(result.rows[0]!.key, "base64")
       }))
 
     const read = (taskId: string, after: number, limit: number | undefined) =>
@@ -190,12 +223,43 @@ export const makePg = (
       unavailableAfter,
       unreachableSince: () => unreachableSince
     })
+    // The last seq of each task's statement in flight here. Its own notifications need not wake the task's reader:
+    // the statement's end hands its rows to the followers here, or wakes the reader when it cannot. (One that
+    // carries its event is handed on as it comes: it comes before the statement's end.)
+    const writing = new Map<string, number>()
+    let forgeryLogged = false
+    // A carried event is handed on when its task is followed here and the row is new to it, and only if signed with
+    // the key; wrongly signed, it is a wake-up, and the reader reads what the log really holds.
+    const receive = (payload: string) => {
+      const match = carried.exec(payload)
+      if (match === null) return wakeups.signalAll()
+      const [head, mac, , seqText, lengthText] = match
+      const seq = Number(seqText)
+      const taskId = payload.slice(head.length, head.length + Number(lengthText))
+      if (!tails.behind(taskId, seq)) return
+      if (!carry) return wakeups.signal(taskId)
+      const body = payload.slice(mac!.length + 2)
+      if (!timingSafeEqual(Buffer.from(mac!), Buffer.from(macOf(key, body)))) {
+        if (!forgeryLogged) {
+          forgeryLogged = true
+          runFork(Effect.logWarning(
+            "A notification on the event log's channel carried an event not signed with the log's key: ignored, the log read instead (further ones are not logged)"
+          ).pipe(Effect.annotateLogs({ taskId, seq })))
+        }
+        return wakeups.signal(taskId)
+      }
+      if (!tails.offer(taskId, { seq, text: payload.slice(head.length + taskId.length) })) wakeups.signal(taskId)
+    }
     const dispatch = (payload: string | undefined) => {
       if (payload?.startsWith(nudgePrefix) === true) return nudged.signal(payload.slice(nudgePrefix.length))
+      if (payload?.startsWith(carriedPrefix) === true) return receive(payload)
       const at = payload?.indexOf(":") ?? -1
       const seq = Number(payload?.slice(0, at))
+      const taskId = payload?.slice(at + 1)
       if (payload === undefined || at < 0) wakeups.signalAll()
-      else if (!Number.isSafeInteger(seq) || tails.behind(payload.slice(at + 1), seq)) wakeups.signal(payload.slice(at + 1))
+      else if (!Number.isSafeInteger(seq) || (seq > (writing.get(taskId!) ?? 0) && tails.behind(taskId!, seq))) {
+        wakeups.signal(taskId!)
+      }
     }
 
     // The last seq of each followed task: one its reader has not reached wakes it.
@@ -374,26 +438,32 @@ export const makePg = (
     // refused for good (one row's seq taken) is written row by row, so that only that row is lost.
     const writeRows = (taskId: string, rows: ReadonlyArray<internalEventLog.Row>): Effect.Effect<void> => {
       const seqs = rows.map((row) => row.seq)
-      return persist(
-        rows.length === 1 ? "an event" : `${rows.length} events`,
-        rows.length === 1 ? { taskId, seq: seqs[0] } : { taskId, seqs: seqs.join(",") },
-        (now) => (db) =>
-          sql`with written as (
-              insert into ${t} (task_id, seq, event, created_at)
-              select ${taskId}, r.seq, r.event, ${now} from unnest(${seqs}::bigint[], ${rows.map((row) => row.text)}::text[])
-                as r(seq, event)
-              returning seq
-            )
-            select pg_notify(${channel}, n.payload) from (
-              select n.payload from written join unnest(${seqs}::bigint[], ${seqs.map((seq) => payloadOf(taskId, seq))}::text[])
-                as n(seq, payload) using (seq) order by seq
-            ) n`.execute(db),
-        rows.length === 1 ? undefined : () => Effect.forEach(rows, (row) => writeRows(taskId, [row]), { discard: true })
-      ).pipe(Effect.map((written) => {
-        // A row past what the followers here hold (after a gap) wakes their reader, as a notification would: without
-        // LISTEN, the poll alone would.
-        if (written && !rows.every((row) => tails.offer(taskId, row))) wakeups.signal(taskId)
-      }))
+      return Effect.suspend(() => {
+        writing.set(taskId, seqs[seqs.length - 1]!)
+        return persist(
+          rows.length === 1 ? "an event" : `${rows.length} events`,
+          rows.length === 1 ? { taskId, seq: seqs[0] } : { taskId, seqs: seqs.join(",") },
+          (now) => (db) =>
+            sql`with written as (
+                insert into ${t} (task_id, seq, event, created_at)
+                select ${taskId}, r.seq, r.event, ${now} from unnest(${seqs}::bigint[], ${rows.map((row) => row.text)}::text[])
+                  as r(seq, event)
+                returning seq
+              )
+              select pg_notify(${channel}, n.payload) from (
+                select n.payload from written join unnest(${seqs}::bigint[], ${rows.map((row) => carry ? payloadOf(key, taskId, row) : wakeUpOf(taskId, row.seq))}::text[])
+                  as n(seq, payload) using (seq) order by seq
+              ) n`.execute(db),
+          rows.length === 1 ? undefined : () => Effect.forEach(rows, (row) => writeRows(taskId, [row]), { discard: true })
+        )
+      }).pipe(
+        Effect.map((written) => {
+          // Not written (maybe written all the same: the connection lost on commit), or past what the followers
+          // here hold (after a gap): their reader finds out, as a notification would have woken it.
+          if (!written || !rows.every((row) => tails.offer(taskId, row))) wakeups.signal(taskId)
+        }),
+        Effect.ensuring(Effect.sync(() => writing.delete(taskId)))
+      )
     }
     const writeEnd = (taskId: string) =>
       Effect.asVoid(persist("the end of a task", { taskId }, (now) => (db) =>

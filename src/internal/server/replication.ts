@@ -374,7 +374,12 @@ export const open = (
 ): Effect.Effect<Replication, internalTaskStore.TaskStoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const log = yield* Effect.mapError(
-      internalPgEventLog.makePg({ url: options.url, retention: options.retention, pollInterval: options.pollInterval }),
+      internalPgEventLog.makePg({
+        url: options.url,
+        retention: options.retention,
+        pollInterval: options.pollInterval,
+        carry: options.carryEvents
+      }),
       (error) =>
         new internalTaskStore.TaskStoreError({
           reason: error.reason === "Unavailable" ? "Connection" : "Driver",

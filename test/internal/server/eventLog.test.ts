@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, FastCheck, Fiber, Option, Scope, Stream } from "effect"
-import { randomUUID } from "node:crypto"
+import { randomBytes, randomUUID } from "node:crypto"
 import { createRequire } from "node:module"
 import * as internalEventLog from "../../../src/internal/server/eventLog.js"
 import * as internalPgEventLog from "../../../src/internal/server/pgEventLog.js"
@@ -175,7 +175,7 @@ const execute = (url: string, text: string) =>
   })
 
 describe("the followers of one process", () => {
-  it.live("share one reader per task: 100 followers, 60 entries appended one at a time, far fewer reads than followers times entries; offered rows are not read at all", () =>
+  it.live("share one reader per task: 100 followers, 60 entries appended one at a time, one read per wake-up for them all; offered rows are not read at all", () =>
     Effect.gen(function*() {
       const rows: Array<internalEventLog.Row> = []
       let reads = 0
@@ -210,7 +210,8 @@ describe("the followers of one process", () => {
       for (let seq = 31; seq <= 60; seq++) yield* append(seq, true)
       yield* allSettled(followers, followers.map(() => 60))
       followers.forEach((received) => expect(received).toEqual(entriesOf(Array.from({ length: 60 }, (_, i) => eventOf(i + 1)))))
-      expect(readByWakeups).toBeLessThanOrEqual(2 * 30 + 2)
+      // Its first read, then one per wake-up: a read that found rows is not followed by one that finds none.
+      expect(readByWakeups).toBeLessThanOrEqual(30 + 2)
       expect(reads).toBe(readByWakeups)
       // A row past the next one is refused: the ones between are unknown here.
       expect(tails.offer("t", { seq: 62, text: "{}" })).toBe(false)
@@ -615,4 +616,46 @@ describe("the PostgreSQL event log's wake-ups", () => {
       writer.append(taskId, 3, eventOf(3))
       expect(yield* settled(follower.received, 3, "2 seconds")).toEqual(entriesOf([1, 2, 3].map(eventOf)))
     }).pipe(Effect.scoped))
+
+  it.live("a small event rides in its notification, signed with the log's key: a follower on another instance gets it without reading the log; with carry off, it does not", () =>
+    Effect.gen(function*() {
+      const channel = `carried_${randomUUID().slice(0, 8)}`
+      const [, reader] = yield* pgPair(databaseUrl, { channel, pollInterval: "30 seconds" })()
+      const distrustful = yield* internalPgEventLog.makePg({ url: databaseUrl(), poolSize: 2, channel, pollInterval: "30 seconds", carry: false })
+      const taskId = randomUUID()
+      const follower = yield* collect(reader, taskId, 0)
+      const other = yield* collect(distrustful, taskId, 0)
+      yield* Effect.sleep("100 millis")
+      const [stored] = yield* execute(databaseUrl(), `select key from ${internalPgEventLog.keyTable} where id = 1`)
+      const payload = internalPgEventLog.payloadOf(Buffer.from(String(stored?.key), "base64"), taskId, { seq: 1, text: JSON.stringify(eventOf(1)) })
+      expect(payload.startsWith("e")).toBe(true)
+      // Sent on its own: the log holds no row for the task, so only the notification can have brought it.
+      yield* execute(databaseUrl(), `select pg_notify('${channel}', '${payload}')`)
+      expect(yield* settled(follower.received, 1, "2 seconds")).toEqual(entriesOf([eventOf(1)]))
+      expect(yield* reader.read(taskId, 0)).toEqual([])
+      expect(other.received).toEqual([])
+    }).pipe(Effect.scoped))
+
+  it.live("an event carried with another key is not handed on: the follower gets what the log holds, and the forgery is logged once", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const channel = `forged_${randomUUID().slice(0, 8)}`
+      const [writer, reader] = yield* pgPair(databaseUrl, { channel, pollInterval: "30 seconds" })()
+      const taskId = randomUUID()
+      const follower = yield* collect(reader, taskId, 0)
+      yield* Effect.sleep("100 millis")
+      const forged = (seq: number) =>
+        internalPgEventLog.payloadOf(randomBytes(32), taskId, { seq, text: JSON.stringify({ ...eventOf(seq), forged: true }) })
+      // Well-formed but not signed with the key: a wake-up at most.
+      yield* execute(databaseUrl(), `select pg_notify('${channel}', '${forged(1)}'), pg_notify('${channel}', '${forged(2)}')`)
+      yield* Effect.sleep("200 millis")
+      expect(follower.received).toEqual([])
+      writer.append(taskId, 1, eventOf(1))
+      // Larger than a notification carries: read from the log.
+      const large = { ...eventOf(2), text: "x".repeat(5_000) }
+      writer.append(taskId, 2, large)
+      expect(yield* settled(follower.received, 2, "2 seconds")).toEqual(entriesOf([eventOf(1), large]))
+      expect(logs.lines.filter((line) => line.message.includes("not signed with the log's key"))).toHaveLength(1)
+    }).pipe(Effect.scoped, Effect.provide(logs.layer))
+  })
 })
