@@ -229,11 +229,13 @@ export interface ReplicationOptions {
   readonly sweep?: Duration.DurationInput | undefined
   /**
    * Whether a small event (up to about 2 KB) rides in the notification that
-   * wakes the other replicas, signed with a key the replicas keep in the
-   * table `effect_a2a_event_log_key`: a replica following the task then
-   * hands it on without reading the log. Whoever can read that table can
-   * sign events for live subscribers (the log itself stays true); turn this
-   * off where such a role, `pg_read_all_data` for one, is not trusted to.
+   * wakes the other replicas, sealed and signed with a key the replicas keep
+   * in the table `effect_a2a_event_log_key`: a replica following the task
+   * then hands it on without reading the log, and a role that can only
+   * connect (any role may LISTEN) learns nothing of it. Whoever can read that
+   * table can read carried events and sign events for live subscribers (the
+   * log itself stays true); turn this off where such a role,
+   * `pg_read_all_data` for one, is not trusted to.
    * Off, every notification is only a reason to read the log. Default true.
    */
   readonly carryEvents?: boolean | undefined

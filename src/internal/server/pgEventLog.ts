@@ -6,12 +6,13 @@
  *   The rows and the wake-ups of the other replicas are one statement
  *   (`pg_notify` of the task id and seq), so a wake-up is sent exactly when
  *   a row is written.
- * - A small event rides in its notification, signed with a key kept in
- *   `effect_a2a_event_log_key`, so a replica following the task hands it on
- *   without reading the log. Any role that can connect to the database may
- *   notify on any channel, so an unsigned or wrongly signed notification is
- *   only a reason to read the log: forging an event takes the key, which
- *   only roles that can read that table have.
+ * - A small event rides in its notification, sealed and signed with keys
+ *   derived from the one kept in `effect_a2a_event_log_key`, so a replica
+ *   following the task hands it on without reading the log. Any role that
+ *   can connect to the database may listen and notify on any channel: it
+ *   learns nothing of a sealed event, and an unsigned or wrongly signed
+ *   notification is only a reason to read the log. Reading or forging an
+ *   event takes the key, which only roles that can read that table have.
  * - Appends are queued per task and written in order, those queued together
  *   in one statement, each retried with backoff until the log closes, so a
  *   restart of the database delays them and loses none.
@@ -31,7 +32,7 @@
 import { Clock, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Runtime, Schedule } from "effect"
 import type * as Scope from "effect/Scope"
 import type { Kysely } from "kysely"
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto"
 import * as internalEventLog from "./eventLog.js"
 import * as internalTaskStore from "./taskStore.js"
 
@@ -39,7 +40,7 @@ import * as internalTaskStore from "./taskStore.js"
 export const table = "effect_a2a_task_events"
 /** The table of finished tasks, for retention. */
 export const endsTable = "effect_a2a_task_event_ends"
-/** The table of the key that signs the events notifications carry: one row, readable by the replicas alone. */
+/** The table of the key that seals and signs the events notifications carry: one row, readable by the replicas alone. */
 export const keyTable = "effect_a2a_event_log_key"
 export const defaultChannel = "effect_a2a_task_events"
 /** The `application_name` of the LISTEN connection, as `pg_stat_activity` shows it. */
@@ -101,25 +102,47 @@ const isPermanent = (error: unknown): boolean => {
 }
 
 // A notification's payload: `<seq>:<task id>`, or `<seq>` alone for a task id too long for a payload (8 000
-// bytes), which wakes every follower. A nudge is `nudge:<task id>`. An event small enough rides in it, signed:
-// `e<mac>:<seq>:<task id's length>:<task id><event's JSON text>`, the mac over all that follows it.
+// bytes), which wakes every follower. A nudge is `nudge:<task id>`. An event small enough rides in it, sealed then
+// signed: `e<mac>:<seq>:<task id's length>:<task id><iv><event's JSON text, encrypted>`, the mac over all that follows
+// it. Any role that can connect may LISTEN (it takes no privilege), so the event is never there in clear.
 const nudgePrefix = "nudge:"
 const carriedPrefix = "e"
 // The most bytes of a payload that carries its event: every replica receives every notification, following the
 // task or not, so a larger event is read from the log by the replicas that follow it.
 const carriedBytes = 2_000
 
-// HMAC-SHA256 cut to 128 bits, in base64url: 22 characters.
-const macOf = (key: Buffer, body: string): string =>
-  createHmac("sha256", key).update(body).digest().subarray(0, 16).toString("base64url")
+/** The keys of carried events, derived from the log's key: one signs, one seals (AES-256-CTR). @internal */
+export interface Keys {
+  readonly sign: Buffer
+  readonly seal: Buffer
+}
+/** @internal */
+export const keysOf = (key: Buffer): Keys => ({
+  sign: Buffer.from(hkdfSync("sha256", key, "", "effect-a2a event log: sign", 32)),
+  seal: Buffer.from(hkdfSync("sha256", key, "", "effect-a2a event log: seal", 32))
+})
+
+// HMAC-SHA256 cut to 128 bits, in base64url: 22 characters; an iv is as long.
+const macOf = (keys: Keys, body: string): string =>
+  createHmac("sha256", keys.sign).update(body).digest().subarray(0, 16).toString("base64url")
+const seal = (keys: Keys, text: string): string => {
+  const iv = randomBytes(16)
+  const cipher = createCipheriv("aes-256-ctr", keys.seal, iv)
+  return iv.toString("base64url") + Buffer.concat([cipher.update(text, "utf8"), cipher.final()]).toString("base64url")
+}
+// Only what the mac proved written by a replica: its iv is 16 bytes.
+const unseal = (keys: Keys, sealed: string): string => {
+  const decipher = createDecipheriv("aes-256-ctr", keys.seal, Buffer.from(sealed.slice(0, 22), "base64url"))
+  return Buffer.concat([decipher.update(Buffer.from(sealed.slice(22), "base64url")), decipher.final()]).toString("utf8")
+}
 const carried = /^e([\w-]{22}):((\d{1,16}):(\d{1,4}):)/
 
 const wakeUpOf = (taskId: string, seq: number): string => Buffer.byteLength(taskId) <= 7_900 ? `${seq}:${taskId}` : `${seq}`
 
-/** The payload of a row's notification: the row, signed with `key`, when small enough. @internal */
-export const payloadOf = (key: Buffer, taskId: string, row: internalEventLog.Row): string => {
-  const body = `${row.seq}:${taskId.length}:${taskId}${row.text}`
-  const signed = `${carriedPrefix}${macOf(key, body)}:${body}`
+/** The payload of a row's notification: the row, sealed and signed with `keys`, when small enough. @internal */
+export const payloadOf = (keys: Keys, taskId: string, row: internalEventLog.Row): string => {
+  const body = `${row.seq}:${taskId.length}:${taskId}${seal(keys, row.text)}`
+  const signed = `${carriedPrefix}${macOf(keys, body)}:${body}`
   return Buffer.byteLength(signed) <= carriedBytes ? signed : wakeUpOf(taskId, row.seq)
 }
 
@@ -171,7 +194,7 @@ export const makePg = (
     const query = <A>(what: string, run: (db: Kysely<unknown>) => Promise<A>) =>
       Effect.tryPromise({ try: () => run(db), catch: unavailable(what) })
 
-    const key = yield* query("Could not create the tables of the event log", (db) =>
+    const carriedKeys = yield* query("Could not create the tables of the event log", (db) =>
       internalTaskStore.exclusivelyPg(db, table, async (trx) => {
         await sql`create table if not exists ${t} (
           task_id text not null,
@@ -191,7 +214,7 @@ export const makePg = (
         await sql`insert into ${keys} (id, key) values (1, ${randomBytes(32).toString("base64")})
           on conflict (id) do nothing`.execute(trx)
         const result = await sql<{ readonly key: string }>`select key from ${keys} where id = 1`.execute(trx)
-        return Buffer.from(result.rows[0]!.key, "base64")
+        return keysOf(Buffer.from(result.rows[0]!.key, "base64"))
       }))
 
     const read = (taskId: string, after: number, limit: number | undefined) =>
@@ -239,7 +262,7 @@ export const makePg = (
       if (!tails.behind(taskId, seq)) return
       if (!carry) return wakeups.signal(taskId)
       const body = payload.slice(mac!.length + 2)
-      if (!timingSafeEqual(Buffer.from(mac!), Buffer.from(macOf(key, body)))) {
+      if (!timingSafeEqual(Buffer.from(mac!), Buffer.from(macOf(carriedKeys, body)))) {
         if (!forgeryLogged) {
           forgeryLogged = true
           runFork(Effect.logWarning(
@@ -248,7 +271,7 @@ export const makePg = (
         }
         return wakeups.signal(taskId)
       }
-      if (!tails.offer(taskId, { seq, text: payload.slice(head.length + taskId.length) })) wakeups.signal(taskId)
+      if (!tails.offer(taskId, { seq, text: unseal(carriedKeys, payload.slice(head.length + taskId.length)) })) wakeups.signal(taskId)
     }
     const dispatch = (payload: string | undefined) => {
       if (payload?.startsWith(nudgePrefix) === true) return nudged.signal(payload.slice(nudgePrefix.length))
@@ -451,7 +474,7 @@ export const makePg = (
                 returning seq
               )
               select pg_notify(${channel}, n.payload) from (
-                select n.payload from written join unnest(${seqs}::bigint[], ${rows.map((row) => carry ? payloadOf(key, taskId, row) : wakeUpOf(taskId, row.seq))}::text[])
+                select n.payload from written join unnest(${seqs}::bigint[], ${rows.map((row) => carry ? payloadOf(carriedKeys, taskId, row) : wakeUpOf(taskId, row.seq))}::text[])
                   as n(seq, payload) using (seq) order by seq
               ) n`.execute(db),
           rows.length === 1 ? undefined : () => Effect.forEach(rows, (row) => writeRows(taskId, [row]), { discard: true })

@@ -627,13 +627,56 @@ describe("the PostgreSQL event log's wake-ups", () => {
       const other = yield* collect(distrustful, taskId, 0)
       yield* Effect.sleep("100 millis")
       const [stored] = yield* execute(databaseUrl(), `select key from ${internalPgEventLog.keyTable} where id = 1`)
-      const payload = internalPgEventLog.payloadOf(Buffer.from(String(stored?.key), "base64"), taskId, { seq: 1, text: JSON.stringify(eventOf(1)) })
+      const payload = internalPgEventLog.payloadOf(internalPgEventLog.keysOf(Buffer.from(String(stored?.key), "base64")), taskId, { seq: 1, text: JSON.stringify(eventOf(1)) })
       expect(payload.startsWith("e")).toBe(true)
       // Sent on its own: the log holds no row for the task, so only the notification can have brought it.
       yield* execute(databaseUrl(), `select pg_notify('${channel}', '${payload}')`)
       expect(yield* settled(follower.received, 1, "2 seconds")).toEqual(entriesOf([eventOf(1)]))
       expect(yield* reader.read(taskId, 0)).toEqual([])
       expect(other.received).toEqual([])
+    }).pipe(Effect.scoped))
+
+  it.live("a role that may only connect, listening on the channel, learns nothing of a carried event: it rides sealed, and a follower on another instance still gets it", () =>
+    Effect.gen(function*() {
+      const channel = `sealed_${randomUUID().slice(0, 8)}`
+      const role = `listener_${randomBytes(4).toString("hex")}`
+      const password = randomBytes(8).toString("hex")
+      yield* Effect.acquireRelease(
+        execute(databaseUrl(), `create role ${role} login password '${password}'`),
+        () => execute(databaseUrl(), `drop role ${role}`)
+      )
+      const url = new URL(databaseUrl())
+      url.username = role
+      url.password = password
+      const [writer, reader] = yield* pgPair(databaseUrl, { channel, pollInterval: "30 seconds" })()
+      const payloads: Array<string> = []
+      const listener = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const pg = createRequire(import.meta.url)("pg")
+          const client = new (pg.default ?? pg).Client({ connectionString: url.href })
+          await client.connect()
+          client.on("notification", (notification: { payload?: string }) => payloads.push(notification.payload ?? ""))
+          await client.query(`listen ${channel}`)
+          return client as { query: (text: string) => Promise<unknown>; end: () => Promise<void> }
+        }),
+        (client) => Effect.promise(() => client.end())
+      )
+      // The log itself is closed to it: only LISTEN, which takes no privilege, is open.
+      const refused = yield* Effect.promise(() =>
+        listener.query(`select event from ${internalPgEventLog.table}`).then(() => "read", (error: { code?: string }) => error.code)
+      )
+      expect(refused).toBe("42501")
+      const taskId = randomUUID()
+      const follower = yield* collect(reader, taskId, 0)
+      yield* Effect.sleep("100 millis")
+      const secret = { ...eventOf(1), text: `secret ${randomUUID()}` }
+      writer.append(taskId, 1, secret)
+      expect(yield* settled(follower.received, 1, "2 seconds")).toEqual(entriesOf([secret]))
+      yield* eventually(Effect.sync(() => payloads.length), (n) => n >= 1)
+      expect(payloads).toHaveLength(1)
+      expect(payloads[0]!.startsWith("e")).toBe(true)
+      expect(payloads[0]).not.toContain(secret.text)
+      expect(payloads[0]).not.toContain(JSON.stringify(secret))
     }).pipe(Effect.scoped))
 
   it.live("an event carried with another key is not handed on: the follower gets what the log holds, and the forgery is logged once", () => {
@@ -645,7 +688,7 @@ describe("the PostgreSQL event log's wake-ups", () => {
       const follower = yield* collect(reader, taskId, 0)
       yield* Effect.sleep("100 millis")
       const forged = (seq: number) =>
-        internalPgEventLog.payloadOf(randomBytes(32), taskId, { seq, text: JSON.stringify({ ...eventOf(seq), forged: true }) })
+        internalPgEventLog.payloadOf(internalPgEventLog.keysOf(randomBytes(32)), taskId, { seq, text: JSON.stringify({ ...eventOf(seq), forged: true }) })
       // Well-formed but not signed with the key: a wake-up at most.
       yield* execute(databaseUrl(), `select pg_notify('${channel}', '${forged(1)}'), pg_notify('${channel}', '${forged(2)}')`)
       yield* Effect.sleep("200 millis")
