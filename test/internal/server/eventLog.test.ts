@@ -636,6 +636,29 @@ describe("the PostgreSQL event log's wake-ups", () => {
       expect(other.received).toEqual([])
     }).pipe(Effect.scoped))
 
+  it.live("task ids with colons, digits, astral characters, quotes or 1,000 characters: each one's carried event reaches its own follower alone, signed and parsed as sent", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const channel = `parsed_${randomUUID().slice(0, 8)}`
+      const [, reader] = yield* pgPair(databaseUrl, { channel, pollInterval: "30 seconds" })()
+      const [stored] = yield* execute(databaseUrl(), `select key from ${internalPgEventLog.keyTable} where id = 1`)
+      const keys = internalPgEventLog.keysOf(Buffer.from(String(stored?.key), "base64"))
+      const base = randomUUID()
+      const taskIds = [`${base}:1:`, `12:${base}`, `7:${base}`, `😀${base}𝄞`, `${base}'"`, `${base}${"é".repeat(500)}`, `${base}`]
+      const followers = yield* Effect.forEach(taskIds, (taskId) => collect(reader, taskId, 0))
+      yield* Effect.sleep("100 millis")
+      // Sent on their own: the log holds no row for these tasks, so only the notifications can bring them.
+      for (const [i, taskId] of taskIds.entries()) {
+        const payload = internalPgEventLog.payloadOf(keys, taskId, { seq: 1, text: JSON.stringify({ ...eventOf(1), i }) })
+        expect(payload.startsWith("e")).toBe(true)
+        yield* execute(databaseUrl(), `select pg_notify('${channel}', '${payload.replaceAll("'", "''")}')`)
+      }
+      yield* allSettled(followers.map((follower) => follower.received), taskIds.map(() => 1))
+      followers.forEach((follower, i) => expect(follower.received).toEqual(entriesOf([{ ...eventOf(1), i }])))
+      expect(logs.lines.filter((line) => line.message.includes("not signed with the log's key"))).toEqual([])
+    }).pipe(Effect.scoped, Effect.provide(logs.layer))
+  })
+
   it.live("a role that may only connect, listening on the channel, learns nothing of a carried event: it rides sealed, and a follower on another instance still gets it", () =>
     Effect.gen(function*() {
       const channel = `sealed_${randomUUID().slice(0, 8)}`
