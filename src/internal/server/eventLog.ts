@@ -183,7 +183,12 @@ export interface Tails {
    * here): then a read must find them.
    */
   readonly offer: (taskId: string, row: Row) => boolean
-  /** Whether the task is followed here and its reader has not reached `seq` yet. */
+  /**
+   * Whether the task is followed here and its reader has not reached `seq`
+   * yet. One at or before where the reader started (a follower's cursor past
+   * the log's last) is read by no reader: it wakes the followers reading on
+   * their own, further behind, which may want it.
+   */
   readonly behind: (taskId: string, seq: number) => boolean
 }
 
@@ -431,7 +436,10 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
 
     const behind = (taskId: string, seq: number): boolean => {
       const tail = tails.get(taskId)
-      return tail !== undefined && lastOf(tail) < seq
+      if (tail === undefined) return false
+      if (lastOf(tail) < seq) return true
+      if (seq <= tail.base) wake(tail)
+      return false
     }
 
     return { follow, iterate, offer, behind }

@@ -636,6 +636,23 @@ describe("the PostgreSQL event log's wake-ups", () => {
       expect(other.received).toEqual([])
     }).pipe(Effect.scoped))
 
+  it.live("a follower from 0 on another instance, joining a reader opened past the log's last, gets each entry as it is written: woken by its notification, or by the poll without LISTEN", () =>
+    Effect.gen(function*() {
+      for (const extra of [{ pollInterval: "30 seconds" }, { listen: false, pollInterval: "100 millis" }] as const) {
+        const [writer, reader] = yield* pgPair(databaseUrl, extra)()
+        const taskId = randomUUID()
+        // Its cursor past the log's last (one seen in the store before the log): the task's reader starts there.
+        const ahead = yield* collect(reader, taskId, 10)
+        yield* Effect.sleep("100 millis")
+        const from0 = yield* collect(reader, taskId, 0)
+        yield* Effect.sleep("100 millis")
+        for (let seq = 1; seq <= 3; seq++) writer.append(taskId, seq, eventOf(seq))
+        yield* settled(from0.received, 3, "2 seconds").pipe(Effect.sandbox, Effect.ignore)
+        expect(from0.received).toEqual(entriesOf([1, 2, 3].map(eventOf)))
+        expect(ahead.received).toEqual([])
+      }
+    }).pipe(Effect.scoped))
+
   it.live("task ids with colons, digits, astral characters, quotes or 1,000 characters: each one's carried event reaches its own follower alone, signed and parsed as sent", () => {
     const logs = captureLogs()
     return Effect.gen(function*() {
