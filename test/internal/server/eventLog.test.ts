@@ -5,7 +5,7 @@
  * connection, lost notifications, a restart of the database.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, FastCheck, Fiber, Option, Scope, Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, FastCheck, Fiber, Option, Scope, Stream } from "effect"
 import { randomBytes, randomUUID } from "node:crypto"
 import { createRequire } from "node:module"
 import * as internalEventLog from "../../../src/internal/server/eventLog.js"
@@ -445,6 +445,40 @@ describe("the shared reader, under adversarial timing", () => {
         await ahead.return!()
         await from0.return!()
       })
+    }).pipe(Effect.scoped))
+
+  it.live("a row written and signalled while the reader's read is in flight, which returns a short page taken before it: the reader reads again, and the follower gets it", () =>
+    Effect.gen(function*() {
+      const rows = [rowOf(1)]
+      const wakeups = internalEventLog.makeWakeups()
+      let gate: Deferred.Deferred<void> | undefined
+      let reads = 0
+      const tails = yield* internalEventLog.makeTails({
+        // What the log held when the read began, answered once the gate opens.
+        read: (_taskId, after, limit) =>
+          Effect.suspend(() => {
+            reads++
+            const snapshot = rows.filter((row) => row.seq > after).slice(0, limit)
+            return gate === undefined ? Effect.succeed(snapshot) : Effect.as(Deferred.await(gate), snapshot)
+          }),
+        wakeups,
+        unavailableAfter: Duration.seconds(5),
+        unreachableSince: () => undefined
+      })
+      const follower = tails.iterate("t", 0)
+      expect(yield* within(follower.next())).toEqual(Option.some({ done: false, value: { seq: 1, event: eventOf(1) } }))
+      gate = yield* Deferred.make<void>()
+      rows.push(rowOf(2))
+      wakeups.signal("t")
+      yield* eventually(Effect.sync(() => reads), (n) => n === 2, 100)
+      rows.push(rowOf(3))
+      wakeups.signal("t")
+      const opened = gate
+      gate = undefined
+      yield* Deferred.succeed(opened, undefined)
+      expect(yield* within(follower.next())).toEqual(Option.some({ done: false, value: { seq: 2, event: eventOf(2) } }))
+      expect(yield* within(follower.next())).toEqual(Option.some({ done: false, value: { seq: 3, event: eventOf(3) } }))
+      yield* Effect.promise(() => follower.return!())
     }).pipe(Effect.scoped))
 
   it.live("a follower let go while its own read (behind the reader) is in flight: its pending next() ends at once and the read is interrupted", () =>
