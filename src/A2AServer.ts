@@ -213,7 +213,11 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
  * @since 0.1.0
  */
 export interface ReplicationOptions {
-  /** The PostgreSQL the replicas share (its table `effect_a2a_task_events` is created if missing). */
+  /**
+   * The PostgreSQL the replicas share; its tables (`effect_a2a_task_events`,
+   * `effect_a2a_task_event_ends`, `effect_a2a_task_runs`,
+   * `effect_a2a_event_log_key`) are created if missing.
+   */
   readonly url: string
   /** How long the events of an ended task are kept for a caller to resume. Default 1 hour. */
   readonly retention?: Duration.DurationInput | undefined
