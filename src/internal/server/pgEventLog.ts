@@ -156,6 +156,9 @@ const maxBatch = 200
 const heartbeatEvery = Duration.seconds(10)
 const heartbeatWithin = Duration.seconds(5)
 
+// How long rows are written without wake-ups once the NOTIFY queue was found full.
+const quietAfterFullQueue = Duration.seconds(10)
+
 const reconnectPause = Duration.millis(100)
 const reconnectBackoff = Schedule.exponential("100 millis").pipe(Schedule.either(Schedule.spaced("5 seconds")))
 
@@ -459,6 +462,12 @@ export const makePg = (
         )
     }
 
+    // When PostgreSQL's NOTIFY queue was last found full. A listening session left in a transaction holds the queue
+    // (any role may listen), and a full one refuses every statement that notifies: for a while after, rows are
+    // written without their wake-ups rather than not at all, and the other replicas' poll finds them.
+    let queueFull: number | undefined
+    const quietMillis = Duration.toMillis(quietAfterFullQueue)
+
     // Rows of a task, each with its wake-up, in one statement; its followers here get them at once. A batch
     // refused for good (one row's seq taken) is written row by row, so that only that row is lost.
     const writeRows = (taskId: string, rows: ReadonlyArray<internalEventLog.Row>): Effect.Effect<void> => {
@@ -468,17 +477,33 @@ export const makePg = (
         return persist(
           rows.length === 1 ? "an event" : `${rows.length} events`,
           rows.length === 1 ? { taskId, seq: seqs[0] } : { taskId, seqs: seqs.join(",") },
-          (now) => (db) =>
-            sql`with written as (
-                insert into ${t} (task_id, seq, event, created_at)
-                select ${taskId}, r.seq, r.event, ${now} from unnest(${seqs}::bigint[], ${rows.map((row) => row.text)}::text[])
-                  as r(seq, event)
-                returning seq
-              )
+          (now) => (db) => {
+            const insert = sql`insert into ${t} (task_id, seq, event, created_at)
+              select ${taskId}, r.seq, r.event, ${now} from unnest(${seqs}::bigint[], ${rows.map((row) => row.text)}::text[])
+                as r(seq, event)`
+            if (queueFull !== undefined && now - queueFull < quietMillis) return insert.execute(db)
+            return sql`with written as (${insert} returning seq)
               select pg_notify(${channel}, n.payload) from (
                 select n.payload from written join unnest(${seqs}::bigint[], ${rows.map((row) => carry ? payloadOf(carriedKeys, taskId, row) : wakeUpOf(taskId, row.seq))}::text[])
                   as n(seq, payload) using (seq) order by seq
-              ) n`.execute(db),
+              ) n`.execute(db).then((result) => {
+              if (queueFull !== undefined) {
+                queueFull = undefined
+                runFork(Effect.logInfo("PostgreSQL's NOTIFY queue takes notifications again: events wake the other replicas"))
+              }
+              return result
+            }, (error: unknown) => {
+              if (sqlState(error) === "54000" && /notif/i.test(messageOf(error))) {
+                if (queueFull === undefined) {
+                  runFork(Effect.logWarning(
+                    "PostgreSQL's NOTIFY queue is full (a session that listens is left in a transaction?): events are written without waking the other replicas, whose poll finds them"
+                  ))
+                }
+                queueFull = now
+              }
+              throw error
+            })
+          },
           rows.length === 1 ? undefined : () => Effect.forEach(rows, (row) => writeRows(taskId, [row]), { discard: true })
         )
       }).pipe(

@@ -382,6 +382,39 @@ describe("the PostgreSQL event log, when the database fails it", () => {
       expect(logs.lines.map((line) => line.message).join("\n")).not.toContain(postgres.url.split(":")[2]!.split("@")[0]!)
     }).pipe(Effect.scoped, Effect.provide(logs.layer))
   }, 120_000)
+
+  it.live("the NOTIFY queue held full by a session that listens, left in a transaction: every entry is written all the same and reaches a follower on another instance (by the poll), once, in order; the log says why", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      // The smallest queue PostgreSQL allows (64 pages of 8 KB), that the entries below fill several times over.
+      const postgres = yield* Effect.acquireRelease(
+        Effect.promise(() => startPostgres({ settings: ["max_notify_queue_pages=64"] })),
+        (postgres) => Effect.promise(() => postgres.stop())
+      )
+      const channel = `full_${randomUUID().slice(0, 8)}`
+      yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const pg = createRequire(import.meta.url)("pg")
+          const client = new (pg.default ?? pg).Client({ connectionString: postgres.url })
+          await client.connect()
+          await client.query(`listen ${channel}`)
+          await client.query("begin")
+          await client.query("select 1")
+          return client
+        }),
+        (client) => Effect.promise(() => client.end().catch(() => undefined))
+      )
+      const [writer, reader] = yield* pgPair(() => postgres.url, { channel, pollInterval: "200 millis" })()
+      const taskId = randomUUID()
+      const follower = yield* collect(reader, taskId, 0)
+      yield* Effect.sleep("100 millis")
+      const events = Array.from({ length: 1_500 }, (_, i) => ({ ...eventOf(i + 1), text: `${i + 1} ${"x".repeat(1_000)}` }))
+      events.forEach((event, i) => writer.append(taskId, i + 1, event))
+      yield* writer.flush.pipe(Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the appends never ended") }))
+      expect(yield* settled(follower.received, events.length, "15 seconds")).toEqual(entriesOf(events))
+      expect(logs.lines.filter((line) => line.message.includes("NOTIFY queue is full"))).toHaveLength(1)
+    }).pipe(Effect.scoped, Effect.provide(logs.layer))
+  }, 120_000)
 })
 
 describe("the shared reader, under adversarial timing", () => {
