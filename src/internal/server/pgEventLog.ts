@@ -63,7 +63,7 @@ export interface Options extends internalEventLog.Options {
   readonly listen?: boolean | undefined
   /** The `application_name` of the LISTEN connection (one the URL names wins). */
   readonly applicationName?: string | undefined
-  /** Whether small events ride in their notifications, signed, and signed ones are handed on (true by default). */
+  /** Whether small events ride in their notifications, sealed and signed, and such ones are handed on (true by default). */
   readonly carry?: boolean | undefined
 }
 
