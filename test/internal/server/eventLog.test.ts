@@ -684,7 +684,7 @@ describe("the PostgreSQL event log's wake-ups", () => {
       expect(yield* settled(follower.received, 3, "2 seconds")).toEqual(entriesOf([1, 2, 3].map(eventOf)))
     }).pipe(Effect.scoped))
 
-  it.live("a small event rides in its notification, signed with the log's key: a follower on another instance gets it without reading the log; with carry off, it does not", () =>
+  it.live("a small event rides in its notification, sealed and signed with the log's key: a follower on another instance gets it without reading the log; with carry off, it does not", () =>
     Effect.gen(function*() {
       const channel = `carried_${randomUUID().slice(0, 8)}`
       const [, reader] = yield* pgPair(databaseUrl, { channel, pollInterval: "30 seconds" })()
