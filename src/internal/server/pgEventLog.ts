@@ -101,6 +101,11 @@ const isPermanent = (error: unknown): boolean => {
   return code !== undefined && (code.startsWith("22") || code.startsWith("23"))
 }
 
+// PostgreSQL's refusal of a commit whose notifications its NOTIFY queue has no room for: told by the routine that
+// raises it, as the message is in the server's language (and 54000 is every "program limit exceeded").
+const isQueueFull = (error: unknown): boolean =>
+  sqlState(error) === "54000" && (error as { readonly routine?: unknown }).routine === "PreCommit_Notify"
+
 // A notification's payload: `<seq>:<task id>`, or `<seq>` alone for a task id too long for a payload (8 000
 // bytes), which wakes every follower. A nudge is `nudge:<task id>`. An event small enough rides in it, sealed then
 // signed: `e<mac>:<seq>:<task id's length>:<task id><iv><event's JSON text, encrypted>`, the mac over all that follows
@@ -493,7 +498,7 @@ export const makePg = (
               }
               return result
             }, (error: unknown) => {
-              if (sqlState(error) === "54000" && /notif/i.test(messageOf(error))) {
+              if (isQueueFull(error)) {
                 if (queueFull === undefined) {
                   runFork(Effect.logWarning(
                     "PostgreSQL's NOTIFY queue is full (a session that listens is left in a transaction?): events are written without waking the other replicas, whose poll finds them"
