@@ -488,6 +488,18 @@ export interface PlaygroundOptions {
    * default: the playground keeps everything in memory.
    */
   readonly replication?: string | undefined
+  /**
+   * Serves the A2A TCK's system under test instead of the playground agent:
+   * it behaves as the message's `messageId` prefix says (`tck-complete-task`,
+   * `tck-input-required`, `tck-artifact-*`, `tck-stream-*`, ...). Off by default.
+   */
+  readonly conformance?: boolean | undefined
+  /**
+   * With `conformance`, the card declares the TCK's
+   * `urn:a2a:tck:required-extension` as required, so every message that
+   * does not activate it is refused: for the TCK's CORE-CAP-004 alone.
+   */
+  readonly requireExtension?: boolean | undefined
 }
 
 /**

@@ -248,11 +248,20 @@ const playgroundCommand = Command.make("playground", {
     ),
     Options.optional,
     Options.map(Option.getOrUndefined)
+  ),
+  conformance: Options.boolean("conformance").pipe(
+    Options.withDescription("Serve the A2A TCK's system under test: it behaves as the messageId prefix says (tck-complete-task, ...).")
+  ),
+  requireExtension: Options.boolean("require-extension").pipe(
+    Options.withDescription(
+      "With --conformance: the card requires urn:a2a:tck:required-extension, so messages without it are refused (the TCK's CORE-CAP-004)."
+    )
   )
 }, (options) =>
   Effect.gen(function*() {
     const server = yield* A2AServer.A2AServer
     yield* Console.log(`playground listening on ${server.url}`)
+    if (options.conformance) yield* Console.log("serving the A2A TCK's system under test (--conformance)")
     for (const transport of internalTransport.all) {
       const url = server.urls[transport]
       if (url !== undefined) yield* Console.log(`  ${transport.padEnd(9)} ${url}`)

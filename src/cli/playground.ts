@@ -12,6 +12,7 @@ import type * as Cli from "../Cli.js"
 import * as IdempotencyLedger from "../IdempotencyLedger.js"
 import * as Observability from "../Observability.js"
 import * as Part from "../Part.js"
+import * as conformance from "../demo/conformance.js"
 
 /**
  * The failure the playground raises for `fail <message>`. Its message stays
@@ -103,19 +104,24 @@ export const agent: AgentExecutor.Agent<PlaygroundError> = (request) => {
 }
 
 /**
- * The playground server, with its JSON file logger when asked for.
+ * The playground server (or, with `conformance`, the TCK's system under
+ * test), with its JSON file logger when asked for.
  *
  * @internal
  */
 export const layer = (options: Cli.PlaygroundOptions) => {
   const server = A2AServer.layer({
-    agent,
-    beforeExecute: admission,
-    card: {
-      name: "playground",
-      description:
-        "Ends the way the message asks: complete <text>, fail <message>, reject <reason>, input <question>, auth, cancel, sleep <ms>; anything else is echoed."
-    },
+    ...(options.conformance === true
+      ? { agent: conformance.agent, card: conformance.card(options.requireExtension === true) }
+      : {
+        agent,
+        beforeExecute: admission,
+        card: {
+          name: "playground",
+          description:
+            "Ends the way the message asks: complete <text>, fail <message>, reject <reason>, input <question>, auth, cancel, sleep <ms>; anything else is echoed."
+        }
+      }),
     host: options.host,
     port: options.port,
     // On the same host; its packages are optional, and without them the playground serves the other two.
