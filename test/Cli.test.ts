@@ -440,6 +440,26 @@ describe("the pieces", () => {
     })))
   }, 20_000)
 
+  it("playground --conformance serves the TCK's system under test; --require-extension makes its card require the TCK's extension", () =>
+    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sut = yield* playgroundHere(["--conformance"])
+      expect(sut.out).toContain("serving the A2A TCK's system under test (--conformance)")
+      const message = { messageId: "tck-complete-task-1", role: "ROLE_USER", parts: [{ text: "hi" }] }
+      const answer = yield* Effect.promise(() =>
+        fetch(`${sut.url}/a2a/jsonrpc`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "a2a-version": "1.0" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message } })
+        }).then((response) => response.json() as Promise<{ result?: { task?: { status?: { message?: unknown } } } }>)
+      )
+      expect(answer.result?.task?.status?.message).toMatchObject({ parts: [{ text: "Hello from TCK" }] })
+      const required = yield* playgroundHere(["--conformance", "--require-extension"])
+      const card = yield* Effect.promise(() =>
+        fetch(`${required.url}/.well-known/agent-card.json`).then((response) => response.json() as Promise<{ capabilities: unknown }>)
+      )
+      expect(card.capabilities).toMatchObject({ extensions: [{ uri: "urn:a2a:tck:required-extension", required: true }] })
+    }))), 20_000)
+
   it("probe: an agent URL that does not parse, or is not http or https, is a usage error naming it", async () => {
     const results = await Promise.all([runHere(["probe", "not-a-url"]), runHere(["probe", "ftp://127.0.0.1/agent"])])
     expect(results.map((result) => result.code)).toEqual([2, 2])
