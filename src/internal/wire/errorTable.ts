@@ -57,23 +57,11 @@ const row = <N extends Name>(
 export const rows: { readonly [N in Name]: Row & { readonly name: N } } = {
   TaskNotFound: row("TaskNotFound", -32001, "NOT_FOUND", 404, "TASK_NOT_FOUND"),
   TaskNotCancelable: row("TaskNotCancelable", -32002, "FAILED_PRECONDITION", 400, "TASK_NOT_CANCELABLE"),
-  PushNotificationNotSupported: row(
-    "PushNotificationNotSupported",
-    -32003,
-    "FAILED_PRECONDITION",
-    400,
-    "PUSH_NOTIFICATION_NOT_SUPPORTED"
-  ),
+  PushNotificationNotSupported: row("PushNotificationNotSupported", -32003, "FAILED_PRECONDITION", 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
   UnsupportedOperation: row("UnsupportedOperation", -32004, "FAILED_PRECONDITION", 400, "UNSUPPORTED_OPERATION"),
   ContentTypeNotSupported: row("ContentTypeNotSupported", -32005, "INVALID_ARGUMENT", 400, "CONTENT_TYPE_NOT_SUPPORTED"),
   InvalidAgentResponse: row("InvalidAgentResponse", -32006, "INTERNAL", 500, "INVALID_AGENT_RESPONSE"),
-  ExtendedAgentCardNotConfigured: row(
-    "ExtendedAgentCardNotConfigured",
-    -32007,
-    "FAILED_PRECONDITION",
-    400,
-    "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
-  ),
+  ExtendedAgentCardNotConfigured: row("ExtendedAgentCardNotConfigured", -32007, "FAILED_PRECONDITION", 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
   ExtensionSupportRequired: row("ExtensionSupportRequired", -32008, "FAILED_PRECONDITION", 400, "EXTENSION_SUPPORT_REQUIRED"),
   VersionNotSupported: row("VersionNotSupported", -32009, "FAILED_PRECONDITION", 400, "VERSION_NOT_SUPPORTED"),
   ParseError: row("ParseError", -32700, "INVALID_ARGUMENT", 400, "INVALID_PARAMS"),
