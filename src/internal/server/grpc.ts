@@ -15,7 +15,7 @@
  * @internal
  */
 import type * as Grpc from "@grpc/grpc-js"
-import { A2AError } from "@a2a-js/sdk/errors"
+import { A2A_ERROR_DOMAIN, A2AError, ERROR_INFO_TYPE } from "@a2a-js/sdk/errors"
 import { type ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import { Cause, Duration, Effect, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
@@ -62,9 +62,9 @@ export const throughTable = (
   const bin = status.metadata?.get(errors.GRPC_STATUS_DETAILS_BIN)[0]
   if (bin === undefined) return status
   const decoded = errors.decodeStatus(typeof bin === "string" ? Buffer.from(bin, "binary") : bin)
-  const detail = decoded.details.find((detail) => detail.typeUrl === ErrorTable.errorInfoType)
+  const detail = decoded.details.find((detail) => detail.typeUrl === ERROR_INFO_TYPE)
   const info = detail === undefined ? undefined : errors.decodeErrorInfo(Buffer.from(detail.value))
-  const row = info === undefined || info.domain !== ErrorTable.domain ? undefined : ErrorTable.ofReason(info.reason)
+  const row = info === undefined || info.domain !== A2A_ERROR_DOMAIN ? undefined : ErrorTable.ofReason(info.reason)
   const code = row === undefined ? undefined : ErrorTable.grpcCodes[row.grpc]
   if (info === undefined || code === undefined || code === status.code) return status
   const metadata = status.metadata!.clone()

@@ -447,7 +447,7 @@ export const makeDispatcher = (
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
     }
     if (!useLegacy && typeof body === "object" && body !== null && !Array.isArray(body) && invalidEnvelope(body)) {
-      const error = { ...rpcErrorOf(new RequestMalformedError("Invalid JSON-RPC request.")), code: ErrorTable.rows.InvalidRequest.jsonRpc }
+      const error = { ...toJsonRpcError(new RequestMalformedError("Invalid JSON-RPC request.")), code: ErrorTable.rows.InvalidRequest.jsonRpc }
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
     }
     try {

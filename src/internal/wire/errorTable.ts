@@ -15,6 +15,7 @@
  *
  * @internal
  */
+import { A2A_ERROR_DOMAIN, ERROR_INFO_TYPE } from "@a2a-js/sdk/errors"
 import type * as A2AClientError from "../../A2AClientError.js"
 
 /** The gRPC status codes the table uses, by `google.rpc.Code` name. */
@@ -126,12 +127,6 @@ export const grpcCodes: { readonly [S in GrpcStatus]: number } = {
   INTERNAL: 13
 }
 
-/** The `@type` of a `google.rpc.ErrorInfo` among an error's details. */
-export const errorInfoType = "type.googleapis.com/google.rpc.ErrorInfo"
-
-/** The domain of A2A's reasons. */
-export const domain = "a2a-protocol.org"
-
 /**
  * The reason of the A2A `ErrorInfo` among `details` (JSON-RPC's `data`, a
  * Status's `details`), if any; another domain's reason is not A2A's.
@@ -141,7 +136,7 @@ export const reasonIn = (details: unknown): string | undefined => {
   for (const detail of details as ReadonlyArray<unknown>) {
     if (typeof detail !== "object" || detail === null) continue
     const info = detail as { readonly "@type"?: unknown; readonly reason?: unknown; readonly domain?: unknown }
-    if (info["@type"] === errorInfoType && info.domain === domain && typeof info.reason === "string") return info.reason
+    if (info["@type"] === ERROR_INFO_TYPE && info.domain === A2A_ERROR_DOMAIN && typeof info.reason === "string") return info.reason
   }
   return undefined
 }

@@ -6,6 +6,7 @@
 import {
   A2AError,
   ContentTypeNotSupportedError,
+  ERROR_INFO_TYPE,
   ExtendedAgentCardNotConfiguredError,
   ExtensionSupportRequiredError,
   InvalidAgentResponseError,
@@ -103,10 +104,10 @@ describe("the error table", () => {
   })
 
   it("reads the A2A ErrorInfo's reason among details, whatever else they hold; another domain's is none", () => {
-    const info = (reason: unknown) => ({ "@type": ErrorTable.errorInfoType, reason, domain: "a2a-protocol.org" })
+    const info = (reason: unknown) => ({ "@type": ERROR_INFO_TYPE, reason, domain: "a2a-protocol.org" })
     expect(ErrorTable.reasonIn([{ "@type": "type.googleapis.com/google.rpc.RetryInfo" }, info("TASK_NOT_FOUND")]))
       .toBe("TASK_NOT_FOUND")
-    const ours = { "@type": ErrorTable.errorInfoType, reason: "NOT_FOUND", domain: "effect-a2a" }
+    const ours = { "@type": ERROR_INFO_TYPE, reason: "NOT_FOUND", domain: "effect-a2a" }
     for (
       const details of [undefined, null, "TASK_NOT_FOUND", {}, [], [null, 1], [info(7)], [{ reason: "TASK_NOT_FOUND" }], [ours]]
     ) {
