@@ -276,7 +276,9 @@ describe("A2AServer over HTTP+JSON", () => {
       expect(oversized.headers.get("connection")).toBe("close")
 
       const unknownRoute = yield* get(`${restUrl}/no/such/route`)
-      expectStatus(unknownRoute, 404, "NOT_FOUND", "UNSUPPORTED_OPERATION")
+      // MethodNotFound, which no A2A reason says: the ErrorInfo is the status's own, in our domain.
+      const noRoute = expectStatus(unknownRoute, 404, "NOT_FOUND")
+      expect(noRoute.error.details).toEqual([{ "@type": ERROR_INFO_TYPE, reason: "NOT_FOUND", domain: "effect-a2a" }])
       // An escaped slash is part of the id, decoded as Express decodes it.
       const escaped = expectStatus(yield* get(`${restUrl}/tasks/a%2Fb`), 404, "NOT_FOUND", "TASK_NOT_FOUND")
       expect(escaped.error.message).toBe("Task not found: a/b")

@@ -90,7 +90,11 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
           [grpc.status.FAILED_PRECONDITION, "UNSUPPORTED_OPERATION", "UnsupportedOperation", "Refused"],
           [grpc.status.INVALID_ARGUMENT, "CONTENT_TYPE_NOT_SUPPORTED", "ContentTypeNotSupported", "Refused"],
           [grpc.status.INVALID_ARGUMENT, "INVALID_PARAMS", "InvalidParams", "Refused"],
+          // 1.0.1's FAILED_PRECONDITION, and 1.0.0's UNIMPLEMENTED: the reason decides, whatever the code.
+          [grpc.status.FAILED_PRECONDITION, "VERSION_NOT_SUPPORTED", "VersionNotSupported", "Refused"],
           [grpc.status.UNIMPLEMENTED, "VERSION_NOT_SUPPORTED", "VersionNotSupported", "Refused"],
+          [grpc.status.UNIMPLEMENTED, "UNSUPPORTED_OPERATION", "UnsupportedOperation", "Refused"],
+          [grpc.status.UNIMPLEMENTED, "PUSH_NOTIFICATION_NOT_SUPPORTED", "PushNotificationNotSupported", "Refused"],
           [grpc.status.INTERNAL, "INVALID_AGENT_RESPONSE", "InvalidAgentResponse", "Unknown"]
         ] as const
       ) {

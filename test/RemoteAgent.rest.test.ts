@@ -64,19 +64,30 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
       const done = yield* agent.send("complete")
       const notCancelable = yield* Effect.flip(agent.cancel(done.taskId))
       expect(notCancelable).toMatchObject({ reason: "ProtocolError", protocolError: "TaskNotCancelable", delivery: "Refused" })
+      // 1.0.1's statuses, and 1.0.0's where they differ (415, 409, 502): the reason decides, whatever the status.
       for (
-        const [reason, name, delivery] of [
-          ["UNSUPPORTED_OPERATION", "UnsupportedOperation", "Refused"],
-          ["CONTENT_TYPE_NOT_SUPPORTED", "ContentTypeNotSupported", "Refused"],
-          ["VERSION_NOT_SUPPORTED", "VersionNotSupported", "Refused"],
-          ["INVALID_PARAMS", "InvalidParams", "Refused"],
-          ["INVALID_AGENT_RESPONSE", "InvalidAgentResponse", "Unknown"]
+        const [status, reason, name, delivery] of [
+          [400, "UNSUPPORTED_OPERATION", "UnsupportedOperation", "Refused"],
+          [400, "CONTENT_TYPE_NOT_SUPPORTED", "ContentTypeNotSupported", "Refused"],
+          [415, "CONTENT_TYPE_NOT_SUPPORTED", "ContentTypeNotSupported", "Refused"],
+          [409, "TASK_NOT_CANCELABLE", "TaskNotCancelable", "Refused"],
+          [400, "VERSION_NOT_SUPPORTED", "VersionNotSupported", "Refused"],
+          [400, "INVALID_PARAMS", "InvalidParams", "Refused"],
+          [500, "INVALID_AGENT_RESPONSE", "InvalidAgentResponse", "Unknown"],
+          [502, "INVALID_AGENT_RESPONSE", "InvalidAgentResponse", "Unknown"]
         ] as const
       ) {
-        const url = yield* rawRest((_req, res) => json(res, 400, a2aStatus(400, "FAILED_PRECONDITION", reason)))
+        const url = yield* rawRest((_req, res) => json(res, status, a2aStatus(status, "FAILED_PRECONDITION", reason)))
         const error = yield* Effect.flip((yield* agentFor(url)).send("hello"))
-        expect(error).toMatchObject({ reason: "ProtocolError", protocolError: name, delivery, transport: "HTTP+JSON" })
+        expect(error).toMatchObject({ reason: "ProtocolError", protocolError: name, delivery, status, transport: "HTTP+JSON" })
       }
+      // A 415 without an ErrorInfo (a proxy's, a server's that does not speak A2A's errors): the server did not act.
+      const bare = yield* rawRest((_req, res) => json(res, 415, { error: { code: 415, message: "unsupported media type" } }))
+      expect(yield* Effect.flip((yield* agentFor(bare)).send("hello"))).toMatchObject({
+        reason: "HttpStatus",
+        status: 415,
+        delivery: "Refused"
+      })
     }))
 
   it.scopedLive("a 5xx whose body is the server's own A2A error is decided by that error; without one, HttpStatus, Unknown", () =>

@@ -4,10 +4,11 @@
  *
  * @internal
  */
-import { A2AError, toJsonRpcError } from "@a2a-js/sdk/errors"
+import { A2AError } from "@a2a-js/sdk/errors"
 import { Duration, Option } from "effect"
 import * as A2AClientError from "../../A2AClientError.js"
 import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
+import * as ErrorTable from "../wire/errorTable.js"
 import type { Transport } from "../wire/transport.js"
 
 /**
@@ -255,15 +256,16 @@ const isA2AError = (answered: boolean) => (error: unknown): error is A2AError =>
 
 /**
  * An A2A error carried by HTTP+JSON or gRPC, as JSON-RPC would have carried
- * it: the SDK's own code for it, decided by the same table; never a refusal
- * inside a stream that had events.
+ * it: the error table's code for its reason, decided by the same table
+ * whatever status carried it (a 1.0.0 peer's 415 or UNIMPLEMENTED
+ * included); never a refusal inside a stream that had events.
  *
  * @internal
  */
 export const a2aErrorFields = (facts: Facts, ctx: CallContext, answered = false): Fields | undefined => {
   const error = facts.chain.find(isA2AError(answered))
   if (error === undefined) return undefined
-  const code = toJsonRpcError(error).code
+  const code = (ErrorTable.ofReason(error.reason) ?? ErrorTable.rows.InternalError).jsonRpc
   return { reason: "ProtocolError", delivery: !ctx.streamStarted && refusedCodes.has(code) ? "Refused" : "Unknown", code }
 }
 

@@ -15,11 +15,12 @@
  * @internal
  */
 import type * as Grpc from "@grpc/grpc-js"
-import { A2AError } from "@a2a-js/sdk/errors"
+import { A2A_ERROR_DOMAIN, A2AError, ERROR_INFO_TYPE } from "@a2a-js/sdk/errors"
 import { type ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import { Cause, Duration, Effect, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
 import * as ErrorId from "../wire/errorId.js"
+import * as ErrorTable from "../wire/errorTable.js"
 import * as internalTransport from "../wire/transport.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
@@ -46,6 +47,30 @@ const modules = Effect.tryPromise({
 })
 
 type Modules = Effect.Effect.Success<typeof modules>
+
+/**
+ * `status`, an A2A error's as the SDK's service mapped it, with the code
+ * the error table gives its ErrorInfo's reason: the table decides what the
+ * SDK's own table would. Its details say the same code.
+ *
+ * @internal
+ */
+export const throughTable = (
+  errors: Pick<Modules["errors"], "decodeStatus" | "decodeErrorInfo" | "encodeGrpcStatusDetails" | "GRPC_STATUS_DETAILS_BIN">,
+  status: Partial<Grpc.StatusObject>
+): Partial<Grpc.StatusObject> => {
+  const bin = status.metadata?.get(errors.GRPC_STATUS_DETAILS_BIN)[0]
+  if (bin === undefined) return status
+  const decoded = errors.decodeStatus(typeof bin === "string" ? Buffer.from(bin, "binary") : bin)
+  const detail = decoded.details.find((detail) => detail.typeUrl === ERROR_INFO_TYPE)
+  const info = detail === undefined ? undefined : errors.decodeErrorInfo(Buffer.from(detail.value))
+  const row = info === undefined || info.domain !== A2A_ERROR_DOMAIN ? undefined : ErrorTable.ofReason(info.reason)
+  const code = row === undefined ? undefined : ErrorTable.grpcCodes[row.grpc]
+  if (info === undefined || code === undefined || code === status.code) return status
+  const metadata = status.metadata!.clone()
+  metadata.set(errors.GRPC_STATUS_DETAILS_BIN, errors.encodeGrpcStatusDetails(code, decoded.message, info.reason, info.metadata))
+  return { ...status, code, metadata }
+}
 
 /**
  * The largest frame grpc-js lets through to the service: twice the server's
@@ -207,7 +232,7 @@ const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
 
     // An error the SDK mapped: an A2A error carries its details already; any other gets only an error id.
     const sanitise = (error: Partial<Grpc.StatusObject> | null | undefined, where: string): Partial<Grpc.StatusObject> => {
-      if (error?.metadata?.get(errors.GRPC_STATUS_DETAILS_BIN).length) return error
+      if (error?.metadata?.get(errors.GRPC_STATUS_DETAILS_BIN).length) return throughTable(errors, error)
       const details = typeof error?.details === "string" ? error.details : String(error)
       return internal(ErrorId.isInternalErrorText(details) ? details : log(where, details))
     }

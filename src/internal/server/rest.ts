@@ -40,8 +40,7 @@ import {
   ERROR_INFO_TYPE,
   PushNotificationNotSupportedError,
   RequestMalformedError,
-  restStatusFor,
-  toRestErrorBody,
+  type RestErrorBody,
   UnsupportedOperationError
 } from "@a2a-js/sdk/errors"
 import {
@@ -56,6 +55,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
+import * as ErrorTable from "../wire/errorTable.js"
 import * as EventId from "../wire/eventId.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalHttp from "./http.js"
@@ -70,7 +70,7 @@ const versionHeader = A2A_VERSION_HEADER.toLowerCase()
 const extensionHeader = HTTP_EXTENSION_HEADER.toLowerCase()
 
 /** A `google.rpc.Status` body, as the SDK writes it. */
-type StatusBody = ReturnType<typeof toRestErrorBody>
+type StatusBody = RestErrorBody
 
 // Every answer is `application/a2a+json`, errors included, as the SDK's restHandler sends them.
 const a2aJson = (body: unknown, status: number, headers: Record<string, string>) =>
@@ -78,8 +78,19 @@ const a2aJson = (body: unknown, status: number, headers: Record<string, string>)
 
 const statusResponse = (body: StatusBody, headers: Record<string, string> = {}) => a2aJson(body, body.error.code, headers)
 
-/** An A2A error's body: the SDK's own status code, status name and ErrorInfo. */
-const a2aErrorBody = (error: A2AError): StatusBody => toRestErrorBody(error, restStatusFor(error))
+/** A body of the error table's `row`. */
+const tableBody = (row: ErrorTable.Row, message: string, details: StatusBody["error"]["details"]): StatusBody => ({
+  error: { code: row.http, status: row.httpStatus, message, details }
+})
+
+/**
+ * An A2A error's body: its HTTP status and status name from the error
+ * table, by its reason, and its ErrorInfo.
+ *
+ * @internal
+ */
+export const a2aErrorBody = (error: A2AError): StatusBody =>
+  tableBody(ErrorTable.ofReason(error.reason) ?? ErrorTable.rows.InternalError, error.message, [error.toErrorInfo()])
 
 // An A2A error's body under another HTTP status than the SDK gives it: what refused it was the HTTP edge.
 const edgeBody = (error: A2AError, code: number, status: string): StatusBody => ({
@@ -106,6 +117,9 @@ const malformed = (message: string) => statusResponse(a2aErrorBody(new RequestMa
 const tooLarge = (message: string) =>
   internalHttp.closingConnection(statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT")))
 
+// The ErrorInfo of an error no A2A reason says: the status's own, in our domain, so that no client reads it as an A2A error.
+const ownErrorInfo = (reason: string) => ({ "@type": ERROR_INFO_TYPE, reason, domain: "effect-a2a" })
+
 // Over the bound: 429 and when to come back, as on JSON-RPC. No A2A reason says it, so the ErrorInfo's is
 // the status's own, in our domain (no client reads it as an A2A error); RetryInfo says what Retry-After says.
 const shed = () =>
@@ -115,7 +129,7 @@ const shed = () =>
       status: "RESOURCE_EXHAUSTED",
       message: "Too many requests in flight; retry later.",
       details: [
-        { "@type": ERROR_INFO_TYPE, reason: "RESOURCE_EXHAUSTED", domain: "effect-a2a" },
+        ownErrorInfo("RESOURCE_EXHAUSTED"),
         { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "1s" }
       ] as StatusBody["error"]["details"]
     }
@@ -134,12 +148,15 @@ const unauthenticated = (refused: internalAuthentication.Refused) =>
         code: 401,
         status: "UNAUTHENTICATED",
         message: refused.message,
-        details: [{ "@type": ERROR_INFO_TYPE, reason: "UNAUTHENTICATED", domain: "effect-a2a" }] as StatusBody["error"]["details"]
+        details: [ownErrorInfo("UNAUTHENTICATED")] as StatusBody["error"]["details"]
       }
     }, { "www-authenticate": refused.challenge }))
 
+// JSON-RPC's MethodNotFound, which no A2A reason says.
 const unknownRoute = (method: string, path: string) =>
-  statusResponse(edgeBody(new UnsupportedOperationError(`No HTTP+JSON operation at ${method} ${path}.`), 404, "NOT_FOUND"))
+  statusResponse(
+    tableBody(ErrorTable.rows.MethodNotFound, `No HTTP+JSON operation at ${method} ${path}.`, [ownErrorInfo("NOT_FOUND")])
+  )
 
 // As the SDK's private `RestTransportHandler` checks them.
 

@@ -25,6 +25,7 @@ import {
 } from "@a2a-js/sdk/server"
 import { RequestMalformedError, TaskNotFoundError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { storedTextProblem } from "../ledger/storedText.js"
+import * as ErrorTable from "../wire/errorTable.js"
 
 /** @internal */
 export const INTERNAL_ERROR = -32603
@@ -103,6 +104,35 @@ const invalidParams = (id: unknown): RpcErrorResponse => ({
   id,
   error: toJsonRpcError(new RequestMalformedError("Invalid params: the request's params could not be decoded."))
 })
+
+/**
+ * A v1.0 error as JSON-RPC answers it: the SDK's mapping, its code read
+ * from the error table by the ErrorInfo's reason, so that the table decides
+ * what the SDK's own table would.
+ */
+const throughTable = (error: RpcError): RpcError => {
+  const reason = ErrorTable.reasonIn(error.data)
+  const row = reason === undefined ? undefined : ErrorTable.ofA2AReason(reason)
+  return row === undefined || row.jsonRpc === error.code ? error : { ...error, code: row.jsonRpc }
+}
+
+/**
+ * What a v1.0 JSON-RPC answer says for `error`, as the error table maps it.
+ *
+ * @internal
+ */
+export const rpcErrorOf = (error: unknown): RpcError => throughTable(JsonRpcTransportHandler.mapToJSONRPCError(error))
+
+/**
+ * Whether `body`, an object, is no JSON-RPC 2.0 request, by the SDK's own
+ * rule: it answers one with InvalidParams (-32602), where JSON-RPC says
+ * Invalid Request (-32600).
+ */
+const invalidEnvelope = (body: object): boolean => {
+  const { jsonrpc, id, method } = body as { readonly jsonrpc?: unknown; readonly id?: unknown; readonly method?: unknown }
+  const validId = !("id" in body) || id === null || typeof id === "string" || Number.isInteger(id)
+  return jsonrpc !== "2.0" || !validId || typeof method !== "string" || method === ""
+}
 
 const isInternalError = (result: unknown): boolean =>
   typeof result === "object" && result !== null && "error" in result &&
@@ -410,10 +440,14 @@ export const makeDispatcher = (
   const dispatch = async (body: unknown, headers: Headers, user?: User): Promise<Dispatched> => {
     const requestedVersion = headers[versionHeader] || undefined
     const useLegacy = (requestedVersion ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION
-    const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError
+    const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : rpcErrorOf
     const id = idOf(body)
     if (deeperThan(body, maxNesting)) {
       const error = toJsonRpcError(new RequestMalformedError(tooDeep))
+      return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
+    }
+    if (!useLegacy && typeof body === "object" && body !== null && !Array.isArray(body) && invalidEnvelope(body)) {
+      const error = { ...toJsonRpcError(new RequestMalformedError("Invalid JSON-RPC request.")), code: ErrorTable.rows.InvalidRequest.jsonRpc }
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
     }
     try {
@@ -462,7 +496,9 @@ export const makeDispatcher = (
         _tag: "Json",
         status: 200,
         // The SDK echoes an invalid id (an object, say) in its error; JSON-RPC answers it with null.
-        body: typeof result === "object" && result !== null && "error" in result ? { ...result, id } : result,
+        body: typeof result === "object" && result !== null && "error" in result
+          ? { ...result, id, ...(useLegacy ? {} : { error: throughTable((result as { error: RpcError }).error) }) }
+          : result,
         headers: responseHeaders,
         ...(isInternalError(result) && thrown.has(context) ? { cause: thrown.get(context) } : {})
       }
