@@ -20,7 +20,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
-import { makeClient, send, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { eventually, makeClient, sendMessage, textOf, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "lifecycle-test", description: "A2AServer's first and last moments" }
 
@@ -42,6 +42,8 @@ const freePort = Effect.async<number>((resume) => {
 
 type Outcome<A> =
   | { readonly _tag: "Refused" }
+  /** Connected, then closed by the server without an answer. */
+  | { readonly _tag: "Closed" }
   | { readonly _tag: "Unanswered" }
   | { readonly _tag: "Answered"; readonly answer: A }
 
@@ -52,7 +54,7 @@ interface HttpAnswer {
 }
 
 // Long enough for a server held up by a loaded machine, short of the test's own timeout.
-const patience = "8 seconds"
+const patience = "20 seconds"
 
 const unanswered = { _tag: "Unanswered" } as const
 
@@ -74,7 +76,9 @@ const httpCall = (port: number, method: string, path: string, body?: string): Ef
         })))
     })
     request.on("error", (error: NodeJS.ErrnoException) =>
-      resume(Effect.succeed(error.code === "ECONNREFUSED" ? { _tag: "Refused" } : unanswered)))
+      resume(Effect.succeed(
+        error.code === "ECONNREFUSED" ? { _tag: "Refused" } : error.code === "ECONNRESET" ? { _tag: "Closed" } : unanswered
+      )))
     request.end(body)
     return Effect.sync(() => request.destroy())
   }).pipe(Effect.timeoutTo({ duration: patience, onTimeout: () => unanswered, onSuccess: (outcome) => outcome }))
@@ -95,7 +99,7 @@ const grpcCall = (port: number): Effect.Effect<Outcome<GrpcAnswer>> =>
         metadata.set("a2a-version", "1.0")
         const { path, requestSerialize, responseDeserialize } = A2AService.getTask
         const request = { tenant: "", id: "nope", historyLength: undefined }
-        const deadline = Date.now() + 8_000
+        const deadline = Date.now() + 20_000
         client.makeUnaryRequest(path, requestSerialize, responseDeserialize, request, metadata, { deadline }, (error) => {
           if (error === null) return resume(Effect.succeed({ _tag: "Answered", answer: { code: 0, details: "", retryAfter: [] } }))
           // Nothing listening: grpc-js fails the call UNAVAILABLE, in words of its own.
@@ -167,5 +171,93 @@ describe("A2AServer's lifecycle", () => {
       const connectedEarly = <A>(probes: ReadonlyArray<{ readonly outcome: Outcome<A>; readonly early: boolean }>) =>
         probes.some(({ early, outcome }) => early && outcome._tag === "Answered")
       expect([connectedEarly(cards), connectedEarly(rpcs), connectedEarly(grpcs)]).toEqual([true, true, true])
+    }), 60_000)
+
+  it.live("a start that fails closes the connections it held: none is left waiting", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const starting = yield* Effect.fork(Effect.scoped(A2AServer.make({
+        agent: () => Effect.succeed(answered),
+        card,
+        port,
+        // Refused once the port is bound (a SQLite store needs a file), after gRPC's packages have loaded.
+        taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: ":memory:" })
+      })))
+      const probes = yield* whileStarting(starting, httpCall(port, "GET", A2AServer.cardPath))
+      const failed = yield* Effect.flip(Fiber.join(starting))
+      expect(failed._tag).toBe("TaskStoreError")
+      expect(probes.filter(({ outcome }) => outcome._tag !== "Refused" && outcome._tag !== "Closed")).toEqual([])
+      expect(probes.some(({ outcome }) => outcome._tag === "Closed")).toBe(true)
+    }), 60_000)
+
+  it.live("while it shuts down, a new request is refused (503 and Retry-After, gRPC UNAVAILABLE) on a port still open, and the runs in flight finish", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      let running = 0
+      const agent: AgentExecutor.Agent = () =>
+        Effect.zipRight(Effect.sync(() => running++), Effect.as(Deferred.await(release), answered))
+      const scope = yield* Scope.make()
+      const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "10 seconds" }), scope)
+      const port = server.address.port
+      const grpcPort = Number(server.urls.GRPC!.split(":").at(-1))
+      // A run in flight on each side: a blocking send by JSON-RPC, one by gRPC.
+      const grpcClient = yield* Effect.promise(() =>
+        new ClientFactory({ transports: [new GrpcTransportFactory()] }).createFromUrl(server.url)
+      )
+      const inFlight = yield* Effect.fork(Effect.all([
+        sendMessage(yield* makeClient(server.url), userMessage("slow")),
+        sendMessage(grpcClient, userMessage("slow"))
+      ], { concurrency: "unbounded" }))
+      yield* eventually(Effect.sync(() => running), (count) => count === 2)
+
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      const began = Date.now()
+      const message = (text: string) => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] })
+      const calls = Effect.all({
+        card: httpCall(port, "GET", A2AServer.cardPath),
+        jsonRpc: httpCall(port, "POST", "/a2a/jsonrpc", JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "SendMessage",
+          params: { message: message("new") }
+        })),
+        rest: httpCall(port, "POST", "/a2a/rest/message:send", JSON.stringify({ message: message("new") })),
+        grpc: grpcCall(grpcPort)
+      }, { concurrency: "unbounded" })
+      const refusals: Array<Effect.Effect.Success<typeof calls>> = []
+      for (const at of [0, 5, 200]) {
+        yield* Effect.sleep(`${Math.max(0, began + at - Date.now())} millis`)
+        refusals.push(yield* calls)
+      }
+      yield* Deferred.succeed(release, void 0)
+      const finished = yield* Fiber.join(inFlight)
+      yield* Fiber.join(closing)
+
+      // Each as a load balancer reads it: try elsewhere, or here again later.
+      const refusal = (answer: Outcome<HttpAnswer>, code: (body: string) => unknown) =>
+        answer._tag === "Answered"
+          ? { status: answer.answer.status, retryAfter: answer.answer.retryAfter, code: code(answer.answer.body) }
+          : answer
+      expect(refusals.map(({ card, grpc, jsonRpc, rest }) => ({
+        card: refusal(card, (body) => body),
+        jsonRpc: refusal(jsonRpc, (body) => JSON.parse(body).error?.code),
+        rest: refusal(rest, (body) => JSON.parse(body).error?.status),
+        grpc
+      }))).toEqual([0, 5, 200].map(() => ({
+        card: { status: 503, retryAfter: "1", code: "The server is shutting down." },
+        jsonRpc: { status: 503, retryAfter: "1", code: -32004 },
+        rest: { status: 503, retryAfter: "1", code: "UNAVAILABLE" },
+        grpc: {
+          _tag: "Answered",
+          answer: { code: GRPC_STATUS_CODE.UNAVAILABLE, details: "The server is shutting down.", retryAfter: ["1"] }
+        }
+      })))
+      expect(finished.map((task) => [task.status?.state, textOf(task)])).toEqual([
+        [TaskState.TASK_STATE_COMPLETED, "finished"],
+        [TaskState.TASK_STATE_COMPLETED, "finished"]
+      ])
+      // Once they have, the ports are closed.
+      expect(yield* httpCall(port, "GET", A2AServer.cardPath)).toEqual({ _tag: "Refused" })
+      expect(yield* grpcCall(grpcPort)).toEqual({ _tag: "Refused" })
     }), 60_000)
 })

@@ -128,7 +128,7 @@ export const listenFor = (
     bound === undefined ? undefined : {
       url: bound.url,
       serve: (core) => Effect.sync(() => bound.start(core)),
-      draining: (shutdown, shutdownTimeout) => draining(shutdown, bound, shutdownTimeout)
+      draining: (shutdown) => draining(shutdown, bound)
     })
 }
 
@@ -382,23 +382,19 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
 
 /**
  * `shutdown` (which refuses new calls, then lets runs finish within
- * `shutdownTimeout`), with the gRPC server drained beside it: it stops
- * taking calls and lets those in progress end, their answers going out up
- * to a second after the runs' deadline; then it ends the rest.
+ * `shutdownTimeout`), its port open meanwhile so that a new call is told
+ * UNAVAILABLE rather than refused a connection; then the gRPC server stops
+ * taking calls and lets those still in progress end, their answers going
+ * out, for up to a second; then it ends the rest.
  */
-const draining = (
-  shutdown: Effect.Effect<void>,
-  bound: Bound,
-  shutdownTimeout: Duration.DurationInput
-): Effect.Effect<void> =>
+const draining = (shutdown: Effect.Effect<void>, bound: Bound): Effect.Effect<void> =>
   Effect.zipRight(
     shutdown,
     Effect.async<void>((resume) => {
       bound.server.tryShutdown(() => resume(Effect.void))
     }).pipe(
-      Effect.timeout(Duration.sum(Duration.decode(shutdownTimeout), Duration.seconds(1))),
+      Effect.timeout(Duration.seconds(1)),
       Effect.ignore,
       Effect.ensuring(Effect.sync(() => bound.server.forceShutdown()))
-    ),
-    { concurrent: true }
+    )
   )

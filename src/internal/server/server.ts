@@ -77,13 +77,14 @@ const listen = (
 
 const close = (nodeServer: Http.Server, shutdown: Effect.Effect<void>) =>
   Effect.gen(function* () {
-    // Stops accepting; the connections close as they go idle.
+    // The port stays open while the runs in flight end: a new request is answered 503 with Retry-After, which a
+    // load balancer or a client reads as "elsewhere, or later", where a refused connection looks like a crash.
+    yield* shutdown
+    // Then it stops accepting; the connections close as they go idle.
     let closed = false
     nodeServer.close(() => {
       closed = true
     })
-    nodeServer.closeIdleConnections()
-    yield* shutdown
     // Let the answers to the runs that just ended go out: a connection is idle once its answer is.
     yield* Effect.sync(() => nodeServer.closeIdleConnections()).pipe(
       Effect.zipRight(Effect.sleep("10 millis")),
