@@ -645,8 +645,13 @@ export const cardPath: typeof internalHttp.cardPath = internalHttp.cardPath
  * `AgentExecutor.ConfigurationError` when debug error detail is on in
  * production without `allowDebugErrorsInProduction`.
  *
- * Closing the scope stops accepting requests, lets running tasks finish
- * within `shutdownTimeout`, then ends the rest FAILED with an error id.
+ * A connection that comes while the server starts waits until every route
+ * and transport can answer it.
+ *
+ * Closing the scope refuses new requests (503 with `Retry-After`, gRPC's
+ * UNAVAILABLE) on ports still open while running tasks finish within
+ * `shutdownTimeout`, ends the rest FAILED with an error id, then stops
+ * listening.
  *
  * @example
  * ```ts

@@ -164,7 +164,7 @@ export interface App {
   readonly replica: Option.Option<string>
   /**
    * Refuses new requests (503), then lets running tasks finish within the
-   * shutdown timeout; a gRPC server drains meanwhile.
+   * shutdown timeout; then a gRPC server is drained.
    */
   readonly shutdown: Effect.Effect<void>
 }
@@ -242,7 +242,7 @@ export const make = <E, R>(
     const rpc: internalHttp.RpcEndpoint | undefined = served.includes("JSONRPC")
       ? { path: rpcPath, maxBodyBytes, dispatcher, state, load, gate }
       : undefined
-    const routes = yield* internalHttp.router({ card, cardMaxAge: options.cardMaxAge ?? 3600, rpc, readBody })
+    const routes = yield* internalHttp.router({ card, cardMaxAge: options.cardMaxAge ?? 3600, rpc, state, readBody })
     const router = served.includes("HTTP+JSON")
       ? internalRest.routesOn(routes, {
         path: restPath,
@@ -262,7 +262,7 @@ export const make = <E, R>(
       return executor.shutdown(shutdownTimeout)
     })
     if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load, gate })
-    const shutdown = grpc === undefined ? refusing : grpc.draining(refusing, shutdownTimeout)
+    const shutdown = grpc === undefined ? refusing : grpc.draining(refusing)
     const replica = Option.map(Option.fromNullable(replication), (replication) => replication.replica)
     return { router, rpc, card, rpcUrl, urls, executor, taskStore, replica, shutdown }
   })

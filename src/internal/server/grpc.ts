@@ -81,13 +81,18 @@ export const throughTable = (
  */
 const frameLimit = (maxBodyBytes: number): number => Math.min(2 * maxBodyBytes, 2 ** 31 - 1)
 
-/** A bound gRPC server, its port open but serving nothing yet. */
-interface Bound {
+/** A gRPC server, its port not bound yet. */
+interface Unbound {
   readonly server: Grpc.Server
   readonly modules: Modules
+  readonly maxBodyBytes: number
+}
+
+/** A bound gRPC server, its calls held until `start` gives them the core they call. */
+interface Bound extends Unbound {
   /** `host:port`, as cards give gRPC URLs. */
   readonly url: string
-  readonly maxBodyBytes: number
+  readonly start: (core: Core) => void
 }
 
 /** Binds the gRPC port. The scope's close ends the server at once if {@link draining} did not end it before. */
@@ -104,6 +109,8 @@ const listen = (
     })
     const credentials = (options?.credentials as Grpc.ServerCredentials | undefined) ??
       loaded.grpc.ServerCredentials.createInsecure()
+    // The services are there before the port is bound: a call to one not added yet would be UNIMPLEMENTED.
+    const start = yield* serve({ server, modules: loaded, maxBodyBytes })
     const port = yield* Effect.acquireRelease(
       Effect.async<number, ListenError>((resume) => {
         server.bindAsync(requested, credentials, (error, port) => {
@@ -116,7 +123,8 @@ const listen = (
       server,
       modules: loaded,
       url: options?.publicAddress ?? `${hostForUrl(host)}:${port}`,
-      maxBodyBytes
+      maxBodyBytes,
+      start
     }
   })
 
@@ -144,8 +152,8 @@ export const listenFor = (
   return Effect.map(bound, (bound) =>
     bound === undefined ? undefined : {
       url: bound.url,
-      serve: (core) => serve(bound, core),
-      draining: (shutdown, shutdownTimeout) => draining(shutdown, bound, shutdownTimeout)
+      serve: (core) => Effect.sync(() => bound.start(core)),
+      draining: (shutdown) => draining(shutdown, bound)
     })
 }
 
@@ -178,10 +186,20 @@ const loadBody = (method: string, request: unknown) => {
 // "127.0.0.1:5000" or "::1:5000": the caller is its address, as on HTTP, without the port.
 const callerOf = (peer: string): string => peer.replace(/:\d+$/, "")
 
-/** Serves the v1.0 and v0.3 services on `bound`, calling `core.handler`. */
-const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
+/**
+ * Adds the v1.0 and v0.3 services to `bound`, calling the handler of the
+ * core the returned function starts them with; a call that comes before
+ * waits for it.
+ */
+const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
   Effect.gen(function*() {
     const runtime = yield* Effect.runtime<never>()
+    let core: Core | undefined
+    const waiting: Array<() => void> = []
+    const start = (built: Core) => {
+      core = built
+      for (const call of waiting.splice(0)) call()
+    }
     const { errors, grpc, legacy, service, wire } = bound.modules
     const log = (where: string, cause: string): string => {
       const errorId = ErrorId.make()
@@ -264,9 +282,12 @@ const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
       error instanceof A2AError || (error instanceof Error && ErrorId.isInternalErrorText(error.message))
         ? error
         : new Error(log(where, internalFailure.renderCause(Cause.die(error))))
-    const handler = new Proxy(core.handler, {
-      get(target, property, receiver) {
-        const value: unknown = Reflect.get(target, property, receiver)
+    // The SDK's services are given it before the core is built, and call it only once it is.
+    const handler = new Proxy({} as Core["handler"], {
+      get(_, property) {
+        const current = core!
+        const target = current.handler
+        const value: unknown = Reflect.get(target, property)
         if (typeof value !== "function") return value
         const where = String(property)
         return (...args: Array<unknown>) => {
@@ -288,7 +309,7 @@ const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
           // A caller gone: what its stream holds (its place on the task's bus, the hold on its task) is let go.
           calls.get(context.user!)?.once("cancelled", () => {
             void stream.return(undefined).catch(() => undefined)
-            core.subscriptions.close(context)
+            current.subscriptions.close(context)
           })
           return stream
         }
@@ -301,19 +322,22 @@ const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
         const method: Handle = (call: Grpc.ServerWritableStream<unknown, unknown>, callback) => {
           const refuse = (status: Partial<Grpc.StatusObject>) =>
             callback === undefined ? call.emit("error", status) : callback(status, null)
-          if (core.state.closing) return refuse(closing())
+          if (core === undefined) return void waiting.push(() => method(call, callback))
+          const current = core
+          if (current.state.closing) return refuse(closing())
           if (call.request instanceof Refused) return refuse(call.request.status)
-          const gate = core.gate
-          if (gate === undefined) return admit(call, callback, refuse, undefined)
+          const gate = current.gate
+          if (gate === undefined) return admit(current, call, callback, refuse, undefined)
           gate({ headers: headersOf(call.metadata), method: call.getPath(), transport: "GRPC", remoteAddress: callerOf(call.getPeer()) })
             .then((checked) => {
               if (!internalAuthentication.isUser(checked)) return refuse(unauthenticated(checked))
               users.set(call, checked)
-              admit(call, callback, refuse, checked)
+              admit(current, call, callback, refuse, checked)
             })
             .catch((error: unknown) => refuse(internal(log(name, internalFailure.renderCause(Cause.die(error))))))
         }
         const admit = (
+          core: Core,
           call: Grpc.ServerWritableStream<unknown, unknown>,
           callback: Grpc.sendUnaryData<unknown> | undefined,
           refuse: (status: Partial<Grpc.StatusObject>) => void,
@@ -378,27 +402,24 @@ const serve = (bound: Bound, core: Core): Effect.Effect<void> =>
       decoding(legacy.LegacyA2AService),
       wrapped(legacy.legacyGrpcService(options) as unknown as Record<string, Handle>)
     )
+    return start
   })
 
 /**
  * `shutdown` (which refuses new calls, then lets runs finish within
- * `shutdownTimeout`), with the gRPC server drained beside it: it stops
- * taking calls and lets those in progress end, their answers going out up
- * to a second after the runs' deadline; then it ends the rest.
+ * `shutdownTimeout`), its port open meanwhile so that a new call is told
+ * UNAVAILABLE rather than refused a connection; then the gRPC server stops
+ * taking calls and lets those still in progress end, their answers going
+ * out, for up to a second; then it ends the rest.
  */
-const draining = (
-  shutdown: Effect.Effect<void>,
-  bound: Bound,
-  shutdownTimeout: Duration.DurationInput
-): Effect.Effect<void> =>
+const draining = (shutdown: Effect.Effect<void>, bound: Bound): Effect.Effect<void> =>
   Effect.zipRight(
     shutdown,
     Effect.async<void>((resume) => {
       bound.server.tryShutdown(() => resume(Effect.void))
     }).pipe(
-      Effect.timeout(Duration.sum(Duration.decode(shutdownTimeout), Duration.seconds(1))),
+      Effect.timeout(Duration.seconds(1)),
       Effect.ignore,
       Effect.ensuring(Effect.sync(() => bound.server.forceShutdown()))
-    ),
-    { concurrent: true }
+    )
   )

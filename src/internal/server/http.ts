@@ -506,6 +506,7 @@ export interface Options {
   readonly cardMaxAge: number
   /** The JSON-RPC endpoint; undefined when JSON-RPC is not served. */
   readonly rpc: RpcEndpoint | undefined
+  readonly state: State
   /** Default: the platform's request stream ({@link platformBodyReader}). */
   readonly readBody?: BodyReader | undefined
 }
@@ -517,7 +518,13 @@ export interface Options {
  */
 export const router = (options: Options) =>
   Effect.map(cardRoute(options.card, options.cardMaxAge), (serveCard) => {
-    const withCard = HttpRouter.get(HttpRouter.empty, cardPath, serveCard)
+    // A load balancer that checks the card learns that the server is going away.
+    const closed = HttpServerResponse.text(shuttingDown, { status: 503, headers: { "retry-after": "1" } })
+    const withCard = HttpRouter.get(
+      HttpRouter.empty,
+      cardPath,
+      Effect.suspend(() => options.state.closing ? Effect.succeed(closed) : serveCard)
+    )
     return options.rpc === undefined ? withCard : HttpRouter.post(
       withCard,
       options.rpc.path as HttpRouter.PathInput,

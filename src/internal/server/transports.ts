@@ -6,7 +6,7 @@
  * @internal
  */
 import type { A2ARequestHandler } from "@a2a-js/sdk/server"
-import { type Duration, type Effect, Schema } from "effect"
+import { type Effect, Schema } from "effect"
 import * as internalTransport from "../wire/transport.js"
 import type * as internalAuthentication from "./authentication.js"
 import type * as internalHttp from "./http.js"
@@ -66,6 +66,6 @@ export interface OwnPort {
   readonly url: string
   /** Starts serving, calling `core`'s handler. */
   readonly serve: (core: Core) => Effect.Effect<void>
-  /** `shutdown`, with this transport drained beside it. */
-  readonly draining: (shutdown: Effect.Effect<void>, shutdownTimeout: Duration.DurationInput) => Effect.Effect<void>
+  /** `shutdown`, then this transport drained. */
+  readonly draining: (shutdown: Effect.Effect<void>) => Effect.Effect<void>
 }

@@ -83,7 +83,8 @@ describe("server/http.router while the server shuts down", () => {
       const router = yield* internalHttp.router({
         card,
         cardMaxAge: 0,
-        rpc: { path: "/rpc", maxBodyBytes: 1024, dispatcher, state: { closing: true }, load: undefined }
+        rpc: { path: "/rpc", maxBodyBytes: 1024, dispatcher, state: { closing: true }, load: undefined },
+        state: { closing: true }
       })
       yield* server.serve(router)
       const raw = yield* Effect.promise(() =>
