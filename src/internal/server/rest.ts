@@ -103,8 +103,8 @@ const errorBody = (error: unknown, where: string): Effect.Effect<StatusBody> =>
 
 const malformed = (message: string) => statusResponse(a2aErrorBody(new RequestMalformedError(message)))
 
-const tooLarge = (message: string) =>
-  internalHttp.closingConnection(statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT")))
+// The body reader drains what is left (see `drainBytes`): the connection stays open for it.
+const tooLarge = (message: string) => statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT"))
 
 // Over the bound: 429 and when to come back, as on JSON-RPC. No A2A reason says it, so the ErrorInfo's is
 // the status's own, in our domain (no client reads it as an A2A error); RetryInfo says what Retry-After says.
@@ -449,7 +449,11 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
     }
     if (matched === undefined) return unknownRoute(request.method, url.pathname)
     const declared = Number(headers["content-length"])
-    if (Number.isFinite(declared) && declared > options.maxBodyBytes) return tooLarge("Request body too large.")
+    if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
+      // Answered at once; the reader, keeping none of it, drains the rest so that the answer is not reset.
+      void options.readBody(request, 0)
+      return tooLarge("Request body too large.")
+    }
     // As the SDK's parser: a body is read only when it says it is JSON; an empty one is `{}`.
     let body: unknown = undefined
     if (contentType !== undefined) {
