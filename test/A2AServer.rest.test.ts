@@ -287,6 +287,42 @@ describe("A2AServer over HTTP+JSON", () => {
       expect(JSON.parse(fine.text).task.status.state).toBe("TASK_STATE_COMPLETED")
     }))
 
+  it.scopedLive("a path that is not valid percent-encoding gets 400 INVALID_ARGUMENT, wherever it is, not the router's empty 404", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent, card })
+      const httpServer = yield* NodeHttpServer.make(() => Http.createServer(), { host: "127.0.0.1", port: 0 })
+      const mountedUrl = `http://127.0.0.1:${(httpServer.address as HttpServer.TcpAddress).port}`
+      const mounted = yield* A2AServer.makeRouter({ agent, card, publicUrl: mountedUrl })
+      yield* httpServer.serve(HttpRouter.concat(HttpRouter.empty, mounted.router))
+      // Sent as written: a client's URL parser may not let these through.
+      const rawGet = (base: string, path: string) =>
+        Effect.promise(() =>
+          new Promise<{ status: number; text: string; headers: Headers }>((resolve, reject) => {
+            const url = new URL(base)
+            Http.get({ host: url.hostname, port: url.port, path, headers: v1 }, (response) => {
+              let text = ""
+              response.setEncoding("utf8")
+              response.on("data", (chunk: string) => (text += chunk))
+              response.on("end", () =>
+                resolve({
+                  status: response.statusCode!,
+                  text,
+                  headers: new Headers(response.headers as Record<string, string>)
+                }))
+            }).on("error", reject)
+          })
+        )
+      for (const base of [server.url, mountedUrl]) {
+        for (const path of ["/tasks/%C0%AF", "/tasks/%", "/tasks/%Z1", "/tasks/%FF%FE", "/%ZZ/tasks/x", "/tasks/x/pushNotificationConfigs/%E0%A4%A"]) {
+          const answer = yield* rawGet(base, `/a2a/rest${path}`)
+          const body = expectStatus(answer, 400, "INVALID_ARGUMENT", "INVALID_PARAMS")
+          expect(body.error.message).toBe("The request's path is not valid percent-encoding.")
+        }
+        // Below the base, an unknown route is still ours to answer.
+        expectStatus(yield* rawGet(base, "/a2a/rest/%ZZ"), 404, "NOT_FOUND", "UNSUPPORTED_OPERATION")
+      }
+    }))
+
   it.scopedLive("fuzz: generated requests always get a success or a well-formed Status, and the server keeps serving", () =>
     Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent, card, maxBodyBytes: 64 * 1024, shutdownTimeout: "100 millis" })

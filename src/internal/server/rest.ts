@@ -439,15 +439,16 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
         `Unsupported Content-Type "${contentType}"; expected application/json or application/a2a+json.`
       )))
     }
+    // Mounted at the base: the request's URL is what is below it.
     const url = new URL(request.url, "http://localhost")
-    const path = url.pathname.slice(options.path.length)
+    const path = url.pathname
     let matched: Matched | undefined
     try {
       matched = match(request.method, path)
     } catch {
       return malformed("The request's path is not valid percent-encoding.")
     }
-    if (matched === undefined) return unknownRoute(request.method, url.pathname)
+    if (matched === undefined) return unknownRoute(request.method, `${options.path}${path}`)
     const declared = Number(headers["content-length"])
     if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
       // Answered at once; the reader, keeping none of it, drains the rest so that the answer is not reset.
@@ -538,9 +539,8 @@ export const routesOn = (router: HttpRouter.HttpRouter, options: Options): HttpR
   const route = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => serve(options, request)).pipe(
     Effect.catchAllCause((cause) => Effect.map(errorBody(cause, "route"), (body) => statusResponse(body)))
   )
-  // The base itself too: whatever is asked below it is answered with a Status.
-  return router.pipe(
-    HttpRouter.all(options.path as HttpRouter.PathInput, route),
-    HttpRouter.all(`${options.path}/*` as HttpRouter.PathInput, route)
-  )
+  // Mounted, not routed: a mount is chosen by the path as sent, where the router's own match decodes it first
+  // and answers an empty 404 to a path that does not decode. The base itself and whatever is asked below it
+  // are answered with a Status. Interruptible, as the router makes its routes: a client gone ends its request.
+  return HttpRouter.mountApp(router, options.path as `/${string}`, Effect.interruptible(route))
 }
