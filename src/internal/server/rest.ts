@@ -52,11 +52,13 @@ import {
   type User,
   validateVersion
 } from "@a2a-js/sdk/server"
+import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
 import * as EventId from "../wire/eventId.js"
+import * as internalAccept from "./accept.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalHttp from "./http.js"
 import type * as internalLoad from "./load.js"
@@ -72,7 +74,8 @@ const extensionHeader = HTTP_EXTENSION_HEADER.toLowerCase()
 /** A `google.rpc.Status` body, as the SDK writes it. */
 type StatusBody = ReturnType<typeof toRestErrorBody>
 
-// Every answer is `application/a2a+json`, errors included, as the SDK's restHandler sends them.
+// Every JSON answer, errors included, is made as `application/a2a+json` (the SDK's restHandler sends them so),
+// and goes out in the type the request accepts (`negotiated`).
 const a2aJson = (body: unknown, status: number, headers: Record<string, string>) =>
   HttpServerResponse.raw(JSON.stringify(body), { status, contentType: A2A_CONTENT_TYPE, headers })
 
@@ -530,15 +533,27 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
     }
   })
 
+/** A JSON answer in the JSON type `accept` asks for; any other (an SSE stream, no body) as it is. */
+const negotiated = (response: HttpServerResponse.HttpServerResponse, accept: string | undefined) => {
+  const body = response.body
+  if (body._tag !== "Raw" || body.contentType !== A2A_CONTENT_TYPE) return response
+  return HttpServerResponse.setBody(
+    HttpServerResponse.setHeader(response, "vary", "Accept"),
+    HttpBody.raw(body.body, { contentType: internalAccept.jsonType(accept), contentLength: body.contentLength })
+  )
+}
+
 /**
  * The HTTP+JSON routes under `options.path`, added to `router`.
  *
  * @internal
  */
 export const routesOn = (router: HttpRouter.HttpRouter, options: Options): HttpRouter.HttpRouter => {
-  const route = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => serve(options, request)).pipe(
-    Effect.catchAllCause((cause) => Effect.map(errorBody(cause, "route"), (body) => statusResponse(body)))
-  )
+  const route = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    serve(options, request).pipe(
+      Effect.catchAllCause((cause) => Effect.map(errorBody(cause, "route"), (body) => statusResponse(body))),
+      Effect.map((response) => negotiated(response, request.headers.accept))
+    ))
   // Mounted, not routed: a mount is chosen by the path as sent, where the router's own match decodes it first
   // and answers an empty 404 to a path that does not decode. The base itself and whatever is asked below it
   // are answered with a Status. Interruptible, as the router makes its routes: a client gone ends its request.
