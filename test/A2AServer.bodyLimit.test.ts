@@ -1,13 +1,17 @@
 /**
- * A body over the server's limit gets its 413, with its body, on every
- * HTTP transport and every way the server can be run: never a connection
- * reset while the client is still writing.
+ * A body over the server's limit gets its 413, with its body, on JSON-RPC
+ * and HTTP+JSON and every way the server can be run, never a connection
+ * reset while the client is still writing; and gRPC its refusal.
  */
+import { GRPC_STATUS_CODE } from "@a2a-js/sdk/errors/grpc"
+import { A2AService } from "@a2a-js/sdk/server/grpc"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
+import * as Grpc from "@grpc/grpc-js"
 import { Effect } from "effect"
+import { identity } from "effect/Function"
 import * as Http from "node:http"
 import * as net from "node:net"
 import * as A2AServer from "../src/A2AServer.js"
@@ -100,12 +104,35 @@ const restRefusal = (answer: Answer) => {
   expect(JSON.parse(answer.text!).error).toMatchObject({ code: 413, status: "INVALID_ARGUMENT", details: [{ reason: "INVALID_PARAMS" }] })
 }
 
+/** The status of a raw `SendMessage` of `bytes` over gRPC. */
+const grpcCall = (address: string, bytes: Uint8Array) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new Grpc.Client(address, Grpc.credentials.createInsecure())),
+    (client) =>
+      Effect.async<number>((resume) => {
+        const metadata = new Grpc.Metadata()
+        metadata.set("a2a-version", "1.0")
+        client.makeUnaryRequest(A2AService.sendMessage.path, identity, identity, Buffer.from(bytes), metadata, {
+          deadline: Date.now() + 10_000
+        }, (error) => resume(Effect.succeed(error === null ? GRPC_STATUS_CODE.OK : error.code)))
+      }),
+    (client) => Effect.sync(() => client.close())
+  )
+
 describe("A2AServer: a body over the limit", () => {
   it.scopedLive("gets its 413 on JSON-RPC and HTTP+JSON, every time, the server answering on the Node listener", () =>
     Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent, card, maxBodyBytes: limit })
       yield* everyTry(server.rpcUrl, jsonRpcRefusal)
       yield* everyTry(`${server.urls["HTTP+JSON"]}/message:send`, restRefusal)
+    }), 120_000)
+
+  it.scopedLive("gets its refusal on gRPC every time: grpc-js's RESOURCE_EXHAUSTED past twice the bound", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent, card, maxBodyBytes: limit, transports: ["GRPC"] })
+      for (let i = 0; i < tries; i++) {
+        expect(yield* grpcCall(server.urls.GRPC!, new Uint8Array(size))).toBe(GRPC_STATUS_CODE.RESOURCE_EXHAUSTED)
+      }
     }), 120_000)
 
   it.scopedLive("gets its 413 on JSON-RPC every time when the platform's router answers it (httpSpans)", () =>
