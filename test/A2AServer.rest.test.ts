@@ -134,9 +134,18 @@ const statusBody = (text: string) => JSON.parse(text) as {
   error: { code: number; status: string; message: string; details: Array<Record<string, unknown>> }
 }
 
-/** A `google.rpc.Status` body whose code is the HTTP status, with an ErrorInfo. */
-const expectStatus = (answer: { status: number; text: string; headers: Headers }, status: number, name: string, reason?: string) => {
-  expect(answer.headers.get("content-type")).toBe("application/a2a+json")
+/**
+ * A `google.rpc.Status` body whose code is the HTTP status, with an ErrorInfo, in the type of a client that
+ * names none (fetch sends `Accept: *\/*`).
+ */
+const expectStatus = (
+  answer: { status: number; text: string; headers: Headers },
+  status: number,
+  name: string,
+  reason?: string,
+  type = "application/json"
+) => {
+  expect(answer.headers.get("content-type")).toBe(type)
   const body = statusBody(answer.text)
   expect(body.error.code).toBe(answer.status)
   expect(answer.status).toBe(status)
@@ -192,7 +201,7 @@ describe("A2AServer over HTTP+JSON", () => {
       const message = (text: string) => JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
       const sent = yield* post(`${restUrl}/message:send`, message("fail blocking"), v1)
       expect(sent.status).toBe(200)
-      expect(sent.headers.get("content-type")).toBe("application/a2a+json")
+      expect(sent.headers.get("content-type")).toBe("application/json")
       const task = JSON.parse(sent.text).task
       expect(task.status.state).toBe("TASK_STATE_FAILED")
       const text = task.status.message.parts[0].text as string
@@ -273,7 +282,6 @@ describe("A2AServer over HTTP+JSON", () => {
 
       const oversized = yield* post(`${restUrl}/message:send`, JSON.stringify({ pad: "x".repeat(4096) }), v1)
       expectStatus(oversized, 413, "INVALID_ARGUMENT", "INVALID_PARAMS")
-      expect(oversized.headers.get("connection")).toBe("close")
 
       const unknownRoute = yield* get(`${restUrl}/no/such/route`)
       // MethodNotFound, which no A2A reason says: the ErrorInfo is the status's own, in our domain.
@@ -288,6 +296,92 @@ describe("A2AServer over HTTP+JSON", () => {
       // Still serving.
       const fine = yield* post(`${restUrl}/message:send`, JSON.stringify({ message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "ok" }] } }), v1)
       expect(JSON.parse(fine.text).task.status.state).toBe("TASK_STATE_COMPLETED")
+    }))
+
+  it.scopedLive("answers in the JSON type the request's Accept asks for, errors too; streams stay text/event-stream", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent, card, maxBodyBytes: 4096 })
+      const restUrl = server.urls["HTTP+JSON"]!
+      const message = (text: string) => JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
+      const call = (method: string, path: string, accept: string | undefined, body?: string, type = "application/json") =>
+        Effect.promise(async () => {
+          const response = await fetch(`${restUrl}${path}`, {
+            method,
+            headers: { ...v1, ...(accept === undefined ? {} : { accept }), ...(body === undefined ? {} : { "content-type": type }) },
+            ...(body === undefined ? {} : { body })
+          })
+          return { status: response.status, text: await response.text(), headers: response.headers }
+        })
+      const sdkAccept = "application/a2a+json, application/json"
+      for (const [accept, type] of [
+        ["application/json", "application/json"],
+        ["application/a2a+json", "application/a2a+json"],
+        [sdkAccept, "application/a2a+json"],
+        ["application/a2a+json;q=0.5, application/json", "application/json"],
+        ["*/*", "application/json"],
+        [undefined, "application/json"]
+      ] as const) {
+        const sent = yield* call("POST", "/message:send", accept, message("negotiated"))
+        expect(sent.status, String(accept)).toBe(200)
+        expect(sent.headers.get("content-type"), String(accept)).toBe(type)
+        expect(sent.headers.get("vary")).toBe("Accept")
+        const task = JSON.parse(sent.text).task
+        const fetched = yield* call("GET", `/tasks/${task.id}`, accept)
+        expect([fetched.status, fetched.headers.get("content-type")]).toEqual([200, type])
+        // Errors: not found, unknown route, malformed path, body too large, no version, a thrown cause.
+        expectStatus(yield* call("GET", "/tasks/nope", accept), 404, "NOT_FOUND", "TASK_NOT_FOUND", type)
+        expectStatus(yield* call("GET", "/no/such/route", accept), 404, "NOT_FOUND", "UNSUPPORTED_OPERATION", type)
+        expectStatus(yield* call("GET", "/tasks/%ZZ", accept), 400, "INVALID_ARGUMENT", "INVALID_PARAMS", type)
+        expectStatus(yield* call("POST", "/message:send", accept, "x".repeat(5000)), 413, "INVALID_ARGUMENT", "INVALID_PARAMS", type)
+        const unversioned = yield* Effect.promise(() =>
+          fetch(`${restUrl}/tasks/nope`, { headers: accept === undefined ? {} : { accept } })
+        )
+        expect(unversioned.headers.get("content-type")).toBe(type)
+      }
+      // A stream is an event stream whatever the Accept; a refusal before it starts is JSON.
+      const streamed = yield* call("POST", "/message:stream", "text/event-stream", message("streamed"))
+      expect(streamed.headers.get("content-type")).toBe("text/event-stream")
+      expect(streamed.text).toContain("TASK_STATE_COMPLETED")
+      expectStatus(yield* call("POST", "/tasks/nope:subscribe", "text/event-stream"), 404, "NOT_FOUND", "TASK_NOT_FOUND")
+      // A body of either JSON type is read.
+      const a2aBody = yield* call("POST", "/message:send", "application/a2a+json", message("typed body"), "application/a2a+json")
+      expect(JSON.parse(a2aBody.text).task.status.message.parts[0].text).toBe("echo typed body")
+    }))
+
+  it.scopedLive("a path that is not valid percent-encoding gets 400 INVALID_ARGUMENT, wherever it is, not the router's empty 404", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent, card })
+      const httpServer = yield* NodeHttpServer.make(() => Http.createServer(), { host: "127.0.0.1", port: 0 })
+      const mountedUrl = `http://127.0.0.1:${(httpServer.address as HttpServer.TcpAddress).port}`
+      const mounted = yield* A2AServer.makeRouter({ agent, card, publicUrl: mountedUrl })
+      yield* httpServer.serve(HttpRouter.concat(HttpRouter.empty, mounted.router))
+      // Sent as written: a client's URL parser may not let these through.
+      const rawGet = (base: string, path: string) =>
+        Effect.promise(() =>
+          new Promise<{ status: number; text: string; headers: Headers }>((resolve, reject) => {
+            const url = new URL(base)
+            Http.get({ host: url.hostname, port: url.port, path, headers: v1 }, (response) => {
+              let text = ""
+              response.setEncoding("utf8")
+              response.on("data", (chunk: string) => (text += chunk))
+              response.on("end", () =>
+                resolve({
+                  status: response.statusCode!,
+                  text,
+                  headers: new Headers(response.headers as Record<string, string>)
+                }))
+            }).on("error", reject)
+          })
+        )
+      for (const base of [server.url, mountedUrl]) {
+        for (const path of ["/tasks/%C0%AF", "/tasks/%", "/tasks/%Z1", "/tasks/%FF%FE", "/%ZZ/tasks/x", "/tasks/x/pushNotificationConfigs/%E0%A4%A"]) {
+          const answer = yield* rawGet(base, `/a2a/rest${path}`)
+          const body = expectStatus(answer, 400, "INVALID_ARGUMENT", "INVALID_PARAMS")
+          expect(body.error.message).toBe("The request's path is not valid percent-encoding.")
+        }
+        // Below the base, an unknown route is still ours to answer.
+        expectStatus(yield* rawGet(base, "/a2a/rest/%ZZ"), 404, "NOT_FOUND", "UNSUPPORTED_OPERATION")
+      }
     }))
 
   it.scopedLive("fuzz: generated requests always get a success or a well-formed Status, and the server keeps serving", () =>

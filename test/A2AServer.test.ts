@@ -350,7 +350,8 @@ describe("A2AServer", () => {
       expect(tooLarge.status).toBe(413)
       // RequestMalformed, as HTTP+JSON and gRPC answer it: the same error on every transport.
       expect(JSON.parse(tooLarge.text).error.code).toBe(-32602)
-      // A body that goes on past the limit, declared or not: answered, and the connection closed rather than read on.
+      // A body that goes on past the limit, declared or not: answered, and the connection closed once the rest
+      // has gone past what the server drains, rather than read on.
       for (const declared of [true, false]) {
         const ended = yield* Effect.async<{ readonly head: string; readonly sent: number }>((resume) => {
           const socket = net.connect(server.address.port, "127.0.0.1")
@@ -378,7 +379,6 @@ describe("A2AServer", () => {
           })
         }).pipe(Effect.timeout("10 seconds"))
         expect(ended.head).toMatch(/^HTTP\/1\.1 413/)
-        expect(ended.head.toLowerCase()).toContain("connection: close")
         expect(ended.sent).toBeLessThan(64 * 1024 * 1024)
       }
 

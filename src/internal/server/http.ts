@@ -61,9 +61,22 @@ const rpcError = (id: unknown, code: number, error: Error & { toErrorInfo(): unk
 export const closingConnection = (response: HttpServerResponse.HttpServerResponse) =>
   HttpServerResponse.setHeaders(response, { connection: "close" })
 
-// A refused body is not read on: the connection closes after the answer, instead of taking in the rest.
-const tooLarge = (message: string) =>
-  closingConnection(rpcError(null, internalRpc.INVALID_PARAMS, new RequestMalformedError(message), 413))
+/**
+ * How much of a body over the limit is read and dropped after its 413, and
+ * for how long. A connection closed while its client still sends is reset,
+ * and the reset takes the 413 with it; so the rest is read, as servers that
+ * linger on close do, and only a body longer or slower than this has its
+ * connection closed.
+ *
+ * @internal
+ */
+export const drainBytes = 16 * 1024 * 1024
+
+/** @internal */
+export const drainMillis = 5_000
+
+// The body reader drains what is left (see `drainBytes`): the connection stays open for it.
+const tooLarge = (message: string) => rpcError(null, internalRpc.INVALID_PARAMS, new RequestMalformedError(message), 413)
 
 /**
  * Reads a request's body: its bytes, or `undefined` when it is larger than
@@ -77,8 +90,10 @@ export type BodyReader = (request: HttpServerRequest.HttpServerRequest, maxBytes
 /**
  * The body of any platform's request, from its stream, counted as it
  * arrives. Once over `maxBytes` the answer does not wait for the rest, which
- * is drained unread: a request body left unread would make the server
- * reset the connection, and the client would never see its 413.
+ * is drained unread up to {@link drainBytes} and {@link drainMillis}: a
+ * request body left unread would make the server reset the connection, and
+ * the client would never see its 413. Past that bound the stream is let go,
+ * which closes the connection.
  *
  * @internal
  */
@@ -90,9 +105,17 @@ export const platformBodyReader: BodyReader = (request, maxBytes) =>
     const read = yield* Stream.runForEach(request.stream, (chunk) =>
       Effect.suspend(() => {
         size += chunk.byteLength
-        if (size <= maxBytes) chunks.push(chunk)
-        return size > maxBytes ? Deferred.succeed(over, undefined) : Effect.void
+        if (size <= maxBytes) {
+          chunks.push(chunk)
+          return Effect.void
+        }
+        return size > maxBytes + drainBytes ? Effect.interrupt : Deferred.succeed(over, undefined)
       })).pipe(Effect.forkDaemon)
+    // The drain's time bound, counted from the moment the body went over.
+    yield* Effect.raceFirst(Fiber.await(read), Effect.zipRight(Deferred.await(over), Effect.sleep(drainMillis))).pipe(
+      Effect.zipRight(Fiber.interrupt(read)),
+      Effect.forkDaemon
+    )
     return yield* Effect.raceFirst(
       Deferred.await(over),
       Effect.map(Fiber.await(read), (exit) => Exit.isSuccess(exit) && size <= maxBytes ? concat(chunks, size) : undefined)
@@ -333,8 +356,8 @@ export interface RpcEndpoint {
 
 /**
  * The answer to a JSON-RPC request refused before its body is read (the
- * server closing, a content type not JSON, a declared length over the
- * bound), or `undefined`.
+ * server closing, a content type not JSON), or `undefined`. A declared
+ * length over the bound is the body reader's to refuse: it drains the rest.
  *
  * @internal
  */
@@ -351,10 +374,6 @@ export const refusedUnread = (endpoint: RpcEndpoint, headers: internalRpc.Header
   const contentType = headers["content-type"]
   if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
     return rpcError(null, -32005, new ContentTypeNotSupportedError("Unsupported Content-Type; expected application/json."))
-  }
-  const declared = Number(headers["content-length"])
-  if (Number.isFinite(declared) && declared > endpoint.maxBodyBytes) {
-    return tooLarge("Request body too large.")
   }
   return undefined
 }

@@ -9,11 +9,44 @@
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import type { Readable } from "node:stream"
+import { drainBytes, drainMillis } from "./http.js"
+
+/**
+ * Reads what is left of a refused body and drops it, so that the refusal
+ * reaches a client still sending; once past `bytes`, or after `millis`, the
+ * request is destroyed instead, which closes its connection.
+ *
+ * @internal
+ */
+export const drain = (incoming: Readable, bytes = drainBytes, millis = drainMillis): void => {
+  let left = bytes
+  const done = () => {
+    clearTimeout(timer)
+    incoming.off("data", onData)
+    incoming.off("end", done)
+    incoming.off("close", done)
+    incoming.off("error", done)
+  }
+  const stop = () => {
+    done()
+    incoming.destroy()
+  }
+  const timer = setTimeout(stop, millis)
+  const onData = (chunk: Buffer) => {
+    left -= chunk.length
+    if (left < 0) stop()
+  }
+  incoming.on("data", onData)
+  incoming.on("end", done)
+  incoming.on("close", done)
+  incoming.on("error", done)
+  incoming.resume()
+}
 
 /**
  * The body of a Node request, or `undefined` when it is larger than
  * `maxBytes` (counted as it arrives, before anything is parsed) or breaks
- * off. What is left of a refused body is drained unread.
+ * off. What is left of a refused body is drained ({@link drain}).
  *
  * @internal
  */
@@ -32,7 +65,7 @@ export const readBody = (incoming: Readable, maxBytes: number): Promise<Buffer |
       size += chunk.length
       if (size > maxBytes) {
         finish(undefined)
-        incoming.resume()
+        drain(incoming)
         return
       }
       chunks.push(chunk)

@@ -51,12 +51,14 @@ import {
   type User,
   validateVersion
 } from "@a2a-js/sdk/server"
+import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
 import * as ErrorTable from "../wire/errorTable.js"
 import * as EventId from "../wire/eventId.js"
+import * as internalAccept from "./accept.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalHttp from "./http.js"
 import type * as internalLoad from "./load.js"
@@ -72,7 +74,8 @@ const extensionHeader = HTTP_EXTENSION_HEADER.toLowerCase()
 /** A `google.rpc.Status` body, as the SDK writes it. */
 type StatusBody = RestErrorBody
 
-// Every answer is `application/a2a+json`, errors included, as the SDK's restHandler sends them.
+// Every JSON answer, errors included, is made as `application/a2a+json` (the SDK's restHandler sends them so),
+// and goes out in the type the request accepts (`negotiated`).
 const a2aJson = (body: unknown, status: number, headers: Record<string, string>) =>
   HttpServerResponse.raw(JSON.stringify(body), { status, contentType: A2A_CONTENT_TYPE, headers })
 
@@ -114,8 +117,8 @@ const errorBody = (error: unknown, where: string): Effect.Effect<StatusBody> =>
 
 const malformed = (message: string) => statusResponse(a2aErrorBody(new RequestMalformedError(message)))
 
-const tooLarge = (message: string) =>
-  internalHttp.closingConnection(statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT")))
+// The body reader drains what is left (see `drainBytes`): the connection stays open for it.
+const tooLarge = (message: string) => statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT"))
 
 // The ErrorInfo of an error no A2A reason says: the status's own, in our domain, so that no client reads it as an A2A error.
 const ownErrorInfo = (reason: string) => ({ "@type": ERROR_INFO_TYPE, reason, domain: "effect-a2a" })
@@ -456,17 +459,22 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
         `Unsupported Content-Type "${contentType}"; expected application/json or application/a2a+json.`
       )))
     }
+    // Mounted at the base: the request's URL is what is below it.
     const url = new URL(request.url, "http://localhost")
-    const path = url.pathname.slice(options.path.length)
+    const path = url.pathname
     let matched: Matched | undefined
     try {
       matched = match(request.method, path)
     } catch {
       return malformed("The request's path is not valid percent-encoding.")
     }
-    if (matched === undefined) return unknownRoute(request.method, url.pathname)
+    if (matched === undefined) return unknownRoute(request.method, `${options.path}${path}`)
     const declared = Number(headers["content-length"])
-    if (Number.isFinite(declared) && declared > options.maxBodyBytes) return tooLarge("Request body too large.")
+    if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
+      // Answered at once; the reader, keeping none of it, drains the rest so that the answer is not reset.
+      void options.readBody(request, 0)
+      return tooLarge("Request body too large.")
+    }
     // As the SDK's parser: a body is read only when it says it is JSON; an empty one is `{}`.
     let body: unknown = undefined
     if (contentType !== undefined) {
@@ -542,18 +550,29 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
     }
   })
 
+/** A JSON answer in the JSON type `accept` asks for; any other (an SSE stream, no body) as it is. */
+const negotiated = (response: HttpServerResponse.HttpServerResponse, accept: string | undefined) => {
+  const body = response.body
+  if (body._tag !== "Raw" || body.contentType !== A2A_CONTENT_TYPE) return response
+  return HttpServerResponse.setBody(
+    HttpServerResponse.setHeader(response, "vary", "Accept"),
+    HttpBody.raw(body.body, { contentType: internalAccept.jsonType(accept), contentLength: body.contentLength })
+  )
+}
+
 /**
  * The HTTP+JSON routes under `options.path`, added to `router`.
  *
  * @internal
  */
 export const routesOn = (router: HttpRouter.HttpRouter, options: Options): HttpRouter.HttpRouter => {
-  const route = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => serve(options, request)).pipe(
-    Effect.catchAllCause((cause) => Effect.map(errorBody(cause, "route"), (body) => statusResponse(body)))
-  )
-  // The base itself too: whatever is asked below it is answered with a Status.
-  return router.pipe(
-    HttpRouter.all(options.path as HttpRouter.PathInput, route),
-    HttpRouter.all(`${options.path}/*` as HttpRouter.PathInput, route)
-  )
+  const route = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    serve(options, request).pipe(
+      Effect.catchAllCause((cause) => Effect.map(errorBody(cause, "route"), (body) => statusResponse(body))),
+      Effect.map((response) => negotiated(response, request.headers.accept))
+    ))
+  // Mounted, not routed: a mount is chosen by the path as sent, where the router's own match decodes it first
+  // and answers an empty 404 to a path that does not decode. The base itself and whatever is asked below it
+  // are answered with a Status. Interruptible, as the router makes its routes: a client gone ends its request.
+  return HttpRouter.mountApp(router, options.path as `/${string}`, Effect.interruptible(route))
 }

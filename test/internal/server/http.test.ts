@@ -38,6 +38,29 @@ describe("server/http.platformBodyReader", () => {
     await expect.poll(pulled, { timeout: 2000 }).toBe(4)
   })
 
+  it("lets go of a refused body that goes on past the drain bound, rather than drain it all", async () => {
+    let pulled = 0
+    let canceled = false
+    const piece = new Uint8Array(1024 * 1024)
+    const body = new ReadableStream<Uint8Array>({
+      // Bounded, so that a reader that drains it all ends.
+      pull(controller) {
+        if (pulled >= 64 * 1024 * 1024) return controller.close()
+        pulled += piece.length
+        controller.enqueue(piece)
+      },
+      cancel() {
+        canceled = true
+      }
+    })
+    const request = HttpServerRequest.fromWeb(
+      new Request("http://127.0.0.1/rpc", { method: "POST", body, duplex: "half" } as RequestInit)
+    )
+    expect(await internalHttp.platformBodyReader(request, 4)).toBeUndefined()
+    await expect.poll(() => canceled, { timeout: 5000 }).toBe(true)
+    expect(pulled).toBeLessThanOrEqual(internalHttp.drainBytes + 4 * piece.length)
+  })
+
   it("gives undefined for a body that breaks off", async () => {
     const { request } = requestOf(["{\"a\""], { breakOff: true })
     expect(await internalHttp.platformBodyReader(request, 1024)).toBeUndefined()
