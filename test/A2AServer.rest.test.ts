@@ -330,7 +330,8 @@ describe("A2AServer over HTTP+JSON", () => {
         expect([fetched.status, fetched.headers.get("content-type")]).toEqual([200, type])
         // Errors: not found, unknown route, malformed path, body too large, no version, a thrown cause.
         expectStatus(yield* call("GET", "/tasks/nope", accept), 404, "NOT_FOUND", "TASK_NOT_FOUND", type)
-        expectStatus(yield* call("GET", "/no/such/route", accept), 404, "NOT_FOUND", "UNSUPPORTED_OPERATION", type)
+        const noRoute = expectStatus(yield* call("GET", "/no/such/route", accept), 404, "NOT_FOUND", undefined, type)
+        expect(noRoute.error.details).toEqual([{ "@type": ERROR_INFO_TYPE, reason: "NOT_FOUND", domain: "effect-a2a" }])
         expectStatus(yield* call("GET", "/tasks/%ZZ", accept), 400, "INVALID_ARGUMENT", "INVALID_PARAMS", type)
         expectStatus(yield* call("POST", "/message:send", accept, "x".repeat(5000)), 413, "INVALID_ARGUMENT", "INVALID_PARAMS", type)
         const unversioned = yield* Effect.promise(() =>
@@ -380,7 +381,8 @@ describe("A2AServer over HTTP+JSON", () => {
           expect(body.error.message).toBe("The request's path is not valid percent-encoding.")
         }
         // Below the base, an unknown route is still ours to answer.
-        expectStatus(yield* rawGet(base, "/a2a/rest/%ZZ"), 404, "NOT_FOUND", "UNSUPPORTED_OPERATION")
+        const noRoute = expectStatus(yield* rawGet(base, "/a2a/rest/%ZZ"), 404, "NOT_FOUND")
+        expect(noRoute.error.details).toEqual([{ "@type": ERROR_INFO_TYPE, reason: "NOT_FOUND", domain: "effect-a2a" }])
       }
     }))
 
