@@ -343,8 +343,8 @@ export const make = (
         throw internalRpc.stillRunning(taskId)
       }
       const cancelTask = async (...[params, context]: Parameters<A2ARequestHandler["cancelTask"]>) => {
-        // A task no run holds anywhere (paused) is held for the cancel: no run starts meanwhile, and its end is
-        // written to the log here, as no run will.
+        // Held for the cancel unless another replica's run holds it: no run starts meanwhile, and a paused task's
+        // end is written to the log here, as no run will write it (a run here has written its own by then).
         const idle = await runPromise(Effect.orElseSucceed(claims.acquire(params.id, holderOf(context)), () => false))
         try {
           const task = await handler.cancelTask(params, context)
