@@ -29,6 +29,7 @@ import * as internalPush from "./push.js"
 import * as internalReplication from "./replication.js"
 import * as internalRpc from "./rpc.js"
 import * as internalRest from "./rest.js"
+import * as internalSubscription from "./subscription.js"
 import * as internalTaskStore from "./taskStore.js"
 import type * as internalTransports from "./transports.js"
 
@@ -228,7 +229,10 @@ export const make = <E, R>(
       push?.store,
       replication
     )
-    const dispatcher = internalRpc.makeDispatcher(replication === undefined ? handler : replication.handling(handler, heldElsewhere), card, {
+    const subscribed = replication === undefined
+      ? internalSubscription.continuing(handler, subscriptions)
+      : replication.handling(handler, subscriptions, heldElsewhere)
+    const dispatcher = internalRpc.makeDispatcher(subscribed, card, {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
         internalTaskStore.isDatabase(options.taskStore),
       claim,
@@ -259,6 +263,7 @@ export const make = <E, R>(
     const shutdownTimeout = options.shutdownTimeout ?? defaultShutdownTimeout
     const refusing = Effect.suspend(() => {
       state.closing = true
+      subscriptions.shutdown()
       return executor.shutdown(shutdownTimeout)
     })
     if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load, gate })

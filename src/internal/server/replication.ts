@@ -37,6 +37,7 @@ import { failedTask } from "./idempotencyEntry.js"
 import * as internalPgEventLog from "./pgEventLog.js"
 import * as internalRpc from "./rpc.js"
 import * as internalRunClaims from "./runClaims.js"
+import * as internalSubscription from "./subscription.js"
 import * as internalTaskStore from "./taskStore.js"
 
 /** @internal */
@@ -54,9 +55,13 @@ export interface Replication {
   ) => AsyncGenerator<StreamResponse, void, undefined>
   /** `executor`, each event of its runs numbered and written to the log. */
   readonly logging: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
-  /** `handler`, its streams' events carrying their numbers, its subscriptions read from the log. */
+  /**
+   * `handler`, its streams' events carrying their numbers, its subscriptions
+   * read from the log, through the task's pauses until it ends.
+   */
   readonly handling: (
     handler: A2ARequestHandler,
+    subscriptions: internalRpc.Subscriptions,
     /** Whether the ledger takes a message to a task held elsewhere (see `idempotency.Made`). */
     heldElsewhere?: (params: SendMessageRequest, context: ServerCallContext) => boolean
   ) => A2ARequestHandler
@@ -73,10 +78,13 @@ const stamped = (response: StreamResponse, seq: number | undefined): StreamRespo
 const agentEventOf = (response: StreamResponse): AgentExecutionEvent | undefined =>
   response.payload === undefined ? undefined : ({ kind: response.payload.$case, data: response.payload.value }) as AgentExecutionEvent
 
-/** Whether a stream ends with `response`: a message, or a status a run stops in. */
-const settles = (response: StreamResponse): boolean =>
+/**
+ * Whether a subscription ends with `response`: a message, or a status that
+ * ends the task. A pause does not: the answer's run goes on in the log.
+ */
+const ends = (response: StreamResponse): boolean =>
   response.payload?.$case === "message" ||
-  (response.payload?.$case === "statusUpdate" && TaskState.isSettled(response.payload.value.status?.state))
+  (response.payload?.$case === "statusUpdate" && TaskState.isTerminal(response.payload.value.status?.state))
 
 const decoded = (entry: internalEventLog.Entry): StreamResponse => StreamResponse.fromJSON(entry.event)
 
@@ -93,6 +101,25 @@ const holderOf = (context: ServerCallContext): internalRunClaims.Holder => ({
 })
 
 /**
+ * Writes the end of a task no run holds, which no run will write, to its
+ * log: every subscriber, on every replica, gets it. Not again after an end.
+ */
+const logEnd = (log: internalEventLog.EventLog, task: Task) =>
+  Effect.gen(function*() {
+    // What this replica's runs appended is in the log first.
+    yield* log.flush
+    const last = yield* log.last(task.id)
+    const [at] = last === 0 ? [] : yield* log.read(task.id, last - 1)
+    if (at !== undefined && ends(decoded(at))) return
+    const event: StreamResponse = {
+      payload: { $case: "statusUpdate", value: { taskId: task.id, contextId: task.contextId, status: task.status, metadata: {} } }
+    }
+    log.append(task.id, last + 1, StreamResponse.toJSON(event))
+    log.finish(task.id)
+    yield* log.flush
+  })
+
+/**
  * A replica stopped renewing its claim before its run ended: the task is
  * recorded FAILED (reason interrupted) under a new error id, and its
  * subscribers, on every replica, get that end from the log. A task that
@@ -106,13 +133,7 @@ const interrupted = (log: internalEventLog.EventLog, taskStore: TaskStore) => (l
     if (existing !== undefined && TaskState.isSettled(existing.status?.state)) return
     const { errorId, task } = failedTask(taskId, existing?.contextId || randomUUID(), existing)
     yield* Effect.tryPromise(() => taskStore.save(task, context))
-    const seq = (yield* log.last(taskId)) + 1
-    const event: StreamResponse = {
-      payload: { $case: "statusUpdate", value: { taskId, contextId: task.contextId, status: task.status, metadata: {} } }
-    }
-    log.append(taskId, seq, StreamResponse.toJSON(event))
-    log.finish(taskId)
-    yield* log.flush
+    yield* logEnd(log, task)
     yield* internalFailure.logErrorOffSpan("Task interrupted: its replica stopped before it ended", {
       errorId,
       reason: "interrupted",
@@ -252,19 +273,40 @@ export const make = (
       return { task: manager.getCurrentTask() ?? stored, seq: last.seq }
     }
 
-    const following = async function*(taskId: string, after: number): AsyncGenerator<StreamResponse, void, undefined> {
-      for await (const entry of log.iterate(taskId, after)) {
-        const response = decoded(entry)
-        yield stamped(response, entry.seq)
-        if (settles(response)) return
+    /**
+     * The task's events after `after`, until one ends it. With `hold`, a
+     * subscriber's stream: it lets go of the log when the stream closes,
+     * or, while the task is paused, at shutdown.
+     */
+    const following = async function*(
+      taskId: string,
+      after: number,
+      hold?: (stop: () => void) => internalSubscription.Hold
+    ): AsyncGenerator<StreamResponse, void, undefined> {
+      const entries = log.iterate(taskId, after)
+      // Its `return` ends a wait for the next entry at once; the generator's own waits for that entry.
+      const held = hold?.(() => void entries.return?.())
+      try {
+        for await (const entry of entries) {
+          const response = decoded(entry)
+          held?.saw(internalSubscription.stateOf(response))
+          yield stamped(response, entry.seq)
+          if (ends(response)) return
+        }
+      } finally {
+        held?.release()
       }
     }
 
-    /** A subscription as the spec has it: the task, then every later event until it ends or pauses. */
+    /**
+     * A subscription as the spec has it: the task, then every later event,
+     * through its pauses, until it ends.
+     */
     const subscribe = async function*(
       handler: A2ARequestHandler,
       params: SubscribeToTaskRequest,
-      context: ServerCallContext
+      context: ServerCallContext,
+      hold?: (stop: () => void) => internalSubscription.Hold
     ): AsyncGenerator<StreamResponse, void, undefined> {
       // The SDK's own checks: a valid id, the caller's own task, else TaskNotFound.
       const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
@@ -275,12 +317,13 @@ export const make = (
       }
       const { seq, task } = await snapshot(taskId, stored, context)
       yield stamped({ payload: { $case: "task", value: task } }, seq)
-      if (TaskState.isSettled(task.status?.state) && !TaskState.isRunning(state)) return
-      return yield* following(taskId, seq)
+      if (TaskState.isTerminal(task.status?.state)) return
+      return yield* following(taskId, seq, hold)
     }
 
     const handling = (
       handler: A2ARequestHandler,
+      subscriptions: internalRpc.Subscriptions,
       heldElsewhere: (params: SendMessageRequest, context: ServerCallContext) => boolean = () => false
     ): A2ARequestHandler => {
       /**
@@ -300,10 +343,19 @@ export const make = (
         throw internalRpc.stillRunning(taskId)
       }
       const cancelTask = async (...[params, context]: Parameters<A2ARequestHandler["cancelTask"]>) => {
-        const task = await handler.cancelTask(params, context)
-        // The run may be on another replica, which learns of it from the nudge.
-        if (task.status?.state === SdkTaskState.TASK_STATE_CANCELED) await runPromise(Effect.ignore(log.nudge(task.id)))
-        return task
+        // Held for the cancel unless another replica's run holds it: no run starts meanwhile, and a paused task's
+        // end is written to the log here, as no run will write it (a run here has written its own by then).
+        const idle = await runPromise(Effect.orElseSucceed(claims.acquire(params.id, holderOf(context)), () => false))
+        try {
+          const task = await handler.cancelTask(params, context)
+          if (task.status?.state !== SdkTaskState.TASK_STATE_CANCELED) return task
+          // The run may be on another replica, which learns of it from the nudge.
+          if (!idle) await runPromise(Effect.ignore(log.nudge(task.id)))
+          else await runPromise(Effect.ignore(logEnd(log, task)))
+          return task
+        } finally {
+          if (idle) await runPromise(Effect.ignore(claims.release(params.id)))
+        }
       }
       const sendMessage = async (...[params, context]: Parameters<A2ARequestHandler["sendMessage"]>) => {
         const release = await claimed(params, context)
@@ -332,20 +384,20 @@ export const make = (
         if (cursor._tag === "Invalid") {
           throw new RequestMalformedError("Last-Event-ID must be the number of an event of the task's stream")
         }
-        if (cursor._tag === "None") return yield* subscribe(handler, params, context)
+        const hold = (stop: () => void) => internalSubscription.holding(subscriptions, context, stop)
+        if (cursor._tag === "None") return yield* subscribe(handler, params, context, hold)
         // The SDK's own checks: a valid id, the caller's own task, else TaskNotFound.
         const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
         const taskId = stored.id
-        const state = stored.status?.state
         // A number the log never reaches is the caller's mistake.
         const last = await lastReaching(taskId, cursor.seq)
         if (cursor.seq > last) {
           throw new RequestMalformedError(`Last-Event-ID ${cursor.seq} is past the last event of task ${taskId} (${last})`)
         }
-        // Resumed after the event that ended the run: nothing more comes, unless a new run started since.
+        // Resumed after the event that ended the task: nothing more comes.
         const [at] = cursor.seq === 0 ? [] : await runPromise(log.read(taskId, cursor.seq - 1))
-        if (at !== undefined && settles(decoded(at)) && !TaskState.isRunning(state) && cursor.seq === last) return
-        return yield* following(taskId, cursor.seq)
+        if (at !== undefined && ends(decoded(at))) return
+        return yield* following(taskId, cursor.seq, hold)
       }
       return new Proxy(handler, {
         get(target, property) {

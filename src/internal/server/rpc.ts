@@ -222,15 +222,39 @@ export interface Subscriptions {
   readonly close: (context: object) => void
   /** Whether the stream of the call `context`, noted as subscribing, was closed. */
   readonly closed: (context: object) => boolean
+  /**
+   * Hands `onBus` each bus made from now on for the task as the call
+   * `context` sees it (its caller's), before its first event: how a
+   * subscription goes on to the task's next run. What stops the watch.
+   */
+  readonly watch: (taskId: string, context: ServerCallContext, onBus: (bus: ExecutionEventBus) => void) => () => void
+  /**
+   * Runs `stop` when the stream of the call `context` is closed, at once if
+   * it was: what a subscription holds beyond the SDK's listeners. What takes
+   * `stop` off.
+   */
+  readonly onClose: (context: object, stop: () => void) => () => void
+  /**
+   * Notes a subscription whose task is paused, waiting for its next run:
+   * `end` runs when the server shuts down, at once if it does already. What
+   * takes it off.
+   */
+  readonly idle: (end: () => void) => () => void
+  /** The server shuts down: ends the subscriptions waiting for a paused task, now and from now on. */
+  readonly shutdown: () => void
 }
 
 /** @internal */
 export const makeSubscriptions = (): Subscriptions => {
   const buses = new DefaultExecutionEventBusManager()
   // Per subscribing call, how to stop each queue it put on a bus: the queue stops when its bus finishes.
-  const stops = new WeakMap<object, Array<() => void>>()
+  const stops = new WeakMap<object, Set<() => void>>()
+  // The subscriptions watching for their task's next bus, by task id.
+  const watchers = new Map<string, Set<{ readonly context: ServerCallContext; readonly onBus: (bus: ExecutionEventBus) => void }>>()
+  const idle = new Set<() => void>()
+  let shuttingDown = false
   // The bus as the subscription sees it: the same bus, with the queue's "finished" listener noted.
-  const noting = (bus: ExecutionEventBus, noted: Array<() => void>): ExecutionEventBus => {
+  const noting = (bus: ExecutionEventBus, noted: Set<() => void>): ExecutionEventBus => {
     // One signature for both kinds of listener: each call is handed on as it came.
     type Listener = EventListener | FinishedListener
     const loose = bus as unknown as Record<"on" | "off" | "once", (name: string, listener: Listener) => void>
@@ -238,7 +262,7 @@ export const makeSubscriptions = (): Subscriptions => {
       publish: (event) => bus.publish(event),
       finished: () => bus.finished(),
       on: (name: string, listener: Listener) => {
-        if (name === "finished") noted.push(listener as FinishedListener)
+        if (name === "finished") noted.add(listener as FinishedListener)
         loose.on(name, listener)
         return seen
       },
@@ -259,7 +283,16 @@ export const makeSubscriptions = (): Subscriptions => {
   }
   return {
     manager: {
-      createOrGetByTaskId: (taskId, context) => buses.createOrGetByTaskId(taskId, context),
+      createOrGetByTaskId: (taskId, context) => {
+        const before = buses.getByTaskId(taskId, context)
+        const bus = buses.createOrGetByTaskId(taskId, context)
+        if (bus === before) return bus
+        // A new run of the task: each subscription of its caller waiting for it takes it from its first event.
+        for (const watcher of watchers.get(taskId) ?? []) {
+          if (buses.getByTaskId(taskId, watcher.context) === bus) watcher.onBus(bus)
+        }
+        return bus
+      },
       getByTaskId: (taskId, context) => {
         const bus = buses.getByTaskId(taskId, context)
         const noted = context === undefined ? undefined : stops.get(context)
@@ -268,14 +301,47 @@ export const makeSubscriptions = (): Subscriptions => {
       cleanupByTaskId: (taskId, context) => buses.cleanupByTaskId(taskId, context)
     },
     subscribing: (context) => {
-      stops.set(context, [])
+      stops.set(context, new Set())
     },
     close: (context) => {
       const noted = stops.get(context)
       stops.delete(context)
       for (const stop of noted ?? []) stop()
     },
-    closed: (context) => !stops.has(context)
+    closed: (context) => !stops.has(context),
+    watch: (taskId, context, onBus) => {
+      const watcher = { context, onBus }
+      const forTask = watchers.get(taskId) ?? new Set()
+      forTask.add(watcher)
+      watchers.set(taskId, forTask)
+      return () => {
+        forTask.delete(watcher)
+        if (forTask.size === 0 && watchers.get(taskId) === forTask) watchers.delete(taskId)
+      }
+    },
+    onClose: (context, stop) => {
+      const noted = stops.get(context)
+      if (noted === undefined) {
+        stop()
+        return () => {}
+      }
+      noted.add(stop)
+      return () => void noted.delete(stop)
+    },
+    idle: (end) => {
+      if (shuttingDown) {
+        end()
+        return () => {}
+      }
+      idle.add(end)
+      return () => void idle.delete(end)
+    },
+    shutdown: () => {
+      shuttingDown = true
+      const ending = [...idle]
+      idle.clear()
+      for (const end of ending) end()
+    }
   }
 }
 
