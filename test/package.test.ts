@@ -8,7 +8,7 @@ const root = path.resolve(import.meta.dirname, "..")
 
 describe("the published package", () => {
   it("packs, installs into a fresh Effect 3 application, type-checks and runs; a CommonJS one is refused at compile time as at run time", () => {
-    const out = execFileSync("node", ["scripts/check-pack.mjs"], { encoding: "utf8", timeout: 180_000 })
+    const out = execFileSync("node", ["scripts/check-pack.mjs"], { encoding: "utf8", timeout: 280_000 })
     const result = JSON.parse(out.trim().split("\n").at(-1)!)
     expect(result).toEqual({
       tarball: "effect-a2a-0.1.0.tgz",
@@ -24,7 +24,7 @@ describe("the published package", () => {
         ran: { required: "ERR_PACKAGE_PATH_NOT_EXPORTED", imported: "function" }
       }
     })
-  }, 200_000)
+  }, 300_000)
 
   it("exports exactly its public modules", () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as {
