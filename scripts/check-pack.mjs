@@ -74,7 +74,41 @@ console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.
     const inlined = sources.every((source, i) => sourcesContent?.[i] === readFileSync(resolve(root, "dist", source), "utf8"))
     if (!inlined) throw new Error(`dist/${file} does not hold its sources`)
   }
-  process.stdout.write(run("node", ["run.mjs"], app))
+  // A CommonJS application. The package is ESM-only: TypeScript refuses a static import of it (a require) under every
+  // resolution such a project may use, as Node refuses the require at run time; `import()` is the way in, and works.
+  const cjs = join(app, "cjs")
+  mkdirSync(cjs)
+  writeFileSync(join(cjs, "package.json"), JSON.stringify({ name: "cjs-app", type: "commonjs", private: true }))
+  writeFileSync(join(cjs, "required.ts"), `import { RemoteOutcome } from "effect-a2a"\nexport const matcher = typeof RemoteOutcome.$match\n`)
+  writeFileSync(join(cjs, "imported.ts"), `export const load = () => import("effect-a2a").then((m) => typeof m.RemoteOutcome.$match)\n`)
+  const resolutions = { node10: { module: "commonjs" }, node16: { module: "node16", moduleResolution: "node16" }, nodenext: { module: "nodenext", moduleResolution: "nodenext" } }
+  // "compiled", or the error codes tsc gave.
+  const compile = (resolution, file) => {
+    const config = `tsconfig.${resolution}.${file}.json`
+    // Only the resolution is in question: the libraries' own declarations were checked above.
+    const compilerOptions = { ...resolutions[resolution], strict: true, target: "ES2022", noEmit: true, skipLibCheck: true, types: ["node"] }
+    writeFileSync(join(cjs, config), JSON.stringify({ compilerOptions, files: [file] }))
+    try {
+      run(join(modules, "typescript", "bin", "tsc"), ["-p", config], cjs)
+      return "compiled"
+    } catch (error) {
+      return [...new Set(String(error.stdout).match(/TS\d+/g))]
+    }
+  }
+  const commonjs = {
+    required: Object.fromEntries(Object.keys(resolutions).map((resolution) => [resolution, compile(resolution, "required.ts")])),
+    imported: compile("nodenext", "imported.ts")
+  }
+  writeFileSync(
+    join(cjs, "run.js"),
+    `let required
+try { require("effect-a2a"); required = "loaded" } catch (error) { required = error.code }
+import("effect-a2a").then((m) => console.log(JSON.stringify({ required, imported: typeof m.RemoteOutcome.$match })))
+`
+  )
+  const ran = JSON.parse(run("node", ["run.js"], cjs))
+  const result = JSON.parse(run("node", ["run.mjs"], app))
+  process.stdout.write(JSON.stringify({ ...result, commonjs: { ...commonjs, ran } }) + "\n")
 } finally {
   rmSync(app, { recursive: true, force: true })
 }

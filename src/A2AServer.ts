@@ -609,11 +609,22 @@ export type TaskStoreError = internalTaskStore.TaskStoreError
  * @since 0.1.0
  */
 export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
-  /** The base URL; the card is at `${url}/.well-known/agent-card.json`. */
+  /**
+   * The server's base URL, no trailing slash: `publicUrl` when given, else
+   * the bound address (`http://127.0.0.1:<port>`). Not an endpoint of any
+   * transport: the card is at `${url}/.well-known/agent-card.json`, and the
+   * transports are in `urls`.
+   */
   readonly url: string
-  /** The JSON-RPC endpoint (where it would be, when JSON-RPC is not served). */
+  /** The JSON-RPC endpoint, `${url}${rpcPath}` (where it would be, when JSON-RPC is not served). */
   readonly rpcUrl: string
-  /** Where each served transport is reached, as the card gives it: the JSON-RPC endpoint, the HTTP+JSON base URL, gRPC's `host:port`. */
+  /**
+   * One entry per served transport, exactly the URL the card lists for it in
+   * `supportedInterfaces`: `JSONRPC` is the endpoint `${url}${rpcPath}`,
+   * `"HTTP+JSON"` the base `${url}${restPath}` its routes hang from, `GRPC`
+   * the `host:port` of the gRPC port (no scheme). A transport not served
+   * has no entry.
+   */
   readonly urls: { readonly [T in Transport]?: string }
   readonly address: { readonly hostname: string; readonly port: number }
   readonly card: AgentCard

@@ -38,7 +38,7 @@ import * as Part from "./Part.js"
  *   message.parts.flatMap((part) => part._tag === "Data" ? [part.data] : []).at(0) ?? Part.textOf(message.parts)
  * ```
  * @category models
- * @since 0.2.0
+ * @since 0.1.0
  */
 export interface RequestMessage {
   readonly messageId: string
@@ -72,7 +72,7 @@ export interface AgentRequest {
   readonly contextId: string
   readonly task: Option.Option<Task>
   readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
-  /** @since 0.2.0 */
+  /** @since 0.1.0 */
   readonly sdkMessage: Message
   /** Who called, when `A2AServer`'s `authenticate` is set. */
   readonly caller: Option.Option<Authentication.Caller>

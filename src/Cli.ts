@@ -1,7 +1,7 @@
 /**
  * The `effect-a2a` command line, built with `@effect/cli`:
  *
- * - `probe <agent-url> [--text T] [--timeout D] [--transport T] [--header 'Name: value']… [--api-key KEY] [--trust JWK-FILE|JWKS-URL] [--json]`:
+ * - `probe <agent-url> [--text T] [--timeout D] [--transport T] [--header 'Name: value']… [--api-key KEY] [--push] [--trust JWK-FILE|JWKS-URL] [--json]`:
  *   one blocking call; says which channel it ended in (exit 0 Completed,
  *   3 card resolution, 4 client error, a refusal for credentials included,
  *   5 Failed, 6 any other outcome, 2 usage: among them an agent URL that

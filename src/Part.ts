@@ -28,7 +28,7 @@ import * as json from "./internal/wire/json.js"
  * const data: Part.Json = booking
  * ```
  * @category models
- * @since 0.2.0
+ * @since 0.1.0
  */
 export type Json =
   | null
@@ -48,7 +48,7 @@ export type Json =
  * const metadata: Part.JsonObject = { channel: "web", attempt: 2 }
  * ```
  * @category models
- * @since 0.2.0
+ * @since 0.1.0
  */
 export type JsonObject = { readonly [key: string]: Json | undefined }
 
@@ -77,7 +77,7 @@ import { Schema } from "effect"
  * Schema.is(Part.Json)({ at: new Date() }) // false
  * ```
  * @category schemas
- * @since 0.2.0
+ * @since 0.1.0
  */
 export const Json: Schema.Schema<Json> = Schema.declare(isJson, {
   identifier: "Json",
@@ -99,7 +99,7 @@ import { Schema } from "effect"
  * Schema.decodeUnknownSync(Part.JsonObject)({ channel: "web" })
  * ```
  * @category schemas
- * @since 0.2.0
+ * @since 0.1.0
  */
 export const JsonObject: Schema.Schema<JsonObject> = Schema.declare(isJsonObject, {
   identifier: "JsonObject",

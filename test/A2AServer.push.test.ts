@@ -89,6 +89,24 @@ describe("A2AServer with push notifications", () => {
       expect(runs).toEqual([])
     }))
 
+  it.scopedLive("a webhook whose name does not resolve now is accepted at creation, on every transport: the delivery guard checks it", () =>
+    Effect.gen(function*() {
+      const { server } = yield* serve({ push: {} })
+      for (const transport of transports) {
+        const a = yield* callerOn(server.url, transport, keyOf("a"))
+        const task = taskOf(yield* a.send("ask"))
+        // The TCK registers `example.com`, which does not resolve where it runs; `.invalid` never does (RFC 6761).
+        for (const url of ["https://example.com/a2a/push", "https://hooks.example.invalid/a2a/push"]) {
+          const created = yield* Effect.promise(() =>
+            a.client.createTaskPushNotificationConfig({ ...config(url, "tok"), taskId: task.id }, a.options)
+          )
+          expect(created.url, `${transport} ${url}`).toBe(url)
+        }
+        const sent = yield* a.sendWith("hello", { taskPushNotificationConfig: config("https://hooks.example.invalid/h", "t") })
+        expect(taskOf(sent).id, transport).not.toBe("")
+      }
+    }))
+
   it.scopedLive("a streaming caller that leaves does not stop the pushes: the final state still reaches the webhook", () =>
     Effect.gen(function*() {
       const hook = yield* webhook

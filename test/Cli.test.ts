@@ -16,6 +16,7 @@ import * as zlib from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type * as A2AClientError from "../src/A2AClientError.js"
 import * as Cli from "../src/Cli.js"
+import * as internalCommands from "../src/cli/commands.js"
 import * as internalFindError from "../src/cli/findError.js"
 import * as internalProbe from "../src/cli/probe.js"
 import * as PushReceiver from "../src/PushReceiver.js"
@@ -541,6 +542,66 @@ describe("the pieces", () => {
       "text:       Agent execution failed. (error_id: 3f9c0a7b12de)"
     ])
   })
+
+  it("the usage lines show every repeatable option, and the files of find-error, as optional", async () => {
+    const usage = async (command: string) =>
+      (await runHere([command, "--help"])).stdout.replace(/\x1b\[[0-9;]*m/g, "").split("\n").find((line) => line.startsWith(`$ ${command}`))
+    expect(await usage("probe")).toContain(" [--header text...] [--api-key redacted] [--push] ")
+    expect(await usage("playground")).toContain(" [--api-key text...] [--allow-push-target text...] ")
+    expect(await usage("find-error")).toBe("$ find-error <error-id> [<files>...]")
+  })
+
+  it("the README's synopsis of each command names every option the command has", async () => {
+    const readme = fs.readFileSync(path.join(root, "README.md"), "utf8").split("\n")
+    for (const command of ["probe", "find-error", "playground", "keygen"]) {
+      const usage = (await runHere([command, "--help"])).stdout.split("\n").find((line) => line.includes(`$ ${command} `))
+      const options = usage?.match(/--[a-z-]+/g) ?? []
+      const synopsis = readme.find((line) => line.startsWith(`effect-a2a ${command} `)) ?? ""
+      expect(options.filter((option) => !new RegExp(`\\[${option}[ \\]]`).test(synopsis)), command).toEqual([])
+    }
+  })
+
+  it("help and usage errors are coloured on a terminal only, and not with NO_COLOR", async () => {
+    const escape = "\x1b["
+    // Piped, as every run here is.
+    const [help, usage] = await Promise.all([cli(["probe", "--help"]), cli(["probe", "--timeout", "soon", "http://127.0.0.1:9"])])
+    expect(help.stdout).toContain("USAGE")
+    expect(help.stdout).not.toContain(escape)
+    expect(usage.code).toBe(2)
+    expect(usage.stderr).toContain("--timeout")
+    expect(usage.stderr).not.toContain(escape)
+    // On a terminal (script(1) gives the command one), with NO_COLOR unset, set, and set empty (which does not count).
+    const onTerminal = (noColor: string | undefined) =>
+      new Promise<string>((resolve, reject) => {
+        const env = { ...childEnv }
+        delete env["NO_COLOR"]
+        const child = spawn("script", ["-qec", `${process.execPath} --import tsx src/bin.ts probe --help`, "/dev/null"], {
+          cwd: root,
+          env: noColor === undefined ? env : { ...env, NO_COLOR: noColor },
+          stdio: ["ignore", "pipe", "inherit"]
+        })
+        let out = ""
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
+        const timer = setTimeout(() => child.kill("SIGKILL"), 50_000)
+        child.on("error", reject)
+        child.on("close", () => {
+          clearTimeout(timer)
+          resolve(out)
+        })
+      })
+    const [plain, coloured, empty] = await Promise.all([onTerminal("1"), onTerminal(undefined), onTerminal("")])
+    expect(plain).toContain("USAGE")
+    expect(plain).not.toContain(escape)
+    expect(coloured).toContain(`${escape}0;1mUSAGE`)
+    expect(empty).toContain(escape)
+    expect([
+      internalCommands.colours({ isTTY: true }, undefined),
+      internalCommands.colours({ isTTY: true }, "1"),
+      internalCommands.colours({ isTTY: true }, ""),
+      internalCommands.colours({ isTTY: false }, undefined),
+      internalCommands.colours(undefined, undefined)
+    ]).toEqual([true, false, true, false, false])
+  }, 120_000)
 
   it("parseDuration and the exit codes", () => {
     expect(Option.map(internalProbe.parseDuration("500ms"), Duration.toMillis)).toEqual(Option.some(500))

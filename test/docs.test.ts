@@ -89,6 +89,44 @@ describe("docs", () => {
     expect(sources.flatMap(([module, text]) => undocumented(module, text, "@category "))).toEqual([])
   })
 
+  it("every @since names the package's version", () => {
+    const { version } = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }
+    const files = fs.readdirSync(path.join(root, "src"), { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".ts"))
+    const later = files.flatMap((file) =>
+      fs.readFileSync(path.join(root, "src", file), "utf8").split("\n").flatMap((line, i) =>
+        [...line.matchAll(/@since (\S+)/g)].filter((match) => match[1] !== version).map((match) => `src/${file}:${i + 1} ${match[0]}`)
+      )
+    )
+    expect(later).toEqual([])
+  })
+
+  it("the README's install commands ask for the ranges package.json declares", () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>
+      peerDependencies: Record<string, string>
+    }
+    const declared: Record<string, string> = { ...manifest.dependencies, ...manifest.peerDependencies }
+    // `^1.11` is `^1.11.0`.
+    const full = (range: string) => range.replace(/^\^(\d+)(\.\d+)?(\.\d+)?$/, (_, major, minor, patch) => `^${major}${minor ?? ".0"}${patch ?? ".0"}`)
+    const asked = [...fs.readFileSync(path.join(root, "README.md"), "utf8").matchAll(/npm install ([^`\n]+)/g)]
+      .flatMap((match) => match[1]!.trim().split(/\s+/))
+      .filter((word) => /^@?[^@\s]+@\^/.test(word))
+      .map((word) => {
+        const at = word.lastIndexOf("@")
+        return [word.slice(0, at), full(word.slice(at + 1))] as const
+      })
+    expect(asked.length).toBeGreaterThanOrEqual(8)
+    expect(asked.filter(([name, range]) => declared[name] === undefined || full(declared[name]) !== range)).toEqual([])
+  })
+
+  it("the README's install section says the package is ESM-only; it shows Observability.layerJsonLogs in compiled code", () => {
+    const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
+    const install = readme.slice(readme.indexOf("\n## Install\n"), readme.indexOf("\n## ", readme.indexOf("\n## Install\n") + 1))
+    expect(install).toContain("**ESM-only**")
+    expect(install).toContain(`import("effect-a2a")`)
+    expect(readmeExamples(readme).some((example) => example.code.includes("Observability.layerJsonLogs("))).toBe(true)
+  })
+
   it("every JSDoc example and README example compiles", () => {
     const readme = readmeExamples(fs.readFileSync(path.join(root, "README.md"), "utf8"))
     expect(readme.length).toBeGreaterThanOrEqual(2)

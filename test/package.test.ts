@@ -7,17 +7,24 @@ import { runWithout } from "./fixtures/blocked.js"
 const root = path.resolve(import.meta.dirname, "..")
 
 describe("the published package", () => {
-  it("packs, installs into a fresh Effect 3 application, type-checks and runs", () => {
-    const out = execFileSync("node", ["scripts/check-pack.mjs"], { encoding: "utf8", timeout: 180_000 })
+  it("packs, installs into a fresh Effect 3 application, type-checks and runs; a CommonJS one is refused at compile time as at run time", () => {
+    const out = execFileSync("node", ["scripts/check-pack.mjs"], { encoding: "utf8", timeout: 280_000 })
     const result = JSON.parse(out.trim().split("\n").at(-1)!)
     expect(result).toEqual({
       tarball: "effect-a2a-0.1.0.tgz",
       reason: "Unavailable",
       delivery: "NotSent",
       // Every internal path is closed, whichever room it is in.
-      closed: ["ERR_PACKAGE_PATH_NOT_EXPORTED", "ERR_PACKAGE_PATH_NOT_EXPORTED", "ERR_PACKAGE_PATH_NOT_EXPORTED"]
+      closed: ["ERR_PACKAGE_PATH_NOT_EXPORTED", "ERR_PACKAGE_PATH_NOT_EXPORTED", "ERR_PACKAGE_PATH_NOT_EXPORTED"],
+      // ESM-only, and said so at compile time: a CommonJS project that requires the package does not type-check,
+      // whichever resolution it uses, as the require fails at run time; its `import()` type-checks and runs.
+      commonjs: {
+        required: { node10: ["TS2307"], node16: ["TS2307"], nodenext: ["TS2307"] },
+        imported: "compiled",
+        ran: { required: "ERR_PACKAGE_PATH_NOT_EXPORTED", imported: "function" }
+      }
     })
-  }, 200_000)
+  }, 300_000)
 
   it("exports exactly its public modules", () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as {

@@ -10,7 +10,7 @@ import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
-import { Cause, Console, Duration, Effect, Either, FiberRef, Layer, Logger, LogLevel, Option, Redacted, Schema } from "effect"
+import { Cause, Config, Console, Duration, Effect, Either, FiberRef, Layer, Logger, LogLevel, Option, Redacted, Schema } from "effect"
 import * as jose from "jose"
 import * as fs from "node:fs"
 import * as A2AServer from "../A2AServer.js"
@@ -44,6 +44,14 @@ const describe = (error: unknown, depth = 0): string => {
   return String(error)
 }
 
+/**
+ * An option given any number of times, none included. `Options.repeated`
+ * alone accepts none too, but its usage line shows it as required; the
+ * default (never used) is what marks it optional there.
+ */
+const repeatable = <A>(option: Options.Options<A>): Options.Options<Array<A>> =>
+  option.pipe(Options.repeated, Options.withDefault<Array<A>>([]))
+
 /** Ends a command with `code`: 0 is a plain success. */
 const exitWith = (code: number): Effect.Effect<void, ExitCode> => code === 0 ? Effect.void : Effect.fail(new ExitCode({ code }))
 
@@ -68,7 +76,7 @@ const credentialsOption = Options.all({
   // Read as text and redacted at once: @effect/cli 0.77 refuses a repeated Options.redacted ("'<redacted>' is not a redacted").
   headers: Options.text("header").pipe(
     Options.withDescription("Send this header on every request, card included: 'Name: value'. Repeatable."),
-    Options.repeated,
+    repeatable,
     Options.map((headers) => headers.map(Redacted.make))
   ),
   apiKey: Options.redacted("api-key").pipe(
@@ -153,7 +161,9 @@ const findErrorCommand = Command.make("find-error", {
   ),
   files: Args.text({ name: "files" }).pipe(
     Args.withDescription("JSON log files, plain or .gz; standard input when none."),
-    Args.repeated
+    // As `repeatable`: the default marks them optional in the usage line.
+    Args.repeated,
+    Args.withDefault<Array<string>>([])
   )
 }, ({ errorId, files }) =>
   Effect.gen(function*() {
@@ -184,7 +194,7 @@ const portOption = (name: string, description: string, fallback: number) =>
 // The value is never repeated in an error: a malformed one may well be a bare key.
 const apiKeyOption = Options.text("api-key").pipe(
   Options.withDescription("NAME=KEY: turns API-key authentication on (X-API-Key); the caller NAME holds KEY. Repeatable."),
-  Options.repeated,
+  repeatable,
   Options.mapEffect((values) => {
     if (values.length === 0) return Effect.succeed(undefined)
     const pairs: Array<readonly [string, Redacted.Redacted<string>]> = []
@@ -239,7 +249,7 @@ const playgroundCommand = Command.make("playground", {
     Options.withDescription(
       "A host, address or CIDR block webhooks may target although the SSRF guard refuses it (127.0.0.1 for a local webhook); repeatable."
     ),
-    Options.repeated
+    repeatable
   ),
   signing: signKeyOption,
   replication: Options.text("replication").pipe(
@@ -350,21 +360,47 @@ export const make = <R = never, E = never>(
     ]
   )
 
+/**
+ * Whether to colour what goes to `stream`: only a terminal, and never with
+ * `NO_COLOR` set to anything but the empty string (https://no-color.org).
+ *
+ * @internal
+ */
+export const colours = (stream: { readonly isTTY?: boolean | undefined } | undefined, noColor: string | undefined): boolean =>
+  stream?.isTTY === true && (noColor === undefined || noColor === "")
+
+const ansiEscape = /\x1b\[[0-9;]*m/g
+
+// @effect/cli colours its help and usage errors whatever the output is: written through here, they lose the escapes.
+const plain = (write: (...args: ReadonlyArray<unknown>) => Effect.Effect<void>) => (...args: ReadonlyArray<unknown>) =>
+  write(...args.map((arg) => typeof arg === "string" ? arg.replace(ansiEscape, "") : arg))
+
 /** @internal */
 export const run = <R = never, E = never>(
   argv: ReadonlyArray<string>,
   options: Cli.RunOptions<R, E> = {}
 ): Effect.Effect<number, never, R | CliApp.CliApp.Environment> =>
-  Command.run(make(options.extra ?? []), { name: "effect-a2a", version: options.version ?? "0.1.0" })(argv).pipe(
-    Effect.as(0),
-    Effect.catchAll((error: unknown) => {
-      if (error instanceof ExitCode) return Effect.succeed(error.code)
-      if (ValidationError.isValidationError(error)) return Effect.succeed(usageExitCode)
-      return Effect.as(Console.error(`effect-a2a: ${describe(error)}`), 1)
-    }),
-    Effect.catchAllDefect((defect) => Effect.as(Console.error(Cause.pretty(Cause.die(defect))), 1)),
-    Effect.provide(Layer.mergeAll(
-      Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true })),
-      Logger.remove(Logger.prettyLoggerDefault)
-    ))
-  )
+  Effect.gen(function*() {
+    const noColor = Option.getOrUndefined(yield* Config.option(Config.string("NO_COLOR")).pipe(Effect.orElseSucceed(Option.none)))
+    const stdout = colours(globalThis.process?.stdout, noColor)
+    const stderr = colours(globalThis.process?.stderr, noColor)
+    const console = yield* Console.consoleWith(Effect.succeed)
+    return yield* Command.run(make(options.extra ?? []), { name: "effect-a2a", version: options.version ?? "0.1.0" })(argv).pipe(
+      Effect.as(0),
+      Effect.catchAll((error: unknown) => {
+        if (error instanceof ExitCode) return Effect.succeed(error.code)
+        if (ValidationError.isValidationError(error)) return Effect.succeed(usageExitCode)
+        return Effect.as(Console.error(`effect-a2a: ${describe(error)}`), 1)
+      }),
+      Effect.catchAllDefect((defect) => Effect.as(Console.error(Cause.pretty(Cause.die(defect))), 1)),
+      Effect.withConsole({
+        ...console,
+        log: stdout ? console.log : plain(console.log),
+        error: stderr ? console.error : plain(console.error)
+      }),
+      Effect.provide(Layer.mergeAll(
+        Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: stderr })),
+        Logger.remove(Logger.prettyLoggerDefault)
+      ))
+    )
+  })

@@ -4,10 +4,11 @@
  * ranges, the cloud metadata address), unless the operator allowed it.
  *
  * It runs twice. `targetProblem` when a config is saved, for a clear
- * refusal to the caller; `guardedLookup` at delivery, on the addresses the
- * socket is about to connect to, so that a name which resolved to a public
- * address at creation and to a private one later (DNS rebinding) still gets
- * nowhere. Neither ever opens a connection.
+ * refusal to the caller of what is certainly forbidden; `guardedLookup` at
+ * delivery, on the addresses the socket is about to connect to, so that a
+ * name which resolved to a public address at creation, or not at all, and to
+ * a private one later (DNS rebinding) still gets nowhere. Neither ever opens
+ * a connection.
  *
  * @internal
  */
@@ -128,7 +129,7 @@ const addressProblem = (allowed: Allowed, host: string, address: string): string
   return `push URL host ${host}${resolved} is ${kind} address; allow it with ${option}`
 }
 
-// A resolver that never answers must not hold the create call: the caller gets a refusal it can act on.
+// A resolver that never answers must not hold the create call: past this the name counts as not resolving.
 const lookupTimeoutMs = 5_000
 
 const resolveWithin = (host: string, ms: number): Promise<ReadonlyArray<{ readonly address: string }>> => {
@@ -155,8 +156,12 @@ export const policyOf = (allow: ReadonlyArray<string> | undefined, nodeEnv: stri
 
 /**
  * Why `url` may not be a push target, or undefined. Resolves a name (every
- * address it has): each must be public, or allowed. Never connects. The text
- * names the host and why, never the path, query or credentials.
+ * address it has): each must be public, or allowed. A name that does not
+ * resolve now is not refused: nothing says where it will lead, and the
+ * delivery guard checks the addresses it has then (peers register names,
+ * such as the TCK's `example.com`, that resolve only where they deliver).
+ * Never connects. The text names the host and why, never the path, query
+ * or credentials.
  *
  * @internal
  */
@@ -180,11 +185,10 @@ export const targetProblem = async (url: string, policy: PushPolicy): Promise<st
   if (Net.isIP(host) !== 0) {
     addresses = [host]
   } else {
-    try {
-      addresses = (await resolveWithin(host, lookupTimeoutMs)).map((found) => found.address)
-    } catch {
-      return `push URL host ${host} does not resolve`
-    }
+    addresses = await resolveWithin(host, lookupTimeoutMs).then(
+      (found) => found.map(({ address }) => address),
+      () => []
+    )
   }
   const exempt = addresses.length > 0 && addresses.every((address) => isAllowedAddress(allowed, address))
   if (policy.requireHttps && parsed.protocol === "http:" && !exempt) {

@@ -13,6 +13,7 @@ import type * as http from "node:http"
 import type * as net from "node:net"
 import * as internalMetrics from "../../../src/internal/observability/metrics.js"
 import * as PushSender from "../../../src/internal/server/pushSender.js"
+import * as PushTarget from "../../../src/internal/server/pushTarget.js"
 import * as ErrorId from "../../../src/internal/wire/errorId.js"
 import * as Observability from "../../../src/Observability.js"
 import { captureLogs, eventually } from "../../fixtures/serverAgents.js"
@@ -272,6 +273,26 @@ describe("server/pushSender", () => {
       expect(lookups.sort()).toEqual(["127.0.0.1", "localhost"])
       expect(hook.connections()).toBe(0)
       expect(hook.received).toHaveLength(0)
+    }))
+
+  it.scopedLive("behind the guard, a target whose name does not resolve fails as any other delivery: counted failed, one warning, nothing connected", () =>
+    Effect.gen(function*() {
+      const { layer, lines } = captureLogs()
+      const ctx = context()
+      const store = yield* storeWith("t-nxdomain", ctx, config("t-nxdomain", "https://hooks.example.invalid/hook"))
+      const sender = yield* PushSender.make({
+        store,
+        agent: "push-nxdomain",
+        lookup: PushTarget.guardedLookup(PushTarget.policyOf(undefined, undefined)),
+        backoff: "20 millis"
+      }).pipe(Effect.provide(layer))
+      sender.notify(status("t-nxdomain", TaskState.TASK_STATE_COMPLETED, 1), ctx)
+      yield* eventually(counts("push-nxdomain"), (c) => c.failed === 1, 500)
+      expect(yield* counts("push-nxdomain")).toEqual({ delivered: 0, retried: 0, failed: 1, refused: 0 })
+      const warnings = lines.filter((line) => line.level === "WARN")
+      expect(warnings.map((line) => line.annotations)).toMatchObject([
+        { taskId: "t-nxdomain", host: "hooks.example.invalid", reason: "InvalidTarget" }
+      ])
     }))
 
   it.scopedLive("under a slow webhook notify returns at once and 50 events arrive in order, the final last", () =>

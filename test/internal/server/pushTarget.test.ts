@@ -105,6 +105,20 @@ describe("targetProblem", () => {
       expect(yield* problemOf("http://93.184.216.34/h", strict)).toBeUndefined()
     }))
 
+  it.effect("accepts a name that does not resolve now, without connecting: the delivery guard checks it then", () =>
+    Effect.gen(function* () {
+      const checkNoConnections = noConnections()
+      // `.invalid` never resolves (RFC 6761); `example.com`, which the TCK registers, may or may not here.
+      expect(yield* problemOf("https://hooks.example.invalid/a2a/push", strict)).toBeUndefined()
+      expect(yield* problemOf("https://example.com/a2a/push", strict)).toBeUndefined()
+      expect(yield* problemOf("https://hooks.example.invalid/h", production)).toBeUndefined()
+      // With no address to exempt it, plain http is still refused in production.
+      expect(yield* problemOf("http://hooks.example.invalid/h", production)).toBe(
+        "push URL for host hooks.example.invalid must use https in production; allow it with allowPushTargets"
+      )
+      checkNoConnections()
+    }))
+
   it("lists the allow entries that match nothing", () => {
     expect(internalPushTarget.invalidEntries(["127.0.0.1", "10.0.0.0/8", "::1", "[::1]", "hooks.internal", "fc00::/7"]))
       .toEqual([])
