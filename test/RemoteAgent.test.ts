@@ -98,7 +98,7 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
   it.scopedLive("ADK Python's failure, with or without its debug suffix, is Failed with its eight-digit error id", () =>
     Effect.gen(function*() {
       const agent = yield* agentFor((yield* sdkPeer()).url)
-      for (const [command, text] of [["fail-adk-python", adkPythonFailure], ["fail-adk-python-debug", adkPythonDebugFailure]]) {
+      for (const [command, text] of [["fail-adk-python", adkPythonFailure], ["fail-adk-python-debug", adkPythonDebugFailure]] as const) {
         const outcome = yield* agent.send(command)
         expect(outcome._tag).toBe("Failed")
         expect(outcome.text).toBe(text)
