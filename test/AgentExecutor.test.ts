@@ -225,7 +225,7 @@ describe("AgentExecutor", () => {
       const failed = yield* send(yield* makeClient(server.url), "pool")
       expect(textOf(failed)).toMatch(failedText)
       const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
-      const line = logs.lines.find((l) => l.message.includes("Runner failed to execute") && l.annotations.errorId === errorId)
+      const line = logs.lines.find((l) => l.message === `Runner failed to execute [error_id=${errorId}]` && l.annotations.errorId === errorId)
       expect(String(line?.annotations.cause)).toContain('"_tag":"PoolExhausted","pool":"payments-db","inUse":20')
       expect(textOf(failed)).not.toContain("payments-db")
     }).pipe(Effect.provide(logs.layer))
@@ -304,7 +304,7 @@ describe("AgentExecutor", () => {
         expect(stored.status?.state).toBe(TaskState.TASK_STATE_FAILED)
         const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
         const line = logs.lines.find((line) => line.annotations.errorId === errorId)
-        expect(line?.message).toBe("Runner failed to execute")
+        expect(line?.message).toBe(`Runner failed to execute [error_id=${errorId}]`)
         expect(String(line?.annotations.cause)).toContain(`InvalidOutput: The agent's output is not JSON data at ${path}: ${found}`)
       }
     }).pipe(Effect.provide(logs.layer))
@@ -755,7 +755,7 @@ describe("AgentExecutor", () => {
         }
         const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(task.status.message.parts[0].text))
         const line = logs.lines.find((l) => l.annotations.errorId === errorId)
-        expect(line?.message).toBe("Runner failed to execute")
+        expect(line?.message).toBe(`Runner failed to execute [error_id=${errorId}]`)
         expect(line?.annotations.taskId).toBe(task.id)
         expect(String(line?.annotations.cause)).toContain(sample.secret)
       }

@@ -291,7 +291,8 @@ describe("find-error over the playground's JSON log", () => {
     // Exactly this failure's entry, once per source.
     expect(found.map((entry) => entry.split("\n")[0]!.replace(/:\d+$/, ""))).toEqual([`--- ${logFile}`, `--- ${gzipped}`, "--- stdin"])
     for (const entry of found) {
-      expect(entry).toContain("ERROR Runner failed to execute")
+      // The message line itself names the id, as ADK Java writes it: a plain grep of a text log finds it.
+      expect(entry).toContain(`ERROR Runner failed to execute [error_id=${errorId}]\n`)
       expect(entry).toContain(`errorId: ${errorId}`)
       expect(entry).toContain(`taskId: ${report.taskId}`)
       expect(entry).toMatch(/cause:\n\s+PlaygroundError: secret-xyz/)

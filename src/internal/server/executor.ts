@@ -427,7 +427,7 @@ const runDefect = <R>(shared: Shared<R>, context: RequestContext, bus: Execution
     textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, ErrorId.failureText(errorId))
   ))
   return Runtime.runPromise(shared.runtime)(
-    internalFailure.logErrorOffSpan("Runner failed to execute", {
+    internalFailure.logErrorOffSpan(ErrorId.logMessage("Runner failed to execute", errorId), {
       errorId,
       taskId: context.taskId,
       contextId: context.contextId,

@@ -25,8 +25,15 @@ export const make = (): string => {
 /** How an id is written into a text. */
 export const marker = (errorId: string): string => `error_id: ${errorId}`
 
-/** How an id is written into a log message, as ADK Java and ADK Python write it: `grep <id>` finds the line. */
+/** How an id is written into a log message, as ADK Java and ADK Python write it. */
 export const logMarker = (errorId: string): string => `error_id=${errorId}`
+
+/**
+ * A log message naming its id, as ADK Java writes it (`Runner failed to
+ * execute [error_id=3f9c0a7b12de]`): a plain `grep <id>` of a text log finds
+ * the message line itself, not only an annotation under it.
+ */
+export const logMessage = (message: string, errorId: string): string => `${message} [${logMarker(errorId)}]`
 
 /** The only text a caller gets of a failed run. */
 export const failureText = (errorId: string): string => `Agent execution failed. (${marker(errorId)})`
