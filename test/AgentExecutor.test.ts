@@ -120,7 +120,17 @@ describe("AgentExecutor", () => {
       expect(opening).toMatchObject({ taskId: first.id, contextId: "trip-42" })
       expect(followUp).toMatchObject({ taskId: first.id, contextId: "trip-42", message: { metadata: {}, referenceTaskIds: [] } })
       expect(Part.textOf(followUp!.message.parts)).toBe("seat 12A")
-      expect(Option.isSome(followUp!.task)).toBe(true)
+      expect(Option.isNone(opening!.task) && Option.isNone(opening!.sdkTask)).toBe(true)
+      // The task it continues, in our types: the state is our name, not the SDK's number.
+      const task = Option.getOrThrow(followUp!.task)
+      expect(task).toMatchObject({ id: first.id, contextId: "trip-42", state: "InputRequired", artifacts: [], metadata: {} })
+      expect(Option.map(task.statusMessage, (m) => [m.role, m.parts])).toEqual(
+        Option.some(["Agent", [Part.TextPart.make({ text: "which seat?" })]])
+      )
+      expect(task.history.map((m) => [m.role, m.messageId])).toContainEqual(["User", opening!.sdkMessage.messageId])
+      expect(task.history.find((m) => m.role === "User")?.parts).toEqual(message.parts)
+      // The SDK's shape only under its own name.
+      expect(Option.map(followUp!.sdkTask, (t) => [t.id, t.status?.state])).toEqual(Option.some([first.id, TaskState.TASK_STATE_INPUT_REQUIRED]))
     }))
 
   it.scopedLive("every ending reaches a raw SDK client", () =>

@@ -4,7 +4,7 @@
  * type-check (`npm test` runs `tsc`) if the omission or value it marks ever
  * compiles.
  */
-import { Effect, Match, Schema } from "effect"
+import { Effect, Match, Option, Schema } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
 import * as AgentCardResolutionError from "../src/AgentCardResolutionError.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
@@ -185,3 +185,9 @@ export const anyData = Part.DataPart.make({ data: parsed })
 // The agent reads our parts.
 export const echo: AgentExecutor.Agent = (request) =>
   Effect.succeed(AgentExecutor.completedText(`${Part.textOf(request.message.parts)} ${request.message.metadata["channel"] ?? ""}`))
+
+// The task a message continues is read in our types: its state is our name, not the SDK's number.
+export const continuesPaused = (request: AgentExecutor.AgentRequest) =>
+  Option.exists(request.task, (task) => task.state === "InputRequired")
+// @ts-expect-error 6 is the SDK's TASK_STATE_INPUT_REQUIRED, not a state of ours
+export const bySdkNumber = (request: AgentExecutor.AgentRequest) => Option.exists(request.task, (task) => task.state === 6)
