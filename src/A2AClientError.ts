@@ -296,13 +296,7 @@ export const protocolErrorName = (code: number): ProtocolErrorName =>
  * @category pattern matching
  * @since 0.1.0
  */
-export const matchReason: <
-  Cases extends
-    & { readonly [R in Reason]: (error: A2AClientError) => unknown }
-    & { readonly [K in Exclude<keyof Cases, Reason>]: never }
->(cases: Cases) => (error: A2AClientError) => ReturnType<Cases[Reason]> = internalMatch.onField((error: A2AClientError) =>
-  error.reason
-)
+export const matchReason: internalMatch.Matcher<Reason, A2AClientError> = internalMatch.onField((error) => error.reason)
 
 /**
  * Exhaustive matching over the `delivery` of an error: leaving one out, or
@@ -321,10 +315,6 @@ export const matchReason: <
  * @category pattern matching
  * @since 0.1.0
  */
-export const matchDelivery: <
-  Cases extends
-    & { readonly [D in Delivery]: (error: A2AClientError) => unknown }
-    & { readonly [K in Exclude<keyof Cases, Delivery>]: never }
->(cases: Cases) => (error: A2AClientError) => ReturnType<Cases[Delivery]> = internalMatch.onField((error: A2AClientError) =>
+export const matchDelivery: internalMatch.Matcher<Delivery, A2AClientError> = internalMatch.onField((error) =>
   error.delivery
 )

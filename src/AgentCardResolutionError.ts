@@ -114,10 +114,6 @@ export class AgentCardResolutionError extends Schema.TaggedError<AgentCardResolu
  * @category pattern matching
  * @since 0.1.0
  */
-export const matchReason: <
-  Cases extends
-    & { readonly [R in Reason]: (error: AgentCardResolutionError) => unknown }
-    & { readonly [K in Exclude<keyof Cases, Reason>]: never }
->(cases: Cases) => (error: AgentCardResolutionError) => ReturnType<Cases[Reason]> = internalMatch.onField((
-  error: AgentCardResolutionError
-) => error.reason)
+export const matchReason: internalMatch.Matcher<Reason, AgentCardResolutionError> = internalMatch.onField((error) =>
+  error.reason
+)
