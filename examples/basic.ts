@@ -14,6 +14,10 @@ class PoolExhausted extends Data.TaggedError("PoolExhausted")<{ readonly detail:
 const booking: AgentExecutor.Agent<PoolExhausted> = (request) =>
   Effect.gen(function*() {
     const text = Part.textOf(request.message.parts)
+    // A follow-up to a task this agent paused: the message answers its question.
+    if (Option.exists(request.task, (task) => task.state === "InputRequired")) {
+      return AgentExecutor.completedText(`booked for ${text}`)
+    }
     yield* AgentExecutor.status(`booking: ${text}`)
     if (text.includes("pay")) {
       return yield* new PoolExhausted({ detail: "connection pool exhausted (db-primary:5432, 20/20 in use)" })
@@ -42,6 +46,12 @@ const program = Effect.gen(function*() {
   for (const text of ["flight 4821 for Ana", "flight 4821 for Ana, pay now", "flight 4821, date?", "business seat"]) {
     const outcome = yield* agent.send(text)
     console.log(`${text.padEnd(32)} -> ${describe(outcome)}`)
+    if (outcome._tag === "InputRequired") {
+      const answer = "May 3"
+      const { taskId, contextId } = outcome
+      const continued = yield* agent.send({ parts: [Part.TextPart.make({ text: answer })], taskId, contextId })
+      console.log(`${`  answered "${answer}"`.padEnd(32)} -> ${describe(continued)}`)
+    }
   }
 
   // Channel 2: a client error, typed, with an honest delivery.

@@ -11,6 +11,7 @@
  * @since 0.1.0
  */
 import { Duration, Schema } from "effect"
+import * as internalMatch from "./internal/match.js"
 import * as internalTransport from "./internal/wire/transport.js"
 
 /**
@@ -272,8 +273,8 @@ export const protocolErrorName = (code: number): ProtocolErrorName =>
   (protocolErrorNames as Record<number, ProtocolErrorName>)[code] ?? "Unknown"
 
 /**
- * Exhaustive matching over the `reason` of an error: leaving a reason out
- * does not compile.
+ * Exhaustive matching over the `reason` of an error: leaving a reason out,
+ * or adding a key that is not one (a misspelt reason), does not compile.
  *
  * @example
  * ```ts
@@ -295,14 +296,11 @@ export const protocolErrorName = (code: number): ProtocolErrorName =>
  * @category pattern matching
  * @since 0.1.0
  */
-export const matchReason =
-  <Cases extends { readonly [R in Reason]: (error: A2AClientError) => unknown }>(cases: Cases) =>
-  (error: A2AClientError): ReturnType<Cases[Reason]> =>
-    cases[error.reason](error) as ReturnType<Cases[Reason]>
+export const matchReason: internalMatch.Matcher<Reason, A2AClientError> = internalMatch.onField((error) => error.reason)
 
 /**
- * Exhaustive matching over the `delivery` of an error: leaving one out does
- * not compile.
+ * Exhaustive matching over the `delivery` of an error: leaving one out, or
+ * adding a key that is not one, does not compile.
  *
  * @example
  * ```ts
@@ -317,7 +315,6 @@ export const matchReason =
  * @category pattern matching
  * @since 0.1.0
  */
-export const matchDelivery =
-  <Cases extends { readonly [D in Delivery]: (error: A2AClientError) => unknown }>(cases: Cases) =>
-  (error: A2AClientError): ReturnType<Cases[Delivery]> =>
-    cases[error.delivery](error) as ReturnType<Cases[Delivery]>
+export const matchDelivery: internalMatch.Matcher<Delivery, A2AClientError> = internalMatch.onField((error) =>
+  error.delivery
+)

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
+import * as internalMatch from "./internal/match.js"
 
 /**
  * Why the card could not be resolved; the error's message says what to do
@@ -88,3 +89,31 @@ export class AgentCardResolutionError extends Schema.TaggedError<AgentCardResolu
     }.`
   }
 }
+
+/**
+ * Exhaustive matching over the `reason` of an error: leaving a reason out,
+ * or adding a key that is not one (a misspelt reason), does not compile.
+ *
+ * @example
+ * ```ts
+ * import { AgentCardResolutionError } from "effect-a2a"
+ *
+ * // whether waiting for the agent may help, or someone must change something first
+ * const mayWait = AgentCardResolutionError.matchReason({
+ *   Unreachable: () => true,
+ *   HttpStatus: (e) => e.status !== undefined && e.status >= 500,
+ *   InvalidJson: () => false,
+ *   InvalidCard: () => false,
+ *   NoCompatibleTransport: () => false,
+ *   InvalidRequest: () => false,
+ *   InvalidSignature: () => false,
+ *   UntrustedSigner: () => false,
+ *   Unsigned: () => false
+ * })
+ * ```
+ * @category pattern matching
+ * @since 0.1.0
+ */
+export const matchReason: internalMatch.Matcher<Reason, AgentCardResolutionError> = internalMatch.onField((error) =>
+  error.reason
+)

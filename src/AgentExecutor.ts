@@ -22,6 +22,7 @@ import * as internalFinal from "./internal/server/finalStatus.js"
 import * as internalEvents from "./internal/server/runEvents.js"
 import * as wireParts from "./internal/wire/parts.js"
 import * as Part from "./Part.js"
+import type * as RemoteOutcome from "./RemoteOutcome.js"
 
 /**
  * The caller's message, in our types: its parts as {@link Part.Part} (a
@@ -48,10 +49,74 @@ export interface RequestMessage {
 }
 
 /**
+ * A task's state, named as the client names it: the tag of the outcome a
+ * caller reads of it, or how it runs (`Submitted`, `Working`). A state that
+ * A2A does not define reads as `Working`, as on the client.
+ *
+ * @example
+ * ```ts
+ * import type { AgentExecutor } from "effect-a2a"
+ *
+ * const paused = (state: AgentExecutor.TaskState) => state === "InputRequired" || state === "AuthRequired"
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type TaskState = RemoteOutcome.Running["state"] | RemoteOutcome.Tag
+
+/**
+ * A message of a task's history or status, in our types, with who wrote it
+ * (`Unspecified` when the sender did not say).
+ *
+ * @example
+ * ```ts
+ * import { Part } from "effect-a2a"
+ * import type { AgentExecutor } from "effect-a2a"
+ *
+ * const askedBefore = (task: AgentExecutor.RequestTask) =>
+ *   task.history.filter((message) => message.role === "Agent").map((message) => Part.textOf(message.parts))
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface TaskMessage extends RequestMessage {
+  readonly role: "User" | "Agent" | "Unspecified"
+}
+
+/**
+ * The task a message continues, as stored before this turn, in our types:
+ * its state, its status message (on a paused task, what the agent asked),
+ * its history and its artifacts, parts as {@link Part.Part}.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Option } from "effect"
+ * import { AgentExecutor, Part } from "effect-a2a"
+ *
+ * // the answer to the question the agent asked when it paused the task
+ * const seat: AgentExecutor.Agent = (request) =>
+ *   Option.exists(request.task, (task) => task.state === "InputRequired")
+ *     ? Effect.succeed(AgentExecutor.completedText(`seat ${Part.textOf(request.message.parts)} booked`))
+ *     : Effect.succeed(AgentExecutor.InputRequired({ question: "which seat?" }))
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface RequestTask {
+  readonly id: string
+  readonly contextId: string
+  readonly state: TaskState
+  readonly statusMessage: Option.Option<TaskMessage>
+  readonly history: ReadonlyArray<TaskMessage>
+  readonly artifacts: ReadonlyArray<Part.Artifact>
+  readonly metadata: Part.JsonObject
+}
+
+/**
  * What an agent receives: the user's message, the task and context ids, the
- * task as stored before this turn (on a follow-up, in the `@a2a-js/sdk`
- * shape), and the HTTP request headers. `sdkMessage` is the message as the
- * SDK decoded it, for what ours leaves out (part metadata, extensions).
+ * task the message continues (on a follow-up), and the HTTP request headers.
+ * `sdkMessage` and `sdkTask` are the message and the task in the
+ * `@a2a-js/sdk` shapes, for what ours leave out (part metadata, extensions).
  *
  * @example
  * ```ts
@@ -70,10 +135,12 @@ export interface AgentRequest {
   readonly message: RequestMessage
   readonly taskId: string
   readonly contextId: string
-  readonly task: Option.Option<Task>
+  readonly task: Option.Option<RequestTask>
   readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
   /** @since 0.1.0 */
   readonly sdkMessage: Message
+  /** The task the message continues, as the SDK stored it. */
+  readonly sdkTask: Option.Option<Task>
   /** Who called, when `A2AServer`'s `authenticate` is set. */
   readonly caller: Option.Option<Authentication.Caller>
 }

@@ -272,14 +272,15 @@ export interface LogMatch {
 /**
  * The log entry on one line (a `Logger.json` object) when it belongs to the
  * error id: `annotations.errorId` is the id, or one of its strings holds
- * `error_id: <id>`. Lines that are not JSON are skipped.
+ * `error_id: <id>` (a failure's text) or `error_id=<id>` (a log message's
+ * `[error_id=<id>]`). Lines that are not JSON are skipped.
  *
  * @example
  * ```ts
  * import * as Cli from "effect-a2a/Cli"
  *
- * Cli.matchLogLine('{"message":"Runner failed to execute","annotations":{"errorId":"3f9c0a7b12de"}}', "3f9c0a7b12de")
- * // Option.some({ message: "Runner failed to execute", ... })
+ * Cli.matchLogLine('{"message":"Runner failed to execute [error_id=3f9c0a7b12de]","annotations":{"errorId":"3f9c0a7b12de"}}', "3f9c0a7b12de")
+ * // Option.some({ message: "Runner failed to execute [error_id=3f9c0a7b12de]", ... })
  * ```
  * @category find-error
  * @since 0.1.0
@@ -300,11 +301,11 @@ export const matchLogLine: (line: string, errorId: string) => Option.Option<Read
  *   line: 42,
  *   entry: {
  *     logLevel: "ERROR",
- *     message: "Runner failed to execute",
+ *     message: "Runner failed to execute [error_id=3f9c0a7b12de]",
  *     annotations: { errorId: "3f9c0a7b12de", cause: "Error: card declined" }
  *   }
  * })
- * // "--- booking.log:42\nERROR Runner failed to execute\n  errorId: 3f9c0a7b12de\n  cause:\n    Error: card declined"
+ * // "--- booking.log:42\nERROR Runner failed to execute [error_id=3f9c0a7b12de]\n  errorId: 3f9c0a7b12de\n  cause:\n    Error: card declined"
  * ```
  * @category find-error
  * @since 0.1.0

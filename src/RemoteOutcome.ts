@@ -201,13 +201,15 @@ export type Tag = RemoteOutcome["_tag"]
 export const $match = Match.typeTags<RemoteOutcome>()
 
 /**
- * The `error_id: <12 lowercase hex>` in a status text, when it holds exactly
- * one.
+ * The `error_id: <id>` in a status text, when it holds exactly one: an id
+ * of 12 lowercase hex digits (ours, ADK Java's) or 8 (ADK Python's), with
+ * or without a debug suffix after it.
  *
  * @example
  * ```ts
  * import { RemoteOutcome } from "effect-a2a"
  * RemoteOutcome.extractErrorId("Agent execution failed. (error_id: 3f9c0a7b12de)") // Option.some("3f9c0a7b12de")
+ * RemoteOutcome.extractErrorId("Agent execution failed. (error_id: 3f9c0a7b): ValueError: boom") // Option.some("3f9c0a7b")
  * ```
  * @category utils
  * @since 0.1.0

@@ -6,6 +6,7 @@ import { classifyCall } from "../src/internal/client/classify.js"
 import * as grpcTransport from "../src/internal/client/grpc.js"
 import * as restTransport from "../src/internal/client/rest.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
+import { handlers } from "./fixtures/matchers.js"
 import { cardFor, closedPort, json, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 
 const agentAt = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
@@ -465,6 +466,14 @@ describe("A2AClientError", () => {
     expect(Schema.encodeSync(A2AClientError.A2AClientError)(decoded)).toEqual(wire)
     expect(decoded.reason).toBe(error.reason)
     expect(decoded.delivery).toBe(error.delivery)
+  })
+
+  it.prop("matchReason and matchDelivery run the handler of the error's own reason and delivery", [A2AClientError.A2AClientError], ([error]) => {
+    // Each handler answers its key and the error it got, so a swapped or shared handler shows.
+    const byReason = A2AClientError.matchReason(handlers(A2AClientError.Reason.literals))
+    const byDelivery = A2AClientError.matchDelivery(handlers(A2AClientError.Delivery.literals))
+    expect(byReason(error)).toEqual([error.reason, error])
+    expect(byDelivery(error)).toEqual([error.delivery, error])
   })
 
   it("matchReason is exhaustive and dispatches on reason", () => {

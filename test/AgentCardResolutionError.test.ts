@@ -7,6 +7,7 @@ import * as AgentCardResolutionError from "../src/AgentCardResolutionError.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteOutcome from "../src/RemoteOutcome.js"
+import { handlers } from "./fixtures/matchers.js"
 import { cardFor, closedPort, json, rawPeer } from "./fixtures/peers.js"
 import { captureLogs } from "./fixtures/serverAgents.js"
 
@@ -174,4 +175,28 @@ describe("AgentCardResolutionError", () => {
     expect(Schema.encodeSync(AgentCardResolutionError.AgentCardResolutionError)(decoded)).toEqual(wire)
     expect(decoded.message).toBe(error.message)
   })
+
+  it.prop("matchReason runs the handler of the error's own reason", [AgentCardResolutionError.AgentCardResolutionError], ([error]) => {
+    const byReason = AgentCardResolutionError.matchReason(handlers(AgentCardResolutionError.Reason.literals))
+    expect(byReason(error)).toEqual([error.reason, error])
+  })
+
+  it.scopedLive("matchReason on a real failure: an agent that is not running is worth waiting for, a bad card is not", () =>
+    Effect.gen(function*() {
+      const mayWait = AgentCardResolutionError.matchReason({
+        Unreachable: () => true,
+        HttpStatus: (e) => e.status !== undefined && e.status >= 500,
+        InvalidJson: () => false,
+        InvalidCard: () => false,
+        NoCompatibleTransport: () => false,
+        InvalidRequest: () => false,
+        InvalidSignature: () => false,
+        UntrustedSigner: () => false,
+        Unsigned: () => false
+      })
+      const down = yield* resolve(yield* closedPort)
+      const garbled = yield* resolve((yield* cardServer((_req, res) => json(res, 200, { name: 42, supportedInterfaces: "JSONRPC" }))).url)
+      expect([down.reason, garbled.reason]).toEqual(["Unreachable", "InvalidCard"])
+      expect([mayWait(down), mayWait(garbled)]).toEqual([true, false])
+    }))
 })

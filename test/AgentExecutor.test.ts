@@ -120,7 +120,17 @@ describe("AgentExecutor", () => {
       expect(opening).toMatchObject({ taskId: first.id, contextId: "trip-42" })
       expect(followUp).toMatchObject({ taskId: first.id, contextId: "trip-42", message: { metadata: {}, referenceTaskIds: [] } })
       expect(Part.textOf(followUp!.message.parts)).toBe("seat 12A")
-      expect(Option.isSome(followUp!.task)).toBe(true)
+      expect(Option.isNone(opening!.task) && Option.isNone(opening!.sdkTask)).toBe(true)
+      // The task it continues, in our types: the state is our name, not the SDK's number.
+      const task = Option.getOrThrow(followUp!.task)
+      expect(task).toMatchObject({ id: first.id, contextId: "trip-42", state: "InputRequired", artifacts: [], metadata: {} })
+      expect(Option.map(task.statusMessage, (m) => [m.role, m.parts])).toEqual(
+        Option.some(["Agent", [Part.TextPart.make({ text: "which seat?" })]])
+      )
+      expect(task.history.map((m) => [m.role, m.messageId])).toContainEqual(["User", opening!.sdkMessage.messageId])
+      expect(task.history.find((m) => m.role === "User")?.parts).toEqual(message.parts)
+      // The SDK's shape only under its own name.
+      expect(Option.map(followUp!.sdkTask, (t) => [t.id, t.status?.state])).toEqual(Option.some([first.id, TaskState.TASK_STATE_INPUT_REQUIRED]))
     }))
 
   it.scopedLive("every ending reaches a raw SDK client", () =>
@@ -225,7 +235,7 @@ describe("AgentExecutor", () => {
       const failed = yield* send(yield* makeClient(server.url), "pool")
       expect(textOf(failed)).toMatch(failedText)
       const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
-      const line = logs.lines.find((l) => l.message.includes("Runner failed to execute") && l.annotations.errorId === errorId)
+      const line = logs.lines.find((l) => l.message === `Runner failed to execute [error_id=${errorId}]` && l.annotations.errorId === errorId)
       expect(String(line?.annotations.cause)).toContain('"_tag":"PoolExhausted","pool":"payments-db","inUse":20')
       expect(textOf(failed)).not.toContain("payments-db")
     }).pipe(Effect.provide(logs.layer))
@@ -304,7 +314,7 @@ describe("AgentExecutor", () => {
         expect(stored.status?.state).toBe(TaskState.TASK_STATE_FAILED)
         const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
         const line = logs.lines.find((line) => line.annotations.errorId === errorId)
-        expect(line?.message).toBe("Runner failed to execute")
+        expect(line?.message).toBe(`Runner failed to execute [error_id=${errorId}]`)
         expect(String(line?.annotations.cause)).toContain(`InvalidOutput: The agent's output is not JSON data at ${path}: ${found}`)
       }
     }).pipe(Effect.provide(logs.layer))
@@ -753,7 +763,7 @@ describe("AgentExecutor", () => {
         }
         const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(task.status.message.parts[0].text))
         const line = logs.lines.find((l) => l.annotations.errorId === errorId)
-        expect(line?.message).toBe("Runner failed to execute")
+        expect(line?.message).toBe(`Runner failed to execute [error_id=${errorId}]`)
         expect(line?.annotations.taskId).toBe(task.id)
         expect(String(line?.annotations.cause)).toContain(sample.secret)
       }

@@ -22,7 +22,7 @@ import * as internalProbe from "../src/cli/probe.js"
 import * as PushReceiver from "../src/PushReceiver.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { apiKey, serveAuthenticated } from "./fixtures/authenticatedServer.js"
-import { cardFor, closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
+import { adkPythonDebugFailure, adkPythonErrorId, cardFor, closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const childEnv = (() => {
@@ -292,7 +292,8 @@ describe("find-error over the playground's JSON log", () => {
     // Exactly this failure's entry, once per source.
     expect(found.map((entry) => entry.split("\n")[0]!.replace(/:\d+$/, ""))).toEqual([`--- ${logFile}`, `--- ${gzipped}`, "--- stdin"])
     for (const entry of found) {
-      expect(entry).toContain("ERROR Runner failed to execute")
+      // The message line itself names the id, as ADK Java writes it: a plain grep of a text log finds it.
+      expect(entry).toContain(`ERROR Runner failed to execute [error_id=${errorId}]\n`)
       expect(entry).toContain(`errorId: ${errorId}`)
       expect(entry).toContain(`taskId: ${report.taskId}`)
       expect(entry).toMatch(/cause:\n\s+PlaygroundError: secret-xyz/)
@@ -368,6 +369,34 @@ describe("the pieces", () => {
     expect(partly.stderr).toContain(`cannot read ${missing}`)
     expect(partly.stderr).not.toContain("no log entry")
     expect(malformed.stderr).toContain('Invalid error-id "not-an-id"')
+  })
+
+  it("find-error finds the ids of every known peer: twelve digits (ours, ADK Java's) and eight (ADK Python's)", async () => {
+    const [java, ours] = ["3f9c0a7b12de", "0a1b2c3d4e5f"]
+    const file = path.join(tmp, "peers.log")
+    const lines = [
+      // What our client logs of each peer's FAILED outcome, with the peer's exact text.
+      { message: "remote agent failed", annotations: { errorId: adkPythonErrorId, text: adkPythonDebugFailure } },
+      { message: "remote agent failed", annotations: { text: `Agent execution failed. (error_id: ${java})` } },
+      // ADK Python's own log message, and ours.
+      { message: `Error handling A2A request [error_id=${adkPythonErrorId}]: card 4111 declined` },
+      { message: `Runner failed to execute [error_id=${ours}]` },
+      // Ids that start like ADK Python's but are longer.
+      { message: `Agent execution failed. (error_id: ${adkPythonErrorId}00)`, annotations: { errorId: `${adkPythonErrorId}0000` } }
+    ]
+    fs.writeFileSync(file, lines.map((line) => JSON.stringify(line)).join("\n"))
+    const [python, fromJava, fromUs, tooLong] = await Promise.all([
+      runHere(["find-error", adkPythonErrorId, file]),
+      runHere(["find-error", java, file]),
+      runHere(["find-error", ours, file]),
+      runHere(["find-error", `${adkPythonErrorId}00`, file])
+    ])
+    expect([python.code, fromJava.code, fromUs.code, tooLong.code]).toEqual([0, 0, 0, 2])
+    expect(python.stdout.match(/^--- \S+/gm)).toEqual([`--- ${file}:1`, `--- ${file}:3`])
+    expect(python.stdout).toContain("ValueError: card 4111 declined")
+    expect(fromJava.stdout.match(/^--- \S+/gm)).toEqual([`--- ${file}:2`])
+    expect(fromUs.stdout.match(/^--- \S+/gm)).toEqual([`--- ${file}:4`])
+    expect(tooLong.stderr).toContain(`Invalid error-id "${adkPythonErrorId}00"`)
   })
 
   it("playground --max-in-flight N sheds what is over N with 429 and Retry-After; a bound under 1 is a usage error", async () => {

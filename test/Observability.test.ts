@@ -152,7 +152,7 @@ describe("Observability", () => {
       const runLines = logs.lines.filter((line) => line.annotations.taskId === outcome.taskId)
       const serverLines = runLines.filter((line) => line.annotations.agent === agentName)
       expect(serverLines.map((line) => line.message)).toEqual(
-        expect.arrayContaining(["booking request received", "charging the card", "Runner failed to execute"])
+        expect.arrayContaining(["booking request received", "charging the card", `Runner failed to execute [error_id=${errorId}]`])
       )
       for (const line of serverLines) {
         expect(line.annotations).toMatchObject({ contextId: outcome.contextId, traceId })
@@ -160,7 +160,7 @@ describe("Observability", () => {
       // The client's line of the same task names the error id too.
       const clientLines = runLines.filter((line) => line.annotations.agent === "booking")
       expect(clientLines.some((line) => line.annotations.errorId === errorId)).toBe(true)
-      const failure = serverLines.find((line) => line.message === "Runner failed to execute")
+      const failure = serverLines.find((line) => line.message === `Runner failed to execute [error_id=${errorId}]`)
       expect(failure?.annotations.errorId).toBe(errorId)
       expect(String(failure?.annotations.cause)).toContain(secret)
     }).pipe(Effect.provide(Layer.merge(Otel, logs.layer)))
@@ -257,7 +257,7 @@ describe("Observability", () => {
       }
       // Both sides of the call log in this process: the server's entry holds the cause.
       const failures = entries.filter((entry) =>
-        entry.annotations.errorId === errorId && entry.message === "Runner failed to execute"
+        entry.annotations.errorId === errorId && entry.message === `Runner failed to execute [error_id=${errorId}]`
       )
       expect(failures).toHaveLength(1)
       const failure = failures[0]!

@@ -5,7 +5,18 @@ import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
-import { cardFor, json, listen, peerErrorId, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
+import {
+  adkPythonDebugFailure,
+  adkPythonErrorId,
+  adkPythonFailure,
+  cardFor,
+  json,
+  listen,
+  peerErrorId,
+  rawPeer,
+  rpcId,
+  sdkPeer
+} from "./fixtures/peers.js"
 import { captureLogs, untyped } from "./fixtures/serverAgents.js"
 
 let agents = 0
@@ -82,6 +93,17 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       const badHint = yield* agent.send("fail-bad-hint")
       expect(badHint._tag === "Failed" && Option.isNone(badHint.hint)).toBe(true)
       expect(badHint._tag === "Failed" && Option.getOrNull(badHint.errorId)).toBe(peerErrorId)
+    }))
+
+  it.scopedLive("ADK Python's failure, with or without its debug suffix, is Failed with its eight-digit error id", () =>
+    Effect.gen(function*() {
+      const agent = yield* agentFor((yield* sdkPeer()).url)
+      for (const [command, text] of [["fail-adk-python", adkPythonFailure], ["fail-adk-python-debug", adkPythonDebugFailure]] as const) {
+        const outcome = yield* agent.send(command)
+        expect(outcome._tag).toBe("Failed")
+        expect(outcome.text).toBe(text)
+        expect(outcome._tag === "Failed" && outcome.errorId).toEqual(Option.some(adkPythonErrorId))
+      }
     }))
 
   it.scopedLive("a FAILED task without a message is still a Failed outcome, with no error id", () =>

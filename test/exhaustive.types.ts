@@ -4,8 +4,9 @@
  * type-check (`npm test` runs `tsc`) if the omission or value it marks ever
  * compiles.
  */
-import { Effect, Match, Schema } from "effect"
+import { Effect, Match, Option, Schema } from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
+import * as AgentCardResolutionError from "../src/AgentCardResolutionError.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
 import type * as RemoteAgent from "../src/RemoteAgent.js"
@@ -65,6 +66,15 @@ const { StreamInterrupted: _cut, ...withoutCut } = reasonCases
 // @ts-expect-error StreamInterrupted is not handled
 export const missingCut = A2AClientError.matchReason(withoutCut)
 
+// A misspelt reason would never run: an extra key does not compile, as with RemoteOutcome.$match.
+// @ts-expect-error "Timout" is not a reason
+export const misspeltReason = A2AClientError.matchReason({ ...reasonCases, Timout: () => 11 })
+const withExtra = { ...reasonCases, Throttled: () => 11 }
+// @ts-expect-error "Throttled" is not a reason, also when the cases are built apart
+export const extraReason = A2AClientError.matchReason(withExtra)
+// @ts-expect-error an extra key is refused on RemoteOutcome.$match too
+export const extraOutcome = RemoteOutcome.$match({ ...outcomeCases, Failled: () => 7 })
+
 export const reasonsWithMatch = (error: A2AClientError.A2AClientError) =>
   Match.value(error.reason).pipe(
     Match.when("ConnectionRefused", () => 1),
@@ -83,6 +93,31 @@ export const allDeliveries = A2AClientError.matchDelivery({ NotSent: () => 1, Re
 
 // @ts-expect-error Refused is not handled: a refusal must not read as "not sent" or "outcome unknown"
 export const missingRefused = A2AClientError.matchDelivery({ NotSent: () => 1, Unknown: () => 3 })
+
+// @ts-expect-error "Refsued" is not a delivery: the refusal it means would fall to no handler
+export const misspeltDelivery = A2AClientError.matchDelivery({ NotSent: () => 1, Refused: () => 2, Unknown: () => 3, Refsued: () => 4 })
+
+const cardReasonCases = {
+  Unreachable: () => 1,
+  HttpStatus: () => 2,
+  InvalidJson: () => 3,
+  InvalidCard: () => 4,
+  NoCompatibleTransport: () => 5,
+  InvalidRequest: () => 6,
+  InvalidSignature: () => 7,
+  UntrustedSigner: () => 8,
+  Unsigned: () => 9
+}
+
+export const allCardReasons: (error: AgentCardResolutionError.AgentCardResolutionError) => number = AgentCardResolutionError
+  .matchReason(cardReasonCases)
+
+const { Unsigned: _unsigned, ...withoutUnsigned } = cardReasonCases
+// @ts-expect-error Unsigned is not handled
+export const missingUnsigned = AgentCardResolutionError.matchReason(withoutUnsigned)
+
+// @ts-expect-error "Unreacheable" is not a reason
+export const misspeltCardReason = AgentCardResolutionError.matchReason({ ...cardReasonCases, Unreacheable: () => 10 })
 
 export const deliveryWithMatchModule = Match.type<A2AClientError.Delivery>().pipe(
   Match.when("NotSent", () => 1),
@@ -150,3 +185,9 @@ export const anyData = Part.DataPart.make({ data: parsed })
 // The agent reads our parts.
 export const echo: AgentExecutor.Agent = (request) =>
   Effect.succeed(AgentExecutor.completedText(`${Part.textOf(request.message.parts)} ${request.message.metadata["channel"] ?? ""}`))
+
+// The task a message continues is read in our types: its state is our name, not the SDK's number.
+export const continuesPaused = (request: AgentExecutor.AgentRequest) =>
+  Option.exists(request.task, (task) => task.state === "InputRequired")
+// @ts-expect-error 6 is the SDK's TASK_STATE_INPUT_REQUIRED, not a state of ours
+export const bySdkNumber = (request: AgentExecutor.AgentRequest) => Option.exists(request.task, (task) => task.state === 6)

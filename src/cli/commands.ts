@@ -152,11 +152,11 @@ const probeCommand = Command.make("probe", {
 
 const findErrorCommand = Command.make("find-error", {
   errorId: Args.text({ name: "error-id" }).pipe(
-    Args.withDescription("The error id, e.g. 3f9c0a7b12de."),
+    Args.withDescription("The error id, e.g. 3f9c0a7b12de (ours, ADK Java's) or 3f9c0a7b (ADK Python's)."),
     Args.mapEffect((id) =>
       ErrorId.pattern.test(id)
         ? Effect.succeed(id)
-        : Effect.fail(HelpDoc.p(`Invalid error-id "${id}": expected twelve lowercase hex digits, e.g. 3f9c0a7b12de`))
+        : Effect.fail(HelpDoc.p(`Invalid error-id "${id}": expected twelve or eight lowercase hex digits, e.g. 3f9c0a7b12de`))
     )
   ),
   files: Args.text({ name: "files" }).pipe(

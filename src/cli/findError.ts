@@ -48,7 +48,8 @@ const someString = (value: unknown, test: (s: string) => boolean, depth = 0): bo
 /**
  * The log entry on `line` when it belongs to `errorId`: its
  * `annotations.errorId` is the id, or one of its strings holds
- * `error_id: <id>`. Lines that are not JSON objects are skipped.
+ * `error_id: <id>` or `error_id=<id>`. Lines that are not JSON objects are
+ * skipped.
  *
  * @internal
  */

@@ -35,7 +35,7 @@ import { withoutStackTrace } from "../errors.js"
 import * as internalMetrics from "../observability/metrics.js"
 import * as internalTracing from "../observability/tracing.js"
 import * as ErrorId from "../wire/errorId.js"
-import { fromUserMessage } from "../wire/parts.js"
+import { fromTask, fromUserMessage } from "../wire/parts.js"
 import * as taskState from "../wire/taskState.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
@@ -185,7 +185,8 @@ const makeRequest = (context: RequestContext): AgentRequest => ({
   sdkMessage: context.userMessage,
   taskId: context.taskId,
   contextId: context.contextId,
-  task: Option.fromNullable(context.task),
+  task: Option.map(Option.fromNullable(context.task), fromTask),
+  sdkTask: Option.fromNullable(context.task),
   headers: internalAuthentication.withoutCredentials(headersOf(context.context), context.context),
   caller: Option.fromNullable(internalAuthentication.callerOf(context.context))
 })
@@ -427,7 +428,7 @@ const runDefect = <R>(shared: Shared<R>, context: RequestContext, bus: Execution
     textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, ErrorId.failureText(errorId))
   ))
   return Runtime.runPromise(shared.runtime)(
-    internalFailure.logErrorOffSpan("Runner failed to execute", {
+    internalFailure.logErrorOffSpan(ErrorId.logMessage("Runner failed to execute", errorId), {
       errorId,
       taskId: context.taskId,
       contextId: context.contextId,

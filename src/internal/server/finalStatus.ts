@@ -97,7 +97,7 @@ export const makeFinals = <R>(options: AgentExecutor.Hooks<R>, debug: boolean): 
     const errorId = ErrorId.make()
     const text = ErrorId.failureText(errorId) +
       (debug ? `: ${internalFailure.describeCause(cause)}` : "")
-    return logFailure("Runner failed to execute", errorId, cause).pipe(
+    return logFailure(ErrorId.logMessage("Runner failed to execute", errorId), errorId, cause).pipe(
       Effect.as<FinalStatus>({
         event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_FAILED, text),
         failure: Option.some({ errorId, cause })

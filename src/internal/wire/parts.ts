@@ -5,10 +5,12 @@
  *
  * @internal
  */
-import type { Artifact as WireArtifact, Message, Part as WirePart } from "@a2a-js/sdk"
+import type { Artifact as WireArtifact, Message, Part as WirePart, Task } from "@a2a-js/sdk"
 import { Role } from "@a2a-js/sdk"
+import * as Option from "effect/Option"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as Part from "../../Part.js"
+import * as taskState from "./taskState.js"
 
 /**
  * The instance `Class.make(props)` returns, built without the
@@ -86,6 +88,24 @@ export const fromUserMessage = (message: Message): AgentExecutor.RequestMessage 
   parts: fromWireParts(message.parts),
   metadata: message.metadata ?? {},
   referenceTaskIds: message.referenceTaskIds ?? []
+})
+
+const roles: Partial<Record<Role, AgentExecutor.TaskMessage["role"]>> = { [Role.ROLE_USER]: "User", [Role.ROLE_AGENT]: "Agent" }
+
+const fromTaskMessage = (message: Message): AgentExecutor.TaskMessage => ({
+  ...fromUserMessage(message),
+  role: roles[message.role] ?? "Unspecified"
+})
+
+/** The task a message continues, as an agent reads it; as the caller's message, JSON by construction. */
+export const fromTask = (task: Task): AgentExecutor.RequestTask => ({
+  id: task.id,
+  contextId: task.contextId,
+  state: taskState.literalOf(task.status?.state),
+  statusMessage: Option.map(Option.fromNullable(task.status?.message), fromTaskMessage),
+  history: (task.history ?? []).map(fromTaskMessage),
+  artifacts: (task.artifacts ?? []).map(fromWireArtifact),
+  metadata: task.metadata ?? {}
 })
 
 export const toWireArtifact = (artifact: Part.Artifact): WireArtifact => ({

@@ -53,6 +53,10 @@ export const outcomeTag = (state: TaskState | undefined): RemoteOutcome.Tag | un
 export const runningState = (state: TaskState | undefined): RemoteOutcome.Running["state"] =>
   (state === undefined ? undefined : table.get(state)?.running) ?? "Working"
 
+/** The state as this library names it to an agent: its outcome's tag, else how it runs. */
+export const literalOf = (state: TaskState | undefined): RemoteOutcome.Tag | RemoteOutcome.Running["state"] =>
+  outcomeTag(state) ?? runningState(state)
+
 /** The state's name, for errors and span attributes. */
 export const name = (state: TaskState | undefined): string =>
   state === undefined ? "TASK_STATE_UNSPECIFIED" : TaskState[state] ?? String(state)

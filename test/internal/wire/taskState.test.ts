@@ -37,4 +37,22 @@ describe("the task-state table", () => {
     expect(taskState.runningState(TaskState.TASK_STATE_SUBMITTED)).toBe("Submitted")
     expect(taskState.runningState(TaskState.TASK_STATE_WORKING)).toBe("Working")
   })
+
+  it("names every state to an agent as the client does: each its own name, any other Working", () => {
+    const names = Object.fromEntries(
+      Object.entries(TaskState).filter(([, value]) => typeof value === "number").map(([name, value]) => [name, taskState.literalOf(value as TaskState)])
+    )
+    expect(names).toEqual({
+      TASK_STATE_UNSPECIFIED: "Working",
+      TASK_STATE_SUBMITTED: "Submitted",
+      TASK_STATE_WORKING: "Working",
+      TASK_STATE_COMPLETED: "Completed",
+      TASK_STATE_FAILED: "Failed",
+      TASK_STATE_CANCELED: "Canceled",
+      TASK_STATE_INPUT_REQUIRED: "InputRequired",
+      TASK_STATE_REJECTED: "Rejected",
+      TASK_STATE_AUTH_REQUIRED: "AuthRequired",
+      UNRECOGNIZED: "Working"
+    })
+  })
 })
