@@ -30,6 +30,8 @@ import { storedTextProblem } from "../ledger/storedText.js"
 export const INTERNAL_ERROR = -32603
 /** @internal */
 export const PARSE_ERROR = -32700
+/** @internal */
+export const INVALID_REQUEST = -32600
 /** RequestMalformed's code: a body too large or nested too deep, as HTTP+JSON and gRPC name it (INVALID_PARAMS). @internal */
 export const INVALID_PARAMS = -32602
 /** @internal */
