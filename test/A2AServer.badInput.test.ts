@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
+import type * as net from "node:net"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
-import { post } from "./fixtures/serverAgents.js"
+import * as Part from "../src/Part.js"
+import { eventually, post, rpc, stalledStream } from "./fixtures/serverAgents.js"
 
 const card = { name: "bad-input", description: "bad input" }
 
@@ -86,5 +88,75 @@ describe("A2AServer JSON-RPC bad input", () => {
       const nullId = yield* post(server.rpcUrl, JSON.stringify(sendRequest({ id: null })), v1)
       expect(JSON.parse(nullId.text)).toMatchObject({ id: null, result: { task: { status: { state: "TASK_STATE_COMPLETED" } } } })
       expect(runs.count).toBe(1)
+    }))
+})
+
+/**
+ * An agent that publishes `count` versions of one artifact of about `size` bytes (each replaces the last in the
+ * task, which stays small), then completes.
+ */
+const chatty = (count: number, size: number): AgentExecutor.Agent => (request) =>
+  Effect.gen(function*() {
+    if (Part.textOf(request.message.parts) === "quick") return AgentExecutor.completedText("quick")
+    const text = "x".repeat(size)
+    for (let i = 0; i < count; i++) {
+      yield* AgentExecutor.artifact(Part.Artifact.make({
+        artifactId: "draft",
+        name: "draft",
+        description: "",
+        parts: [Part.TextPart.make({ text: `${i} ${text}` })]
+      }))
+    }
+    return AgentExecutor.completedText("done")
+  })
+
+/** Reads what `socket` still sends until its chunked answer ends, or the time runs out. */
+const readToEnd = (socket: net.Socket) =>
+  Effect.async<string>((resume) => {
+    let text = ""
+    socket.removeAllListeners("data")
+    socket.on("data", (chunk: Buffer) => {
+      text += chunk.toString("latin1")
+      if (text.endsWith("\r\n0\r\n\r\n")) resume(Effect.succeed(Buffer.from(text, "latin1").toString("utf8")))
+    })
+    socket.resume()
+  }).pipe(Effect.timeout("30 seconds"))
+
+/** Times a plain SendMessage, answered at once by `chatty`'s quick path. */
+const timedSend = (url: string) =>
+  Effect.map(
+    Effect.timed(rpc(url, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] } })),
+    ([duration, answer]) => {
+      expect(JSON.parse(answer.text).result.task.status.state).toBe("TASK_STATE_COMPLETED")
+      return Duration.toMillis(duration)
+    }
+  )
+
+describe("A2AServer streams whose readers do not read", () => {
+  it.scopedLive("streams read no more are ended once their readers are more than a bound behind, with a typed last event; other requests stay quick", () =>
+    Effect.gen(function*() {
+      // Far more than the sockets' buffers hold: the rest waits on the server, up to the bound.
+      const server = yield* A2AServer.make({ agent: chatty(1000, 8192), card })
+      const baseline = Math.max(...(yield* Effect.all([1, 2, 3].map(() => timedSend(server.rpcUrl)))))
+      const stalled = yield* Effect.all([1, 2, 3].map(() => stalledStream(server.address.port, "go")))
+      // Not a benchmark: a bound generous enough for a loaded machine, far below the seconds a stalled server takes.
+      const during = yield* Effect.all([1, 2, 3].map(() => timedSend(server.rpcUrl)))
+      expect(Math.max(...during)).toBeLessThan(Math.max(2000, 20 * baseline))
+      for (const { socket, taskId } of stalled) {
+        // The run is not held back by its reader: it ends while the stream is stalled.
+        yield* eventually(
+          Effect.map(rpc(server.rpcUrl, "GetTask", { id: taskId }), (answer) => JSON.parse(answer.text).result?.status?.state),
+          (state) => state === "TASK_STATE_COMPLETED",
+          3000
+        )
+        const rest = yield* readToEnd(socket)
+        const events = rest.split("\n\n").filter((event) => event.includes("data: "))
+        // What was in the socket's buffers, and at most the bound more: then the end, typed.
+        expect(events.length).toBeLessThan(1000)
+        const last = events.at(-1)!
+        expect(last).toContain("fell more than 256 events behind")
+        expect(JSON.parse(last.slice(last.indexOf("data: ") + 6)).error.code).toBe(-32004)
+        expect(rest).not.toContain("TASK_STATE_COMPLETED")
+      }
     }))
 })
