@@ -91,6 +91,55 @@ describe("A2AServer JSON-RPC bad input", () => {
     }))
 })
 
+/** Send params with `message` changed by `change`. */
+const sendParams = (change: Record<string, unknown>) => ({
+  message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], ...change }
+})
+
+/** Wrong types, each with the field its refusal names. */
+const wrongTypes: ReadonlyArray<readonly [unknown, string]> = [
+  [sendParams({ parts: [null] }), "message.parts[0] must be an object"],
+  [sendParams({ messageId: 5 }), "message.messageId must be a string"],
+  [sendParams({ parts: [{ text: { nested: true } }] }), "message.parts[0].text must be a string"],
+  [sendParams({ parts: [{ text: "a", url: "https://example.com" }] }), "message.parts[0] must have exactly one of text, raw, url, data"],
+  [sendParams({ role: "ROLE_ADMIN" }), "message.role must be one of ROLE_UNSPECIFIED, ROLE_USER, ROLE_AGENT"],
+  [sendParams({ metadata: "x" }), "message.metadata must be an object"],
+  [{ ...sendParams({}), configuration: { returnImmediately: "yes" } }, "configuration.returnImmediately must be a boolean"],
+  [{ ...sendParams({}), configuration: { historyLength: 1.5 } }, "configuration.historyLength must be a 32-bit integer"]
+]
+
+describe("A2AServer strict decoding", () => {
+  it.scopedLive("a wrong type is refused naming the field, never coerced, on JSON-RPC and HTTP+JSON alike; nothing runs", () =>
+    Effect.gen(function*() {
+      const { agent, runs } = counted()
+      const server = yield* A2AServer.make({ agent, card, transports: ["JSONRPC", "HTTP+JSON"] })
+      const restUrl = server.urls["HTTP+JSON"]!
+      for (const [params, named] of wrongTypes) {
+        for (const method of ["SendMessage", "SendStreamingMessage"]) {
+          const answer = JSON.parse((yield* rpc(server.rpcUrl, method, params)).text)
+          expect(answer.error).toMatchObject({ code: -32602, message: `Invalid params: ${named}.` })
+        }
+        for (const route of ["message:send", "message:stream"]) {
+          const answer = yield* post(`${restUrl}/${route}`, JSON.stringify(params), v1)
+          expect(answer.status).toBe(400)
+          expect(JSON.parse(answer.text).error).toMatchObject({ status: "INVALID_ARGUMENT", message: `Invalid params: ${named}.` })
+        }
+      }
+      const push = JSON.parse((yield* rpc(server.rpcUrl, "CreateTaskPushNotificationConfig", { taskId: "t", url: 7 })).text)
+      expect(push.error).toMatchObject({ code: -32602, message: "Invalid params: url must be a string." })
+      const getTask = JSON.parse((yield* rpc(server.rpcUrl, "GetTask", { id: { $ne: "" } })).text)
+      expect(getTask.error).toMatchObject({ code: -32602, message: "Invalid params: id must be a string." })
+      expect(runs.count).toBe(0)
+      // What ProtoJSON allows is served: proto names, an integer as a string, an enum by number, a null field.
+      const allowed = JSON.parse((yield* rpc(server.rpcUrl, "SendMessage", {
+        message: { message_id: crypto.randomUUID(), role: 1, parts: [{ text: "hi", url: null }], context_id: null },
+        configuration: { historyLength: "3" }
+      })).text)
+      expect(allowed.result.task.status.state).toBe("TASK_STATE_COMPLETED")
+      expect(runs.count).toBe(1)
+    }))
+})
+
 /**
  * An agent that publishes `count` versions of one artifact of about `size` bytes (each replaces the last in the
  * task, which stays small), then completes.

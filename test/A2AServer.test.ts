@@ -517,7 +517,7 @@ describe("A2AServer", () => {
         const response = yield* post(server.rpcUrl, sample, header)
         if (response.status === 204) {
           // A notification: a request without an id gets no answer.
-          expect([response.text, "id" in JSON.parse(sample)]).toEqual(["", false])
+          expect([response.text, "id" in JSON.parse(typeof sample === "string" ? sample : new TextDecoder().decode(sample))]).toEqual(["", false])
           continue
         }
         let wellFormed = false

@@ -25,6 +25,7 @@ import {
 } from "@a2a-js/sdk/server"
 import { RequestMalformedError, TaskNotFoundError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { storedTextProblem } from "../ledger/storedText.js"
+import * as requestShape from "../wire/requestShape.js"
 
 /** @internal */
 export const INTERNAL_ERROR = -32603
@@ -99,6 +100,14 @@ const idOf = (body: unknown): unknown => {
 
 const methodOf = (body: unknown): unknown =>
   typeof body === "object" && body !== null && "method" in body ? (body as { method: unknown }).method : undefined
+
+// The params' shape, when they are an object of a known method; the handler refuses any other params itself.
+const shapeProblem = (body: unknown): string | undefined => {
+  const { method, params } = body as { readonly method?: unknown; readonly params?: unknown }
+  return typeof method === "string" && typeof params === "object" && params !== null && !Array.isArray(params)
+    ? requestShape.paramsProblem(method, params as Record<string, unknown>)
+    : undefined
+}
 
 const invalidParams = (id: unknown): RpcErrorResponse => ({
   jsonrpc: "2.0",
@@ -414,8 +423,10 @@ export const makeDispatcher = (
     const useLegacy = (requestedVersion ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION
     const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : JsonRpcTransportHandler.mapToJSONRPCError
     const id = idOf(body)
-    if (deeperThan(body, maxNesting)) {
-      const error = toJsonRpcError(new RequestMalformedError(tooDeep))
+    // The v0.3 handler has its own request types, which it reads without the v1.0 codecs.
+    const problem = deeperThan(body, maxNesting) ? tooDeep : useLegacy ? undefined : shapeProblem(body)
+    if (problem !== undefined) {
+      const error = toJsonRpcError(new RequestMalformedError(problem))
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
     }
     try {
