@@ -1,10 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
+import { A2AService } from "@a2a-js/sdk/server/grpc"
+import * as Grpc from "@grpc/grpc-js"
 import { Duration, Effect } from "effect"
 import type * as net from "node:net"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
-import { eventually, post, rpc, stalledStream } from "./fixtures/serverAgents.js"
+import { eventually, post, rpc, stalledStream, userMessage } from "./fixtures/serverAgents.js"
 
 const card = { name: "bad-input", description: "bad input" }
 
@@ -207,5 +209,44 @@ describe("A2AServer streams whose readers do not read", () => {
         expect(JSON.parse(last.slice(last.indexOf("data: ") + 6)).error.code).toBe(-32004)
         expect(rest).not.toContain("TASK_STATE_COMPLETED")
       }
+    }))
+
+  it.scopedLive("on gRPC too: a stream read no more is ended with a typed status once its reader is a bound behind", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent: chatty(1000, 8192), card })
+      const remote = new Grpc.Client(server.urls.GRPC!, Grpc.credentials.createInsecure())
+      yield* Effect.addFinalizer(() => Effect.sync(() => remote.close()))
+      const metadata = new Grpc.Metadata()
+      metadata.set("a2a-version", "1.0")
+      const stream = remote.makeServerStreamRequest(
+        A2AService.sendStreamingMessage.path,
+        A2AService.sendStreamingMessage.requestSerialize,
+        A2AService.sendStreamingMessage.responseDeserialize,
+        { tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} },
+        metadata
+      )
+      let received = 0
+      const ended = new Promise<Grpc.ServiceError | undefined>((resolve) => {
+        stream.on("error", resolve)
+        stream.on("end", () => resolve(undefined))
+      })
+      // The first event names the task; then the client reads no more.
+      const taskId = yield* Effect.async<string>((resume) => {
+        stream.once("data", (event: { payload?: { value?: { id?: string } } }) => {
+          stream.pause()
+          resume(Effect.succeed(event.payload?.value?.id ?? ""))
+        })
+      })
+      stream.on("data", () => received++)
+      yield* eventually(
+        Effect.map(rpc(server.rpcUrl, "GetTask", { id: taskId }), (answer) => JSON.parse(answer.text).result?.status?.state),
+        (state) => state === "TASK_STATE_COMPLETED",
+        3000
+      )
+      yield* Effect.sleep("3 seconds")
+      stream.resume()
+      const error = yield* Effect.promise(() => ended).pipe(Effect.timeout("30 seconds"))
+      expect(received).toBeLessThan(999)
+      expect(error?.details).toContain("fell more than 256 events behind")
     }))
 })

@@ -22,7 +22,6 @@ import * as EventId from "../wire/eventId.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import type * as internalLoad from "./load.js"
-import { readAhead } from "./readAhead.js"
 import * as internalRpc from "./rpc.js"
 
 /** @internal */
@@ -244,9 +243,7 @@ export interface OpenStream {
 
 /**
  * A stream's SSE bytes: each event through `encode`, and a failure (of the
- * iterator or of `encode`) as one last event from `failed`. The events are
- * read ahead of a socket that does not take them, within a bound past which
- * the stream lets go of what it holds and ends (`readAhead.ts`).
+ * iterator or of `encode`) as one last event from `failed`.
  *
  * @internal
  */
@@ -255,7 +252,7 @@ export const sseStream = (
   encode: (event: unknown) => Effect.Effect<string, unknown>,
   failed: (error: unknown) => Effect.Effect<string>
 ) => {
-  const iterator = readAhead(open.iterator, open.close)
+  const { iterator } = open
   const head = open.first === undefined || open.first.done === true
     ? Stream.empty
     : Stream.succeed(open.first.value)
@@ -270,10 +267,7 @@ export const sseStream = (
     Stream.mapEffect(encode),
     Stream.catchAll((error) => Stream.fromEffect(failed(error))),
     Stream.map((text) => encoder.encode(text)),
-    Stream.ensuring(Effect.sync(() => {
-      void iterator.return?.()
-      open.close()
-    }))
+    Stream.ensuring(Effect.sync(open.close))
   )
 }
 

@@ -26,6 +26,7 @@ import {
 import { RequestMalformedError, TaskNotFoundError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { storedTextProblem } from "../ledger/storedText.js"
 import * as requestShape from "../wire/requestShape.js"
+import * as slowReader from "./slowReader.js"
 
 /** @internal */
 export const INTERNAL_ERROR = -32603
@@ -158,6 +159,7 @@ const unstorableId = (params: unknown): string | undefined => {
 
 const storedIdMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream", "getTask", "cancelTask", "resubscribe", "listTasks"])
 const sendMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream"])
+const streamMethods = new Set<PropertyKey>(["sendMessageStream", "resubscribe"])
 
 /**
  * Holds the task a message continues for the request's length: a release,
@@ -203,6 +205,14 @@ export interface Subscriptions {
   readonly close: (context: object) => void
   /** Whether the stream of the call `context`, noted as subscribing, was closed. */
   readonly closed: (context: object) => boolean
+  /**
+   * The handler's stream of the call `context`, its reader bounded (see
+   * `slowReader.ts`): the events its task's bus delivers to the call are
+   * counted against those its reader takes.
+   */
+  readonly reading: <A>(context: object, stream: AsyncIterator<A>) => AsyncIterableIterator<A>
+  /** Resolves once the reader of the call `context` is dropped; undefined for a call that does not stream. */
+  readonly dropped: (context: object) => Promise<void> | undefined
 }
 
 /** @internal */
@@ -210,21 +220,32 @@ export const makeSubscriptions = (): Subscriptions => {
   const buses = new DefaultExecutionEventBusManager()
   // Per subscribing call, how to stop each queue it put on a bus: the queue stops when its bus finishes.
   const stops = new WeakMap<object, Array<() => void>>()
-  // The bus as the subscription sees it: the same bus, with the queue's "finished" listener noted.
-  const noting = (bus: ExecutionEventBus, noted: Array<() => void>): ExecutionEventBus => {
+  const readers = new WeakMap<object, slowReader.Reader>()
+  // The bus as a streaming call sees it: the same bus, with the queue's "finished" listener noted (a subscription)
+  // and the events delivered to the queue counted (a bounded reader).
+  const watched = (bus: ExecutionEventBus, noted: Array<() => void> | undefined, reader: slowReader.Reader | undefined): ExecutionEventBus => {
     // One signature for both kinds of listener: each call is handed on as it came.
     type Listener = EventListener | FinishedListener
     const loose = bus as unknown as Record<"on" | "off" | "once", (name: string, listener: Listener) => void>
+    const counted = new Map<Listener, Listener>()
     const seen: ExecutionEventBus = {
       publish: (event) => bus.publish(event),
       finished: () => bus.finished(),
       on: (name: string, listener: Listener) => {
-        if (name === "finished") noted.push(listener as FinishedListener)
-        loose.on(name, listener)
+        if (name === "finished") noted?.push(listener as FinishedListener)
+        if (name === "event" && reader !== undefined) {
+          const counting: EventListener = (event) => {
+            reader.delivered()
+            ;(listener as EventListener)(event)
+          }
+          counted.set(listener, counting)
+          loose.on(name, counting)
+        } else loose.on(name, listener)
         return seen
       },
       off: (name: string, listener: Listener) => {
-        loose.off(name, listener)
+        loose.off(name, counted.get(listener) ?? listener)
+        counted.delete(listener)
         return seen
       },
       once: (name: string, listener: Listener) => {
@@ -238,16 +259,23 @@ export const makeSubscriptions = (): Subscriptions => {
     }
     return seen
   }
+  const seenBy = (bus: ExecutionEventBus | undefined, context: object | undefined) => {
+    const noted = context === undefined ? undefined : stops.get(context)
+    const reader = context === undefined ? undefined : readers.get(context)
+    return bus === undefined || (noted === undefined && reader === undefined) ? bus : watched(bus, noted, reader)
+  }
   return {
     manager: {
-      createOrGetByTaskId: (taskId, context) => buses.createOrGetByTaskId(taskId, context),
-      getByTaskId: (taskId, context) => {
-        const bus = buses.getByTaskId(taskId, context)
-        const noted = context === undefined ? undefined : stops.get(context)
-        return bus === undefined || noted === undefined ? bus : noting(bus, noted)
-      },
+      createOrGetByTaskId: (taskId, context) => seenBy(buses.createOrGetByTaskId(taskId, context), context)!,
+      getByTaskId: (taskId, context) => seenBy(buses.getByTaskId(taskId, context), context),
       cleanupByTaskId: (taskId, context) => buses.cleanupByTaskId(taskId, context)
     },
+    reading: (context, stream) => {
+      const reader = slowReader.makeReader()
+      readers.set(context, reader)
+      return reader.reading(stream)
+    },
+    dropped: (context) => readers.get(context)?.dropped,
     subscribing: (context) => {
       stops.set(context, [])
     },
@@ -352,6 +380,13 @@ const capturing = (
             throw error
           }
           if (isContext && result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
+          // Before its first read, when the handler takes its task's bus: the reader is bounded from its first event.
+          if (
+            isContext && streamMethods.has(property) && options.subscriptions !== undefined &&
+            typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] === "function"
+          ) {
+            result = options.subscriptions.reading(context, (result as AsyncIterable<unknown>)[Symbol.asyncIterator]())
+          }
           return release === undefined ? result : releasing(result, release)
         }
         wrapped.set(property, method)
