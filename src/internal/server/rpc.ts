@@ -221,31 +221,21 @@ export const makeSubscriptions = (): Subscriptions => {
   // Per subscribing call, how to stop each queue it put on a bus: the queue stops when its bus finishes.
   const stops = new WeakMap<object, Array<() => void>>()
   const readers = new WeakMap<object, slowReader.Reader>()
-  // The bus as a streaming call sees it: the same bus, with the queue's "finished" listener noted (a subscription)
-  // and the events delivered to the queue counted (a bounded reader).
-  const watched = (bus: ExecutionEventBus, noted: Array<() => void> | undefined, reader: slowReader.Reader | undefined): ExecutionEventBus => {
+  // The bus as the subscription sees it: the same bus, with the queue's "finished" listener noted.
+  const noting = (bus: ExecutionEventBus, noted: Array<() => void>): ExecutionEventBus => {
     // One signature for both kinds of listener: each call is handed on as it came.
     type Listener = EventListener | FinishedListener
     const loose = bus as unknown as Record<"on" | "off" | "once", (name: string, listener: Listener) => void>
-    const counted = new Map<Listener, Listener>()
     const seen: ExecutionEventBus = {
       publish: (event) => bus.publish(event),
       finished: () => bus.finished(),
       on: (name: string, listener: Listener) => {
-        if (name === "finished") noted?.push(listener as FinishedListener)
-        if (name === "event" && reader !== undefined) {
-          const counting: EventListener = (event) => {
-            reader.delivered()
-            ;(listener as EventListener)(event)
-          }
-          counted.set(listener, counting)
-          loose.on(name, counting)
-        } else loose.on(name, listener)
+        if (name === "finished") noted.push(listener as FinishedListener)
+        loose.on(name, listener)
         return seen
       },
       off: (name: string, listener: Listener) => {
-        loose.off(name, counted.get(listener) ?? listener)
-        counted.delete(listener)
+        loose.off(name, listener)
         return seen
       },
       once: (name: string, listener: Listener) => {
@@ -259,10 +249,13 @@ export const makeSubscriptions = (): Subscriptions => {
     }
     return seen
   }
+  // The bus a call gets: a streaming call's reader counts what the bus delivers (the bus itself stays the one the
+  // executor keys its runs by), and a subscription's is noted.
   const seenBy = (bus: ExecutionEventBus | undefined, context: object | undefined) => {
-    const noted = context === undefined ? undefined : stops.get(context)
-    const reader = context === undefined ? undefined : readers.get(context)
-    return bus === undefined || (noted === undefined && reader === undefined) ? bus : watched(bus, noted, reader)
+    if (bus === undefined || context === undefined) return bus
+    readers.get(context)?.listen(bus)
+    const noted = stops.get(context)
+    return noted === undefined ? bus : noting(bus, noted)
   }
   return {
     manager: {

@@ -18,6 +18,7 @@
  * @internal
  */
 import { UnsupportedOperationError } from "@a2a-js/sdk/errors"
+import type { ExecutionEventBus } from "@a2a-js/sdk/server"
 
 /**
  * The most events that may wait for a reader: far more than a reader that
@@ -49,8 +50,8 @@ export const droppedReader = (limit: number): UnsupportedOperationError =>
 
 /** The reader of one call's stream. @internal */
 export interface Reader {
-  /** An event was delivered to the call's queue. */
-  readonly delivered: () => void
+  /** Counts the events `bus` delivers (to the call's queue, which listens on it beside), until the stream ends. */
+  readonly listen: (bus: ExecutionEventBus) => void
   /** Resolves once the reader is dropped. */
   readonly dropped: Promise<void>
   /** `source` (the handler's stream), counting what its reader takes; its next read fails once dropped. */
@@ -59,7 +60,7 @@ export interface Reader {
 
 /** @internal */
 export const makeReader = (limit: number = maxWaitingEvents, stall: number = stallMillis): Reader => {
-  let delivered = 0
+  let deliveries = 0
   let taken = 0
   let timer: ReturnType<typeof setTimeout> | undefined
   let state: "reading" | "dropped" | "told" = "reading"
@@ -68,9 +69,18 @@ export const makeReader = (limit: number = maxWaitingEvents, stall: number = sta
   const dropped = new Promise<void>((resolve) => {
     drop = resolve
   })
+  const unlisten: Array<() => void> = []
+  const ended = () => {
+    clearTimeout(timer)
+    for (const stop of unlisten.splice(0)) stop()
+  }
+  const delivered = () => {
+    deliveries++
+    check()
+  }
   const check = () => {
     if (state !== "reading") return
-    if (delivered - taken <= limit) {
+    if (deliveries - taken <= limit) {
       clearTimeout(timer)
       timer = undefined
       return
@@ -78,8 +88,9 @@ export const makeReader = (limit: number = maxWaitingEvents, stall: number = sta
     if (timer !== undefined) return
     timer = setTimeout(() => {
       timer = undefined
-      if (state !== "reading" || delivered - taken <= limit) return
+      if (state !== "reading" || deliveries - taken <= limit) return
       state = "dropped"
+      ended()
       // Waiting on its reader at an event, the handler's stream ends at once, its queue let go.
       void Promise.resolve(source?.return?.(undefined)).catch(() => undefined)
       drop()
@@ -93,7 +104,8 @@ export const makeReader = (limit: number = maxWaitingEvents, stall: number = sta
         if (state === "reading") {
           const next = await from.next()
           if (state === "reading") {
-            if (next.done !== true) taken++
+            if (next.done === true) ended()
+            else taken++
             check()
             return next
           }
@@ -103,7 +115,7 @@ export const makeReader = (limit: number = maxWaitingEvents, stall: number = sta
         throw droppedReader(limit)
       },
       return: async (value?: unknown) => {
-        clearTimeout(timer)
+        ended()
         return (await from.return?.(value)) ?? { done: true, value: undefined }
       },
       [Symbol.asyncIterator]: () => iterator
@@ -111,9 +123,9 @@ export const makeReader = (limit: number = maxWaitingEvents, stall: number = sta
     return iterator
   }
   return {
-    delivered: () => {
-      delivered++
-      check()
+    listen: (bus) => {
+      bus.on("event", delivered)
+      unlisten.push(() => bus.off("event", delivered))
     },
     dropped,
     reading

@@ -14,17 +14,34 @@ const counting = () => {
   return { source, seen }
 }
 
+/** A bus that delivers `count` events to what listens on it. */
+const bus = () => {
+  const listeners = new Set<() => void>()
+  return {
+    on: (_: string, listener: () => void) => listeners.add(listener),
+    off: (_: string, listener: () => void) => listeners.delete(listener),
+    publish: (count: number) => {
+      for (let i = 0; i < count; i++) for (const listener of listeners) listener()
+    },
+    listeners
+  }
+}
+
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
 describe("server/slowReader", () => {
   it("drops a reader that leaves more than the bound waiting for the stall time, with a typed end", async () => {
     const { seen, source } = counting()
     const reader = slowReader.makeReader(4, 20)
+    const events = bus()
+    reader.listen(events as never)
     const reading = reader.reading(source)
     expect(await reading.next()).toEqual({ done: false, value: 0 })
-    for (let i = 0; i < 10; i++) reader.delivered()
+    events.publish(10)
     await sleep(60)
     expect(seen.returned).toBe(true)
+    // It no longer listens on the bus.
+    expect(events.listeners.size).toBe(0)
     await expect(reading.next()).rejects.toThrow(/fell more than 4 events behind/)
     expect(await reading.next()).toEqual({ done: true, value: undefined })
   })
@@ -32,8 +49,10 @@ describe("server/slowReader", () => {
   it("keeps a reader that takes a burst within the stall time", async () => {
     const { seen, source } = counting()
     const reader = slowReader.makeReader(4, 50)
+    const events = bus()
+    reader.listen(events as never)
     const reading = reader.reading(source)
-    for (let i = 0; i < 10; i++) reader.delivered()
+    events.publish(10)
     for (let i = 0; i < 10; i++) await reading.next()
     await sleep(80)
     expect(seen.returned).toBe(false)
