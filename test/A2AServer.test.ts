@@ -114,7 +114,8 @@ describe("A2AServer", () => {
         task.id
       )
       expect(head).toContain(task.id)
-      expect(listeners()).toBe(before + 1)
+      // The SDK's queue of the stream, and the count of what it delivers to that queue (slowReader.ts).
+      expect(listeners()).toBe(before + 2)
       leave()
       // Gone at once, not at the task's next event, which has not come.
       yield* eventually(Effect.sync(listeners), (count) => count === before)

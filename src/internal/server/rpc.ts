@@ -273,6 +273,7 @@ export const makeSubscriptions = (): Subscriptions => {
       stops.set(context, [])
     },
     close: (context) => {
+      readers.get(context)?.stop()
       const noted = stops.get(context)
       stops.delete(context)
       for (const stop of noted ?? []) stop()

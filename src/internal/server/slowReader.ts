@@ -52,6 +52,8 @@ export const droppedReader = (limit: number): UnsupportedOperationError =>
 export interface Reader {
   /** Counts the events `bus` delivers (to the call's queue, which listens on it beside), until the stream ends. */
   readonly listen: (bus: ExecutionEventBus) => void
+  /** Stops counting: the stream is let go (its reader gone). */
+  readonly stop: () => void
   /** Resolves once the reader is dropped. */
   readonly dropped: Promise<void>
   /** `source` (the handler's stream), counting what its reader takes; its next read fails once dropped. */
@@ -127,6 +129,7 @@ export const makeReader = (limit: number = maxWaitingEvents, stall: number = sta
       bus.on("event", delivered)
       unlisten.push(() => bus.off("event", delivered))
     },
+    stop: ended,
     dropped,
     reading
   }
