@@ -5,6 +5,7 @@ import { Duration, Effect } from "effect"
 import type * as net from "node:net"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as slowReader from "../src/internal/server/slowReader.js"
 import * as Part from "../src/Part.js"
 import { eventually, post, rpc, stalledStream, userMessage } from "./fixtures/serverAgents.js"
 
@@ -193,13 +194,17 @@ describe("A2AServer streams whose readers do not read", () => {
       // Not a benchmark: a bound generous enough for a loaded machine, far below the seconds a stalled server takes.
       const during = yield* Effect.all([1, 2, 3].map(() => timedSend(server.rpcUrl)))
       expect(Math.max(...during)).toBeLessThan(Math.max(2000, 20 * baseline))
-      for (const { socket, taskId } of stalled) {
+      for (const { taskId } of stalled) {
         // The run is not held back by its reader: it ends while the stream is stalled.
         yield* eventually(
           Effect.map(rpc(server.rpcUrl, "GetTask", { id: taskId }), (answer) => JSON.parse(answer.text).result?.status?.state),
           (state) => state === "TASK_STATE_COMPLETED",
           3000
         )
+      }
+      // Longer than a reader may leave more than the bound waiting.
+      yield* Effect.sleep(Duration.millis(slowReader.stallMillis + 1000))
+      for (const { socket } of stalled) {
         const rest = yield* readToEnd(socket)
         const events = rest.split("\n\n").filter((event) => event.includes("data: "))
         // What was in the socket's buffers, and at most the bound more: then the end, typed.
@@ -243,7 +248,7 @@ describe("A2AServer streams whose readers do not read", () => {
         (state) => state === "TASK_STATE_COMPLETED",
         3000
       )
-      yield* Effect.sleep("3 seconds")
+      yield* Effect.sleep(Duration.millis(slowReader.stallMillis + 1000))
       stream.resume()
       const error = yield* Effect.promise(() => ended).pipe(Effect.timeout("30 seconds"))
       expect(received).toBeLessThan(999)
