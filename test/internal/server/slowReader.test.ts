@@ -27,15 +27,20 @@ const bus = () => {
   }
 }
 
+/** A reader of a counting source, bounded to 4 waiting events for `stall` ms, listening on a bus. */
+const started = (stall: number) => {
+  const { seen, source } = counting()
+  const reader = slowReader.makeReader(4, stall)
+  const events = bus()
+  reader.listen(events as never)
+  return { seen, events, reading: reader.reading(source) }
+}
+
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
 describe("server/slowReader", () => {
   it("drops a reader that leaves more than the bound waiting for the stall time, with a typed end", async () => {
-    const { seen, source } = counting()
-    const reader = slowReader.makeReader(4, 20)
-    const events = bus()
-    reader.listen(events as never)
-    const reading = reader.reading(source)
+    const { events, reading, seen } = started(20)
     expect(await reading.next()).toEqual({ done: false, value: 0 })
     events.publish(10)
     await sleep(60)
@@ -47,11 +52,7 @@ describe("server/slowReader", () => {
   })
 
   it("keeps a reader that takes a burst within the stall time", async () => {
-    const { seen, source } = counting()
-    const reader = slowReader.makeReader(4, 50)
-    const events = bus()
-    reader.listen(events as never)
-    const reading = reader.reading(source)
+    const { events, reading, seen } = started(50)
     events.publish(10)
     for (let i = 0; i < 10; i++) await reading.next()
     await sleep(80)
