@@ -186,6 +186,17 @@ const loadBody = (method: string, request: unknown) => {
 // "127.0.0.1:5000" or "::1:5000": the caller is its address, as on HTTP, without the port.
 const callerOf = (peer: string): string => peer.replace(/:\d+$/, "")
 
+// Once `call` has written what it holds, or `gone` resolved first.
+const drained = (call: Grpc.ServerWritableStream<unknown, unknown>, gone: Promise<void>): Promise<void> =>
+  new Promise((resolve) => {
+    const done = () => {
+      call.off("drain", done)
+      resolve()
+    }
+    call.on("drain", done)
+    void gone.then(done)
+  })
+
 /**
  * Adds the v1.0 and v0.3 services to `bound`, calling the handler of the
  * core the returned function starts them with; a call that comes before
@@ -299,16 +310,33 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
           }
           if (typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] !== "function") return result
           const context = args[args.length - 1] as ServerCallContext
+          const call = calls.get(context.user!) as Grpc.ServerWritableStream<unknown, unknown> | undefined
+          // Resolved when the stream is done with: its caller gone, or its reader dropped for reading no more.
+          let leave = () => {}
+          const gone = new Promise<void>((resolve) => {
+            leave = resolve
+          })
+          void current.subscriptions.dropped(context)?.then(leave)
+          const events = (result as AsyncIterable<unknown>)[Symbol.asyncIterator]()
           const stream = (async function*() {
             try {
-              return yield* result as AsyncIterable<unknown>
+              for (;;) {
+                // The SDK writes each event without waiting: the next is read once the call took the last, so that
+                // the events of a reader that does not read wait in the bounded queue (`slowReader.ts`).
+                if (call?.writableNeedDrain === true) await drained(call, gone)
+                const next = await events.next()
+                if (next.done === true) return next.value
+                yield next.value
+              }
             } catch (error) {
               throw opaque(error, where)
             }
           })()
           // A caller gone: what its stream holds (its place on the task's bus, the hold on its task) is let go.
-          calls.get(context.user!)?.once("cancelled", () => {
+          call?.once("cancelled", () => {
+            leave()
             void stream.return(undefined).catch(() => undefined)
+            void events.return?.(undefined)?.catch(() => undefined)
             current.subscriptions.close(context)
           })
           return stream

@@ -58,6 +58,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
 import * as ErrorTable from "../wire/errorTable.js"
 import * as EventId from "../wire/eventId.js"
+import * as requestShape from "../wire/requestShape.js"
 import * as internalAccept from "./accept.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalHttp from "./http.js"
@@ -233,8 +234,17 @@ interface Route {
   readonly handle: (handler: A2ARequestHandler, call: Call, card: AgentCard) => Promise<Answer>
 }
 
+// A body of the wrong shape is refused naming its field, before the SDK's codec coerces it (`requestShape.ts`).
+const shaped = <A>(method: string, body: unknown, decode: (body: unknown) => A): A => {
+  const problem = typeof body === "object" && body !== null && !Array.isArray(body)
+    ? requestShape.paramsProblem(method, body as Record<string, unknown>)
+    : "Invalid params: the request body must be a JSON object."
+  if (problem !== undefined) throw new RequestMalformedError(problem)
+  return decode(body)
+}
+
 const sendParams = (body: unknown): SendMessageRequest => {
-  const params = SendMessageRequest.fromJSON(body ?? {})
+  const params = shaped("SendMessage", body ?? {}, SendMessageRequest.fromJSON)
   validateSend(params)
   return params
 }
@@ -321,7 +331,8 @@ const routes: ReadonlyArray<Route> = [
     method: "POST",
     pattern: new RegExp(`^${configPath}$`),
     handle: async (handler, call, card) => {
-      const config = TaskPushNotificationConfig.fromJSON({ ...(call.body as object | undefined ?? {}), taskId: call.taskId })
+      const config = shaped("CreateTaskPushNotificationConfig", call.body ?? {}, (body) =>
+        TaskPushNotificationConfig.fromJSON({ ...(body as object), taskId: call.taskId }))
       if (!card.capabilities?.pushNotifications) throw new PushNotificationNotSupportedError()
       return json(TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(config, call.context)), 201)
     }

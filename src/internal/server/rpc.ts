@@ -26,11 +26,15 @@ import {
 import { RequestMalformedError, TaskNotFoundError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { storedTextProblem } from "../ledger/storedText.js"
 import * as ErrorTable from "../wire/errorTable.js"
+import * as requestShape from "../wire/requestShape.js"
+import * as slowReader from "./slowReader.js"
 
 /** @internal */
 export const INTERNAL_ERROR = -32603
 /** @internal */
 export const PARSE_ERROR = -32700
+/** @internal */
+export const INVALID_REQUEST = -32600
 /** RequestMalformed's code: a body too large or nested too deep, as HTTP+JSON and gRPC name it (INVALID_PARAMS). @internal */
 export const INVALID_PARAMS = -32602
 /** @internal */
@@ -98,6 +102,14 @@ const idOf = (body: unknown): unknown => {
 
 const methodOf = (body: unknown): unknown =>
   typeof body === "object" && body !== null && "method" in body ? (body as { method: unknown }).method : undefined
+
+// The params' shape, when they are an object of a known method; the handler refuses any other params itself.
+const shapeProblem = (body: unknown): string | undefined => {
+  const { method, params } = body as { readonly method?: unknown; readonly params?: unknown }
+  return typeof method === "string" && typeof params === "object" && params !== null && !Array.isArray(params)
+    ? requestShape.paramsProblem(method, params as Record<string, unknown>)
+    : undefined
+}
 
 const invalidParams = (id: unknown): RpcErrorResponse => ({
   jsonrpc: "2.0",
@@ -177,6 +189,7 @@ const unstorableId = (params: unknown): string | undefined => {
 
 const storedIdMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream", "getTask", "cancelTask", "resubscribe", "listTasks"])
 const sendMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream"])
+const streamMethods = new Set<PropertyKey>(["sendMessageStream", "resubscribe"])
 
 /**
  * Holds the task a message continues for the request's length: a release,
@@ -242,6 +255,14 @@ export interface Subscriptions {
   readonly idle: (end: () => void) => () => void
   /** The server shuts down: ends the subscriptions waiting for a paused task, now and from now on. */
   readonly shutdown: () => void
+  /**
+   * The handler's stream of the call `context`, its reader bounded (see
+   * `slowReader.ts`): the events its task's bus delivers to the call are
+   * counted against those its reader takes.
+   */
+  readonly reading: <A>(context: object, stream: AsyncIterator<A>) => AsyncIterableIterator<A>
+  /** Resolves once the reader of the call `context` is dropped; undefined for a call that does not stream. */
+  readonly dropped: (context: object) => Promise<void> | undefined
 }
 
 /** @internal */
@@ -253,6 +274,7 @@ export const makeSubscriptions = (): Subscriptions => {
   const watchers = new Map<string, Set<{ readonly context: ServerCallContext; readonly onBus: (bus: ExecutionEventBus) => void }>>()
   const idle = new Set<() => void>()
   let shuttingDown = false
+  const readers = new WeakMap<object, slowReader.Reader>()
   // The bus as the subscription sees it: the same bus, with the queue's "finished" listener noted.
   const noting = (bus: ExecutionEventBus, noted: Set<() => void>): ExecutionEventBus => {
     // One signature for both kinds of listener: each call is handed on as it came.
@@ -281,29 +303,44 @@ export const makeSubscriptions = (): Subscriptions => {
     }
     return seen
   }
+  // The bus a call gets: a streaming call's reader counts what the bus delivers (the bus itself stays the one the
+  // executor keys its runs by), and a subscription's is noted.
+  const seenBy = (bus: ExecutionEventBus | undefined, context: object | undefined) => {
+    if (bus === undefined || context === undefined) return bus
+    readers.get(context)?.listen(bus)
+    const noted = stops.get(context)
+    return noted === undefined ? bus : noting(bus, noted)
+  }
   return {
     manager: {
       createOrGetByTaskId: (taskId, context) => {
         const before = buses.getByTaskId(taskId, context)
         const bus = buses.createOrGetByTaskId(taskId, context)
-        if (bus === before) return bus
-        // A new run of the task: each subscription of its caller waiting for it takes it from its first event.
-        for (const watcher of watchers.get(taskId) ?? []) {
-          if (buses.getByTaskId(taskId, watcher.context) === bus) watcher.onBus(bus)
+        if (bus !== before) {
+          // A new run of the task: each subscription of its caller waiting for it takes it from its first event,
+          // its reader counting what the run delivers as for the run it started with.
+          for (const watcher of watchers.get(taskId) ?? []) {
+            if (buses.getByTaskId(taskId, watcher.context) !== bus) continue
+            readers.get(watcher.context)?.listen(bus)
+            watcher.onBus(bus)
+          }
         }
-        return bus
+        return seenBy(bus, context)!
       },
-      getByTaskId: (taskId, context) => {
-        const bus = buses.getByTaskId(taskId, context)
-        const noted = context === undefined ? undefined : stops.get(context)
-        return bus === undefined || noted === undefined ? bus : noting(bus, noted)
-      },
+      getByTaskId: (taskId, context) => seenBy(buses.getByTaskId(taskId, context), context),
       cleanupByTaskId: (taskId, context) => buses.cleanupByTaskId(taskId, context)
     },
+    reading: (context, stream) => {
+      const reader = slowReader.makeReader()
+      readers.set(context, reader)
+      return reader.reading(stream)
+    },
+    dropped: (context) => readers.get(context)?.dropped,
     subscribing: (context) => {
       stops.set(context, new Set())
     },
     close: (context) => {
+      readers.get(context)?.stop()
       const noted = stops.get(context)
       stops.delete(context)
       for (const stop of noted ?? []) stop()
@@ -437,6 +474,13 @@ const capturing = (
             throw error
           }
           if (isContext && result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
+          // Before its first read, when the handler takes its task's bus: the reader is bounded from its first event.
+          if (
+            isContext && streamMethods.has(property) && options.subscriptions !== undefined &&
+            typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] === "function"
+          ) {
+            result = options.subscriptions.reading(context, (result as AsyncIterable<unknown>)[Symbol.asyncIterator]())
+          }
           return release === undefined ? result : releasing(result, release)
         }
         wrapped.set(property, method)
@@ -508,8 +552,10 @@ export const makeDispatcher = (
     const useLegacy = (requestedVersion ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION
     const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : rpcErrorOf
     const id = idOf(body)
-    if (deeperThan(body, maxNesting)) {
-      const error = toJsonRpcError(new RequestMalformedError(tooDeep))
+    // The v0.3 handler has its own request types, which it reads without the v1.0 codecs.
+    const problem = deeperThan(body, maxNesting) ? tooDeep : useLegacy ? undefined : shapeProblem(body)
+    if (problem !== undefined) {
+      const error = toJsonRpcError(new RequestMalformedError(problem))
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
     }
     if (!useLegacy && typeof body === "object" && body !== null && !Array.isArray(body) && invalidEnvelope(body)) {

@@ -47,6 +47,9 @@ const endlessStream = (result: unknown, onClose: () => void): internalRpc.Dispat
   headers: {}
 })
 
+/** A JSON-RPC request body, as the dispatch is handed it. */
+const request = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "M" })
+
 const post = (url: string, body: string, signal?: AbortSignal) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body, signal: signal ?? null })
 
@@ -58,8 +61,8 @@ describe("server/nodeRpc.listener", () => {
         dispatched++
         return Promise.resolve({ _tag: "Json", status: 200, body: { jsonrpc: "2.0", id: 1, result: body }, headers: {} })
       })
-      const answered = yield* Effect.promise(() => post(`${url}/rpc?x=1`, "{\"a\":1}").then((response) => response.json()))
-      expect(answered).toEqual({ jsonrpc: "2.0", id: 1, result: { a: 1 } })
+      const answered = yield* Effect.promise(() => post(`${url}/rpc?x=1`, request).then((response) => response.json()))
+      expect(answered).toEqual({ jsonrpc: "2.0", id: 1, result: JSON.parse(request) })
       const others = yield* Effect.promise(() =>
         Promise.all([fetch(`${url}/rpc`), post(`${url}/rpc/`, "{}"), post(`${url}/other`, "{}")].map((answer) => answer.then((response) => response.status)))
       )
@@ -95,7 +98,7 @@ describe("server/nodeRpc.listener", () => {
         return new Promise((resolve) => setTimeout(() => resolve(endlessStream({}, () => closed++)), 200))
       })
       const abort = new AbortController()
-      const answer = post(`${url}/rpc`, "{}", abort.signal).catch((error: unknown) => error)
+      const answer = post(`${url}/rpc`, request, abort.signal).catch((error: unknown) => error)
       yield* Effect.promise(() => dispatching)
       abort.abort()
       yield* Effect.promise(() => answer)
@@ -109,7 +112,7 @@ describe("server/nodeRpc.listener", () => {
       const { url } = yield* serving(() => Promise.resolve(endlessStream({ n: 1 }, () => closed++)))
       const abort = new AbortController()
       const first = yield* Effect.promise(async () => {
-        const response = await post(`${url}/rpc`, "{}", abort.signal)
+        const response = await post(`${url}/rpc`, request, abort.signal)
         const reader = response.body!.getReader()
         const chunk = await reader.read()
         return { type: response.headers.get("content-type"), text: new TextDecoder().decode(chunk.value) }

@@ -1,0 +1,257 @@
+import { describe, expect, it } from "@effect/vitest"
+import { A2AService } from "@a2a-js/sdk/server/grpc"
+import * as Grpc from "@grpc/grpc-js"
+import { Duration, Effect } from "effect"
+import type * as net from "node:net"
+import * as A2AServer from "../src/A2AServer.js"
+import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as slowReader from "../src/internal/server/slowReader.js"
+import * as Part from "../src/Part.js"
+import { eventually, post, rpc, stalledStream, userMessage } from "./fixtures/serverAgents.js"
+
+const card = { name: "bad-input", description: "bad input" }
+
+/** An agent that counts its runs. */
+const counted = () => {
+  const runs = { count: 0 }
+  const agent: AgentExecutor.Agent = () =>
+    Effect.sync(() => {
+      runs.count++
+      return AgentExecutor.completedText("done")
+    })
+  return { agent, runs }
+}
+
+const sendRequest = (extra: Record<string, unknown> = { id: 1 }) => ({
+  jsonrpc: "2.0",
+  ...extra,
+  method: "SendMessage",
+  params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }] } }
+})
+
+const v1 = { "A2A-Version": "1.0" }
+
+describe("A2AServer JSON-RPC bad input", () => {
+  it.scopedLive("a body that is not a request object is -32600 with our own text, parsed once and never run", () =>
+    Effect.gen(function*() {
+      const { agent, runs } = counted()
+      const server = yield* A2AServer.make({ agent, card, maxInFlight: 4 })
+      // A JSON string holding a request: the SDK's handler would parse it again and run it.
+      const wrapped = JSON.stringify(JSON.stringify(sendRequest()))
+      const answers = yield* Effect.all(
+        Array.from({ length: 40 }, () => post(server.rpcUrl, wrapped, v1)),
+        { concurrency: "unbounded" }
+      )
+      for (const answer of answers) {
+        expect(answer.status).toBe(200)
+        expect(JSON.parse(answer.text)).toMatchObject({
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32600, message: "Invalid Request: the body must be a JSON-RPC request object." }
+        })
+      }
+      // One nested past the nesting bound, inside a string: refused the same way, not a -32603.
+      const deep = `${'{"inner":'.repeat(10_000)}"leaf"${"}".repeat(10_000)}`
+      const nested = yield* post(server.rpcUrl, JSON.stringify(JSON.stringify(sendRequest()).replace(/}$/, `,"deep":${deep}}`)), v1)
+      expect(JSON.parse(nested.text).error.code).toBe(-32600)
+      // A string that is not JSON inside: JavaScript's parse message never reaches the wire.
+      const bad = yield* post(server.rpcUrl, JSON.stringify("str"), v1)
+      expect(JSON.parse(bad.text).error).toMatchObject({ code: -32600 })
+      expect(bad.text).not.toMatch(/Unexpected token|not valid JSON/)
+      for (const body of ["5", "null", "true", "[]", JSON.stringify([sendRequest()])]) {
+        for (const headers of [v1, {}]) {
+          const answer = JSON.parse((yield* post(server.rpcUrl, body, headers)).text)
+          expect(answer.id).toBeNull()
+          expect(answer.error.code).toBe(-32600)
+          expect(answer.error.message).toBe(
+            body.startsWith("[")
+              ? "Batch requests are not supported."
+              : "Invalid Request: the body must be a JSON-RPC request object."
+          )
+        }
+      }
+      expect(runs.count).toBe(0)
+    }))
+
+  it.scopedLive("a notification (no id) gets 204 and no body, and does not run; an invalid one is answered", () =>
+    Effect.gen(function*() {
+      const { agent, runs } = counted()
+      const server = yield* A2AServer.make({ agent, card })
+      for (const headers of [v1, {}]) {
+        const notification = yield* post(server.rpcUrl, JSON.stringify(sendRequest({})), headers)
+        expect(notification.status).toBe(204)
+        expect(notification.text).toBe("")
+      }
+      const legacy = yield* post(server.rpcUrl, JSON.stringify({ jsonrpc: "2.0", method: "message/send", params: {} }))
+      expect(legacy.status).toBe(204)
+      // Not a valid request, so not a notification: JSON-RPC 2.0 answers it with an error under the id null.
+      const invalid = JSON.parse((yield* post(server.rpcUrl, JSON.stringify({ jsonrpc: "2.0" }), v1)).text)
+      expect(invalid).toMatchObject({ id: null, error: { code: -32600 } })
+      // An explicit null id is a request, not a notification: it is run and answered.
+      const nullId = yield* post(server.rpcUrl, JSON.stringify(sendRequest({ id: null })), v1)
+      expect(JSON.parse(nullId.text)).toMatchObject({ id: null, result: { task: { status: { state: "TASK_STATE_COMPLETED" } } } })
+      expect(runs.count).toBe(1)
+    }))
+})
+
+/** Send params with `message` changed by `change`. */
+const sendParams = (change: Record<string, unknown>) => ({
+  message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], ...change }
+})
+
+/** Wrong types, each with the field its refusal names. */
+const wrongTypes: ReadonlyArray<readonly [unknown, string]> = [
+  [sendParams({ parts: [null] }), "message.parts[0] must be an object"],
+  [sendParams({ messageId: 5 }), "message.messageId must be a string"],
+  [sendParams({ parts: [{ text: { nested: true } }] }), "message.parts[0].text must be a string"],
+  [sendParams({ parts: [{ text: "a", url: "https://example.com" }] }), "message.parts[0] must have exactly one of text, raw, url, data"],
+  [sendParams({ role: "ROLE_ADMIN" }), "message.role must be one of ROLE_UNSPECIFIED, ROLE_USER, ROLE_AGENT"],
+  [sendParams({ metadata: "x" }), "message.metadata must be an object"],
+  [{ ...sendParams({}), configuration: { returnImmediately: "yes" } }, "configuration.returnImmediately must be a boolean"],
+  [{ ...sendParams({}), configuration: { historyLength: 1.5 } }, "configuration.historyLength must be a 32-bit integer"]
+]
+
+describe("A2AServer strict decoding", () => {
+  it.scopedLive("a wrong type is refused naming the field, never coerced, on JSON-RPC and HTTP+JSON alike; nothing runs", () =>
+    Effect.gen(function*() {
+      const { agent, runs } = counted()
+      const server = yield* A2AServer.make({ agent, card, transports: ["JSONRPC", "HTTP+JSON"] })
+      const restUrl = server.urls["HTTP+JSON"]!
+      for (const [params, named] of wrongTypes) {
+        for (const method of ["SendMessage", "SendStreamingMessage"]) {
+          const answer = JSON.parse((yield* rpc(server.rpcUrl, method, params)).text)
+          expect(answer.error).toMatchObject({ code: -32602, message: `Invalid params: ${named}.` })
+        }
+        for (const route of ["message:send", "message:stream"]) {
+          const answer = yield* post(`${restUrl}/${route}`, JSON.stringify(params), v1)
+          expect(answer.status).toBe(400)
+          expect(JSON.parse(answer.text).error).toMatchObject({ status: "INVALID_ARGUMENT", message: `Invalid params: ${named}.` })
+        }
+      }
+      const push = JSON.parse((yield* rpc(server.rpcUrl, "CreateTaskPushNotificationConfig", { taskId: "t", url: 7 })).text)
+      expect(push.error).toMatchObject({ code: -32602, message: "Invalid params: url must be a string." })
+      const getTask = JSON.parse((yield* rpc(server.rpcUrl, "GetTask", { id: { $ne: "" } })).text)
+      expect(getTask.error).toMatchObject({ code: -32602, message: "Invalid params: id must be a string." })
+      expect(runs.count).toBe(0)
+      // What ProtoJSON allows is served: proto names, an integer as a string, an enum by number, a null field.
+      const allowed = JSON.parse((yield* rpc(server.rpcUrl, "SendMessage", {
+        message: { message_id: crypto.randomUUID(), role: 1, parts: [{ text: "hi", url: null }], context_id: null },
+        configuration: { historyLength: "3" }
+      })).text)
+      expect(allowed.result.task.status.state).toBe("TASK_STATE_COMPLETED")
+      expect(runs.count).toBe(1)
+    }))
+})
+
+/**
+ * An agent that publishes `count` versions of one artifact of about `size` bytes (each replaces the last in the
+ * task, which stays small), then completes.
+ */
+const chatty = (count: number, size: number): AgentExecutor.Agent => (request) =>
+  Effect.gen(function*() {
+    if (Part.textOf(request.message.parts) === "quick") return AgentExecutor.completedText("quick")
+    const text = "x".repeat(size)
+    for (let i = 0; i < count; i++) {
+      yield* AgentExecutor.artifact(Part.Artifact.make({
+        artifactId: "draft",
+        name: "draft",
+        description: "",
+        parts: [Part.TextPart.make({ text: `${i} ${text}` })]
+      }))
+    }
+    return AgentExecutor.completedText("done")
+  })
+
+/** Reads what `socket` still sends until its chunked answer ends, or the time runs out. */
+const readToEnd = (socket: net.Socket) =>
+  Effect.async<string>((resume) => {
+    let text = ""
+    socket.removeAllListeners("data")
+    socket.on("data", (chunk: Buffer) => {
+      text += chunk.toString("latin1")
+      if (text.endsWith("\r\n0\r\n\r\n")) resume(Effect.succeed(Buffer.from(text, "latin1").toString("utf8")))
+    })
+    socket.resume()
+  }).pipe(Effect.timeout("30 seconds"))
+
+/** Times a plain SendMessage, answered at once by `chatty`'s quick path. */
+const timedSend = (url: string) =>
+  Effect.map(
+    Effect.timed(rpc(url, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] } })),
+    ([duration, answer]) => {
+      expect(JSON.parse(answer.text).result.task.status.state).toBe("TASK_STATE_COMPLETED")
+      return Duration.toMillis(duration)
+    }
+  )
+
+describe("A2AServer streams whose readers do not read", () => {
+  it.scopedLive("streams read no more are ended once their readers are more than a bound behind, with a typed last event; other requests stay quick", () =>
+    Effect.gen(function*() {
+      // Far more than the sockets' buffers hold: the rest waits on the server, up to the bound.
+      const server = yield* A2AServer.make({ agent: chatty(1000, 8192), card })
+      const baseline = Math.max(...(yield* Effect.all([1, 2, 3].map(() => timedSend(server.rpcUrl)))))
+      const stalled = yield* Effect.all([1, 2, 3].map(() => stalledStream(server.address.port, "go")))
+      // Not a benchmark: a bound generous enough for a loaded machine, far below the seconds a stalled server takes.
+      const during = yield* Effect.all([1, 2, 3].map(() => timedSend(server.rpcUrl)))
+      expect(Math.max(...during)).toBeLessThan(Math.max(2000, 20 * baseline))
+      for (const { taskId } of stalled) {
+        // The run is not held back by its reader: it ends while the stream is stalled.
+        yield* eventually(
+          Effect.map(rpc(server.rpcUrl, "GetTask", { id: taskId }), (answer) => JSON.parse(answer.text).result?.status?.state),
+          (state) => state === "TASK_STATE_COMPLETED",
+          3000
+        )
+      }
+      // Longer than a reader may leave more than the bound waiting.
+      yield* Effect.sleep(Duration.millis(slowReader.stallMillis + 1000))
+      for (const { socket } of stalled) {
+        const rest = yield* readToEnd(socket)
+        const events = rest.split("\n\n").filter((event) => event.includes("data: "))
+        // What was in the socket's buffers, and at most the bound more: then the end, typed.
+        expect(events.length).toBeLessThan(1000)
+        const last = events.at(-1)!
+        expect(last).toContain("fell more than 256 events behind")
+        expect(JSON.parse(last.slice(last.indexOf("data: ") + 6)).error.code).toBe(-32004)
+        expect(rest).not.toContain("TASK_STATE_COMPLETED")
+      }
+    }))
+
+  it.scopedLive("on gRPC too: a stream read no more is ended with a typed status once its reader is a bound behind", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent: chatty(1000, 8192), card })
+      const remote = new Grpc.Client(server.urls.GRPC!, Grpc.credentials.createInsecure())
+      yield* Effect.addFinalizer(() => Effect.sync(() => remote.close()))
+      const metadata = new Grpc.Metadata()
+      metadata.set("a2a-version", "1.0")
+      const stream = remote.makeServerStreamRequest(
+        A2AService.sendStreamingMessage.path,
+        A2AService.sendStreamingMessage.requestSerialize,
+        A2AService.sendStreamingMessage.responseDeserialize,
+        { tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} },
+        metadata
+      )
+      let received = 0
+      const ended = new Promise<Grpc.ServiceError | undefined>((resolve) => {
+        stream.on("error", resolve)
+        stream.on("end", () => resolve(undefined))
+      })
+      // The first event names the task; then the client reads no more.
+      const taskId = yield* Effect.async<string>((resume) => {
+        stream.once("data", (event: { payload?: { value?: { id?: string } } }) => {
+          stream.pause()
+          resume(Effect.succeed(event.payload?.value?.id ?? ""))
+        })
+      })
+      stream.on("data", () => received++)
+      yield* eventually(
+        Effect.map(rpc(server.rpcUrl, "GetTask", { id: taskId }), (answer) => JSON.parse(answer.text).result?.status?.state),
+        (state) => state === "TASK_STATE_COMPLETED",
+        3000
+      )
+      yield* Effect.sleep(Duration.millis(slowReader.stallMillis + 1000))
+      stream.resume()
+      const error = yield* Effect.promise(() => ended).pipe(Effect.timeout("30 seconds"))
+      expect(received).toBeLessThan(999)
+      expect(error?.details).toContain("fell more than 256 events behind")
+    }))
+})
