@@ -325,7 +325,8 @@ export const makeSubscriptions = (): Subscriptions => {
             watcher.onBus(bus)
           }
         }
-        return seenBy(bus, context)!
+        if (context !== undefined) readers.get(context)?.listen(bus)
+        return bus
       },
       getByTaskId: (taskId, context) => seenBy(buses.getByTaskId(taskId, context), context),
       cleanupByTaskId: (taskId, context) => buses.cleanupByTaskId(taskId, context)
