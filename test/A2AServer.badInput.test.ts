@@ -255,3 +255,45 @@ describe("A2AServer streams whose readers do not read", () => {
       expect(error?.details).toContain("fell more than 256 events behind")
     }))
 })
+
+/** What `socket` still sends until its connection closes, or the time runs out. */
+const readToClose = (socket: net.Socket) =>
+  Effect.async<string>((resume) => {
+    let text = ""
+    socket.removeAllListeners("data")
+    socket.on("data", (chunk: Buffer) => {
+      text += chunk.toString("latin1")
+    })
+    socket.once("close", () => resume(Effect.succeed(text)))
+    socket.resume()
+  }).pipe(Effect.timeout("20 seconds"))
+
+describe("A2AServer HTTP streams whose readers are dropped", () => {
+  for (const transport of ["JSONRPC", "HTTP+JSON"] as const) {
+    it.scopedLive(`${transport}: a dropped reader lets go of its place in maxInFlight at the drop, and of its connection soon after`, () =>
+      Effect.gen(function*() {
+        const server = yield* A2AServer.make({ agent: chatty(1000, 8192), card, maxInFlight: 2, transports: ["JSONRPC", "HTTP+JSON"] })
+        const restPath = transport === "JSONRPC" ? undefined : new URL(server.urls["HTTP+JSON"]!).pathname
+        const stalled = yield* Effect.all([1, 2].map(() => stalledStream(server.address.port, "go", restPath)))
+        const quick = () =>
+          rpc(server.rpcUrl, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] } })
+        // Both places are held by the stalled streams.
+        expect((yield* quick()).status).toBe(429)
+        // Admitted once the readers are dropped, though they never read again.
+        const admitted = yield* eventually(
+          Effect.map(quick(), (answer) => answer.status),
+          (status) => status !== 429,
+          Math.ceil((slowReader.stallMillis + 2000) / 10)
+        )
+        expect(admitted).toBe(200)
+        // By the time the end could have waited unwritten, the server has cut the connections: what the sockets
+        // still hold comes, then the close, without the end of the chunked answer or the typed end.
+        yield* Effect.sleep(Duration.millis(slowReader.unwrittenEndMillis + 1000))
+        for (const { socket } of stalled) {
+          const rest = yield* readToClose(socket)
+          expect(rest).not.toContain("\r\n0\r\n\r\n")
+          expect(rest).not.toContain("fell more than 256 events behind")
+        }
+      }))
+  }
+})

@@ -23,6 +23,7 @@ import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import type * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
+import * as slowReader from "./slowReader.js"
 
 /** @internal */
 export const cardPath = "/.well-known/agent-card.json"
@@ -262,6 +263,39 @@ export interface OpenStream {
   readonly first: IteratorResult<unknown> | undefined
   readonly iterator: AsyncIterator<unknown>
   readonly close: () => void
+  /** Resolves once the reader is dropped for reading no more (`slowReader.ts`). */
+  readonly dropped?: Promise<void> | undefined
+  /** Lets go of the request's place in the load bound; `close` does too. */
+  readonly release?: (() => void) | undefined
+  /** Destroys the connection; undefined where the server's connection cannot be reached. */
+  readonly destroy?: (() => void) | undefined
+}
+
+/**
+ * What is left of a dropped reader: its stream ends with the typed end, but
+ * that end is written only once the socket drains, and a client that never
+ * reads never lets it drain, so its request would keep its place in the load
+ * bound and its connection for as long as it stays. The place is let go at
+ * the drop, as gRPC lets go of the call; if the end is still unwritten a
+ * while later, the connection is destroyed (which ends the stream).
+ */
+const afterDrop = (open: OpenStream, dropped: Promise<void>) =>
+  Effect.promise(() => dropped).pipe(
+    Effect.tap(() => open.release?.()),
+    Effect.zipRight(Effect.sleep(slowReader.unwrittenEndMillis)),
+    Effect.tap(() => open.destroy?.())
+  )
+
+/**
+ * The connection of a request to a Node server, the platform's own or an
+ * application's (its source is then the Node request), to destroy; none
+ * elsewhere, where the application's server is left to close it.
+ *
+ * @internal
+ */
+export const destroyer = (request: HttpServerRequest.HttpServerRequest): (() => void) | undefined => {
+  const socket = (request.source as { readonly socket?: { readonly destroy?: unknown } } | null | undefined)?.socket
+  return typeof socket?.destroy === "function" ? () => (socket as { destroy: () => void }).destroy() : undefined
 }
 
 /**
@@ -285,22 +319,26 @@ export const sseStream = (
       Effect.flatMap((next) => next.done === true ? Effect.fail(Option.none()) : Effect.succeed(next.value))
     )
   )
-  return Stream.concat(head, rest).pipe(
+  const events = Stream.concat(head, rest).pipe(
     // An event that cannot be written ends the stream with an error event, like any failure.
     Stream.mapEffect(encode),
     Stream.catchAll((error) => Stream.fromEffect(failed(error))),
-    Stream.map((text) => encoder.encode(text)),
-    Stream.ensuring(Effect.sync(open.close))
+    Stream.map((text) => encoder.encode(text))
   )
+  const { dropped } = open
+  const watched = dropped === undefined ? events : Stream.unwrap(
+    Effect.map(Effect.forkDaemon(afterDrop(open, dropped)), (fiber) => Stream.ensuring(events, Fiber.interrupt(fiber)))
+  )
+  return Stream.ensuring(watched, Effect.sync(open.close))
 }
 
 // A JSON-RPC answer's result, where a streamed event is.
 const resultOf = (body: unknown): unknown =>
   typeof body === "object" && body !== null && "result" in body ? body.result : undefined
 
-const rpcSseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>) =>
+const rpcSseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>, destroy: (() => void) | undefined) =>
   sseStream(
-    dispatched,
+    { ...dispatched, destroy },
     (event) =>
       Effect.flatMap(sanitizeBody(event, "stream"), (body) =>
         Effect.try({ try: () => EventId.sseEvent(body, EventId.sequenceOfJson(resultOf(body))), catch: identity })),
@@ -329,7 +367,7 @@ const releasing = (dispatched: Promise<internalRpc.Dispatched>, release: () => v
     if (answer._tag === "Json") release()
     else {
       const close = answer.close
-      return { ...answer, close: () => (close(), release()) }
+      return { ...answer, close: () => (close(), release()), release }
     }
     return answer
   }, (error) => {
@@ -467,11 +505,15 @@ const dispatchBody = (
 
 /**
  * The answer to what was received: a JSON answer with any -32603 made
- * opaque (its cause logged), or the SSE stream.
+ * opaque (its cause logged), or the SSE stream; `destroy` destroys its
+ * connection, when it can be reached.
  *
  * @internal
  */
-export const answer = (received: Received): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+export const answer = (
+  received: Received,
+  destroy: (() => void) | undefined
+): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   if (HttpServerResponse.isServerResponse(received)) return Effect.succeed(received)
   if (received._tag === "Json") {
     return Effect.map(
@@ -479,7 +521,7 @@ export const answer = (received: Received): Effect.Effect<HttpServerResponse.Htt
       (sanitized) => jsonResponse(sanitized, received.status, received.headers)
     )
   }
-  return Effect.succeed(HttpServerResponse.stream(rpcSseStream(received), {
+  return Effect.succeed(HttpServerResponse.stream(rpcSseStream(received, destroy), {
     contentType: SSE_HEADERS["Content-Type"],
     headers: { ...SSE_HEADERS, ...received.headers }
   }))
@@ -526,7 +568,7 @@ const rpcRoute = (endpoint: RpcEndpoint, readBody: BodyReader) =>
     return Effect.suspend(() => {
       const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
       const received = receive(endpoint, () => readBody(request, endpoint.maxBodyBytes), headers, remoteAddress)
-      return Effect.flatMap(Effect.promise(() => received), answer).pipe(
+      return Effect.flatMap(Effect.promise(() => received), (received) => answer(received, destroyer(request))).pipe(
         Effect.onInterrupt(() => Effect.sync(() => abandon(received)))
       )
     })

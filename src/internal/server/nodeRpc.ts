@@ -83,7 +83,7 @@ export const listener = (endpoint: internalHttp.RpcEndpoint, runtime: Runtime.Ru
         if (streaming === undefined) internalHttp.abandon(received)
         else streaming.unsafeInterruptAsFork(FiberId.none)
       })
-      received.then((received) => respond(runSync(internalHttp.answer(received)))).catch(failed)
+      received.then((received) => respond(runSync(internalHttp.answer(received, () => response.destroy())))).catch(failed)
     } catch (error) {
       failed(error)
     }

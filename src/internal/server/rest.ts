@@ -548,7 +548,14 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
       case "Stream":
         return HttpServerResponse.stream(
           internalHttp.sseStream(
-            { first: outcome.first, iterator: iterator!, close },
+            {
+              first: outcome.first,
+              iterator: iterator!,
+              close,
+              dropped: options.subscriptions.dropped(context),
+              release,
+              destroy: internalHttp.destroyer(request)
+            },
             (event) =>
               Effect.try({
                 try: () => EventId.sseEvent(StreamResponse.toJSON(event as StreamResponse), EventId.sequenceOf(event as StreamResponse)),

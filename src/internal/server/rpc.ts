@@ -77,6 +77,10 @@ export type Dispatched =
     readonly mapError: (error: unknown) => RpcError
     readonly id: unknown
     readonly headers: Record<string, string>
+    /** Resolves once the stream's reader is dropped for reading no more (`slowReader.ts`). */
+    readonly dropped?: Promise<void> | undefined
+    /** Lets go of the request's place in the load bound, ahead of `close`. */
+    readonly release?: (() => void) | undefined
   }
 
 /** @internal */
@@ -589,9 +593,10 @@ export const makeDispatcher = (
           void iterator.return?.(undefined)?.catch(() => undefined)
           subscriptions?.close(context)
         }
+        const dropped = subscriptions?.dropped(context)
         // v0.3 resubscribe always answers with SSE, even for an immediate error.
         if (useLegacy && methodOf(body) === LEGACY_METHOD_TASKS_RESUBSCRIBE) {
-          return { _tag: "Stream", first: undefined, iterator, close, mapError, id, headers: responseHeaders }
+          return { _tag: "Stream", first: undefined, iterator, close, mapError, id, headers: responseHeaders, dropped }
         }
         let first: IteratorResult<unknown>
         try {
@@ -599,7 +604,7 @@ export const makeDispatcher = (
         } catch (error) {
           return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error: mapError(error) }, headers: {}, cause: error }
         }
-        return { _tag: "Stream", first, iterator, close, mapError, id, headers: responseHeaders }
+        return { _tag: "Stream", first, iterator, close, mapError, id, headers: responseHeaders, dropped }
       }
       if (isInternalError(result) && !called.has(context)) {
         // The SDK failed before it reached the request handler: it could not decode the params.

@@ -38,6 +38,15 @@ export const maxWaitingEvents = 256
 export const stallMillis = 2000
 
 /**
+ * How long after its drop a reader's HTTP connection may still hold the
+ * typed end unwritten before it is destroyed: a client that reads takes it
+ * at once, one that never reads would hold its connection forever.
+ *
+ * @internal
+ */
+export const unwrittenEndMillis = 3000
+
+/**
  * What a dropped reader reads last: an A2A error, so that every transport
  * sends it with its code and ErrorInfo.
  *
