@@ -326,9 +326,8 @@ export const sseStream = (
     Stream.map((text) => encoder.encode(text))
   )
   const { dropped } = open
-  const watched = dropped === undefined ? events : Stream.unwrap(
-    Effect.map(Effect.forkDaemon(afterDrop(open, dropped)), (fiber) => Stream.ensuring(events, Fiber.interrupt(fiber)))
-  )
+  // Watched while the stream runs: one that ended (the end written, or the client gone) is not cut.
+  const watched = dropped === undefined ? events : Stream.unwrapScoped(Effect.as(Effect.forkScoped(afterDrop(open, dropped)), events))
   return Stream.ensuring(watched, Effect.sync(open.close))
 }
 

@@ -44,7 +44,7 @@ export const stallMillis = 2000
  *
  * @internal
  */
-export const unwrittenEndMillis = 3000
+export const unwrittenEndMillis = 5000
 
 /**
  * What a dropped reader reads last: an A2A error, so that every transport
