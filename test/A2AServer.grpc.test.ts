@@ -59,36 +59,30 @@ interface RawAnswer {
 
 const identity = (bytes: Buffer) => bytes
 
-/** One unary call of raw bytes, as any gRPC peer may send them; its status, whatever it is. */
-const rawCall = (address: string, path: string, bytes: Uint8Array, metadata: Record<string, string> = { "a2a-version": "1.0" }) =>
+/** One call of raw bytes, as any gRPC peer may send them (unary, or server-streaming when `stream`); its status, whatever it is. */
+const rawCall = (
+  address: string,
+  path: string,
+  bytes: Uint8Array,
+  metadata: Record<string, string> = { "a2a-version": "1.0" },
+  stream = false
+) =>
   Effect.acquireUseRelease(
     Effect.sync(() => new Grpc.Client(address, Grpc.credentials.createInsecure())),
     (client) =>
       Effect.async<RawAnswer>((resume) => {
         const sent = new Grpc.Metadata()
         for (const [key, value] of Object.entries(metadata)) sent.set(key, value)
-        client.makeUnaryRequest(path, identity, identity, Buffer.from(bytes), sent, { deadline: Date.now() + 10_000 }, (error) => {
+        const ended = (error: Grpc.ServiceError | null) =>
           resume(Effect.succeed(error === null
             ? { code: GRPC_STATUS_CODE.OK, details: "", metadata: undefined }
             : { code: error.code, details: error.details, metadata: error.metadata }))
-        })
-      }),
-    (client) => Effect.sync(() => client.close())
-  )
-
-/** One server-streaming call of raw bytes; the status it ends with. */
-const rawStream = (address: string, path: string, bytes: Uint8Array) =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => new Grpc.Client(address, Grpc.credentials.createInsecure())),
-    (client) =>
-      Effect.async<RawAnswer>((resume) => {
-        const sent = new Grpc.Metadata()
-        sent.set("a2a-version", "1.0")
-        const call = client.makeServerStreamRequest(path, identity, identity, Buffer.from(bytes), sent, { deadline: Date.now() + 10_000 })
+        const options = { deadline: Date.now() + 10_000 }
+        if (!stream) return void client.makeUnaryRequest(path, identity, identity, Buffer.from(bytes), sent, options, ended)
+        const call = client.makeServerStreamRequest(path, identity, identity, Buffer.from(bytes), sent, options)
         call.on("data", () => {})
-        call.on("error", (error: Grpc.ServiceError) =>
-          resume(Effect.succeed({ code: error.code, details: error.details, metadata: error.metadata })))
-        call.on("end", () => resume(Effect.succeed({ code: GRPC_STATUS_CODE.OK, details: "", metadata: undefined })))
+        call.on("error", ended)
+        call.on("end", () => ended(null))
       }),
     (client) => Effect.sync(() => client.close())
   )
@@ -350,7 +344,7 @@ describe("A2AServer over gRPC", () => {
       ]
       for (const path of [A2AService.sendMessage.path, A2AService.sendStreamingMessage.path]) {
         for (const [bytes, named] of cases) {
-          const answer = yield* (path === A2AService.sendMessage.path ? rawCall : rawStream)(server.urls.GRPC!, path, bytes)
+          const answer = yield* rawCall(server.urls.GRPC!, path, bytes, undefined, path === A2AService.sendStreamingMessage.path)
           expect(answer.code).toBe(GRPC_STATUS_CODE.INVALID_ARGUMENT)
           expect(answer.details.startsWith(named)).toBe(true)
           expect(detailsOf(answer)?.reason).toBe("INVALID_PARAMS")
