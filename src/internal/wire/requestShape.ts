@@ -147,7 +147,8 @@ const legacyPushConfig: Shape = {
     id: "string",
     url: "string",
     token: "string",
-    authentication: { fields: { schemes: { repeated: "string" }, credentials: "string" }, required: ["schemes"] }
+    // Its `schemes` are required by the schema, but the translation reads none as none: a client may leave them out.
+    authentication: { fields: { schemes: { repeated: "string" }, credentials: "string" } }
   },
   required: ["url"]
 }
