@@ -143,6 +143,73 @@ describe("A2AServer strict decoding", () => {
     }))
 })
 
+/** v0.3 send params with `message` changed by `change`, as the SDK's v0.3 client writes them. */
+const legacySendParams = (change: Record<string, unknown>) => ({
+  message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], ...change }
+})
+
+/** v0.3 methods with wrong types or missing fields, each with the field its refusal names. */
+const legacyWrongTypes: ReadonlyArray<readonly [string, unknown, string]> = [
+  ["message/send", legacySendParams({ messageId: 5 }), "message.messageId must be a string"],
+  ["message/send", legacySendParams({ parts: [null] }), "message.parts[0] must be an object"],
+  ["message/send", legacySendParams({ parts: "hi" }), "message.parts must be an array"],
+  ["message/send", legacySendParams({ parts: [{ kind: "text", text: { nested: true } }] }), "message.parts[0].text must be a string"],
+  ["message/send", legacySendParams({ parts: [{ kind: "text" }] }), "message.parts[0].text is required"],
+  ["message/send", legacySendParams({ parts: [{ text: "hi" }] }), "message.parts[0].kind must be one of text, file, data"],
+  ["message/send", legacySendParams({ parts: [{ kind: "file" }] }), "message.parts[0].file is required"],
+  ["message/send", legacySendParams({ parts: [{ kind: "file", file: { uri: 5 } }] }), "message.parts[0].file.uri must be a string"],
+  ["message/send", legacySendParams({ parts: [{ kind: "data", data: 5 }] }), "message.parts[0].data must be an object"],
+  ["message/send", legacySendParams({ extensions: "abc" }), "message.extensions must be an array"],
+  ["message/send", legacySendParams({ contextId: 5 }), "message.contextId must be a string"],
+  ["message/send", { ...legacySendParams({}), configuration: { blocking: "yes" } }, "configuration.blocking must be a boolean"],
+  ["message/send", { ...legacySendParams({}), configuration: { historyLength: "3" } }, "configuration.historyLength must be a 32-bit integer"],
+  ["message/stream", legacySendParams({ parts: [{ kind: "text", text: { nested: true } }] }), "message.parts[0].text must be a string"],
+  ["tasks/get", { id: { $ne: "" } }, "id must be a string"],
+  ["tasks/get", {}, "id is required"],
+  ["tasks/cancel", { id: 5 }, "id must be a string"],
+  ["tasks/resubscribe", { id: 5 }, "id must be a string"],
+  ["tasks/pushNotificationConfig/set", { taskId: "t", pushNotificationConfig: { url: 7 } }, "pushNotificationConfig.url must be a string"],
+  ["tasks/pushNotificationConfig/delete", { id: "t", pushNotificationConfigId: 5 }, "pushNotificationConfigId must be a string"]
+]
+
+describe("A2AServer strict decoding of v0.3 JSON-RPC", () => {
+  it.scopedLive("a wrong type or a missing field is -32602 naming the field, never coerced, never -32603; nothing runs", () =>
+    Effect.gen(function*() {
+      const { agent, runs } = counted()
+      const server = yield* A2AServer.make({ agent, card })
+      for (const [method, params, named] of legacyWrongTypes) {
+        // No A2A-Version: a v0.3 request.
+        const answer = yield* post(server.rpcUrl, JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }))
+        expect(JSON.parse(answer.text), `${method} ${JSON.stringify(params)}`).toMatchObject({
+          id: 1,
+          error: { code: -32602, message: `Invalid params: ${named}.` }
+        })
+      }
+      expect(runs.count).toBe(0)
+      // What v0.3 allows is served: every part kind, optional fields left null, unknown fields.
+      const allowed = yield* post(server.rpcUrl, JSON.stringify({
+        jsonrpc: "2.0",
+        id: 2,
+        method: "message/send",
+        params: {
+          ...legacySendParams({
+            contextId: null,
+            parts: [
+              { kind: "text", text: "hi", metadata: { a: 1 } },
+              { kind: "file", file: { bytes: "aGk=", mimeType: "text/plain" } },
+              { kind: "file", file: { uri: "https://example.com/a", name: null } },
+              { kind: "data", data: { a: [1] } }
+            ],
+            future: 1
+          }),
+          configuration: { acceptedOutputModes: ["text/plain"], historyLength: 3, blocking: true }
+        }
+      }))
+      expect(JSON.parse(allowed.text).result.status.state).toBe("completed")
+      expect(runs.count).toBe(1)
+    }))
+})
+
 /**
  * An agent that publishes `count` versions of one artifact of about `size` bytes (each replaces the last in the
  * task, which stays small), then completes.

@@ -4,6 +4,7 @@ import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc"
 import { decodeErrorInfo, decodeStatus, GRPC_STATUS_CODE, GRPC_STATUS_DETAILS_BIN } from "@a2a-js/sdk/errors/grpc"
 import { InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { A2AService } from "@a2a-js/sdk/server/grpc"
+import { BinaryWriter } from "@bufbuild/protobuf/wire"
 import { describe, expect, it } from "@effect/vitest"
 import * as Grpc from "@grpc/grpc-js"
 import { Deferred, Effect, Exit, FastCheck, Fiber, Layer, Metric, Option, Scope, type Tracer } from "effect"
@@ -58,19 +59,30 @@ interface RawAnswer {
 
 const identity = (bytes: Buffer) => bytes
 
-/** One unary call of raw bytes, as any gRPC peer may send them; its status, whatever it is. */
-const rawCall = (address: string, path: string, bytes: Uint8Array, metadata: Record<string, string> = { "a2a-version": "1.0" }) =>
+/** One call of raw bytes, as any gRPC peer may send them (unary, or server-streaming when `stream`); its status, whatever it is. */
+const rawCall = (
+  address: string,
+  path: string,
+  bytes: Uint8Array,
+  metadata: Record<string, string> = { "a2a-version": "1.0" },
+  stream = false
+) =>
   Effect.acquireUseRelease(
     Effect.sync(() => new Grpc.Client(address, Grpc.credentials.createInsecure())),
     (client) =>
       Effect.async<RawAnswer>((resume) => {
         const sent = new Grpc.Metadata()
         for (const [key, value] of Object.entries(metadata)) sent.set(key, value)
-        client.makeUnaryRequest(path, identity, identity, Buffer.from(bytes), sent, { deadline: Date.now() + 10_000 }, (error) => {
+        const ended = (error: Grpc.ServiceError | null) =>
           resume(Effect.succeed(error === null
             ? { code: GRPC_STATUS_CODE.OK, details: "", metadata: undefined }
             : { code: error.code, details: error.details, metadata: error.metadata }))
-        })
+        const options = { deadline: Date.now() + 10_000 }
+        if (!stream) return void client.makeUnaryRequest(path, identity, identity, Buffer.from(bytes), sent, options, ended)
+        const call = client.makeServerStreamRequest(path, identity, identity, Buffer.from(bytes), sent, options)
+        call.on("data", () => {})
+        call.on("error", ended)
+        call.on("end", () => ended(null))
       }),
     (client) => Effect.sync(() => client.close())
   )
@@ -302,6 +314,46 @@ describe("A2AServer over gRPC", () => {
       expect(answer.code).toBe(GRPC_STATUS_CODE.INVALID_ARGUMENT)
       expect(answer.details).toBe("Request nested deeper than 256 levels.")
       expect(detailsOf(answer)?.reason).toBe("INVALID_PARAMS")
+      expect(runs).toBe(0)
+    }))
+
+  it.scopedLive("a field of the wrong wire type, which the decoder skips, is INVALID_ARGUMENT naming the field, as on JSON; nothing runs", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const agent: AgentExecutor.Agent = () => Effect.sync(() => (runs++, AgentExecutor.completedText("ran")))
+      const server = yield* A2AServer.make({ agent, card })
+      // SendMessageRequest { message (2): Message { message_id (1), role (4), parts (5) } }, written by hand.
+      const send = (message: (writer: BinaryWriter) => BinaryWriter) =>
+        new BinaryWriter().uint32(18).bytes(message(new BinaryWriter()).finish()).finish()
+      const part = (content: (writer: BinaryWriter) => BinaryWriter) => content(new BinaryWriter()).finish()
+      const cases: ReadonlyArray<readonly [Uint8Array, string]> = [
+        // Part.text (1) as a varint: the part is read without content.
+        [
+          send((m) => m.uint32(10).string("m1").uint32(32).int32(1).uint32(42).bytes(part((p) => p.uint32(8).int32(5)))),
+          "Invalid params: message.parts[0] must have exactly one of text, raw, url, data."
+        ],
+        [
+          send((m) => m.uint32(10).string("m2").uint32(32).int32(1).uint32(42).bytes(part((p) => p))),
+          "Invalid params: message.parts[0] must have exactly one of text, raw, url, data."
+        ],
+        // Message.message_id (1) as a varint: read as absent, which the handler refuses (in its words, per method).
+        [
+          send((m) => m.uint32(8).int32(5).uint32(32).int32(1).uint32(42).bytes(part((p) => p.uint32(10).string("hi")))),
+          "message.messageId is required"
+        ]
+      ]
+      for (const path of [A2AService.sendMessage.path, A2AService.sendStreamingMessage.path]) {
+        for (const [bytes, named] of cases) {
+          const answer = yield* rawCall(server.urls.GRPC!, path, bytes, undefined, path === A2AService.sendStreamingMessage.path)
+          expect(answer.code).toBe(GRPC_STATUS_CODE.INVALID_ARGUMENT)
+          expect(answer.details.startsWith(named)).toBe(true)
+          expect(detailsOf(answer)?.reason).toBe("INVALID_PARAMS")
+        }
+      }
+      // GetTaskRequest { id (2) } as a varint: read as no id, refused.
+      const getTask = yield* rawCall(server.urls.GRPC!, A2AService.getTask.path, new BinaryWriter().uint32(16).int32(5).finish())
+      expect(getTask.code).toBe(GRPC_STATUS_CODE.INVALID_ARGUMENT)
+      expect(getTask.details).toBe("Task ID is required")
       expect(runs).toBe(0)
     }))
 

@@ -15,12 +15,14 @@
  * @internal
  */
 import type * as Grpc from "@grpc/grpc-js"
+import { SendMessageRequest } from "@a2a-js/sdk"
 import { A2A_ERROR_DOMAIN, A2AError, ERROR_INFO_TYPE } from "@a2a-js/sdk/errors"
 import { type ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import { Cause, Duration, Effect, Runtime } from "effect"
 import type * as Scope from "effect/Scope"
 import * as ErrorId from "../wire/errorId.js"
 import * as ErrorTable from "../wire/errorTable.js"
+import * as requestShape from "../wire/requestShape.js"
 import * as internalTransport from "../wire/transport.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
@@ -168,6 +170,27 @@ class Refused {
 type Call = Grpc.ServerUnaryCall<unknown, unknown> | Grpc.ServerWritableStream<unknown, unknown>
 
 type Handle = (call: any, callback?: Grpc.sendUnaryData<unknown>) => unknown
+
+/**
+ * The v1.0 requests the shape check reads, by method, as ProtoJSON: protobuf
+ * cannot carry a wrong type, but its decoder skips a field of the wrong wire
+ * type, so that a part sent with its content so is read as a part without
+ * one. The other requests' fields are scalars, which a skipped field leaves
+ * at their default, which the handler refuses itself.
+ */
+const checkedRequests: Readonly<Record<string, (decoded: never) => unknown>> = {
+  SendMessage: SendMessageRequest.toJSON,
+  SendStreamingMessage: SendMessageRequest.toJSON
+}
+
+// Why a decoded v1.0 request is not of its method's shape (`requestShape.ts`), as JSON-RPC and HTTP+JSON refuse it.
+const shapeProblem = (path: string, decoded: unknown): string | undefined => {
+  const method = path.slice(path.lastIndexOf("/") + 1)
+  const toJson = checkedRequests[method]
+  return toJson === undefined
+    ? undefined
+    : requestShape.paramsProblem(method, toJson(decoded as never) as Record<string, unknown>)
+}
 
 /** The methods that start or follow a run, by the service's (v1.0 and v0.3) names, as the load counts them. */
 const countedMethods: Readonly<Record<string, string>> = {
@@ -390,8 +413,9 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
         return [name, method as Grpc.UntypedHandleCall]
       }))
 
-    // A frame that does not decode, or is over the bound, reaches the method as a refusal, which it answers.
-    const decoding = <D extends Grpc.ServiceDefinition>(definition: D): D =>
+    // A frame that does not decode, is over the bound, or is not of its request's shape (v1.0: `checked`) reaches
+    // the method as a refusal, which it answers.
+    const decoding = <D extends Grpc.ServiceDefinition>(definition: D, checked: boolean): D =>
       Object.fromEntries(Object.entries(definition).map(([name, method]) => [name, {
         ...method,
         requestDeserialize: (bytes: Buffer) => {
@@ -414,20 +438,20 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
               "INVALID_PARAMS"
             ))
           }
-          const nesting = internalRpc.nestingProblem(decoded)
-          return nesting === undefined
+          const problem = internalRpc.nestingProblem(decoded) ?? (checked ? shapeProblem(method.path, decoded) : undefined)
+          return problem === undefined
             ? decoded
-            : new Refused(status(errors.GRPC_STATUS_CODE.INVALID_ARGUMENT, nesting, "INVALID_PARAMS"))
+            : new Refused(status(errors.GRPC_STATUS_CODE.INVALID_ARGUMENT, problem, "INVALID_PARAMS"))
         }
       }])) as D
 
     const options = { requestHandler: handler, userBuilder }
     bound.server.addService(
-      decoding(service.A2AService),
+      decoding(service.A2AService, true),
       wrapped(service.grpcService(options) as unknown as Record<string, Handle>)
     )
     bound.server.addService(
-      decoding(legacy.LegacyA2AService),
+      decoding(legacy.LegacyA2AService, false),
       wrapped(legacy.legacyGrpcService(options) as unknown as Record<string, Handle>)
     )
     return start

@@ -108,10 +108,10 @@ const methodOf = (body: unknown): unknown =>
   typeof body === "object" && body !== null && "method" in body ? (body as { method: unknown }).method : undefined
 
 // The params' shape, when they are an object of a known method; the handler refuses any other params itself.
-const shapeProblem = (body: unknown): string | undefined => {
+const shapeProblem = (body: unknown, legacy: boolean): string | undefined => {
   const { method, params } = body as { readonly method?: unknown; readonly params?: unknown }
   return typeof method === "string" && typeof params === "object" && params !== null && !Array.isArray(params)
-    ? requestShape.paramsProblem(method, params as Record<string, unknown>)
+    ? (legacy ? requestShape.legacyParamsProblem : requestShape.paramsProblem)(method, params as Record<string, unknown>)
     : undefined
 }
 
@@ -557,8 +557,8 @@ export const makeDispatcher = (
     const useLegacy = (requestedVersion ?? A2A_LEGACY_PROTOCOL_VERSION) === A2A_LEGACY_PROTOCOL_VERSION
     const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : rpcErrorOf
     const id = idOf(body)
-    // The v0.3 handler has its own request types, which it reads without the v1.0 codecs.
-    const problem = deeperThan(body, maxNesting) ? tooDeep : useLegacy ? undefined : shapeProblem(body)
+    // The v0.3 handler has its own request types, checked against their own shapes.
+    const problem = deeperThan(body, maxNesting) ? tooDeep : shapeProblem(body, useLegacy)
     if (problem !== undefined) {
       const error = toJsonRpcError(new RequestMalformedError(problem))
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }

@@ -1,16 +1,23 @@
 /**
- * The shape of an A2A v1.0 request as ProtoJSON writes it, checked before
- * the SDK's codecs read it. Those codecs coerce: a number where a string
- * belongs becomes its text (`messageId: 5` is "5"), an object becomes
- * "[object Object]", anything truthy is `true`, and a `null` in a list
- * throws a TypeError that surfaces as an internal error. One check for the
- * JSON transports (JSON-RPC, HTTP+JSON), so that a wrong type is refused as
- * invalid params naming the field, the same on each.
+ * The shape of an A2A request, checked before the SDK reads it. The SDK's
+ * v1.0 codecs coerce: a number where a string belongs becomes its text
+ * (`messageId: 5` is "5"), an object becomes "[object Object]", anything
+ * truthy is `true`, and a `null` in a list throws a TypeError that surfaces
+ * as an internal error. Its v0.3 translation takes what it is given as it
+ * is, so that the same wrong types, or a missing id, reach the handler. One
+ * check for the JSON transports (JSON-RPC v1.0 and v0.3, HTTP+JSON), so
+ * that a wrong type is refused as invalid params naming the field, the
+ * same on each.
  *
- * As ProtoJSON reads it: a `null` field is an absent one; a 32-bit integer
- * may be a JSON number or a decimal string; an enum its name or its number;
- * `bytes` a base64 string; unknown fields are let through, as the SDK lets
- * them through. A part holds exactly one of its contents.
+ * v1.0, as ProtoJSON reads it: a `null` field is an absent one; a 32-bit
+ * integer may be a JSON number or a decimal string; an enum its name or its
+ * number; `bytes` a base64 string; unknown fields are let through, as the
+ * SDK lets them through. A part holds exactly one of its contents.
+ *
+ * v0.3, as its JSON schema says and its clients send it: camelCase names
+ * only, an integer a JSON number, a part told by its `kind`, and the fields
+ * the translation reads without a default required. A `null` is still an
+ * absent field, as the translation reads it.
  *
  * @internal
  */
@@ -19,17 +26,29 @@ type Kind =
   | "string"
   | "bool"
   | "int"
+  | "integer"
   | "bytes"
   | "struct"
   | "value"
   | { readonly enum: ReadonlyArray<string> }
   | { readonly repeated: Kind }
+  /** An object whose shape its `tag` field names. */
+  | { readonly tag: string; readonly cases: Readonly<Record<string, Shape>> }
   | Shape
 
 interface Shape {
   readonly fields: Readonly<Record<string, Kind>>
   /** Exactly one of these fields is set. */
   readonly oneOf?: ReadonlyArray<string>
+  /** These fields are set. */
+  readonly required?: ReadonlyArray<string>
+}
+
+/** The params of each method, by its JSON-RPC name. */
+interface Table {
+  readonly methods: Readonly<Record<string, Shape>>
+  /** Whether a field may also go by its proto (snake_case) name, as ProtoJSON reads it. */
+  readonly protoNames: boolean
 }
 
 const part: Shape = {
@@ -94,30 +113,115 @@ const taskState = {
 const byTask: Shape = { fields: { tenant: "string", id: "string" } }
 const configOfTask: Shape = { fields: { tenant: "string", taskId: "string", id: "string" } }
 
-/** The params of each v1.0 method, by its JSON-RPC name. */
-const methods: Readonly<Record<string, Shape>> = {
-  SendMessage: sendMessage,
-  SendStreamingMessage: sendMessage,
-  GetTask: { fields: { ...byTask.fields, historyLength: "int" } },
-  ListTasks: {
-    fields: {
-      tenant: "string",
-      contextId: "string",
-      status: taskState,
-      pageSize: "int",
-      pageToken: "string",
-      historyLength: "int",
-      statusTimestampAfter: "string",
-      includeArtifacts: "bool"
-    }
+const v1: Table = {
+  protoNames: true,
+  methods: {
+    SendMessage: sendMessage,
+    SendStreamingMessage: sendMessage,
+    GetTask: { fields: { ...byTask.fields, historyLength: "int" } },
+    ListTasks: {
+      fields: {
+        tenant: "string",
+        contextId: "string",
+        status: taskState,
+        pageSize: "int",
+        pageToken: "string",
+        historyLength: "int",
+        statusTimestampAfter: "string",
+        includeArtifacts: "bool"
+      }
+    },
+    CancelTask: { fields: { ...byTask.fields, metadata: "struct" } },
+    SubscribeToTask: byTask,
+    CreateTaskPushNotificationConfig: pushConfig,
+    GetTaskPushNotificationConfig: configOfTask,
+    DeleteTaskPushNotificationConfig: configOfTask,
+    ListTaskPushNotificationConfigs: { fields: { tenant: "string", taskId: "string", pageSize: "int", pageToken: "string" } },
+    GetExtendedAgentCard: { fields: { tenant: "string" } }
+  }
+}
+
+// v0.3's shapes (the `a2a.json` schema of v0.3.0), as its JSON-RPC methods take them.
+const legacyPushConfig: Shape = {
+  fields: {
+    id: "string",
+    url: "string",
+    token: "string",
+    // Its `schemes` are required by the schema, but the translation reads none as none: a client may leave them out.
+    authentication: { fields: { schemes: { repeated: "string" }, credentials: "string" } }
   },
-  CancelTask: { fields: { ...byTask.fields, metadata: "struct" } },
-  SubscribeToTask: byTask,
-  CreateTaskPushNotificationConfig: pushConfig,
-  GetTaskPushNotificationConfig: configOfTask,
-  DeleteTaskPushNotificationConfig: configOfTask,
-  ListTaskPushNotificationConfigs: { fields: { tenant: "string", taskId: "string", pageSize: "int", pageToken: "string" } },
-  GetExtendedAgentCard: { fields: { tenant: "string" } }
+  required: ["url"]
+}
+
+const legacyMetadata = { metadata: "struct" } as const
+
+const legacyPart: Kind = {
+  tag: "kind",
+  cases: {
+    text: { fields: { text: "string", ...legacyMetadata }, required: ["text"] },
+    file: {
+      fields: {
+        file: { fields: { bytes: "bytes", uri: "string", mimeType: "string", name: "string" }, oneOf: ["bytes", "uri"] },
+        ...legacyMetadata
+      },
+      required: ["file"]
+    },
+    data: { fields: { data: "struct", ...legacyMetadata }, required: ["data"] }
+  }
+}
+
+const legacySend: Shape = {
+  fields: {
+    message: {
+      fields: {
+        messageId: "string",
+        contextId: "string",
+        taskId: "string",
+        role: { enum: ["user", "agent"] },
+        parts: { repeated: legacyPart },
+        ...legacyMetadata,
+        extensions: { repeated: "string" },
+        referenceTaskIds: { repeated: "string" }
+      },
+      required: ["messageId", "role", "parts"]
+    },
+    configuration: {
+      fields: {
+        acceptedOutputModes: { repeated: "string" },
+        pushNotificationConfig: legacyPushConfig,
+        historyLength: "integer",
+        blocking: "bool"
+      }
+    },
+    ...legacyMetadata
+  },
+  required: ["message"]
+}
+
+const legacyTaskId: Shape = { fields: { id: "string", ...legacyMetadata }, required: ["id"] }
+
+const v03: Table = {
+  protoNames: false,
+  methods: {
+    "message/send": legacySend,
+    "message/stream": legacySend,
+    "tasks/get": { fields: { ...legacyTaskId.fields, historyLength: "integer" }, required: ["id"] },
+    "tasks/cancel": legacyTaskId,
+    "tasks/resubscribe": legacyTaskId,
+    "tasks/pushNotificationConfig/set": {
+      fields: { taskId: "string", pushNotificationConfig: legacyPushConfig },
+      required: ["taskId", "pushNotificationConfig"]
+    },
+    "tasks/pushNotificationConfig/get": {
+      fields: { ...legacyTaskId.fields, pushNotificationConfigId: "string" },
+      required: ["id"]
+    },
+    "tasks/pushNotificationConfig/list": legacyTaskId,
+    "tasks/pushNotificationConfig/delete": {
+      fields: { ...legacyTaskId.fields, pushNotificationConfigId: "string" },
+      required: ["id", "pushNotificationConfigId"]
+    }
+  }
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -139,6 +243,7 @@ const describe = (kind: Kind): string => {
       case "bool":
         return "a boolean"
       case "int":
+      case "integer":
         return "a 32-bit integer"
       case "bytes":
         return "a base64 string"
@@ -153,14 +258,15 @@ const describe = (kind: Kind): string => {
   return "an object"
 }
 
-// The field as the SDK's codecs read it: its camelCase name, else its proto (snake_case) name.
-const fieldOf = (object: Record<string, unknown>, name: string): [string, unknown] => {
+// The field as `table`'s reader reads it: its camelCase name, else (ProtoJSON) its proto (snake_case) name.
+const fieldOf = (table: Table, object: Record<string, unknown>, name: string): [string, unknown] => {
+  if (!table.protoNames || (object[name] !== undefined && object[name] !== null)) return [name, object[name]]
   const snake = name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)
-  return object[name] !== undefined && object[name] !== null ? [name, object[name]] : [snake, object[snake]]
+  return [snake, object[snake]]
 }
 
 /** Where `value` is not of `kind`, and what was expected, or undefined. `path` names `value`. */
-const problemOf = (value: unknown, kind: Kind, path: string): string | undefined => {
+const problemOf = (table: Table, value: unknown, kind: Kind, path: string): string | undefined => {
   const wrong = () => `${path} must be ${describe(kind)}`
   if (typeof kind === "string") {
     switch (kind) {
@@ -170,6 +276,8 @@ const problemOf = (value: unknown, kind: Kind, path: string): string | undefined
         return typeof value === "boolean" ? undefined : wrong()
       case "int":
         return isInt32(value) ? undefined : wrong()
+      case "integer":
+        return typeof value === "number" && isInt32(value) ? undefined : wrong()
       case "bytes":
         return typeof value === "string" && base64.test(value) ? undefined : wrong()
       case "struct":
@@ -179,7 +287,9 @@ const problemOf = (value: unknown, kind: Kind, path: string): string | undefined
     }
   }
   if ("enum" in kind) {
-    return (typeof value === "string" && kind.enum.includes(value)) || (Number.isInteger(value) && isInt32(value))
+    // ProtoJSON also takes an enum by its number.
+    return (typeof value === "string" && kind.enum.includes(value)) ||
+        (table.protoNames && Number.isInteger(value) && isInt32(value))
       ? undefined
       : wrong()
   }
@@ -189,27 +299,43 @@ const problemOf = (value: unknown, kind: Kind, path: string): string | undefined
       // A list holds no null: ProtoJSON has no absent element.
       const problem = value[i] === null
         ? `${path}[${i}] must be ${describe(kind.repeated)}`
-        : problemOf(value[i], kind.repeated, `${path}[${i}]`)
+        : problemOf(table, value[i], kind.repeated, `${path}[${i}]`)
       if (problem !== undefined) return problem
     }
     return undefined
   }
   if (!isObject(value)) return wrong()
-  return shapeProblem(value, kind, path)
+  if ("tag" in kind) {
+    const tag = value[kind.tag]
+    const names = Object.keys(kind.cases)
+    return typeof tag === "string" && Object.hasOwn(kind.cases, tag)
+      ? shapeProblem(table, value, kind.cases[tag]!, path)
+      : `${path}.${kind.tag} must be one of ${names.join(", ")}`
+  }
+  return shapeProblem(table, value, kind, path)
 }
 
-const shapeProblem = (value: Record<string, unknown>, shape: Shape, path: string): string | undefined => {
+const shapeProblem = (table: Table, value: Record<string, unknown>, shape: Shape, path: string): string | undefined => {
   const prefix = path === "" ? "" : `${path}.`
   let set = 0
   for (const [name, kind] of Object.entries(shape.fields)) {
-    const [key, field] = fieldOf(value, name)
-    if (field === undefined || field === null) continue
+    const [key, field] = fieldOf(table, value, name)
+    if (field === undefined || field === null) {
+      if (shape.required?.includes(name) === true) return `${prefix}${name} is required`
+      continue
+    }
     if (shape.oneOf?.includes(name) === true) set++
-    const problem = problemOf(field, kind, `${prefix}${key}`)
+    const problem = problemOf(table, field, kind, `${prefix}${key}`)
     if (problem !== undefined) return problem
   }
   if (shape.oneOf !== undefined && set !== 1) return `${path || "the request"} must have exactly one of ${shape.oneOf.join(", ")}`
   return undefined
+}
+
+const problemIn = (table: Table, method: string, params: Record<string, unknown>): string | undefined => {
+  const shape = table.methods[method]
+  const problem = shape === undefined ? undefined : shapeProblem(table, params, shape, "")
+  return problem === undefined ? undefined : `Invalid params: ${problem}.`
 }
 
 /**
@@ -219,8 +345,14 @@ const shapeProblem = (value: Record<string, unknown>, shape: Shape, path: string
  *
  * @internal
  */
-export const paramsProblem = (method: string, params: Record<string, unknown>): string | undefined => {
-  const shape = methods[method]
-  const problem = shape === undefined ? undefined : shapeProblem(params, shape, "")
-  return problem === undefined ? undefined : `Invalid params: ${problem}.`
-}
+export const paramsProblem = (method: string, params: Record<string, unknown>): string | undefined =>
+  problemIn(v1, method, params)
+
+/**
+ * As {@link paramsProblem}, for the v0.3 JSON-RPC method `method`
+ * (`message/send`, `tasks/get`...).
+ *
+ * @internal
+ */
+export const legacyParamsProblem = (method: string, params: Record<string, unknown>): string | undefined =>
+  problemIn(v03, method, params)
