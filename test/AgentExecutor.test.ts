@@ -97,8 +97,7 @@ describe("AgentExecutor", () => {
           { content: { $case: "text", value: "book" }, metadata: {}, filename: "", mediaType: "text/plain" },
           { content: { $case: "data", value: { flight: "4821", seats: ["12A"] } }, metadata: {}, filename: "", mediaType: "application/json" },
           { content: { $case: "url", value: "https://example.com/t.pdf" }, metadata: {}, filename: "t.pdf", mediaType: "application/pdf" },
-          { content: { $case: "raw", value: Buffer.from("window") }, metadata: {}, filename: "note.txt", mediaType: "text/plain" },
-          { content: undefined, metadata: {}, filename: "", mediaType: "" }
+          { content: { $case: "raw", value: Buffer.from("window") }, metadata: {}, filename: "note.txt", mediaType: "text/plain" }
         ]
       })
       expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
@@ -109,9 +108,7 @@ describe("AgentExecutor", () => {
         Part.TextPart.make({ text: "book" }),
         Part.DataPart.make({ data: { flight: "4821", seats: ["12A"] } }),
         Part.FilePart.make({ url: "https://example.com/t.pdf", mediaType: "application/pdf", filename: "t.pdf" }),
-        Part.FilePart.make({ bytes: new TextEncoder().encode("window"), mediaType: "text/plain", filename: "note.txt" }),
-        // A part without content is read as on the client side: empty data.
-        Part.DataPart.make({ data: null })
+        Part.FilePart.make({ bytes: new TextEncoder().encode("window"), mediaType: "text/plain", filename: "note.txt" })
       ])
       expect(Part.textOf(message.parts)).toBe("book")
       expect(message.metadata).toEqual({ channel: "web", nested: { attempt: 2 } })
@@ -526,7 +523,8 @@ describe("AgentExecutor", () => {
             resume(Effect.succeed(/"id":"([0-9a-f-]{36})"/.exec(String(chunk))?.[1] ?? ""))
           })
         })
-        request.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message: userMessage("go") } }))
+        const params = SendMessageRequest.toJSON({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} })
+        request.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params }))
       })
       expect(taskId).not.toBe("")
       const client = yield* makeClient(server.url)
