@@ -454,24 +454,6 @@ export const receive = (
   )
 }
 
-/**
- * Why a parsed body is not a JSON-RPC 2.0 request object (-32600), or
- * undefined. Only an object goes on: the SDK's handler would parse a JSON
- * string again and run what it holds, past the load and nesting bounds,
- * which read this value. Batches are not served (the SDK dispatches one
- * request). JSON-RPC answers an invalid request under the id null, a
- * notification included.
- */
-const requestProblem = (body: unknown): string | undefined => {
-  if (Array.isArray(body)) return "Batch requests are not supported."
-  if (typeof body !== "object" || body === null) return "Invalid Request: the body must be a JSON-RPC request object."
-  const { id, jsonrpc, method } = body as { readonly id?: unknown; readonly jsonrpc?: unknown; readonly method?: unknown }
-  const validId = !("id" in body) || id === null || typeof id === "string" || Number.isInteger(id)
-  return jsonrpc === "2.0" && typeof method === "string" && method !== "" && validId
-    ? undefined
-    : "Invalid Request: a JSON-RPC 2.0 request has jsonrpc \"2.0\", a method name, and an id that is a string, an integer or null."
-}
-
 // A notification gets no JSON-RPC answer (JSON-RPC 2.0 §4.1), and over HTTP that is a 204 without a body. It is
 // not run either: every A2A method is a request whose answer is how its caller learns what happened (the task it
 // made, a failure), so a run started by a notification could be neither followed nor cancelled, and would be work
@@ -493,7 +475,7 @@ const dispatchBody = (
     if (body === notJson) {
       return rpcError(null, internalRpc.PARSE_ERROR, new RequestMalformedError("Invalid JSON payload."))
     }
-    const problem = requestProblem(body)
+    const problem = internalRpc.requestProblem(body)
     if (problem !== undefined) return rpcError(null, internalRpc.INVALID_REQUEST, new RequestMalformedError(problem))
     if (!("id" in (body as object))) return noAnswer()
     const admitted = endpoint.load?.admit(body, internalAuthentication.loadKey(user, remoteAddress))

@@ -140,14 +140,24 @@ const throughTable = (error: RpcError): RpcError => {
 export const rpcErrorOf = (error: unknown): RpcError => throughTable(JsonRpcTransportHandler.mapToJSONRPCError(error))
 
 /**
- * Whether `body`, an object, is no JSON-RPC 2.0 request, by the SDK's own
- * rule: it answers one with InvalidParams (-32602), where JSON-RPC says
- * Invalid Request (-32600).
+ * Why a parsed body is not a JSON-RPC 2.0 request object (-32600), or
+ * undefined. Only an object goes on: the SDK's handler would parse a JSON
+ * string again and run what it holds, past the load and nesting bounds,
+ * which read this value. Batches are not served (the SDK dispatches one
+ * request). JSON-RPC answers an invalid request under the id null, a
+ * notification included. The SDK itself answers a malformed envelope with
+ * InvalidParams (-32602).
+ *
+ * @internal
  */
-const invalidEnvelope = (body: object): boolean => {
-  const { jsonrpc, id, method } = body as { readonly jsonrpc?: unknown; readonly id?: unknown; readonly method?: unknown }
+export const requestProblem = (body: unknown): string | undefined => {
+  if (Array.isArray(body)) return "Batch requests are not supported."
+  if (typeof body !== "object" || body === null) return "Invalid Request: the body must be a JSON-RPC request object."
+  const { id, jsonrpc, method } = body as { readonly id?: unknown; readonly jsonrpc?: unknown; readonly method?: unknown }
   const validId = !("id" in body) || id === null || typeof id === "string" || Number.isInteger(id)
-  return jsonrpc !== "2.0" || !validId || typeof method !== "string" || method === ""
+  return jsonrpc === "2.0" && typeof method === "string" && method !== "" && validId
+    ? undefined
+    : "Invalid Request: a JSON-RPC 2.0 request has jsonrpc \"2.0\", a method name, and an id that is a string, an integer or null."
 }
 
 const isInternalError = (result: unknown): boolean =>
@@ -561,10 +571,6 @@ export const makeDispatcher = (
     const problem = deeperThan(body, maxNesting) ? tooDeep : shapeProblem(body, useLegacy)
     if (problem !== undefined) {
       const error = toJsonRpcError(new RequestMalformedError(problem))
-      return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
-    }
-    if (!useLegacy && typeof body === "object" && body !== null && !Array.isArray(body) && invalidEnvelope(body)) {
-      const error = { ...toJsonRpcError(new RequestMalformedError("Invalid JSON-RPC request.")), code: ErrorTable.rows.InvalidRequest.jsonRpc }
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
     }
     try {
