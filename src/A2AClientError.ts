@@ -10,7 +10,8 @@
  *
  * @since 0.1.0
  */
-import { Duration, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Schema from "effect/Schema"
 import * as internalMatch from "./internal/match.js"
 import * as internalTransport from "./internal/wire/transport.js"
 

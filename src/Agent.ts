@@ -13,7 +13,9 @@
  *
  * @since 0.1.0
  */
-import { type Effect, Schema, type Stream } from "effect"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/agent/agent.js"

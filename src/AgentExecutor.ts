@@ -12,8 +12,11 @@
  */
 import type { Message, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import type { AgentExecutor as SdkAgentExecutor, TaskStore } from "@a2a-js/sdk/server"
-import type { Cause, Duration, Option } from "effect"
-import { Data, Effect } from "effect"
+import type * as Cause from "effect/Cause"
+import type * as Duration from "effect/Duration"
+import type * as Option from "effect/Option"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 import type * as ConfigError from "effect/ConfigError"
 import type * as Scope from "effect/Scope"
 import type * as Authentication from "./Authentication.js"

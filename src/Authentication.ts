@@ -17,7 +17,8 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Redacted } from "effect"
+import type * as Duration from "effect/Duration"
+import type * as Redacted from "effect/Redacted"
 import type { JSONWebKeySet, JWTPayload } from "jose"
 import * as internalApiKey from "./internal/server/apiKey.js"
 import * as internal from "./internal/server/authentication.js"

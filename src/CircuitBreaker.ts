@@ -39,19 +39,17 @@
  * ```
  * @since 0.1.0
  */
-import {
-  type Duration,
-  type Effect,
-  type Exit,
-  type Layer,
-  type Metric,
-  type Option,
-  type Queue,
-  type Schedule,
-  Schema,
-  type Scope,
-  type Stream
-} from "effect"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import type * as Layer from "effect/Layer"
+import type * as Metric from "effect/Metric"
+import type * as Option from "effect/Option"
+import type * as Queue from "effect/Queue"
+import type * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import type { Reason } from "./A2AClientError.js"
 import * as internal from "./internal/client/circuitBreaker.js"
 import * as circuitOpen from "./internal/client/circuitOpen.js"

@@ -27,7 +27,10 @@
  */
 import type * as CliApp from "@effect/cli/CliApp"
 import type * as Command from "@effect/cli/Command"
-import type { Duration, Effect, Option, Redacted } from "effect"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import type * as A2AServer from "./A2AServer.js"
 import * as commands from "./cli/commands.js"
 import * as findErrorInternal from "./cli/findError.js"

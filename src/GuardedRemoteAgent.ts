@@ -30,7 +30,8 @@
  *
  * @since 0.1.0
  */
-import type { Effect, Option } from "effect"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import type * as Agent from "./Agent.js"
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as CircuitBreaker from "./CircuitBreaker.js"

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import type { Effect } from "effect"
+import type * as Effect from "effect/Effect"
 import type { IdempotencyError, IdempotencyLedger, OnceOptions } from "./IdempotencyLedger.js"
 import * as key from "./internal/ledger/key.js"
 import * as internal from "./internal/ledger/ledger.js"

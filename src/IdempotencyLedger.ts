@@ -16,9 +16,14 @@
  *
  * @since 0.1.0
  */
-import type { SqlClient } from "@effect/sql"
-import type { Data, Duration, Effect, Layer, Option, Redacted } from "effect"
-import { Schema } from "effect"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import type * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import type { ConfigError } from "effect/ConfigError"
 import * as entry from "./internal/ledger/entry.js"
 import * as errors from "./internal/ledger/errors.js"

@@ -14,7 +14,13 @@
  *
  * @since 0.1.0
  */
-import { Effect, FiberRef, HashSet, Layer, Logger, Metric, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as HashSet from "effect/HashSet"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import type * as MetricKeyType from "effect/MetricKeyType"
 import type * as MetricState from "effect/MetricState"
 import * as internalJsonLog from "./internal/observability/jsonLogFile.js"

@@ -17,7 +17,7 @@
 import type * as AiError from "@effect/ai/AiError"
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
-import type { Effect } from "effect"
+import type * as Effect from "effect/Effect"
 import type { Concurrency } from "effect/Types"
 import type * as Agent from "./Agent.js"
 import * as internal from "./internal/agent/orchestrator.js"

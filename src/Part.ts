@@ -4,8 +4,8 @@
  *
  * @since 0.1.0
  */
-import type { FastCheck } from "effect"
-import { Schema } from "effect"
+import type * as FastCheck from "effect/FastCheck"
+import * as Schema from "effect/Schema"
 import * as json from "./internal/wire/json.js"
 
 /**
@@ -71,7 +71,7 @@ const notJsonMessage = (expected: string) => (issue: { readonly actual: unknown 
  * ```ts
  * import { Part } from "effect-a2a"
  * import type { FastCheck } from "effect"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
  *
  * Schema.decodeUnknownSync(Part.Json)(JSON.parse('{"flight":"4821"}'))
  * Schema.is(Part.Json)({ at: new Date() }) // false
@@ -94,7 +94,7 @@ export const Json: Schema.Schema<Json> = Schema.declare(isJson, {
  * ```ts
  * import { Part } from "effect-a2a"
  * import type { FastCheck } from "effect"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
  *
  * Schema.decodeUnknownSync(Part.JsonObject)({ channel: "web" })
  * ```

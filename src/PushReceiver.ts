@@ -15,9 +15,15 @@
  *
  * @since 0.1.0
  */
-import type { HttpApp } from "@effect/platform"
+import type * as HttpApp from "@effect/platform/HttpApp"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import { Context, type Effect, Layer, type Option, type Queue, type Redacted, type Scope } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Option from "effect/Option"
+import type * as Queue from "effect/Queue"
+import type * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
 import * as internal from "./internal/client/pushReceiver.js"
 import type * as RemoteEvent from "./RemoteEvent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"

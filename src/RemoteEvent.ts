@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { Schema, Struct } from "effect"
+import * as Schema from "effect/Schema"
+import * as Struct from "effect/Struct"
 import { Artifact } from "./Part.js"
 import { RemoteOutcome, Running } from "./RemoteOutcome.js"
 

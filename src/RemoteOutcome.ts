@@ -5,7 +5,9 @@
  *
  * @since 0.1.0
  */
-import { Match, Option, Schema } from "effect"
+import * as Match from "effect/Match"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as FailureHint from "./FailureHint.js"
 import * as ErrorId from "./internal/wire/errorId.js"
 import { Artifact, Part } from "./Part.js"

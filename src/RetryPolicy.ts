@@ -31,7 +31,11 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect, Option, Schedule, Stream } from "effect"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type * as Schedule from "effect/Schedule"
+import type * as Stream from "effect/Stream"
 import type * as A2AClientError from "./A2AClientError.js"
 import * as internal from "./internal/client/retryPolicy.js"
 import type * as RemoteEvent from "./RemoteEvent.js"

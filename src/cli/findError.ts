@@ -6,7 +6,11 @@
  * @internal
  */
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Console, Effect, Option, Schema, Stream } from "effect"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import * as stream from "node:stream"
 import * as zlib from "node:zlib"

@@ -4,7 +4,8 @@
  *
  * @internal
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as jose from "jose"
 import { generateKeyPairSync } from "node:crypto"
 import * as fs from "node:fs"

@@ -4,7 +4,11 @@
  *
  * @internal
  */
-import { Duration, Effect, Layer, Option, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as A2AServer from "../A2AServer.js"
 import * as AgentExecutor from "../AgentExecutor.js"
 import * as Authentication from "../Authentication.js"

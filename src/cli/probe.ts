@@ -4,7 +4,12 @@
  *
  * @internal
  */
-import { Duration, Effect, Either, Option, Redacted, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import type * as jose from "jose"
 import { readFileSync } from "node:fs"
 import * as A2AClientError from "../A2AClientError.js"

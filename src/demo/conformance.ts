@@ -10,7 +10,9 @@
  * `tck-stream-artifact-chunked` (artifact chunks with `append`/`lastChunk`).
  * The first still answers its text, in a completed task.
  */
-import { Config, Duration, Effect } from "effect"
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import type * as A2AServer from "../A2AServer.js"
 import * as AgentExecutor from "../AgentExecutor.js"
 import * as Part from "../Part.js"

@@ -3,7 +3,7 @@
  * connection or stop listening: from the caller's side, a service dying
  * during a call, or being down.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as net from "node:net"
 
 export interface TcpProxy {

@@ -9,7 +9,17 @@
  * `Cli.runDemoWith`) instead of the scripted one.
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
-import { Cause, Console, Context, Data, Effect, Layer, Logger, LogLevel, Option, Schema, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"

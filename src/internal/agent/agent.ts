@@ -5,7 +5,12 @@
  *
  * @internal
  */
-import { Effect, Mailbox, Match, Option, Schema, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Mailbox from "effect/Mailbox"
+import * as Match from "effect/Match"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as A2AClientError from "../../A2AClientError.js"
 import type { Agent, Event } from "../../Agent.js"
 import type * as AgentCardResolutionError from "../../AgentCardResolutionError.js"

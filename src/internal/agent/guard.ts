@@ -5,7 +5,9 @@
  *
  * @internal
  */
-import { Duration, Match, Option } from "effect"
+import * as Duration from "effect/Duration"
+import * as Match from "effect/Match"
+import * as Option from "effect/Option"
 import * as A2AClientError from "../../A2AClientError.js"
 import * as FailureHint from "../../FailureHint.js"
 import * as Part from "../../Part.js"

@@ -4,7 +4,10 @@
  *
  * @internal
  */
-import { Effect, Either, Option, type Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import type * as Stream from "effect/Stream"
 import type * as A2AClientError from "../../A2AClientError.js"
 import type { Event } from "../../Agent.js"
 import type * as CircuitBreaker from "../../CircuitBreaker.js"

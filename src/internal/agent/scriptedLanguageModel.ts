@@ -7,7 +7,9 @@
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
-import { Effect, Layer, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import type { Request, Script } from "../../ScriptedLanguageModel.js"
 import { toolResults } from "./orchestrator.js"
 

@@ -5,24 +5,22 @@
  *
  * @internal
  */
-import {
-  Cause,
-  Clock,
-  Context,
-  Duration,
-  Effect,
-  Exit,
-  Layer,
-  Metric,
-  Option,
-  PubSub,
-  Ref,
-  Schedule,
-  ScheduleDecision,
-  ScheduleIntervals,
-  Stream,
-  SynchronizedRef
-} from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as ScheduleIntervals from "effect/ScheduleIntervals"
+import * as Stream from "effect/Stream"
+import * as SynchronizedRef from "effect/SynchronizedRef"
 import { dual } from "effect/Function"
 import { A2AClientError, type Reason } from "../../A2AClientError.js"
 import type * as CircuitBreaker from "../../CircuitBreaker.js"

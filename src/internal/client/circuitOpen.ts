@@ -2,7 +2,8 @@
  * The error of a call a breaker rejected. Its own module, below the breaker,
  * so that `Agent.Result` can name it without depending on the breaker.
  */
-import { Duration, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Schema from "effect/Schema"
 
 /** @internal */
 export class CircuitOpen extends Schema.TaggedError<CircuitOpen>("effect-a2a/CircuitOpen")("CircuitOpen", {

@@ -5,7 +5,8 @@
  * @internal
  */
 import { A2AError } from "@a2a-js/sdk/errors"
-import { Duration, Option } from "effect"
+import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
 import * as A2AClientError from "../../A2AClientError.js"
 import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import * as ErrorTable from "../wire/errorTable.js"

@@ -22,7 +22,7 @@ import type { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc"
 import type * as GrpcErrors from "@a2a-js/sdk/errors/grpc"
 import type * as Wire from "@bufbuild/protobuf/wire"
 import type * as GrpcJs from "@grpc/grpc-js"
-import { Duration } from "effect"
+import * as Duration from "effect/Duration"
 import {
   a2aErrorFields,
   type Binding,

@@ -5,7 +5,8 @@
  * @internal
  */
 import type { Message } from "@a2a-js/sdk"
-import { FiberRef, type Redacted } from "effect"
+import * as FiberRef from "effect/FiberRef"
+import type * as Redacted from "effect/Redacted"
 import type * as A2AClientError from "../../A2AClientError.js"
 import type { CallOptions, Input } from "../../RemoteAgent.js"
 import * as ledgerKey from "../ledger/key.js"

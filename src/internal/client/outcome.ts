@@ -7,7 +7,7 @@
  */
 import type { Message, Task } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
-import { Option } from "effect"
+import * as Option from "effect/Option"
 import * as FailureHint from "../../FailureHint.js"
 import * as Part from "../../Part.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"

@@ -6,7 +6,11 @@
  * @internal
  */
 import type { AgentCard, SendMessageConfiguration } from "@a2a-js/sdk"
-import { Duration, Effect, Either, Redacted, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import type * as A2AClientError from "../../A2AClientError.js"
 import type * as PushReceiver from "../../PushReceiver.js"
 import type { AwaitOptions, CallOptions, RemoteAgent } from "../../RemoteAgent.js"

@@ -5,7 +5,15 @@
  *
  * @internal
  */
-import { Clock, Duration, Effect, Metric, Option, Random, Schedule, Schema, Stream } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import { dual } from "effect/Function"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"

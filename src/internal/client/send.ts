@@ -5,7 +5,11 @@
  * @internal
  */
 import type { Message, SendMessageConfiguration, Task } from "@a2a-js/sdk"
-import { Duration, Effect, Either, FiberRef, Struct } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
+import * as Struct from "effect/Struct"
 import * as A2AClientError from "../../A2AClientError.js"
 import type { RemoteAgent } from "../../RemoteAgent.js"
 import type * as RemoteOutcome from "../../RemoteOutcome.js"

@@ -7,7 +7,12 @@
  */
 import type { SendMessageConfiguration, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import type { RequestOptions } from "@a2a-js/sdk/client"
-import { Duration, Effect, Either, Option, Stream, type Tracer } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import type * as A2AClientError from "../../A2AClientError.js"
 import * as Part from "../../Part.js"
 import type { CallOptions, RemoteAgent } from "../../RemoteAgent.js"

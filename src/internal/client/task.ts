@@ -6,7 +6,12 @@
  */
 import type { Task } from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
-import { Cause, Duration, Effect, Either, Exit, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import type * as A2AClientError from "../../A2AClientError.js"
 import * as Part from "../../Part.js"
 import type { CallOptions } from "../../RemoteAgent.js"

@@ -6,7 +6,7 @@
  *
  * @internal
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import {
   AnswerToAnotherRequest,
   type CallRecord,

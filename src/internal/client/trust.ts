@@ -11,7 +11,8 @@
  * @internal
  */
 import { AgentCard, canonicalizeAgentCard } from "@a2a-js/sdk"
-import { Effect, Either } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as jose from "jose"
 import type { Trust, TrustedKey } from "../../RemoteAgent.js"
 import { asymmetric } from "../wire/jws.js"

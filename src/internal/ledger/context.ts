@@ -5,7 +5,11 @@
  *
  * @internal
  */
-import { Clock, Duration, Effect, Fiber, Option } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import type * as Ledger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "./errors.js"

@@ -4,7 +4,9 @@
  *
  * @internal
  */
-import { Data, Effect, Option } from "effect"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type * as Ledger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "./errors.js"
 import type { Row, RowId } from "./store.js"

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 export const Reason = Schema.Literal("Interrupted", "Timeout", "NotFound", "InvalidResult", "InvalidKey", "Unavailable")
 

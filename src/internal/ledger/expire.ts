@@ -4,7 +4,12 @@
  *
  * @internal
  */
-import { Cause, Clock, Duration, Effect, Either, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import type * as Ledger from "../../IdempotencyLedger.js"
 import type { LedgerContext } from "./context.js"
 import { db, holding, millis, newLease, read } from "./context.js"

@@ -6,9 +6,12 @@
  *
  * @internal
  */
-import type { SqlClient } from "@effect/sql"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Effect, Layer, Redacted } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import type * as Ledger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "./errors.js"
 import { IdempotencyLedger, make } from "./ledger.js"

@@ -6,7 +6,12 @@
  *
  * @internal
  */
-import { Cause, Clock, Context, Duration, Effect, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type * as Idempotency from "../../Idempotency.js"
 import type * as Ledger from "../../IdempotencyLedger.js"
 import type { LedgerContext } from "./context.js"

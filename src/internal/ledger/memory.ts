@@ -4,7 +4,8 @@
  *
  * @internal
  */
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { Row, RowId, Store } from "./store.js"
 import { idString, isStale } from "./store.js"
 

@@ -4,7 +4,10 @@
  *
  * @internal
  */
-import { Deferred, Effect, Exit, FiberId } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import type { RowId } from "./store.js"
 import { idString } from "./store.js"
 

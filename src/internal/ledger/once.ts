@@ -5,7 +5,14 @@
  *
  * @internal
  */
-import { Cause, Clock, Duration, Effect, Either, Exit, Option, Schema } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import type * as Ledger from "../../IdempotencyLedger.js"
 import type { LedgerContext } from "./context.js"
 import { db, holding, millis, newLease, pause, read, timeout } from "./context.js"

@@ -6,9 +6,11 @@
  *
  * @internal
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import type { Row, RowId, Store } from "./store.js"
 
 /** PostgreSQL returns BIGINT as a string, SQLite as a number. */

@@ -6,7 +6,8 @@
  *
  * @internal
  */
-import type { Effect, Option } from "effect"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 
 /** Request-level records (the server) and tool-level records (`once`) never see each other. */
 export type Scope = "request" | "tool"

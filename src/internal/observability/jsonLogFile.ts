@@ -6,7 +6,10 @@
  *
  * @internal
  */
-import { Effect, Layer, Logger, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Schema from "effect/Schema"
 import * as fs from "node:fs"
 
 /**

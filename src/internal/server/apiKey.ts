@@ -4,7 +4,8 @@
  *
  * @internal
  */
-import { Effect, Redacted } from "effect"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
 import type * as Authentication from "../../Authentication.js"
 import * as internalAuthentication from "./authentication.js"

@@ -7,7 +7,12 @@
  */
 import type { AgentCard } from "@a2a-js/sdk"
 import { resolveUserScope, ServerCallContext, type TaskStore, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
-import { Cause, Effect, Exit, Option, Runtime, Schema } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
 import * as ErrorId from "../wire/errorId.js"
 import * as internalMetrics from "../observability/metrics.js"
 import type * as internalTransport from "../wire/transport.js"

@@ -13,7 +13,8 @@
  * @internal
  */
 import { AgentCard, generateAgentCardSignature } from "@a2a-js/sdk"
-import { Effect, Redacted } from "effect"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import * as jose from "jose"
 import { createPrivateKey, createPublicKey, type JsonWebKey as NodeJsonWebKey, type KeyObject } from "node:crypto"
 import type * as A2AServer from "../../A2AServer.js"

@@ -15,7 +15,20 @@
  *
  * @internal
  */
-import { Clock, Deferred, Duration, Effect, Either, Exit, type Fiber, FiberId, FiberSet, Option, Runtime, Schedule, Schema, Stream } from "effect"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as FiberSet from "effect/FiberSet"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type * as Scope from "effect/Scope"
 
 /** One event of a task's log: its place (1, 2, 3 … per task, no gaps) and the event as JSON-safe data. */

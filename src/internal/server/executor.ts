@@ -11,23 +11,21 @@ import type { Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import { AgentEvent, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server"
 import type * as ConfigError from "effect/ConfigError"
-import {
-  Cause,
-  type Clock,
-  Context,
-  Data,
-  Duration,
-  Effect,
-  Exit,
-  Fiber,
-  FiberId,
-  FiberRef,
-  FiberRefs,
-  HashMap,
-  Option,
-  Runtime,
-  Schema
-} from "effect"
+import * as Cause from "effect/Cause"
+import type * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import type * as AgentExecutor from "../../AgentExecutor.js"

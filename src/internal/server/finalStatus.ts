@@ -7,7 +7,11 @@
  * @internal
  */
 import { type Message, TaskState } from "@a2a-js/sdk"
-import { Cause, Duration, Effect, Option, Schema } from "effect"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { identity } from "effect/Function"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as FailureHint from "../../FailureHint.js"

@@ -24,7 +24,12 @@ import {
   type ServerCallContext,
   type TaskStore
 } from "@a2a-js/sdk/server"
-import { Cause, Deferred, Duration, Effect, Exit, Runtime } from "effect"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"

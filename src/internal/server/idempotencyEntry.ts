@@ -26,7 +26,12 @@ import {
   UnauthenticatedUser,
   type User
 } from "@a2a-js/sdk/server"
-import { Cause, Duration, Effect, Either, type Fiber, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "../ledger/errors.js"

@@ -4,7 +4,8 @@
  *
  * @internal
  */
-import { Duration, Effect } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import { createLocalJWKSet, createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from "jose"
 import type * as Authentication from "../../Authentication.js"
 import * as jws from "../wire/jws.js"

@@ -5,7 +5,7 @@
  * @internal
  */
 import * as HttpServerError from "@effect/platform/HttpServerError"
-import { Predicate } from "effect"
+import * as Predicate from "effect/Predicate"
 
 /** @internal */
 export const bracketed = (hostname: string): string => hostname.includes(":") ? `[${hostname}]` : hostname

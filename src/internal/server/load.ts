@@ -11,7 +11,7 @@
  *
  * @internal
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as internalMetrics from "../observability/metrics.js"
 import { ConfigurationError } from "./executor.js"
 

@@ -16,7 +16,7 @@ import type { ListTasksRequest, ListTasksResponse, Task } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import { RequestMalformedError } from "@a2a-js/sdk/errors"
 import { type OwnerResolver, resolveUserScope, type ServerCallContext, type TaskStore } from "@a2a-js/sdk/server"
-import { Duration } from "effect"
+import * as Duration from "effect/Duration"
 import * as taskState from "../wire/taskState.js"
 import * as internalAuthentication from "./authentication.js"
 

@@ -9,7 +9,11 @@
  * @internal
  */
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Cause, Effect, FiberId, Runtime, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
+import * as Runtime from "effect/Runtime"
+import * as Stream from "effect/Stream"
 import type * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import type * as Http from "node:http"

@@ -29,7 +29,15 @@
  *
  * @internal
  */
-import { Clock, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Runtime, Schedule } from "effect"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as FiberSet from "effect/FiberSet"
+import * as Runtime from "effect/Runtime"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type { Kysely } from "kysely"
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto"

@@ -8,7 +8,11 @@
  * @internal
  */
 import type { PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
-import { Config, Duration, Effect, Option, Runtime } from "effect"
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"

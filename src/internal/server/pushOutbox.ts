@@ -17,7 +17,8 @@
  *
  * @internal
  */
-import { Duration, Effect } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { Kysely } from "kysely"
 import { randomUUID } from "node:crypto"

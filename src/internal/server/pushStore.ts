@@ -13,7 +13,7 @@
  */
 import { RequestMalformedError } from "@a2a-js/sdk/errors"
 import { InMemoryPushNotificationStore, type PushNotificationStore } from "@a2a-js/sdk/server"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { storedTextProblem } from "../ledger/storedText.js"
 import * as internalPushTarget from "./pushTarget.js"

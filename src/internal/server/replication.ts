@@ -20,7 +20,10 @@ import {
   type ServerCallContext,
   type TaskStore
 } from "@a2a-js/sdk/server"
-import { Effect, FiberId, Runtime, Schedule } from "effect"
+import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
+import * as Runtime from "effect/Runtime"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"

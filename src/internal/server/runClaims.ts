@@ -7,7 +7,11 @@
  *
  * @internal
  */
-import { Deferred, Duration, Effect, FiberId, Schedule } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import * as internalTaskStore from "./taskStore.js"

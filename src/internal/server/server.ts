@@ -7,7 +7,7 @@
  */
 import * as Headers from "@effect/platform/Headers"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type * as Context from "effect/Context"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"

@@ -11,7 +11,12 @@
  */
 import { TaskState } from "@a2a-js/sdk"
 import { InMemoryTaskStore, resolveUserScope, type TaskStore } from "@a2a-js/sdk/server"
-import { Clock, Duration, Effect, Runtime, Schedule, Schema } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Runtime from "effect/Runtime"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { Kysely, PostgresPool, SqliteDatabase } from "kysely"
 import { createRequire } from "node:module"

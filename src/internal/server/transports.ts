@@ -6,7 +6,8 @@
  * @internal
  */
 import type { A2ARequestHandler } from "@a2a-js/sdk/server"
-import { type Effect, Schema } from "effect"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as internalTransport from "../wire/transport.js"
 import type * as internalAuthentication from "./authentication.js"
 import type * as internalHttp from "./http.js"

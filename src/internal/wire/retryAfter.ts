@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import { Duration } from "effect"
+import * as Duration from "effect/Duration"
 
 /** Parses a `Retry-After` header: delta seconds or an HTTP date. @internal */
 export const parseRetryAfter = (value: string | null, now: number): Duration.Duration | undefined => {

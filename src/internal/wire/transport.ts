@@ -6,7 +6,7 @@
  *
  * @internal
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 export const Transport = Schema.Literal("JSONRPC", "HTTP+JSON", "GRPC")
 
