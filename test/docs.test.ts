@@ -1,8 +1,9 @@
 /**
  * Every exported declaration of a public module has a JSDoc comment with an
  * example and a `@category` (the docs' grouping), and every example compiles against the library as a user imports
- * it (`effect-a2a`), under the project's strict compiler options; so does every `ts` block of the README, but one
- * that says above it why it is not compiled (`<!-- not compiled: … -->`).
+ * it (`effect-a2a`), under the project's strict compiler options; so does every `ts` block of the README and of the
+ * pages under docs/, but one that says above it why it is not compiled (`<!-- not compiled: … -->`). Their relative
+ * links lead somewhere, and the README links every page.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
@@ -13,6 +14,9 @@ const root = path.resolve(import.meta.dirname, "..")
 const modules = fs.readdirSync(path.join(root, "src"))
   .filter((file) => file.endsWith(".ts") && file !== "index.ts" && file !== "bin.ts")
   .sort()
+// The prose a user reads: the README, then one page per topic.
+const pages = ["README.md", ...fs.readdirSync(path.join(root, "docs")).filter((file) => file.endsWith(".md")).sort().map((file) => `docs/${file}`)]
+const pageText = (page: string) => fs.readFileSync(path.join(root, page), "utf8")
 
 interface Example {
   readonly module: string
@@ -37,16 +41,16 @@ const examplesOf = (module: string, text: string): Array<Example> => {
   return examples
 }
 
-// The README's ```ts blocks, each with the line it starts on; a block right below a `<!-- not compiled: why -->`
+// A Markdown page's ```ts blocks, each with the line it starts on; a block right below a `<!-- not compiled: why -->`
 // line (one that needs a package this project does not install) is left out.
-const readmeExamples = (text: string): Array<Example> => {
+const markdownExamples = (page: string, text: string): Array<Example> => {
   const examples: Array<Example> = []
   const lines = text.split("\n")
   for (let i = 0; i < lines.length; i++) {
     if (lines[i] !== "```ts") continue
     const end = lines.indexOf("```", i + 1)
     if (!/^<!-- not compiled: .+ -->$/.test(lines[i - 1] ?? "")) {
-      examples.push({ module: "README.md", line: i + 2, code: lines.slice(i + 1, end).join("\n") })
+      examples.push({ module: page, line: i + 2, code: lines.slice(i + 1, end).join("\n") })
     }
     i = end
   }
@@ -76,7 +80,28 @@ const undocumented = (module: string, text: string, tag: string): Array<string> 
   return [...names].filter(([, { documented }]) => !documented).map(([name, { line }]) => `${module}:${line} ${name}`)
 }
 
-const placeOf = (example: Example) => example.module === "README.md" ? example.module : `src/${example.module}`
+const placeOf = (example: Example) => example.module.endsWith(".md") ? example.module : `src/${example.module}`
+
+// GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens.
+const anchorOf = (heading: string) =>
+  heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-")
+
+// The relative links of a page that lead nowhere: to no file, or to no heading of their page.
+const brokenLinks = (page: string, text: string): Array<string> => {
+  const prose = text.replace(/```[\s\S]*?```/g, "")
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!)
+    .filter((target) => !/^[a-z]+:/.test(target))
+    .filter((target) => {
+      const [file, anchor] = target.split("#") as [string, string | undefined]
+      const linked = file === "" ? page : path.posix.normalize(path.posix.join(path.posix.dirname(page), file))
+      if (!fs.existsSync(path.join(root, linked))) return true
+      if (anchor === undefined) return false
+      const headings = [...pageText(linked).replace(/```[\s\S]*?```/g, "").matchAll(/^#+ (.+)$/gm)]
+        .map((heading) => anchorOf(heading[1]!))
+      return !headings.includes(anchor)
+    })
+    .map((target) => `${page}: ${target}`)
+}
 
 describe("docs", () => {
   const sources = modules.map((module) => [module, fs.readFileSync(path.join(root, "src", module), "utf8")] as const)
@@ -119,18 +144,28 @@ describe("docs", () => {
     expect(asked.filter(([name, range]) => declared[name] === undefined || full(declared[name]) !== range)).toEqual([])
   })
 
-  it("the README's install section says the package is ESM-only; it shows Observability.layerJsonLogs in compiled code", () => {
-    const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
+  it("the README's install section says the package is ESM-only; the docs show Observability.layerJsonLogs in compiled code", () => {
+    const readme = pageText("README.md")
     const install = readme.slice(readme.indexOf("\n## Install\n"), readme.indexOf("\n## ", readme.indexOf("\n## Install\n") + 1))
     expect(install).toContain("**ESM-only**")
     expect(install).toContain(`import("effect-a2a")`)
-    expect(readmeExamples(readme).some((example) => example.code.includes("Observability.layerJsonLogs("))).toBe(true)
+    const examples = pages.flatMap((page) => markdownExamples(page, pageText(page)))
+    expect(examples.some((example) => example.code.includes("Observability.layerJsonLogs("))).toBe(true)
   })
 
-  it("every JSDoc example and README example compiles", () => {
-    const readme = readmeExamples(fs.readFileSync(path.join(root, "README.md"), "utf8"))
+  it("the README links every page under docs/, and every relative link of the docs leads to a file and a heading", () => {
+    const readme = pageText("README.md")
+    expect(pages.length).toBeGreaterThan(10)
+    expect(pages.filter((page) => page !== "README.md" && !readme.includes(`](${page})`))).toEqual([])
+    expect(pages.flatMap((page) => brokenLinks(page, pageText(page)))).toEqual([])
+  })
+
+  it("every JSDoc example, and every example of the README and the docs, compiles", () => {
+    const readme = markdownExamples("README.md", pageText("README.md"))
     expect(readme.length).toBeGreaterThanOrEqual(2)
-    const examples = [...sources.flatMap(([module, text]) => examplesOf(module, text)), ...readme]
+    const docs = pages.slice(1).flatMap((page) => markdownExamples(page, pageText(page)))
+    expect(docs.length).toBeGreaterThanOrEqual(10)
+    const examples = [...sources.flatMap(([module, text]) => examplesOf(module, text)), ...readme, ...docs]
     expect(examples.length).toBeGreaterThan(200)
     const config = ts.getParsedCommandLineOfConfigFile(path.join(root, "tsconfig.json"), undefined, {
       ...ts.sys,
