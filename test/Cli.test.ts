@@ -580,12 +580,12 @@ describe("the pieces", () => {
     expect(await usage("find-error")).toBe("$ find-error <error-id> [<files>...]")
   })
 
-  it("the README's synopsis of each command names every option the command has", async () => {
-    const readme = fs.readFileSync(path.join(root, "README.md"), "utf8").split("\n")
+  it("the command line's page (docs/command-line.md) gives a synopsis of each command naming every option it has", async () => {
+    const page = fs.readFileSync(path.join(root, "docs", "command-line.md"), "utf8").split("\n")
     for (const command of ["probe", "find-error", "playground", "keygen"]) {
       const usage = (await runHere([command, "--help"])).stdout.split("\n").find((line) => line.includes(`$ ${command} `))
       const options = usage?.match(/--[a-z-]+/g) ?? []
-      const synopsis = readme.find((line) => line.startsWith(`effect-a2a ${command} `)) ?? ""
+      const synopsis = page.find((line) => line.startsWith(`effect-a2a ${command} `)) ?? ""
       expect(options.filter((option) => !new RegExp(`\\[${option}[ \\]]`).test(synopsis)), command).toEqual([])
     }
   })
