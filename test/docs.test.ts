@@ -15,7 +15,10 @@ const modules = fs.readdirSync(path.join(root, "src"))
   .filter((file) => file.endsWith(".ts") && file !== "index.ts" && file !== "bin.ts")
   .sort()
 // The prose a user reads: the README, then one page per topic.
-const pages = ["README.md", ...fs.readdirSync(path.join(root, "docs")).filter((file) => file.endsWith(".md")).sort().map((file) => `docs/${file}`)]
+const pages = [
+  "README.md",
+  ...fs.readdirSync(path.join(root, "docs")).filter((file) => file.endsWith(".md")).sort().map((file) => `docs/${file}`)
+]
 const pageText = (page: string) => fs.readFileSync(path.join(root, page), "utf8")
 
 interface Example {
