@@ -12,7 +12,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { identity } from "effect/Function"
+import { absurd, identity } from "effect/Function"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as FailureHint from "../../FailureHint.js"
 import * as ErrorId from "../wire/errorId.js"
@@ -97,6 +97,9 @@ export const outputProblem = (result: AgentExecutor.AgentResult | typeof admissi
     case "AuthRequired":
     case "Rejected":
       return undefined
+    default:
+      // A result added to `AgentResult` must be checked here: this stops compiling until it is.
+      return absurd(result)
   }
 }
 
