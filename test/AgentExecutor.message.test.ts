@@ -29,7 +29,7 @@ import type * as RemoteEvent from "../src/RemoteEvent.js"
 import * as internalPgEventLog from "../src/internal/server/pgEventLog.js"
 import { reasonOf, settle, transports } from "./fixtures/callers.js"
 import { databaseUrl } from "./fixtures/databaseUrl.js"
-import { eventually, keyed, makeClient, seededTask, userMessage } from "./fixtures/serverAgents.js"
+import { eventually, keyed, makeClient, rpc, seededTask, userMessage } from "./fixtures/serverAgents.js"
 
 /**
  * `ping …` answers with a message; `look …` reports progress, then answers
@@ -232,6 +232,21 @@ describe("A2AServer with messageReplies", () => {
         expect(looked.taskId).not.toBe("")
       }))
   }
+
+  it.scopedLive("a v0.3 caller gets the message in the v0.3 shape (kind message, role agent), sent or streamed", () =>
+    Effect.gen(function*() {
+      const server = yield* serve()
+      const params = (text: string) => ({
+        message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text }] }
+      })
+      const sent = JSON.parse((yield* rpc(`${server.url}/a2a/jsonrpc`, "message/send", params("ping legacy"), "0.3")).text)
+      expect(sent.result).toMatchObject({ kind: "message", role: "agent", parts: [{ kind: "text", text: "pong ping legacy" }] })
+      expect(sent.result.taskId ?? "").toBe("")
+      const streamed = (yield* rpc(`${server.url}/a2a/jsonrpc`, "message/stream", params("ping legacy stream"), "0.3")).text
+      const events = streamed.split("\n").filter((line) => line.startsWith("data:")).map((line) => JSON.parse(line.slice(5)).result)
+      expect(events).toHaveLength(1)
+      expect(events[0]).toMatchObject({ kind: "message", role: "agent", parts: [{ kind: "text", text: "pong ping legacy stream" }] })
+    }))
 
   it.scopedLive("an idempotent repeat gets the same message, sent or streamed, after the run or joining it; one run per key", () =>
     Effect.gen(function*() {
