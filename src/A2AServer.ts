@@ -447,6 +447,8 @@ export type TransportError = internalTransports.TransportError
  *   otherwise gets the final task as a single event. When the original is
  *   refused before any run (its key is then free), the repeat goes on as if
  *   it came first: it gets the same refusal, or runs.
+ * - A request answered with a bare message (see `AgentExecutor.Message`)
+ *   gets that same message on a repeat, as a single event when streamed.
  * - The same key with a different payload (the message without its
  *   `messageId`) is refused with JSON-RPC -32602
  *   `idempotency key reused with a different request`; so is a header key

@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import type { Message, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import type { Message as SdkMessage, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import type { AgentExecutor as SdkAgentExecutor, TaskStore } from "@a2a-js/sdk/server"
 import type * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
@@ -141,7 +141,7 @@ export interface AgentRequest {
   readonly task: Option.Option<RequestTask>
   readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
   /** @since 0.1.0 */
-  readonly sdkMessage: Message
+  readonly sdkMessage: SdkMessage
   /** The task the message continues, as the SDK stored it. */
   readonly sdkTask: Option.Option<Task>
   /** Who called, when `A2AServer`'s `authenticate` is set. */
@@ -232,7 +232,8 @@ export const artifact = (value: Part.Artifact): Effect.Effect<void, never, Agent
   Effect.flatMap(AgentProgress, (progress) => progress.artifact(value))
 
 /**
- * How an agent run ends when it does not fail.
+ * How an agent run ends when it does not fail: a task's final state, or
+ * (`Message`) an answer that is a message, not a task.
  *
  * @example
  * ```ts
@@ -249,6 +250,7 @@ export type AgentResult = Data.TaggedEnum<{
   InputRequired: { readonly question: string }
   AuthRequired: { readonly text: string }
   Rejected: { readonly reason: string }
+  Message: { readonly parts: ReadonlyArray<Part.Part> }
 }>
 
 /**
@@ -326,6 +328,53 @@ export const AuthRequired = AgentResult.AuthRequired
  * @since 0.1.0
  */
 export const Rejected = AgentResult.Rejected
+
+/**
+ * Answers with a bare A2A Message instead of a task, as `SendMessage` may
+ * (A2A §3.1.1): the caller gets the message, and no task is created or
+ * stored. That takes the executor's `messageReplies` option, and holds
+ * while the run has published nothing: a run that reported progress or an
+ * artifact has a task already, as has a follow-up of a task or a send that
+ * asked to be answered at once (`returnImmediately`). The task then ends
+ * COMPLETED with the message as its status message, as without the option.
+ *
+ * A message answer has no final status: the `afterExecute` hook does not
+ * run for it. It counts as completed in the metrics, and the run's span
+ * carries `a2a.reply: "message"` instead of `a2a.task_state`. An idempotent
+ * repeat gets the same message back.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor, Part } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * // a quick answer as a message; anything else as a task
+ * const agent: AgentExecutor.Agent = (request) =>
+ *   Effect.succeed(Part.textOf(request.message.parts) === "ping"
+ *     ? AgentExecutor.Message({ parts: [Part.TextPart.make({ text: "pong" })] })
+ *     : AgentExecutor.completedText("booked"))
+ * ```
+ * @category constructors
+ * @since 0.1.0
+ */
+export const Message = AgentResult.Message
+
+/**
+ * A {@link Message} answer with one text part.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const agent: AgentExecutor.Agent = () => Effect.succeed(AgentExecutor.messageText("pong"))
+ * ```
+ * @category constructors
+ * @since 0.1.0
+ */
+export const messageText = (text: string): AgentResult =>
+  // `text` is typed: the class needs no validation here.
+  Message({ parts: [wireParts.build(Part.TextPart, { text })] })
 
 /**
  * A `Completed` result with one text part.
@@ -413,7 +462,8 @@ export interface FinalStatus {
  *   (completed, failed, canceled, rejected, input or auth required); it
  *   cannot drop it. A hook that fails, throws, returns a state that is not
  *   final or runs longer than `afterExecuteTimeout` keeps the original
- *   status and is logged with the error id. It runs once per run. A cancel
+ *   status and is logged with the error id. It runs once per run, except
+ *   a run answered with a bare {@link Message}, which has no status. A cancel
  *   or a shutdown that comes while it runs interrupts it, and the task then
  *   ends CANCELED (a cancel) or FAILED with an error id (a shutdown) like
  *   any interrupted run. For a run a cancel ended it runs within
@@ -484,6 +534,16 @@ export interface Options<R = never> extends Hooks<R> {
    * shutdown stops retrying at its deadline. Default: 30 seconds.
    */
   readonly finalSaveTimeout?: Duration.DurationInput | undefined
+  /**
+   * Lets the agent answer with a bare {@link Message} instead of a task: a
+   * run that starts a new task publishes it at its first event (a progress
+   * report, an artifact, its end) rather than as it starts, so that its
+   * answer can be a message. A streaming caller's first event then waits
+   * for that; a send with `returnImmediately` still gets its task at once.
+   * Default false: every run publishes its task as it starts, and a
+   * `Message` result ends the task COMPLETED with that message.
+   */
+  readonly messageReplies?: boolean | undefined
 }
 
 /**

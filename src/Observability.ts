@@ -7,7 +7,8 @@
  * `errorId` on failures. A run on the server is one span,
  * `A2AServer.execute`, joined to the caller's trace through the incoming
  * `traceparent` header; its attributes are `a2a.task_id`, `a2a.context_id`,
- * `a2a.agent`, `a2a.task_state` and, on a failure, `a2a.error_id` (the
+ * `a2a.agent`, `a2a.task_state` (or `a2a.reply: "message"` for a run
+ * answered with a bare message) and, on a failure, `a2a.error_id` (the
  * cause itself stays in the log). With Effect's default tracer, whose spans
  * go nowhere, the run's span has only its ids: the agent's own spans and log
  * lines still join the caller's trace.
@@ -28,7 +29,8 @@ import * as internalMetrics from "./internal/observability/metrics.js"
 import * as internalTracing from "./internal/observability/tracing.js"
 
 /**
- * Runs that ended COMPLETED, tagged `agent`.
+ * Runs that ended COMPLETED, or answered with a bare message (which the
+ * client reads as Completed), tagged `agent`.
  *
  * @example
  * ```ts

@@ -43,6 +43,20 @@ export const withMatchModule = Match.type<RemoteOutcome.RemoteOutcome>().pipe(
   Match.exhaustive
 )
 
+// An agent's result, a bare message answer included.
+export const allResults = AgentExecutor.AgentResult.$match({
+  Completed: () => 1,
+  InputRequired: () => 2,
+  AuthRequired: () => 3,
+  Rejected: () => 4,
+  Message: () => 5
+})
+
+export const withoutMessage = AgentExecutor.AgentResult.$match(
+  // @ts-expect-error Message is not handled
+  { Completed: () => 1, InputRequired: () => 2, AuthRequired: () => 3, Rejected: () => 4 }
+)
+
 const reasonCases = {
   ConnectionRefused: () => 1,
   ConnectionLost: () => 2,

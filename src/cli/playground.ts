@@ -116,7 +116,7 @@ export const agent: AgentExecutor.Agent<PlaygroundError> = (request) => {
 export const layer = (options: Cli.PlaygroundOptions) => {
   const server = A2AServer.layer({
     ...(options.conformance === true
-      ? { agent: conformance.agent, card: conformance.card(options.requireExtension === true) }
+      ? { agent: conformance.agent, card: conformance.card(options.requireExtension === true), messageReplies: true }
       : {
         agent,
         beforeExecute: admission,

@@ -5,10 +5,10 @@
  * `effect-a2a playground --conformance` serves it. Built on the public API
  * only, so what the TCK finds is what a user's agent would meet.
  *
- * Two scenarios the public API cannot express are left to the default
- * answer: `tck-message-response` (a bare Message instead of a task) and
- * `tck-stream-artifact-chunked` (artifact chunks with `append`/`lastChunk`).
- * The first still answers its text, in a completed task.
+ * It answers `tck-message-response` with a bare Message, which takes the
+ * server option `messageReplies`. One scenario the public API cannot
+ * express is left to the default answer: `tck-stream-artifact-chunked`
+ * (artifact chunks with `append`/`lastChunk`).
  */
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
@@ -70,7 +70,7 @@ const scenarios: ReadonlyArray<
     description: "",
     parts: [Part.DataPart.make({ data: { key: "value", count: 42 } })]
   })))],
-  ["tck-message-response", () => Effect.succeed(AgentExecutor.completedText("Direct message response"))],
+  ["tck-message-response", () => Effect.succeed(AgentExecutor.messageText("Direct message response"))],
   ["tck-input-required", () => Effect.succeed(AgentExecutor.InputRequired({ question: "More input is required." }))],
   ["tck-reject-task", () => Effect.succeed(AgentExecutor.Rejected({ reason: "rejected" }))],
   ["tck-stream-001", () => streamed(textArtifact("Stream hello from TCK"))],
@@ -91,6 +91,7 @@ const scenarios: ReadonlyArray<
 /**
  * The conformance agent: the scenario whose prefix the `messageId` starts
  * with; any other message completes with the text the TCK's own SUT gives.
+ * Served with the server option `messageReplies`, which its bare Message takes.
  */
 export const agent: AgentExecutor.Agent = (request) => {
   const { messageId } = request.message

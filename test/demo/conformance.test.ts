@@ -3,8 +3,8 @@
  * SDK's raw clients on each transport: every scenario the TCK's docs ask of
  * it, by `messageId` prefix.
  */
-import type { Message, SendMessageRequest, StreamResponse, Task } from "@a2a-js/sdk"
-import { TaskState } from "@a2a-js/sdk"
+import type { ListTasksRequest, Message, SendMessageRequest, StreamResponse, Task } from "@a2a-js/sdk"
+import { Role, TaskState } from "@a2a-js/sdk"
 import { type Client, ClientFactory, ServiceParameters, withA2AExtensions } from "@a2a-js/sdk/client"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
@@ -114,10 +114,45 @@ describe("playground --conformance", () => {
       expect(part?.content).toEqual({ $case: "data", value: { key: "value", count: 42 } })
     }))
 
-  onEach("tck-message-response answers its text (in a task: the public API returns no bare message)", (client) =>
+  onEach("tck-message-response answers with a bare Message, and stores no task", (client) =>
     Effect.gen(function*() {
-      const task = yield* send(client, "tck-message-response")
-      expect(textsOf(task.status?.message)).toEqual(["Direct message response"])
+      const answer = (yield* send(client, "tck-message-response")) as Task | Message
+      expect("status" in answer).toBe(false)
+      const message = answer as Message
+      expect([message.role, message.taskId, textsOf(message)]).toEqual([Role.ROLE_AGENT, "", ["Direct message response"]])
+      expect(message.messageId).not.toBe("")
+      const listed = yield* Effect.promise(() =>
+        client.listTasks({
+          tenant: "",
+          contextId: message.contextId,
+          status: TaskState.TASK_STATE_UNSPECIFIED,
+          pageToken: "",
+          statusTimestampAfter: undefined,
+          includeArtifacts: false
+        } satisfies ListTasksRequest)
+      )
+      expect(listed.tasks).toEqual([])
+    }))
+
+  onEach("tck-message-response streams its Message as the one event", (client) =>
+    Effect.gen(function*() {
+      const events = yield* streamOf(client.sendMessageStream(request("tck-message-response")))
+      expect(shapeOf(events)).toEqual(["message"])
+      expect(textsOf(events[0]?.$case === "message" ? events[0].value : undefined)).toEqual(["Direct message response"])
+    }))
+
+  onEach("tck-message-response to a send answered at once completes the task it got with the message", (client) =>
+    Effect.gen(function*() {
+      const task = (yield* Effect.promise(() =>
+        client.sendMessage(request("tck-message-response", {}, true)) as Promise<Task>
+      ))
+      const ended = yield* Effect.promise(() => client.getTask({ id: task.id, tenant: "", historyLength: undefined })).pipe(
+        Effect.repeat({ until: (now) => now.status?.state === TaskState.TASK_STATE_COMPLETED, times: 50 }),
+        Effect.delay("20 millis")
+      )
+      expect([ended.status?.state, textsOf(ended.status?.message)]).toEqual([TaskState.TASK_STATE_COMPLETED, [
+        "Direct message response"
+      ]])
     }))
 
   onEach("tck-reject-task ends REJECTED", (client) =>

@@ -22,7 +22,7 @@ export const tagged = <Type extends MetricKeyType.MetricKeyType<any, any>>(
 
 /** @internal */
 export const serverCompleted = MetricKey.counter("a2a.server.completed", {
-  description: "A2A runs that ended COMPLETED",
+  description: "A2A runs that ended COMPLETED or answered with a bare message",
   incremental: true
 })
 

@@ -37,9 +37,16 @@ import { fromTask, fromUserMessage } from "../wire/parts.js"
 import * as taskState from "../wire/taskState.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
-import { admissionRefused, type Finals, makeFinals, ofResult, outputProblem } from "./finalStatus.js"
+import { admissionRefused, type Finals, isReply, makeFinals, ofResult, outputProblem, type RunEnd } from "./finalStatus.js"
 import { headersOf } from "./handler.js"
-import { AgentProgress, InvalidOutput, makeProgress, type RunEvents, textStatus } from "./runEvents.js"
+import {
+  AgentProgress,
+  InvalidOutput,
+  makeProgress,
+  publishStatusUpdate,
+  type RunEvents,
+  textStatus
+} from "./runEvents.js"
 import {
   type CancelWatch,
   cancelWatch,
@@ -258,9 +265,18 @@ const finishRun = <R>(
   span: Tracer.Span | undefined,
   startedAt: number,
   refused: boolean,
-  published: FinalStatus
+  published: RunEnd
 ): void => {
   const { clock, metrics } = shared
+  if (isReply(published)) {
+    // Answered, without a task: a success, as the client reads it (Completed).
+    metrics.completed.unsafeUpdate(1, [])
+    metrics.latency.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedAt, [])
+    if (span === undefined) return
+    if (!shared.exporting) return span.end(0n, Exit.void)
+    span.attribute("a2a.reply", "message")
+    return internalTracing.endSpan(shared.spanSettings, span, Exit.void)
+  }
   const state = published.event.status?.state
   const errorId = Option.getOrUndefined(Option.map(published.failure, (failure) => failure.errorId))
   if (state === TaskState.TASK_STATE_COMPLETED) metrics.completed.unsafeUpdate(1, [])
@@ -303,7 +319,7 @@ const runFiber = <R>(
   request: AgentRequest,
   events: RunEvents,
   hook: RunHook
-): Effect.Effect<FinalStatus, unknown, R> => {
+): Effect.Effect<RunEnd, unknown, R> => {
   const { agent, finals } = shared
   const before = shared.options.beforeExecute
   // Suspended, both: an agent or a hook that throws while building its Effect fails the run like any defect.
@@ -320,11 +336,11 @@ const runFiber = <R>(
     const failed = (cause: Cause.Cause<unknown>) =>
       Effect.flatMap(finals.ofFailure(request, cause), (final) => finals.after(request, final, hook, restore))
     return Effect.matchCauseEffect(restore(work), {
-      onSuccess: (result) => {
+      onSuccess: (result): Effect.Effect<RunEnd, never, R> => {
         const problem = outputProblem(result)
-        return problem === undefined
-          ? finals.after(request, ofResult(events, request, result), hook, restore)
-          : failed(Cause.die(new InvalidOutput(problem)))
+        if (problem !== undefined) return failed(Cause.die(new InvalidOutput(problem)))
+        const end = ofResult(events, request, result)
+        return isReply(end) ? Effect.succeed(end) : finals.after(request, end, hook, restore)
       },
       onFailure: (cause) => Cause.isInterrupted(cause) ? Effect.failCause(cause) : failed(cause)
     })
@@ -348,11 +364,11 @@ const publishFinal = <R>(
   }
   const store = shared.store
   if (store === undefined) {
-    bus.publish(AgentEvent.statusUpdate(event))
+    publishStatusUpdate(events, event)
     return publishedNow
   }
   const saved = store.saves.finalSaved(taskId, state, context.context)
-  bus.publish(AgentEvent.statusUpdate(event))
+  publishStatusUpdate(events, event)
   return saved.then((done) => {
     if (done) return
     if (!taskState.isTerminal(state) && event.status !== undefined) store.saves.rememberPause(taskId, event.status)
@@ -372,7 +388,7 @@ class Run<R> implements WatchedRun, RunHook {
   refused = false
   /** Set when a shutdown gave up on the fiber and ended the task itself. */
   abandoned = false
-  fiber!: Fiber.RuntimeFiber<FinalStatus, unknown>
+  fiber!: Fiber.RuntimeFiber<RunEnd, unknown>
   constructor(
     readonly shared: Shared<R>,
     readonly context: RequestContext,
@@ -387,12 +403,14 @@ class Run<R> implements WatchedRun, RunHook {
     return Runtime.runPromise(runRuntime(this.shared, this.request, this.span, this.events))(effect)
   }
 
-  end(final: FinalStatus): Promise<void> {
+  end(final: RunEnd): Promise<void> {
     finishRun(this.shared, this.span, this.startedAt, this.refused, final)
-    return publishFinal(this.shared, this.context, this.events, this.initial, final)
+    if (!isReply(final)) return publishFinal(this.shared, this.context, this.events, this.initial, final)
+    this.events.bus.publish(AgentEvent.message(final.reply))
+    return publishedNow
   }
 
-  complete(exit: Exit.Exit<FinalStatus, unknown>): Promise<void> {
+  complete(exit: Exit.Exit<RunEnd, unknown>): Promise<void> {
     if (this.abandoned) return Promise.resolve()
     if (Exit.isSuccess(exit)) return this.end(exit.value)
     const { finals, state } = this.shared
@@ -419,12 +437,13 @@ class Run<R> implements WatchedRun, RunHook {
  * The ending of a run that threw instead of settling: only reachable on a bug in this module, and still it never
  * leaves the task WORKING.
  */
-const runDefect = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus, defect: unknown): Promise<void> => {
+const runDefect = <R>(shared: Shared<R>, context: RequestContext, events: RunEvents, defect: unknown): Promise<void> => {
   const errorId = ErrorId.make()
   shared.metrics.failed.unsafeUpdate(1, [])
-  bus.publish(AgentEvent.statusUpdate(
+  publishStatusUpdate(
+    events,
     textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, ErrorId.failureText(errorId))
-  ))
+  )
   return Runtime.runPromise(shared.runtime)(
     internalFailure.logErrorOffSpan(ErrorId.logMessage("Runner failed to execute", errorId), {
       errorId,
@@ -439,17 +458,17 @@ const runDefect = <R>(shared: Shared<R>, context: RequestContext, bus: Execution
 const finishing = <R>(
   shared: Shared<R>,
   context: RequestContext,
-  bus: ExecutionEventBus,
+  events: RunEvents,
   ending: Promise<void>,
   done: () => Promise<void>
 ): Promise<void> =>
-  ending.catch((defect) => runDefect(shared, context, bus, defect)).finally(() => {
+  ending.catch((defect) => runDefect(shared, context, events, defect)).finally(() => {
     shared.executions.delete(done())
   })
 
 /** `ending`, counted among the executions until it settles. */
-const tracked = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus, ending: Promise<void>) => {
-  const done: Promise<void> = finishing(shared, context, bus, ending, () => done)
+const tracked = <R>(shared: Shared<R>, context: RequestContext, events: RunEvents, ending: Promise<void>) => {
+  const done: Promise<void> = finishing(shared, context, events, ending, () => done)
   shared.executions.add(done)
   return done
 }
@@ -460,10 +479,14 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   const taskId = context.taskId
   const request = makeRequest(context)
   const initial = initialTask(context)
-  bus.publish(AgentEvent.task(initial))
+  // A run that may answer with a bare message holds its task back until its first event; one that continues a
+  // task, or whose caller asked to be answered at once, has its task out at once.
+  const holdTask = shared.options.messageReplies === true && context.task === undefined &&
+    context.request.configuration?.returnImmediately !== true
+  const events: RunEvents = { bus, artifacts: [], messages: [], unpublished: holdTask ? initial : undefined }
+  if (!holdTask) bus.publish(AgentEvent.task(initial))
   const startedAt = shared.clock.unsafeCurrentTimeMillis()
   const span = runSpan(shared, request)
-  const events: RunEvents = { bus, artifacts: [], messages: [] }
   const self = new Run(shared, context, request, events, initial, span, startedAt)
   const fiber = Runtime.runFork(runRuntime(shared, request, span, events))(runFiber(shared, request, events, self))
   self.fiber = fiber
@@ -473,7 +496,7 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   const ended = fiber.unsafePoll()
   if (ended !== null) {
     const published = self.complete(ended)
-    return published === publishedNow ? published : tracked(shared, context, bus, published)
+    return published === publishedNow ? published : tracked(shared, context, events, published)
   }
   const forTask = runs.get(taskId) ?? new Set<Run<R>>()
   forTask.add(self)
@@ -492,7 +515,7 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
       } catch (defect) {
         ending = Promise.reject(defect)
       }
-      resolve(finishing(shared, context, bus, ending, () => done))
+      resolve(finishing(shared, context, events, ending, () => done))
     })
   })
   shared.executions.add(done)
@@ -503,7 +526,7 @@ const execute = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEv
   try {
     return run(shared, context, bus)
   } catch (defect) {
-    return tracked(shared, context, bus, Promise.reject(defect))
+    return tracked(shared, context, { bus, artifacts: [], messages: [], unpublished: undefined }, Promise.reject(defect))
   }
 }
 

@@ -12,7 +12,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { identity } from "effect/Function"
+import { absurd, identity } from "effect/Function"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as FailureHint from "../../FailureHint.js"
 import * as ErrorId from "../wire/errorId.js"
@@ -38,12 +38,25 @@ const logFailure = (message: string, errorId: string, cause: Cause.Cause<unknown
 
 const final = (event: FinalStatus["event"]): FinalStatus => ({ event, failure: Option.none() })
 
-/** The final status of a result, its artifacts published first. */
+/** A run answered with a bare message: no task, no final status. */
+export interface Reply {
+  readonly reply: Message
+}
+
+/** How a run ends: its task's final status, or a bare message. */
+export type RunEnd = FinalStatus | Reply
+
+export const isReply = (end: RunEnd): end is Reply => "reply" in end
+
+/**
+ * How a result ends the run, its artifacts published first: a final
+ * status, or a bare message while the run's task is not out yet.
+ */
 export const ofResult = (
   events: RunEvents,
   request: AgentRequest,
   result: AgentExecutor.AgentResult | typeof admissionRefused
-): FinalStatus => {
+): RunEnd => {
   const { contextId, taskId } = request
   if (result === admissionRefused) {
     return final(textStatus(taskId, contextId, TaskState.TASK_STATE_CANCELED, "Task canceled before execution."))
@@ -62,14 +75,33 @@ export const ofResult = (
       return final(textStatus(taskId, contextId, TaskState.TASK_STATE_AUTH_REQUIRED, result.text))
     case "Rejected":
       return final(textStatus(taskId, contextId, TaskState.TASK_STATE_REJECTED, result.reason))
+    case "Message": {
+      const parts = result.parts.map(wireParts.toWirePart)
+      // A message outside any task names none.
+      return events.unpublished !== undefined
+        ? { reply: wireParts.agentMessage("", contextId, parts) }
+        : final(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED, wireParts.agentMessage(taskId, contextId, parts)))
+    }
   }
 }
 
-/** A `Completed` result's output that is not JSON data, or none. */
-export const outputProblem = (result: AgentExecutor.AgentResult | typeof admissionRefused): json.NotJson | undefined =>
-  result !== admissionRefused && result._tag === "Completed"
-    ? json.partsNotJson(result.parts, "result.parts") ?? json.artifactsNotJson(result.artifacts, "result.artifacts")
-    : undefined
+/** A `Completed` or `Message` result's output that is not JSON data, or none. */
+export const outputProblem = (result: AgentExecutor.AgentResult | typeof admissionRefused): json.NotJson | undefined => {
+  if (result === admissionRefused) return undefined
+  switch (result._tag) {
+    case "Completed":
+      return json.partsNotJson(result.parts, "result.parts") ?? json.artifactsNotJson(result.artifacts, "result.artifacts")
+    case "Message":
+      return json.partsNotJson(result.parts, "result.parts")
+    case "InputRequired":
+    case "AuthRequired":
+    case "Rejected":
+      return undefined
+    default:
+      // A result added to `AgentResult` must be checked here: this stops compiling until it is.
+      return absurd(result)
+  }
+}
 
 /** The endings of the runs of one executor, with its hook and its debug setting. */
 export interface Finals<R> {

@@ -15,7 +15,7 @@
  * @internal
  */
 import { type AgentCard, type Message, type SendMessageRequest, type StreamResponse, type Task } from "@a2a-js/sdk"
-import { UnsupportedOperationError } from "@a2a-js/sdk/errors"
+import { TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
   type AgentExecutor as SdkAgentExecutor,
   DefaultRequestHandler,
@@ -295,8 +295,8 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
               if (endsTurn(event)) return
             }
           } catch (error) {
-            // Ended meanwhile: awaited below.
-            if (!(error instanceof UnsupportedOperationError)) throw error
+            // Ended meanwhile, or a run with no task to follow (it may answer with a bare message): awaited below.
+            if (!(error instanceof UnsupportedOperationError || error instanceof TaskNotFoundError)) throw error
           }
         } else if (shared.runs.has(outcome.taskId)) {
           // Run by this process: its events are followed as they come. Run
@@ -310,8 +310,9 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
             }
           } catch (error) {
             // The run ended between the check and the subscription (the
-            // SDK refuses to subscribe to a finished task): awaited below.
-            if (!(error instanceof UnsupportedOperationError)) throw error
+            // SDK refuses to subscribe to a finished task), or has no task
+            // out yet (it may answer with a bare message): awaited below.
+            if (!(error instanceof UnsupportedOperationError || error instanceof TaskNotFoundError)) throw error
           }
           // Its reader left: nobody waits for the end.
           if (shared.subscriptions.closed(context)) return

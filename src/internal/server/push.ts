@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import type { PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
+import type { PushNotificationStore, ServerCallContext, TaskStore } from "@a2a-js/sdk/server"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -60,14 +60,14 @@ export const make = (
       internalPushStore.make(storeConfig, policy),
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const forget = (taskId: string, context: ServerCallContext) =>
+      runFork(Effect.tryPromise(async () => {
+        for (const config of await store.load(taskId, context)) await store.delete(taskId, context, config.id)
+      }).pipe(Effect.ignoreLogged))
     if (storeConfig === "memory" || !internalTaskStore.isDatabase(storeConfig)) {
-      const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-      internalMemoryTaskStore.whenForgotten(tasks, (taskId, tenant, owner) => {
-        const context = internalAuthentication.ownerContext(tenant, owner)
-        runFork(Effect.tryPromise(async () => {
-          for (const config of await store.load(taskId, context)) await store.delete(taskId, context, config.id)
-        }).pipe(Effect.ignoreLogged))
-      })
+      internalMemoryTaskStore.whenForgotten(tasks, (taskId, tenant, owner) =>
+        forget(taskId, internalAuthentication.ownerContext(tenant, owner)))
     }
     // Made before the sender, so closed after it: this server's rows are freed once its deliveries have stopped.
     const outbox = storeConfig !== "memory" && internalTaskStore.isDatabase(storeConfig)
@@ -88,8 +88,24 @@ export const make = (
       store,
       pushing: (executor) => ({
         ...executor,
-        execute: (context, bus) =>
-          executor.execute(context, tapped(bus, (event) => sender.notify(streamResponseOf(event), context.context)))
+        execute: (context, bus) => {
+          // The SDK stores a config sent with the message under the run's task id before the run; a run that
+          // answers with a bare message makes no task, and nothing would ever remove it.
+          let answered = false
+          const ran = executor.execute(
+            context,
+            tapped(bus, (event) => {
+              if (event.kind === "message") answered = true
+              sender.notify(streamResponseOf(event), context.context)
+            })
+          )
+          const sentConfig = context.request.configuration?.taskPushNotificationConfig !== undefined
+          return sentConfig && context.context !== undefined
+            ? ran.finally(() => {
+              if (answered) forget(context.taskId, context.context!)
+            })
+            : ran
+        }
       })
     }
   })

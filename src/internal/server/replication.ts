@@ -228,8 +228,9 @@ export const make = (
             seq += 1
             numbers.set(event.data, seq)
             if (event.kind === "task") starts.set(context.context, seq)
-            log.append(taskId, seq, StreamResponse.toJSON(streamResponseOf(event)))
-            if (event.kind === "statusUpdate" && TaskState.isTerminal(event.data.status?.state)) log.finish(taskId)
+            const response = streamResponseOf(event)
+            log.append(taskId, seq, StreamResponse.toJSON(response))
+            if (ends(response)) log.finish(taskId)
           })
           const watching = runFork(canceledElsewhere(executor, taskId, context.context, logged))
           return executor.execute(context, logged).finally(() => {

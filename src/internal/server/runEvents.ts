@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import type { TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import type { Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { type Message, TaskState } from "@a2a-js/sdk"
 import { AgentEvent, type AgentExecutionEvent, type ExecutionEventBus } from "@a2a-js/sdk/server"
 import * as Context from "effect/Context"
@@ -52,11 +52,31 @@ export interface RunEvents {
   readonly bus: ExecutionEventBus
   readonly artifacts: Array<AgentExecutionEvent>
   readonly messages: Array<Message>
+  /**
+   * The task of a run that may still answer with a bare message (see
+   * `AgentExecutor.Options.messageReplies`): published before the run's
+   * first event of a task, then gone. Undefined once the task is out.
+   */
+  unpublished: Task | undefined
+}
+
+/** Publishes the run's task if it is not out yet: the SDK requires it before any event of the task. */
+export const openTask = (events: RunEvents): void => {
+  const task = events.unpublished
+  if (task === undefined) return
+  events.unpublished = undefined
+  events.bus.publish(AgentEvent.task(task))
+}
+
+/** Publishes a status update of the run's task, the task first if it is not out yet. */
+export const publishStatusUpdate = (events: RunEvents, event: TaskStatusUpdateEvent): void => {
+  openTask(events)
+  events.bus.publish(AgentEvent.statusUpdate(event))
 }
 
 const publishStatus = (events: RunEvents, event: TaskStatusUpdateEvent): void => {
   if (event.status?.message !== undefined) events.messages.push(event.status.message)
-  events.bus.publish(AgentEvent.statusUpdate(event))
+  publishStatusUpdate(events, event)
 }
 
 /** A whole artifact, in one chunk. */
@@ -73,6 +93,7 @@ const artifactEvent = (taskId: string, contextId: string, value: Part.Artifact) 
 export const publishArtifact = (events: RunEvents, taskId: string, contextId: string, value: Part.Artifact): void => {
   const event = artifactEvent(taskId, contextId, value)
   events.artifacts.push(event)
+  openTask(events)
   events.bus.publish(event)
 }
 
