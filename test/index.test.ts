@@ -1,13 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { loadedModules } from "./fixtures/loadedModules.js"
 
-// What only a server, the command line or a SQL ledger needs: a client that imports the package loads none of it.
+// What only a server, the command line, a SQL ledger or an orchestrator needs: a client that imports the package loads
+// none of it.
 const serverOnly = [
   /^src\/internal\/server\//,
   /^src\/cli\//,
   /^src\/demo\//,
   /^src\/internal\/ledger\/sql\.ts$/,
-  /^node_modules\/(@grpc\/grpc-js|@effect\/sql[^/]*|@effect\/cli|better-sqlite3|kysely|express)\//
+  /^node_modules\/(@grpc\/grpc-js|@effect\/sql[^/]*|@effect\/cli|@effect\/ai|better-sqlite3|kysely|express)\//
 ]
 
 const unneeded = (modules: ReadonlyArray<string>) => modules.filter((file) => serverOnly.some((pattern) => pattern.test(file)))
