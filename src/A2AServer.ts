@@ -36,13 +36,13 @@ import type * as Authentication from "./Authentication.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
 import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
 import type * as internalTransports from "./internal/server/transports.js"
+import { lazyModule } from "./internal/lazyModule.js"
 import * as internalErrors from "./internal/serverErrors.js"
 import type * as internalTransport from "./internal/wire/transport.js"
 
-// The server's code loads when a server is made, not when this module is imported: the index names this module, and
-// a client that imports the index loads none of it.
-const loadServer = () => import("./internal/server/server.js")
-const loadApp = () => import("./internal/server/app.js")
+// The server's code loads when a server is made: a client that imports the index loads none of it.
+const internalServer = lazyModule(() => import("./internal/server/server.js"))
+const internalApp = lazyModule(() => import("./internal/server/app.js"))
 
 /**
  * The card fields the server does not fill in itself: `supportedInterfaces`
@@ -696,7 +696,7 @@ export const make: {
   ): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope>
   <E, R>(options: Options<E, R>): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | Scope.Scope>
 } = <E, R>(options: Options<E, R>) =>
-  Effect.flatMap(Effect.promise(loadServer), (internal) => internal.make(options))
+  Effect.flatMap(internalServer, (internal) => internal.make(options))
 
 /**
  * The server as a Layer: it runs while the layer is alive.
@@ -856,7 +856,7 @@ export const makeRouter: {
   ): Effect.Effect<Router, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope>
   <E, R>(options: RouterOptions<E, R>): Effect.Effect<Router, MakeError, R | Scope.Scope>
 } = <E, R>(options: RouterOptions<E, R>) =>
-  Effect.flatMap(Effect.promise(loadApp), (internalApp) => internalApp.makeRouter(options))
+  Effect.flatMap(internalApp, (internal) => internal.makeRouter(options))
 
 /**
  * Why the server could not start. A `ServeError` is an address that could

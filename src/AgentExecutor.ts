@@ -21,15 +21,15 @@ import type * as ConfigError from "effect/ConfigError"
 import type * as Scope from "effect/Scope"
 import type * as Authentication from "./Authentication.js"
 import * as internalProgress from "./internal/agent/progress.js"
+import { lazyModule } from "./internal/lazyModule.js"
 import * as internalErrors from "./internal/serverErrors.js"
 import * as wireParts from "./internal/wire/parts.js"
 import * as Part from "./Part.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
 
-// The executor's code loads when an executor is made, not when this module is imported: the index names this
-// module, and a client that imports the index loads none of it.
-const loadExecutor = () => import("./internal/server/executor.js")
-const loadFinal = () => import("./internal/server/finalStatus.js")
+// The executor's code loads when an executor is made or a hook runs: a client that imports the index loads none of it.
+const internalExecutor = lazyModule(() => import("./internal/server/executor.js"))
+const internalFinal = lazyModule(() => import("./internal/server/finalStatus.js"))
 
 /**
  * The caller's message, in our types: its parts as {@link Part.Part} (a
@@ -631,7 +631,7 @@ export const make: <E, R>(
   agent: Agent<E, R>,
   options?: Options<R>
 ) => Effect.Effect<EffectAgentExecutor, ConfigurationError | ConfigError.ConfigError, R | Scope.Scope> = (agent, options) =>
-  Effect.flatMap(Effect.promise(loadExecutor), (internal) => internal.make(agent, options))
+  Effect.flatMap(internalExecutor, (internal) => internal.make(agent, options))
 
 /**
  * The failure hints to attach to a failed run.
@@ -676,4 +676,4 @@ export interface HintDecision {
 export const failureHints: (
   decide: (cause: Cause.Cause<unknown>) => HintDecision
 ) => (request: AgentRequest, final: FinalStatus) => Effect.Effect<FinalStatus, unknown> = (decide) => (request, final) =>
-  Effect.flatMap(Effect.promise(loadFinal), (internalFinal) => internalFinal.failureHints(decide)(request, final))
+  Effect.flatMap(internalFinal, (internal) => internal.failureHints(decide)(request, final))

@@ -21,10 +21,11 @@ import * as Effect from "effect/Effect"
 import type { Concurrency } from "effect/Types"
 import type * as Agent from "./Agent.js"
 import * as internal from "./internal/agent/prompting.js"
+import { lazyModule } from "./internal/lazyModule.js"
 
-// The loop that calls the model, and `@effect/ai` under it, load when an orchestrator is made, not when this module
-// is imported: the index names this module, and a client that imports the index loads none of it.
-const loadOrchestrator = () => import("./internal/agent/orchestrator.js")
+// The loop that calls the model, and `@effect/ai` under it, load when an orchestrator is made: a client that imports
+// the index loads none of it.
+const internalOrchestrator = lazyModule(() => import("./internal/agent/orchestrator.js"))
 
 /**
  * The paragraph added to the system instruction by default, so that the model
@@ -212,7 +213,7 @@ export interface Orchestrator<R>
  * @since 0.1.0
  */
 export const make: <R = never>(options: Options<R>) => Effect.Effect<Orchestrator<R>, OrchestratorError> = (options) =>
-  Effect.flatMap(Effect.promise(loadOrchestrator), (orchestrator) => orchestrator.make(options))
+  Effect.flatMap(internalOrchestrator, (orchestrator) => orchestrator.make(options))
 
 /**
  * The text of every tool result in a prompt, in order: what the model was

@@ -24,12 +24,13 @@ import type * as Option from "effect/Option"
 import type * as Queue from "effect/Queue"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import { lazyModule } from "./internal/lazyModule.js"
 import type * as RemoteEvent from "./RemoteEvent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
 
-// The receiver's code (an HTTP route, a Node server) loads when a receiver is made, not when this module is
-// imported: the index names this module, and a client that imports the index but receives no pushes loads none of it.
-const loadReceiver = () => import("./internal/client/pushReceiver.js")
+// The receiver's code (an HTTP route, a Node server) loads when a receiver is made: a client that imports the index
+// and receives no pushes loads none of it.
+const internalReceiver = lazyModule(() => import("./internal/client/pushReceiver.js"))
 
 /**
  * What a remote agent is given to push one task's notifications: the URL
@@ -162,7 +163,7 @@ export const PushReceiver: Context.Tag<PushReceiver, PushReceiver> = Context.Gen
  * @since 0.1.0
  */
 export const make: (options: Options) => Effect.Effect<PushReceiver> = (options) =>
-  Effect.flatMap(Effect.promise(loadReceiver), (internal) => internal.make(options))
+  Effect.flatMap(internalReceiver, (internal) => internal.make(options))
 
 /**
  * A receiver on a Node server of its own, for the scope. Fails with a
@@ -182,7 +183,7 @@ export const make: (options: Options) => Effect.Effect<PushReceiver> = (options)
  * @since 0.1.0
  */
 export const serve: (options?: ServeOptions) => Effect.Effect<PushReceiver, ServeError, Scope.Scope> = (options) =>
-  Effect.flatMap(Effect.promise(loadReceiver), (internal) => internal.serve(options ?? {}))
+  Effect.flatMap(internalReceiver, (internal) => internal.serve(options ?? {}))
 
 /**
  * A layer providing {@link PushReceiver}, served on its own Node server.

@@ -11,7 +11,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { Request, Script } from "../../ScriptedLanguageModel.js"
+import { lazyModule } from "../lazyModule.js"
 import { toolResults } from "./prompting.js"
+
+// `@effect/ai` loads when a scripted model's layer is built: the index names this module.
+const languageModel = lazyModule(() => import("@effect/ai/LanguageModel"))
 
 const finish: Response.PartEncoded = {
   type: "finish",
@@ -70,8 +74,7 @@ export const make = (script: Script) => {
     })
   // A copy: what the model received is not the reader's to change.
   const received = Effect.sync((): ReadonlyArray<Request> => requests.slice())
-  // `@effect/ai` loads when the layer is built, not when this module is imported: the index names it.
-  const layer = Layer.unwrapEffect(Effect.map(Effect.promise(() => import("@effect/ai/LanguageModel")), (Ai) =>
+  const layer = Layer.unwrapEffect(Effect.map(languageModel, (Ai) =>
     Layer.effect(
       Ai.LanguageModel,
       Ai.make({
