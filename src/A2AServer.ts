@@ -34,13 +34,15 @@ import type { JWK } from "jose"
 import type * as AgentExecutor from "./AgentExecutor.js"
 import type * as Authentication from "./Authentication.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
-import * as internalApp from "./internal/server/app.js"
-import * as internalHttp from "./internal/server/http.js"
 import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
-import * as internal from "./internal/server/server.js"
-import * as internalTaskStore from "./internal/server/taskStore.js"
-import * as internalTransports from "./internal/server/transports.js"
+import type * as internalTransports from "./internal/server/transports.js"
+import { lazyModule } from "./internal/lazyModule.js"
+import * as internalErrors from "./internal/serverErrors.js"
 import type * as internalTransport from "./internal/wire/transport.js"
+
+// The server's code loads when a server is made: a client that imports the index loads none of it.
+const internalServer = lazyModule(() => import("./internal/server/server.js"))
+const internalApp = lazyModule(() => import("./internal/server/app.js"))
 
 /**
  * The card fields the server does not fill in itself: `supportedInterfaces`
@@ -428,13 +430,13 @@ export type Transport = internalTransport.Transport
  * @category errors
  * @since 0.1.0
  */
-export const TransportError: typeof internalTransports.TransportError = internalTransports.TransportError
+export const TransportError: typeof internalErrors.TransportError = internalErrors.TransportError
 
 /**
  * @category errors
  * @since 0.1.0
  */
-export type TransportError = internalTransports.TransportError
+export type TransportError = internalErrors.TransportError
 
 /**
  * Request-level idempotency settings.
@@ -588,13 +590,13 @@ export const TaskStoreConfig = Data.taggedEnum<TaskStoreConfig>()
  * @category errors
  * @since 0.1.0
  */
-export const TaskStoreError: typeof internalTaskStore.TaskStoreError = internalTaskStore.TaskStoreError
+export const TaskStoreError: typeof internalErrors.TaskStoreError = internalErrors.TaskStoreError
 
 /**
  * @category errors
  * @since 0.1.0
  */
-export type TaskStoreError = internalTaskStore.TaskStoreError
+export type TaskStoreError = internalErrors.TaskStoreError
 
 /**
  * The running server.
@@ -656,7 +658,7 @@ export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
  * @category constants
  * @since 0.1.0
  */
-export const cardPath: typeof internalHttp.cardPath = internalHttp.cardPath
+export const cardPath: typeof internalErrors.cardPath = internalErrors.cardPath
 
 /**
  * Starts the server in the current scope. Fails with a `ServeError` when
@@ -695,7 +697,8 @@ export const make: {
     options: Options<E, R> & { readonly idempotency: IdempotencyOptions }
   ): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope>
   <E, R>(options: Options<E, R>): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | Scope.Scope>
-} = internal.make
+} = <E, R>(options: Options<E, R>) =>
+  Effect.flatMap(internalServer, (internal) => internal.make(options))
 
 /**
  * The server as a Layer: it runs while the layer is alive.
@@ -854,7 +857,8 @@ export const makeRouter: {
     options: RouterOptions<E, R> & { readonly idempotency: IdempotencyOptions }
   ): Effect.Effect<Router, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope>
   <E, R>(options: RouterOptions<E, R>): Effect.Effect<Router, MakeError, R | Scope.Scope>
-} = internalApp.makeRouter
+} = <E, R>(options: RouterOptions<E, R>) =>
+  Effect.flatMap(internalApp, (internal) => internal.makeRouter(options))
 
 /**
  * Why the server could not start. A `ServeError` is an address that could

@@ -20,12 +20,16 @@ import * as Effect from "effect/Effect"
 import type * as ConfigError from "effect/ConfigError"
 import type * as Scope from "effect/Scope"
 import type * as Authentication from "./Authentication.js"
-import * as internal from "./internal/server/executor.js"
-import * as internalFinal from "./internal/server/finalStatus.js"
-import * as internalEvents from "./internal/server/runEvents.js"
+import * as internalProgress from "./internal/agent/progress.js"
+import { lazyModule } from "./internal/lazyModule.js"
+import * as internalErrors from "./internal/serverErrors.js"
 import * as wireParts from "./internal/wire/parts.js"
 import * as Part from "./Part.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
+
+// The executor's code loads when an executor is made or a hook runs: a client that imports the index loads none of it.
+const internalExecutor = lazyModule(() => import("./internal/server/executor.js"))
+const internalFinal = lazyModule(() => import("./internal/server/finalStatus.js"))
 
 /**
  * The caller's message, in our types: its parts as {@link Part.Part} (a
@@ -166,13 +170,13 @@ export interface AgentRequest {
  * @category tags
  * @since 0.1.0
  */
-export const AgentProgress: typeof internalEvents.AgentProgress = internalEvents.AgentProgress
+export const AgentProgress: typeof internalProgress.AgentProgress = internalProgress.AgentProgress
 
 /**
  * @category tags
  * @since 0.1.0
  */
-export type AgentProgress = internalEvents.AgentProgress
+export type AgentProgress = internalProgress.AgentProgress
 
 /**
  * Publishes a WORKING status with a text message, from inside an agent.
@@ -566,13 +570,13 @@ export interface Options<R = never> extends Hooks<R> {
  * @category errors
  * @since 0.1.0
  */
-export const ConfigurationError: typeof internal.ConfigurationError = internal.ConfigurationError
+export const ConfigurationError: typeof internalErrors.ConfigurationError = internalErrors.ConfigurationError
 
 /**
  * @category errors
  * @since 0.1.0
  */
-export type ConfigurationError = internal.ConfigurationError
+export type ConfigurationError = internalErrors.ConfigurationError
 
 /**
  * Output of an agent (a data part, an artifact, metadata set by an
@@ -591,13 +595,13 @@ export type ConfigurationError = internal.ConfigurationError
  * @category errors
  * @since 0.1.0
  */
-export const InvalidOutput: typeof internalEvents.InvalidOutput = internalEvents.InvalidOutput
+export const InvalidOutput: typeof internalProgress.InvalidOutput = internalProgress.InvalidOutput
 
 /**
  * @category errors
  * @since 0.1.0
  */
-export type InvalidOutput = internalEvents.InvalidOutput
+export type InvalidOutput = internalProgress.InvalidOutput
 
 /**
  * The `@a2a-js/sdk` executor, plus what a server needs to stop it.
@@ -686,7 +690,8 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
 export const make: <E, R>(
   agent: Agent<E, R>,
   options?: Options<R>
-) => Effect.Effect<EffectAgentExecutor, ConfigurationError | ConfigError.ConfigError, R | Scope.Scope> = internal.make
+) => Effect.Effect<EffectAgentExecutor, ConfigurationError | ConfigError.ConfigError, R | Scope.Scope> = (agent, options) =>
+  Effect.flatMap(internalExecutor, (internal) => internal.make(agent, options))
 
 /**
  * The failure hints to attach to a failed run.
@@ -730,4 +735,5 @@ export interface HintDecision {
  */
 export const failureHints: (
   decide: (cause: Cause.Cause<unknown>) => HintDecision
-) => (request: AgentRequest, final: FinalStatus) => Effect.Effect<FinalStatus, unknown> = internalFinal.failureHints
+) => (request: AgentRequest, final: FinalStatus) => Effect.Effect<FinalStatus, unknown> = (decide) => (request, final) =>
+  Effect.flatMap(internalFinal, (internal) => internal.failureHints(decide)(request, final))

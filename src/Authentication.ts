@@ -20,9 +20,9 @@
 import type * as Duration from "effect/Duration"
 import type * as Redacted from "effect/Redacted"
 import type { JSONWebKeySet, JWTPayload } from "jose"
-import * as internalApiKey from "./internal/server/apiKey.js"
-import * as internal from "./internal/server/authentication.js"
-import * as internalJwt from "./internal/server/jwt.js"
+import * as internalApiKey from "./internal/authentication/apiKey.js"
+import * as internal from "./internal/authentication/authenticator.js"
+import * as internalJwt from "./internal/authentication/jwt.js"
 import type * as internalTransport from "./internal/wire/transport.js"
 
 /**

@@ -17,10 +17,15 @@
 import type * as AiError from "@effect/ai/AiError"
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type { Concurrency } from "effect/Types"
 import type * as Agent from "./Agent.js"
-import * as internal from "./internal/agent/orchestrator.js"
+import * as internal from "./internal/agent/prompting.js"
+import { lazyModule } from "./internal/lazyModule.js"
+
+// The loop that calls the model, and `@effect/ai` under it, load when an orchestrator is made: a client that imports
+// the index loads none of it.
+const internalOrchestrator = lazyModule(() => import("./internal/agent/orchestrator.js"))
 
 /**
  * The paragraph added to the system instruction by default, so that the model
@@ -207,7 +212,8 @@ export interface Orchestrator<R>
  * @category constructors
  * @since 0.1.0
  */
-export const make: <R = never>(options: Options<R>) => Effect.Effect<Orchestrator<R>, OrchestratorError> = internal.make
+export const make: <R = never>(options: Options<R>) => Effect.Effect<Orchestrator<R>, OrchestratorError> = (options) =>
+  Effect.flatMap(internalOrchestrator, (orchestrator) => orchestrator.make(options))
 
 /**
  * The text of every tool result in a prompt, in order: what the model was

@@ -18,15 +18,19 @@
 import type * as HttpApp from "@effect/platform/HttpApp"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Queue from "effect/Queue"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import * as internal from "./internal/client/pushReceiver.js"
+import { lazyModule } from "./internal/lazyModule.js"
 import type * as RemoteEvent from "./RemoteEvent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
+
+// The receiver's code (an HTTP route, a Node server) loads when a receiver is made: a client that imports the index
+// and receives no pushes loads none of it.
+const internalReceiver = lazyModule(() => import("./internal/client/pushReceiver.js"))
 
 /**
  * What a remote agent is given to push one task's notifications: the URL
@@ -158,7 +162,8 @@ export const PushReceiver: Context.Tag<PushReceiver, PushReceiver> = Context.Gen
  * @category constructors
  * @since 0.1.0
  */
-export const make: (options: Options) => Effect.Effect<PushReceiver> = internal.make
+export const make: (options: Options) => Effect.Effect<PushReceiver> = (options) =>
+  Effect.flatMap(internalReceiver, (internal) => internal.make(options))
 
 /**
  * A receiver on a Node server of its own, for the scope. Fails with a
@@ -178,7 +183,7 @@ export const make: (options: Options) => Effect.Effect<PushReceiver> = internal.
  * @since 0.1.0
  */
 export const serve: (options?: ServeOptions) => Effect.Effect<PushReceiver, ServeError, Scope.Scope> = (options) =>
-  internal.serve(options ?? {})
+  Effect.flatMap(internalReceiver, (internal) => internal.serve(options ?? {}))
 
 /**
  * A layer providing {@link PushReceiver}, served on its own Node server.

@@ -4,14 +4,18 @@
  *
  * @internal
  */
-import * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { Request, Script } from "../../ScriptedLanguageModel.js"
-import { toolResults } from "./orchestrator.js"
+import { lazyModule } from "../lazyModule.js"
+import { toolResults } from "./prompting.js"
+
+// `@effect/ai` loads when a scripted model's layer is built: the index names this module.
+const languageModel = lazyModule(() => import("@effect/ai/LanguageModel"))
 
 const finish: Response.PartEncoded = {
   type: "finish",
@@ -70,26 +74,27 @@ export const make = (script: Script) => {
     })
   // A copy: what the model received is not the reader's to change.
   const received = Effect.sync((): ReadonlyArray<Request> => requests.slice())
-  const layer = Layer.effect(
-    LanguageModel.LanguageModel,
-    LanguageModel.make({
-      generateText: answer,
-      streamText: (options) =>
-        Stream.fromIterableEffect(answer(options)).pipe(
-          Stream.flatMap((part): Stream.Stream<Response.StreamPartEncoded> =>
-            part.type === "text"
-              ? Stream.make<Array<Response.StreamPartEncoded>>(
-                { type: "text-start", id: "t" },
-                { type: "text-delta", id: "t", delta: part.text },
-                { type: "text-end", id: "t" }
-              )
-              : part.type === "tool-call" || part.type === "finish"
-              ? Stream.make(part)
-              : Stream.empty
+  const layer = Layer.unwrapEffect(Effect.map(languageModel, (Ai) =>
+    Layer.effect(
+      Ai.LanguageModel,
+      Ai.make({
+        generateText: answer,
+        streamText: (options) =>
+          Stream.fromIterableEffect(answer(options)).pipe(
+            Stream.flatMap((part): Stream.Stream<Response.StreamPartEncoded> =>
+              part.type === "text"
+                ? Stream.make<Array<Response.StreamPartEncoded>>(
+                  { type: "text-start", id: "t" },
+                  { type: "text-delta", id: "t", delta: part.text },
+                  { type: "text-end", id: "t" }
+                )
+                : part.type === "tool-call" || part.type === "finish"
+                ? Stream.make(part)
+                : Stream.empty
+            )
           )
-        )
-    })
-  )
+      })
+    )))
   return { requests: received, layer }
 }
 

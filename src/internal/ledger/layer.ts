@@ -16,7 +16,10 @@ import type * as Ledger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "./errors.js"
 import { IdempotencyLedger, make } from "./ledger.js"
 import * as Memory from "./memory.js"
-import * as Sql from "./sql.js"
+
+// The SQL store (and `@effect/sql` under it) loads when a SQL ledger is built, as the drivers do: the memory ledger,
+// and a client that only imports the package, load none of it.
+const loadSql = () => import("./sql.js")
 
 export const layerMemory = (options?: Ledger.Options): Layer.Layer<IdempotencyLedger> =>
   Layer.sync(IdempotencyLedger, () => make(Memory.make(), options))
@@ -30,6 +33,10 @@ export const layerSql = (
   Layer.effect(
     IdempotencyLedger,
     Effect.gen(function*() {
+      const Sql = yield* Effect.tryPromise({
+        try: loadSql,
+        catch: (cause) => new IdempotencyError({ reason: "Unavailable", detail: "layerSql needs the @effect/sql package", cause })
+      })
       const table = options?.table ?? Sql.defaultTable
       yield* Effect.mapError(Sql.migrate(table), migrationFailed)
       return make(yield* Sql.make(table), options)

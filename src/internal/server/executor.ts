@@ -25,7 +25,6 @@ import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import type * as AgentExecutor from "../../AgentExecutor.js"
@@ -35,6 +34,7 @@ import * as internalTracing from "../observability/tracing.js"
 import * as ErrorId from "../wire/errorId.js"
 import { fromTask, fromUserMessage } from "../wire/parts.js"
 import * as taskState from "../wire/taskState.js"
+import { ConfigurationError } from "../serverErrors.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import { admissionRefused, type Finals, isReply, makeFinals, ofResult, outputProblem, type RunEnd } from "./finalStatus.js"
@@ -63,14 +63,7 @@ import {
 type AgentRequest = AgentExecutor.AgentRequest
 type FinalStatus = AgentExecutor.FinalStatus
 
-/** A configuration the executor refuses to start with; see `AgentExecutor.ConfigurationError`. */
-export class ConfigurationError extends Schema.TaggedError<ConfigurationError>("effect-a2a/ConfigurationError")(
-  "ConfigurationError",
-  {
-    reason: Schema.Literal("DebugErrorsInProduction", "InvalidOption"),
-    message: Schema.String
-  }
-) {}
+export { ConfigurationError }
 
 /** Why a run that did not stop at a shutdown ended FAILED: its fiber could not be interrupted in time. */
 class ShutdownTimeout extends Data.TaggedError("ShutdownTimeout")<{ readonly message: string }> {}

@@ -25,14 +25,14 @@ import { identity } from "effect/Function"
 import { createHash } from "node:crypto"
 import * as ErrorId from "../wire/errorId.js"
 import * as EventId from "../wire/eventId.js"
+import { cardPath } from "../serverErrors.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import type * as internalLoad from "./load.js"
 import * as internalRpc from "./rpc.js"
 import * as slowReader from "./slowReader.js"
 
-/** @internal */
-export const cardPath = "/.well-known/agent-card.json"
+export { cardPath }
 
 const encoder = new TextEncoder()
 

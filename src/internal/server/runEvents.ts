@@ -8,22 +8,13 @@
 import type { Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { type Message, TaskState } from "@a2a-js/sdk"
 import { AgentEvent, type AgentExecutionEvent, type ExecutionEventBus } from "@a2a-js/sdk/server"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
 import * as Part from "../../Part.js"
+import { AgentProgress, InvalidOutput } from "../agent/progress.js"
 import * as json from "../wire/json.js"
 import * as wireParts from "../wire/parts.js"
 
-/** Output of an agent that is not JSON data, so the wire could not carry it. */
-export class InvalidOutput extends Schema.TaggedError<InvalidOutput>("effect-a2a/InvalidOutput")("InvalidOutput", {
-  path: Schema.String,
-  found: Schema.String
-}) {
-  override get message(): string {
-    return `The agent's output is not JSON data at ${this.path}: ${this.found}`
-  }
-}
+export { AgentProgress, InvalidOutput }
 
 /** Dies with {@link InvalidOutput} when `problem` is set: output is checked before anything of it is published. */
 export const checked = (problem: json.NotJson | undefined): Effect.Effect<void> =>
@@ -96,19 +87,6 @@ export const publishArtifact = (events: RunEvents, taskId: string, contextId: st
   openTask(events)
   events.bus.publish(event)
 }
-
-/** Progress reporting available to a running agent; see `AgentExecutor.AgentProgress`. */
-export class AgentProgress extends Context.Tag("effect-a2a/AgentExecutor/AgentProgress")<
-  AgentProgress,
-  {
-    /** A WORKING status update with a text message. */
-    readonly status: (text: string) => Effect.Effect<void>
-    /** A WORKING status update with a data part. */
-    readonly data: (data: Part.Json) => Effect.Effect<void>
-    /** An artifact update. */
-    readonly artifact: (artifact: Part.Artifact) => Effect.Effect<void>
-  }
->() {}
 
 /** The progress of one run: each report goes out on its bus at once. */
 export const makeProgress = (taskId: string, contextId: string, events: RunEvents) =>

@@ -16,13 +16,13 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { Kysely, PostgresPool, SqliteDatabase } from "kysely"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as taskState from "../wire/taskState.js"
+import { TaskStoreError } from "../serverErrors.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalMemoryTaskStore from "./memoryTaskStore.js"
 
@@ -55,14 +55,7 @@ export interface Failure {
   readonly message: string
 }
 
-/** @internal */
-export class TaskStoreError extends Schema.TaggedError<TaskStoreError>("effect-a2a/TaskStoreError")(
-  "TaskStoreError",
-  {
-    reason: Schema.Literal("Driver", "Migration", "Connection"),
-    message: Schema.String
-  }
-) {}
+export { TaskStoreError }
 
 /**
  * A driver, loaded by a non-literal specifier: the drivers ship no types of

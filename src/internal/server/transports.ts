@@ -7,27 +7,12 @@
  */
 import type { A2ARequestHandler } from "@a2a-js/sdk/server"
 import type * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
-import * as internalTransport from "../wire/transport.js"
 import type * as internalAuthentication from "./authentication.js"
 import type * as internalHttp from "./http.js"
 import type * as internalLoad from "./load.js"
 import type * as internalRpc from "./rpc.js"
 
-/**
- * A transport asked for that cannot be served: its optional packages are
- * not installed.
- *
- * @internal
- */
-export class TransportError extends Schema.TaggedError<TransportError>("effect-a2a/TransportError")(
-  "TransportError",
-  {
-    reason: Schema.Literal("MissingPackage"),
-    transport: internalTransport.Transport,
-    message: Schema.String
-  }
-) {}
+export { TransportError } from "../serverErrors.js"
 
 /**
  * `@grpc/grpc-js`'s `ServerCredentials`, by a member of its own, so that

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import { createLocalJWKSet, createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from "jose"
 import type * as Authentication from "../../Authentication.js"
 import * as jws from "../wire/jws.js"
-import * as internalAuthentication from "./authentication.js"
+import * as internalAuthentication from "./authenticator.js"
 
 /** Asymmetric only: with a public key, `none` and `HS*` are how tokens get forged. */
 const asymmetric: ReadonlySet<string> = new Set(jws.asymmetric)

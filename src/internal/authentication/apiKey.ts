@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
 import type * as Authentication from "../../Authentication.js"
-import * as internalAuthentication from "./authentication.js"
+import * as internalAuthentication from "./authenticator.js"
 
 const digest = (key: string): Buffer => createHash("sha256").update(key, "utf8").digest()
 
