@@ -47,6 +47,9 @@ import * as internal from "./internal/ledger/ledger.js"
  *   cannot store or keep apart; refused by every ledger, before its store,
  *   so that a key works the same on each.
  * - `Unavailable`: the store failed (database down, migration failed, …).
+ * - `MissingPackage`: a layer's optional packages are not installed (its
+ *   `detail` says which to install), or better-sqlite3's native addon is
+ *   not built.
  *
  * @example
  * ```ts
