@@ -504,11 +504,11 @@ describe("the pieces", () => {
     expect(internalProbe.isHttpUrl("127.0.0.1:8000")).toBe(false)
   })
 
-  it("without @effect/cli, an optional peer, the command says to install it and exits 1", async () => {
+  it("without @effect/cli, an optional peer, the command says to install it, in the range package.json asks for, and exits 1", async () => {
     const result = await cli(["--version"], { without: "@effect/cli" })
     expect(result.code).toBe(1)
     expect(result.stdout).toBe("")
-    expect(result.stderr).toMatch(/^effect-a2a: install @effect\/cli to use the effect-a2a command \(npm install @effect\/cli\): /)
+    expect(result.stderr).toMatch(/^effect-a2a: install @effect\/cli to use the effect-a2a command \(npm install @effect\/cli@\^0\.77\.2\): /)
   })
 
   it("playground on a port in use: exit 1, naming the address", async () => {

@@ -38,7 +38,7 @@ describe("the published package", () => {
       // with the optional peers, the declarations check in full.
       typecheck: { lean: "compiled", full: "compiled" },
       // The bin without @effect/cli says what to install, and fails.
-      cli: { status: 1, said: "install @effect/cli to use the effect-a2a command (npm install @effect/cli)" },
+      cli: { status: 1, said: "install @effect/cli to use the effect-a2a command (npm install @effect/cli@^0.77.2)" },
       // ESM-only, and said so at compile time: a CommonJS project that requires the package does not type-check,
       // whichever resolution it uses, as the require fails at run time; its `import()` type-checks and runs.
       commonjs: {

@@ -9,6 +9,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as fs from "node:fs"
 
 /** Why `load` failed: what to install, then what the import said. */
 export interface Missing {
@@ -21,9 +22,26 @@ const listed = (names: ReadonlyArray<string>): string =>
 
 const describe = (cause: unknown): string => cause instanceof Error ? cause.message : String(cause)
 
-/** What to install to use `use`: `install a and b to use X (npm install a b)`. */
-export const installHint = (packages: ReadonlyArray<string>, use: string): string =>
-  `install ${listed(packages)} to use ${use} (npm install ${packages.join(" ")})`
+/**
+ * The ranges package.json asks for, by package: a plain `npm install` of
+ * some (better-sqlite3) would take a major that does not fit. From both
+ * `src/internal` and `dist/internal`; read only when a hint is given.
+ */
+const ranges = (): Record<string, string> => {
+  try {
+    const manifest = JSON.parse(fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
+    return { ...manifest.peerDependencies }
+  } catch {
+    return {}
+  }
+}
+
+/** What to install to use `use`: `install a and b to use X (npm install a@^1.2.0 b@^3.0.0)`. */
+export const installHint = (packages: ReadonlyArray<string>, use: string): string => {
+  const range = ranges()
+  const specs = packages.map((name) => range[name] === undefined ? name : `${name}@${range[name]}`)
+  return `install ${listed(packages)} to use ${use} (npm install ${specs.join(" ")})`
+}
 
 /**
  * The modules `modules` imports, or a failure naming `packages` (the

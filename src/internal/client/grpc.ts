@@ -48,7 +48,7 @@ interface Modules {
 let loading: Promise<Modules> | undefined
 
 /** What to install for gRPC, named in the error of a client that cannot load it. @internal */
-export const missing = Peer.installHint(Peer.grpcPackages, "the GRPC transport")
+export const missing = (): string => Peer.installHint(Peer.grpcPackages, "the GRPC transport")
 
 /** The gRPC modules; rejects when they are not installed. */
 const load = (): Promise<Modules> =>
