@@ -158,8 +158,7 @@ const connect = (
         const database = new driver.default(config.filename) as SqliteDatabase
         return new kysely.Kysely<unknown>({ dialect: new kysely.SqliteDialect({ database }) })
       }
-      const pg = driver
-      const Pool = (pg.default ?? pg).Pool
+      const Pool = (driver.default ?? driver).Pool
       const pool = new Pool({ connectionString: config.url, max: config.poolSize ?? 10 })
       // An idle connection the database ends (a restart, a failover, an idle timeout) is an `error` event
       // of the pool, which drops that connection; unhandled, the event would end the process.
