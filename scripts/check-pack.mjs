@@ -1,6 +1,9 @@
 // Packs the library and imports it from a fresh Effect 3 application: the
-// tarball's own files, its exports map and its type declarations.
-import { execFileSync } from "node:child_process"
+// tarball's own files, its exports map and its type declarations. The
+// application first has only what a user must install (the dependencies and
+// the peers that are not optional): a client and a memory-store server run
+// with that alone; the optional peers join it afterwards.
+import { execFileSync, spawnSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -17,12 +20,19 @@ try {
   run("tar", ["-xzf", join(app, tarball), "-C", join(modules, "effect-a2a"), "--strip-components=1"], app)
   // The application brings its own Effect 3 (a peer dependency) and the
   // library's dependencies: link those of this checkout rather than download.
+  // A linked package finds its own dependencies beside its real path, in this
+  // checkout; the library finds only what is linked here.
   const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
-  for (const dep of [...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies), "@types/node", "typescript"]) {
+  const link = (dep) => {
     const target = join(modules, dep)
     mkdirSync(join(target, ".."), { recursive: true })
     symlinkSync(join(root, "node_modules", dep), target, "dir")
   }
+  // What the tarball's manifest says a user may leave out.
+  const shipped = JSON.parse(readFileSync(join(modules, "effect-a2a", "package.json"), "utf8"))
+  const optional = Object.keys(shipped.peerDependencies).filter((dep) => shipped.peerDependenciesMeta?.[dep]?.optional === true)
+  const required = [...Object.keys(shipped.dependencies), ...Object.keys(shipped.peerDependencies).filter((dep) => !optional.includes(dep))]
+  for (const dep of [...required, "@types/node", "typescript"]) link(dep)
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", type: "module", private: true }))
   writeFileSync(
     join(app, "main.ts"),
@@ -46,24 +56,52 @@ try {
       files: ["main.ts"]
     })
   )
-  run(join(modules, "typescript", "bin", "tsc"), ["-p", "."], app)
+  // "compiled", or the error codes tsc gave, with the files they were in.
+  const typecheck = (dir, args) => {
+    try {
+      run(join(modules, "typescript", "bin", "tsc"), args, dir)
+      return "compiled"
+    } catch (error) {
+      return [...new Set(String(error.stdout).match(/TS\d+/g))]
+    }
+  }
   writeFileSync(
     join(app, "run.mjs"),
     `import { Effect, Logger, LogLevel } from "effect"
-import { A2AClientError, RemoteAgent } from "effect-a2a"
+import { A2AClientError, A2AServer, AgentExecutor, RemoteAgent } from "effect-a2a"
 const agent = await Effect.runPromise(RemoteAgent.make({ name: "nowhere", url: "http://127.0.0.1:9", onCardFailure: "degrade" }).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
 const error = await Effect.runPromise(Effect.flip(agent.send("hello")).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
 if (!(error instanceof A2AClientError.A2AClientError) || error.reason !== "Unavailable") throw new Error("unexpected: " + error)
+// A memory-store server on 127.0.0.1, and a message sent to it over JSON-RPC.
+const served = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+  const server = yield* A2AServer.make({
+    agent: () => Effect.succeed(AgentExecutor.completedText("served from the tarball")),
+    card: { name: "lean", description: "installed with what it requires" }
+  })
+  const remote = yield* RemoteAgent.make({ name: "lean", url: server.url, transports: ["JSONRPC"] })
+  const outcome = yield* remote.send("hello")
+  return { host: new URL(server.url).hostname, transport: remote.transport, outcome: outcome._tag, text: outcome.text }
+})).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
 // Only public modules are exported: an internal path, of any room, does not resolve.
 const closed = []
 for (const internal of ["effect-a2a/internal/wire/errorId", "effect-a2a/cli/probe", "effect-a2a/demo/travel"]) {
   closed.push(await import(internal).then(() => "imported", (error) => error.code))
 }
-console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.reason, delivery: error.delivery, closed }))
+console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.reason, delivery: error.delivery, served, closed }))
 `
   )
-  // The package's bin runs from the tarball too.
-  const version = run("node", [join(modules, "effect-a2a", "dist", "bin.js"), "--version"], app).trim()
+  // With what it requires alone: the client and the server run, and an application that skips the libraries'
+  // declarations (as most do) type-checks.
+  const result = JSON.parse(run("node", ["run.mjs"], app))
+  const lean = typecheck(app, ["-p", ".", "--skipLibCheck"])
+  // The package's bin, without @effect/cli, says what to install.
+  const bin = join(modules, "effect-a2a", "dist", "bin.js")
+  const refused = spawnSync("node", [bin, "--version"], { cwd: app, encoding: "utf8" })
+  const cli = { status: refused.status, said: refused.stderr.trim().split(": ")[1] }
+  // Then every optional peer joins: the declarations check in full, and the bin runs.
+  for (const dep of optional) link(dep)
+  const full = typecheck(app, ["-p", "."])
+  const version = run("node", [bin, "--version"], app).trim()
   if (!version.includes(pkg.version)) throw new Error(`effect-a2a --version printed ${JSON.stringify(version)}`)
   // The package ships no src/: its source maps hold the sources, so a stack trace through it can be mapped.
   const dist = join(modules, "effect-a2a", "dist")
@@ -82,18 +120,12 @@ console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.
   writeFileSync(join(cjs, "required.ts"), `import { RemoteOutcome } from "effect-a2a"\nexport const matcher = typeof RemoteOutcome.$match\n`)
   writeFileSync(join(cjs, "imported.ts"), `export const load = () => import("effect-a2a").then((m) => typeof m.RemoteOutcome.$match)\n`)
   const resolutions = { node10: { module: "commonjs" }, node16: { module: "node16", moduleResolution: "node16" }, nodenext: { module: "nodenext", moduleResolution: "nodenext" } }
-  // "compiled", or the error codes tsc gave.
   const compile = (resolution, file) => {
     const config = `tsconfig.${resolution}.${file}.json`
     // Only the resolution is in question: the libraries' own declarations were checked above.
     const compilerOptions = { ...resolutions[resolution], strict: true, target: "ES2022", noEmit: true, skipLibCheck: true, types: ["node"] }
     writeFileSync(join(cjs, config), JSON.stringify({ compilerOptions, files: [file] }))
-    try {
-      run(join(modules, "typescript", "bin", "tsc"), ["-p", config], cjs)
-      return "compiled"
-    } catch (error) {
-      return [...new Set(String(error.stdout).match(/TS\d+/g))]
-    }
+    return typecheck(cjs, ["-p", config])
   }
   const commonjs = {
     required: Object.fromEntries(Object.keys(resolutions).map((resolution) => [resolution, compile(resolution, "required.ts")])),
@@ -107,8 +139,9 @@ import("effect-a2a").then((m) => console.log(JSON.stringify({ required, imported
 `
   )
   const ran = JSON.parse(run("node", ["run.js"], cjs))
-  const result = JSON.parse(run("node", ["run.mjs"], app))
-  process.stdout.write(JSON.stringify({ ...result, commonjs: { ...commonjs, ran } }) + "\n")
+  process.stdout.write(
+    JSON.stringify({ optional, required, ...result, typecheck: { lean, full }, cli, commonjs: { ...commonjs, ran } }) + "\n"
+  )
 } finally {
   rmSync(app, { recursive: true, force: true })
 }

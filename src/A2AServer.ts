@@ -573,8 +573,10 @@ export type TaskStoreConfig = Data.TaggedEnum<{
 export const TaskStoreConfig = Data.taggedEnum<TaskStoreConfig>()
 
 /**
- * The database task store could not be set up: its driver is missing, its
- * table could not be created, or the database is unreachable.
+ * The database task store could not be set up: its optional packages are
+ * not installed (`MissingPackage`, the message naming them: `kysely` and
+ * `better-sqlite3` or `pg`), its driver failed, its table could not be
+ * created, or the database is unreachable. Replication fails with it too.
  *
  * @example
  * ```ts

@@ -1,5 +1,6 @@
 /**
- * The `effect-a2a` command line, built with `@effect/cli`:
+ * The `effect-a2a` command line, built with `@effect/cli`, an optional peer
+ * that this module and the `effect-a2a` bin alone need:
  *
  * - `probe <agent-url> [--text T] [--timeout D] [--transport T] [--header 'Name: value']… [--api-key KEY] [--push] [--trust JWK-FILE|JWKS-URL] [--json]`:
  *   one blocking call; says which channel it ended in (exit 0 Completed,

@@ -47,6 +47,9 @@ import * as internal from "./internal/ledger/ledger.js"
  *   cannot store or keep apart; refused by every ledger, before its store,
  *   so that a key works the same on each.
  * - `Unavailable`: the store failed (database down, migration failed, …).
+ * - `MissingPackage`: a layer's optional packages are not installed (its
+ *   `detail` says which to install), or better-sqlite3's native addon is
+ *   not built.
  *
  * @example
  * ```ts
@@ -645,7 +648,8 @@ export const layerMemory: (options?: Options) => Layer.Layer<IdempotencyLedger> 
 
 /**
  * A ledger over whatever `SqlClient` the context holds (SQLite and
- * PostgreSQL are supported). Creates its table when missing.
+ * PostgreSQL are supported). Creates its table when missing. `@effect/sql`
+ * is an optional peer, loaded when this layer is built.
  *
  * @example
  * ```ts
@@ -666,9 +670,11 @@ export const layerSql: (
 
 /**
  * A ledger in a SQLite file: the embedded default. Survives restarts of one
- * process; processes on one machine may share the file. Its driver
- * (`@effect/sql-sqlite-node`, with better-sqlite3's native addon) is loaded
- * only when this layer is built, so a client that never builds it loads none.
+ * process; processes on one machine may share the file. Its modules
+ * (`@effect/sql`, `@effect/sql-sqlite-node`, better-sqlite3 and its native
+ * addon) are optional peers, loaded only when this layer is built, so a
+ * client that never builds it needs none; without them it fails with reason
+ * `MissingPackage`, naming what to install.
  *
  * @example
  * ```ts
@@ -685,7 +691,8 @@ export const layerSqlite: (
 
 /**
  * A ledger in PostgreSQL, shared by several server replicas. Needs the
- * `@effect/sql-pg` package, which is loaded only when this layer is built.
+ * optional peers `@effect/sql` and `@effect/sql-pg`, loaded only when this
+ * layer is built (without them it fails with reason `MissingPackage`).
  *
  * @example
  * ```ts

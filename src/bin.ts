@@ -1,17 +1,19 @@
 #!/usr/bin/env node
 /**
- * The `effect-a2a` executable: runs {@link Cli.run} on the process's
- * arguments and exits with its code.
+ * The `effect-a2a` executable: runs `Cli.run` on the process's arguments
+ * and exits with its code; without `@effect/cli`, says to install it and
+ * exits with 1.
  *
  * @since 0.1.0
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as fs from "node:fs"
-import * as Cli from "./Cli.js"
+import * as Peer from "./internal/peer.js"
 
 // `../package.json` from both `src/bin.ts` (tsx) and `dist/bin.js`.
 const version = (() => {
@@ -24,7 +26,14 @@ const version = (() => {
   }
 })()
 
-Cli.run(process.argv, { version }).pipe(
+// `@effect/cli` is an optional peer, which only this command needs: without it, say what to install.
+// Its own failure to load, a required package missing, is printed too: nothing else would report it.
+Peer.load(["@effect/cli"], "the effect-a2a command", () => import("@effect/cli/Command")).pipe(
+  Effect.zipRight(Effect.tryPromise({ try: () => import("./Cli.js"), catch: (cause) => ({ message: String(cause) }) })),
+  Effect.matchEffect({
+    onFailure: (failure) => Effect.as(Console.error(`effect-a2a: ${failure.message}`), 1),
+    onSuccess: (Cli) => Cli.run(process.argv, { version })
+  }),
   Effect.provide(NodeContext.layer),
   NodeRuntime.runMain({
     disableErrorReporting: true,

@@ -38,12 +38,16 @@ interface Result {
   readonly stderr: string
 }
 
-/** Runs the CLI to its end, killed after `timeoutMs`. */
-const cli = (args: ReadonlyArray<string>, options: { readonly stdin?: Buffer | string; readonly timeoutMs?: number } = {}) =>
+/** Runs the CLI to its end, killed after `timeoutMs`; `without`: packages it runs as if not installed (a pattern). */
+const cli = (
+  args: ReadonlyArray<string>,
+  options: { readonly stdin?: Buffer | string; readonly timeoutMs?: number; readonly without?: string } = {}
+) =>
   new Promise<Result>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/bin.ts", ...args], {
+    const blocked = options.without === undefined ? [] : ["--import", "./test/fixtures/blockModules.mjs"]
+    const child = spawn(process.execPath, ["--import", "tsx", ...blocked, "src/bin.ts", ...args], {
       cwd: root,
-      env: childEnv,
+      env: options.without === undefined ? childEnv : { ...childEnv, BLOCKED_PACKAGES: options.without },
       stdio: ["pipe", "pipe", "pipe"]
     })
     let stdout = ""
@@ -498,6 +502,13 @@ describe("the pieces", () => {
     expect(results[0]!.stderr).not.toContain("running")
     expect(internalProbe.isHttpUrl(" https://agents.example.com/.well-known/agent-card.json ")).toBe(true)
     expect(internalProbe.isHttpUrl("127.0.0.1:8000")).toBe(false)
+  })
+
+  it("without @effect/cli, an optional peer, the command says to install it, in the range package.json asks for, and exits 1", async () => {
+    const result = await cli(["--version"], { without: "@effect/cli" })
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toMatch(/^effect-a2a: install @effect\/cli to use the effect-a2a command \(npm install @effect\/cli@\^0\.77\.2\): /)
   })
 
   it("playground on a port in use: exit 1, naming the address", async () => {

@@ -747,11 +747,17 @@ describe("IdempotencyLedger errors", () => {
     Effect.gen(function*() {
       const notADatabase = path.join(sqliteDirectory(), `${unique("garbage")}.db`)
       fs.writeFileSync(notADatabase, "this is not a database, it is plain text that is long enough to be read")
-      for (const filename of [path.join(sqliteDirectory(), "no-such-dir", "ledger.db"), notADatabase]) {
+      const cases = [
+        [path.join(sqliteDirectory(), "no-such-dir", "ledger.db"), "the directory does not exist"],
+        [notADatabase, "file is not a database"]
+      ] as const
+      for (const [filename, why] of cases) {
         const error = yield* Effect.flip(build(IdempotencyLedger.layerSqlite({ filename })))
         expect(error).toBeInstanceOf(IdempotencyError)
         expect((error as IdempotencyLedger.IdempotencyError).reason).toBe("Unavailable")
-        expect((error as IdempotencyLedger.IdempotencyError).detail).toBe(`could not open the SQLite ledger at ${filename}`)
+        // The driver's own words follow, rather than hide in the cause.
+        expect((error as IdempotencyLedger.IdempotencyError).detail).toMatch(`could not open the SQLite ledger at ${filename}: `)
+        expect((error as IdempotencyLedger.IdempotencyError).detail).toContain(why)
       }
     }))
 

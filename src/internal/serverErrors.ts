@@ -24,7 +24,7 @@ export class ConfigurationError extends Schema.TaggedError<ConfigurationError>("
 export class TaskStoreError extends Schema.TaggedError<TaskStoreError>("effect-a2a/TaskStoreError")(
   "TaskStoreError",
   {
-    reason: Schema.Literal("Driver", "Migration", "Connection"),
+    reason: Schema.Literal("MissingPackage", "Driver", "Migration", "Connection"),
     message: Schema.String
   }
 ) {}

@@ -34,6 +34,7 @@ import {
   unsendableMetadata,
   unsendableMetadataDetail
 } from "./classify.js"
+import * as Peer from "../peer.js"
 import { parseRetryAfter } from "../wire/retryAfter.js"
 
 /** The packages gRPC needs, loaded once on first use. */
@@ -47,7 +48,7 @@ interface Modules {
 let loading: Promise<Modules> | undefined
 
 /** What to install for gRPC, named in the error of a client that cannot load it. @internal */
-export const missing = "gRPC needs the optional peer dependencies @grpc/grpc-js and @bufbuild/protobuf: install both"
+export const missing = (): string => Peer.installHint(Peer.grpcPackages, "the GRPC transport")
 
 /** The gRPC modules; rejects when they are not installed. */
 const load = (): Promise<Modules> =>

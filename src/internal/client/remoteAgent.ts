@@ -296,7 +296,7 @@ const resolve = (
     const resolved = yield* resolveClient(options, base, headers, yield* checkOf(options, base))
     if (resolved.grpcMissing) {
       // Asked for by name, and lost: said once, where the agent is built.
-      yield* Effect.logWarning(`remote agent ${options.name} prefers gRPC, but ${grpcMissing}; using ${resolved.binding.transport}`).pipe(
+      yield* Effect.logWarning(`remote agent ${options.name} prefers gRPC, but ${grpcMissing()}; using ${resolved.binding.transport}`).pipe(
         Effect.annotateLogs({ agent: options.name, url: options.url })
       )
     }

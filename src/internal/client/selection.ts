@@ -73,7 +73,7 @@ export const select = async (
     const grpcLost = wantsGrpc && loaded === undefined && offers.includes("GRPC")
     throw new Error(
       `${noCompatible}: the card offers ${offers.length === 0 ? "none" : offers.join(", ")}; ` +
-        (grpcLost ? grpc.missing : "this client speaks JSONRPC, HTTP+JSON and GRPC"),
+        (grpcLost ? grpc.missing() : "this client speaks JSONRPC, HTTP+JSON and GRPC"),
       { cause: error }
     )
   }

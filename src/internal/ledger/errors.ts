@@ -6,7 +6,7 @@
  */
 import * as Schema from "effect/Schema"
 
-export const Reason = Schema.Literal("Interrupted", "Timeout", "NotFound", "InvalidResult", "InvalidKey", "Unavailable")
+export const Reason = Schema.Literal("Interrupted", "Timeout", "NotFound", "InvalidResult", "InvalidKey", "Unavailable", "MissingPackage")
 
 export type Reason = typeof Reason.Type
 

@@ -1,8 +1,8 @@
 /**
  * The ledger's layers: one per backend, each a store under the same
- * decisions. The SQL drivers are loaded only when their layer is built, so
- * that importing the ledger (as every client does) loads neither
- * better-sqlite3's native addon nor `pg`.
+ * decisions. The SQL modules (`@effect/sql` and a driver) are optional peers,
+ * loaded only when their layer is built, so that importing the ledger (as
+ * every client does) loads none of them, nor better-sqlite3's native addon.
  *
  * @internal
  */
@@ -13,13 +13,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type * as Ledger from "../../IdempotencyLedger.js"
+import * as Peer from "../peer.js"
 import { IdempotencyError } from "./errors.js"
 import { IdempotencyLedger, make } from "./ledger.js"
 import * as Memory from "./memory.js"
-
-// The SQL store (and `@effect/sql` under it) loads when a SQL ledger is built, as the drivers do: the memory ledger,
-// and a client that only imports the package, load none of it.
-const loadSql = () => import("./sql.js")
+import type * as Sql from "./sql.js"
 
 export const layerMemory = (options?: Ledger.Options): Layer.Layer<IdempotencyLedger> =>
   Layer.sync(IdempotencyLedger, () => make(Memory.make(), options))
@@ -27,50 +25,64 @@ export const layerMemory = (options?: Ledger.Options): Layer.Layer<IdempotencyLe
 const migrationFailed = (cause: SqlError) =>
   new IdempotencyError({ reason: "Unavailable", detail: "the ledger table could not be created", cause })
 
-export const layerSql = (
-  options?: Ledger.SqlOptions
+const missing = (failure: Peer.Missing) =>
+  new IdempotencyError({ reason: "MissingPackage", detail: failure.message, cause: failure.cause })
+
+/** The store over `@effect/sql`, whose module loads it. */
+const loadSql = (): Promise<typeof Sql> => import("./sql.js")
+
+const layerOver = (
+  sql: typeof Sql,
+  options: Ledger.SqlOptions | undefined
 ): Layer.Layer<IdempotencyLedger, IdempotencyError, SqlClient.SqlClient> =>
   Layer.effect(
     IdempotencyLedger,
     Effect.gen(function*() {
-      const Sql = yield* Effect.tryPromise({
-        try: loadSql,
-        catch: (cause) => new IdempotencyError({ reason: "Unavailable", detail: "layerSql needs the @effect/sql package", cause })
-      })
-      const table = options?.table ?? Sql.defaultTable
-      yield* Effect.mapError(Sql.migrate(table), migrationFailed)
-      return make(yield* Sql.make(table), options)
+      const table = options?.table ?? sql.defaultTable
+      yield* Effect.mapError(sql.migrate(table), migrationFailed)
+      return make(yield* sql.make(table), options)
     })
   )
 
-/** A SQL ledger over a driver module loaded when the layer is built; `missing` says what could not be loaded. */
+export const layerSql = (
+  options?: Ledger.SqlOptions
+): Layer.Layer<IdempotencyLedger, IdempotencyError, SqlClient.SqlClient> =>
+  Layer.unwrapEffect(
+    Peer.load(["@effect/sql"], "IdempotencyLedger.layerSql", loadSql).pipe(
+      Effect.mapBoth({ onFailure: missing, onSuccess: (sql) => layerOver(sql, options) })
+    )
+  )
+
+/** A SQL ledger over a driver module loaded, with `@effect/sql`, when the layer is built; `packages` are what `use` needs. */
 const layerDriver = <M>(
   options: Ledger.SqlOptions,
+  packages: ReadonlyArray<string>,
+  use: string,
   load: () => Promise<M>,
-  missing: string,
   client: (driver: M) => Layer.Layer<SqlClient.SqlClient, IdempotencyError>
 ): Layer.Layer<IdempotencyLedger, IdempotencyError> =>
   Layer.unwrapEffect(
-    Effect.tryPromise({
-      try: load,
-      catch: (cause) => new IdempotencyError({ reason: "Unavailable", detail: missing, cause })
-    }).pipe(
-      Effect.map((driver) => layerSql(options).pipe(Layer.provide(client(driver))))
+    Peer.load(packages, use, () => Promise.all([loadSql(), load()])).pipe(
+      Effect.mapBoth({
+        onFailure: missing,
+        onSuccess: ([sql, driver]) => layerOver(sql, options).pipe(Layer.provide(client(driver)))
+      })
     )
   )
 
 const sqliteClient = (filename: string) => (SqliteClient: typeof import("@effect/sql-sqlite-node/SqliteClient")) =>
   SqliteClient.layer({ filename }).pipe(
     // Opening the file throws (a missing directory, a file that is not a database).
-    Layer.catchAllCause((cause) =>
-      Layer.fail(
+    Layer.catchAllCause((cause) => {
+      const error = Cause.squash(cause)
+      return Layer.fail(
         new IdempotencyError({
           reason: "Unavailable",
-          detail: `could not open the SQLite ledger at ${filename}`,
-          cause: Cause.squash(cause)
+          detail: `could not open the SQLite ledger at ${filename}: ${error instanceof Error ? error.message : String(error)}`,
+          cause: error
         })
       )
-    )
+    })
   )
 
 export const layerSqlite = (
@@ -78,8 +90,10 @@ export const layerSqlite = (
 ): Layer.Layer<IdempotencyLedger, IdempotencyError> =>
   layerDriver(
     options,
-    () => import("@effect/sql-sqlite-node/SqliteClient"),
-    "layerSqlite needs the @effect/sql-sqlite-node package and its better-sqlite3 addon",
+    ["@effect/sql", "@effect/sql-sqlite-node", "better-sqlite3"],
+    "IdempotencyLedger.layerSqlite",
+    // The addon first: the driver's module loads without it, and would fail only when opening the file.
+    () => Peer.betterSqlite3().then(() => import("@effect/sql-sqlite-node/SqliteClient")),
     sqliteClient(options.filename)
   )
 
@@ -98,4 +112,10 @@ export const layerPg = (
     readonly maxConnections?: number | undefined
   }
 ): Layer.Layer<IdempotencyLedger, IdempotencyError> =>
-  layerDriver(options, () => import("@effect/sql-pg/PgClient"), "layerPg needs the @effect/sql-pg package", pgClient(options.url, options.maxConnections))
+  layerDriver(
+    options,
+    ["@effect/sql", "@effect/sql-pg"],
+    "IdempotencyLedger.layerPg",
+    () => import("@effect/sql-pg/PgClient"),
+    pgClient(options.url, options.maxConnections)
+  )

@@ -39,7 +39,7 @@ export interface Entry {
 
 /** @internal */
 export class EventLogError extends Schema.TaggedError<EventLogError>("effect-a2a/EventLogError")("EventLogError", {
-  reason: Schema.Literal("Unavailable", "Conflict", "Decode"),
+  reason: Schema.Literal("Unavailable", "Conflict", "Decode", "MissingPackage"),
   message: Schema.String
 }) {}
 

@@ -23,6 +23,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import * as Peer from "../peer.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as ErrorTable from "../wire/errorTable.js"
 import * as requestShape from "../wire/requestShape.js"
@@ -33,23 +34,13 @@ import { bracketed, hostForUrl, ListenError } from "./listen.js"
 import * as internalRpc from "./rpc.js"
 import { type Core, type GrpcOptions, type OwnPort, TransportError } from "./transports.js"
 
-const modules = Effect.tryPromise({
-  try: async () => ({
-    grpc: await import("@grpc/grpc-js"),
-    wire: await import("@bufbuild/protobuf/wire"),
-    errors: await import("@a2a-js/sdk/errors/grpc"),
-    service: await import("@a2a-js/sdk/server/grpc"),
-    legacy: await import("@a2a-js/sdk/compat/v0_3/server/grpc")
-  }),
-  catch: (cause) =>
-    new TransportError({
-      reason: "MissingPackage",
-      transport: "GRPC",
-      message: `Serving gRPC needs the optional packages @grpc/grpc-js and @bufbuild/protobuf ` +
-        `(npm install @grpc/grpc-js @bufbuild/protobuf), or leave "GRPC" out of transports: ` +
-        (cause instanceof Error ? cause.message : String(cause))
-    })
-})
+const modules = Peer.load(Peer.grpcPackages, `A2AServer's "GRPC" transport, or leave "GRPC" out of transports`, async () => ({
+  grpc: await import("@grpc/grpc-js"),
+  wire: await import("@bufbuild/protobuf/wire"),
+  errors: await import("@a2a-js/sdk/errors/grpc"),
+  service: await import("@a2a-js/sdk/server/grpc"),
+  legacy: await import("@a2a-js/sdk/compat/v0_3/server/grpc")
+})).pipe(Effect.mapError((missing) => new TransportError({ reason: "MissingPackage", transport: "GRPC", message: missing.message })))
 
 type Modules = Effect.Effect.Success<typeof modules>
 

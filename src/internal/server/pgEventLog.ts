@@ -187,7 +187,6 @@ export const makePg = (
   options: Options
 ): Effect.Effect<internalEventLog.EventLog, internalEventLog.EventLogError, Scope.Scope> =>
   Effect.gen(function*() {
-    const { sql } = yield* Effect.promise(() => import("kysely"))
     const channel = options.channel ?? defaultChannel
     if (channel === "" || Buffer.byteLength(channel) > 63) {
       return yield* new internalEventLog.EventLogError({
@@ -198,22 +197,28 @@ export const makePg = (
     const retention = Duration.decode(options.retention ?? internalEventLog.defaultRetention)
     const pollInterval = Duration.decode(options.pollInterval ?? Duration.seconds(1))
     const unavailableAfter = Duration.decode(options.unavailableAfter ?? internalEventLog.defaultUnavailableAfter)
-    const t = sql.table(table)
-    const ends = sql.table(endsTable)
-    const keys = sql.table(keyTable)
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const carry = options.carry ?? true
 
-    const { db } = yield* internalTaskStore.connection(
+    const { db, driver: pg, sql } = yield* internalTaskStore.connection(
       { _tag: "Postgres", url: options.url, poolSize: options.poolSize },
       "event log",
-      () => Effect.void
-    ).pipe(Effect.mapError((failure) => new internalEventLog.EventLogError({ reason: "Unavailable", message: failure.message })))
+      () => Effect.void,
+      internalTaskStore.replicationUse
+    ).pipe(Effect.mapError((failure) =>
+      new internalEventLog.EventLogError({
+        reason: failure.reason === "MissingPackage" ? "MissingPackage" : "Unavailable",
+        message: failure.message
+      })
+    ))
+    const t = sql.table(table)
+    const ends = sql.table(endsTable)
+    const keys = sql.table(keyTable)
     const query = <A>(what: string, run: (db: Kysely<unknown>) => Promise<A>) =>
       Effect.tryPromise({ try: () => run(db), catch: unavailable(what) })
 
     const carriedKeys = yield* query("Could not create the tables of the event log", (db) =>
-      internalTaskStore.exclusivelyPg(db, table, async (trx) => {
+      internalTaskStore.exclusivelyPg(db, sql, table, async (trx) => {
         await sql`create table if not exists ${t} (
           task_id text not null,
           seq bigint not null,
@@ -324,10 +329,6 @@ export const makePg = (
     yield* Effect.forkScoped(Effect.repeat(poll, Schedule.spaced(pollInterval)))
 
     if (options.listen ?? true) {
-      const pg = yield* Effect.tryPromise({
-        try: () => internalTaskStore.load("pg"),
-        catch: unavailable("Could not load the pg driver")
-      })
       const Client = (pg.default ?? pg).Client as new(config: object) => ListenClient
       const applicationName = options.applicationName ?? defaultApplicationName
 

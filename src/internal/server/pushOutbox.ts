@@ -100,11 +100,11 @@ export const make = (
   config: internalTaskStore.DatabaseConfig
 ): Effect.Effect<Outbox, internalTaskStore.Failure, Scope.Scope> =>
   Effect.gen(function*() {
-    const { sql } = yield* Effect.promise(() => import("kysely"))
+    const { db, sql } = yield* internalTaskStore.connection(config, "push outbox", () => Effect.void)
     const postgres = config._tag === "Postgres"
     const t = sql.table(table)
     const exclusive = <A>(db: Kysely<unknown>, body: (db: Kysely<unknown>) => Promise<A>): Promise<A> =>
-      postgres ? internalTaskStore.exclusivelyPg(db, table, body) : body(db)
+      postgres ? internalTaskStore.exclusivelyPg(db, sql, table, body) : body(db)
     const create = (db: Kysely<unknown>) =>
       Effect.tryPromise({
         try: () =>
@@ -132,7 +132,6 @@ export const make = (
           }),
         catch: internalTaskStore.fail("Migration", "Could not create the table of the push outbox")
       })
-    const { db } = yield* internalTaskStore.connection(config, "push outbox", () => Effect.void)
     yield* create(db)
 
     const replica = randomUUID()

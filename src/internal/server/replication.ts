@@ -438,7 +438,7 @@ export const open = (
       }),
       (error) =>
         new internalTaskStore.TaskStoreError({
-          reason: error.reason === "Unavailable" ? "Connection" : "Driver",
+          reason: error.reason === "Unavailable" ? "Connection" : error.reason === "MissingPackage" ? "MissingPackage" : "Driver",
           message: error.message
         })
     )

@@ -61,12 +61,16 @@ export interface Options {
 /** @internal */
 export const make = (options: Options): Effect.Effect<RunClaims, internalTaskStore.Failure, Scope.Scope> =>
   Effect.gen(function*() {
-    const { sql } = yield* Effect.promise(() => import("kysely"))
+    const { db, sql } = yield* internalTaskStore.connection(
+      { _tag: "Postgres", url: options.url },
+      "run claims",
+      () => Effect.void,
+      internalTaskStore.replicationUse
+    )
     const t = sql.table(table)
-    const { db } = yield* internalTaskStore.connection({ _tag: "Postgres", url: options.url }, "run claims", () => Effect.void)
     yield* Effect.tryPromise({
       try: () =>
-        internalTaskStore.exclusivelyPg(db, table, async (trx) => {
+        internalTaskStore.exclusivelyPg(db, sql, table, async (trx) => {
           await sql`create table if not exists ${t} (
             task_id text primary key,
             replica text not null,

@@ -4,8 +4,9 @@
  * `DatabaseTaskStore` on SQLite or PostgreSQL, its table created by the SDK's
  * own migrations (what `a2a-db upgrade --store tasks` runs).
  *
- * `kysely`, `better-sqlite3` and `pg` are optional peers of the SDK: they are
- * loaded only when a database store is asked for.
+ * `kysely`, `better-sqlite3` and `pg` are optional peers, of the SDK's and
+ * ours: they are loaded only when a database store is asked for, and their
+ * absence fails that store naming them.
  *
  * @internal
  */
@@ -17,10 +18,11 @@ import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import type { Kysely, PostgresPool, SqliteDatabase } from "kysely"
+import type { Kysely, PostgresPool, SqliteDatabase, sql as Sql } from "kysely"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
+import * as Peer from "../peer.js"
 import * as taskState from "../wire/taskState.js"
 import { TaskStoreError } from "../serverErrors.js"
 import * as internalAuthentication from "./authentication.js"
@@ -51,19 +53,33 @@ export const isDatabase = (config: Config): config is DatabaseConfig => config._
 
 /** @internal */
 export interface Failure {
-  readonly reason: "Driver" | "Migration" | "Connection"
+  readonly reason: "MissingPackage" | "Driver" | "Migration" | "Connection"
   readonly message: string
 }
 
 export { TaskStoreError }
 
-/**
- * A driver, loaded by a non-literal specifier: the drivers ship no types of
- * their own, and are only loaded when asked for.
- *
- * @internal
- */
-export const load = (name: string): Promise<any> => import(name)
+/** The optional peers a database store needs, by database. */
+const peers = { Sqlite: ["kysely", "better-sqlite3"], Postgres: ["kysely", "pg"] } as const
+
+/** What a store on `config` is, in the messages that say what to install for it. @internal */
+export const useOf = (config: DatabaseConfig): string => `A2AServer's TaskStoreConfig.${config._tag}`
+
+/** What replication's own tables (its event log, its run claims) are, in those messages. @internal */
+export const replicationUse = "A2AServer's replication"
+
+/** kysely and the database's driver module. @internal */
+export interface Drivers {
+  readonly kysely: typeof import("kysely")
+  readonly driver: any
+}
+
+/** The modules a store on the database `tag` names needs, or a failure naming what to install to `use` it. @internal */
+export const drivers = (tag: DatabaseConfig["_tag"], use: string): Effect.Effect<Drivers, Failure> =>
+  Peer.load(peers[tag], use, async () => ({
+    kysely: await import("kysely"),
+    driver: tag === "Sqlite" ? await Peer.betterSqlite3() : await Peer.untyped("pg")
+  })).pipe(Effect.mapError((missing): Failure => ({ reason: "MissingPackage", message: missing.message })))
 
 export const fail = (reason: Failure["reason"], what: string) => (error: unknown): Failure => ({
   reason,
@@ -125,19 +141,17 @@ const migrateOnce = (url: string, table: Table): Effect.Effect<void, Failure> =>
 
 const connect = (
   config: DatabaseConfig,
+  { driver, kysely }: Drivers,
   what: string,
   onIdleError: (error: unknown) => void
 ): Effect.Effect<Kysely<unknown>, Failure> =>
-  Effect.tryPromise({
-    try: async () => {
-      const kysely = await import("kysely")
+  Effect.try({
+    try: () => {
       if (config._tag === "Sqlite") {
-        const Database = (await load("better-sqlite3")).default
-        const database = new Database(config.filename) as SqliteDatabase
+        const database = new driver.default(config.filename) as SqliteDatabase
         return new kysely.Kysely<unknown>({ dialect: new kysely.SqliteDialect({ database }) })
       }
-      const pg = await load("pg")
-      const Pool = (pg.default ?? pg).Pool
+      const Pool = (driver.default ?? driver).Pool
       const pool = new Pool({ connectionString: config.url, max: config.poolSize ?? 10 })
       // An idle connection the database ends (a restart, a failover, an idle timeout) is an `error` event
       // of the pool, which drops that connection; unhandled, the event would end the process.
@@ -171,6 +185,7 @@ const terminalStateNames = Object.values(TaskState)
 // the lock synchronously.
 const sweepEnded = (
   db: Kysely<unknown>,
+  sql: typeof Sql,
   table: string,
   retention: Duration.DurationInput,
   config: DatabaseConfig,
@@ -178,7 +193,6 @@ const sweepEnded = (
 ) =>
   Effect.gen(function* () {
     const retentionMs = Duration.toMillis(retention)
-    const { sql } = yield* Effect.promise(() => import("kysely"))
     const round = (now: number) => {
       const ended = (alias: string) =>
         sql`${sql.ref(`${alias}.status_state`)} in (${sql.join(terminalStateNames)}) and ${
@@ -236,30 +250,35 @@ type SdkDatabase = typeof import("@a2a-js/sdk/server/database")
  *
  * @internal
  */
-export const exclusivelyPg = async <A>(
+export const exclusivelyPg = <A>(
   db: Kysely<unknown>,
+  sql: typeof Sql,
   table: string,
   body: (db: Kysely<unknown>) => Promise<A>
-): Promise<A> => {
-  const { sql } = await import("kysely")
-  return db.transaction().execute(async (trx) => {
+): Promise<A> =>
+  db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(hashtext(${table}))`.execute(trx)
     return body(trx)
   })
-}
 
 /**
  * A connection to the database `given` names, for the store `what`, after
  * `prepare` (its tables' creation) ran on the same resolved file or URL; the
- * connection closes with the scope.
+ * connection closes with the scope. Its modules load first: a missing one
+ * fails naming what to install to `use` the store.
  *
  * @internal
  */
 export const connection = <E>(
   given: DatabaseConfig,
   what: string,
-  prepare: (config: DatabaseConfig) => Effect.Effect<void, E>
-): Effect.Effect<{ readonly db: Kysely<unknown>; readonly config: DatabaseConfig }, Failure | E, Scope.Scope> =>
+  prepare: (config: DatabaseConfig) => Effect.Effect<void, E>,
+  use: string = useOf(given)
+): Effect.Effect<
+  { readonly db: Kysely<unknown>; readonly config: DatabaseConfig; readonly sql: typeof Sql; readonly driver: any },
+  Failure | E,
+  Scope.Scope
+> =>
   Effect.gen(function* () {
     if (given._tag === "Sqlite" && (given.filename === "" || given.filename === ":memory:")) {
       return yield* Effect.fail<Failure>({
@@ -267,6 +286,7 @@ export const connection = <E>(
         message: `A SQLite ${what} needs a file; use the in-memory store for a throwaway one.`
       })
     }
+    const loaded = yield* drivers(given._tag, use)
     // One absolute path for both the migration and the connection: the migration reads its file from a
     // `sqlite:` URL, where a path starting with `//` would name another file than the one opened.
     const config: DatabaseConfig = given._tag === "Sqlite" ? { ...given, filename: Path.resolve(given.filename) } : given
@@ -279,10 +299,10 @@ export const connection = <E>(
         }`
       ))
     const db = yield* Effect.acquireRelease(
-      connect(config, what, onIdleError),
+      connect(config, loaded, what, onIdleError),
       (db) => Effect.promise(() => db.destroy().catch(() => undefined))
     )
-    return { db, config }
+    return { db, config, sql: loaded.kysely.sql, driver: loaded.driver }
   })
 
 /**
@@ -298,9 +318,13 @@ export const open = (
   table: Table,
   /** Other tables of the SDK's created beside it, for statements that reach them too. */
   also: ReadonlyArray<Table> = []
-): Effect.Effect<{ readonly db: Kysely<unknown>; readonly sdk: SdkDatabase; readonly tableName: string }, Failure, Scope.Scope> =>
+): Effect.Effect<
+  { readonly db: Kysely<unknown>; readonly sql: typeof Sql; readonly sdk: SdkDatabase; readonly tableName: string },
+  Failure,
+  Scope.Scope
+> =>
   Effect.gen(function* () {
-    const { db } = yield* connection(given, table.what, (config) =>
+    const { db, sql } = yield* connection(given, table.what, (config) =>
       Effect.forEach([table, ...also], (each) => migrate(config, each), { discard: true }))
     const sdk = yield* Effect.tryPromise({
       try: () => import("@a2a-js/sdk/server/database"),
@@ -308,24 +332,20 @@ export const open = (
     })
     const tableName = table.store === "tasks" ? sdk.TASK_TABLE : sdk.PUSH_NOTIFICATION_TABLE
     yield* Effect.tryPromise({
-      try: async () => {
-        const { sql } = await import("kysely")
-        await sql`select 1 from ${sql.table(tableName)} limit 1`.execute(db)
-      },
+      try: () => sql`select 1 from ${sql.table(tableName)} limit 1`.execute(db),
       catch: fail("Connection", `Could not reach the ${given._tag} ${table.what}`)
     })
-    return { db, sdk, tableName }
+    return { db, sql, sdk, tableName }
   })
 
 const database = (config: DatabaseConfig, withPushConfigs: boolean): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
   Effect.gen(function* () {
     // The config table exists before the first sweep, which runs before the push-config store opens.
     const sweepsConfigs = withPushConfigs && config.retention !== undefined
-    const { db, sdk, tableName } = yield* open(config, tasks, sweepsConfigs ? [pushConfigs] : [])
+    const { db, sql, sdk, tableName } = yield* open(config, tasks, sweepsConfigs ? [pushConfigs] : [])
     if (config.retention !== undefined) {
-      yield* sweepEnded(db, tableName, config.retention, config, sweepsConfigs ? sdk.PUSH_NOTIFICATION_TABLE : undefined)
+      yield* sweepEnded(db, sql, tableName, config.retention, config, sweepsConfigs ? sdk.PUSH_NOTIFICATION_TABLE : undefined)
     }
-    const { sql } = yield* Effect.promise(() => import("kysely"))
     return internalAuthentication.withHeldElsewhere(new sdk.DatabaseTaskStore(db), (taskId, context) =>
       sql`select 1 from ${sql.table(tableName)} where tenant = ${context.tenant ?? ""} and id = ${taskId} and owner <> ${
         resolveUserScope(context)
