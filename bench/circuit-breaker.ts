@@ -7,10 +7,10 @@
  *   npx tsx bench/circuit-breaker.ts
  */
 import { Duration, Effect } from "effect"
-import { report } from "./report.js"
 import * as Net from "node:net"
 import { A2AClientError } from "../src/A2AClientError.js"
 import * as CircuitBreaker from "../src/CircuitBreaker.js"
+import { report } from "./report.js"
 
 const rounds = 15
 const batch = 20_000
@@ -114,7 +114,14 @@ const main = Effect.gen(function*() {
   console.log(`ratio rejected / blackholed timeout:  ${(rejected / hungCall).toExponential(2)}`)
   console.log(`blackholed timeout / rejected:        ${(hungCall / rejected).toFixed(0)}x`)
   report("circuit-breaker", [
-    { name: "rejected (open) vs closed call around Effect.void", ours: rejected / 1000, peer: closedCall / 1000, unit: "µs", target: "informative", pass: true },
+    {
+      name: "rejected (open) vs closed call around Effect.void",
+      ours: rejected / 1000,
+      peer: closedCall / 1000,
+      unit: "µs",
+      target: "informative",
+      pass: true
+    },
     {
       name: `rejected (open) vs a blackholed remote's ${Duration.format(timeout)} timeout`,
       ours: rejected / 1000,

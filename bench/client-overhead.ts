@@ -21,7 +21,9 @@ import { median, report, runMain } from "./report.js"
 const rounds = Number(process.env.BENCH_ROUNDS ?? 20)
 const perRound = Number(process.env.BENCH_CALLS ?? 50)
 
-const transports: ReadonlyArray<{ readonly transport: RemoteAgent.Transport; readonly label: string; readonly factory: TransportFactory }> = [
+const transports: ReadonlyArray<
+  { readonly transport: RemoteAgent.Transport; readonly label: string; readonly factory: TransportFactory }
+> = [
   { transport: "JSONRPC", label: "", factory: new JsonRpcTransportFactory() },
   { transport: "HTTP+JSON", label: " over HTTP+JSON", factory: new RestTransportFactory() },
   { transport: "GRPC", label: " over gRPC", factory: new GrpcTransportFactory() }
@@ -54,7 +56,10 @@ const program = Effect.gen(function*() {
     FetchHttpClient.layer
   )
   const throughClient: Array<number> = []
-  const runs: ReadonlyArray<Run> = [...pairs.flatMap((pair) => pair.runs), (i: number) => timed(viaHttpClient.send(`complete ${i}`), throughClient)]
+  const runs: ReadonlyArray<Run> = [
+    ...pairs.flatMap((pair) => pair.runs),
+    (i: number) => timed(viaHttpClient.send(`complete ${i}`), throughClient)
+  ]
   const all = [...pairs.flatMap((pair) => [pair.ours, pair.theirs]), throughClient]
   // Warm every path (JIT, keep-alive connections and channels) before measuring.
   for (let i = 0; i < 200; i++) yield* Effect.forEach(runs, (run) => run(i), { discard: true })

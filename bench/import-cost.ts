@@ -36,7 +36,10 @@ console.log(JSON.stringify({ cpu: (cpu.user + cpu.system) / 1000 }))`
 /** One cold start: wall time from spawn to exit, and the process's own CPU time, in ms. */
 const coldStart = (app: string, which: Which) => {
   const start = performance.now()
-  const child = spawnSync(process.execPath, ["--input-type=module", "-e", source(which)], { cwd: app, encoding: "utf8" })
+  const child = spawnSync(process.execPath, ["--input-type=module", "-e", source(which)], {
+    cwd: app,
+    encoding: "utf8"
+  })
   const wall = performance.now() - start
   if (child.status !== 0) throw new Error(`importing the ${which} modules failed: ${child.stderr}`)
   return { wall, cpu: (JSON.parse(child.stdout.trim().split("\n").at(-1)!) as { cpu: number }).cpu }
@@ -73,17 +76,45 @@ try {
       cpu[which].push(sample.cpu)
     }
   }
-  const modules = { baseline: modulesLoaded(install.app, "baseline"), client: modulesLoaded(install.app, "client"), index: modulesLoaded(install.app, "index") }
+  const modules = {
+    baseline: modulesLoaded(install.app, "baseline"),
+    client: modulesLoaded(install.app, "client"),
+    index: modulesLoaded(install.app, "index")
+  }
   const row = (which: "client" | "index", label: string, target: number) => {
     const ours = median(wall[which])
     const peer = median(wall.baseline)
     return [
-      { name: `${label} vs the baseline: cold start, median of ${rounds} processes`, ours, peer, unit: "ms", target: `<= ${target}`, pass: ours / peer <= target },
-      { name: `${label} vs the baseline: CPU time of the process, median`, ours: median(cpu[which]), peer: median(cpu.baseline), unit: "ms", target: "informative", pass: true },
-      { name: `${label} vs the baseline: modules loaded`, ours: modules[which], peer: modules.baseline, unit: "", target: "informative", pass: true }
+      {
+        name: `${label} vs the baseline: cold start, median of ${rounds} processes`,
+        ours,
+        peer,
+        unit: "ms",
+        target: `<= ${target}`,
+        pass: ours / peer <= target
+      },
+      {
+        name: `${label} vs the baseline: CPU time of the process, median`,
+        ours: median(cpu[which]),
+        peer: median(cpu.baseline),
+        unit: "ms",
+        target: "informative",
+        pass: true
+      },
+      {
+        name: `${label} vs the baseline: modules loaded`,
+        ours: modules[which],
+        peer: modules.baseline,
+        unit: "",
+        target: "informative",
+        pass: true
+      }
     ]
   }
-  report("import-cost", [...row("client", "+ effect-a2a/RemoteAgent", 1.2), ...row("index", "+ effect-a2a (the index)", 1.3)])
+  report("import-cost", [
+    ...row("client", "+ effect-a2a/RemoteAgent", 1.2),
+    ...row("index", "+ effect-a2a (the index)", 1.3)
+  ])
   console.log(`\nbaseline: ${baseline.join(", ")}; installed beside the package: ${install.packages.join(", ")}`)
 } finally {
   install.remove()

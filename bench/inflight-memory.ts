@@ -27,7 +27,12 @@
  */
 import { AGENT_CARD_PATH, type AgentCard, type Message, TaskState } from "@a2a-js/sdk"
 import { ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
-import { AgentEvent, type AgentExecutor as SdkAgentExecutor, DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server"
+import {
+  AgentEvent,
+  type AgentExecutor as SdkAgentExecutor,
+  DefaultRequestHandler,
+  InMemoryTaskStore
+} from "@a2a-js/sdk/server"
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express"
 import { Effect, Logger, LogLevel, Scope } from "effect"
 import express from "express"
@@ -100,14 +105,17 @@ const sleepingExecutor: SdkAgentExecutor = {
       history: [context.userMessage],
       metadata: {}
     }))
-    const text = context.userMessage.parts.map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("")
+    const text = context.userMessage.parts.map((part) => (part.content?.$case === "text" ? part.content.value : ""))
+      .join("")
     if (sleeps(text)) {
       runs.asleep++
       await new Promise((resolve) => setTimeout(resolve, SLEEP_MS))
       runs.woke++
     }
     const done = { ...agentMessage("done"), taskId, contextId }
-    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_COMPLETED, done), metadata: {} }))
+    bus.publish(
+      AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_COMPLETED, done), metadata: {} })
+    )
     bus.finished()
   },
   cancelTask: async () => {}
@@ -170,7 +178,10 @@ const measure = async (which: Series, round: number): Promise<Measured> => {
     }))
     const snapshots = SNAPSHOTS === undefined
       ? undefined
-      : ([join(SNAPSHOTS, `${which}-${round}-baseline.heapsnapshot`), join(SNAPSHOTS, `${which}-${round}-steady.heapsnapshot`)] as const)
+      : ([
+        join(SNAPSHOTS, `${which}-${round}-baseline.heapsnapshot`),
+        join(SNAPSHOTS, `${which}-${round}-steady.heapsnapshot`)
+      ] as const)
     const baseline = await read("baseline", snapshots?.[0])
     const sends = Array.from({ length: IN_FLIGHT }, () => client.sendMessage(sdkRequest("sleep")))
     const steady = await read("steady", snapshots?.[1])
@@ -178,7 +189,9 @@ const measure = async (which: Series, round: number): Promise<Measured> => {
       throw new Error(`${which}: ${steady.asleep} of ${IN_FLIGHT} sends asleep and ${steady.woke} woke when measured`)
     }
     const answers = await Promise.all(sends)
-    const completed = answers.filter((answer) => "status" in answer && answer.status?.state === TaskState.TASK_STATE_COMPLETED)
+    const completed = answers.filter((answer) =>
+      "status" in answer && answer.status?.state === TaskState.TASK_STATE_COMPLETED
+    )
     if (completed.length !== IN_FLIGHT) throw new Error(`${which}: ${completed.length} of ${IN_FLIGHT} sends completed`)
     return { perTask: (steady.heap - baseline.heap) / IN_FLIGHT, ...(snapshots === undefined ? {} : { snapshots }) }
   } finally {
@@ -239,13 +252,16 @@ const main = async () => {
       console.error(`round ${round + 1}: ${which} ${(measured.perTask / KB).toFixed(1)} KB per in-flight task`)
       if (measured.snapshots !== undefined) {
         breakdown(which, measured.snapshots)
-        if (process.env.BENCH_KEEP_SNAPSHOTS === undefined) for (const file of measured.snapshots) rmSync(file)
+        if (process.env.BENCH_KEEP_SNAPSHOTS === undefined) { for (const file of measured.snapshots) rmSync(file) }
       }
     }
   }
   const mean = (values: ReadonlyArray<number>) => values.reduce((sum, value) => sum + value, 0) / values.length
-  const spread = (values: ReadonlyArray<number>) => `${Math.min(...values).toFixed(1)} to ${Math.max(...values).toFixed(1)}`
-  console.log(`KB per in-flight task over ${ROUNDS} rounds: ours ${spread(perTask.ours)}, Express ${spread(perTask.express)}`)
+  const spread = (values: ReadonlyArray<number>) =>
+    `${Math.min(...values).toFixed(1)} to ${Math.max(...values).toFixed(1)}`
+  console.log(
+    `KB per in-flight task over ${ROUNDS} rounds: ours ${spread(perTask.ours)}, Express ${spread(perTask.express)}`
+  )
   const ours = mean(perTask.ours)
   const peer = mean(perTask.express)
   report("inflight-memory", [
@@ -259,7 +275,6 @@ const main = async () => {
     }
   ])
 }
-
 ;(process.argv[2] === "serve" ? serve(process.argv[3] as Series) : main()).catch((error) => {
   console.error(error)
   process.exitCode = 1

@@ -44,7 +44,9 @@ const batch = (ledger: IdempotencyLedger.Service, round: number) =>
   Effect.gen(function*() {
     const keys = Array.from({ length: BATCH }, (_, i) => `r${round}-k${i}`)
     const effect = Effect.succeed({ reservation: "12A", amount: 42 })
-    const firstRun = yield* timed(Effect.forEach(keys, (key) => ledger.once(key, effect, { success }), { discard: true }))
+    const firstRun = yield* timed(
+      Effect.forEach(keys, (key) => ledger.once(key, effect, { success }), { discard: true })
+    )
     const replay = yield* timed(Effect.forEach(keys, (key) => ledger.once(key, effect, { success }), { discard: true }))
     const requestFirst = yield* timed(
       Effect.forEach(
@@ -86,7 +88,10 @@ const contention = (ledger: IdempotencyLedger.Service, round: number) =>
   })
 
 const main = Effect.gen(function*() {
-  const postgres = yield* Effect.acquireRelease(Effect.promise(() => startPostgres()), (pg) => Effect.promise(() => pg.stop()))
+  const postgres = yield* Effect.acquireRelease(
+    Effect.promise(() => startPostgres()),
+    (pg) => Effect.promise(() => pg.stop())
+  )
   const dir = yield* Effect.acquireRelease(
     Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-bench-"))),
     (d) => Effect.sync(() => fs.rmSync(d, { recursive: true, force: true }))
@@ -104,7 +109,9 @@ const main = Effect.gen(function*() {
   }
 
   console.log(
-    `PostgreSQL: ${postgres.embedded ? "embedded (throwaway)" : "DATABASE_URL"}; ${ROUNDS} interleaved rounds of ${BATCH} keys, sequential calls`
+    `PostgreSQL: ${
+      postgres.embedded ? "embedded (throwaway)" : "DATABASE_URL"
+    }; ${ROUNDS} interleaved rounds of ${BATCH} keys, sequential calls`
   )
   // Warm-up: prepares statements and fills connection pools.
   for (const name of names) yield* batch(ledgers[name], -1)
@@ -140,7 +147,9 @@ const main = Effect.gen(function*() {
   })
   console.table(rows)
 
-  console.log(`Contention: ${CONTENDERS} concurrent once() calls with one key (effect takes 20 ms), ${CONTENTION_ROUNDS} rounds`)
+  console.log(
+    `Contention: ${CONTENDERS} concurrent once() calls with one key (effect takes 20 ms), ${CONTENTION_ROUNDS} rounds`
+  )
   const contentionRows = []
   for (const name of names) {
     const latencies: Array<number> = []
@@ -162,11 +171,27 @@ const main = Effect.gen(function*() {
   console.table(contentionRows)
   report("ledger", [
     ...(["sqlite", "pg"] as const).flatMap((name) => [
-      { name: `${name} vs memory: once first run, ms per op`, ours: totals[name].firstRun / ops, peer: totals.memory.firstRun / ops, unit: "ms", target: "informative", pass: true },
-      { name: `${name} vs memory: once replay, ms per op`, ours: totals[name].replay / ops, peer: totals.memory.replay / ops, unit: "ms", target: "informative", pass: true }
+      {
+        name: `${name} vs memory: once first run, ms per op`,
+        ours: totals[name].firstRun / ops,
+        peer: totals.memory.firstRun / ops,
+        unit: "ms",
+        target: "informative",
+        pass: true
+      },
+      {
+        name: `${name} vs memory: once replay, ms per op`,
+        ours: totals[name].replay / ops,
+        peer: totals.memory.replay / ops,
+        unit: "ms",
+        target: "informative",
+        pass: true
+      }
     ]),
     ...contentionRows.map((row) => ({
-      name: `${row.ledger}: 100 concurrent once() on one key, p99 vs p50 latency (ran ${row["exactly once"] ? "exactly once" : "MORE THAN ONCE"})`,
+      name: `${row.ledger}: 100 concurrent once() on one key, p99 vs p50 latency (ran ${
+        row["exactly once"] ? "exactly once" : "MORE THAN ONCE"
+      })`,
       ours: Number(row["p99 ms"]),
       peer: Number(row["p50 ms"]),
       unit: "ms",

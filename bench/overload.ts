@@ -101,10 +101,12 @@ const phase = (url: URL, agent: Http.Agent, rate: number, seconds: number) =>
 const main = async () => {
   const child = fork(import.meta.filename, ["serve"], { stdio: "inherit" })
   try {
-    const url = new URL(await new Promise<string>((resolve, reject) => {
-      child.once("message", (message) => resolve(String(message)))
-      child.once("exit", (code) => reject(new Error(`the server exited (${code})`)))
-    }))
+    const url = new URL(
+      await new Promise<string>((resolve, reject) => {
+        child.once("message", (message) => resolve(String(message)))
+        child.once("exit", (code) => reject(new Error(`the server exited (${code})`)))
+      })
+    )
     const agent = new Http.Agent({ keepAlive: true })
     // Warm both sides (JIT, connections) at half the capacity.
     await phase(url, agent, capacity / 2, 2)
@@ -136,7 +138,6 @@ const main = async () => {
     child.kill()
   }
 }
-
 ;(process.argv[2] === "serve" ? serve() : main()).catch((error) => {
   console.error(error)
   process.exit(1)

@@ -69,7 +69,10 @@ const send = (rpcUrl: URL, agent: Http.Agent, text: string, hookUrl: string) =>
       method: "SendMessage",
       params: {
         message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] },
-        configuration: { returnImmediately: true, taskPushNotificationConfig: { url: hookUrl, token: crypto.randomUUID() } }
+        configuration: {
+          returnImmediately: true,
+          taskPushNotificationConfig: { url: hookUrl, token: crypto.randomUUID() }
+        }
       }
     })
     Http.request(rpcUrl, {
@@ -109,9 +112,17 @@ runMain(Effect.gen(function*() {
   const ours = newSeries()
   const ourHook = yield* hook(ours)
   const scope = yield* Scope.Scope
-  const server = yield* Effect.promise(() => startOurs(scope, { push: { allowPushTargets: ["127.0.0.1"], budget: BUDGET } }))
+  const server = yield* Effect.promise(() =>
+    startOurs(scope, { push: { allowPushTargets: ["127.0.0.1"], budget: BUDGET } })
+  )
   // Within the budget, with slack for the last attempt's timeout.
-  yield* run(server.rpcUrl, ours, ourHook.url, () => ours.latencies.size === TASKS, Duration.sum(BUDGET, Duration.seconds(15)))
+  yield* run(
+    server.rpcUrl,
+    ours,
+    ourHook.url,
+    () => ours.latencies.size === TASKS,
+    Duration.sum(BUDGET, Duration.seconds(15))
+  )
 
   // The SDK's sender writes each delivery and each failure to the console: counted away, not printed.
   const theirs = newSeries()
@@ -134,7 +145,8 @@ runMain(Effect.gen(function*() {
   const setting = `${TASKS} tasks, webhook failing ${FAILURE * 100}% of attempts`
   report("push-delivery", [
     {
-      name: `delivered fraction of final states, ${setting}: A2AServer vs SDK DefaultPushNotificationSender (tries once)`,
+      name:
+        `delivered fraction of final states, ${setting}: A2AServer vs SDK DefaultPushNotificationSender (tries once)`,
       ours: fraction(ours),
       peer: fraction(theirs),
       unit: "",

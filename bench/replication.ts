@@ -28,13 +28,13 @@ import { Effect, Logger, LogLevel } from "effect"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { runInNewContext } from "node:vm"
 import { setFlagsFromString } from "node:v8"
+import { runInNewContext } from "node:vm"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
-import { userMessage } from "../test/fixtures/serverAgents.js"
 import { startPostgres } from "../test/fixtures/postgres.js"
+import { userMessage } from "../test/fixtures/serverAgents.js"
 import { type Child, forkServer } from "./child.js"
 import { percentile, report, runMain } from "./report.js"
 
@@ -180,12 +180,16 @@ const subscribe = (server: Server, taskId: string) => {
   let ready!: () => void
   const head = new Promise<void>((resolve) => (ready = resolve))
   const done = (async () => {
-    for await (const event of server.client.resubscribeTask({ id: taskId, tenant: "" }) as AsyncGenerator<StreamResponse>) {
+    for await (
+      const event of server.client.resubscribeTask({ id: taskId, tenant: "" }) as AsyncGenerator<StreamResponse>
+    ) {
       const at = now()
       const payload = event.payload
       if (payload?.$case === "task") ready()
       if (payload?.$case !== "statusUpdate") continue
-      const text = payload.value.status?.message?.parts.map((part) => part.content?.$case === "text" ? part.content.value : "").join("")
+      const text = payload.value.status?.message?.parts.map((part) =>
+        part.content?.$case === "text" ? part.content.value : ""
+      ).join("")
       const stamp = /t=([\d.]+)$/.exec(text ?? "")
       if (stamp === null) {
         delivery.ended = true
@@ -204,7 +208,9 @@ const subscribe = (server: Server, taskId: string) => {
 const bounded = <A>(what: string, promise: Promise<A>): Promise<A> =>
   Promise.race([
     promise,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: no end within ${WAIT_MS} ms`)), WAIT_MS).unref())
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`${what}: no end within ${WAIT_MS} ms`)), WAIT_MS).unref()
+    )
   ])
 
 /**
@@ -225,10 +231,15 @@ const scenario = async (options: {
   readonly whileReady?: () => Promise<void>
 }) => {
   const ids = await Promise.all(
-    Array.from({ length: options.tasks }, (_, i) => startRun(options.runOn(i), options.events, options.ms, options.gate.path))
+    Array.from(
+      { length: options.tasks },
+      (_, i) => startRun(options.runOn(i), options.events, options.ms, options.gate.path)
+    )
   )
   await options.whenStarted?.()
-  const subscriptions = ids.map((id, i) => Array.from({ length: options.perTask }, (_, j) => subscribe(options.subscribeOn(i, j), id)))
+  const subscriptions = ids.map((id, i) =>
+    Array.from({ length: options.perTask }, (_, j) => subscribe(options.subscribeOn(i, j), id))
+  )
   const all = subscriptions.flat()
   await bounded("subscribing", Promise.all(all.map((s) => s.ready)))
   await options.whileReady?.()
@@ -237,14 +248,18 @@ const scenario = async (options: {
   await bounded("the runs", Promise.all(all.map((s) => s.done)))
   for (const { delivery } of all) {
     if (delivery.latencies.length !== options.events || !delivery.ended) {
-      throw new Error(`a subscriber got ${delivery.latencies.length} of ${options.events} statuses (ended: ${delivery.ended})`)
+      throw new Error(
+        `a subscriber got ${delivery.latencies.length} of ${options.events} statuses (ended: ${delivery.ended})`
+      )
     }
   }
   return { opened, subscriptions: subscriptions.map((perTask) => perTask.map((s) => s.delivery)) }
 }
 
 /** Statuses delivered per second: all subscribers' statuses over the time from the gate to the last one delivered. */
-const throughput = (result: { readonly opened: number; readonly subscriptions: ReadonlyArray<ReadonlyArray<Delivery>> }) => {
+const throughput = (
+  result: { readonly opened: number; readonly subscriptions: ReadonlyArray<ReadonlyArray<Delivery>> }
+) => {
   const deliveries = result.subscriptions.flat()
   const events = deliveries.reduce((sum, d) => sum + d.latencies.length, 0)
   const last = Math.max(...deliveries.map((d) => d.last))
@@ -257,14 +272,19 @@ const memoryOf = (servers: ReadonlyArray<Server>) =>
   )
 
 const bench = Effect.gen(function*() {
-  const pg = yield* Effect.acquireRelease(Effect.promise(() => startPostgres()), (pg) => Effect.promise(() => pg.stop()))
+  const pg = yield* Effect.acquireRelease(
+    Effect.promise(() => startPostgres()),
+    (pg) => Effect.promise(() => pg.stop())
+  )
   process.env[databaseEnv] = pg.url
   const dir = mkdtempSync(join(tmpdir(), "effect-a2a-replbench-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const gate = gates(dir)
   // Replicas first, one at a time: the first creates the tables the others find.
   const a = yield* start("replica")
-  const [b, c, single] = yield* Effect.all([start("replica"), start("replica"), start("single")], { concurrency: "unbounded" })
+  const [b, c, single] = yield* Effect.all([start("replica"), start("replica"), start("single")], {
+    concurrency: "unbounded"
+  })
   const rows: Array<Parameters<typeof report>[1][number]> = []
   const warm = (server: Server, on: Server) =>
     scenario({ gate: gate(), tasks: 1, events: 20, ms: 1, perTask: 1, runOn: () => server, subscribeOn: () => on })
@@ -274,10 +294,26 @@ const bench = Effect.gen(function*() {
   yield* phase("latency")
   // 1. Latency: one run on A, one subscriber on B and one on A.
   const latency = yield* Effect.promise(() =>
-    scenario({ gate: gate(), tasks: 1, events: LATENCY_EVENTS, ms: LATENCY_SPACING, perTask: 2, runOn: () => a, subscribeOn: (_, j) => (j === 0 ? b : a) })
+    scenario({
+      gate: gate(),
+      tasks: 1,
+      events: LATENCY_EVENTS,
+      ms: LATENCY_SPACING,
+      perTask: 2,
+      runOn: () => a,
+      subscribeOn: (_, j) => (j === 0 ? b : a)
+    })
   )
   const alone = yield* Effect.promise(() =>
-    scenario({ gate: gate(), tasks: 1, events: LATENCY_EVENTS, ms: LATENCY_SPACING, perTask: 1, runOn: () => single, subscribeOn: () => single })
+    scenario({
+      gate: gate(),
+      tasks: 1,
+      events: LATENCY_EVENTS,
+      ms: LATENCY_SPACING,
+      perTask: 1,
+      runOn: () => single,
+      subscribeOn: () => single
+    })
   )
   const [onB, onA] = latency.subscriptions[0]!
   const onSingle = alone.subscriptions[0]![0]!
@@ -285,7 +321,8 @@ const bench = Effect.gen(function*() {
   for (const p of [50, 99]) {
     const ours = percentile(onB!.latencies, p)
     rows.push({
-      name: `cross-replica (run on A, subscriber on B) vs same replica (subscriber on A), publish to delivery, p${p}, ${setting}`,
+      name:
+        `cross-replica (run on A, subscriber on B) vs same replica (subscriber on A), publish to delivery, p${p}, ${setting}`,
       ours,
       peer: percentile(onA!.latencies, p),
       unit: "ms",
@@ -295,7 +332,8 @@ const bench = Effect.gen(function*() {
   }
   for (const p of [50, 99]) {
     rows.push({
-      name: `same replica (run and subscriber on A) vs one server with no replication, publish to delivery, p${p}, ${setting}`,
+      name:
+        `same replica (run and subscriber on A) vs one server with no replication, publish to delivery, p${p}, ${setting}`,
       ours: percentile(onA!.latencies, p),
       peer: percentile(onSingle.latencies, p),
       unit: "ms",
@@ -307,12 +345,14 @@ const bench = Effect.gen(function*() {
   // 2. Events per second: as fast as the run publishes, at a subscriber on B vs on the one server.
   const burst = (runOn: Server, subscribeOn: Server, tasks: number, events: number) =>
     Effect.promise(() =>
-      scenario({ gate: gate(), tasks, events, ms: 0, perTask: 1, runOn: () => runOn, subscribeOn: () => subscribeOn }).then(throughput)
+      scenario({ gate: gate(), tasks, events, ms: 0, perTask: 1, runOn: () => runOn, subscribeOn: () => subscribeOn })
+        .then(throughput)
     )
   const oneOurs = yield* burst(a, b, 1, BURST_EVENTS)
   const onePeer = yield* burst(single, single, 1, BURST_EVENTS)
   rows.push({
-    name: `statuses per second delivered, one task of ${BURST_EVENTS}: run on A, subscriber on B vs one server with no replication`,
+    name:
+      `statuses per second delivered, one task of ${BURST_EVENTS}: run on A, subscriber on B vs one server with no replication`,
     ours: oneOurs,
     peer: onePeer,
     unit: "/s",
@@ -322,7 +362,8 @@ const bench = Effect.gen(function*() {
   const manyOurs = yield* burst(a, b, CONCURRENT_TASKS, CONCURRENT_EVENTS)
   const manyPeer = yield* burst(single, single, CONCURRENT_TASKS, CONCURRENT_EVENTS)
   rows.push({
-    name: `statuses per second delivered, ${CONCURRENT_TASKS} tasks of ${CONCURRENT_EVENTS} at once: runs on A, subscribers on B vs one server`,
+    name:
+      `statuses per second delivered, ${CONCURRENT_TASKS} tasks of ${CONCURRENT_EVENTS} at once: runs on A, subscribers on B vs one server`,
     ours: manyOurs,
     peer: manyPeer,
     unit: "/s",
@@ -334,7 +375,11 @@ const bench = Effect.gen(function*() {
   // 3. 1,000 subscribers: 10 runs spread over the replicas, 100 subscribers each, spread too.
   const replicas = [a, b, c]
   const subscribers = FANOUT_TASKS * FANOUT_SUBSCRIBERS
-  const measured = (runOn: (i: number) => Server, subscribeOn: (i: number, j: number) => Server, servers: ReadonlyArray<Server>) =>
+  const measured = (
+    runOn: (i: number) => Server,
+    subscribeOn: (i: number, j: number) => Server,
+    servers: ReadonlyArray<Server>
+  ) =>
     Effect.gen(function*() {
       // The runs' own memory is in both readings: the baseline is read with them started, before any subscriber.
       let baseline: Memory = { heapUsed: 0, rss: 0 }
@@ -366,7 +411,8 @@ const bench = Effect.gen(function*() {
   const one = yield* measured(() => single, () => single, [single])
   rows.push(
     {
-      name: `${subscribers} subscribers (${FANOUT_TASKS} runs x ${FANOUT_SUBSCRIBERS}) over three replicas vs on one server: heap per subscriber`,
+      name:
+        `${subscribers} subscribers (${FANOUT_TASKS} runs x ${FANOUT_SUBSCRIBERS}) over three replicas vs on one server: heap per subscriber`,
       ours: spread.heap / 1024,
       peer: one.heap / 1024,
       unit: "KiB",

@@ -43,7 +43,7 @@ export const table = (rows: ReadonlyArray<Row & { readonly bench?: string }>): s
 export const report = (bench: string, rows: ReadonlyArray<Row>): ReadonlyArray<Row> => {
   console.log(`\n${bench}\n${table(rows)}`)
   const file = process.env.BENCH_RESULTS
-  if (file) for (const row of rows) appendFileSync(file, `${JSON.stringify({ bench, ...row })}\n`)
+  if (file) { for (const row of rows) appendFileSync(file, `${JSON.stringify({ bench, ...row })}\n`) }
   return rows
 }
 

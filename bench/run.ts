@@ -11,7 +11,9 @@ import { join } from "node:path"
 import { type Row, table } from "./report.js"
 
 const dir = import.meta.dirname
-const benches = readdirSync(dir).filter((f) => f.endsWith(".ts") && !["run.ts", "report.ts", "child.ts", "serverLoad.ts"].includes(f)).sort()
+const benches = readdirSync(dir).filter((f) =>
+  f.endsWith(".ts") && !["run.ts", "report.ts", "child.ts", "serverLoad.ts"].includes(f)
+).sort()
 const work = mkdtempSync(join(tmpdir(), "effect-a2a-bench-"))
 const results = join(work, "results.jsonl")
 try {
@@ -22,7 +24,9 @@ try {
       env: { ...process.env, BENCH_RESULTS: results }
     })
   }
-  const rows = readFileSync(results, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Row & { bench: string })
+  const rows = readFileSync(results, "utf8").trim().split("\n").map((line) =>
+    JSON.parse(line) as Row & { bench: string }
+  )
   console.log(`\n${table(rows)}\n\nnode ${process.version}, ${process.platform}/${process.arch}`)
 } finally {
   rmSync(work, { recursive: true, force: true })

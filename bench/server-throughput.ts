@@ -31,7 +31,16 @@ import { PerformanceObserver } from "node:perf_hooks"
 import { cardFor, sdkRequest } from "../test/fixtures/peers.js"
 import { forkServer } from "./child.js"
 import { median, report } from "./report.js"
-import { CONCURRENCY, interleave, PER_ROUND, type PerSeries, perRequest, round, startOurs, trivialExecutor } from "./serverLoad.js"
+import {
+  CONCURRENCY,
+  interleave,
+  PER_ROUND,
+  perRequest,
+  type PerSeries,
+  round,
+  startOurs,
+  trivialExecutor
+} from "./serverLoad.js"
 
 // tsx turns on source-map support, which makes every `error.stack` map each
 // frame back to the TypeScript source: a cost of running through tsx, not of
@@ -66,7 +75,14 @@ const startExpress = async (): Promise<{ url: string; close: () => Promise<void>
   }
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), trivialExecutor)
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }))
-  app.use("/a2a/jsonrpc", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }))
+  app.use(
+    "/a2a/jsonrpc",
+    jsonRpcHandler({
+      requestHandler: handler,
+      userBuilder: UserBuilder.noAuthentication,
+      legacyCompat: { enabled: true }
+    })
+  )
   return { url, close: () => new Promise((resolve) => server.close(() => resolve())) }
 }
 
@@ -86,7 +102,7 @@ const serveAlone = async (which: string) => {
     for (const entry of list.getEntries()) gc += entry.duration * 1000
   }).observe({ entryTypes: ["gc"] })
   process.on("message", () => {
-    const { user, system } = process.cpuUsage()
+    const { system, user } = process.cpuUsage()
     process.send!({ cpu: user + system, gc } satisfies Usage)
   })
   process.send!(url)
@@ -116,13 +132,16 @@ const separately = async () => {
         const request = Http.request(url, {
           method: "POST",
           agent,
-          headers: { "content-type": "application/json", "a2a-version": "1.0", "content-length": Buffer.byteLength(body) }
+          headers: {
+            "content-type": "application/json",
+            "a2a-version": "1.0",
+            "content-length": Buffer.byteLength(body)
+          }
         }, (response) => {
           let text = ""
           response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () =>
             // An error answer would be cheaper than the work measured.
-            text.includes(`"result"`) ? done() : fail(new Error(`not a result: ${text.slice(0, 200)}`))
-          )
+            text.includes(`"result"`) ? done() : fail(new Error(`not a result: ${text.slice(0, 200)}`)))
         })
         request.on("error", fail).end(body)
       })
@@ -255,7 +274,8 @@ const main = async () => {
       pass: true
     },
     {
-      name: "each series in its own process: A2AServer vs SDK Express, server paused for garbage collection per request",
+      name:
+        "each series in its own process: A2AServer vs SDK Express, server paused for garbage collection per request",
       ours: alone.steady.gc.ours,
       peer: alone.steady.gc.express,
       unit: "µs",
@@ -271,7 +291,8 @@ const main = async () => {
       pass: true
     },
     {
-      name: `each series in its own process, its first ${warmUpRequests} requests: A2AServer vs SDK Express, server CPU per request`,
+      name:
+        `each series in its own process, its first ${warmUpRequests} requests: A2AServer vs SDK Express, server CPU per request`,
       ours: alone.warmUp.cpu.ours,
       peer: alone.warmUp.cpu.express,
       unit: "µs",
@@ -280,7 +301,6 @@ const main = async () => {
     }
   ])
 }
-
 ;(process.argv[2] === "serve" ? serveAlone(process.argv[3]!) : main()).catch((error) => {
   console.error(error)
   process.exitCode = 1

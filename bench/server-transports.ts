@@ -31,7 +31,10 @@ const program = Effect.gen(function*() {
   const grpcCard = cardWith([{ protocolBinding: "GRPC", url: "" }])
   const handler = new DefaultRequestHandler(grpcCard, new InMemoryTaskStore(), trivialExecutor)
   const grpcPeer = yield* grpcServer(
-    grpcService({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }) as unknown as UntypedServiceImplementation
+    grpcService({
+      requestHandler: handler,
+      userBuilder: UserBuilder.noAuthentication
+    }) as unknown as UntypedServiceImplementation
   )
   grpcCard.supportedInterfaces[0]!.url = grpcPeer.address
   const rest = new ClientFactory({ transports: [new RestTransportFactory()] })
@@ -52,9 +55,11 @@ const program = Effect.gen(function*() {
   )
   for (const [name, ours, sdk] of [["HTTP+JSON", "oursRest", "sdkRest"], ["gRPC", "oursGrpc", "sdkGrpc"]] as const) {
     console.log(
-      `${name}: A2AServer ${(1000 / steady[ours]).toFixed(0)} req/s, SDK ${(1000 / steady[sdk]).toFixed(0)} req/s; time ours/SDK ${
-        (steady[ours] / steady[sdk]).toFixed(2)
-      } overall, ${median(times.map((time) => time[ours] / time[sdk])).toFixed(2)} median of rounds`
+      `${name}: A2AServer ${(1000 / steady[ours]).toFixed(0)} req/s, SDK ${
+        (1000 / steady[sdk]).toFixed(0)
+      } req/s; time ours/SDK ${(steady[ours] / steady[sdk]).toFixed(2)} overall, ${
+        median(times.map((time) => time[ours] / time[sdk])).toFixed(2)
+      } median of rounds`
     )
   }
   report("server-transports", [

@@ -54,7 +54,10 @@ export const trivialExecutor: SdkAgentExecutor = {
 const quietLogger = Logger.replace(Logger.defaultLogger, Logger.map(Logger.logfmtLogger, () => undefined))
 
 /** Our side of the trivial agent, for the life of `scope`: COMPLETED with "ok", or FAILED when asked to "fail". */
-export const startOurs = (scope: Scope.Scope, options: Pick<A2AServer.Options<Error, never>, "transports" | "push"> = {}) =>
+export const startOurs = (
+  scope: Scope.Scope,
+  options: Pick<A2AServer.Options<Error, never>, "transports" | "push"> = {}
+) =>
   Effect.runPromise(
     A2AServer.make({
       ...options,
@@ -112,7 +115,9 @@ export const perRequest = <Series extends string>(
   const requests = PER_ROUND * rounds
   const mean = {} as PerSeries<Series>
   for (const result of results) {
-    for (const series of Object.keys(result) as Array<Series>) mean[series] = (mean[series] ?? 0) + result[series] / requests
+    for (const series of Object.keys(result) as Array<Series>) {
+      mean[series] = (mean[series] ?? 0) + result[series] / requests
+    }
   }
   return mean
 }

@@ -36,7 +36,12 @@ const heapAfterGc = () => {
 
 const context = new ServerCallContext({ user: new UnauthenticatedUser() })
 
-const text = (value: string) => ({ content: { $case: "text" as const, value }, metadata: undefined, filename: "", mediaType: "" })
+const text = (value: string) => ({
+  content: { $case: "text" as const, value },
+  metadata: undefined,
+  filename: "",
+  mediaType: ""
+})
 
 const message = (role: Role, taskId: string, contextId: string, value: string) => ({
   messageId: randomUUID(),

@@ -48,7 +48,7 @@ const program = Effect.gen(function*() {
     console.log(`${text.padEnd(32)} -> ${describe(outcome)}`)
     if (outcome._tag === "InputRequired") {
       const answer = "May 3"
-      const { taskId, contextId } = outcome
+      const { contextId, taskId } = outcome
       const continued = yield* agent.send({ parts: [Part.TextPart.make({ text: answer })], taskId, contextId })
       console.log(`${`  answered "${answer}"`.padEnd(32)} -> ${describe(continued)}`)
     }

@@ -48,7 +48,10 @@ const ServerLive = A2AServer.layer({ agent: booking, card: { name: "booking", de
 const OtelLive = NodeSdk.layer(() => ({
   resource: { serviceName: "effect-a2a-example" },
   spanProcessor: new BatchSpanProcessor(new ConsoleSpanExporter()),
-  metricReader: new PeriodicExportingMetricReader({ exporter: new ConsoleMetricExporter(), exportIntervalMillis: 5_000 })
+  metricReader: new PeriodicExportingMetricReader({
+    exporter: new ConsoleMetricExporter(),
+    exportIntervalMillis: 5_000
+  })
 }))
 
 const program = Effect.gen(function*() {

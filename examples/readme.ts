@@ -16,8 +16,10 @@ export const program = Effect.gen(function*() {
     AuthRequired: () => "needs sign-in"
   })(outcome)
 }).pipe(
-  Effect.catchTag("A2AClientError", (e) =>
-    Effect.succeed(e.delivery === "NotSent" ? "not submitted" : "outcome unknown: no task was confirmed"))
+  Effect.catchTag(
+    "A2AClientError",
+    (e) => Effect.succeed(e.delivery === "NotSent" ? "not submitted" : "outcome unknown: no task was confirmed")
+  )
 )
 
 // Resolves the card at start-up; `onCardFailure: "degrade"` starts without it instead.

@@ -8,7 +8,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Option, Stream } from "effect"
-import { A2AServer, AgentExecutor, Part, RemoteAgent, RemoteEvent } from "effect-a2a"
+import { A2AServer, AgentExecutor, Part, RemoteAgent, type RemoteEvent } from "effect-a2a"
 import { startPostgres } from "../test/fixtures/postgres.js"
 
 /** Reports a few steps, a little apart, then completes. */
@@ -24,12 +24,21 @@ const steps: AgentExecutor.Agent = (request) =>
 const line = (where: string) => (event: RemoteEvent.RemoteEvent) =>
   Effect.sync(() =>
     console.log(
-      `${where}: ${event._tag === "Status" ? event.text || event.state : event._tag === "Finished" ? `finished ${event.outcome._tag}` : event._tag}`
+      `${where}: ${
+        event._tag === "Status"
+          ? event.text || event.state
+          : event._tag === "Finished"
+          ? `finished ${event.outcome._tag}`
+          : event._tag
+      }`
     )
   )
 
 const program = Effect.gen(function*() {
-  const postgres = yield* Effect.acquireRelease(Effect.promise(() => startPostgres()), (db) => Effect.promise(() => db.stop()))
+  const postgres = yield* Effect.acquireRelease(
+    Effect.promise(() => startPostgres()),
+    (db) => Effect.promise(() => db.stop())
+  )
   const replica = (name: string) =>
     A2AServer.make({
       agent: steps,

@@ -9,4 +9,8 @@ import { Effect, Logger, LogLevel } from "effect"
 import * as Cli from "../src/Cli.js"
 
 // The orchestrator's own logs would interleave with the report; the booking service logs to its file.
-Cli.runDemo.pipe(Effect.asVoid, Logger.withMinimumLogLevel(LogLevel.None), (effect) => NodeRuntime.runMain(effect, { disablePrettyLogger: true }))
+Cli.runDemo.pipe(
+  Effect.asVoid,
+  Logger.withMinimumLogLevel(LogLevel.None),
+  (effect) => NodeRuntime.runMain(effect, { disablePrettyLogger: true })
+)

@@ -30,8 +30,13 @@ try {
   }
   // What the tarball's manifest says a user may leave out.
   const shipped = JSON.parse(readFileSync(join(modules, "effect-a2a", "package.json"), "utf8"))
-  const optional = Object.keys(shipped.peerDependencies).filter((dep) => shipped.peerDependenciesMeta?.[dep]?.optional === true)
-  const required = [...Object.keys(shipped.dependencies), ...Object.keys(shipped.peerDependencies).filter((dep) => !optional.includes(dep))]
+  const optional = Object.keys(shipped.peerDependencies).filter((dep) =>
+    shipped.peerDependenciesMeta?.[dep]?.optional === true
+  )
+  const required = [
+    ...Object.keys(shipped.dependencies),
+    ...Object.keys(shipped.peerDependencies).filter((dep) => !optional.includes(dep))
+  ]
   for (const dep of [...required, "@types/node", "typescript"]) link(dep)
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", type: "module", private: true }))
   writeFileSync(
@@ -52,7 +57,16 @@ try {
   writeFileSync(
     join(app, "tsconfig.json"),
     JSON.stringify({
-      compilerOptions: { strict: true, module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", noEmit: true, types: ["node"], skipLibCheck: false, exactOptionalPropertyTypes: true },
+      compilerOptions: {
+        strict: true,
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        target: "ES2022",
+        noEmit: true,
+        types: ["node"],
+        skipLibCheck: false,
+        exactOptionalPropertyTypes: true
+      },
       files: ["main.ts"]
     })
   )
@@ -87,7 +101,9 @@ const closed = []
 for (const internal of ["effect-a2a/internal/wire/errorId", "effect-a2a/cli/probe", "effect-a2a/demo/travel"]) {
   closed.push(await import(internal).then(() => "imported", (error) => error.code))
 }
-console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.reason, delivery: error.delivery, served, closed }))
+console.log(JSON.stringify({ tarball: ${
+      JSON.stringify(tarball)
+    }, reason: error.reason, delivery: error.delivery, served, closed }))
 `
   )
   // With what it requires alone: the client and the server run, and an application that skips the libraries'
@@ -109,7 +125,9 @@ console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.
   if (maps.length === 0) throw new Error("the package has no source maps")
   for (const file of maps) {
     const { sources, sourcesContent } = JSON.parse(readFileSync(join(dist, file), "utf8"))
-    const inlined = sources.every((source, i) => sourcesContent?.[i] === readFileSync(resolve(root, "dist", source), "utf8"))
+    const inlined = sources.every((source, i) =>
+      sourcesContent?.[i] === readFileSync(resolve(root, "dist", source), "utf8")
+    )
     if (!inlined) throw new Error(`dist/${file} does not hold its sources`)
   }
   // A CommonJS application. The package is ESM-only: TypeScript refuses a static import of it (a require) under every
@@ -117,18 +135,37 @@ console.log(JSON.stringify({ tarball: ${JSON.stringify(tarball)}, reason: error.
   const cjs = join(app, "cjs")
   mkdirSync(cjs)
   writeFileSync(join(cjs, "package.json"), JSON.stringify({ name: "cjs-app", type: "commonjs", private: true }))
-  writeFileSync(join(cjs, "required.ts"), `import { RemoteOutcome } from "effect-a2a"\nexport const matcher = typeof RemoteOutcome.$match\n`)
-  writeFileSync(join(cjs, "imported.ts"), `export const load = () => import("effect-a2a").then((m) => typeof m.RemoteOutcome.$match)\n`)
-  const resolutions = { node10: { module: "commonjs" }, node16: { module: "node16", moduleResolution: "node16" }, nodenext: { module: "nodenext", moduleResolution: "nodenext" } }
+  writeFileSync(
+    join(cjs, "required.ts"),
+    `import { RemoteOutcome } from "effect-a2a"\nexport const matcher = typeof RemoteOutcome.$match\n`
+  )
+  writeFileSync(
+    join(cjs, "imported.ts"),
+    `export const load = () => import("effect-a2a").then((m) => typeof m.RemoteOutcome.$match)\n`
+  )
+  const resolutions = {
+    node10: { module: "commonjs" },
+    node16: { module: "node16", moduleResolution: "node16" },
+    nodenext: { module: "nodenext", moduleResolution: "nodenext" }
+  }
   const compile = (resolution, file) => {
     const config = `tsconfig.${resolution}.${file}.json`
     // Only the resolution is in question: the libraries' own declarations were checked above.
-    const compilerOptions = { ...resolutions[resolution], strict: true, target: "ES2022", noEmit: true, skipLibCheck: true, types: ["node"] }
+    const compilerOptions = {
+      ...resolutions[resolution],
+      strict: true,
+      target: "ES2022",
+      noEmit: true,
+      skipLibCheck: true,
+      types: ["node"]
+    }
     writeFileSync(join(cjs, config), JSON.stringify({ compilerOptions, files: [file] }))
     return typecheck(cjs, ["-p", config])
   }
   const commonjs = {
-    required: Object.fromEntries(Object.keys(resolutions).map((resolution) => [resolution, compile(resolution, "required.ts")])),
+    required: Object.fromEntries(
+      Object.keys(resolutions).map((resolution) => [resolution, compile(resolution, "required.ts")])
+    ),
     imported: compile("nodenext", "imported.ts")
   }
   writeFileSync(
@@ -140,7 +177,8 @@ import("effect-a2a").then((m) => console.log(JSON.stringify({ required, imported
   )
   const ran = JSON.parse(run("node", ["run.js"], cjs))
   process.stdout.write(
-    JSON.stringify({ optional, required, ...result, typecheck: { lean, full }, cli, commonjs: { ...commonjs, ran } }) + "\n"
+    JSON.stringify({ optional, required, ...result, typecheck: { lean, full }, cli, commonjs: { ...commonjs, ran } }) +
+      "\n"
   )
 } finally {
   rmSync(app, { recursive: true, force: true })

@@ -26,8 +26,9 @@ export const requiredPackages = (root = defaultRoot) => {
  * fresh folder with only the required packages beside it. Returns the folder (an ESM application: run `node` there),
  * the packages linked, and `remove`, which deletes the folder.
  */
-export const leanInstall = ({ root = defaultRoot, build = true } = {}) => {
-  const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" })
+export const leanInstall = ({ build = true, root = defaultRoot } = {}) => {
+  const run = (cmd, args, cwd) =>
+    execFileSync(cmd, args, { cwd, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" })
   const app = mkdtempSync(join(tmpdir(), "effect-a2a-lean-"))
   const remove = () => rmSync(app, { recursive: true, force: true })
   try {

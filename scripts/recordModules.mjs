@@ -1,8 +1,8 @@
 // Preloaded into a child process (`node --import`), after tsx: appends the URL of every module the process
 // loads to the file `RECORD_MODULES` names, one a line, ESM imports and CommonJS requires alike. Written as each
 // load happens, from the loader's own thread, so nothing is lost when the process exits.
-import Module, { register } from "node:module"
 import { appendFileSync } from "node:fs"
+import Module, { register } from "node:module"
 import { pathToFileURL } from "node:url"
 
 const file = process.env.RECORD_MODULES

@@ -21,6 +21,7 @@ import type { TaskStore, User } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
@@ -28,15 +29,14 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import type * as ConfigError from "effect/ConfigError"
 import type * as Scope from "effect/Scope"
 import type { JWK } from "jose"
 import type * as AgentExecutor from "./AgentExecutor.js"
 import type * as Authentication from "./Authentication.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
+import { lazyModule } from "./internal/lazyModule.js"
 import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
 import type * as internalTransports from "./internal/server/transports.js"
-import { lazyModule } from "./internal/lazyModule.js"
 import * as internalErrors from "./internal/serverErrors.js"
 import type * as internalTransport from "./internal/wire/transport.js"
 
@@ -482,7 +482,9 @@ export interface IdempotencyOptions {
    * user the caller's id: the sweep records interrupted tasks in the task
    * store under them, where their owner finds them.
    */
-  readonly identity?: ((headers: internalIdempotencyEntry.Headers, user: User | undefined) => IdempotencyLedger.Identity) | undefined
+  readonly identity?:
+    | ((headers: internalIdempotencyEntry.Headers, user: User | undefined) => IdempotencyLedger.Identity)
+    | undefined
   /** The lease of a running entry. Default 30 seconds. */
   readonly lease?: Duration.DurationInput | undefined
   /** How long a blocking repeat waits for the running original. Default 30 seconds. */
@@ -699,8 +701,7 @@ export const make: {
     options: Options<E, R> & { readonly idempotency: IdempotencyOptions }
   ): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope>
   <E, R>(options: Options<E, R>): Effect.Effect<Context.Tag.Service<A2AServer>, MakeError, R | Scope.Scope>
-} = <E, R>(options: Options<E, R>) =>
-  Effect.flatMap(internalServer, (internal) => internal.make(options))
+} = <E, R>(options: Options<E, R>) => Effect.flatMap(internalServer, (internal) => internal.make(options))
 
 /**
  * The server as a Layer: it runs while the layer is alive.
@@ -727,8 +728,7 @@ export const layer: {
   <E, R>(options: Options<E, R>): Layer.Layer<A2AServer, MakeError, R>
 } = <E, R>(
   options: Options<E, R>
-): Layer.Layer<A2AServer, MakeError, R | IdempotencyLedger.IdempotencyLedger> =>
-  Layer.scoped(A2AServer, make(options))
+): Layer.Layer<A2AServer, MakeError, R | IdempotencyLedger.IdempotencyLedger> => Layer.scoped(A2AServer, make(options))
 
 /**
  * {@link layer} with its options read through `Config`, as the
@@ -859,8 +859,7 @@ export const makeRouter: {
     options: RouterOptions<E, R> & { readonly idempotency: IdempotencyOptions }
   ): Effect.Effect<Router, MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope>
   <E, R>(options: RouterOptions<E, R>): Effect.Effect<Router, MakeError, R | Scope.Scope>
-} = <E, R>(options: RouterOptions<E, R>) =>
-  Effect.flatMap(internalApp, (internal) => internal.makeRouter(options))
+} = <E, R>(options: RouterOptions<E, R>) => Effect.flatMap(internalApp, (internal) => internal.makeRouter(options))
 
 /**
  * Why the server could not start. A `ServeError` is an address that could

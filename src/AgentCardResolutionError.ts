@@ -54,7 +54,8 @@ const advice: Record<Reason, string> = {
     "the card was changed after it was signed, or signed in a form that cannot be checked: check that the URL serves the agent you meant, and ask its owners to re-sign its v1.0 card",
   UntrustedSigner:
     "the card is signed by a key you do not trust: check the trust option's keys (or JWKS) hold the agent's current public key, with its kid",
-  Unsigned: "the card carries no signature: ask the agent's owners to sign it, or set trust.required to false to accept unsigned cards"
+  Unsigned:
+    "the card carries no signature: ask the agent's owners to sign it, or set trust.required to false to accept unsigned cards"
 }
 
 /**

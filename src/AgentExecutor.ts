@@ -13,11 +13,11 @@
 import type { Message as SdkMessage, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import type { AgentExecutor as SdkAgentExecutor, TaskStore } from "@a2a-js/sdk/server"
 import type * as Cause from "effect/Cause"
-import type * as Duration from "effect/Duration"
-import type * as Option from "effect/Option"
-import * as Data from "effect/Data"
-import * as Effect from "effect/Effect"
 import type * as ConfigError from "effect/ConfigError"
+import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import type * as Authentication from "./Authentication.js"
 import * as internalProgress from "./internal/agent/progress.js"
@@ -690,8 +690,10 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
 export const make: <E, R>(
   agent: Agent<E, R>,
   options?: Options<R>
-) => Effect.Effect<EffectAgentExecutor, ConfigurationError | ConfigError.ConfigError, R | Scope.Scope> = (agent, options) =>
-  Effect.flatMap(internalExecutor, (internal) => internal.make(agent, options))
+) => Effect.Effect<EffectAgentExecutor, ConfigurationError | ConfigError.ConfigError, R | Scope.Scope> = (
+  agent,
+  options
+) => Effect.flatMap(internalExecutor, (internal) => internal.make(agent, options))
 
 /**
  * The failure hints to attach to a failed run.
@@ -735,5 +737,6 @@ export interface HintDecision {
  */
 export const failureHints: (
   decide: (cause: Cause.Cause<unknown>) => HintDecision
-) => (request: AgentRequest, final: FinalStatus) => Effect.Effect<FinalStatus, unknown> = (decide) => (request, final) =>
-  Effect.flatMap(internalFinal, (internal) => internal.failureHints(decide)(request, final))
+) => (request: AgentRequest, final: FinalStatus) => Effect.Effect<FinalStatus, unknown> =
+  (decide) => (request, final) =>
+    Effect.flatMap(internalFinal, (internal) => internal.failureHints(decide)(request, final))

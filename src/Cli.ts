@@ -33,12 +33,12 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as A2AServer from "./A2AServer.js"
+import type * as Authentication from "./Authentication.js"
 import * as commands from "./cli/commands.js"
 import * as findErrorInternal from "./cli/findError.js"
 import * as playgroundInternal from "./cli/playground.js"
 import * as probeInternal from "./cli/probe.js"
 import * as travelDemo from "./demo/travel.js"
-import type * as Authentication from "./Authentication.js"
 import type * as RemoteAgent from "./RemoteAgent.js"
 
 /**

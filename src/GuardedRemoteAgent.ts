@@ -32,11 +32,11 @@
  */
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import type * as Agent from "./Agent.js"
 import type * as A2AClientError from "./A2AClientError.js"
+import type * as Agent from "./Agent.js"
 import type * as CircuitBreaker from "./CircuitBreaker.js"
-import * as internal from "./internal/agent/guardedRemoteAgent.js"
 import * as guard from "./internal/agent/guard.js"
+import * as internal from "./internal/agent/guardedRemoteAgent.js"
 import type * as RemoteAgent from "./RemoteAgent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
 import type * as RetryPolicy from "./RetryPolicy.js"

@@ -17,6 +17,7 @@
  * @since 0.1.0
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type { ConfigError } from "effect/ConfigError"
 import type * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
@@ -24,7 +25,6 @@ import type * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
-import type { ConfigError } from "effect/ConfigError"
 import * as entry from "./internal/ledger/entry.js"
 import * as errors from "./internal/ledger/errors.js"
 import * as layer from "./internal/ledger/layer.js"

@@ -21,9 +21,9 @@ import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Metric from "effect/Metric"
-import * as Option from "effect/Option"
 import type * as MetricKeyType from "effect/MetricKeyType"
 import type * as MetricState from "effect/MetricState"
+import * as Option from "effect/Option"
 import * as internalJsonLog from "./internal/observability/jsonLogFile.js"
 import * as internalMetrics from "./internal/observability/metrics.js"
 import * as internalTracing from "./internal/observability/tracing.js"
@@ -152,7 +152,9 @@ export const serverForbidden: Metric.Metric.Counter<number> = Metric.fromMetricK
  * @category metrics
  * @since 0.1.0
  */
-export const serverPushDelivered: Metric.Metric.Counter<number> = Metric.fromMetricKey(internalMetrics.serverPushDelivered)
+export const serverPushDelivered: Metric.Metric.Counter<number> = Metric.fromMetricKey(
+  internalMetrics.serverPushDelivered
+)
 
 /**
  * Push notification attempts after the first, tagged `agent`: each follows a
@@ -225,7 +227,11 @@ export const serverPushRefused: Metric.Metric.Counter<number> = Metric.fromMetri
  * @category metrics
  * @since 0.1.0
  */
-export const serverLatency: Metric.Metric<MetricKeyType.MetricKeyType.Histogram, number, MetricState.MetricState.Histogram> = Metric
+export const serverLatency: Metric.Metric<
+  MetricKeyType.MetricKeyType.Histogram,
+  number,
+  MetricState.MetricState.Histogram
+> = Metric
   .fromMetricKey(internalMetrics.serverLatency)
 
 /**

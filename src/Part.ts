@@ -59,7 +59,9 @@ const isJsonObject = (value: unknown): value is JsonObject =>
 
 const notJsonMessage = (expected: string) => (issue: { readonly actual: unknown }): string => {
   const problem = json.notJson(issue.actual, "value")
-  return problem === undefined ? `Expected ${expected}` : `Expected ${expected}, found ${problem.found} at ${problem.path}`
+  return problem === undefined
+    ? `Expected ${expected}`
+    : `Expected ${expected}, found ${problem.found} at ${problem.path}`
 }
 
 /**

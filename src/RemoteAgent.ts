@@ -13,7 +13,6 @@
  * @since 0.1.0
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import type * as jose from "jose"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -25,6 +24,7 @@ import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Schedule from "effect/Schedule"
 import type * as Stream from "effect/Stream"
+import type * as jose from "jose"
 import type * as A2AClientError from "./A2AClientError.js"
 import type * as AgentCardResolutionError from "./AgentCardResolutionError.js"
 import * as internal from "./internal/client/remoteAgent.js"
@@ -427,7 +427,8 @@ export interface Options {
  * @category constructors
  * @since 0.1.0
  */
-export const unavailable: (cause: AgentCardResolutionError.AgentCardResolutionError) => RemoteAgent = internal.unavailable
+export const unavailable: (cause: AgentCardResolutionError.AgentCardResolutionError) => RemoteAgent =
+  internal.unavailable
 
 /**
  * Resolves the card and builds the client.

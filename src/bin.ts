@@ -19,7 +19,9 @@ import * as Peer from "./internal/peer.js"
 const version = (() => {
   try {
     const manifest: unknown = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8"))
-    const value = typeof manifest === "object" && manifest !== null ? (manifest as { version?: unknown }).version : undefined
+    const value = typeof manifest === "object" && manifest !== null
+      ? (manifest as { version?: unknown }).version
+      : undefined
     return typeof value === "string" ? value : undefined
   } catch {
     return undefined

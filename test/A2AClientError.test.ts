@@ -37,7 +37,12 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       const url = yield* closedPort
       const agent = yield* agentAt(url, { card: cardFor(`${url}/rpc`) })
       const error = yield* sendError(agent)
-      expect(error).toMatchObject({ _tag: "A2AClientError", reason: "ConnectionRefused", delivery: "NotSent", operation: "SendMessage" })
+      expect(error).toMatchObject({
+        _tag: "A2AClientError",
+        reason: "ConnectionRefused",
+        delivery: "NotSent",
+        operation: "SendMessage"
+      })
     }))
 
   it.scopedLive("HTTP 500 with an HTML body: HttpStatus 500, Unknown", () =>
@@ -75,11 +80,21 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
   it.scopedLive("a JSON-RPC error whose code is not an integer: InvalidResponse, for a send and a stream", () =>
     Effect.gen(function*() {
       for (const code of [1.5, 1e20]) {
-        const peer = yield* rawPeer((_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code, message: "odd" } }))
+        const peer = yield* rawPeer((_req, res, body) =>
+          json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code, message: "odd" } })
+        )
         const agent = yield* agentAt(peer.url)
-        expect(yield* sendError(agent)).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", operation: "SendMessage" })
+        expect(yield* sendError(agent)).toMatchObject({
+          reason: "InvalidResponse",
+          delivery: "Unknown",
+          operation: "SendMessage"
+        })
         const streamed = yield* Effect.flip(Stream.runDrain(agent.stream("go")))
-        expect(streamed).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", operation: "SendStreamingMessage" })
+        expect(streamed).toMatchObject({
+          reason: "InvalidResponse",
+          delivery: "Unknown",
+          operation: "SendStreamingMessage"
+        })
       }
     }))
 
@@ -105,7 +120,12 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       }
       // A code outside the specification says nothing of what ran.
       code = -32099
-      expect(yield* sendError(agent)).toMatchObject({ reason: "ProtocolError", code: -32099, protocolError: "Unknown", delivery: "Unknown" })
+      expect(yield* sendError(agent)).toMatchObject({
+        reason: "ProtocolError",
+        code: -32099,
+        protocolError: "Unknown",
+        delivery: "Unknown"
+      })
       expect(A2AClientError.protocolErrorName(-32001)).toBe("TaskNotFound")
       expect(A2AClientError.protocolErrorName(-32009)).toBe("VersionNotSupported")
     }))
@@ -119,9 +139,21 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       )
       const agent = yield* agentAt(peer.url)
       const error = yield* sendError(agent)
-      expect(error).toMatchObject({ reason: "ProtocolError", code: -32602, protocolError: "InvalidParams", status: 400, delivery: "Refused" })
-      expect(error.message).toBe("raw: SendMessage failed (ProtocolError HTTP 400 -32602 InvalidParams, request refused, nothing ran): RequestMalformedError: no")
-      const told = A2AClientError.matchDelivery({ NotSent: () => "not sent", Refused: () => "refused", Unknown: () => "unknown" })
+      expect(error).toMatchObject({
+        reason: "ProtocolError",
+        code: -32602,
+        protocolError: "InvalidParams",
+        status: 400,
+        delivery: "Refused"
+      })
+      expect(error.message).toBe(
+        "raw: SendMessage failed (ProtocolError HTTP 400 -32602 InvalidParams, request refused, nothing ran): RequestMalformedError: no"
+      )
+      const told = A2AClientError.matchDelivery({
+        NotSent: () => "not sent",
+        Refused: () => "refused",
+        Unknown: () => "unknown"
+      })
       expect(told(error)).toBe("refused")
       answer = answers[1]!
       expect(yield* sendError(agent)).toMatchObject({ code: -32004, status: 503, delivery: "Refused" })
@@ -151,7 +183,11 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       for (const [answered, delivery] of [[400, "Refused"], [503, "Unknown"]] as const) {
         status = answered
         expect(yield* sendError(agent)).toMatchObject({ reason: "HttpStatus", status: answered, delivery })
-        expect(yield* Effect.flip(Stream.runDrain(agent.stream("go")))).toMatchObject({ reason: "HttpStatus", status: answered, delivery })
+        expect(yield* Effect.flip(Stream.runDrain(agent.stream("go")))).toMatchObject({
+          reason: "HttpStatus",
+          status: answered,
+          delivery
+        })
       }
     }))
 
@@ -181,7 +217,9 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
     Effect.gen(function*() {
       const peer = yield* rawPeer((_req, res, body) => {
         sse(res)
-        res.end(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "no" } })}\n\n`)
+        res.end(
+          `data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "no" } })}\n\n`
+        )
       })
       expect(yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go")))).toMatchObject({
         reason: "ProtocolError",
@@ -234,7 +272,10 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
         })
         const agent = yield* agentAt(claimed.url, { maxResponseBytes: 1024 * 1024 })
         if (status === 200) {
-          expect(yield* sendError(agent)).toMatchObject({ reason: "InvalidResponse", detail: expect.stringContaining("exceeds") })
+          expect(yield* sendError(agent)).toMatchObject({
+            reason: "InvalidResponse",
+            detail: expect.stringContaining("exceeds")
+          })
         } else {
           const streamed = yield* Effect.flip(Stream.runDrain(agent.stream("go")))
           expect(streamed.detail).toContain("exceeds")
@@ -306,7 +347,12 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
         setTimeout(() => req.socket.destroy(), 20)
       })
       const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go")))
-      expect(error).toMatchObject({ reason: "StreamInterrupted", delivery: "Unknown", taskId: "t-cut", operation: "SendStreamingMessage" })
+      expect(error).toMatchObject({
+        reason: "StreamInterrupted",
+        delivery: "Unknown",
+        taskId: "t-cut",
+        operation: "SendStreamingMessage"
+      })
     }))
 
   it.scopedLive("a stream cut, then GetTask recovers the real final state", () =>
@@ -338,13 +384,24 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
         const method = (JSON.parse(body) as { method: string }).method
         if (method === "GetTask") {
           polls++
-          return json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: task("t-end", TaskState.TASK_STATE_WORKING) })
+          return json(res, 200, {
+            jsonrpc: "2.0",
+            id: rpcId(body),
+            result: task("t-end", TaskState.TASK_STATE_WORKING)
+          })
         }
         sse(res)(rpcId(body), { task: task("t-end", TaskState.TASK_STATE_WORKING) })
         res.end()
       })
-      const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url)).stream("go", { timeout: "400 millis" })))
-      expect(error).toMatchObject({ reason: "Timeout", delivery: "Unknown", taskId: "t-end", operation: "SendStreamingMessage" })
+      const error = yield* Effect.flip(
+        Stream.runDrain((yield* agentAt(peer.url)).stream("go", { timeout: "400 millis" }))
+      )
+      expect(error).toMatchObject({
+        reason: "Timeout",
+        delivery: "Unknown",
+        taskId: "t-end",
+        operation: "SendStreamingMessage"
+      })
       expect(error.detail).toContain("did not end within 400ms")
       expect(polls).toBeGreaterThan(1)
     }))
@@ -355,14 +412,24 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       const peer = yield* rawPeer((_req, res, body) => {
         const send = sse(res)
         send(rpcId(body), { task: task("t-err", TaskState.TASK_STATE_WORKING) })
-        res.end(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code, message: "internal" } })}\n\n`)
+        res.end(
+          `data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code, message: "internal" } })}\n\n`
+        )
       })
       const agent = yield* agentAt(peer.url)
       const error = yield* Effect.flip(Stream.runDrain(agent.stream("go")))
-      expect(error).toMatchObject({ reason: "ProtocolError", code: -32603, protocolError: "InternalError", delivery: "Unknown" })
+      expect(error).toMatchObject({
+        reason: "ProtocolError",
+        code: -32603,
+        protocolError: "InternalError",
+        delivery: "Unknown"
+      })
       // The task exists and may be running: a refusal's code says nothing of it.
       code = -32004
-      expect(yield* Effect.flip(Stream.runDrain(agent.stream("go")))).toMatchObject({ code: -32004, delivery: "Unknown" })
+      expect(yield* Effect.flip(Stream.runDrain(agent.stream("go")))).toMatchObject({
+        code: -32004,
+        delivery: "Unknown"
+      })
     }))
 
   it.scopedLive("a stream that goes silent: Timeout", () =>
@@ -370,7 +437,9 @@ describe("classification of what @a2a-js/sdk 1.3 throws, against real servers", 
       const peer = yield* rawPeer((_req, res, body) => {
         sse(res)(rpcId(body), { task: task("t-idle", TaskState.TASK_STATE_WORKING) })
       })
-      const error = yield* Effect.flip(Stream.runDrain((yield* agentAt(peer.url, { timeout: "300 millis" })).stream("go")))
+      const error = yield* Effect.flip(
+        Stream.runDrain((yield* agentAt(peer.url, { timeout: "300 millis" })).stream("go"))
+      )
       expect(error).toMatchObject({ reason: "Timeout", delivery: "Unknown", taskId: "t-idle" })
     }))
 })
@@ -387,17 +456,21 @@ const oddValues = FastCheck.oneof(
 )
 
 describe("classification is total", () => {
-  it.prop("any thrown value yields a typed error", [oddValues, FastCheck.boolean(), FastCheck.boolean()], ([value, sent, started]) => {
-    const error = classifyCall(value, {
-      agent: "a",
-      operation: "SendMessage",
-      record: { sent },
-      streamStarted: started
-    })
-    expect(error).toBeInstanceOf(A2AClientError.A2AClientError)
-    expect(Schema.is(A2AClientError.Reason)(error.reason)).toBe(true)
-    if (!sent) expect(error.delivery === "NotSent" || error.reason !== "Timeout").toBe(true)
-  })
+  it.prop(
+    "any thrown value yields a typed error",
+    [oddValues, FastCheck.boolean(), FastCheck.boolean()],
+    ([value, sent, started]) => {
+      const error = classifyCall(value, {
+        agent: "a",
+        operation: "SendMessage",
+        record: { sent },
+        streamStarted: started
+      })
+      expect(error).toBeInstanceOf(A2AClientError.A2AClientError)
+      expect(Schema.is(A2AClientError.Reason)(error.reason)).toBe(true)
+      if (!sent) expect(error.delivery === "NotSent" || error.reason !== "Timeout").toBe(true)
+    }
+  )
 
   it.effect("any thrown value yields a typed error, on HTTP+JSON's and gRPC's own readings too", () =>
     Effect.gen(function*() {
@@ -408,17 +481,37 @@ describe("classification is total", () => {
         status: FastCheck.oneof(FastCheck.integer({ min: -2, max: 20 }), FastCheck.anything()),
         statusCode: FastCheck.oneof(FastCheck.integer({ min: 100, max: 599 }), FastCheck.anything()),
         message: FastCheck.anything(),
-        cause: FastCheck.oneof(oddValues, FastCheck.record({ details: FastCheck.anything(), code: FastCheck.anything() }))
+        cause: FastCheck.oneof(
+          oddValues,
+          FastCheck.record({ details: FastCheck.anything(), code: FastCheck.anything() })
+        )
       })
-      const signal = FastCheck.constantFrom(undefined, AbortSignal.abort(), AbortSignal.abort(new DOMException("late", "TimeoutError")))
+      const signal = FastCheck.constantFrom(
+        undefined,
+        AbortSignal.abort(),
+        AbortSignal.abort(new DOMException("late", "TimeoutError"))
+      )
       for (const binding of [restTransport.binding, grpc]) {
         FastCheck.assert(
-          FastCheck.property(FastCheck.oneof(oddValues, transportLike), FastCheck.boolean(), FastCheck.boolean(), signal, (value, sent, started, aborted) => {
-            const error = classifyCall(value, { agent: "a", operation: "SendMessage", binding, signal: aborted, record: { sent }, streamStarted: started })
-            expect(error).toBeInstanceOf(A2AClientError.A2AClientError)
-            expect(error.transport).toBe(binding.transport)
-            if (started) expect(error.delivery).not.toBe("Refused")
-          }),
+          FastCheck.property(
+            FastCheck.oneof(oddValues, transportLike),
+            FastCheck.boolean(),
+            FastCheck.boolean(),
+            signal,
+            (value, sent, started, aborted) => {
+              const error = classifyCall(value, {
+                agent: "a",
+                operation: "SendMessage",
+                binding,
+                signal: aborted,
+                record: { sent },
+                streamStarted: started
+              })
+              expect(error).toBeInstanceOf(A2AClientError.A2AClientError)
+              expect(error.transport).toBe(binding.transport)
+              if (started) expect(error.delivery).not.toBe("Refused")
+            }
+          ),
           { numRuns: 300 }
         )
       }
@@ -444,16 +537,26 @@ describe("classification is total", () => {
   })
 
   it("a connection refused is NotSent even when fetch was called", () => {
-    const refused = new TypeError("fetch failed", { cause: Object.assign(new Error("connect"), { code: "ECONNREFUSED" }) })
-    expect(classifyCall(refused, { agent: "a", operation: "SendMessage", record: { sent: true }, streamStarted: false }))
+    const refused = new TypeError("fetch failed", {
+      cause: Object.assign(new Error("connect"), { code: "ECONNREFUSED" })
+    })
+    expect(
+      classifyCall(refused, { agent: "a", operation: "SendMessage", record: { sent: true }, streamStarted: false })
+    )
       .toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent" })
   })
 
   it("an abort before the request was handed to fetch is NotSent; after, Unknown", () => {
     const abort = new DOMException("aborted", "AbortError")
     const ctx = { agent: "a", operation: "SendMessage", streamStarted: false } as const
-    expect(classifyCall(abort, { ...ctx, record: { sent: false } })).toMatchObject({ reason: "Aborted", delivery: "NotSent" })
-    expect(classifyCall(abort, { ...ctx, record: { sent: true } })).toMatchObject({ reason: "Aborted", delivery: "Unknown" })
+    expect(classifyCall(abort, { ...ctx, record: { sent: false } })).toMatchObject({
+      reason: "Aborted",
+      delivery: "NotSent"
+    })
+    expect(classifyCall(abort, { ...ctx, record: { sent: true } })).toMatchObject({
+      reason: "Aborted",
+      delivery: "Unknown"
+    })
   })
 })
 
@@ -468,7 +571,9 @@ describe("A2AClientError", () => {
     expect(decoded.delivery).toBe(error.delivery)
   })
 
-  it.prop("matchReason and matchDelivery run the handler of the error's own reason and delivery", [A2AClientError.A2AClientError], ([error]) => {
+  it.prop("matchReason and matchDelivery run the handler of the error's own reason and delivery", [
+    A2AClientError.A2AClientError
+  ], ([error]) => {
     // Each handler answers its key and the error it got, so a swapped or shared handler shows.
     const byReason = A2AClientError.matchReason(handlers(A2AClientError.Reason.literals))
     const byDelivery = A2AClientError.matchDelivery(handlers(A2AClientError.Delivery.literals))

@@ -1,14 +1,14 @@
 import { type Task, TaskState } from "@a2a-js/sdk"
 import { ClientFactory } from "@a2a-js/sdk/client"
 import { ServerCallContext } from "@a2a-js/sdk/server"
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { describe, expect, it } from "@effect/vitest"
+import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, FastCheck, Option, Redacted, type Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
-import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as A2AServer from "../src/A2AServer.js"
 import * as Authentication from "../src/Authentication.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
@@ -18,8 +18,8 @@ import * as internalTaskStore from "../src/internal/server/taskStore.js"
 import * as Observability from "../src/Observability.js"
 import {
   callerOn,
-  factoryOf,
   counter,
+  factoryOf,
   keyOf,
   keys,
   othersSeeNothing,
@@ -50,9 +50,13 @@ describe("A2AServer with authenticate", () => {
         }
       }
       // The wire, as any client reads it.
-      const rpc = yield* post(server.rpcUrl, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: {} }), {
-        "a2a-version": "1.0"
-      })
+      const rpc = yield* post(
+        server.rpcUrl,
+        JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: {} }),
+        {
+          "a2a-version": "1.0"
+        }
+      )
       expect(rpc.status).toBe(401)
       expect(rpc.headers.get("www-authenticate")).toBe("Bearer")
       expect(rpc.text).toBe("Authentication required.")
@@ -64,14 +68,20 @@ describe("A2AServer with authenticate", () => {
           code: 401,
           status: "UNAUTHENTICATED",
           message: "Invalid credentials.",
-          details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "UNAUTHENTICATED", domain: "effect-a2a" }]
+          details: [{
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            reason: "UNAUTHENTICATED",
+            domain: "effect-a2a"
+          }]
         }
       })
       const grpc = yield* callerOn(server.url, "GRPC", undefined)
       const refused = yield* grpc.get("any")
       expect((refused as { error: { status?: number } }).error.status).toBe(16)
       // The extended card needs credentials; the card does not.
-      const extended = yield* Effect.promise(() => fetch(`${server.urls["HTTP+JSON"]}/extendedAgentCard`).then((r) => r.status))
+      const extended = yield* Effect.promise(() =>
+        fetch(`${server.urls["HTTP+JSON"]}/extendedAgentCard`).then((r) => r.status)
+      )
       expect(extended).toBe(401)
       const card = yield* Effect.promise(() => fetch(`${server.url}${A2AServer.cardPath}`).then((r) => r.status))
       expect(card).toBe(200)
@@ -79,28 +89,33 @@ describe("A2AServer with authenticate", () => {
       answers.push(rpc.text, rest.text)
       for (const answer of answers) expect(answer).not.toContain(wrongKey)
       expect(yield* counter(Observability.serverUnauthenticated, server.card.name)).toBeGreaterThanOrEqual(13)
-
     }))
 
   it.scopedLive("a refused request's body is not read: the 401 closes the connection", () =>
     Effect.gen(function*() {
       const { server } = yield* serve()
       for (const url of [server.rpcUrl, `${server.urls["HTTP+JSON"]}/message:send`]) {
-        const answer = yield* Effect.async<{ readonly status: number; readonly connection: string | undefined }>((resume) => {
-          const request = Http.request(url, { method: "POST", headers: { "content-type": "application/json" } }, (response) => {
-            response.resume()
-            resume(Effect.succeed({ status: response.statusCode ?? 0, connection: response.headers.connection }))
-          })
-          request.on("error", () => undefined)
-          // A body that would never end: only the server's close stops it.
-          const chunk = Buffer.alloc(64 * 1024, 32)
-          const pump = () => {
-            while (!request.destroyed && request.write(chunk));
+        const answer = yield* Effect.async<{ readonly status: number; readonly connection: string | undefined }>(
+          (resume) => {
+            const request = Http.request(
+              url,
+              { method: "POST", headers: { "content-type": "application/json" } },
+              (response) => {
+                response.resume()
+                resume(Effect.succeed({ status: response.statusCode ?? 0, connection: response.headers.connection }))
+              }
+            )
+            request.on("error", () => undefined)
+            // A body that would never end: only the server's close stops it.
+            const chunk = Buffer.alloc(64 * 1024, 32)
+            const pump = () => {
+              while (!request.destroyed && request.write(chunk));
+            }
+            request.on("drain", pump)
+            pump()
+            return Effect.sync(() => request.destroy())
           }
-          request.on("drain", pump)
-          pump()
-          return Effect.sync(() => request.destroy())
-        }).pipe(Effect.timeout("10 seconds"))
+        ).pipe(Effect.timeout("10 seconds"))
         expect(answer).toEqual({ status: 401, connection: "close" })
       }
     }))
@@ -132,7 +147,9 @@ describe("A2AServer with authenticate", () => {
     Effect.gen(function*() {
       const logs = captureLogs()
       const broken: Authentication.Authenticator = (request) =>
-        request.headers["x-api-key"] === "empty" ? Effect.succeed({ id: "", name: "nobody" }) : Effect.die(new Error("the key server is down"))
+        request.headers["x-api-key"] === "empty"
+          ? Effect.succeed({ id: "", name: "nobody" })
+          : Effect.die(new Error("the key server is down"))
       const { runs, server } = yield* serve({ authenticate: broken }).pipe(Effect.provide(logs.layer))
       for (const key of [wrongKey, "empty"]) {
         const rpc = yield* post(server.rpcUrl, "{}", { "x-api-key": key })
@@ -146,7 +163,8 @@ describe("A2AServer with authenticate", () => {
       expect(rest.status).toBe(500)
       expect(rest.text).not.toContain("key server")
       const grpc = yield* callerOn(server.url, "GRPC", wrongKey)
-      expect((yield* grpc.get("any") as Effect.Effect<{ readonly error: { readonly status: number } }>).error.status).toBe(13)
+      expect((yield* grpc.get("any") as Effect.Effect<{ readonly error: { readonly status: number } }>).error.status)
+        .toBe(13)
       expect(runs).toEqual([])
     }))
 
@@ -161,7 +179,9 @@ describe("A2AServer with authenticate", () => {
         8
       )
       const { server } = yield* serve({
-        authenticate: Authentication.apiKey({ keys: samples.map(({ right }, i) => [`caller-${i}`, Redacted.make(right)] as const) })
+        authenticate: Authentication.apiKey({
+          keys: samples.map(({ right }, i) => [`caller-${i}`, Redacted.make(right)] as const)
+        })
       }).pipe(Effect.provide(logs.layer))
       const answers: Array<string> = []
       for (const [i, { right, wrong }] of samples.entries()) {
@@ -236,7 +256,8 @@ describe("A2AServer with authenticate", () => {
         createdAt: 0,
         finishedAt: Option.none()
       })
-      const as = (id: string) => new ServerCallContext({ user: new internalAuthentication.CallerUser({ id, name: id }) })
+      const as = (id: string) =>
+        new ServerCallContext({ user: new internalAuthentication.CallerUser({ id, name: id }) })
       const found = yield* Effect.promise(() => store.load(taskId, as("a")))
       expect(found?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
       expect(yield* Effect.promise(() => store.load(taskId, as("b")))).toBeUndefined()
@@ -246,7 +267,8 @@ describe("A2AServer with authenticate", () => {
     Effect.gen(function*() {
       const { runs, server } = yield* serve({ idempotency: {} }).pipe(Effect.provide(IdempotencyLedger.layerMemory()))
       const client = yield* makeClient(server.url)
-      const keyedAs = (caller: string) => sendMessage(client, keyed("hello", "order-17"), { "x-api-key": keyOf(caller) })
+      const keyedAs = (caller: string) =>
+        sendMessage(client, keyed("hello", "order-17"), { "x-api-key": keyOf(caller) })
       const first = yield* keyedAs("a")
       const again = yield* keyedAs("a")
       const other = yield* keyedAs("b")
@@ -296,7 +318,9 @@ describe("A2AServer with authenticate: each caller sees only its own tasks", () 
           (count) => count >= 3 * 3 * 3
         )
         expect(forbidden).toBeGreaterThanOrEqual(27)
-        const warned = logs.lines.filter((line) => line.message === "Request on another caller's task, answered as not found")
+        const warned = logs.lines.filter((line) =>
+          line.message === "Request on another caller's task, answered as not found"
+        )
         expect(new Set(warned.map((line) => line.annotations.caller))).toEqual(new Set(["b"]))
       }))
   }
@@ -308,7 +332,9 @@ describe("A2AServer with authenticate: each caller sees only its own tasks", () 
       type Operation = "get" | "cancel" | "continue" | "subscribe" | "list"
       const clients = new Map<string, Effect.Effect.Success<ReturnType<typeof callerOn>>>()
       for (const caller of callers) {
-        for (const transport of transports) clients.set(`${caller} ${transport}`, yield* callerOn(server.url, transport, keyOf(caller)))
+        for (const transport of transports) {
+          clients.set(`${caller} ${transport}`, yield* callerOn(server.url, transport, keyOf(caller)))
+        }
       }
       yield* Effect.promise(() =>
         FastCheck.assert(

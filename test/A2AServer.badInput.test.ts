@@ -1,5 +1,5 @@
-import { describe, expect, it } from "@effect/vitest"
 import { A2AService } from "@a2a-js/sdk/server/grpc"
+import { describe, expect, it } from "@effect/vitest"
 import * as Grpc from "@grpc/grpc-js"
 import { Duration, Effect } from "effect"
 import type * as net from "node:net"
@@ -51,8 +51,12 @@ describe("A2AServer JSON-RPC bad input", () => {
         })
       }
       // One nested past the nesting bound, inside a string: refused the same way, not a -32603.
-      const deep = `${'{"inner":'.repeat(10_000)}"leaf"${"}".repeat(10_000)}`
-      const nested = yield* post(server.rpcUrl, JSON.stringify(JSON.stringify(sendRequest()).replace(/}$/, `,"deep":${deep}}`)), v1)
+      const deep = `${"{\"inner\":".repeat(10_000)}"leaf"${"}".repeat(10_000)}`
+      const nested = yield* post(
+        server.rpcUrl,
+        JSON.stringify(JSON.stringify(sendRequest()).replace(/}$/, `,"deep":${deep}}`)),
+        v1
+      )
       expect(JSON.parse(nested.text).error.code).toBe(-32600)
       // A string that is not JSON inside: JavaScript's parse message never reaches the wire.
       const bad = yield* post(server.rpcUrl, JSON.stringify("str"), v1)
@@ -89,7 +93,10 @@ describe("A2AServer JSON-RPC bad input", () => {
       expect(invalid).toMatchObject({ id: null, error: { code: -32600 } })
       // An explicit null id is a request, not a notification: it is run and answered.
       const nullId = yield* post(server.rpcUrl, JSON.stringify(sendRequest({ id: null })), v1)
-      expect(JSON.parse(nullId.text)).toMatchObject({ id: null, result: { task: { status: { state: "TASK_STATE_COMPLETED" } } } })
+      expect(JSON.parse(nullId.text)).toMatchObject({
+        id: null,
+        result: { task: { status: { state: "TASK_STATE_COMPLETED" } } }
+      })
       expect(runs.count).toBe(1)
     }))
 })
@@ -104,10 +111,16 @@ const wrongTypes: ReadonlyArray<readonly [unknown, string]> = [
   [sendParams({ parts: [null] }), "message.parts[0] must be an object"],
   [sendParams({ messageId: 5 }), "message.messageId must be a string"],
   [sendParams({ parts: [{ text: { nested: true } }] }), "message.parts[0].text must be a string"],
-  [sendParams({ parts: [{ text: "a", url: "https://example.com" }] }), "message.parts[0] must have exactly one of text, raw, url, data"],
+  [
+    sendParams({ parts: [{ text: "a", url: "https://example.com" }] }),
+    "message.parts[0] must have exactly one of text, raw, url, data"
+  ],
   [sendParams({ role: "ROLE_ADMIN" }), "message.role must be one of ROLE_UNSPECIFIED, ROLE_USER, ROLE_AGENT"],
   [sendParams({ metadata: "x" }), "message.metadata must be an object"],
-  [{ ...sendParams({}), configuration: { returnImmediately: "yes" } }, "configuration.returnImmediately must be a boolean"],
+  [
+    { ...sendParams({}), configuration: { returnImmediately: "yes" } },
+    "configuration.returnImmediately must be a boolean"
+  ],
   [{ ...sendParams({}), configuration: { historyLength: 1.5 } }, "configuration.historyLength must be a 32-bit integer"]
 ]
 
@@ -125,19 +138,26 @@ describe("A2AServer strict decoding", () => {
         for (const route of ["message:send", "message:stream"]) {
           const answer = yield* post(`${restUrl}/${route}`, JSON.stringify(params), v1)
           expect(answer.status).toBe(400)
-          expect(JSON.parse(answer.text).error).toMatchObject({ status: "INVALID_ARGUMENT", message: `Invalid params: ${named}.` })
+          expect(JSON.parse(answer.text).error).toMatchObject({
+            status: "INVALID_ARGUMENT",
+            message: `Invalid params: ${named}.`
+          })
         }
       }
-      const push = JSON.parse((yield* rpc(server.rpcUrl, "CreateTaskPushNotificationConfig", { taskId: "t", url: 7 })).text)
+      const push = JSON.parse(
+        (yield* rpc(server.rpcUrl, "CreateTaskPushNotificationConfig", { taskId: "t", url: 7 })).text
+      )
       expect(push.error).toMatchObject({ code: -32602, message: "Invalid params: url must be a string." })
       const getTask = JSON.parse((yield* rpc(server.rpcUrl, "GetTask", { id: { $ne: "" } })).text)
       expect(getTask.error).toMatchObject({ code: -32602, message: "Invalid params: id must be a string." })
       expect(runs.count).toBe(0)
       // What ProtoJSON allows is served: proto names, an integer as a string, an enum by number, a null field.
-      const allowed = JSON.parse((yield* rpc(server.rpcUrl, "SendMessage", {
-        message: { message_id: crypto.randomUUID(), role: 1, parts: [{ text: "hi", url: null }], context_id: null },
-        configuration: { historyLength: "3" }
-      })).text)
+      const allowed = JSON.parse(
+        (yield* rpc(server.rpcUrl, "SendMessage", {
+          message: { message_id: crypto.randomUUID(), role: 1, parts: [{ text: "hi", url: null }], context_id: null },
+          configuration: { historyLength: "3" }
+        })).text
+      )
       expect(allowed.result.task.status.state).toBe("TASK_STATE_COMPLETED")
       expect(runs.count).toBe(1)
     }))
@@ -145,7 +165,13 @@ describe("A2AServer strict decoding", () => {
 
 /** v0.3 send params with `message` changed by `change`, as the SDK's v0.3 client writes them. */
 const legacySendParams = (change: Record<string, unknown>) => ({
-  message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], ...change }
+  message: {
+    kind: "message",
+    messageId: crypto.randomUUID(),
+    role: "user",
+    parts: [{ kind: "text", text: "hi" }],
+    ...change
+  }
 })
 
 /** v0.3 methods with wrong types or missing fields, each with the field its refusal names. */
@@ -153,23 +179,55 @@ const legacyWrongTypes: ReadonlyArray<readonly [string, unknown, string]> = [
   ["message/send", legacySendParams({ messageId: 5 }), "message.messageId must be a string"],
   ["message/send", legacySendParams({ parts: [null] }), "message.parts[0] must be an object"],
   ["message/send", legacySendParams({ parts: "hi" }), "message.parts must be an array"],
-  ["message/send", legacySendParams({ parts: [{ kind: "text", text: { nested: true } }] }), "message.parts[0].text must be a string"],
+  [
+    "message/send",
+    legacySendParams({ parts: [{ kind: "text", text: { nested: true } }] }),
+    "message.parts[0].text must be a string"
+  ],
   ["message/send", legacySendParams({ parts: [{ kind: "text" }] }), "message.parts[0].text is required"],
-  ["message/send", legacySendParams({ parts: [{ text: "hi" }] }), "message.parts[0].kind must be one of text, file, data"],
+  [
+    "message/send",
+    legacySendParams({ parts: [{ text: "hi" }] }),
+    "message.parts[0].kind must be one of text, file, data"
+  ],
   ["message/send", legacySendParams({ parts: [{ kind: "file" }] }), "message.parts[0].file is required"],
-  ["message/send", legacySendParams({ parts: [{ kind: "file", file: { uri: 5 } }] }), "message.parts[0].file.uri must be a string"],
+  [
+    "message/send",
+    legacySendParams({ parts: [{ kind: "file", file: { uri: 5 } }] }),
+    "message.parts[0].file.uri must be a string"
+  ],
   ["message/send", legacySendParams({ parts: [{ kind: "data", data: 5 }] }), "message.parts[0].data must be an object"],
   ["message/send", legacySendParams({ extensions: "abc" }), "message.extensions must be an array"],
   ["message/send", legacySendParams({ contextId: 5 }), "message.contextId must be a string"],
-  ["message/send", { ...legacySendParams({}), configuration: { blocking: "yes" } }, "configuration.blocking must be a boolean"],
-  ["message/send", { ...legacySendParams({}), configuration: { historyLength: "3" } }, "configuration.historyLength must be a 32-bit integer"],
-  ["message/stream", legacySendParams({ parts: [{ kind: "text", text: { nested: true } }] }), "message.parts[0].text must be a string"],
+  [
+    "message/send",
+    { ...legacySendParams({}), configuration: { blocking: "yes" } },
+    "configuration.blocking must be a boolean"
+  ],
+  [
+    "message/send",
+    { ...legacySendParams({}), configuration: { historyLength: "3" } },
+    "configuration.historyLength must be a 32-bit integer"
+  ],
+  [
+    "message/stream",
+    legacySendParams({ parts: [{ kind: "text", text: { nested: true } }] }),
+    "message.parts[0].text must be a string"
+  ],
   ["tasks/get", { id: { $ne: "" } }, "id must be a string"],
   ["tasks/get", {}, "id is required"],
   ["tasks/cancel", { id: 5 }, "id must be a string"],
   ["tasks/resubscribe", { id: 5 }, "id must be a string"],
-  ["tasks/pushNotificationConfig/set", { taskId: "t", pushNotificationConfig: { url: 7 } }, "pushNotificationConfig.url must be a string"],
-  ["tasks/pushNotificationConfig/delete", { id: "t", pushNotificationConfigId: 5 }, "pushNotificationConfigId must be a string"]
+  [
+    "tasks/pushNotificationConfig/set",
+    { taskId: "t", pushNotificationConfig: { url: 7 } },
+    "pushNotificationConfig.url must be a string"
+  ],
+  [
+    "tasks/pushNotificationConfig/delete",
+    { id: "t", pushNotificationConfigId: 5 },
+    "pushNotificationConfigId must be a string"
+  ]
 ]
 
 describe("A2AServer strict decoding of v0.3 JSON-RPC", () => {
@@ -187,24 +245,27 @@ describe("A2AServer strict decoding of v0.3 JSON-RPC", () => {
       }
       expect(runs.count).toBe(0)
       // What v0.3 allows is served: every part kind, optional fields left null, unknown fields.
-      const allowed = yield* post(server.rpcUrl, JSON.stringify({
-        jsonrpc: "2.0",
-        id: 2,
-        method: "message/send",
-        params: {
-          ...legacySendParams({
-            contextId: null,
-            parts: [
-              { kind: "text", text: "hi", metadata: { a: 1 } },
-              { kind: "file", file: { bytes: "aGk=", mimeType: "text/plain" } },
-              { kind: "file", file: { uri: "https://example.com/a", name: null } },
-              { kind: "data", data: { a: [1] } }
-            ],
-            future: 1
-          }),
-          configuration: { acceptedOutputModes: ["text/plain"], historyLength: 3, blocking: true }
-        }
-      }))
+      const allowed = yield* post(
+        server.rpcUrl,
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 2,
+          method: "message/send",
+          params: {
+            ...legacySendParams({
+              contextId: null,
+              parts: [
+                { kind: "text", text: "hi", metadata: { a: 1 } },
+                { kind: "file", file: { bytes: "aGk=", mimeType: "text/plain" } },
+                { kind: "file", file: { uri: "https://example.com/a", name: null } },
+                { kind: "data", data: { a: [1] } }
+              ],
+              future: 1
+            }),
+            configuration: { acceptedOutputModes: ["text/plain"], historyLength: 3, blocking: true }
+          }
+        })
+      )
       expect(JSON.parse(allowed.text).result.status.state).toBe("completed")
       expect(runs.count).toBe(1)
     }))
@@ -246,7 +307,11 @@ const readToEnd = (socket: net.Socket) =>
 /** Times a plain SendMessage, answered at once by `chatty`'s quick path. */
 const timedSend = (url: string) =>
   Effect.map(
-    Effect.timed(rpc(url, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] } })),
+    Effect.timed(
+      rpc(url, "SendMessage", {
+        message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] }
+      })
+    ),
     ([duration, answer]) => {
       expect(JSON.parse(answer.text).result.task.status.state).toBe("TASK_STATE_COMPLETED")
       return Duration.toMillis(duration)
@@ -266,7 +331,10 @@ describe("A2AServer streams whose readers do not read", () => {
       for (const { taskId } of stalled) {
         // The run is not held back by its reader: it ends while the stream is stalled.
         yield* eventually(
-          Effect.map(rpc(server.rpcUrl, "GetTask", { id: taskId }), (answer) => JSON.parse(answer.text).result?.status?.state),
+          Effect.map(
+            rpc(server.rpcUrl, "GetTask", { id: taskId }),
+            (answer) => JSON.parse(answer.text).result?.status?.state
+          ),
           (state) => state === "TASK_STATE_COMPLETED",
           3000
         )
@@ -314,7 +382,10 @@ describe("A2AServer streams whose readers do not read", () => {
       })
       stream.on("data", () => received++)
       yield* eventually(
-        Effect.map(rpc(server.rpcUrl, "GetTask", { id: taskId }), (answer) => JSON.parse(answer.text).result?.status?.state),
+        Effect.map(
+          rpc(server.rpcUrl, "GetTask", { id: taskId }),
+          (answer) => JSON.parse(answer.text).result?.status?.state
+        ),
         (state) => state === "TASK_STATE_COMPLETED",
         3000
       )
@@ -330,11 +401,18 @@ describe("A2AServer HTTP streams whose readers are dropped", () => {
   for (const transport of ["JSONRPC", "HTTP+JSON"] as const) {
     it.scopedLive(`${transport}: a dropped reader lets go of its place in maxInFlight at the drop, and of its connection soon after`, () =>
       Effect.gen(function*() {
-        const server = yield* A2AServer.make({ agent: chatty(1000, 8192), card, maxInFlight: 2, transports: ["JSONRPC", "HTTP+JSON"] })
+        const server = yield* A2AServer.make({
+          agent: chatty(1000, 8192),
+          card,
+          maxInFlight: 2,
+          transports: ["JSONRPC", "HTTP+JSON"]
+        })
         const restPath = transport === "JSONRPC" ? undefined : new URL(server.urls["HTTP+JSON"]!).pathname
         const stalled = yield* Effect.all([1, 2].map(() => stalledStream(server.address.port, "go", restPath)))
         const quick = () =>
-          rpc(server.rpcUrl, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] } })
+          rpc(server.rpcUrl, "SendMessage", {
+            message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] }
+          })
         // Both places are held by the stalled streams.
         expect((yield* quick()).status).toBe(429)
         // Admitted once the readers are dropped, though they never read again.

@@ -5,9 +5,9 @@
  */
 import { GRPC_STATUS_CODE } from "@a2a-js/sdk/errors/grpc"
 import { A2AService } from "@a2a-js/sdk/server/grpc"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import * as Grpc from "@grpc/grpc-js"
 import { Effect } from "effect"
@@ -69,13 +69,17 @@ const oversized = (url: string, chunked: boolean) =>
     })
     socket.on("end", () => done(answer() ?? { error: `ended after ${JSON.stringify(received.slice(0, 200))}` }))
     const length = chunked ? "transfer-encoding: chunked" : `content-length: ${size}`
-    socket.write(`POST ${target.pathname} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\na2a-version: 1.0\r\n${length}\r\n\r\n`)
+    socket.write(
+      `POST ${target.pathname} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\na2a-version: 1.0\r\n${length}\r\n\r\n`
+    )
     const piece = Buffer.alloc(64 * 1024, "x")
     let written = 0
     const pump = (): void => {
       while (written < size) {
         written += piece.length
-        const frame = chunked ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from("\r\n")]) : piece
+        const frame = chunked
+          ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from("\r\n")])
+          : piece
         if (!socket.write(frame)) return void socket.once("drain", pump)
       }
       socket.write(chunked ? "0\r\n\r\n" : "", () => socket.resume())
@@ -101,7 +105,11 @@ const jsonRpcRefusal = (answer: Answer) => {
 }
 
 const restRefusal = (answer: Answer) => {
-  expect(JSON.parse(answer.text!).error).toMatchObject({ code: 413, status: "INVALID_ARGUMENT", details: [{ reason: "INVALID_PARAMS" }] })
+  expect(JSON.parse(answer.text!).error).toMatchObject({
+    code: 413,
+    status: "INVALID_ARGUMENT",
+    details: [{ reason: "INVALID_PARAMS" }]
+  })
 }
 
 /** The status of a raw `SendMessage` of `bytes` over gRPC. */
@@ -120,34 +128,50 @@ const grpcCall = (address: string, bytes: Uint8Array) =>
   )
 
 describe("A2AServer: a body over the limit", () => {
-  it.scopedLive("gets its 413 on JSON-RPC and HTTP+JSON, every time, the server answering on the Node listener", () =>
-    Effect.gen(function*() {
-      const server = yield* A2AServer.make({ agent, card, maxBodyBytes: limit })
-      yield* everyTry(server.rpcUrl, jsonRpcRefusal)
-      yield* everyTry(`${server.urls["HTTP+JSON"]}/message:send`, restRefusal)
-    }), 120_000)
+  it.scopedLive(
+    "gets its 413 on JSON-RPC and HTTP+JSON, every time, the server answering on the Node listener",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* A2AServer.make({ agent, card, maxBodyBytes: limit })
+        yield* everyTry(server.rpcUrl, jsonRpcRefusal)
+        yield* everyTry(`${server.urls["HTTP+JSON"]}/message:send`, restRefusal)
+      }),
+    120_000
+  )
 
-  it.scopedLive("gets its refusal on gRPC every time: grpc-js's RESOURCE_EXHAUSTED past twice the bound", () =>
-    Effect.gen(function*() {
-      const server = yield* A2AServer.make({ agent, card, maxBodyBytes: limit, transports: ["GRPC"] })
-      for (let i = 0; i < tries; i++) {
-        expect(yield* grpcCall(server.urls.GRPC!, new Uint8Array(size))).toBe(GRPC_STATUS_CODE.RESOURCE_EXHAUSTED)
-      }
-    }), 120_000)
+  it.scopedLive(
+    "gets its refusal on gRPC every time: grpc-js's RESOURCE_EXHAUSTED past twice the bound",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* A2AServer.make({ agent, card, maxBodyBytes: limit, transports: ["GRPC"] })
+        for (let i = 0; i < tries; i++) {
+          expect(yield* grpcCall(server.urls.GRPC!, new Uint8Array(size))).toBe(GRPC_STATUS_CODE.RESOURCE_EXHAUSTED)
+        }
+      }),
+    120_000
+  )
 
-  it.scopedLive("gets its 413 on JSON-RPC every time when the platform's router answers it (httpSpans)", () =>
-    Effect.gen(function*() {
-      const server = yield* A2AServer.make({ agent, card, maxBodyBytes: limit, httpSpans: true })
-      yield* everyTry(server.rpcUrl, jsonRpcRefusal)
-    }), 120_000)
+  it.scopedLive(
+    "gets its 413 on JSON-RPC every time when the platform's router answers it (httpSpans)",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* A2AServer.make({ agent, card, maxBodyBytes: limit, httpSpans: true })
+        yield* everyTry(server.rpcUrl, jsonRpcRefusal)
+      }),
+    120_000
+  )
 
-  it.scopedLive("gets its 413 every time from a router mounted on the application's own server", () =>
-    Effect.gen(function*() {
-      const httpServer = yield* NodeHttpServer.make(() => Http.createServer(), { host: "127.0.0.1", port: 0 })
-      const url = `http://127.0.0.1:${(httpServer.address as HttpServer.TcpAddress).port}`
-      const a2a = yield* A2AServer.makeRouter({ agent, card, publicUrl: url, maxBodyBytes: limit })
-      yield* httpServer.serve(HttpRouter.concat(HttpRouter.empty, a2a.router))
-      yield* everyTry(a2a.rpcUrl, jsonRpcRefusal)
-      yield* everyTry(`${a2a.urls["HTTP+JSON"]}/message:send`, restRefusal)
-    }), 120_000)
+  it.scopedLive(
+    "gets its 413 every time from a router mounted on the application's own server",
+    () =>
+      Effect.gen(function*() {
+        const httpServer = yield* NodeHttpServer.make(() => Http.createServer(), { host: "127.0.0.1", port: 0 })
+        const url = `http://127.0.0.1:${(httpServer.address as HttpServer.TcpAddress).port}`
+        const a2a = yield* A2AServer.makeRouter({ agent, card, publicUrl: url, maxBodyBytes: limit })
+        yield* httpServer.serve(HttpRouter.concat(HttpRouter.empty, a2a.router))
+        yield* everyTry(a2a.rpcUrl, jsonRpcRefusal)
+        yield* everyTry(`${a2a.urls["HTTP+JSON"]}/message:send`, restRefusal)
+      }),
+    120_000
+  )
 })

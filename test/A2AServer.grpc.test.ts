@@ -34,7 +34,10 @@ const endings: AgentExecutor.Agent<Error> = (request) => {
     case "wait":
       return Effect.never
     default:
-      return Effect.zipRight(AgentExecutor.status("thinking"), Effect.succeed(AgentExecutor.completedText(`echo ${text}`)))
+      return Effect.zipRight(
+        AgentExecutor.status("thinking"),
+        Effect.succeed(AgentExecutor.completedText(`echo ${text}`))
+      )
   }
 }
 
@@ -74,11 +77,15 @@ const rawCall = (
         const sent = new Grpc.Metadata()
         for (const [key, value] of Object.entries(metadata)) sent.set(key, value)
         const ended = (error: Grpc.ServiceError | null) =>
-          resume(Effect.succeed(error === null
-            ? { code: GRPC_STATUS_CODE.OK, details: "", metadata: undefined }
-            : { code: error.code, details: error.details, metadata: error.metadata }))
+          resume(Effect.succeed(
+            error === null
+              ? { code: GRPC_STATUS_CODE.OK, details: "", metadata: undefined }
+              : { code: error.code, details: error.details, metadata: error.metadata }
+          ))
         const options = { deadline: Date.now() + 10_000 }
-        if (!stream) return void client.makeUnaryRequest(path, identity, identity, Buffer.from(bytes), sent, options, ended)
+        if (!stream) {
+          return void client.makeUnaryRequest(path, identity, identity, Buffer.from(bytes), sent, options, ended)
+        }
         const call = client.makeServerStreamRequest(path, identity, identity, Buffer.from(bytes), sent, options)
         call.on("data", () => {})
         call.on("error", ended)
@@ -111,7 +118,11 @@ describe("A2AServer over gRPC", () => {
       expect(server.urls.GRPC).toMatch(/^127\.0\.0\.1:\d+$/)
       expect(server.urls.GRPC).not.toBe("127.0.0.1:0")
       expect(server.urls.JSONRPC).toBe(server.rpcUrl)
-      expect(server.card.supportedInterfaces.filter((i) => i.protocolBinding === "GRPC").map((i) => [i.url, i.protocolVersion]))
+      expect(
+        server.card.supportedInterfaces.filter((i) => i.protocolBinding === "GRPC").map((
+          i
+        ) => [i.url, i.protocolVersion])
+      )
         .toEqual([[server.urls.GRPC, "1.0"], [server.urls.GRPC, "0.3"]])
       const proxied = yield* A2AServer.make({ agent: endings, card, grpc: { publicAddress: "agents.example.com:443" } })
       expect(proxied.urls.GRPC).toBe("agents.example.com:443")
@@ -124,18 +135,32 @@ describe("A2AServer over gRPC", () => {
 
   it.live("makeRouter serves gRPC on its own port only when transports names it, and its scope closes that port", () =>
     Effect.gen(function*() {
-      const unnamed = yield* Effect.scoped(A2AServer.makeRouter({ agent: endings, card, publicUrl: "http://127.0.0.1:1" }))
+      const unnamed = yield* Effect.scoped(
+        A2AServer.makeRouter({ agent: endings, card, publicUrl: "http://127.0.0.1:1" })
+      )
       expect(unnamed.urls.GRPC).toBeUndefined()
       const scope = yield* Scope.make()
       const router = yield* Scope.extend(
-        A2AServer.makeRouter({ agent: endings, card, publicUrl: "http://127.0.0.1:1", transports: ["JSONRPC", "GRPC"] }),
+        A2AServer.makeRouter({
+          agent: endings,
+          card,
+          publicUrl: "http://127.0.0.1:1",
+          transports: ["JSONRPC", "GRPC"]
+        }),
         scope
       )
-      expect(router.card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(["JSONRPC", "JSONRPC", "GRPC", "GRPC"])
+      expect(router.card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual([
+        "JSONRPC",
+        "JSONRPC",
+        "GRPC",
+        "GRPC"
+      ])
       const bytes = A2AService.getTask.requestSerialize({ tenant: "", id: "x", historyLength: undefined })
       expect((yield* rawCall(router.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(GRPC_STATUS_CODE.NOT_FOUND)
       yield* Scope.close(scope, Exit.void)
-      expect((yield* rawCall(router.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(GRPC_STATUS_CODE.UNAVAILABLE)
+      expect((yield* rawCall(router.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(
+        GRPC_STATUS_CODE.UNAVAILABLE
+      )
     }))
 
   it.scopedLive("a gRPC port that cannot be bound fails start-up with a ServeError naming the address", () =>
@@ -199,17 +224,22 @@ describe("A2AServer over gRPC", () => {
       const server = yield* A2AServer.make({ agent: endings, card }).pipe(Effect.provide(captureLogs().layer))
       const legacyOnly = {
         ...server.card,
-        supportedInterfaces: server.card.supportedInterfaces.filter((i) => i.protocolBinding === "GRPC" && i.protocolVersion === "0.3")
+        supportedInterfaces: server.card.supportedInterfaces.filter((i) =>
+          i.protocolBinding === "GRPC" && i.protocolVersion === "0.3"
+        )
       }
       const client = yield* Effect.promise(() =>
-        new ClientFactory({ transports: [new GrpcTransportFactory({ legacyCompat: { enabled: true } })] }).createFromAgentCard(legacyOnly)
+        new ClientFactory({ transports: [new GrpcTransportFactory({ legacyCompat: { enabled: true } })] })
+          .createFromAgentCard(legacyOnly)
       )
       const completed = yield* sendText(client, "old")
       expect(completed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
       expect(textOf(completed)).toBe("echo old")
       const failed = yield* sendText(client, "fail")
       expect(textOf(failed)).toMatch(opaqueFailure)
-      const error = yield* Effect.flip(Effect.tryPromise(() => client.getTask({ tenant: "", id: "no-such-task", historyLength: undefined })))
+      const error = yield* Effect.flip(
+        Effect.tryPromise(() => client.getTask({ tenant: "", id: "no-such-task", historyLength: undefined }))
+      )
       expect(error.error).toMatchObject({ name: "TaskNotFoundError", status: GRPC_STATUS_CODE.NOT_FOUND })
     }))
 
@@ -219,16 +249,25 @@ describe("A2AServer over gRPC", () => {
       const server = yield* A2AServer.make({
         agent: endings,
         card,
-        grpc: { credentials: Grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(cert), private_key: Buffer.from(key) }]) }
+        grpc: {
+          credentials: Grpc.ServerCredentials.createSsl(null, [{
+            cert_chain: Buffer.from(cert),
+            private_key: Buffer.from(key)
+          }])
+        }
       })
       const client = yield* Effect.promise(() =>
         new ClientFactory({
-          transports: [new GrpcTransportFactory({ grpcChannelCredentials: Grpc.credentials.createSsl(Buffer.from(cert)) })]
+          transports: [
+            new GrpcTransportFactory({ grpcChannelCredentials: Grpc.credentials.createSsl(Buffer.from(cert)) })
+          ]
         }).createFromUrl(server.url)
       )
       expect(textOf(yield* sendText(client, "secure"))).toBe("echo secure")
       const bytes = A2AService.getTask.requestSerialize({ tenant: "", id: "x", historyLength: undefined })
-      expect((yield* rawCall(server.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(GRPC_STATUS_CODE.UNAVAILABLE)
+      expect((yield* rawCall(server.urls.GRPC!, A2AService.getTask.path, bytes)).code).toBe(
+        GRPC_STATUS_CODE.UNAVAILABLE
+      )
     }))
 
   it.scopedLive("streaming: SendStreamingMessage yields the run's events up to COMPLETED", () =>
@@ -262,7 +301,9 @@ describe("A2AServer over gRPC", () => {
       expect(answer.code).toBe(GRPC_STATUS_CODE.NOT_FOUND)
       expect(detailsOf(answer)).toMatchObject({ code: GRPC_STATUS_CODE.NOT_FOUND, reason: "TASK_NOT_FOUND" })
       const client = yield* grpcClient(server)
-      const error = yield* Effect.flip(Effect.tryPromise(() => client.getTask({ tenant: "", id: "no-such-task", historyLength: undefined })))
+      const error = yield* Effect.flip(
+        Effect.tryPromise(() => client.getTask({ tenant: "", id: "no-such-task", historyLength: undefined }))
+      )
       expect(error.error).toMatchObject({ name: "TaskNotFoundError", status: GRPC_STATUS_CODE.NOT_FOUND })
     }))
 
@@ -329,7 +370,9 @@ describe("A2AServer over gRPC", () => {
       const cases: ReadonlyArray<readonly [Uint8Array, string]> = [
         // Part.text (1) as a varint: the part is read without content.
         [
-          send((m) => m.uint32(10).string("m1").uint32(32).int32(1).uint32(42).bytes(part((p) => p.uint32(8).int32(5)))),
+          send((m) =>
+            m.uint32(10).string("m1").uint32(32).int32(1).uint32(42).bytes(part((p) => p.uint32(8).int32(5)))
+          ),
           "Invalid params: message.parts[0] must have exactly one of text, raw, url, data."
         ],
         [
@@ -338,20 +381,32 @@ describe("A2AServer over gRPC", () => {
         ],
         // Message.message_id (1) as a varint: read as absent, which the handler refuses (in its words, per method).
         [
-          send((m) => m.uint32(8).int32(5).uint32(32).int32(1).uint32(42).bytes(part((p) => p.uint32(10).string("hi")))),
+          send((m) =>
+            m.uint32(8).int32(5).uint32(32).int32(1).uint32(42).bytes(part((p) => p.uint32(10).string("hi")))
+          ),
           "message.messageId is required"
         ]
       ]
       for (const path of [A2AService.sendMessage.path, A2AService.sendStreamingMessage.path]) {
         for (const [bytes, named] of cases) {
-          const answer = yield* rawCall(server.urls.GRPC!, path, bytes, undefined, path === A2AService.sendStreamingMessage.path)
+          const answer = yield* rawCall(
+            server.urls.GRPC!,
+            path,
+            bytes,
+            undefined,
+            path === A2AService.sendStreamingMessage.path
+          )
           expect(answer.code).toBe(GRPC_STATUS_CODE.INVALID_ARGUMENT)
           expect(answer.details.startsWith(named)).toBe(true)
           expect(detailsOf(answer)?.reason).toBe("INVALID_PARAMS")
         }
       }
       // GetTaskRequest { id (2) } as a varint: read as no id, refused.
-      const getTask = yield* rawCall(server.urls.GRPC!, A2AService.getTask.path, new BinaryWriter().uint32(16).int32(5).finish())
+      const getTask = yield* rawCall(
+        server.urls.GRPC!,
+        A2AService.getTask.path,
+        new BinaryWriter().uint32(16).int32(5).finish()
+      )
       expect(getTask.code).toBe(GRPC_STATUS_CODE.INVALID_ARGUMENT)
       expect(getTask.details).toBe("Task ID is required")
       expect(runs).toBe(0)
@@ -359,15 +414,28 @@ describe("A2AServer over gRPC", () => {
 
   it.scopedLive("fuzz: random and mutated frames get a well-formed answer, never UNKNOWN, never a raw message; the server keeps serving", () =>
     Effect.gen(function*() {
-      const server = yield* A2AServer.make({ agent: endings, card, maxBodyBytes: 512 }).pipe(Effect.provide(captureLogs().layer))
+      const server = yield* A2AServer.make({ agent: endings, card, maxBodyBytes: 512 }).pipe(
+        Effect.provide(captureLogs().layer)
+      )
       const paths = Object.values(A2AService).filter((method) => !method.responseStream).map((method) => method.path)
-      const random = FastCheck.tuple(FastCheck.constantFrom(...paths), FastCheck.uint8Array({ minLength: 1, maxLength: 900 }))
+      const random = FastCheck.tuple(
+        FastCheck.constantFrom(...paths),
+        FastCheck.uint8Array({ minLength: 1, maxLength: 900 })
+      )
       // A valid SendMessage with some of its bytes replaced: past the decoder, into the handler.
-      const valid = A2AService.sendMessage.requestSerialize({ tenant: "", message: userMessage("fuzzed"), configuration: undefined, metadata: {} })
-      const mutated = FastCheck.array(FastCheck.tuple(FastCheck.nat(valid.length - 1), FastCheck.integer({ min: 0, max: 255 })), {
-        minLength: 1,
-        maxLength: 4
-      }).map((edits) => {
+      const valid = A2AService.sendMessage.requestSerialize({
+        tenant: "",
+        message: userMessage("fuzzed"),
+        configuration: undefined,
+        metadata: {}
+      })
+      const mutated = FastCheck.array(
+        FastCheck.tuple(FastCheck.nat(valid.length - 1), FastCheck.integer({ min: 0, max: 255 })),
+        {
+          minLength: 1,
+          maxLength: 4
+        }
+      ).map((edits) => {
         const bytes = Uint8Array.from(valid)
         for (const [at, byte] of edits) bytes[at] = byte
         return [A2AService.sendMessage.path, bytes] as const
@@ -448,8 +516,15 @@ describe("A2AServer over gRPC", () => {
       // Its first event is the task as it is: by then it listens on the task's bus.
       yield* Effect.async<void>((resume) => void subscription.once("data", () => resume(Effect.void)))
       expect(listeners()).toBeGreaterThan(before)
-      const third = A2AService.sendMessage.requestSerialize({ tenant: "", message: userMessage("third"), configuration: undefined, metadata: {} })
-      expect((yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, third)).code).toBe(GRPC_STATUS_CODE.RESOURCE_EXHAUSTED)
+      const third = A2AService.sendMessage.requestSerialize({
+        tenant: "",
+        message: userMessage("third"),
+        configuration: undefined,
+        metadata: {}
+      })
+      expect((yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, third)).code).toBe(
+        GRPC_STATUS_CODE.RESOURCE_EXHAUSTED
+      )
       subscription.cancel()
       yield* eventually(Effect.sync(listeners), (count) => count === before)
       const admitted = A2AService.sendMessage.requestSerialize({
@@ -502,7 +577,12 @@ describe("A2AServer over gRPC", () => {
       const server = yield* A2AServer.make({ agent: endings, card, idempotency: { identity } }).pipe(
         Effect.provide(Layer.merge(Layer.fresh(IdempotencyLedger.layerMemory()), logs.layer))
       )
-      const bytes = A2AService.sendMessage.requestSerialize({ tenant: "", message: userMessage("keyed"), configuration: undefined, metadata: {} })
+      const bytes = A2AService.sendMessage.requestSerialize({
+        tenant: "",
+        message: userMessage("keyed"),
+        configuration: undefined,
+        metadata: {}
+      })
       const answer = yield* rawCall(server.urls.GRPC!, A2AService.sendMessage.path, bytes, {
         "a2a-version": "1.0",
         "idempotency-key": crypto.randomUUID()
@@ -532,7 +612,10 @@ describe("A2AServer over gRPC", () => {
       const started = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       const agent: AgentExecutor.Agent = () =>
-        Effect.zipRight(Deferred.succeed(started, void 0), Effect.as(Deferred.await(release), AgentExecutor.completedText("finished")))
+        Effect.zipRight(
+          Deferred.succeed(started, void 0),
+          Effect.as(Deferred.await(release), AgentExecutor.completedText("finished"))
+        )
       const scope = yield* Scope.make()
       const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "5 seconds" }), scope)
       const client = yield* grpcClient(server)
@@ -547,13 +630,17 @@ describe("A2AServer over gRPC", () => {
       yield* Fiber.join(closing).pipe(Effect.timeout("5 seconds"))
     }))
 
-  it("without gRPC's packages, the default serves JSON-RPC and loads none of them; naming GRPC fails start-up, typed", () => {
-    // A preloaded hook makes every load of @grpc/grpc-js and @bufbuild/protobuf throw.
-    expect(runWithout("serverWithoutGrpc.ts", "@grpc/grpc-js|@bufbuild/protobuf")).toEqual({
-      bindings: ["JSONRPC", "JSONRPC", "HTTP+JSON"],
-      grpcUrl: null,
-      rpcAnswer: -32001,
-      named: { reason: "MissingPackage", transport: "GRPC", names: true }
-    })
-  }, 60_000)
+  it(
+    "without gRPC's packages, the default serves JSON-RPC and loads none of them; naming GRPC fails start-up, typed",
+    () => {
+      // A preloaded hook makes every load of @grpc/grpc-js and @bufbuild/protobuf throw.
+      expect(runWithout("serverWithoutGrpc.ts", "@grpc/grpc-js|@bufbuild/protobuf")).toEqual({
+        bindings: ["JSONRPC", "JSONRPC", "HTTP+JSON"],
+        grpcUrl: null,
+        rpcAnswer: -32001,
+        named: { reason: "MissingPackage", transport: "GRPC", names: true }
+      })
+    },
+    60_000
+  )
 })

@@ -48,49 +48,68 @@ const replicas = (runs: Map<string, number>) =>
   })
 
 describe("A2AServer idempotency on two replicas sharing PostgreSQL", () => {
-  it.scopedLive("a retry that lands on the other replica gets the same task without running again", () =>
-    Effect.gen(function*() {
-      const runs = new Map<string, number>()
-      const { a, b } = yield* replicas(runs)
-      const first = yield* sendTo(a.url, keyed("book", "pg-k-1"))
-      const retry = yield* sendTo(b.url, keyed("book", "pg-k-1"))
-      expect(first.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-      expect(retry.id).toBe(first.id)
-      expect(retry.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-      expect(textOf(retry)).toBe("booked pg-k-1")
-      expect(runs.get("pg-k-1")).toBe(1)
-    }), { timeout: 60_000 })
+  it.scopedLive(
+    "a retry that lands on the other replica gets the same task without running again",
+    () =>
+      Effect.gen(function*() {
+        const runs = new Map<string, number>()
+        const { a, b } = yield* replicas(runs)
+        const first = yield* sendTo(a.url, keyed("book", "pg-k-1"))
+        const retry = yield* sendTo(b.url, keyed("book", "pg-k-1"))
+        expect(first.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+        expect(retry.id).toBe(first.id)
+        expect(retry.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+        expect(textOf(retry)).toBe("booked pg-k-1")
+        expect(runs.get("pg-k-1")).toBe(1)
+      }),
+    { timeout: 60_000 }
+  )
 
-  it.scopedLive("concurrent first requests with one key on both replicas run the task once", () =>
-    Effect.gen(function*() {
-      const runs = new Map<string, number>()
-      const { a, b } = yield* replicas(runs)
-      for (const key of ["pg-k-2", "pg-k-3", "pg-k-4"]) {
-        const [fromA, fromB] = yield* Effect.all([sendTo(a.url, keyed("book", key)), sendTo(b.url, keyed("book", key))], {
-          concurrency: 2
-        })
-        expect(fromB.id).toBe(fromA.id)
-        expect(fromA.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-        expect(fromB.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-        expect(runs.get(key)).toBe(1)
-      }
-    }), { timeout: 60_000 })
+  it.scopedLive(
+    "concurrent first requests with one key on both replicas run the task once",
+    () =>
+      Effect.gen(function*() {
+        const runs = new Map<string, number>()
+        const { a, b } = yield* replicas(runs)
+        for (const key of ["pg-k-2", "pg-k-3", "pg-k-4"]) {
+          const [fromA, fromB] = yield* Effect.all([
+            sendTo(a.url, keyed("book", key)),
+            sendTo(b.url, keyed("book", key))
+          ], {
+            concurrency: 2
+          })
+          expect(fromB.id).toBe(fromA.id)
+          expect(fromA.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+          expect(fromB.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+          expect(runs.get(key)).toBe(1)
+        }
+      }),
+    { timeout: 60_000 }
+  )
 
-  it.scopedLive("a key or tenant PostgreSQL cannot store or keep apart (NUL, a lone surrogate, too long) is refused as invalid params, not as an outage", () =>
-    Effect.gen(function*() {
-      const runs = new Map<string, number>()
-      const { a } = yield* replicas(runs)
-      const refused = [["", "pg-k\u0000-5", "NUL"], ["ac\u0000me", "pg-k-6", "NUL"], ["", "pg-k-\uD800", "lone surrogate"], ["", "k".repeat(3000), "2000 bytes"]] as const
-      for (const [tenant, key, why] of refused) {
-        const params = SendMessageRequest.toJSON({
-          tenant,
-          message: keyed("book", key),
-          configuration: undefined,
-          metadata: {}
-        })
-        const { text } = yield* rpc(`${a.url}/a2a/jsonrpc`, "SendMessage", params)
-        expect(JSON.parse(text)).toMatchObject({ error: { code: -32602, message: expect.stringContaining(why) } })
-      }
-      expect(runs.size).toBe(0)
-    }), { timeout: 60_000 })
+  it.scopedLive(
+    "a key or tenant PostgreSQL cannot store or keep apart (NUL, a lone surrogate, too long) is refused as invalid params, not as an outage",
+    () =>
+      Effect.gen(function*() {
+        const runs = new Map<string, number>()
+        const { a } = yield* replicas(runs)
+        const refused = [["", "pg-k\u0000-5", "NUL"], ["ac\u0000me", "pg-k-6", "NUL"], [
+          "",
+          "pg-k-\uD800",
+          "lone surrogate"
+        ], ["", "k".repeat(3000), "2000 bytes"]] as const
+        for (const [tenant, key, why] of refused) {
+          const params = SendMessageRequest.toJSON({
+            tenant,
+            message: keyed("book", key),
+            configuration: undefined,
+            metadata: {}
+          })
+          const { text } = yield* rpc(`${a.url}/a2a/jsonrpc`, "SendMessage", params)
+          expect(JSON.parse(text)).toMatchObject({ error: { code: -32602, message: expect.stringContaining(why) } })
+        }
+        expect(runs.size).toBe(0)
+      }),
+    { timeout: 60_000 }
+  )
 })

@@ -2,7 +2,14 @@
  * Request-level idempotency of A2AServer: real servers on 127.0.0.1, the
  * SDK's client and raw JSON-RPC posts, an in-memory ledger.
  */
-import { type Message, SendMessageRequest, type StreamResponse, type Task, Task as TaskCodec, TaskState } from "@a2a-js/sdk"
+import {
+  type Message,
+  SendMessageRequest,
+  type StreamResponse,
+  type Task,
+  Task as TaskCodec,
+  TaskState
+} from "@a2a-js/sdk"
 import type { Client } from "@a2a-js/sdk/client"
 import { InMemoryTaskStore, ServerCallContext, type TaskStore, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
@@ -11,17 +18,17 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as A2AClientError from "../src/A2AClientError.js"
-import * as RemoteAgent from "../src/RemoteAgent.js"
-import * as RetryPolicy from "../src/RetryPolicy.js"
-import * as FaultProxy from "./fixtures/faultProxy.js"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
-import * as Part from "../src/Part.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import { fingerprintOf } from "../src/internal/server/idempotencyEntry.js"
 import * as internalTaskStore from "../src/internal/server/taskStore.js"
 import * as taskState from "../src/internal/wire/taskState.js"
+import * as Part from "../src/Part.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
+import * as RetryPolicy from "../src/RetryPolicy.js"
+import * as FaultProxy from "./fixtures/faultProxy.js"
 import {
   busListeners,
   captureLogs,
@@ -38,14 +45,13 @@ import {
 
 const card = { name: "idempotent", description: "A2AServer with request-level idempotency" }
 
-
-
-
 /** Every event of a streaming send, once the stream ends. */
 const collectStream = (client: Client, message: Message) =>
   Effect.promise(async () => {
     const events: Array<StreamResponse> = []
-    for await (const event of client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: {} })) {
+    for await (
+      const event of client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: {} })
+    ) {
       events.push(event)
     }
     return events
@@ -53,12 +59,17 @@ const collectStream = (client: Client, message: Message) =>
 
 const rawSend = (url: string, message: Message, method = "SendMessage") =>
   Effect.map(
-    rpc(`${url}/a2a/jsonrpc`, method, SendMessageRequest.toJSON({
-      tenant: "",
-      message,
-      configuration: undefined,
-      metadata: {}
-    }), "1.0"),
+    rpc(
+      `${url}/a2a/jsonrpc`,
+      method,
+      SendMessageRequest.toJSON({
+        tenant: "",
+        message,
+        configuration: undefined,
+        metadata: {}
+      }),
+      "1.0"
+    ),
     ({ text }) => JSON.parse(text) as { result?: { task?: { id: string } }; error?: { code: number; message: string } }
   )
 
@@ -81,7 +92,8 @@ const slowAbandon = Layer.effect(
   IdempotencyLedger.IdempotencyLedger,
   Effect.map(IdempotencyLedger.IdempotencyLedger, (ledger) => ({
     ...ledger,
-    abandon: (request: Parameters<typeof ledger.abandon>[0]) => Effect.zipRight(Effect.sleep("300 millis"), ledger.abandon(request))
+    abandon: (request: Parameters<typeof ledger.abandon>[0]) =>
+      Effect.zipRight(Effect.sleep("300 millis"), ledger.abandon(request))
   }))
 ).pipe(Layer.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" })))
 
@@ -113,12 +125,17 @@ describe("A2AServer request-level idempotency", () => {
       // A follow-up to a task that has ended: -32004, for the first call and for its retry, sent or streamed.
       const followUp = keyed("again", "k-ended", { taskId: ended.id, contextId: ended.contextId })
       for (const method of ["SendMessage", "SendMessage", "SendStreamingMessage", "SendMessage"]) {
-        const answer = yield* rpc(`${server.url}/a2a/jsonrpc`, method, SendMessageRequest.toJSON({
-          tenant: "",
-          message: { ...followUp, messageId: crypto.randomUUID() },
-          configuration: undefined,
-          metadata: {}
-        }), "1.0")
+        const answer = yield* rpc(
+          `${server.url}/a2a/jsonrpc`,
+          method,
+          SendMessageRequest.toJSON({
+            tenant: "",
+            message: { ...followUp, messageId: crypto.randomUUID() },
+            configuration: undefined,
+            metadata: {}
+          }),
+          "1.0"
+        )
         expect(answer.text).toContain(`"code":-32004`)
         expect(answer.text).not.toContain(`"result"`)
       }
@@ -174,11 +191,19 @@ describe("A2AServer request-level idempotency", () => {
         load: (taskId, context) => memory.load(taskId, context),
         list: (params, context) => memory.list(params, context),
         save: async (task, context) => {
-          if (task.status?.state !== TaskState.TASK_STATE_FAILED) throw new Error("value too long for type character varying(36)")
+          if (task.status?.state !== TaskState.TASK_STATE_FAILED) {
+            throw new Error("value too long for type character varying(36)")
+          }
           return memory.save(task, context)
         }
       }
-      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {}, taskStore, finalSaveTimeout: "300 millis" }).pipe(
+      const server = yield* A2AServer.make({
+        agent: countingAgent(runs),
+        card,
+        idempotency: {},
+        taskStore,
+        finalSaveTimeout: "300 millis"
+      }).pipe(
         Effect.provide(logs.layer)
       )
       const first = yield* rawSend(server.url, keyed("ship", "k-store"))
@@ -200,9 +225,11 @@ describe("A2AServer request-level idempotency", () => {
       const memory = new InMemoryTaskStore()
       const store = { down: true }
       const taskStore: TaskStore = {
-        load: (taskId, context) => store.down ? Promise.reject(new Error("connection refused")) : memory.load(taskId, context),
+        load: (taskId, context) =>
+          store.down ? Promise.reject(new Error("connection refused")) : memory.load(taskId, context),
         list: (params, context) => memory.list(params, context),
-        save: (task, context) => store.down ? Promise.reject(new Error("connection refused")) : memory.save(task, context)
+        save: (task, context) =>
+          store.down ? Promise.reject(new Error("connection refused")) : memory.save(task, context)
       }
       const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {}, taskStore })
       const first = yield* rawSend(server.url, keyed("ship", "k-outage"))
@@ -212,7 +239,10 @@ describe("A2AServer request-level idempotency", () => {
       const again = yield* sendTo(server.url, keyed("ship", "k-outage"))
       const context = new ServerCallContext({ user: new UnauthenticatedUser() })
       const stored = yield* Effect.promise(() => memory.load(again.id, context))
-      expect([again.status?.state, stored?.status?.state]).toEqual([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_COMPLETED])
+      expect([again.status?.state, stored?.status?.state]).toEqual([
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_COMPLETED
+      ])
       expect(runs.get("ship")).toBe(1)
     })))
 
@@ -243,7 +273,11 @@ describe("A2AServer request-level idempotency", () => {
       const events = (exit: typeof joinedEvents) => (exit._tag === "Success" ? exit.value : [])
       // The joiner follows the run as it goes: the task while it works, then its final status.
       const idOf = (event: StreamResponse) =>
-        event.payload?.$case === "task" ? event.payload.value.id : event.payload?.$case === "statusUpdate" ? event.payload.value.taskId : undefined
+        event.payload?.$case === "task"
+          ? event.payload.value.id
+          : event.payload?.$case === "statusUpdate"
+          ? event.payload.value.taskId
+          : undefined
       const stateOf = (event: StreamResponse | undefined) =>
         event?.payload?.$case === "task"
           ? event.payload.value.status?.state
@@ -261,71 +295,80 @@ describe("A2AServer request-level idempotency", () => {
     })))
 
   it.scopedLive("a new key to a task whose run is in progress is refused with -32004, and its key is free again; a repeat of the run's key joins it", () =>
-    Effect.provide(Effect.gen(function*() {
-      const runs = new Map<string, number>()
-      const gate = yield* Deferred.make<void>()
-      const agent: AgentExecutor.Agent = (request) =>
-        Effect.gen(function*() {
-          const text = Part.textOf(request.message.parts)
-          runs.set(text, (runs.get(text) ?? 0) + 1)
-          if (text === "hold") yield* Deferred.await(gate)
-          return AgentExecutor.InputRequired({ question: `after ${text}` })
-        })
-      const server = yield* A2AServer.make({ agent, card, idempotency: {} })
-      const paused = yield* sendTo(server.url, keyed("ask", "k-1"))
-      expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-      const onTask = { taskId: paused.id, contextId: paused.contextId }
-      const first = yield* Effect.fork(sendTo(server.url, keyed("hold", "k-2", onTask)))
-      yield* eventually(Effect.sync(() => runs.get("hold") ?? 0), (n) => n === 1)
-      const repeat = yield* Effect.fork(sendTo(server.url, keyed("hold", "k-2", onTask)))
-      const other = keyed("other", "k-3", onTask)
-      for (const method of ["SendMessage", "SendStreamingMessage"]) {
-        const message = method === "SendMessage" ? other : keyed("other", "k-4", onTask)
-        // A repeat while the first is being refused is refused too, not joined to the run of another key.
-        const refusals = yield* Effect.all([rawSend(server.url, message, method), Effect.delay(rawSend(server.url, message, method), "100 millis")], {
-          concurrency: 2
-        })
-        for (const refused of refusals) {
-          expect(refused.error?.code).toBe(-32004)
-          expect(refused.error?.message).toContain("still running")
+    Effect.provide(
+      Effect.gen(function*() {
+        const runs = new Map<string, number>()
+        const gate = yield* Deferred.make<void>()
+        const agent: AgentExecutor.Agent = (request) =>
+          Effect.gen(function*() {
+            const text = Part.textOf(request.message.parts)
+            runs.set(text, (runs.get(text) ?? 0) + 1)
+            if (text === "hold") yield* Deferred.await(gate)
+            return AgentExecutor.InputRequired({ question: `after ${text}` })
+          })
+        const server = yield* A2AServer.make({ agent, card, idempotency: {} })
+        const paused = yield* sendTo(server.url, keyed("ask", "k-1"))
+        expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        const onTask = { taskId: paused.id, contextId: paused.contextId }
+        const first = yield* Effect.fork(sendTo(server.url, keyed("hold", "k-2", onTask)))
+        yield* eventually(Effect.sync(() => runs.get("hold") ?? 0), (n) => n === 1)
+        const repeat = yield* Effect.fork(sendTo(server.url, keyed("hold", "k-2", onTask)))
+        const other = keyed("other", "k-3", onTask)
+        for (const method of ["SendMessage", "SendStreamingMessage"]) {
+          const message = method === "SendMessage" ? other : keyed("other", "k-4", onTask)
+          // A repeat while the first is being refused is refused too, not joined to the run of another key.
+          const refusals = yield* Effect.all([
+            rawSend(server.url, message, method),
+            Effect.delay(rawSend(server.url, message, method), "100 millis")
+          ], {
+            concurrency: 2
+          })
+          for (const refused of refusals) {
+            expect(refused.error?.code).toBe(-32004)
+            expect(refused.error?.message).toContain("still running")
+          }
         }
-      }
-      expect(runs.get("other")).toBeUndefined()
-      yield* Deferred.succeed(gate, undefined)
-      const [ended, joined] = [yield* first.await, yield* repeat.await]
-      const endedTask = ended._tag === "Success" ? ended.value : undefined
-      expect(endedTask?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-      expect(joined._tag === "Success" ? joined.value.status?.message?.messageId : undefined)
-        .toBe(endedTask?.status?.message?.messageId)
-      expect(runs.get("hold")).toBe(1)
-      // The refused key was not recorded: sent again now that the task is paused, it runs.
-      const retried = yield* rawSend(server.url, other)
-      expect(retried.error).toBeUndefined()
-      expect(retried.result?.task?.id).toBe(paused.id)
-      expect(runs.get("other")).toBe(1)
-    }), slowAbandon))
+        expect(runs.get("other")).toBeUndefined()
+        yield* Deferred.succeed(gate, undefined)
+        const [ended, joined] = [yield* first.await, yield* repeat.await]
+        const endedTask = ended._tag === "Success" ? ended.value : undefined
+        expect(endedTask?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        expect(joined._tag === "Success" ? joined.value.status?.message?.messageId : undefined)
+          .toBe(endedTask?.status?.message?.messageId)
+        expect(runs.get("hold")).toBe(1)
+        // The refused key was not recorded: sent again now that the task is paused, it runs.
+        const retried = yield* rawSend(server.url, other)
+        expect(retried.error).toBeUndefined()
+        expect(retried.result?.task?.id).toBe(paused.id)
+        expect(runs.get("other")).toBe(1)
+      }),
+      slowAbandon
+    ))
 
   it.scopedLive("a repeat that joins a request refused before any run gets the same refusal, not an internal error", () =>
-    Effect.provide(Effect.gen(function*() {
-      const runs = new Map<string, number>()
-      const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {} })
-      const done = yield* sendTo(server.url, keyed("book", "k-1"))
-      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-      const onTask = { taskId: done.id, contextId: done.contextId }
-      for (const [method, key] of [["SendMessage", "k-2"], ["SendStreamingMessage", "k-3"]] as const) {
-        // The first is refused (its task has ended) and its entry abandoned 300 ms later; the repeat
-        // comes meanwhile, joins the entry, and finds it gone.
-        const message = keyed("late", key, onTask)
-        const [first, repeat] = yield* Effect.all([
-          rawSend(server.url, message, method),
-          Effect.delay(rawSend(server.url, message, method), "100 millis")
-        ], { concurrency: 2 })
-        expect(first.error?.code).toBe(-32004)
-        expect(repeat.error).toEqual(first.error)
-      }
-      expect(runs.get("late")).toBeUndefined()
-      expect(runs.get("book")).toBe(1)
-    }), slowAbandon))
+    Effect.provide(
+      Effect.gen(function*() {
+        const runs = new Map<string, number>()
+        const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: {} })
+        const done = yield* sendTo(server.url, keyed("book", "k-1"))
+        expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+        const onTask = { taskId: done.id, contextId: done.contextId }
+        for (const [method, key] of [["SendMessage", "k-2"], ["SendStreamingMessage", "k-3"]] as const) {
+          // The first is refused (its task has ended) and its entry abandoned 300 ms later; the repeat
+          // comes meanwhile, joins the entry, and finds it gone.
+          const message = keyed("late", key, onTask)
+          const [first, repeat] = yield* Effect.all([
+            rawSend(server.url, message, method),
+            Effect.delay(rawSend(server.url, message, method), "100 millis")
+          ], { concurrency: 2 })
+          expect(first.error?.code).toBe(-32004)
+          expect(repeat.error).toEqual(first.error)
+        }
+        expect(runs.get("late")).toBeUndefined()
+        expect(runs.get("book")).toBe(1)
+      }),
+      slowAbandon
+    ))
 
   it.scopedLive("a streaming repeat that follows the run and leaves lets go of the task's event bus at once", () =>
     withLedger(Effect.gen(function*() {
@@ -341,9 +384,19 @@ describe("A2AServer request-level idempotency", () => {
         jsonrpc: "2.0",
         id: 1,
         method: "SendStreamingMessage",
-        params: SendMessageRequest.toJSON({ tenant: "", message: keyed("slow", "k-5"), configuration: undefined, metadata: {} })
+        params: SendMessageRequest.toJSON({
+          tenant: "",
+          message: keyed("slow", "k-5"),
+          configuration: undefined,
+          metadata: {}
+        })
       })
-      const { head, leave } = yield* openStream(`${server.url}/a2a/jsonrpc`, body, { "A2A-Version": "1.0" }, "TASK_STATE_WORKING")
+      const { head, leave } = yield* openStream(
+        `${server.url}/a2a/jsonrpc`,
+        body,
+        { "A2A-Version": "1.0" },
+        "TASK_STATE_WORKING"
+      )
       expect(head).toContain("TASK_STATE_WORKING")
       // The SDK's queue of the stream, and the count of what it delivers to that queue (slowReader.ts).
       expect(listeners()).toBe(before + 2)
@@ -374,7 +427,12 @@ describe("A2AServer request-level idempotency", () => {
               jsonrpc: "2.0",
               id: 1,
               method: "SendMessage",
-              params: SendMessageRequest.toJSON({ tenant: "", message: keyed("x", "k-7"), configuration: undefined, metadata: {} })
+              params: SendMessageRequest.toJSON({
+                tenant: "",
+                message: keyed("x", "k-7"),
+                configuration: undefined,
+                metadata: {}
+              })
             })
           })
           return response.json() as Promise<{ error?: { code: number } }>
@@ -405,7 +463,9 @@ describe("A2AServer request-level idempotency", () => {
 
   for (const streaming of [true, false]) {
     it.scopedLive(
-      `returnImmediately (${streaming ? "streaming" : "non-streaming"} card): answered at once, the entry records the run's end`,
+      `returnImmediately (${
+        streaming ? "streaming" : "non-streaming"
+      } card): answered at once, the entry records the run's end`,
       () =>
         withLedger(Effect.gen(function*() {
           const runs = new Map<string, number>()
@@ -419,7 +479,12 @@ describe("A2AServer request-level idempotency", () => {
           const first = yield* sendMessage(client, keyed("later", "k-10"), {}, true)
           expect(first.status?.state).not.toBe(TaskState.TASK_STATE_COMPLETED)
           // While it runs, a repeat gets the same task as it is now.
-          const during = yield* sendMessage(client, { ...keyed("later", "k-10"), messageId: crypto.randomUUID() }, {}, true)
+          const during = yield* sendMessage(
+            client,
+            { ...keyed("later", "k-10"), messageId: crypto.randomUUID() },
+            {},
+            true
+          )
           expect(during.id).toBe(first.id)
           yield* Deferred.succeed(gate, undefined)
           // Once it ended, a repeat gets its final state, never the early snapshot.
@@ -493,7 +558,11 @@ describe("A2AServer request-level idempotency", () => {
       const program = Effect.gen(function*() {
         const ledger = yield* IdempotencyLedger.IdempotencyLedger
         // No sweep during the test: only the request itself records anything.
-        const server = yield* A2AServer.make({ agent: countingAgent(runs), card, idempotency: { sweepEvery: "1 hour" } })
+        const server = yield* A2AServer.make({
+          agent: countingAgent(runs),
+          card,
+          idempotency: { sweepEvery: "1 hour" }
+        })
         const lease = "100 millis"
         const identity = IdempotencyLedger.anonymous
         // Forty replicas' runs with older leases, then ours: a request that recorded the oldest ten at a time missed it.
@@ -527,76 +596,88 @@ describe("A2AServer idempotency behind a faulty network", () => {
     FastCheck.integer({ min: 0, max: 1500 }).map((millis) => FaultProxy.Fault.Delay({ millis }))
   )
 
-  it.scopedLive("every side effect runs at most once per key, exactly once when the call completes, within its budget", () =>
-    withLedger(Effect.gen(function*() {
-      const runs = new Map<string, number>()
-      const agent: AgentExecutor.Agent = (request) =>
-        Effect.gen(function*() {
-          const key = String(request.message.metadata?.[Idempotency.metadataKey] ?? "")
-          runs.set(key, (runs.get(key) ?? 0) + 1)
-          yield* Effect.sleep("30 millis")
-          return AgentExecutor.completedText(`booked ${key}`)
-        })
-      const server = yield* A2AServer.make({ agent, card, idempotency: {} })
-      const runtime = yield* Effect.runtime<Scope.Scope>()
-      const callTimeout = 1000
-      const budget = 6000
-      const outcomes: Array<string> = []
-      let run = 0
-      yield* Effect.promise(() =>
-        FastCheck.assert(
-          FastCheck.asyncProperty(FastCheck.array(fault, { minLength: 1, maxLength: 3 }), async (faults) => {
-            const key = `fault-${++run}-${crypto.randomUUID()}`
-            const outcome = await Runtime.runPromise(runtime)(Effect.scoped(Effect.gen(function*() {
-              // A proxy per run: a fresh origin, so no pooled connection skips the schedule.
-              const proxy = yield* FaultProxy.make(() => ({ host: "127.0.0.1", port: server.address.port }))
-              proxy.setSchedule(faults)
-              const remote = yield* RemoteAgent.make({
-                name: "booking",
-                url: proxy.url,
-                timeout: `${callTimeout} millis`,
-                card: {
-                  ...server.card,
-                  supportedInterfaces: server.card.supportedInterfaces.map((i) => ({ ...i, url: i.url.replace(server.url, proxy.url) }))
-                }
-              })
-              const started = Date.now()
-              const result = yield* remote.send("book flight 4821", { idempotencyKey: key }).pipe(
-                RetryPolicy.retry({ maxAttempts: 5, base: "20 millis", cap: "200 millis", budget: `${budget} millis` }, { idempotent: true }),
-                Effect.either
-              )
-              return { result, elapsed: Date.now() - started }
-            })))
-            const { result, elapsed } = outcome
-            // A bound, not a performance claim: the budget plus one call's time-out and slack.
-            expect(elapsed).toBeLessThan(budget + callTimeout + 2000)
-            if (result._tag === "Right") {
-              expect(result.right._tag).toBe("Completed")
-              expect(runs.get(key)).toBe(1)
-              outcomes.push("Completed")
-            } else {
-              expect(result.left).toBeInstanceOf(A2AClientError.A2AClientError)
-              expect(runs.get(key) ?? 0).toBeLessThanOrEqual(1)
-              outcomes.push(result.left.reason)
+  it.scopedLive(
+    "every side effect runs at most once per key, exactly once when the call completes, within its budget",
+    () =>
+      withLedger(Effect.gen(function*() {
+        const runs = new Map<string, number>()
+        const agent: AgentExecutor.Agent = (request) =>
+          Effect.gen(function*() {
+            const key = String(request.message.metadata?.[Idempotency.metadataKey] ?? "")
+            runs.set(key, (runs.get(key) ?? 0) + 1)
+            yield* Effect.sleep("30 millis")
+            return AgentExecutor.completedText(`booked ${key}`)
+          })
+        const server = yield* A2AServer.make({ agent, card, idempotency: {} })
+        const runtime = yield* Effect.runtime<Scope.Scope>()
+        const callTimeout = 1000
+        const budget = 6000
+        const outcomes: Array<string> = []
+        let run = 0
+        yield* Effect.promise(() =>
+          FastCheck.assert(
+            FastCheck.asyncProperty(FastCheck.array(fault, { minLength: 1, maxLength: 3 }), async (faults) => {
+              const key = `fault-${++run}-${crypto.randomUUID()}`
+              const outcome = await Runtime.runPromise(runtime)(Effect.scoped(Effect.gen(function*() {
+                // A proxy per run: a fresh origin, so no pooled connection skips the schedule.
+                const proxy = yield* FaultProxy.make(() => ({ host: "127.0.0.1", port: server.address.port }))
+                proxy.setSchedule(faults)
+                const remote = yield* RemoteAgent.make({
+                  name: "booking",
+                  url: proxy.url,
+                  timeout: `${callTimeout} millis`,
+                  card: {
+                    ...server.card,
+                    supportedInterfaces: server.card.supportedInterfaces.map((i) => ({
+                      ...i,
+                      url: i.url.replace(server.url, proxy.url)
+                    }))
+                  }
+                })
+                const started = Date.now()
+                const result = yield* remote.send("book flight 4821", { idempotencyKey: key }).pipe(
+                  RetryPolicy.retry({
+                    maxAttempts: 5,
+                    base: "20 millis",
+                    cap: "200 millis",
+                    budget: `${budget} millis`
+                  }, { idempotent: true }),
+                  Effect.either
+                )
+                return { result, elapsed: Date.now() - started }
+              })))
+              const { elapsed, result } = outcome
+              // A bound, not a performance claim: the budget plus one call's time-out and slack.
+              expect(elapsed).toBeLessThan(budget + callTimeout + 2000)
+              if (result._tag === "Right") {
+                expect(result.right._tag).toBe("Completed")
+                expect(runs.get(key)).toBe(1)
+                outcomes.push("Completed")
+              } else {
+                expect(result.left).toBeInstanceOf(A2AClientError.A2AClientError)
+                expect(runs.get(key) ?? 0).toBeLessThanOrEqual(1)
+                outcomes.push(result.left.reason)
+              }
+            }),
+            {
+              numRuns: 20,
+              interruptAfterTimeLimit: 100_000,
+              // The answer lost after the work was done, and a request that arrives twice, always run.
+              examples: [
+                [[FaultProxy.Fault.DropAnswer()]],
+                [[FaultProxy.Fault.Duplicate()]],
+                [[FaultProxy.Fault.Reset(), FaultProxy.Fault.DropAnswer(), FaultProxy.Fault.Delay({ millis: 1200 })]]
+              ]
             }
-          }),
-          {
-            numRuns: 20,
-            interruptAfterTimeLimit: 100_000,
-            // The answer lost after the work was done, and a request that arrives twice, always run.
-            examples: [
-              [[FaultProxy.Fault.DropAnswer()]],
-              [[FaultProxy.Fault.Duplicate()]],
-              [[FaultProxy.Fault.Reset(), FaultProxy.Fault.DropAnswer(), FaultProxy.Fault.Delay({ millis: 1200 })]]
-            ]
-          }
+          )
         )
-      )
-      // Duplicated requests may land late: they must still not run anything again.
-      yield* Effect.sleep("300 millis")
-      for (const [key, count] of runs) expect([key, count]).toEqual([key, 1])
-      expect(outcomes).toContain("Completed")
-    })), { timeout: 180_000 })
+        // Duplicated requests may land late: they must still not run anything again.
+        yield* Effect.sleep("300 millis")
+        for (const [key, count] of runs) expect([key, count]).toEqual([key, 1])
+        expect(outcomes).toContain("Completed")
+      })),
+    { timeout: 180_000 }
+  )
 })
 
 /** `store`, each save delayed by what `delayOf` says of the task it saves. */
@@ -652,7 +733,10 @@ const recordedState = (entry: IdempotencyLedger.Entry) =>
   TaskCodec.fromJSON((Option.getOrThrow(entry.result) as { task: unknown }).task).status?.state
 
 describe("A2AServer idempotency: the entry records the run's end, never a running task (returnImmediately, a store that fails as the run ends)", () => {
-  const cardStreaming = (streaming: boolean) => ({ ...card, capabilities: { streaming, pushNotifications: false, extensions: [] } })
+  const cardStreaming = (streaming: boolean) => ({
+    ...card,
+    capabilities: { streaming, pushNotifications: false, extensions: [] }
+  })
   const nonStreaming = cardStreaming(false)
 
   /** A keyed send that returns at once; once its entry is recorded, a repeat (also at once) gets the run's end. */
@@ -671,57 +755,67 @@ describe("A2AServer idempotency: the entry records the run's end, never a runnin
       expect(runs.get(key)).toBe(1)
     })
 
-  it.scopedLive("non-streaming card, over save delays (every save or the final one), step counts and endings, memory and SQLite stores", () =>
-    withLedger(Effect.gen(function*() {
-      const runs = new Map<string, number>()
-      // What the property sets for its next run: how long each save takes.
-      const delays = { every: 0, final: 0 }
-      const delayOf = (task: Task) =>
-        delays.every + (taskState.isSettled(task.status?.state) ? delays.final : 0)
-      const dir = yield* Effect.acquireRelease(
-        Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "a2a-retimm-"))),
-        (made) => Effect.sync(() => Fs.rmSync(made, { recursive: true, force: true }))
-      )
-      const sqlite = yield* Effect.orDie(internalTaskStore.make(A2AServer.TaskStoreConfig.Sqlite({ filename: Path.join(dir, "tasks.db") })))
-      const clients: Array<Client> = []
-      for (const store of [new InMemoryTaskStore(), sqlite]) {
-        // The failing runs' lines go to a capture, not the test's output.
-        const server = yield* A2AServer.make({ agent: scriptedAgent(runs), card: nonStreaming, idempotency: {}, taskStore: delayedStore(store, delayOf) })
-          .pipe(Effect.provide(captureLogs().layer))
-        clients.push(yield* makeClient(server.url))
-      }
-      const runtime = yield* Effect.runtime<IdempotencyLedger.IdempotencyLedger>()
-      const script: FastCheck.Arbitrary<Script> = FastCheck.record({
-        steps: FastCheck.integer({ min: 0, max: 4 }),
-        work: FastCheck.constantFrom(0, 0, 20),
-        end: FastCheck.constantFrom("completed" as const, "failed" as const, "input" as const)
-      })
-      yield* Effect.promise(() =>
-        FastCheck.assert(
-          FastCheck.asyncProperty(
-            script,
-            FastCheck.integer({ min: 0, max: 1 }),
-            FastCheck.integer({ min: 0, max: 80 }),
-            FastCheck.integer({ min: 0, max: 300 }),
-            async (script, store, every, final) => {
-              delays.every = every
-              delays.final = final
-              await Runtime.runPromise(runtime)(sendsAndRepeats(clients[store]!, runs, script))
-            }
-          ),
-          {
-            numRuns: 24,
-            // An agent that ends at once, with the slowest final save; and many statuses behind slow saves.
-            examples: [
-              [{ steps: 0, work: 0, end: "completed" }, 0, 0, 300],
-              [{ steps: 0, work: 0, end: "failed" }, 1, 0, 300],
-              [{ steps: 0, work: 0, end: "input" }, 0, 80, 300],
-              [{ steps: 4, work: 0, end: "completed" }, 1, 80, 0]
-            ]
-          }
+  it.scopedLive(
+    "non-streaming card, over save delays (every save or the final one), step counts and endings, memory and SQLite stores",
+    () =>
+      withLedger(Effect.gen(function*() {
+        const runs = new Map<string, number>()
+        // What the property sets for its next run: how long each save takes.
+        const delays = { every: 0, final: 0 }
+        const delayOf = (task: Task) => delays.every + (taskState.isSettled(task.status?.state) ? delays.final : 0)
+        const dir = yield* Effect.acquireRelease(
+          Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "a2a-retimm-"))),
+          (made) => Effect.sync(() => Fs.rmSync(made, { recursive: true, force: true }))
         )
-      )
-    })), { timeout: 60_000 })
+        const sqlite = yield* Effect.orDie(
+          internalTaskStore.make(A2AServer.TaskStoreConfig.Sqlite({ filename: Path.join(dir, "tasks.db") }))
+        )
+        const clients: Array<Client> = []
+        for (const store of [new InMemoryTaskStore(), sqlite]) {
+          // The failing runs' lines go to a capture, not the test's output.
+          const server = yield* A2AServer.make({
+            agent: scriptedAgent(runs),
+            card: nonStreaming,
+            idempotency: {},
+            taskStore: delayedStore(store, delayOf)
+          })
+            .pipe(Effect.provide(captureLogs().layer))
+          clients.push(yield* makeClient(server.url))
+        }
+        const runtime = yield* Effect.runtime<IdempotencyLedger.IdempotencyLedger>()
+        const script: FastCheck.Arbitrary<Script> = FastCheck.record({
+          steps: FastCheck.integer({ min: 0, max: 4 }),
+          work: FastCheck.constantFrom(0, 0, 20),
+          end: FastCheck.constantFrom("completed" as const, "failed" as const, "input" as const)
+        })
+        yield* Effect.promise(() =>
+          FastCheck.assert(
+            FastCheck.asyncProperty(
+              script,
+              FastCheck.integer({ min: 0, max: 1 }),
+              FastCheck.integer({ min: 0, max: 80 }),
+              FastCheck.integer({ min: 0, max: 300 }),
+              async (script, store, every, final) => {
+                delays.every = every
+                delays.final = final
+                await Runtime.runPromise(runtime)(sendsAndRepeats(clients[store]!, runs, script))
+              }
+            ),
+            {
+              numRuns: 24,
+              // An agent that ends at once, with the slowest final save; and many statuses behind slow saves.
+              examples: [
+                [{ steps: 0, work: 0, end: "completed" }, 0, 0, 300],
+                [{ steps: 0, work: 0, end: "failed" }, 1, 0, 300],
+                [{ steps: 0, work: 0, end: "input" }, 0, 80, 300],
+                [{ steps: 4, work: 0, end: "completed" }, 1, 80, 0]
+              ]
+            }
+          )
+        )
+      })),
+    { timeout: 60_000 }
+  )
 
   for (const streaming of [false, true]) {
     const kind = streaming ? "streaming" : "non-streaming"
@@ -733,14 +827,21 @@ describe("A2AServer idempotency: the entry records the run's end, never a runnin
         let downUntil = 0
         const taskStore: TaskStore = {
           load: (taskId, context) =>
-            performance.now() < downUntil ? Promise.reject(new Error("connection refused")) : memory.load(taskId, context),
+            performance.now() < downUntil
+              ? Promise.reject(new Error("connection refused"))
+              : memory.load(taskId, context),
           list: (params, context) => memory.list(params, context),
           save: async (task, context) => {
             await memory.save(task, context)
             if (taskState.isSettled(task.status?.state)) downUntil = performance.now() + 300
           }
         }
-        const server = yield* A2AServer.make({ agent: scriptedAgent(runs), card: cardStreaming(streaming), idempotency: {}, taskStore }).pipe(
+        const server = yield* A2AServer.make({
+          agent: scriptedAgent(runs),
+          card: cardStreaming(streaming),
+          idempotency: {},
+          taskStore
+        }).pipe(
           Effect.provide(captureLogs().layer)
         )
         const client = yield* makeClient(server.url)
@@ -779,7 +880,11 @@ describe("A2AServer idempotency: the entry records the run's end, never a runnin
         const entry = yield* recorded(key)
         store.refusing = false
         const again = yield* sendMessage(client, message(), {}, true)
-        expect([recordedState(entry), again.id, again.status?.state]).toEqual([TaskState.TASK_STATE_FAILED, first.id, TaskState.TASK_STATE_FAILED])
+        expect([recordedState(entry), again.id, again.status?.state]).toEqual([
+          TaskState.TASK_STATE_FAILED,
+          first.id,
+          TaskState.TASK_STATE_FAILED
+        ])
         const errorId = /error_id: ([0-9a-f]{12})/.exec(textOf(again))?.[1]
         expect(errorId).toBeDefined()
         expect(logs.lines.find((line) => line.annotations["errorId"] === errorId)).toMatchObject({
@@ -802,7 +907,9 @@ describe("A2AServer idempotency: the entry records the run's end, never a runnin
         save: (task, context) => {
           if (!taskState.isSettled(task.status?.state)) return memory.save(task, context)
           if (refusingUntil === Number.POSITIVE_INFINITY) refusingUntil = performance.now() + 300
-          return performance.now() < refusingUntil ? Promise.reject(new Error("connection refused")) : memory.save(task, context)
+          return performance.now() < refusingUntil
+            ? Promise.reject(new Error("connection refused"))
+            : memory.save(task, context)
         }
       }
       const server = yield* A2AServer.make({ agent: scriptedAgent(runs), card, idempotency: {}, taskStore }).pipe(

@@ -77,7 +77,11 @@ const httpCall = (port: number, method: string, path: string, body?: string): Ef
     })
     request.on("error", (error: NodeJS.ErrnoException) =>
       resume(Effect.succeed(
-        error.code === "ECONNREFUSED" ? { _tag: "Refused" } : error.code === "ECONNRESET" ? { _tag: "Closed" } : unanswered
+        error.code === "ECONNREFUSED"
+          ? { _tag: "Refused" }
+          : error.code === "ECONNRESET"
+          ? { _tag: "Closed" }
+          : unanswered
       )))
     request.end(body)
     return Effect.sync(() => request.destroy())
@@ -100,18 +104,28 @@ const grpcCall = (port: number): Effect.Effect<Outcome<GrpcAnswer>> =>
         const { path, requestSerialize, responseDeserialize } = A2AService.getTask
         const request = { tenant: "", id: "nope", historyLength: undefined }
         const deadline = Date.now() + 20_000
-        client.makeUnaryRequest(path, requestSerialize, responseDeserialize, request, metadata, { deadline }, (error) => {
-          if (error === null) return resume(Effect.succeed({ _tag: "Answered", answer: { code: 0, details: "", retryAfter: [] } }))
-          // Nothing listening: grpc-js fails the call UNAVAILABLE, in words of its own.
-          if (error.code === GRPC_STATUS_CODE.UNAVAILABLE && error.details.startsWith("No connection established")) {
-            return resume(Effect.succeed({ _tag: "Refused" }))
+        client.makeUnaryRequest(
+          path,
+          requestSerialize,
+          responseDeserialize,
+          request,
+          metadata,
+          { deadline },
+          (error) => {
+            if (error === null) {
+              return resume(Effect.succeed({ _tag: "Answered", answer: { code: 0, details: "", retryAfter: [] } }))
+            }
+            // Nothing listening: grpc-js fails the call UNAVAILABLE, in words of its own.
+            if (error.code === GRPC_STATUS_CODE.UNAVAILABLE && error.details.startsWith("No connection established")) {
+              return resume(Effect.succeed({ _tag: "Refused" }))
+            }
+            if (error.code === GRPC_STATUS_CODE.DEADLINE_EXCEEDED) return resume(Effect.succeed(unanswered))
+            resume(Effect.succeed({
+              _tag: "Answered",
+              answer: { code: error.code, details: error.details, retryAfter: error.metadata.get("retry-after") }
+            }))
           }
-          if (error.code === GRPC_STATUS_CODE.DEADLINE_EXCEEDED) return resume(Effect.succeed(unanswered))
-          resume(Effect.succeed({
-            _tag: "Answered",
-            answer: { code: error.code, details: error.details, retryAfter: error.metadata.get("retry-after") }
-          }))
-        })
+        )
       }),
     (client) => Effect.sync(() => client.close())
   )
@@ -135,43 +149,47 @@ const whileStarting = <A, E>(starting: Fiber.Fiber<unknown, E>, probe: Effect.Ef
   })
 
 describe("A2AServer's lifecycle", () => {
-  it.scopedLive("from the first connection it accepts, every request is answered: the card, JSON-RPC and gRPC", () =>
-    Effect.gen(function*() {
-      const port = yield* freePort
-      const grpcPort = yield* freePort
-      const starting = yield* Effect.forkScoped(
-        A2AServer.make({
-          agent: () => Effect.succeed(answered),
-          card,
-          port,
-          grpc: { port: grpcPort },
-          // A store that takes a while to open, as a database does: the server's start takes turns of the event loop.
-          taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: yield* databaseFile })
-        })
-      )
-      const getTask = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "nope" } })
-      const [cards, rpcs, grpcs] = yield* Effect.all([
-        whileStarting(starting, httpCall(port, "GET", A2AServer.cardPath)),
-        whileStarting(starting, httpCall(port, "POST", "/a2a/jsonrpc", getTask)),
-        whileStarting(starting, grpcCall(grpcPort))
-      ], { concurrency: "unbounded" })
-      yield* Fiber.join(starting)
-
-      // Every probe is refused (nothing listened yet) or answered as a server that is up answers it.
-      const wrong = <A>(probes: ReadonlyArray<{ readonly outcome: Outcome<A> }>, right: (answer: A) => boolean) =>
-        probes.flatMap(({ outcome }) =>
-          outcome._tag === "Unanswered" || (outcome._tag === "Answered" && !right(outcome.answer)) ? [outcome] : []
+  it.scopedLive(
+    "from the first connection it accepts, every request is answered: the card, JSON-RPC and gRPC",
+    () =>
+      Effect.gen(function*() {
+        const port = yield* freePort
+        const grpcPort = yield* freePort
+        const starting = yield* Effect.forkScoped(
+          A2AServer.make({
+            agent: () => Effect.succeed(answered),
+            card,
+            port,
+            grpc: { port: grpcPort },
+            // A store that takes a while to open, as a database does: the server's start takes turns of the event loop.
+            taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: yield* databaseFile })
+          })
         )
-      expect({
-        card: wrong(cards, (answer) => answer.status === 200 && JSON.parse(answer.body).name === card.name),
-        jsonRpc: wrong(rpcs, (answer) => answer.status === 200 && JSON.parse(answer.body).error?.code === -32001),
-        grpc: wrong(grpcs, (answer) => answer.code === GRPC_STATUS_CODE.NOT_FOUND)
-      }).toEqual({ card: [], jsonRpc: [], grpc: [] })
-      // Some probes connected while the server was still starting: the moments that matter were exercised.
-      const connectedEarly = <A>(probes: ReadonlyArray<{ readonly outcome: Outcome<A>; readonly early: boolean }>) =>
-        probes.some(({ early, outcome }) => early && outcome._tag === "Answered")
-      expect([connectedEarly(cards), connectedEarly(rpcs), connectedEarly(grpcs)]).toEqual([true, true, true])
-    }), 60_000)
+        const getTask = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "nope" } })
+        const [cards, rpcs, grpcs] = yield* Effect.all([
+          whileStarting(starting, httpCall(port, "GET", A2AServer.cardPath)),
+          whileStarting(starting, httpCall(port, "POST", "/a2a/jsonrpc", getTask)),
+          whileStarting(starting, grpcCall(grpcPort))
+        ], { concurrency: "unbounded" })
+        yield* Fiber.join(starting)
+
+        // Every probe is refused (nothing listened yet) or answered as a server that is up answers it.
+        const wrong = <A>(probes: ReadonlyArray<{ readonly outcome: Outcome<A> }>, right: (answer: A) => boolean) =>
+          probes.flatMap(({ outcome }) =>
+            outcome._tag === "Unanswered" || (outcome._tag === "Answered" && !right(outcome.answer)) ? [outcome] : []
+          )
+        expect({
+          card: wrong(cards, (answer) => answer.status === 200 && JSON.parse(answer.body).name === card.name),
+          jsonRpc: wrong(rpcs, (answer) => answer.status === 200 && JSON.parse(answer.body).error?.code === -32001),
+          grpc: wrong(grpcs, (answer) => answer.code === GRPC_STATUS_CODE.NOT_FOUND)
+        }).toEqual({ card: [], jsonRpc: [], grpc: [] })
+        // Some probes connected while the server was still starting: the moments that matter were exercised.
+        const connectedEarly = <A>(probes: ReadonlyArray<{ readonly outcome: Outcome<A>; readonly early: boolean }>) =>
+          probes.some(({ early, outcome }) => early && outcome._tag === "Answered")
+        expect([connectedEarly(cards), connectedEarly(rpcs), connectedEarly(grpcs)]).toEqual([true, true, true])
+      }),
+    60_000
+  )
 
   it.live("a start that fails closes the connections it held: none is left waiting", () =>
     Effect.gen(function*() {
@@ -190,74 +208,83 @@ describe("A2AServer's lifecycle", () => {
       expect(probes.some(({ outcome }) => outcome._tag === "Closed")).toBe(true)
     }), 60_000)
 
-  it.live("while it shuts down, a new request is refused (503 and Retry-After, gRPC UNAVAILABLE) on a port still open, and the runs in flight finish", () =>
-    Effect.gen(function*() {
-      const release = yield* Deferred.make<void>()
-      let running = 0
-      const agent: AgentExecutor.Agent = () =>
-        Effect.zipRight(Effect.sync(() => running++), Effect.as(Deferred.await(release), answered))
-      const scope = yield* Scope.make()
-      const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "10 seconds" }), scope)
-      const port = server.address.port
-      const grpcPort = Number(server.urls.GRPC!.split(":").at(-1))
-      // A run in flight on each side: a blocking send by JSON-RPC, one by gRPC.
-      const grpcClient = yield* Effect.promise(() =>
-        new ClientFactory({ transports: [new GrpcTransportFactory()] }).createFromUrl(server.url)
-      )
-      const inFlight = yield* Effect.fork(Effect.all([
-        sendMessage(yield* makeClient(server.url), userMessage("slow")),
-        sendMessage(grpcClient, userMessage("slow"))
-      ], { concurrency: "unbounded" }))
-      yield* eventually(Effect.sync(() => running), (count) => count === 2)
+  it.live(
+    "while it shuts down, a new request is refused (503 and Retry-After, gRPC UNAVAILABLE) on a port still open, and the runs in flight finish",
+    () =>
+      Effect.gen(function*() {
+        const release = yield* Deferred.make<void>()
+        let running = 0
+        const agent: AgentExecutor.Agent = () =>
+          Effect.zipRight(Effect.sync(() => running++), Effect.as(Deferred.await(release), answered))
+        const scope = yield* Scope.make()
+        const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "10 seconds" }), scope)
+        const port = server.address.port
+        const grpcPort = Number(server.urls.GRPC!.split(":").at(-1))
+        // A run in flight on each side: a blocking send by JSON-RPC, one by gRPC.
+        const grpcClient = yield* Effect.promise(() =>
+          new ClientFactory({ transports: [new GrpcTransportFactory()] }).createFromUrl(server.url)
+        )
+        const inFlight = yield* Effect.fork(Effect.all([
+          sendMessage(yield* makeClient(server.url), userMessage("slow")),
+          sendMessage(grpcClient, userMessage("slow"))
+        ], { concurrency: "unbounded" }))
+        yield* eventually(Effect.sync(() => running), (count) => count === 2)
 
-      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      const began = Date.now()
-      const message = (text: string) => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] })
-      const calls = Effect.all({
-        card: httpCall(port, "GET", A2AServer.cardPath),
-        jsonRpc: httpCall(port, "POST", "/a2a/jsonrpc", JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "SendMessage",
-          params: { message: message("new") }
-        })),
-        rest: httpCall(port, "POST", "/a2a/rest/message:send", JSON.stringify({ message: message("new") })),
-        grpc: grpcCall(grpcPort)
-      }, { concurrency: "unbounded" })
-      const refusals: Array<Effect.Effect.Success<typeof calls>> = []
-      for (const at of [0, 5, 200]) {
-        yield* Effect.sleep(`${Math.max(0, began + at - Date.now())} millis`)
-        refusals.push(yield* calls)
-      }
-      yield* Deferred.succeed(release, void 0)
-      const finished = yield* Fiber.join(inFlight)
-      yield* Fiber.join(closing)
-
-      // Each as a load balancer reads it: try elsewhere, or here again later.
-      const refusal = (answer: Outcome<HttpAnswer>, code: (body: string) => unknown) =>
-        answer._tag === "Answered"
-          ? { status: answer.answer.status, retryAfter: answer.answer.retryAfter, code: code(answer.answer.body) }
-          : answer
-      expect(refusals.map(({ card, grpc, jsonRpc, rest }) => ({
-        card: refusal(card, (body) => body),
-        jsonRpc: refusal(jsonRpc, (body) => JSON.parse(body).error?.code),
-        rest: refusal(rest, (body) => JSON.parse(body).error?.status),
-        grpc
-      }))).toEqual([0, 5, 200].map(() => ({
-        card: { status: 503, retryAfter: "1", code: "The server is shutting down." },
-        jsonRpc: { status: 503, retryAfter: "1", code: -32004 },
-        rest: { status: 503, retryAfter: "1", code: "UNAVAILABLE" },
-        grpc: {
-          _tag: "Answered",
-          answer: { code: GRPC_STATUS_CODE.UNAVAILABLE, details: "The server is shutting down.", retryAfter: ["1"] }
+        const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+        const began = Date.now()
+        const message = (text: string) => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] })
+        const calls = Effect.all({
+          card: httpCall(port, "GET", A2AServer.cardPath),
+          jsonRpc: httpCall(
+            port,
+            "POST",
+            "/a2a/jsonrpc",
+            JSON.stringify({
+              jsonrpc: "2.0",
+              id: 1,
+              method: "SendMessage",
+              params: { message: message("new") }
+            })
+          ),
+          rest: httpCall(port, "POST", "/a2a/rest/message:send", JSON.stringify({ message: message("new") })),
+          grpc: grpcCall(grpcPort)
+        }, { concurrency: "unbounded" })
+        const refusals: Array<Effect.Effect.Success<typeof calls>> = []
+        for (const at of [0, 5, 200]) {
+          yield* Effect.sleep(`${Math.max(0, began + at - Date.now())} millis`)
+          refusals.push(yield* calls)
         }
-      })))
-      expect(finished.map((task) => [task.status?.state, textOf(task)])).toEqual([
-        [TaskState.TASK_STATE_COMPLETED, "finished"],
-        [TaskState.TASK_STATE_COMPLETED, "finished"]
-      ])
-      // Once they have, the ports are closed.
-      expect(yield* httpCall(port, "GET", A2AServer.cardPath)).toEqual({ _tag: "Refused" })
-      expect(yield* grpcCall(grpcPort)).toEqual({ _tag: "Refused" })
-    }), 60_000)
+        yield* Deferred.succeed(release, void 0)
+        const finished = yield* Fiber.join(inFlight)
+        yield* Fiber.join(closing)
+
+        // Each as a load balancer reads it: try elsewhere, or here again later.
+        const refusal = (answer: Outcome<HttpAnswer>, code: (body: string) => unknown) =>
+          answer._tag === "Answered"
+            ? { status: answer.answer.status, retryAfter: answer.answer.retryAfter, code: code(answer.answer.body) }
+            : answer
+        expect(refusals.map(({ card, grpc, jsonRpc, rest }) => ({
+          card: refusal(card, (body) => body),
+          jsonRpc: refusal(jsonRpc, (body) => JSON.parse(body).error?.code),
+          rest: refusal(rest, (body) => JSON.parse(body).error?.status),
+          grpc
+        }))).toEqual([0, 5, 200].map(() => ({
+          card: { status: 503, retryAfter: "1", code: "The server is shutting down." },
+          jsonRpc: { status: 503, retryAfter: "1", code: -32004 },
+          rest: { status: 503, retryAfter: "1", code: "UNAVAILABLE" },
+          grpc: {
+            _tag: "Answered",
+            answer: { code: GRPC_STATUS_CODE.UNAVAILABLE, details: "The server is shutting down.", retryAfter: ["1"] }
+          }
+        })))
+        expect(finished.map((task) => [task.status?.state, textOf(task)])).toEqual([
+          [TaskState.TASK_STATE_COMPLETED, "finished"],
+          [TaskState.TASK_STATE_COMPLETED, "finished"]
+        ])
+        // Once they have, the ports are closed.
+        expect(yield* httpCall(port, "GET", A2AServer.cardPath)).toEqual({ _tag: "Refused" })
+        expect(yield* grpcCall(grpcPort)).toEqual({ _tag: "Refused" })
+      }),
+    60_000
+  )
 })

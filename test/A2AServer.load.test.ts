@@ -33,7 +33,12 @@ const shedCount = (agent: string, bound: "server" | "caller") =>
 const sendFrom = (url: string, localAddress: string, text: string) =>
   Effect.promise(() =>
     new Promise<number>((resolve, reject) => {
-      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { ...userMessage(text), parts: [{ text }] } } })
+      const body = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendMessage",
+        params: { message: { ...userMessage(text), parts: [{ text }] } }
+      })
       const request = Http.request(url, {
         method: "POST",
         localAddress,
@@ -63,7 +68,12 @@ describe("A2AServer maxInFlight", () => {
       yield* eventually(shedCount(name, "server"), (n) => n === 4)
       // Reading a task is never shed, even at the bound.
       const sdk = yield* makeClient(server.url)
-      const read = yield* Effect.either(Effect.tryPromise({ try: () => sdk.getTask({ tenant: "", id: "no-such-task", historyLength: undefined }), catch: (e) => e }))
+      const read = yield* Effect.either(
+        Effect.tryPromise({
+          try: () => sdk.getTask({ tenant: "", id: "no-such-task", historyLength: undefined }),
+          catch: (e) => e
+        })
+      )
       expect(Either.isLeft(read) && String(read.left)).toMatch(/not found/i)
 
       yield* Deferred.succeed(gate, undefined)
@@ -79,7 +89,9 @@ describe("A2AServer maxInFlight", () => {
       expect(running.most).toBe(2)
       // No task left WORKING: the admitted ones are COMPLETED in the store, and the refused made none.
       for (const result of completed) {
-        const task = yield* Effect.promise(() => sdk.getTask({ tenant: "", id: result.right.taskId, historyLength: undefined }))
+        const task = yield* Effect.promise(() =>
+          sdk.getTask({ tenant: "", id: result.right.taskId, historyLength: undefined })
+        )
         expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
       }
     }))
@@ -94,7 +106,9 @@ describe("A2AServer maxInFlight", () => {
       yield* eventually(Effect.sync(() => running.now), (n) => n === 1)
       // No idempotency key: a 429 is a refusal, nothing ran, so it is safe to send again.
       const others = yield* Effect.fork(Effect.all(
-        ["second", "third"].map((text) => client.send(text).pipe(RetryPolicy.retry({ maxAttempts: 10 }, { idempotent: false }))),
+        ["second", "third"].map((text) =>
+          client.send(text).pipe(RetryPolicy.retry({ maxAttempts: 10 }, { idempotent: false }))
+        ),
         { concurrency: "unbounded" }
       ))
       yield* Effect.sleep("200 millis")

@@ -78,8 +78,9 @@ describe("JSON-RPC on the platform's route", () => {
             return { status: response.status, text: await response.text(), headers: response.headers }
           })
         ])
-      const shapes = (all: ReadonlyArray<{ readonly status: number; readonly text: string; readonly headers: Headers }>) =>
-        all.map(({ headers, status, text }) => ({ status, text, type: headers.get("content-type") }))
+      const shapes = (
+        all: ReadonlyArray<{ readonly status: number; readonly text: string; readonly headers: Headers }>
+      ) => all.map(({ headers, status, text }) => ({ status, text, type: headers.get("content-type") }))
       const ownAnswers = shapes(yield* answers(own.rpcUrl))
       expect(ownAnswers).toEqual(shapes(yield* answers(platform.rpcUrl)))
       // The query is no part of the path: answered as JSON-RPC.

@@ -4,19 +4,28 @@
  * embedded PostgreSQL started for this file.
  */
 import { TaskState } from "@a2a-js/sdk"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { SendMessageRequest } from "@a2a-js/sdk"
 import { ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { PgClient } from "@effect/sql-pg"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { inject } from "vitest"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
-import * as Part from "../src/Part.js"
 import * as Observability from "../src/Observability.js"
+import * as Part from "../src/Part.js"
 import { counter, othersSeeNothing, serve, tasksOf, transports, untouched } from "./fixtures/callers.js"
-import { startPostgres, type RunningPostgres } from "./fixtures/postgres.js"
-import { SendMessageRequest } from "@a2a-js/sdk"
-import { captureLogs, eventually, makeClient, rpc, seededTask, send, textOf, userMessage } from "./fixtures/serverAgents.js"
+import { type RunningPostgres, startPostgres } from "./fixtures/postgres.js"
+import {
+  captureLogs,
+  eventually,
+  makeClient,
+  rpc,
+  seededTask,
+  send,
+  textOf,
+  userMessage
+} from "./fixtures/serverAgents.js"
 
 const card = { name: "server-pg-test", description: "A2AServer on PostgreSQL" }
 
@@ -43,7 +52,7 @@ afterAll(async () => {
 
 describe("A2AServer on PostgreSQL", () => {
   it.live("two replicas start together on one database; a task written by one is read by the other after a restart", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const taskStore = A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 })
       const first = yield* Scope.make()
       // Both run the migration at once: it must be idempotent under concurrency.
@@ -69,12 +78,14 @@ describe("A2AServer on PostgreSQL", () => {
     }))
 
   it.live("with authenticate, across replicas each caller sees only its own tasks: another caller on the other replica gets TaskNotFound on every operation and transport", () =>
-    Effect.scoped(Effect.gen(function* () {
+    Effect.scoped(Effect.gen(function*() {
       const taskStore = A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 })
       const first = yield* serve({ taskStore })
       const second = yield* serve({ taskStore })
       const tasks = yield* tasksOf(first.server.url)
-      for (const transport of transports) yield* othersSeeNothing(second.server.url, second.server.rpcUrl, transport, tasks)
+      for (const transport of transports) {
+        yield* othersSeeNothing(second.server.url, second.server.rpcUrl, transport, tasks)
+      }
       yield* untouched(second.server.url, tasks)
       expect(first.runs.length + second.runs.length).toBe(3)
       // The other replica counts the misses on the task the first one holds.
@@ -85,38 +96,78 @@ describe("A2AServer on PostgreSQL", () => {
     const logs = captureLogs()
     // Named, so that only this server's connections are ended: other test files share the database.
     const named = `${url}${url.includes("?") ? "&" : "?"}application_name=effect-a2a-ended`
-    return Effect.gen(function* () {
-      const server = yield* A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Postgres({ url: named, poolSize: 2 }) })
+    return Effect.gen(function*() {
+      const server = yield* A2AServer.make({
+        agent: echo,
+        card,
+        taskStore: A2AServer.TaskStoreConfig.Postgres({ url: named, poolSize: 2 })
+      })
       const client = yield* makeClient(server.url)
       expect((yield* send(client, "before")).status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
       const sql = yield* PgClient.PgClient
       const [ended] = yield* sql<{ readonly n: number }>`
         select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where application_name = 'effect-a2a-ended'`
       expect(ended?.n).toBeGreaterThan(0)
-      yield* eventually(Effect.sync(() => logs.lines), (lines) => lines.some((line) => line.message.includes("lost an idle connection")))
+      yield* eventually(
+        Effect.sync(() => logs.lines),
+        (lines) => lines.some((line) => line.message.includes("lost an idle connection"))
+      )
       const after = yield* send(client, "after")
       expect(textOf(after)).toBe("echo after")
     }).pipe(Effect.scoped, Effect.provide(logs.layer), Effect.provide(PgClient.layer({ url: Redacted.make(url) })))
   })
 
   it.live("ids the task table cannot hold are refused with -32602 before the agent runs; ids that fit are served", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const ran: Array<string> = []
-      const agent: AgentExecutor.Agent = (request) => Effect.sync(() => ran.push(request.contextId)).pipe(Effect.as(AgentExecutor.completedText("ran")))
-      const server = yield* A2AServer.make({ agent, card, taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 }) })
+      const agent: AgentExecutor.Agent = (request) =>
+        Effect.sync(() => ran.push(request.contextId)).pipe(Effect.as(AgentExecutor.completedText("ran")))
+      const server = yield* A2AServer.make({
+        agent,
+        card,
+        taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 })
+      })
       const post = (method: string, params: unknown) =>
-        Effect.map(rpc(server.rpcUrl, method, params), ({ text }) => JSON.parse(text) as { result?: unknown; error?: { code: number; message: string } })
+        Effect.map(
+          rpc(server.rpcUrl, method, params),
+          ({ text }) => JSON.parse(text) as { result?: unknown; error?: { code: number; message: string } }
+        )
       const sendWith = (contextId: string) =>
-        post("SendMessage", SendMessageRequest.toJSON({ tenant: "", message: userMessage("hi", { contextId }), configuration: undefined, metadata: {} }))
+        post(
+          "SendMessage",
+          SendMessageRequest.toJSON({
+            tenant: "",
+            message: userMessage("hi", { contextId }),
+            configuration: undefined,
+            metadata: {}
+          })
+        )
       const tooLong = yield* sendWith("c".repeat(37))
-      expect(tooLong.error).toMatchObject({ code: -32602, message: "contextId must be at most 36 characters for this server's task store" })
-      expect((yield* sendWith("c\u0000")).error).toMatchObject({ code: -32602, message: "contextId must not contain NUL (U+0000)" })
+      expect(tooLong.error).toMatchObject({
+        code: -32602,
+        message: "contextId must be at most 36 characters for this server's task store"
+      })
+      expect((yield* sendWith("c\u0000")).error).toMatchObject({
+        code: -32602,
+        message: "contextId must not contain NUL (U+0000)"
+      })
       expect((yield* post("GetTask", { id: "t\u0000" })).error).toMatchObject({ code: -32602 })
       // PostgreSQL would store both as U+FFFD: one context, one tenant.
-      expect((yield* sendWith("c\uD800")).error).toMatchObject({ code: -32602, message: "contextId must be well-formed Unicode (no lone surrogate)" })
+      expect((yield* sendWith("c\uD800")).error).toMatchObject({
+        code: -32602,
+        message: "contextId must be well-formed Unicode (no lone surrogate)"
+      })
       expect((yield* post("ListTasks", { tenant: "acme-\uDFFF" })).error).toMatchObject({ code: -32602 })
-      const referencing = SendMessageRequest.toJSON({ tenant: "", message: userMessage("hi", { referenceTaskIds: ["r\u0000"] }), configuration: undefined, metadata: {} })
-      expect((yield* post("SendMessage", referencing)).error).toMatchObject({ code: -32602, message: "referenceTaskIds must not contain NUL (U+0000)" })
+      const referencing = SendMessageRequest.toJSON({
+        tenant: "",
+        message: userMessage("hi", { referenceTaskIds: ["r\u0000"] }),
+        configuration: undefined,
+        metadata: {}
+      })
+      expect((yield* post("SendMessage", referencing)).error).toMatchObject({
+        code: -32602,
+        message: "referenceTaskIds must not contain NUL (U+0000)"
+      })
       expect(ran).toEqual([])
       // 36 characters fit, however many UTF-16 units they take.
       const wide = "\u{1F600}".repeat(36)
@@ -124,39 +175,51 @@ describe("A2AServer on PostgreSQL", () => {
       expect(ran).toEqual([wide])
     }).pipe(Effect.scoped))
 
-  it.live("with retention, ended tasks whose last status is older are deleted; paused, running and recent ones stay", () =>
-    Effect.gen(function* () {
-      const anonymous = new ServerCallContext({ user: new UnauthenticatedUser() })
-      const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString()
-      const ids = { done: crypto.randomUUID(), canceled: crypto.randomUUID(), input: crypto.randomUUID(), working: crypto.randomUUID() }
-      const seeded = (id: string, state: TaskState) => seededTask(id, state, twoHoursAgo)
-      const seeding = yield* Scope.make()
-      const seeder = yield* Scope.extend(A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 }) }), seeding)
-      yield* Effect.promise(async () => {
-        await seeder.taskStore.save(seeded(ids.done, TaskState.TASK_STATE_COMPLETED), anonymous)
-        await seeder.taskStore.save(seeded(ids.canceled, TaskState.TASK_STATE_CANCELED), anonymous)
-        await seeder.taskStore.save(seeded(ids.input, TaskState.TASK_STATE_INPUT_REQUIRED), anonymous)
-        await seeder.taskStore.save(seeded(ids.working, TaskState.TASK_STATE_WORKING), anonymous)
-      })
-      const recent = yield* send(yield* makeClient(seeder.url), "recent")
-      expect((yield* Effect.promise(() => seeder.taskStore.load(ids.done, anonymous)))?.id).toBe(ids.done)
-      yield* Scope.close(seeding, Exit.void)
+  it.live(
+    "with retention, ended tasks whose last status is older are deleted; paused, running and recent ones stay",
+    () =>
+      Effect.gen(function*() {
+        const anonymous = new ServerCallContext({ user: new UnauthenticatedUser() })
+        const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString()
+        const ids = {
+          done: crypto.randomUUID(),
+          canceled: crypto.randomUUID(),
+          input: crypto.randomUUID(),
+          working: crypto.randomUUID()
+        }
+        const seeded = (id: string, state: TaskState) => seededTask(id, state, twoHoursAgo)
+        const seeding = yield* Scope.make()
+        const seeder = yield* Scope.extend(
+          A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 }) }),
+          seeding
+        )
+        yield* Effect.promise(async () => {
+          await seeder.taskStore.save(seeded(ids.done, TaskState.TASK_STATE_COMPLETED), anonymous)
+          await seeder.taskStore.save(seeded(ids.canceled, TaskState.TASK_STATE_CANCELED), anonymous)
+          await seeder.taskStore.save(seeded(ids.input, TaskState.TASK_STATE_INPUT_REQUIRED), anonymous)
+          await seeder.taskStore.save(seeded(ids.working, TaskState.TASK_STATE_WORKING), anonymous)
+        })
+        const recent = yield* send(yield* makeClient(seeder.url), "recent")
+        expect((yield* Effect.promise(() => seeder.taskStore.load(ids.done, anonymous)))?.id).toBe(ids.done)
+        yield* Scope.close(seeding, Exit.void)
 
-      const server = yield* A2AServer.make({
-        agent: echo,
-        card,
-        taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2, retention: "1 hour" })
-      })
-      const load = (id: string) => Effect.promise(() => server.taskStore.load(id, anonymous))
-      yield* eventually(load(ids.done), (task) => task === undefined, 500)
-      expect(yield* load(ids.canceled)).toBeUndefined()
-      expect((yield* load(ids.input))?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-      expect((yield* load(ids.working))?.status?.state).toBe(TaskState.TASK_STATE_WORKING)
-      expect((yield* load(recent.id))?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-    }).pipe(Effect.scoped), { timeout: 60_000 })
+        const server = yield* A2AServer.make({
+          agent: echo,
+          card,
+          taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2, retention: "1 hour" })
+        })
+        const load = (id: string) => Effect.promise(() => server.taskStore.load(id, anonymous))
+        yield* eventually(load(ids.done), (task) => task === undefined, 500)
+        expect(yield* load(ids.canceled)).toBeUndefined()
+        expect((yield* load(ids.input))?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        expect((yield* load(ids.working))?.status?.state).toBe(TaskState.TASK_STATE_WORKING)
+        expect((yield* load(recent.id))?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+      }).pipe(Effect.scoped),
+    { timeout: 60_000 }
+  )
 
   it.effect("an unreachable PostgreSQL fails the layer with TaskStoreError", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const error = yield* Effect.flip(Effect.scoped(A2AServer.make({
         agent: echo,
         card,

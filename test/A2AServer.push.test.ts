@@ -1,5 +1,5 @@
-import { describe, expect, it } from "@effect/vitest"
 import * as HttpApp from "@effect/platform/HttpApp"
+import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, FastCheck, Option, Queue, type Scope } from "effect"
 import * as Http from "node:http"
 import * as PushReceiver from "../src/PushReceiver.js"
@@ -15,25 +15,28 @@ interface Delivery {
 }
 
 /** A webhook on 127.0.0.1 that records every delivery and answers 200. */
-const webhook: Effect.Effect<{ readonly url: string; readonly deliveries: Array<Delivery> }, never, Scope.Scope> = Effect
-  .acquireRelease(
-    Effect.async<{ readonly url: string; readonly deliveries: Array<Delivery>; readonly server: Http.Server }>((resume) => {
-      const deliveries: Array<Delivery> = []
-      const server = Http.createServer((request, response) => {
-        const chunks: Array<Buffer> = []
-        request.on("data", (chunk: Buffer) => chunks.push(chunk))
-        request.on("end", () => {
-          deliveries.push({ headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) })
-          response.writeHead(200).end()
-        })
-      })
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address() as { port: number }
-        resume(Effect.succeed({ url: `http://127.0.0.1:${address.port}/hook`, deliveries, server }))
-      })
-    }),
-    ({ server }) => Effect.sync(() => server.close())
-  )
+const webhook: Effect.Effect<{ readonly url: string; readonly deliveries: Array<Delivery> }, never, Scope.Scope> =
+  Effect
+    .acquireRelease(
+      Effect.async<{ readonly url: string; readonly deliveries: Array<Delivery>; readonly server: Http.Server }>(
+        (resume) => {
+          const deliveries: Array<Delivery> = []
+          const server = Http.createServer((request, response) => {
+            const chunks: Array<Buffer> = []
+            request.on("data", (chunk: Buffer) => chunks.push(chunk))
+            request.on("end", () => {
+              deliveries.push({ headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) })
+              response.writeHead(200).end()
+            })
+          })
+          server.listen(0, "127.0.0.1", () => {
+            const address = server.address() as { port: number }
+            resume(Effect.succeed({ url: `http://127.0.0.1:${address.port}/hook`, deliveries, server }))
+          })
+        }
+      ),
+      ({ server }) => Effect.sync(() => server.close())
+    )
 
 const stateOf = (delivery: Delivery): string | undefined =>
   delivery.body.statusUpdate?.status?.state ?? delivery.body.task?.status?.state
@@ -81,7 +84,14 @@ describe("A2AServer with push notifications", () => {
       const { runs, server } = yield* serve({ push: {} })
       for (const transport of transports) {
         const a = yield* callerOn(server.url, transport, keyOf("a"))
-        for (const url of ["http://10.0.0.1/hook", "http://169.254.169.254/latest/meta-data", "http://[::1]:9/hook", "http://localhost:9/hook"]) {
+        for (
+          const url of [
+            "http://10.0.0.1/hook",
+            "http://169.254.169.254/latest/meta-data",
+            "http://[::1]:9/hook",
+            "http://localhost:9/hook"
+          ]
+        ) {
           const refused = yield* a.sendWith("hello", { taskPushNotificationConfig: config(url, "t") })
           expect(reasonOf(refused), `${transport} ${url}`).toMatch(/INVALID_PARAMS|invalid/i)
         }
@@ -102,7 +112,9 @@ describe("A2AServer with push notifications", () => {
           )
           expect(created.url, `${transport} ${url}`).toBe(url)
         }
-        const sent = yield* a.sendWith("hello", { taskPushNotificationConfig: config("https://hooks.example.invalid/h", "t") })
+        const sent = yield* a.sendWith("hello", {
+          taskPushNotificationConfig: config("https://hooks.example.invalid/h", "t")
+        })
         expect(taskOf(sent).id, transport).not.toBe("")
       }
     }))
@@ -133,7 +145,9 @@ describe("A2AServer with push notifications", () => {
         expect(first).toBeDefined()
         const final = yield* eventually(
           Effect.sync(() =>
-            hook.deliveries.filter((d) => d.headers["x-a2a-notification-token"] === token && stateOf(d) === "TASK_STATE_COMPLETED")
+            hook.deliveries.filter((d) =>
+              d.headers["x-a2a-notification-token"] === token && stateOf(d) === "TASK_STATE_COMPLETED"
+            )
           ),
           (found) => found.length > 0
         )
@@ -158,16 +172,25 @@ describe("A2AServer with push notifications", () => {
         )
         expect(created.id).not.toBe("")
         const listed = yield* Effect.promise(() =>
-          a.client.listTaskPushNotificationConfig({ tenant: "", taskId: task.id, pageSize: 10, pageToken: "" }, a.options)
+          a.client.listTaskPushNotificationConfig(
+            { tenant: "", taskId: task.id, pageSize: 10, pageToken: "" },
+            a.options
+          )
         )
         expect(listed.configs.map((c) => c.id)).toEqual([created.id])
         const theirs = yield* Effect.promise(() =>
-          b.client.listTaskPushNotificationConfig({ tenant: "", taskId: task.id, pageSize: 10, pageToken: "" }, b.options)
+          b.client.listTaskPushNotificationConfig(
+            { tenant: "", taskId: task.id, pageSize: 10, pageToken: "" },
+            b.options
+          )
             .then(() => "ok", (error: { reason?: string }) => error.reason)
         )
         expect(theirs, transport).toBe("TASK_NOT_FOUND")
         const refused = yield* Effect.promise(() =>
-          a.client.createTaskPushNotificationConfig({ ...config("http://10.1.2.3/hook", "tok"), taskId: task.id }, a.options)
+          a.client.createTaskPushNotificationConfig(
+            { ...config("http://10.1.2.3/hook", "tok"), taskId: task.id },
+            a.options
+          )
             .then(() => "ok", (error: { reason?: string }) => error.reason)
         )
         expect(refused, transport).toBe("INVALID_PARAMS")
@@ -179,7 +202,12 @@ describe("A2AServer with push notifications", () => {
       const { server } = yield* serve({ push: { allowPushTargets: ["127.0.0.1"] }, authenticate: undefined })
       const receiver = yield* PushReceiver.serve()
       for (const transport of transports) {
-        const agent = yield* RemoteAgent.make({ name: `pushed-${transport}`, url: server.url, transports: [transport], timeout: "5 seconds" })
+        const agent = yield* RemoteAgent.make({
+          name: `pushed-${transport}`,
+          url: server.url,
+          transports: [transport],
+          timeout: "5 seconds"
+        })
         const outcome = yield* agent.send("fail", { push: receiver })
         expect(outcome._tag, transport).toBe("Failed")
         expect(outcome.text).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\)$/)
@@ -200,10 +228,14 @@ describe("A2AServer with push notifications", () => {
           const token = crypto.randomUUID()
           secrets.set(token, sample)
           const hookToken = `tok-${crypto.randomUUID()}`
-          const task = taskOf(yield* caller.sendWith(token, { taskPushNotificationConfig: config(hook.url, hookToken) }))
+          const task = taskOf(
+            yield* caller.sendWith(token, { taskPushNotificationConfig: config(hook.url, hookToken) })
+          )
           const ours = () => hook.received.filter((r) => r.headers["x-a2a-notification-token"] === hookToken)
           const failed = yield* eventually(
-            Effect.sync(() => ours().filter((r) => JSON.parse(r.body).statusUpdate?.status?.state === "TASK_STATE_FAILED")),
+            Effect.sync(() =>
+              ours().filter((r) => JSON.parse(r.body).statusUpdate?.status?.state === "TASK_STATE_FAILED")
+            ),
             (found) => found.length > 0
           )
           for (const pushed of ours()) {
@@ -223,30 +255,35 @@ describe("A2AServer with push notifications", () => {
     }).pipe(Effect.provide(logs.layer))
   })
 
-  it.scopedLive("a webhook that fails its first deliveries (a 500, a reset, a timeout) still gets the FAILED: our PushReceiver behind it yields it once", () =>
-    Effect.gen(function*() {
-      let handler: ((request: Request) => Promise<Response>) | undefined
-      const front = yield* failingFront((request) => handler!(request))
-      const receiver = yield* PushReceiver.make({ url: front.url })
-      handler = HttpApp.toWebHandler(receiver.app)
-      const events = yield* receiver.subscribe
-      const { server } = yield* serve({
-        push: { allowPushTargets: ["127.0.0.1"], timeout: "300 millis", backoff: "50 millis" },
-        authenticate: undefined
-      })
-      const agent = yield* RemoteAgent.make({ name: "flaky-webhook", url: server.url, timeout: "30 seconds" })
-      const outcome = yield* agent.send("fail", { push: receiver })
-      expect(outcome._tag).toBe("Failed")
-      expect(outcome.text).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\)$/)
-      // Three attempts failed before any got through, and the final state came once.
-      expect(front.answers.slice(0, 3)).toEqual([500, "reset", "timeout"])
-      // The first retry came after the configured backoff (50 ms, jittered), not the default second.
-      const firstRetry = front.received[1]!.at - front.received[0]!.at
-      expect(firstRetry).toBeGreaterThanOrEqual(35)
-      expect(firstRetry).toBeLessThan(700)
-      const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(events))
-      expect(seen.filter((event) => event._tag === "Finished" && event.outcome.taskId === outcome.taskId)).toHaveLength(1)
-    }), 40_000)
+  it.scopedLive(
+    "a webhook that fails its first deliveries (a 500, a reset, a timeout) still gets the FAILED: our PushReceiver behind it yields it once",
+    () =>
+      Effect.gen(function*() {
+        let handler: ((request: Request) => Promise<Response>) | undefined
+        const front = yield* failingFront((request) => handler!(request))
+        const receiver = yield* PushReceiver.make({ url: front.url })
+        handler = HttpApp.toWebHandler(receiver.app)
+        const events = yield* receiver.subscribe
+        const { server } = yield* serve({
+          push: { allowPushTargets: ["127.0.0.1"], timeout: "300 millis", backoff: "50 millis" },
+          authenticate: undefined
+        })
+        const agent = yield* RemoteAgent.make({ name: "flaky-webhook", url: server.url, timeout: "30 seconds" })
+        const outcome = yield* agent.send("fail", { push: receiver })
+        expect(outcome._tag).toBe("Failed")
+        expect(outcome.text).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\)$/)
+        // Three attempts failed before any got through, and the final state came once.
+        expect(front.answers.slice(0, 3)).toEqual([500, "reset", "timeout"])
+        // The first retry came after the configured backoff (50 ms, jittered), not the default second.
+        const firstRetry = front.received[1]!.at - front.received[0]!.at
+        expect(firstRetry).toBeGreaterThanOrEqual(35)
+        expect(firstRetry).toBeLessThan(700)
+        const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(events))
+        expect(seen.filter((event) => event._tag === "Finished" && event.outcome.taskId === outcome.taskId))
+          .toHaveLength(1)
+      }),
+    40_000
+  )
 })
 
 /** A webhook whose first three deliveries fail (a 500, a reset, no answer at all) and whose others go to `forward`. */
@@ -263,14 +300,17 @@ const failingFront = (forward: (request: Request) => Promise<Response>) =>
         return void response.socket?.destroy()
       }
       if (index === 2) return void answers.push("timeout")
-      const headers = Object.entries(received.headers).flatMap(([name, value]) => typeof value === "string" ? [[name, value] as [string, string]] : [])
-      void forward(new Request(`http://127.0.0.1${received.url}`, { method: "POST", headers, body: received.body })).then(
-        (answer) => {
-          answers.push(answer.status)
-          response.writeHead(answer.status).end()
-        },
-        () => response.writeHead(500).end()
+      const headers = Object.entries(received.headers).flatMap(([name, value]) =>
+        typeof value === "string" ? [[name, value] as [string, string]] : []
       )
+      void forward(new Request(`http://127.0.0.1${received.url}`, { method: "POST", headers, body: received.body }))
+        .then(
+          (answer) => {
+            answers.push(answer.status)
+            response.writeHead(answer.status).end()
+          },
+          () => response.writeHead(500).end()
+        )
     })
     return { url: hook.url, answers, received: hook.received }
   })

@@ -5,14 +5,14 @@
  * transport that streams.
  */
 import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
-import { InMemoryTaskStore, ServerCallContext } from "@a2a-js/sdk/server"
 import { formatSSEEvent } from "@a2a-js/sdk"
+import { InMemoryTaskStore, ServerCallContext } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, FastCheck, Logger } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
-import * as Part from "../src/Part.js"
 import * as EventId from "../src/internal/wire/eventId.js"
+import * as Part from "../src/Part.js"
 import { callerOn, transports } from "./fixtures/callers.js"
 import { databaseUrl } from "./fixtures/databaseUrl.js"
 import { startPostgres } from "./fixtures/postgres.js"
@@ -30,21 +30,22 @@ const gatedAgent = (gate: Deferred.Deferred<void>): AgentExecutor.Agent<never> =
   })
 
 /** Replicas `a` and `b` of a gated agent on one task store and the log `replication` names. */
-const replicasOn = (replication: A2AServer.ReplicationOptions) => Effect.gen(function*() {
-  const gate = yield* Deferred.make<void>()
-  const taskStore = new InMemoryTaskStore()
-  const serve = (name: string) =>
-    A2AServer.make({
-      agent: gatedAgent(gate),
-      card: { name, description: "a replica" },
-      taskStore,
-      replication,
-      shutdownTimeout: "1 second"
-    })
-  const a = yield* serve("a")
-  const b = yield* serve("b")
-  return { a, b, gate, taskStore }
-})
+const replicasOn = (replication: A2AServer.ReplicationOptions) =>
+  Effect.gen(function*() {
+    const gate = yield* Deferred.make<void>()
+    const taskStore = new InMemoryTaskStore()
+    const serve = (name: string) =>
+      A2AServer.make({
+        agent: gatedAgent(gate),
+        card: { name, description: "a replica" },
+        taskStore,
+        replication,
+        shutdownTimeout: "1 second"
+      })
+    const a = yield* serve("a")
+    const b = yield* serve("b")
+    return { a, b, gate, taskStore }
+  })
 
 const replicas = Effect.suspend(() => replicasOn({ url: databaseUrl() }))
 
@@ -91,57 +92,63 @@ const collect = async (events: AsyncGenerator<StreamResponse>, limit = 100): Pro
 }
 
 describe("replicas on one event log", () => {
-  it.each(transports.filter((t) => t !== "GRPC" || true))("%s: a subscriber on B streams a run on A, Task first, until it ends", (transport) =>
-    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const { a, b, gate } = yield* replicas
-      const onA = yield* callerOn(a.url, transport, undefined)
-      const onB = yield* callerOn(b.url, transport, undefined)
-      const stream = onA.client.sendMessageStream(request("steps 3"), onA.options)
-      const first = (yield* Effect.promise(() => stream.next())).value as StreamResponse
-      expect(first.payload?.$case).toBe("task")
-      const taskId = (first.payload!.value as Task).id
-      // The run is on A, waiting at its first step; B has no bus of it.
-      const subscription = onB.client.resubscribeTask({ id: taskId, tenant: "" }, onB.options)
-      const head = (yield* Effect.promise(() => subscription.next())).value as StreamResponse
-      expect(head.payload?.$case).toBe("task")
-      yield* Deferred.succeed(gate, undefined)
-      const rest = yield* Effect.promise(() => collect(subscription))
-      const onAll = yield* Effect.promise(() => collect(stream))
-      const all = [first, ...onAll]
-      // B's Task is the task as of some event of A's stream; what follows it is A's stream from there on.
-      const at = numberOf(head)
-      expect(rest.map(numberOf)).toEqual(all.map(numberOf).filter((seq) => seq > at))
-      expect(rest.map(shapeOf)).toEqual(all.filter((event) => numberOf(event) > at).map(shapeOf))
-      expect(rest.at(-1)?.payload?.$case).toBe("statusUpdate")
-      expect(all.map(numberOf)).toEqual(all.map((_, i) => i + 1))
-    }))))
+  it.each(transports.filter((t) => t !== "GRPC" || true))(
+    "%s: a subscriber on B streams a run on A, Task first, until it ends",
+    (transport) =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const { a, b, gate } = yield* replicas
+        const onA = yield* callerOn(a.url, transport, undefined)
+        const onB = yield* callerOn(b.url, transport, undefined)
+        const stream = onA.client.sendMessageStream(request("steps 3"), onA.options)
+        const first = (yield* Effect.promise(() => stream.next())).value as StreamResponse
+        expect(first.payload?.$case).toBe("task")
+        const taskId = (first.payload!.value as Task).id
+        // The run is on A, waiting at its first step; B has no bus of it.
+        const subscription = onB.client.resubscribeTask({ id: taskId, tenant: "" }, onB.options)
+        const head = (yield* Effect.promise(() => subscription.next())).value as StreamResponse
+        expect(head.payload?.$case).toBe("task")
+        yield* Deferred.succeed(gate, undefined)
+        const rest = yield* Effect.promise(() => collect(subscription))
+        const onAll = yield* Effect.promise(() => collect(stream))
+        const all = [first, ...onAll]
+        // B's Task is the task as of some event of A's stream; what follows it is A's stream from there on.
+        const at = numberOf(head)
+        expect(rest.map(numberOf)).toEqual(all.map(numberOf).filter((seq) => seq > at))
+        expect(rest.map(shapeOf)).toEqual(all.filter((event) => numberOf(event) > at).map(shapeOf))
+        expect(rest.at(-1)?.payload?.$case).toBe("statusUpdate")
+        expect(all.map(numberOf)).toEqual(all.map((_, i) => i + 1))
+      })))
+  )
 
-  it.each(transports)("%s: a stream cut on A resumes on B after its last event, none lost, none repeated", (transport) =>
-    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const { a, b, gate } = yield* replicas
-      const onA = yield* callerOn(a.url, transport, undefined)
-      const onB = yield* callerOn(b.url, transport, undefined)
-      const stream = onA.client.sendMessageStream(request("steps 4"), onA.options)
-      const seen = [
-        (yield* Effect.promise(() => stream.next())).value as StreamResponse,
-        (yield* Effect.promise(() => stream.next())).value as StreamResponse
-      ]
-      yield* Effect.promise(() => stream.return(undefined))
-      const taskId = (seen[0]!.payload!.value as Task).id
-      yield* Deferred.succeed(gate, undefined)
-      const resumed = yield* Effect.promise(() =>
-        collect(onB.client.resubscribeTask({ id: taskId, tenant: "" }, {
-          ...onA.options,
-          serviceParameters: { "Last-Event-ID": String(numberOf(seen.at(-1)!)) }
-        }))
-      )
-      const joined = [...seen, ...resumed]
-      expect(joined.map(numberOf)).toEqual(joined.map((_, i) => i + 1))
-      expect(joined.map(shapeOf).slice(2)).toEqual([
-        ...[2, 3, 4].map((i) => expect.stringContaining(`step ${i}`)),
-        expect.stringContaining(`done after 4 steps`)
-      ])
-    }))))
+  it.each(transports)(
+    "%s: a stream cut on A resumes on B after its last event, none lost, none repeated",
+    (transport) =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const { a, b, gate } = yield* replicas
+        const onA = yield* callerOn(a.url, transport, undefined)
+        const onB = yield* callerOn(b.url, transport, undefined)
+        const stream = onA.client.sendMessageStream(request("steps 4"), onA.options)
+        const seen = [
+          (yield* Effect.promise(() => stream.next())).value as StreamResponse,
+          (yield* Effect.promise(() => stream.next())).value as StreamResponse
+        ]
+        yield* Effect.promise(() => stream.return(undefined))
+        const taskId = (seen[0]!.payload!.value as Task).id
+        yield* Deferred.succeed(gate, undefined)
+        const resumed = yield* Effect.promise(() =>
+          collect(onB.client.resubscribeTask({ id: taskId, tenant: "" }, {
+            ...onA.options,
+            serviceParameters: { "Last-Event-ID": String(numberOf(seen.at(-1)!)) }
+          }))
+        )
+        const joined = [...seen, ...resumed]
+        expect(joined.map(numberOf)).toEqual(joined.map((_, i) => i + 1))
+        expect(joined.map(shapeOf).slice(2)).toEqual([
+          ...[2, 3, 4].map((i) => expect.stringContaining(`step ${i}`)),
+          expect.stringContaining(`done after 4 steps`)
+        ])
+      })))
+  )
 
   it("resuming after the run ended still gets the events missed, then ends; a plain subscription to it is refused", () =>
     Effect.runPromise(Effect.scoped(Effect.gen(function*() {
@@ -153,7 +160,9 @@ describe("replicas on one event log", () => {
       const taskId = (all[0]!.payload!.value as Task).id
       const from = (cursor: string) =>
         Effect.promise(() =>
-          collect(onB.client.resubscribeTask({ id: taskId, tenant: "" }, { serviceParameters: { "Last-Event-ID": cursor } }))
+          collect(
+            onB.client.resubscribeTask({ id: taskId, tenant: "" }, { serviceParameters: { "Last-Event-ID": cursor } })
+          )
             .then((events) => ({ events }), (error: unknown) => ({ error }))
         )
       const after2 = yield* from("2")
@@ -165,7 +174,10 @@ describe("replicas on one event log", () => {
       const invalid = yield* from("two")
       expect("error" in invalid && String(invalid.error)).toMatch(/Last-Event-ID must be/)
       const plain = yield* Effect.promise(() =>
-        collect(onB.client.resubscribeTask({ id: taskId, tenant: "" }, {})).then(() => "streamed", (error: unknown) => String(error))
+        collect(onB.client.resubscribeTask({ id: taskId, tenant: "" }, {})).then(
+          () => "streamed",
+          (error: unknown) => String(error)
+        )
       )
       expect(plain).toMatch(/terminal state/)
     }))))
@@ -179,7 +191,12 @@ describe("replicas on one event log", () => {
         fetch(a.rpcUrl, {
           method: "POST",
           headers: { "content-type": "application/json", "a2a-version": "1.0" },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "steps 2" }] } } })
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "SendStreamingMessage",
+            params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "steps 2" }] } }
+          })
         }).then((response) => response.text())
       )
       const ids = [...rpc.matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]))
@@ -189,7 +206,9 @@ describe("replicas on one event log", () => {
         fetch(`${a.urls["HTTP+JSON"]}/message:stream`, {
           method: "POST",
           headers: { "content-type": "application/json", "a2a-version": "1.0" },
-          body: JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "steps 2" }] } })
+          body: JSON.stringify({
+            message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "steps 2" }] }
+          })
         }).then((response) => response.text())
       )
       const restIds = [...rest.matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]))
@@ -197,51 +216,65 @@ describe("replicas on one event log", () => {
       expect(restIds.length).toBeGreaterThanOrEqual(4)
     }))))
 
-  it("PostgreSQL restarted mid-run: a subscriber on B still gets every event of the run on A, once, in order", () =>
-    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const postgres = yield* restartablePostgres
-      const { a, b, gate } = yield* replicasOn({ url: postgres.url, pollInterval: "200 millis" })
-      const onA = yield* callerOn(a.url, "JSONRPC", undefined)
-      const onB = yield* callerOn(b.url, "JSONRPC", undefined)
-      const stream = onA.client.sendMessageStream(request("steps 6"), onA.options)
-      const first = (yield* Effect.promise(() => stream.next())).value as StreamResponse
-      const taskId = (first.payload!.value as Task).id
-      const subscription = onB.client.resubscribeTask({ id: taskId, tenant: "" }, onB.options)
-      const head = (yield* Effect.promise(() => subscription.next())).value as StreamResponse
-      // While the database is down, the run goes on: its steps are queued for the log, and written once it is back.
-      yield* Effect.promise(() => postgres.restart(() => Effect.runPromise(Deferred.succeed(gate, undefined)).then(() => undefined)))
-      const rest = yield* Effect.promise(() => collect(subscription))
-      const all = [first, ...(yield* Effect.promise(() => collect(stream)))]
-      // B may have subscribed before A's first step reached the log: B's Task is the task as of some event of A's stream.
-      const at = numberOf(head)
-      expect(rest.map(numberOf)).toEqual(all.map(numberOf).filter((seq) => seq > at))
-      expect(rest.map(shapeOf)).toEqual(all.filter((event) => numberOf(event) > at).map(shapeOf))
-      expect(rest.slice(-6).map(shapeOf)).toEqual([
-        ...[2, 3, 4, 5, 6].map((i) => expect.stringContaining(`step ${i}`)),
-        expect.stringContaining("done after 6 steps")
-      ])
-    }))), 120_000)
+  it(
+    "PostgreSQL restarted mid-run: a subscriber on B still gets every event of the run on A, once, in order",
+    () =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const postgres = yield* restartablePostgres
+        const { a, b, gate } = yield* replicasOn({ url: postgres.url, pollInterval: "200 millis" })
+        const onA = yield* callerOn(a.url, "JSONRPC", undefined)
+        const onB = yield* callerOn(b.url, "JSONRPC", undefined)
+        const stream = onA.client.sendMessageStream(request("steps 6"), onA.options)
+        const first = (yield* Effect.promise(() => stream.next())).value as StreamResponse
+        const taskId = (first.payload!.value as Task).id
+        const subscription = onB.client.resubscribeTask({ id: taskId, tenant: "" }, onB.options)
+        const head = (yield* Effect.promise(() => subscription.next())).value as StreamResponse
+        // While the database is down, the run goes on: its steps are queued for the log, and written once it is back.
+        yield* Effect.promise(() =>
+          postgres.restart(() => Effect.runPromise(Deferred.succeed(gate, undefined)).then(() => undefined))
+        )
+        const rest = yield* Effect.promise(() => collect(subscription))
+        const all = [first, ...(yield* Effect.promise(() => collect(stream)))]
+        // B may have subscribed before A's first step reached the log: B's Task is the task as of some event of A's stream.
+        const at = numberOf(head)
+        expect(rest.map(numberOf)).toEqual(all.map(numberOf).filter((seq) => seq > at))
+        expect(rest.map(shapeOf)).toEqual(all.filter((event) => numberOf(event) > at).map(shapeOf))
+        expect(rest.slice(-6).map(shapeOf)).toEqual([
+          ...[2, 3, 4, 5, 6].map((i) => expect.stringContaining(`step ${i}`)),
+          expect.stringContaining("done after 6 steps")
+        ])
+      }))),
+    120_000
+  )
 
-  it("a replica that cannot renew its claims for a whole lease stops its runs: they end FAILED, and its log says why", () =>
-    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const postgres = yield* restartablePostgres
-      const logs: Array<string> = []
-      const { a, taskStore } = yield* replicasOn({ url: postgres.url, lease: "1 second" }).pipe(
-        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message)))))
-      )
-      const onA = yield* callerOn(a.url, "JSONRPC", undefined)
-      const stream = onA.client.sendMessageStream(request("steps 2"), onA.options)
-      const first = (yield* Effect.promise(() => stream.next())).value as StreamResponse
-      const taskId = (first.payload!.value as Task).id
-      yield* Effect.promise(() => postgres.restart(() => new Promise((resolve) => setTimeout(resolve, 2_500))))
-      const task = yield* Effect.promise(() => taskStore.load(taskId, new ServerCallContext()))
-      expect(task?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
-      expect(JSON.stringify(task?.status?.message)).toMatch(/error_id: [0-9a-f]{12}/)
-      expect(logs.join("\n")).toMatch(/run claims lapsed unrenewed: its runs stop/)
-      yield* Effect.promise(() => stream.return(undefined))
-    }))), 120_000)
+  it(
+    "a replica that cannot renew its claims for a whole lease stops its runs: they end FAILED, and its log says why",
+    () =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const postgres = yield* restartablePostgres
+        const logs: Array<string> = []
+        const { a, taskStore } = yield* replicasOn({ url: postgres.url, lease: "1 second" }).pipe(
+          Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message)))))
+        )
+        const onA = yield* callerOn(a.url, "JSONRPC", undefined)
+        const stream = onA.client.sendMessageStream(request("steps 2"), onA.options)
+        const first = (yield* Effect.promise(() => stream.next())).value as StreamResponse
+        const taskId = (first.payload!.value as Task).id
+        yield* Effect.promise(() => postgres.restart(() => new Promise((resolve) => setTimeout(resolve, 2_500))))
+        const task = yield* Effect.promise(() => taskStore.load(taskId, new ServerCallContext()))
+        expect(task?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+        expect(JSON.stringify(task?.status?.message)).toMatch(/error_id: [0-9a-f]{12}/)
+        expect(logs.join("\n")).toMatch(/run claims lapsed unrenewed: its runs stop/)
+        yield* Effect.promise(() => stream.return(undefined))
+      }))),
+    120_000
+  )
 
-  it.prop("without a number, an SSE event is the SDK's formatSSEEvent byte for byte", [FastCheck.jsonValue()], ([value]) => {
-    expect(EventId.sseEvent(value, undefined)).toBe(formatSSEEvent(value))
-  })
+  it.prop(
+    "without a number, an SSE event is the SDK's formatSSEEvent byte for byte",
+    [FastCheck.jsonValue()],
+    ([value]) => {
+      expect(EventId.sseEvent(value, undefined)).toBe(formatSSEEvent(value))
+    }
+  )
 })

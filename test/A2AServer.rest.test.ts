@@ -9,9 +9,9 @@ import type { Client } from "@a2a-js/sdk/client"
 import { ERROR_INFO_TYPE } from "@a2a-js/sdk/errors"
 import { InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server"
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Deferred, Effect, FastCheck, Fiber, Metric } from "effect"
@@ -47,7 +47,10 @@ const errorIdText = /error_id: [0-9a-f]{12}/g
 /** A value with its ids, timestamps and error ids blanked: what two servers may differ in. */
 const normal = (value: unknown): unknown =>
   JSON.parse(
-    (JSON.stringify(value) ?? "null").replace(uuid, "<id>").replace(timestamp, "<time>").replace(errorIdText, "error_id: <id>")
+    (JSON.stringify(value) ?? "null").replace(uuid, "<id>").replace(timestamp, "<time>").replace(
+      errorIdText,
+      "error_id: <id>"
+    )
   )
 
 const settled = <A>(promise: () => Promise<A>) =>
@@ -111,7 +114,9 @@ const scenario = (client: Client, baseUrl: string, restUrl: string) =>
       client.deleteTaskPushNotificationConfig({ taskId: completedTask.id, id: "config", tenant: "" })
     )
     const listed = yield* Effect.promise(() =>
-      fetch(`${restUrl}/tasks?contextId=${completedTask.contextId}&includeArtifacts=true`, { headers: { "A2A-Version": "1.0" } })
+      fetch(`${restUrl}/tasks?contextId=${completedTask.contextId}&includeArtifacts=true`, {
+        headers: { "A2A-Version": "1.0" }
+      })
         .then(async (response) => ({ status: response.status, body: normal(await response.json()) }))
     )
     return {
@@ -130,9 +135,10 @@ const scenario = (client: Client, baseUrl: string, restUrl: string) =>
     }
   })
 
-const statusBody = (text: string) => JSON.parse(text) as {
-  error: { code: number; status: string; message: string; details: Array<Record<string, unknown>> }
-}
+const statusBody = (text: string) =>
+  JSON.parse(text) as {
+    error: { code: number; status: string; message: string; details: Array<Record<string, unknown>> }
+  }
 
 /**
  * A `google.rpc.Status` body whose code is the HTTP status, with an ErrorInfo, in the type of a client that
@@ -171,7 +177,12 @@ describe("A2AServer over HTTP+JSON", () => {
       const server = yield* A2AServer.make({ agent, card })
       const restUrl = server.urls["HTTP+JSON"]!
       expect(restUrl).toBe(`${server.url}/a2a/rest`)
-      expect(server.card.supportedInterfaces).toContainEqual({ url: restUrl, protocolBinding: "HTTP+JSON", tenant: "", protocolVersion: "1.0" })
+      expect(server.card.supportedInterfaces).toContainEqual({
+        url: restUrl,
+        protocolBinding: "HTTP+JSON",
+        tenant: "",
+        protocolVersion: "1.0"
+      })
       const peerStore = new InMemoryTaskStore()
       const peer = yield* sdkRestPeer(yield* AgentExecutor.make(agent, { taskStore: peerStore }), peerStore)
 
@@ -183,14 +194,19 @@ describe("A2AServer over HTTP+JSON", () => {
       expect(ours.completed).toMatchObject({ ok: { status: { state: TaskState.TASK_STATE_COMPLETED } } })
       const failedText = (ours.failed as { ok: Task }).ok.status!.message!.parts[0]!.content
       expect(failedText).toEqual({ $case: "text", value: "Agent execution failed. (error_id: <id>)" })
-      expect(ours.unknown).toEqual({ error: { name: "TaskNotFoundError", message: "Task not found: no-such-task", statusCode: 404 } })
+      expect(ours.unknown).toEqual({
+        error: { name: "TaskNotFoundError", message: "Task not found: no-such-task", statusCode: 404 }
+      })
       expect(ours.notCancelable).toMatchObject({ error: { name: "TaskNotCancelableError", statusCode: 400 } })
       expect(ours.canceled).toMatchObject({ ok: { status: { state: TaskState.TASK_STATE_CANCELED } } })
       expect((ours.streamed as { ok: Array<unknown> }).ok.length).toBeGreaterThan(1)
       expect(ours.subscribedEnded).toMatchObject({ error: { name: "UnsupportedOperationError", statusCode: 400 } })
       expect(JSON.stringify(ours.subscribed)).toContain(`"state":${TaskState.TASK_STATE_CANCELED}`)
       expect(ours.pushConfig).toMatchObject({ error: { name: "PushNotificationNotSupportedError", statusCode: 400 } })
-      expect(ours.listed).toMatchObject({ status: 200, body: { tasks: [{ artifacts: expect.any(Array) }], totalSize: 1 } })
+      expect(ours.listed).toMatchObject({
+        status: 200,
+        body: { tasks: [{ artifacts: expect.any(Array) }], totalSize: 1 }
+      })
     }).pipe(Effect.provide(captureLogs().layer)))
 
   it.scopedLive("FAILED carries exactly the opaque text; no answer holds the exception's message, which is logged under its id", () => {
@@ -198,7 +214,8 @@ describe("A2AServer over HTTP+JSON", () => {
     return Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent, card })
       const restUrl = server.urls["HTTP+JSON"]!
-      const message = (text: string) => JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
+      const message = (text: string) =>
+        JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
       const sent = yield* post(`${restUrl}/message:send`, message("fail blocking"), v1)
       expect(sent.status).toBe(200)
       expect(sent.headers.get("content-type")).toBe("application/json")
@@ -213,7 +230,9 @@ describe("A2AServer over HTTP+JSON", () => {
       const listed = yield* get(`${restUrl}/tasks`)
       for (const answer of [sent, streamed, fetched, listed]) expect(answer.text).not.toContain(secret)
       const errorId = /error_id: ([0-9a-f]{12})/.exec(text)![1]
-      expect(String(logs.lines.find((line) => line.annotations.errorId === errorId)?.annotations.cause)).toContain(secret)
+      expect(String(logs.lines.find((line) => line.annotations.errorId === errorId)?.annotations.cause)).toContain(
+        secret
+      )
     }).pipe(Effect.provide(logs.layer))
   })
 
@@ -235,7 +254,9 @@ describe("A2AServer over HTTP+JSON", () => {
       expect(body.error.message).toMatch(/^Internal error\. \(error_id: [0-9a-f]{12}\)$/)
       expect(ours.text).not.toContain(secret)
       const errorId = /error_id: ([0-9a-f]{12})/.exec(body.error.message)![1]
-      expect(String(logs.lines.find((line) => line.annotations.errorId === errorId)?.annotations.cause)).toContain(secret)
+      expect(String(logs.lines.find((line) => line.annotations.errorId === errorId)?.annotations.cause)).toContain(
+        secret
+      )
 
       const peer = yield* sdkRestPeer(yield* AgentExecutor.make(agent, { taskStore: failing }), failing)
       const theirs = yield* get(`${peer.restUrl}/tasks/boom-1`)
@@ -252,22 +273,30 @@ describe("A2AServer over HTTP+JSON", () => {
 
       const malformed = yield* post(`${restUrl}/message:send`, "{not json", v1)
       expectStatus(malformed, 400, "INVALID_ARGUMENT", "INVALID_PARAMS")
-      expect(JSON.parse(malformed.text)).toEqual(JSON.parse((yield* post(`${peer.restUrl}/message:send`, "{not json", v1)).text))
+      expect(JSON.parse(malformed.text)).toEqual(
+        JSON.parse((yield* post(`${peer.restUrl}/message:send`, "{not json", v1)).text)
+      )
       const invalidUtf8 = yield* post(`${restUrl}/message:send`, new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), v1)
       expectStatus(invalidUtf8, 400, "INVALID_ARGUMENT", "INVALID_PARAMS")
 
       const wrongType = { ...v1, "content-type": "text/plain" }
       const typed = yield* post(`${restUrl}/message:send`, "hello", wrongType)
       expectStatus(typed, 400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED")
-      expect(JSON.parse(typed.text)).toEqual(JSON.parse((yield* post(`${peer.restUrl}/message:send`, "hello", wrongType)).text))
+      expect(JSON.parse(typed.text)).toEqual(
+        JSON.parse((yield* post(`${peer.restUrl}/message:send`, "hello", wrongType)).text)
+      )
 
       const noMessage = yield* post(`${restUrl}/message:send`, "{}", v1)
       expectStatus(noMessage, 400, "INVALID_ARGUMENT", "INVALID_PARAMS")
-      expect(JSON.parse(noMessage.text)).toEqual(JSON.parse((yield* post(`${peer.restUrl}/message:send`, "{}", v1)).text))
+      expect(JSON.parse(noMessage.text)).toEqual(
+        JSON.parse((yield* post(`${peer.restUrl}/message:send`, "{}", v1)).text)
+      )
 
       const badHistory = yield* get(`${restUrl}/tasks/some-task?historyLength=abc`)
       expectStatus(badHistory, 400, "INVALID_ARGUMENT", "INVALID_PARAMS")
-      expect(JSON.parse(badHistory.text)).toEqual(JSON.parse((yield* get(`${peer.restUrl}/tasks/some-task?historyLength=abc`)).text))
+      expect(JSON.parse(badHistory.text)).toEqual(
+        JSON.parse((yield* get(`${peer.restUrl}/tasks/some-task?historyLength=abc`)).text)
+      )
 
       for (const query of ["pageSize=0", "pageSize=1.5", "historyLength=-1"]) {
         const badList = yield* get(`${restUrl}/tasks?${query}`)
@@ -294,7 +323,11 @@ describe("A2AServer over HTTP+JSON", () => {
       expectStatus(unknownTask, 404, "NOT_FOUND", "TASK_NOT_FOUND")
 
       // Still serving.
-      const fine = yield* post(`${restUrl}/message:send`, JSON.stringify({ message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "ok" }] } }), v1)
+      const fine = yield* post(
+        `${restUrl}/message:send`,
+        JSON.stringify({ message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "ok" }] } }),
+        v1
+      )
       expect(JSON.parse(fine.text).task.status.state).toBe("TASK_STATE_COMPLETED")
     }))
 
@@ -302,25 +335,38 @@ describe("A2AServer over HTTP+JSON", () => {
     Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent, card, maxBodyBytes: 4096 })
       const restUrl = server.urls["HTTP+JSON"]!
-      const message = (text: string) => JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
-      const call = (method: string, path: string, accept: string | undefined, body?: string, type = "application/json") =>
+      const message = (text: string) =>
+        JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
+      const call = (
+        method: string,
+        path: string,
+        accept: string | undefined,
+        body?: string,
+        type = "application/json"
+      ) =>
         Effect.promise(async () => {
           const response = await fetch(`${restUrl}${path}`, {
             method,
-            headers: { ...v1, ...(accept === undefined ? {} : { accept }), ...(body === undefined ? {} : { "content-type": type }) },
+            headers: {
+              ...v1,
+              ...(accept === undefined ? {} : { accept }),
+              ...(body === undefined ? {} : { "content-type": type })
+            },
             ...(body === undefined ? {} : { body })
           })
           return { status: response.status, text: await response.text(), headers: response.headers }
         })
       const sdkAccept = "application/a2a+json, application/json"
-      for (const [accept, type] of [
-        ["application/json", "application/json"],
-        ["application/a2a+json", "application/a2a+json"],
-        [sdkAccept, "application/a2a+json"],
-        ["application/a2a+json;q=0.5, application/json", "application/json"],
-        ["*/*", "application/json"],
-        [undefined, "application/json"]
-      ] as const) {
+      for (
+        const [accept, type] of [
+          ["application/json", "application/json"],
+          ["application/a2a+json", "application/a2a+json"],
+          [sdkAccept, "application/a2a+json"],
+          ["application/a2a+json;q=0.5, application/json", "application/json"],
+          ["*/*", "application/json"],
+          [undefined, "application/json"]
+        ] as const
+      ) {
         const sent = yield* call("POST", "/message:send", accept, message("negotiated"))
         expect(sent.status, String(accept)).toBe(200)
         expect(sent.headers.get("content-type"), String(accept)).toBe(type)
@@ -333,7 +379,13 @@ describe("A2AServer over HTTP+JSON", () => {
         const noRoute = expectStatus(yield* call("GET", "/no/such/route", accept), 404, "NOT_FOUND", undefined, type)
         expect(noRoute.error.details).toEqual([{ "@type": ERROR_INFO_TYPE, reason: "NOT_FOUND", domain: "effect-a2a" }])
         expectStatus(yield* call("GET", "/tasks/%ZZ", accept), 400, "INVALID_ARGUMENT", "INVALID_PARAMS", type)
-        expectStatus(yield* call("POST", "/message:send", accept, "x".repeat(5000)), 413, "INVALID_ARGUMENT", "INVALID_PARAMS", type)
+        expectStatus(
+          yield* call("POST", "/message:send", accept, "x".repeat(5000)),
+          413,
+          "INVALID_ARGUMENT",
+          "INVALID_PARAMS",
+          type
+        )
         const unversioned = yield* Effect.promise(() =>
           fetch(`${restUrl}/tasks/nope`, { headers: accept === undefined ? {} : { accept } })
         )
@@ -343,9 +395,20 @@ describe("A2AServer over HTTP+JSON", () => {
       const streamed = yield* call("POST", "/message:stream", "text/event-stream", message("streamed"))
       expect(streamed.headers.get("content-type")).toBe("text/event-stream")
       expect(streamed.text).toContain("TASK_STATE_COMPLETED")
-      expectStatus(yield* call("POST", "/tasks/nope:subscribe", "text/event-stream"), 404, "NOT_FOUND", "TASK_NOT_FOUND")
+      expectStatus(
+        yield* call("POST", "/tasks/nope:subscribe", "text/event-stream"),
+        404,
+        "NOT_FOUND",
+        "TASK_NOT_FOUND"
+      )
       // A body of either JSON type is read.
-      const a2aBody = yield* call("POST", "/message:send", "application/a2a+json", message("typed body"), "application/a2a+json")
+      const a2aBody = yield* call(
+        "POST",
+        "/message:send",
+        "application/a2a+json",
+        message("typed body"),
+        "application/a2a+json"
+      )
       expect(JSON.parse(a2aBody.text).task.status.message.parts[0].text).toBe("echo typed body")
     }))
 
@@ -375,7 +438,16 @@ describe("A2AServer over HTTP+JSON", () => {
           })
         )
       for (const base of [server.url, mountedUrl]) {
-        for (const path of ["/tasks/%C0%AF", "/tasks/%", "/tasks/%Z1", "/tasks/%FF%FE", "/%ZZ/tasks/x", "/tasks/x/pushNotificationConfigs/%E0%A4%A"]) {
+        for (
+          const path of [
+            "/tasks/%C0%AF",
+            "/tasks/%",
+            "/tasks/%Z1",
+            "/tasks/%FF%FE",
+            "/%ZZ/tasks/x",
+            "/tasks/x/pushNotificationConfigs/%E0%A4%A"
+          ]
+        ) {
           const answer = yield* rawGet(base, `/a2a/rest${path}`)
           const body = expectStatus(answer, 400, "INVALID_ARGUMENT", "INVALID_PARAMS")
           expect(body.error.message).toBe("The request's path is not valid percent-encoding.")
@@ -460,7 +532,11 @@ describe("A2AServer over HTTP+JSON", () => {
           expect(() => JSON.parse(answer.text)).not.toThrow()
         }
       }
-      const after = yield* post(`${restUrl}/message:send`, JSON.stringify({ message: { messageId: "after", role: "ROLE_USER", parts: [{ text: "still here" }] } }), v1)
+      const after = yield* post(
+        `${restUrl}/message:send`,
+        JSON.stringify({ message: { messageId: "after", role: "ROLE_USER", parts: [{ text: "still here" }] } }),
+        v1
+      )
       expect(JSON.parse(after.text).task.status.message.parts[0].text).toBe("echo still here")
     }))
 
@@ -479,7 +555,13 @@ describe("A2AServer over HTTP+JSON", () => {
       const server = yield* A2AServer.make({ agent: counting, card, idempotency: {} })
       const restUrl = server.urls["HTTP+JSON"]!
       const send = (text: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
-        post(`${restUrl}/message:send`, JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra } }), { ...v1, ...headers })
+        post(
+          `${restUrl}/message:send`,
+          JSON.stringify({
+            message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra }
+          }),
+          { ...v1, ...headers }
+        )
 
       const first = JSON.parse((yield* send("keyed", {}, { "Idempotency-Key": "order-1" })).text).task
       const again = JSON.parse((yield* send("keyed", {}, { "Idempotency-Key": "order-1" })).text).task
@@ -503,18 +585,32 @@ describe("A2AServer over HTTP+JSON", () => {
     const Otel = NodeSdk.layer(() => ({ spanProcessor: new SimpleSpanProcessor(exporter) }))
     return Effect.gen(function*() {
       const name = `rest-observed-${process.pid}`
-      const server = yield* A2AServer.make({ agent, card: { ...card, name }, maxInFlight: 1, shutdownTimeout: "100 millis" })
+      const server = yield* A2AServer.make({
+        agent,
+        card: { ...card, name },
+        maxInFlight: 1,
+        shutdownTimeout: "100 millis"
+      })
       const restUrl = server.urls["HTTP+JSON"]!
       const counted = (metric: Metric.Metric.Counter<number>, tags: Record<string, string> = {}) =>
         Effect.map(
-          Metric.value(Object.entries({ agent: name, ...tags }).reduce((m, [key, value]) => Metric.tagged(m, key, value), metric)),
+          Metric.value(
+            Object.entries({ agent: name, ...tags }).reduce((m, [key, value]) => Metric.tagged(m, key, value), metric)
+          ),
           (state) => state.count
         )
-      const before = yield* Effect.all([counted(Observability.serverCompleted), counted(Observability.serverShed, { bound: "server" })])
+      const before = yield* Effect.all([
+        counted(Observability.serverCompleted),
+        counted(Observability.serverShed, { bound: "server" })
+      ])
       const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
       const parentId = "00f067aa0ba902b7"
-      const body = (text: string) => JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
-      const sent = yield* post(`${restUrl}/message:send`, body("traced"), { ...v1, traceparent: `00-${traceId}-${parentId}-01` })
+      const body = (text: string) =>
+        JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
+      const sent = yield* post(`${restUrl}/message:send`, body("traced"), {
+        ...v1,
+        traceparent: `00-${traceId}-${parentId}-01`
+      })
       const task = JSON.parse(sent.text).task
       const execute = exporter.getFinishedSpans().find((span) =>
         span.name === Observability.executeSpanName && span.attributes["a2a.task_id"] === task.id
@@ -524,11 +620,19 @@ describe("A2AServer over HTTP+JSON", () => {
 
       const controller = new AbortController()
       yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
-      fetch(`${restUrl}/message:send`, { method: "POST", headers: { ...v1, "content-type": "application/json" }, body: body("hang"), signal: controller.signal })
+      fetch(`${restUrl}/message:send`, {
+        method: "POST",
+        headers: { ...v1, "content-type": "application/json" },
+        body: body("hang"),
+        signal: controller.signal
+      })
         .catch(() => undefined)
       yield* eventually(server.executor.running, (running) => running === 1)
       expect((yield* post(`${restUrl}/message:send`, body("shed"), v1)).status).toBe(429)
-      const after = yield* Effect.all([counted(Observability.serverCompleted), counted(Observability.serverShed, { bound: "server" })])
+      const after = yield* Effect.all([
+        counted(Observability.serverCompleted),
+        counted(Observability.serverShed, { bound: "server" })
+      ])
       expect([after[0] - before[0], after[1] - before[1]]).toEqual([1, 1])
     }).pipe(Effect.provide(Otel))
   })
@@ -539,14 +643,23 @@ describe("A2AServer over HTTP+JSON", () => {
       const restUrl = server.urls["HTTP+JSON"]!
       const controller = new AbortController()
       yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
-      const body = (text: string) => JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
-      fetch(`${restUrl}/message:send`, { method: "POST", headers: { ...v1, "content-type": "application/json" }, body: body("hang"), signal: controller.signal })
+      const body = (text: string) =>
+        JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
+      fetch(`${restUrl}/message:send`, {
+        method: "POST",
+        headers: { ...v1, "content-type": "application/json" },
+        body: body("hang"),
+        signal: controller.signal
+      })
         .catch(() => undefined)
       yield* eventually(server.executor.running, (running) => running === 1)
       const shed = yield* post(`${restUrl}/message:send`, body("one more"), v1)
       const parsed = expectStatus(shed, 429, "RESOURCE_EXHAUSTED")
       expect(shed.headers.get("retry-after")).toBe("1")
-      expect(parsed.error.details).toContainEqual({ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "1s" })
+      expect(parsed.error.details).toContainEqual({
+        "@type": "type.googleapis.com/google.rpc.RetryInfo",
+        retryDelay: "1s"
+      })
       // Reading a task is never shed.
       expectStatus(yield* get(`${restUrl}/tasks/missing`), 404, "NOT_FOUND", "TASK_NOT_FOUND")
     }))
@@ -564,7 +677,15 @@ describe("A2AServer over HTTP+JSON", () => {
       })
       const router = internalRest.routesOn(HttpRouter.empty, {
         path: "/rest",
-        card: { capabilities: {}, supportedInterfaces: [{ url: `${url}/rest`, protocolBinding: "HTTP+JSON", protocolVersion: "1.0", tenant: "" }] } as never,
+        card: {
+          capabilities: {},
+          supportedInterfaces: [{
+            url: `${url}/rest`,
+            protocolBinding: "HTTP+JSON",
+            protocolVersion: "1.0",
+            tenant: ""
+          }]
+        } as never,
         handler: handler as never,
         subscriptions: internalRpc.makeSubscriptions(),
         maxBodyBytes: 1024,
@@ -587,7 +708,11 @@ describe("A2AServer over HTTP+JSON", () => {
       expect(restOnly.card.supportedInterfaces).toEqual([
         { url: `${restOnly.url}/api`, protocolBinding: "HTTP+JSON", tenant: "", protocolVersion: "1.0" }
       ])
-      const rpcRefused = yield* post(restOnly.rpcUrl, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } }), v1)
+      const rpcRefused = yield* post(
+        restOnly.rpcUrl,
+        JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } }),
+        v1
+      )
       expect(rpcRefused.status).toBe(404)
       const client = yield* restClient(restOnly.url)
       const task = (yield* Effect.promise(() => client.sendMessage(request(userMessage("rest only"))))) as Task
@@ -621,7 +746,9 @@ describe("A2AServer's agent card caching", () => {
       expect((yield* get(cardUrl, { ...v1, "if-modified-since": earlier })).status).toBe(200)
       expect((yield* get(cardUrl, { ...v1, "if-modified-since": "not a date" })).status).toBe(200)
       // If-None-Match decides alone: a stale tag is a 200 whatever the date says.
-      expect((yield* get(cardUrl, { ...v1, "if-none-match": "W/\"stale\"", "if-modified-since": later })).status).toBe(200)
+      expect((yield* get(cardUrl, { ...v1, "if-none-match": "W/\"stale\"", "if-modified-since": later })).status).toBe(
+        200
+      )
     }))
 })
 
@@ -646,11 +773,20 @@ describe("A2AServer's JSON-RPC errors carry an ErrorInfo", () => {
       const keyedSend = (text: string) =>
         post(
           keyed.rpcUrl,
-          JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } } }),
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "SendMessage",
+            params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } }
+          }),
           { ...v1, "Idempotency-Key": "order-7" }
         )
       yield* keyedSend("first")
       const conflict = JSON.parse((yield* keyedSend("second")).text)
-      expect(conflict.error).toMatchObject({ code: -32602, message: "idempotency key reused with a different request", data: info("INVALID_PARAMS") })
+      expect(conflict.error).toMatchObject({
+        code: -32602,
+        message: "idempotency key reused with a different request",
+        data: info("INVALID_PARAMS")
+      })
     }).pipe(Effect.provide(IdempotencyLedger.layerMemory())))
 })

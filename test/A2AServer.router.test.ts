@@ -1,10 +1,10 @@
 import { type Task, TaskState } from "@a2a-js/sdk"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Config, Context, ConfigProvider, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
+import { Chunk, Config, ConfigProvider, Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import * as Http from "node:http"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
@@ -108,7 +108,9 @@ describe("A2AServer.layerConfig", () => {
       })
       const configured = (entries: ReadonlyArray<readonly [string, string]>) =>
         Layer.setConfigProvider(ConfigProvider.fromMap(new Map(entries)))
-      const built = yield* Layer.build(Layer.provide(layer, configured([["AGENT_NAME", "from-config"], ["RPC_PATH", "/rpc"]])))
+      const built = yield* Layer.build(
+        Layer.provide(layer, configured([["AGENT_NAME", "from-config"], ["RPC_PATH", "/rpc"]]))
+      )
       const server = Context.get(built, A2AServer.A2AServer)
       expect(server.card.name).toBe("from-config")
       expect(server.rpcUrl).toBe(`${server.url}/rpc`)
@@ -123,4 +125,3 @@ describe("A2AServer.layerConfig", () => {
       expect(badPort._tag).toBe("ConfigError")
     }))
 })
-

@@ -11,8 +11,8 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Authentication from "../src/Authentication.js"
 import * as Cli from "../src/Cli.js"
-import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as trust from "../src/internal/client/trust.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
 import { callerOn, keyOf, serve, settle, taskOf, transports } from "./fixtures/callers.js"
 import { oauthSchemes, tokenUrl } from "./fixtures/cards.js"
 import { changedAt, type Json, leaves } from "./fixtures/json.js"
@@ -99,7 +99,10 @@ describe("A2AServer signing", () => {
       const server = yield* A2AServer.make({
         agent,
         card,
-        signing: { key: Redacted.make(pair.privateKey.export({ format: "pem", type: "pkcs8" }) as string), kid: "k-2026" },
+        signing: {
+          key: Redacted.make(pair.privateKey.export({ format: "pem", type: "pkcs8" }) as string),
+          kid: "k-2026"
+        },
         extendedCard: { description: "A signed card, for callers we know" },
         authenticate: Authentication.apiKey({ keys: { alice: Redacted.make(apiKey) } })
       })
@@ -157,7 +160,11 @@ describe("A2AServer signing", () => {
     Effect.gen(function*() {
       yield* quietDebug
       const pair = ecPair()
-      const server = yield* A2AServer.make({ agent, card: oauthCard, signing: { key: jwkOf(pair.privateKey), kid: "k-oauth" } })
+      const server = yield* A2AServer.make({
+        agent,
+        card: oauthCard,
+        signing: { key: jwkOf(pair.privateKey), kid: "k-oauth" }
+      })
       const served = (yield* getCard(server.url, { "A2A-Version": "1.0" })).body
       const publicKey = { ...jwkOf(pair.publicKey), kid: "k-oauth" }
       expect(yield* verifyWith(publicKey, served)).toEqual({ verified: true, asked: ["k-oauth"] })
@@ -167,7 +174,9 @@ describe("A2AServer signing", () => {
       const tampered = JSON.parse(text.replace(tokenUrl, "https://attacker.example/token"))
       expect((yield* verifyWith(publicKey, tampered)).verified).toBe(false)
       const middle = yield* servingCard(tampered)
-      const refused = yield* Effect.flip(RemoteAgent.make({ name: "wary", url: middle.url, trust: { keys: [publicKey] } }))
+      const refused = yield* Effect.flip(
+        RemoteAgent.make({ name: "wary", url: middle.url, trust: { keys: [publicKey] } })
+      )
       expect(refused.reason).toBe("InvalidSignature")
       // The untouched card, served by the same middle, is accepted: the refusal above is the token URL's.
       const honest = yield* servingCard(served)
@@ -179,7 +188,11 @@ describe("A2AServer signing", () => {
     Effect.gen(function*() {
       yield* quietDebug
       const pair = ecPair()
-      const server = yield* A2AServer.make({ agent, card: everyField, signing: { key: jwkOf(pair.privateKey), kid: "k-all" } })
+      const server = yield* A2AServer.make({
+        agent,
+        card: everyField,
+        signing: { key: jwkOf(pair.privateKey), kid: "k-all" }
+      })
       const served = (yield* getCard(server.url, { "A2A-Version": "1.0" })).body as { readonly [key: string]: Json }
       // Every field of the v1.0 card is served, with a value: the table below covers them all.
       expect(Object.keys(served).sort()).toEqual(Object.keys(AgentCard.fromJSON({})).sort())
@@ -236,7 +249,8 @@ describe("A2AServer signing", () => {
         // A scheme in the card: the extended card then differs between its JSON and its decoded form.
         authenticate: Authentication.apiKey({ keys: { a: Redacted.make(keyOf("a")) } })
       })
-      const sdkVerifier = (key: jose.JWK) => verifyAgentCardSignature(async (kid) => kid === "k-sdk" ? key : Promise.reject(new Error(kid)))
+      const sdkVerifier = (key: jose.JWK) =>
+        verifyAgentCardSignature(async (kid) => kid === "k-sdk" ? key : Promise.reject(new Error(kid)))
       // The client hands the verifier the card it decoded; in proto JSON again, its security schemes are in the canonical form.
       const trusting = (key: jose.JWK) => (card: AgentCard) => sdkVerifier(key)(AgentCard.toJSON(card) as AgentCard)
       for (const transport of transports) {
@@ -244,10 +258,14 @@ describe("A2AServer signing", () => {
         const got = yield* settle(() => caller.client.getAgentCard(caller.options, trusting(jwkOf(pair.publicKey))))
         expect("ok" in got && got.ok.description, transport).toBe("for callers we know")
         expect("ok" in got && Object.keys(got.ok.securitySchemes ?? {}), transport).toEqual(["apiKey"])
-        const refused = yield* settle(() => caller.client.getAgentCard(caller.options, trusting(jwkOf(ecPair().publicKey))))
+        const refused = yield* settle(() =>
+          caller.client.getAgentCard(caller.options, trusting(jwkOf(ecPair().publicKey)))
+        )
         expect("error" in refused, transport).toBe(true)
         // The decoded card as it is: the SDK's canonical form drops its security schemes, which the signature covers.
-        const decoded = yield* settle(() => caller.client.getAgentCard(caller.options, sdkVerifier(jwkOf(pair.publicKey))))
+        const decoded = yield* settle(() =>
+          caller.client.getAgentCard(caller.options, sdkVerifier(jwkOf(pair.publicKey)))
+        )
         expect("error" in decoded, transport).toBe(true)
       }
     }))
@@ -263,12 +281,17 @@ describe("A2AServer signing", () => {
       expect(legacy.body.protocolVersion).toBe("0.3")
       expect(legacy.body.signatures).toEqual(v1.signatures)
       // The v0.3 card is as it was, the empty tenant written out; the v1.0 card's proto JSON leaves it out.
-      expect(legacy.body.supportedInterfaces.map(({ tenant, ...rest }: Record<string, unknown>) => (expect(tenant).toBe(""), rest)))
+      expect(
+        legacy.body.supportedInterfaces.map((
+          { tenant, ...rest }: Record<string, unknown>
+        ) => (expect(tenant).toBe(""), rest))
+      )
         .toEqual(v1.supportedInterfaces)
       // What a v0.3 client routes by: the covered interfaces that speak v0.3, the first one first.
-      const covered = (v1.supportedInterfaces as Array<{ url: string; protocolBinding: string; protocolVersion: string }>)
-        .filter((i) => i.protocolVersion === "0.3")
-        .map((i) => ({ url: i.url, transport: i.protocolBinding }))
+      const covered =
+        (v1.supportedInterfaces as Array<{ url: string; protocolBinding: string; protocolVersion: string }>)
+          .filter((i) => i.protocolVersion === "0.3")
+          .map((i) => ({ url: i.url, transport: i.protocolBinding }))
       expect(covered.length).toBeGreaterThan(0)
       expect({ url: legacy.body.url, transport: legacy.body.preferredTransport }).toEqual(covered[0])
       expect(legacy.body.additionalInterfaces ?? []).toEqual(covered.slice(1))
@@ -288,7 +311,9 @@ describe("A2AServer signing", () => {
       const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 })
       const rsaPem = rsa.privateKey.export({ format: "pem", type: "pkcs8" }) as string
       const cases: ReadonlyArray<readonly [A2AServer.SigningOptions, ReadonlyArray<string>]> = [
-        [{ key: Redacted.make("-----BEGIN PRIVATE KEY-----\nc2VjcmV0LXNpZ25pbmcta2V5\n-----END PRIVATE KEY-----") }, ["c2VjcmV0LXNpZ25pbmcta2V5"]],
+        [{ key: Redacted.make("-----BEGIN PRIVATE KEY-----\nc2VjcmV0LXNpZ25pbmcta2V5\n-----END PRIVATE KEY-----") }, [
+          "c2VjcmV0LXNpZ25pbmcta2V5"
+        ]],
         [{ key: Redacted.make("{\"kty\":\"EC\",\"d\":\"s3cret-d\"") }, ["s3cret-d"]],
         // JSON.parse quotes the text it cannot read.
         [{ key: Redacted.make("{\"d\": s3cret}") }, ["s3cret"]],
@@ -301,7 +326,11 @@ describe("A2AServer signing", () => {
       ]
       for (const [signing, secrets] of cases) {
         const error = yield* Effect.flip(A2AServer.make({ agent, card, signing }))
-        expect(error).toMatchObject({ _tag: "ConfigurationError", reason: "InvalidOption", message: expect.stringMatching(/^signing: /) })
+        expect(error).toMatchObject({
+          _tag: "ConfigurationError",
+          reason: "InvalidOption",
+          message: expect.stringMatching(/^signing: /)
+        })
         for (const secret of secrets) expect(error.message).not.toContain(secret)
       }
     }))
@@ -313,11 +342,16 @@ describe("A2AServer signing", () => {
       yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
       const out: Array<string> = []
       const err: Array<string> = []
-      const into = (lines: Array<string>) => (...text: ReadonlyArray<unknown>) => Effect.sync(() => lines.push(text.join(" ")))
+      const into = (lines: Array<string>) => (...text: ReadonlyArray<unknown>) =>
+        Effect.sync(() => lines.push(text.join(" ")))
       const console = yield* Console.consoleWith(Effect.succeed)
       const withOut = Effect.withConsole({ ...console, log: into(out), error: into(err) })
       const run = (args: ReadonlyArray<string>) =>
-        Cli.run(["node", "effect-a2a", ...args]).pipe(withOut, Effect.provide(NodeContext.layer), Logger.withMinimumLogLevel(LogLevel.None))
+        Cli.run(["node", "effect-a2a", ...args]).pipe(
+          withOut,
+          Effect.provide(NodeContext.layer),
+          Logger.withMinimumLogLevel(LogLevel.None)
+        )
 
       expect(yield* run(["keygen", "--out", dir])).toBe(0)
       const privateFile = path.join(dir, "card-signing.private.jwk")
@@ -366,7 +400,11 @@ describe("A2AServer signing", () => {
         })
         expect(yield* trusted.send("hi")).toMatchObject({ _tag: "Completed" })
         const refused = yield* Effect.flip(
-          RemoteAgent.make({ name: "wary", url: server.url, trust: { keys: [{ ...jwkOf(other.publicKey), kid: "k1" }] } })
+          RemoteAgent.make({
+            name: "wary",
+            url: server.url,
+            trust: { keys: [{ ...jwkOf(other.publicKey), kid: "k1" }] }
+          })
         )
         expect(refused.reason).toBe("InvalidSignature")
       }

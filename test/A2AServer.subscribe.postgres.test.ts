@@ -11,7 +11,12 @@ import { Effect } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import { callerOn, transports } from "./fixtures/callers.js"
 import { databaseUrl } from "./fixtures/databaseUrl.js"
-import { answeredWhileSubscribed, canceledWhileSubscribed, pausesByTransport, pausingAgent } from "./fixtures/pausingAgent.js"
+import {
+  answeredWhileSubscribed,
+  canceledWhileSubscribed,
+  pausesByTransport,
+  pausingAgent
+} from "./fixtures/pausingAgent.js"
 
 /** Replicas `a` and `b` of the pausing agent on the test's PostgreSQL. */
 const replicas = Effect.suspend(() => {
@@ -28,19 +33,25 @@ const replicas = Effect.suspend(() => {
 })
 
 describe("SubscribeToTask through a pause, on replicas", () => {
-  it.each(pausesByTransport)("%s, paused by %j on A: subscribers on A and B get the answer's run on B, then their streams end", (transport, text, state) =>
-    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const { a, b } = yield* replicas
-      const onA = yield* callerOn(a.url, transport, undefined)
-      const onB = yield* callerOn(b.url, transport, undefined)
-      yield* answeredWhileSubscribed(onA, [onA, onB], onB, text, state)
-    }))))
+  it.each(pausesByTransport)(
+    "%s, paused by %j on A: subscribers on A and B get the answer's run on B, then their streams end",
+    (transport, text, state) =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const { a, b } = yield* replicas
+        const onA = yield* callerOn(a.url, transport, undefined)
+        const onB = yield* callerOn(b.url, transport, undefined)
+        yield* answeredWhileSubscribed(onA, [onA, onB], onB, text, state)
+      })))
+  )
 
-  it.each(transports)("%s: a paused task canceled on A ends its subscription on B with CANCELED", (transport) =>
-    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const { a, b } = yield* replicas
-      const onA = yield* callerOn(a.url, transport, undefined)
-      const onB = yield* callerOn(b.url, transport, undefined)
-      yield* canceledWhileSubscribed(onA, onB, onA)
-    }))))
+  it.each(transports)(
+    "%s: a paused task canceled on A ends its subscription on B with CANCELED",
+    (transport) =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const { a, b } = yield* replicas
+        const onA = yield* callerOn(a.url, transport, undefined)
+        const onB = yield* callerOn(b.url, transport, undefined)
+        yield* canceledWhileSubscribed(onA, onB, onA)
+      })))
+  )
 })

@@ -32,17 +32,23 @@ const serve = A2AServer.make({
 })
 
 describe("SubscribeToTask through a pause", () => {
-  it.each(pausesByTransport)("%s, paused by %j: every subscriber gets the answer's run, then its stream ends with the task", (transport, text, state) =>
-    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const caller = yield* callerOn((yield* serve).url, transport, undefined)
-      yield* answeredWhileSubscribed(caller, [caller, caller], caller, text, state)
-    }))))
+  it.each(pausesByTransport)(
+    "%s, paused by %j: every subscriber gets the answer's run, then its stream ends with the task",
+    (transport, text, state) =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const caller = yield* callerOn((yield* serve).url, transport, undefined)
+        yield* answeredWhileSubscribed(caller, [caller, caller], caller, text, state)
+      })))
+  )
 
-  it.each(transports)("%s: a subscriber of a paused task gets its cancel, then its stream ends", (transport) =>
-    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const caller = yield* callerOn((yield* serve).url, transport, undefined)
-      yield* canceledWhileSubscribed(caller, caller, caller)
-    }))))
+  it.each(transports)(
+    "%s: a subscriber of a paused task gets its cancel, then its stream ends",
+    (transport) =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const caller = yield* callerOn((yield* serve).url, transport, undefined)
+        yield* canceledWhileSubscribed(caller, caller, caller)
+      })))
+  )
 
   it.scopedLive("a subscriber of a running task that then pauses stays open, and gets the answer's run to its end", () =>
     Effect.gen(function*() {
@@ -51,7 +57,10 @@ describe("SubscribeToTask through a pause", () => {
         Part.textOf(request.message.parts) === "think"
           ? Effect.as(Deferred.await(gate), AgentExecutor.InputRequired({ question: "Which account?" }))
           : pausingAgent(request)
-      const server = yield* A2AServer.make({ agent: thinking, card: { name: "thinking", description: "thinks, then asks" } })
+      const server = yield* A2AServer.make({
+        agent: thinking,
+        card: { name: "thinking", description: "thinks, then asks" }
+      })
       const caller = yield* callerOn(server.url, "JSONRPC", undefined)
       const running = taskOf(yield* caller.sendWith("think", { returnImmediately: true }))
       const subscription = caller.client.resubscribeTask({ id: running.id, tenant: "" }, caller.options)
@@ -59,7 +68,10 @@ describe("SubscribeToTask through a pause", () => {
       expect(head.done !== true && shapeOf(head.value)).toBe("task TASK_STATE_WORKING")
       const rest = collect(subscription)
       yield* Deferred.succeed(gate, undefined)
-      yield* eventually(Effect.map(caller.get(running.id), (got) => taskOf(got).status?.state), (state) => state === TaskState.TASK_STATE_INPUT_REQUIRED)
+      yield* eventually(
+        Effect.map(caller.get(running.id), (got) => taskOf(got).status?.state),
+        (state) => state === TaskState.TASK_STATE_INPUT_REQUIRED
+      )
       expect(yield* Effect.promise(() => stillOpen(rest))).toBe("open")
       taskOf(yield* caller.send("account 7", running.id))
       expect((yield* Effect.promise(() => rest)).map(shapeOf)).toEqual([

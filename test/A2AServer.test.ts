@@ -35,7 +35,7 @@ import {
 const card = { name: "server-test", description: "A2AServer tests" }
 
 const echo: AgentExecutor.Agent = (request) =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     const text = Part.textOf(request.message.parts)
     yield* AgentExecutor.status("thinking")
     return AgentExecutor.completedText(`echo ${text}`)
@@ -49,12 +49,13 @@ const isJsonRpcError = (text: string): boolean => {
 
 describe("A2AServer", () => {
   it.scopedLive("a streaming follow-up whose client leaves before the first event lets go of the task: it can be continued again", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const inner = new InMemoryTaskStore()
       let slow = false
       // Loads that take a while (a remote database under load) keep the first event from coming at once.
       const store = {
-        save: (task: Parameters<InMemoryTaskStore["save"]>[0], context: Parameters<InMemoryTaskStore["save"]>[1]) => inner.save(task, context),
+        save: (task: Parameters<InMemoryTaskStore["save"]>[0], context: Parameters<InMemoryTaskStore["save"]>[1]) =>
+          inner.save(task, context),
         load: async (id: string, context: Parameters<InMemoryTaskStore["load"]>[1]) => {
           if (slow) await new Promise((resolve) => setTimeout(resolve, 300))
           return inner.load(id, context)
@@ -63,13 +64,22 @@ describe("A2AServer", () => {
       const agent: AgentExecutor.Agent = (request) =>
         Effect.sync(() => {
           const text = Part.textOf(request.message.parts)
-          return text === "ask" ? AgentExecutor.InputRequired({ question: "which seat?" }) : AgentExecutor.completedText(`done ${text}`)
+          return text === "ask"
+            ? AgentExecutor.InputRequired({ question: "which seat?" })
+            : AgentExecutor.completedText(`done ${text}`)
         })
       const server = yield* A2AServer.make({ agent, card, taskStore: store })
       const client = yield* makeClient(server.url)
       const paused = yield* send(client, "ask")
       const followUp = (text: string) =>
-        JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text }] } } })
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "SendStreamingMessage",
+          params: {
+            message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text }] }
+          }
+        })
       slow = true
       const controller = new AbortController()
       const left = fetch(server.rpcUrl, {
@@ -83,62 +93,80 @@ describe("A2AServer", () => {
       expect(yield* Effect.promise(() => left)).toBe("left")
       slow = false
       yield* eventually(
-        Effect.zip(Effect.promise(() => client.getTask({ tenant: "", id: paused.id, historyLength: undefined })), server.executor.running),
+        Effect.zip(
+          Effect.promise(() => client.getTask({ tenant: "", id: paused.id, historyLength: undefined })),
+          server.executor.running
+        ),
         // The abandoned follow-up ran: the task paused again, with a new question message.
         ([task, running]) =>
           task.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED && running === 0 &&
           task.status.message?.messageId !== paused.status?.message?.messageId,
         500
       )
-      const next = JSON.parse((yield* rpc(server.rpcUrl, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text: "12A" }] } })).text)
+      const next = JSON.parse(
+        (yield* rpc(server.rpcUrl, "SendMessage", {
+          message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text: "12A" }] }
+        })).text
+      )
       expect(next.error).toBeUndefined()
       expect(next.result.task.status.state).toBe("TASK_STATE_COMPLETED")
     }))
 
-  it.scopedLive.each([
-    ["SubscribeToTask", { "A2A-Version": "1.0" }],
-    ["tasks/resubscribe", {}]
-  ] as const)("a subscriber that leaves (%s) lets go of the task's event bus at once, while the task runs on without news", ([method, version]) =>
-    Effect.gen(function* () {
-      const listeners = yield* busListeners
-      const gate = yield* Deferred.make<void>()
-      const agent: AgentExecutor.Agent = () => Effect.as(Deferred.await(gate), AgentExecutor.completedText("done"))
-      const server = yield* A2AServer.make({ agent, card })
-      const client = yield* makeClient(server.url)
-      const task = yield* send(client, "go", {}, true)
-      const before = listeners()
-      const { head, leave } = yield* openStream(
-        server.rpcUrl,
-        JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { id: task.id } }),
-        version,
-        task.id
-      )
-      expect(head).toContain(task.id)
-      // The SDK's queue of the stream, and the count of what it delivers to that queue (slowReader.ts).
-      expect(listeners()).toBe(before + 2)
-      leave()
-      // Gone at once, not at the task's next event, which has not come.
-      yield* eventually(Effect.sync(listeners), (count) => count === before)
-      expect((yield* Effect.promise(() => client.getTask({ tenant: "", id: task.id, historyLength: undefined }))).status?.state)
-        .toBe(TaskState.TASK_STATE_WORKING)
-      yield* Deferred.succeed(gate, undefined)
-      yield* eventually(
-        Effect.promise(() => client.getTask({ tenant: "", id: task.id, historyLength: undefined })),
-        (ended) => ended.status?.state === TaskState.TASK_STATE_COMPLETED
-      )
-    }))
+  it.scopedLive.each(
+    [
+      ["SubscribeToTask", { "A2A-Version": "1.0" }],
+      ["tasks/resubscribe", {}]
+    ] as const
+  )(
+    "a subscriber that leaves (%s) lets go of the task's event bus at once, while the task runs on without news",
+    ([method, version]) =>
+      Effect.gen(function*() {
+        const listeners = yield* busListeners
+        const gate = yield* Deferred.make<void>()
+        const agent: AgentExecutor.Agent = () => Effect.as(Deferred.await(gate), AgentExecutor.completedText("done"))
+        const server = yield* A2AServer.make({ agent, card })
+        const client = yield* makeClient(server.url)
+        const task = yield* send(client, "go", {}, true)
+        const before = listeners()
+        const { head, leave } = yield* openStream(
+          server.rpcUrl,
+          JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { id: task.id } }),
+          version,
+          task.id
+        )
+        expect(head).toContain(task.id)
+        // The SDK's queue of the stream, and the count of what it delivers to that queue (slowReader.ts).
+        expect(listeners()).toBe(before + 2)
+        leave()
+        // Gone at once, not at the task's next event, which has not come.
+        yield* eventually(Effect.sync(listeners), (count) => count === before)
+        expect(
+          (yield* Effect.promise(() => client.getTask({ tenant: "", id: task.id, historyLength: undefined }))).status
+            ?.state
+        )
+          .toBe(TaskState.TASK_STATE_WORKING)
+        yield* Deferred.succeed(gate, undefined)
+        yield* eventually(
+          Effect.promise(() => client.getTask({ tenant: "", id: task.id, historyLength: undefined })),
+          (ended) => ended.status?.state === TaskState.TASK_STATE_COMPLETED
+        )
+      })
+  )
 
   it.scopedLive("a stream reader that stalls, then leaves: the run's pause is kept, not overwritten by its earlier progress", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const big = "x".repeat(32 * 1024)
       const agent: AgentExecutor.Agent = () =>
-        Effect.gen(function* () {
+        Effect.gen(function*() {
           for (let i = 0; i < 400; i++) yield* AgentExecutor.status(`step ${i} ${big}`)
           return AgentExecutor.InputRequired({ question: "which account?" })
         })
       const server = yield* A2AServer.make({ agent, card })
       const stateOf = (id: string) =>
-        Effect.map(rpc(server.rpcUrl, "GetTask", { id, historyLength: 0 }), (answer) => JSON.parse(answer.text).result?.status?.state)
+        Effect.map(
+          rpc(server.rpcUrl, "GetTask", { id, historyLength: 0 }),
+          (answer) => JSON.parse(answer.text).result?.status?.state
+        )
       const { socket, taskId } = yield* stalledStream(server.address.port, "go")
       // The run ends while the handler is stalled: the executor writes the pause itself.
       yield* eventually(stateOf(taskId), (state) => state === "TASK_STATE_INPUT_REQUIRED", 500)
@@ -150,26 +178,34 @@ describe("A2AServer", () => {
       expect(yield* stateOf(taskId)).toBe("TASK_STATE_INPUT_REQUIRED")
       const task = JSON.parse((yield* rpc(server.rpcUrl, "GetTask", { id: taskId })).text).result
       expect(task.status.message.parts[0].text).toBe("which account?")
-      expect(task.history.some((message: { messageId: string }) => message.messageId === task.status.message.messageId)).toBe(true)
+      expect(task.history.some((message: { messageId: string }) => message.messageId === task.status.message.messageId))
+        .toBe(true)
     }))
 
   it.scopedLive("a message to a task whose run is in progress is refused (-32004), before it runs; the run's caller gets its own ending", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const ran: Array<string> = []
       const agent: AgentExecutor.Agent<Error> = (request) =>
-        Effect.gen(function* () {
+        Effect.gen(function*() {
           const [command = "", ms = "0"] = (Part.textOf(request.message.parts)).split(" ")
           ran.push(command)
           if (command === "ask") return AgentExecutor.InputRequired({ question: "which seat?" })
           yield* Effect.sleep(`${Number(ms)} millis`)
-          return command === "fail" ? yield* Effect.fail(new Error("no seat")) : AgentExecutor.completedText(`done ${command}`)
+          return command === "fail"
+            ? yield* Effect.fail(new Error("no seat"))
+            : AgentExecutor.completedText(`done ${command}`)
         })
       const server = yield* A2AServer.make({ agent, card })
       const client = yield* makeClient(server.url)
       const started = yield* send(client, "work 600", {}, true)
-      const message = (text: string) => ({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: started.id, parts: [{ text }] } })
+      const message = (text: string) => ({
+        message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: started.id, parts: [{ text }] }
+      })
       const refused = yield* rpc(server.rpcUrl, "SendMessage", message("fail 0"))
-      expect(JSON.parse(refused.text).error).toMatchObject({ code: -32004, message: expect.stringContaining("still running") })
+      expect(JSON.parse(refused.text).error).toMatchObject({
+        code: -32004,
+        message: expect.stringContaining("still running")
+      })
       // Through our client the refusal is typed as one, and the parent model is told that nothing ran, not that
       // the outcome is unknown.
       const remote = yield* RemoteAgent.make({ name: "refusing", url: server.url })
@@ -189,7 +225,13 @@ describe("A2AServer", () => {
       expect(JSON.parse(streamed.text).error.code).toBe(-32004)
       // v0.3 too.
       const legacy = yield* rpc(server.rpcUrl, "message/send", {
-        message: { kind: "message", messageId: crypto.randomUUID(), role: "user", taskId: started.id, parts: [{ kind: "text", text: "fail 0" }] }
+        message: {
+          kind: "message",
+          messageId: crypto.randomUUID(),
+          role: "user",
+          taskId: started.id,
+          parts: [{ kind: "text", text: "fail 0" }]
+        }
       }, "0.3")
       expect(JSON.parse(legacy.text).error.code).toBe(-32004)
       const ended = yield* eventually(
@@ -203,7 +245,11 @@ describe("A2AServer", () => {
       const paused = yield* send(client, "ask")
       expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
       const answers = yield* Effect.all(
-        ["seat 300", "seat 300"].map((text) => rpc(server.rpcUrl, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text }] } })),
+        ["seat 300", "seat 300"].map((text) =>
+          rpc(server.rpcUrl, "SendMessage", {
+            message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text }] }
+          })
+        ),
         { concurrency: "unbounded" }
       )
       const bodies = answers.map((answer) => JSON.parse(answer.text))
@@ -211,12 +257,17 @@ describe("A2AServer", () => {
       expect(bodies.filter((body) => body.result?.task?.status?.state === "TASK_STATE_COMPLETED")).toHaveLength(1)
       expect(ran).toEqual(["work", "ask", "seat"])
       // Once the task is paused again or settled, the hold is gone: a message to a settled task gets the SDK's own answer.
-      const after = yield* rpc(server.rpcUrl, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text: "seat 0" }] } })
-      expect(JSON.parse(after.text).error).toMatchObject({ code: -32004, message: expect.stringContaining("terminal state") })
+      const after = yield* rpc(server.rpcUrl, "SendMessage", {
+        message: { messageId: crypto.randomUUID(), role: "ROLE_USER", taskId: paused.id, parts: [{ text: "seat 0" }] }
+      })
+      expect(JSON.parse(after.text).error).toMatchObject({
+        code: -32004,
+        message: expect.stringContaining("terminal state")
+      })
     }))
 
   it.scopedLive("binds port 0 and serves the card at the bound address with ETag and Cache-Control", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: echo, card })
       expect(server.address.port).toBeGreaterThan(0)
       expect(server.url).toBe(`http://127.0.0.1:${server.address.port}`)
@@ -226,7 +277,9 @@ describe("A2AServer", () => {
       const etag = response.headers.get("etag")
       expect(etag).toMatch(/^W\/"[0-9a-f]{16}"$/)
       const served = yield* Effect.promise(() => response.json())
-      expect(served.supportedInterfaces.map((i: { url: string; protocolVersion: string }) => [i.url, i.protocolVersion]))
+      expect(
+        served.supportedInterfaces.map((i: { url: string; protocolVersion: string }) => [i.url, i.protocolVersion])
+      )
         .toEqual([
           [server.rpcUrl, "1.0"],
           [server.rpcUrl, "0.3"],
@@ -235,7 +288,11 @@ describe("A2AServer", () => {
           [server.urls.GRPC, "0.3"]
         ])
       expect(server.rpcUrl).toBe(`${server.url}/a2a/jsonrpc`)
-      expect(server.urls).toEqual({ JSONRPC: server.rpcUrl, "HTTP+JSON": `${server.url}/a2a/rest`, GRPC: expect.stringMatching(/^127\.0\.0\.1:\d+$/) })
+      expect(server.urls).toEqual({
+        JSONRPC: server.rpcUrl,
+        "HTTP+JSON": `${server.url}/a2a/rest`,
+        GRPC: expect.stringMatching(/^127\.0\.0\.1:\d+$/)
+      })
       const cached = yield* Effect.promise(() =>
         fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "if-none-match": etag! } })
       )
@@ -262,7 +319,7 @@ describe("A2AServer", () => {
     }))
 
   it.scopedLive("a port in use fails with a ServeError that names the address", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const port = yield* takenPort
       const error = yield* Effect.flip(Effect.scoped(A2AServer.make({ agent: echo, card, port })))
       expect(error._tag).toBe("ServeError")
@@ -270,7 +327,7 @@ describe("A2AServer", () => {
     }))
 
   it.scopedLive("streams over SSE; an error before the first event is plain JSON-RPC", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: echo, card })
       const client = yield* makeClient(server.url)
       const events = yield* Effect.promise(async () => {
@@ -300,7 +357,7 @@ describe("A2AServer", () => {
     }))
 
   it.scopedLive("a request without A2A-Version is v0.3, as in the SDK's express handler", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: echo, card })
       const legacy = yield* post(
         server.rpcUrl,
@@ -309,7 +366,12 @@ describe("A2AServer", () => {
           id: 7,
           method: "message/send",
           params: {
-            message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "old" }] }
+            message: {
+              kind: "message",
+              messageId: crypto.randomUUID(),
+              role: "user",
+              parts: [{ kind: "text", text: "old" }]
+            }
           }
         })
       )
@@ -317,12 +379,15 @@ describe("A2AServer", () => {
       expect(body.result.kind).toBe("task")
       expect(body.result.status.state).toBe("completed")
       // The v1.0 method name is unknown to the v0.3 handler.
-      const v1Name = yield* post(server.rpcUrl, JSON.stringify({ jsonrpc: "2.0", id: 8, method: "GetTask", params: { id: "x" } }))
+      const v1Name = yield* post(
+        server.rpcUrl,
+        JSON.stringify({ jsonrpc: "2.0", id: 8, method: "GetTask", params: { id: "x" } })
+      )
       expect(JSON.parse(v1Name.text).error.code).toBe(-32601)
     }))
 
   it.scopedLive("a JSON answer (JSON-RPC or the card) declares its length in bytes instead of using chunked framing", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: echo, card: { ...card, description: "Says «echo» ✓" } })
       const answers = [
         yield* rpc(server.rpcUrl, "SendMessage", {
@@ -345,7 +410,7 @@ describe("A2AServer", () => {
 
   it.scopedLive("bad input: body limit, malformed JSON, unknown method, invalid params, unexpected errors", () => {
     const logs = captureLogs()
-    return Effect.gen(function* () {
+    return Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: echo, card, maxBodyBytes: 4096 })
       const tooLarge = yield* post(server.rpcUrl, JSON.stringify({ pad: "x".repeat(5000) }), { "A2A-Version": "1.0" })
       expect(tooLarge.status).toBe(413)
@@ -392,14 +457,25 @@ describe("A2AServer", () => {
       const nested = (depth: number) => {
         let value: unknown = "leaf"
         for (let i = 0; i < depth; i++) value = { inner: value }
-        return { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "deep" }], metadata: { nested: value } } }
+        return {
+          message: {
+            messageId: crypto.randomUUID(),
+            role: "ROLE_USER",
+            parts: [{ text: "deep" }],
+            metadata: { nested: value }
+          }
+        }
       }
       const roomy = yield* A2AServer.make({ agent: echo, card })
       const deep = JSON.parse((yield* rpc(roomy.rpcUrl, "SendMessage", nested(2000))).text)
       expect(deep.error).toEqual({
         code: -32602,
         message: "Request nested deeper than 256 levels.",
-        data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "INVALID_PARAMS", domain: "a2a-protocol.org" }]
+        data: [{
+          "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+          reason: "INVALID_PARAMS",
+          domain: "a2a-protocol.org"
+        }]
       })
       expect(deep.id).toBe(1)
       const shallow = JSON.parse((yield* rpc(roomy.rpcUrl, "SendMessage", nested(200))).text)
@@ -411,7 +487,9 @@ describe("A2AServer", () => {
       expect(JSON.parse(invalid.text).error.code).toBe(-32602)
       // Params the SDK cannot decode are invalid params, not an internal error.
       for (const method of ["SendMessage", "SendStreamingMessage"]) {
-        const nullPart = yield* rpc(server.rpcUrl, method, { message: { messageId: "m", role: "ROLE_USER", parts: [null] } })
+        const nullPart = yield* rpc(server.rpcUrl, method, {
+          message: { messageId: "m", role: "ROLE_USER", parts: [null] }
+        })
         expect(JSON.parse(nullPart.text).error.code).toBe(-32602)
       }
       // 0 and "" are ids like any other, on the streaming methods too.
@@ -471,12 +549,16 @@ describe("A2AServer", () => {
           load: (taskId, context) => store.load(taskId, context)
         }
       })
-      const sent = yield* rpc(failingSave.rpcUrl, "SendMessage", SendMessageRequest.toJSON({
-        tenant: "",
-        message: userMessage("hello"),
-        configuration: undefined,
-        metadata: undefined
-      }))
+      const sent = yield* rpc(
+        failingSave.rpcUrl,
+        "SendMessage",
+        SendMessageRequest.toJSON({
+          tenant: "",
+          message: userMessage("hello"),
+          configuration: undefined,
+          metadata: undefined
+        })
+      )
       expect(sent.text).not.toContain(secret)
       const [taskId] = [...savedIds]
       expect(taskId).toBeDefined()
@@ -486,18 +568,29 @@ describe("A2AServer", () => {
         (answer) => /TASK_STATE_(FAILED|COMPLETED)/.test(answer.text)
       )
       expect(fetched.text).not.toContain(secret)
-      expect(logs.lines.some((l) => l.message.includes("Task store save failed") && String(l.annotations.cause).includes(secret))).toBe(true)
+      expect(
+        logs.lines.some((l) =>
+          l.message.includes("Task store save failed") && String(l.annotations.cause).includes(secret)
+        )
+      ).toBe(true)
     }).pipe(Effect.provide(logs.layer))
   })
 
   it.scopedLive("fuzz: generated bodies always get a well-formed JSON-RPC error and the server keeps serving", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: echo, card, maxBodyBytes: 64 * 1024 })
       const wrongTypes = FastCheck.record({
         jsonrpc: FastCheck.oneof(FastCheck.constant("2.0"), FastCheck.anything()),
         id: FastCheck.oneof(FastCheck.integer(), FastCheck.string(), FastCheck.anything()),
         method: FastCheck.oneof(
-          FastCheck.constantFrom("SendMessage", "GetTask", "CancelTask", "SubscribeToTask", "message/send", "tasks/get"),
+          FastCheck.constantFrom(
+            "SendMessage",
+            "GetTask",
+            "CancelTask",
+            "SubscribeToTask",
+            "message/send",
+            "tasks/get"
+          ),
           FastCheck.string()
         ),
         params: FastCheck.anything()
@@ -518,7 +611,10 @@ describe("A2AServer", () => {
         const response = yield* post(server.rpcUrl, sample, header)
         if (response.status === 204) {
           // A notification: a request without an id gets no answer.
-          expect([response.text, "id" in JSON.parse(typeof sample === "string" ? sample : new TextDecoder().decode(sample))]).toEqual(["", false])
+          expect([
+            response.text,
+            "id" in JSON.parse(typeof sample === "string" ? sample : new TextDecoder().decode(sample))
+          ]).toEqual(["", false])
           continue
         }
         let wellFormed = false
@@ -527,7 +623,9 @@ describe("A2AServer", () => {
           wellFormed = isJsonRpcError(response.text) || (parsed.jsonrpc === "2.0" && "result" in parsed)
           // Anything that is not a valid request must be answered with an error.
           if (!isJsonRpcError(response.text)) {
-            expect(typeof sample === "string" && /"method":"(GetTask|SendMessage|message\/send|tasks\/get)"/.test(sample)).toBe(true)
+            expect(
+              typeof sample === "string" && /"method":"(GetTask|SendMessage|message\/send|tasks\/get)"/.test(sample)
+            ).toBe(true)
           }
         } catch {
           // SSE answers only come for valid streaming requests.
@@ -541,7 +639,7 @@ describe("A2AServer", () => {
     }))
 
   it.live("graceful shutdown: running tasks finish within the deadline, the rest end FAILED with an error id", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const startedSlow = yield* Deferred.make<void>()
       const startedQuick = yield* Deferred.make<void>()
       const releaseQuick = yield* Deferred.make<void>()
@@ -577,10 +675,13 @@ describe("A2AServer", () => {
     }))
 
   it.live("a shutdown whose caller stops waiting still ends the runs; a later shutdown waits for it", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const started = yield* Deferred.make<void>()
       const agent: AgentExecutor.Agent = () =>
-        Effect.zipRight(Deferred.succeed(started, void 0), Effect.as(Effect.never, AgentExecutor.completedText("never")))
+        Effect.zipRight(
+          Deferred.succeed(started, void 0),
+          Effect.as(Effect.never, AgentExecutor.completedText("never"))
+        )
       const scope = yield* Scope.make()
       const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "100 millis" }), scope)
       const task = yield* send(yield* makeClient(server.url), "work", {}, true)
@@ -594,67 +695,77 @@ describe("A2AServer", () => {
       expect(stored?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
     }))
 
-  it.live("a run that a shutdown cannot interrupt still ends FAILED with an error id, and a late end does not change it", () =>
-    Effect.gen(function* () {
-      const logs = captureLogs()
-      const started = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      // Uninterruptible, like the acquire step of a resource.
-      const agent: AgentExecutor.Agent = () =>
-        Effect.zipRight(
-          Deferred.succeed(started, void 0),
-          Effect.uninterruptible(Effect.as(Deferred.await(release), AgentExecutor.completedText("late")))
+  it.live(
+    "a run that a shutdown cannot interrupt still ends FAILED with an error id, and a late end does not change it",
+    () =>
+      Effect.gen(function*() {
+        const logs = captureLogs()
+        const started = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        // Uninterruptible, like the acquire step of a resource.
+        const agent: AgentExecutor.Agent = () =>
+          Effect.zipRight(
+            Deferred.succeed(started, void 0),
+            Effect.uninterruptible(Effect.as(Deferred.await(release), AgentExecutor.completedText("late")))
+          )
+        const scope = yield* Scope.make()
+        const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "100 millis" }), scope).pipe(
+          Effect.provide(logs.layer)
         )
-      const scope = yield* Scope.make()
-      const server = yield* Scope.extend(A2AServer.make({ agent, card, shutdownTimeout: "100 millis" }), scope).pipe(
-        Effect.provide(logs.layer)
-      )
-      const stuck = yield* send(yield* makeClient(server.url), "stuck", {}, true)
-      yield* Deferred.await(started)
-      yield* Scope.close(scope, Exit.void)
-      const context = new (yield* Effect.promise(() => import("@a2a-js/sdk/server"))).ServerCallContext()
-      const load = Effect.promise(() => server.taskStore.load(stuck.id, context))
-      const failed = yield* load
-      expect(failed?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
-      const errorId = /error_id: ([0-9a-f]{12})\)$/.exec(textOf(failed))?.[1]
-      expect(errorId).toBeDefined()
-      const line = logs.lines.find((line) => line.annotations.errorId === errorId)
-      expect(String(line?.annotations.cause)).toContain("ShutdownTimeout: the run did not stop when the server shut down")
-      // The agent ends after all: the task keeps the end it was given.
-      yield* Deferred.succeed(release, void 0)
-      yield* Effect.sleep("100 millis")
-      expect((yield* load)?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
-    }), { timeout: 30_000 })
+        const stuck = yield* send(yield* makeClient(server.url), "stuck", {}, true)
+        yield* Deferred.await(started)
+        yield* Scope.close(scope, Exit.void)
+        const context = new (yield* Effect.promise(() => import("@a2a-js/sdk/server"))).ServerCallContext()
+        const load = Effect.promise(() => server.taskStore.load(stuck.id, context))
+        const failed = yield* load
+        expect(failed?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+        const errorId = /error_id: ([0-9a-f]{12})\)$/.exec(textOf(failed))?.[1]
+        expect(errorId).toBeDefined()
+        const line = logs.lines.find((line) => line.annotations.errorId === errorId)
+        expect(String(line?.annotations.cause)).toContain(
+          "ShutdownTimeout: the run did not stop when the server shut down"
+        )
+        // The agent ends after all: the task keeps the end it was given.
+        yield* Deferred.succeed(release, void 0)
+        yield* Effect.sleep("100 millis")
+        expect((yield* load)?.status?.state).toBe(TaskState.TASK_STATE_FAILED)
+      }),
+    { timeout: 30_000 }
+  )
 
-  it.live("a cancel that reaches another replica of a shared store stops the run: its side effect never happens", () =>
-    Effect.gen(function* () {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-replicas-"))
-      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-      const taskStore = A2AServer.TaskStoreConfig.Sqlite({ filename: path.join(dir, "tasks.db") })
-      const sideEffects: Array<string> = []
-      const started = yield* Deferred.make<string>()
-      const agent: AgentExecutor.Agent = (request) =>
-        Effect.gen(function* () {
-          yield* Deferred.succeed(started, request.taskId)
-          yield* Effect.sleep("5 seconds")
-          sideEffects.push(`charged for ${request.taskId}`)
-          return AgentExecutor.completedText("booked")
-        })
-      const a = yield* A2AServer.make({ agent, card, taskStore })
-      const b = yield* A2AServer.make({ agent, card, taskStore })
-      const blocking = yield* Effect.fork(send(yield* makeClient(a.url), "book"))
-      const id = yield* Deferred.await(started)
-      const canceled = JSON.parse((yield* rpc(b.rpcUrl, "CancelTask", { id })).text)
-      expect(canceled.result?.status?.state).toBe("TASK_STATE_CANCELED")
-      const final = yield* Fiber.join(blocking)
-      expect(final.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
-      expect(sideEffects).toEqual([])
-      const stored = JSON.parse((yield* rpc(a.rpcUrl, "GetTask", { id })).text)
-      expect(stored.result?.status?.state).toBe("TASK_STATE_CANCELED")
-    }).pipe(Effect.scoped), { timeout: 30_000 })
+  it.live(
+    "a cancel that reaches another replica of a shared store stops the run: its side effect never happens",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-replicas-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const taskStore = A2AServer.TaskStoreConfig.Sqlite({ filename: path.join(dir, "tasks.db") })
+        const sideEffects: Array<string> = []
+        const started = yield* Deferred.make<string>()
+        const agent: AgentExecutor.Agent = (request) =>
+          Effect.gen(function*() {
+            yield* Deferred.succeed(started, request.taskId)
+            yield* Effect.sleep("5 seconds")
+            sideEffects.push(`charged for ${request.taskId}`)
+            return AgentExecutor.completedText("booked")
+          })
+        const a = yield* A2AServer.make({ agent, card, taskStore })
+        const b = yield* A2AServer.make({ agent, card, taskStore })
+        const blocking = yield* Effect.fork(send(yield* makeClient(a.url), "book"))
+        const id = yield* Deferred.await(started)
+        const canceled = JSON.parse((yield* rpc(b.rpcUrl, "CancelTask", { id })).text)
+        expect(canceled.result?.status?.state).toBe("TASK_STATE_CANCELED")
+        const final = yield* Fiber.join(blocking)
+        expect(final.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+        expect(sideEffects).toEqual([])
+        const stored = JSON.parse((yield* rpc(a.rpcUrl, "GetTask", { id })).text)
+        expect(stored.result?.status?.state).toBe("TASK_STATE_CANCELED")
+      }).pipe(Effect.scoped),
+    { timeout: 30_000 }
+  )
 
   it.live("a SQLite file named with a leading // is the file both created and opened", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-slashes-"))
       yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
       const taskStore = A2AServer.TaskStoreConfig.Sqlite({ filename: `/${path.join(dir, "tasks.db")}` })
@@ -665,7 +776,7 @@ describe("A2AServer", () => {
     }).pipe(Effect.scoped))
 
   it.live("a SQLite task store keeps tasks across a restart; its table is created once, idempotently", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-server-"))
       yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
       const taskStore = A2AServer.TaskStoreConfig.Sqlite({ filename: path.join(dir, "tasks.db") })
@@ -688,7 +799,7 @@ describe("A2AServer", () => {
     }).pipe(Effect.scoped))
 
   it.live("a database task store that cannot be set up fails the layer with TaskStoreError", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const memory = yield* Effect.flip(Effect.scoped(A2AServer.make({
         agent: echo,
         card,
@@ -698,7 +809,9 @@ describe("A2AServer", () => {
       const unreachable = yield* Effect.flip(Effect.scoped(A2AServer.make({
         agent: echo,
         card,
-        taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: path.join(os.tmpdir(), "no-such-dir-effect-a2a", "t.db") })
+        taskStore: A2AServer.TaskStoreConfig.Sqlite({
+          filename: path.join(os.tmpdir(), "no-such-dir-effect-a2a", "t.db")
+        })
       })))
       expect(unreachable).toMatchObject({ _tag: "TaskStoreError", reason: "Migration" })
     }))
@@ -709,39 +822,58 @@ describe("A2AServer", () => {
     const anonymous = new ServerCallContext({ user: new UnauthenticatedUser() })
 
     it.scopedLive("a task forgotten beyond maxFinished is TaskNotFound, as an unknown id; a running one is kept", () =>
-      Effect.gen(function* () {
+      Effect.gen(function*() {
         const release = yield* Deferred.make<void>()
         const agent: AgentExecutor.Agent = (request) =>
           Part.textOf(request.message.parts) === "hold"
             ? Effect.as(Deferred.await(release), AgentExecutor.completedText("released"))
             : echo(request)
-        const server = yield* A2AServer.make({ agent, card, taskStore: A2AServer.TaskStoreConfig.Memory({ maxFinished: 2 }) })
+        const server = yield* A2AServer.make({
+          agent,
+          card,
+          taskStore: A2AServer.TaskStoreConfig.Memory({ maxFinished: 2 })
+        })
         const client = yield* makeClient(server.url)
         const held = yield* send(client, "hold", {}, true)
-        const [first, second, third] = [yield* send(client, "one"), yield* send(client, "two"), yield* send(client, "three")]
+        const [first, second, third] = [
+          yield* send(client, "one"),
+          yield* send(client, "two"),
+          yield* send(client, "three")
+        ]
         for (const task of [first, second, third]) expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
 
         const forgotten = yield* Effect.promise(() =>
-          client.getTask({ tenant: "", id: first.id, historyLength: undefined }).then(() => undefined, (error: unknown) => error)
+          client.getTask({ tenant: "", id: first.id, historyLength: undefined }).then(
+            () => undefined,
+            (error: unknown) => error
+          )
         )
         expect(forgotten).toBeInstanceOf(TaskNotFoundError)
         expect(errorCode(yield* getTask(server.rpcUrl, first.id))).toBe(-32001)
         expect(errorCode(yield* getTask(server.rpcUrl, crypto.randomUUID()))).toBe(-32001)
         expect(errorCode(yield* rpc(server.rpcUrl, "CancelTask", { id: first.id }))).toBe(-32001)
-        const followUp = yield* rpc(server.rpcUrl, "SendMessage", SendMessageRequest.toJSON({
-          tenant: "",
-          message: userMessage("again", { taskId: first.id, contextId: first.contextId }),
-          configuration: undefined,
-          metadata: {}
-        }))
+        const followUp = yield* rpc(
+          server.rpcUrl,
+          "SendMessage",
+          SendMessageRequest.toJSON({
+            tenant: "",
+            message: userMessage("again", { taskId: first.id, contextId: first.contextId }),
+            configuration: undefined,
+            metadata: {}
+          })
+        )
         expect(errorCode(followUp)).toBe(-32001)
         for (const kept of [second, third]) {
-          const loaded = yield* Effect.promise(() => client.getTask({ tenant: "", id: kept.id, historyLength: undefined }))
+          const loaded = yield* Effect.promise(() =>
+            client.getTask({ tenant: "", id: kept.id, historyLength: undefined })
+          )
           expect(textOf(loaded)).toBe(`echo ${kept.id === second.id ? "two" : "three"}`)
         }
 
         // Older than every ended task, and kept while it runs; once ended it is the newest of them.
-        const running = yield* Effect.promise(() => client.getTask({ tenant: "", id: held.id, historyLength: undefined }))
+        const running = yield* Effect.promise(() =>
+          client.getTask({ tenant: "", id: held.id, historyLength: undefined })
+        )
         expect(running.status?.state).toBe(TaskState.TASK_STATE_WORKING)
         yield* Deferred.succeed(release, void 0)
         const ended = yield* eventually(
@@ -754,7 +886,7 @@ describe("A2AServer", () => {
       }))
 
     it.scopedLive("the default store is the bounded one: beyond 10,000 ended tasks the oldest is forgotten", () =>
-      Effect.gen(function* () {
+      Effect.gen(function*() {
         const server = yield* A2AServer.make({ agent: echo, card })
         expect(server.taskStore).not.toBeInstanceOf(InMemoryTaskStore)
         const first = yield* send(yield* makeClient(server.url), "first")
@@ -767,7 +899,7 @@ describe("A2AServer", () => {
       }))
 
     it.scopedLive("Unbounded keeps every task in the SDK's InMemoryTaskStore", () =>
-      Effect.gen(function* () {
+      Effect.gen(function*() {
         const server = yield* A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Unbounded() })
         expect(server.taskStore).toBeInstanceOf(InMemoryTaskStore)
         const task = yield* send(yield* makeClient(server.url), "kept")
@@ -775,12 +907,13 @@ describe("A2AServer", () => {
       }))
 
     it.scopedLive("a repeat of a keyed request whose task was forgotten answers the task as it ended, without running again", () =>
-      Effect.gen(function* () {
+      Effect.gen(function*() {
         let runs = 0
-        const agent: AgentExecutor.Agent = (request) => Effect.suspend(() => {
-          runs++
-          return echo(request)
-        })
+        const agent: AgentExecutor.Agent = (request) =>
+          Effect.suspend(() => {
+            runs++
+            return echo(request)
+          })
         const server = yield* A2AServer.make({
           agent,
           card,
@@ -800,47 +933,54 @@ describe("A2AServer", () => {
         expect(errorCode(yield* getTask(server.rpcUrl, original.id))).toBe(-32001)
       }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))))
 
-    it.live("a SQLite store with retention deletes ended tasks past it, at start-up and then periodically; paused and running ones stay", () =>
-      Effect.gen(function* () {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-retention-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-        const filename = path.join(dir, "tasks.db")
-        const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString()
-        const seeded = (id: string, state: TaskState) => seededTask(id, state, twoHoursAgo)
-        const seeding = yield* Scope.make()
-        const seeder = yield* Scope.extend(A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename }) }), seeding)
-        yield* Effect.promise(async () => {
-          await seeder.taskStore.save(seeded("old-done", TaskState.TASK_STATE_COMPLETED), anonymous)
-          await seeder.taskStore.save(seeded("old-failed", TaskState.TASK_STATE_FAILED), anonymous)
-          await seeder.taskStore.save(seeded("old-input", TaskState.TASK_STATE_INPUT_REQUIRED), anonymous)
-          await seeder.taskStore.save(seeded("old-working", TaskState.TASK_STATE_WORKING), anonymous)
-          expect((await seeder.taskStore.load("old-done", anonymous))?.id).toBe("old-done")
-        })
-        const recent = yield* send(yield* makeClient(seeder.url), "recent")
-        yield* Scope.close(seeding, Exit.void)
+    it.live(
+      "a SQLite store with retention deletes ended tasks past it, at start-up and then periodically; paused and running ones stay",
+      () =>
+        Effect.gen(function*() {
+          const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-retention-"))
+          yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+          const filename = path.join(dir, "tasks.db")
+          const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString()
+          const seeded = (id: string, state: TaskState) => seededTask(id, state, twoHoursAgo)
+          const seeding = yield* Scope.make()
+          const seeder = yield* Scope.extend(
+            A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename }) }),
+            seeding
+          )
+          yield* Effect.promise(async () => {
+            await seeder.taskStore.save(seeded("old-done", TaskState.TASK_STATE_COMPLETED), anonymous)
+            await seeder.taskStore.save(seeded("old-failed", TaskState.TASK_STATE_FAILED), anonymous)
+            await seeder.taskStore.save(seeded("old-input", TaskState.TASK_STATE_INPUT_REQUIRED), anonymous)
+            await seeder.taskStore.save(seeded("old-working", TaskState.TASK_STATE_WORKING), anonymous)
+            expect((await seeder.taskStore.load("old-done", anonymous))?.id).toBe("old-done")
+          })
+          const recent = yield* send(yield* makeClient(seeder.url), "recent")
+          yield* Scope.close(seeding, Exit.void)
 
-        const server = yield* A2AServer.make({
-          agent: echo,
-          card,
-          taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename, retention: "1 hour" })
-        })
-        const load = (id: string) => Effect.promise(() => server.taskStore.load(id, anonymous))
-        yield* eventually(load("old-done"), (task) => task === undefined)
-        expect(yield* load("old-failed")).toBeUndefined()
-        expect((yield* load("old-input"))?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-        expect((yield* load("old-working"))?.status?.state).toBe(TaskState.TASK_STATE_WORKING)
-        expect((yield* load(recent.id))?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+          const server = yield* A2AServer.make({
+            agent: echo,
+            card,
+            taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename, retention: "1 hour" })
+          })
+          const load = (id: string) => Effect.promise(() => server.taskStore.load(id, anonymous))
+          yield* eventually(load("old-done"), (task) => task === undefined)
+          expect(yield* load("old-failed")).toBeUndefined()
+          expect((yield* load("old-input"))?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+          expect((yield* load("old-working"))?.status?.state).toBe(TaskState.TASK_STATE_WORKING)
+          expect((yield* load(recent.id))?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
 
-        // A short retention: a task run through the server goes at a later round, not only at start-up.
-        const quick = yield* A2AServer.make({
-          agent: echo,
-          card,
-          taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename, retention: "1 second" })
-        })
-        const task = yield* send(yield* makeClient(quick.url), "brief")
-        expect(JSON.parse((yield* getTask(quick.rpcUrl, task.id)).text).result?.id).toBe(task.id)
-        yield* eventually(getTask(quick.rpcUrl, task.id), (response) => errorCode(response) === -32001, 500)
-        expect((yield* load("old-input"))?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-      }).pipe(Effect.scoped), { timeout: 30_000 })
+          // A short retention: a task run through the server goes at a later round, not only at start-up.
+          const quick = yield* A2AServer.make({
+            agent: echo,
+            card,
+            taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename, retention: "1 second" })
+          })
+          const task = yield* send(yield* makeClient(quick.url), "brief")
+          expect(JSON.parse((yield* getTask(quick.rpcUrl, task.id)).text).result?.id).toBe(task.id)
+          yield* eventually(getTask(quick.rpcUrl, task.id), (response) => errorCode(response) === -32001, 500)
+          expect((yield* load("old-input"))?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        }).pipe(Effect.scoped),
+      { timeout: 30_000 }
+    )
   })
 })

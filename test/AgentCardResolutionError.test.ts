@@ -51,10 +51,14 @@ describe("card resolution fails start-up with a typed error", () => {
           res.end(JSON.stringify({ ...cardFor(`${base}/rpc`), description: "x".repeat(256 * 1024) }))
         })
         // Only the fields are compared: a failure's diff of a whole agent and its 256 KiB card takes vitest minutes.
-        const refused = yield* Effect.either(RemoteAgent.make({ name: "booking", url: peer.url, maxResponseBytes: 64 * 1024 }))
+        const refused = yield* Effect.either(
+          RemoteAgent.make({ name: "booking", url: peer.url, maxResponseBytes: 64 * 1024 })
+        )
         expect(refused._tag === "Left" && refused.left.reason).toBe("InvalidCard")
         // The same card within the limit resolves: the size is what was refused.
-        const resolved = yield* Effect.either(RemoteAgent.make({ name: "booking", url: peer.url, maxResponseBytes: 1024 * 1024 }))
+        const resolved = yield* Effect.either(
+          RemoteAgent.make({ name: "booking", url: peer.url, maxResponseBytes: 1024 * 1024 })
+        )
         expect(resolved._tag).toBe("Right")
       }
     }))
@@ -96,7 +100,9 @@ describe("card resolution fails start-up with a typed error", () => {
         yield* Effect.sleep("20 millis")
         gc()
       }
-      const error = yield* Fiber.join(fiber).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "hung" as const }))
+      const error = yield* Fiber.join(fiber).pipe(
+        Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "hung" as const })
+      )
       expect(error).toMatchObject({ reason: "Unreachable" })
       expect(error.message).toContain("TimeoutError")
     }))
@@ -119,7 +125,12 @@ describe("card resolution fails start-up with a typed error", () => {
       expect(Option.isNone(agent.card)).toBe(true)
       expect(logs.filter((l) => l.includes("starting degraded"))).toHaveLength(1)
       const error = yield* Effect.flip(agent.send("book"))
-      expect(error).toMatchObject({ reason: "Unavailable", delivery: "NotSent", agent: "booking", operation: "SendMessage" })
+      expect(error).toMatchObject({
+        reason: "Unavailable",
+        delivery: "NotSent",
+        agent: "booking",
+        operation: "SendMessage"
+      })
       expect(error.detail).toContain("Unreachable")
       expect((yield* Effect.flip(agent.getTask("t"))).reason).toBe("Unavailable")
     }))
@@ -143,7 +154,11 @@ describe("card resolution fails start-up with a typed error", () => {
       expect(Option.isNone(agent.card)).toBe(true)
       const echo: AgentExecutor.Agent = (request) =>
         Effect.succeed(AgentExecutor.completedText(`echo ${request.message.parts.length}`))
-      yield* A2AServer.make({ agent: echo, card: { name: "late", description: "started after its client" }, port: Number(new URL(url).port) })
+      yield* A2AServer.make({
+        agent: echo,
+        card: { name: "late", description: "started after its client" },
+        port: Number(new URL(url).port)
+      })
       let outcome: Option.Option<RemoteOutcome.RemoteOutcome> = Option.none()
       for (let i = 0; i < 100 && Option.isNone(outcome); i++) {
         outcome = Option.getRight(yield* Effect.either(agent.send("book")))
@@ -169,17 +184,27 @@ describe("card resolution fails start-up with a typed error", () => {
 })
 
 describe("AgentCardResolutionError", () => {
-  it.prop("survives a Schema encode/decode round trip", [AgentCardResolutionError.AgentCardResolutionError], ([error]) => {
-    const wire = JSON.parse(JSON.stringify(Schema.encodeSync(AgentCardResolutionError.AgentCardResolutionError)(error)))
-    const decoded = Schema.decodeUnknownSync(AgentCardResolutionError.AgentCardResolutionError)(wire)
-    expect(Schema.encodeSync(AgentCardResolutionError.AgentCardResolutionError)(decoded)).toEqual(wire)
-    expect(decoded.message).toBe(error.message)
-  })
+  it.prop(
+    "survives a Schema encode/decode round trip",
+    [AgentCardResolutionError.AgentCardResolutionError],
+    ([error]) => {
+      const wire = JSON.parse(
+        JSON.stringify(Schema.encodeSync(AgentCardResolutionError.AgentCardResolutionError)(error))
+      )
+      const decoded = Schema.decodeUnknownSync(AgentCardResolutionError.AgentCardResolutionError)(wire)
+      expect(Schema.encodeSync(AgentCardResolutionError.AgentCardResolutionError)(decoded)).toEqual(wire)
+      expect(decoded.message).toBe(error.message)
+    }
+  )
 
-  it.prop("matchReason runs the handler of the error's own reason", [AgentCardResolutionError.AgentCardResolutionError], ([error]) => {
-    const byReason = AgentCardResolutionError.matchReason(handlers(AgentCardResolutionError.Reason.literals))
-    expect(byReason(error)).toEqual([error.reason, error])
-  })
+  it.prop(
+    "matchReason runs the handler of the error's own reason",
+    [AgentCardResolutionError.AgentCardResolutionError],
+    ([error]) => {
+      const byReason = AgentCardResolutionError.matchReason(handlers(AgentCardResolutionError.Reason.literals))
+      expect(byReason(error)).toEqual([error.reason, error])
+    }
+  )
 
   it.scopedLive("matchReason on a real failure: an agent that is not running is worth waiting for, a bad card is not", () =>
     Effect.gen(function*() {
@@ -195,7 +220,9 @@ describe("AgentCardResolutionError", () => {
         Unsigned: () => false
       })
       const down = yield* resolve(yield* closedPort)
-      const garbled = yield* resolve((yield* cardServer((_req, res) => json(res, 200, { name: 42, supportedInterfaces: "JSONRPC" }))).url)
+      const garbled = yield* resolve(
+        (yield* cardServer((_req, res) => json(res, 200, { name: 42, supportedInterfaces: "JSONRPC" }))).url
+      )
       expect([down.reason, garbled.reason]).toEqual(["Unreachable", "InvalidCard"])
       expect([mayWait(down), mayWait(garbled)]).toEqual([true, false])
     }))

@@ -22,11 +22,11 @@ import { Chunk, Deferred, Effect, Fiber, Metric, Stream } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
+import * as internalPgEventLog from "../src/internal/server/pgEventLog.js"
 import * as Observability from "../src/Observability.js"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteEvent from "../src/RemoteEvent.js"
-import * as internalPgEventLog from "../src/internal/server/pgEventLog.js"
 import { reasonOf, settle, transports } from "./fixtures/callers.js"
 import { databaseUrl } from "./fixtures/databaseUrl.js"
 import { eventually, keyed, makeClient, rpc, seededTask, userMessage } from "./fixtures/serverAgents.js"
@@ -66,7 +66,9 @@ const isMessage = (answer: Task | Message): answer is Message => !("status" in a
 const streamFrom = (client: Client, message: Message) =>
   Effect.promise(async () => {
     const events: Array<StreamResponse["payload"]> = []
-    for await (const event of client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: {} })) {
+    for await (
+      const event of client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: {} })
+    ) {
       events.push(event.payload)
     }
     return events
@@ -135,7 +137,10 @@ describe("AgentExecutor: a bare Message answer, through the SDK's executor inter
   it.scoped("without messageReplies, a Message result completes the task with that message", () =>
     Effect.gen(function*() {
       const executor = yield* AgentExecutor.make(replying())
-      expect((yield* run(executor, contextFor("ping 2"))).shape()).toEqual(["task TASK_STATE_WORKING", "TASK_STATE_COMPLETED pong ping 2"])
+      expect((yield* run(executor, contextFor("ping 2"))).shape()).toEqual([
+        "task TASK_STATE_WORKING",
+        "TASK_STATE_COMPLETED pong ping 2"
+      ])
     }))
 
   it.scoped("once the task is out (progress, a follow-up, a send answered at once), a Message result completes it", () =>
@@ -183,7 +188,10 @@ describe("AgentExecutor: a bare Message answer, through the SDK's executor inter
       })
       expect((yield* run(executor, contextFor("ping 6"))).shape()).toEqual(["message pong ping 6"])
       expect(after).toBe(0)
-      expect((yield* run(executor, contextFor("book"))).shape()).toEqual(["task TASK_STATE_WORKING", "TASK_STATE_COMPLETED done book"])
+      expect((yield* run(executor, contextFor("book"))).shape()).toEqual([
+        "task TASK_STATE_WORKING",
+        "TASK_STATE_COMPLETED done book"
+      ])
       expect(after).toBe(1)
       expect((yield* run(executor, contextFor("ping refused"))).shape()).toEqual([
         "task TASK_STATE_WORKING",
@@ -193,18 +201,29 @@ describe("AgentExecutor: a bare Message answer, through the SDK's executor inter
 
   it.scoped("a message answer counts as completed, with its latency; its span says a2a.reply message, and has no task state", () => {
     const exporter = new InMemorySpanExporter()
-    const Otel = NodeSdk.layer(() => ({ spanProcessor: new SimpleSpanProcessor(exporter), resource: { serviceName: "message-test" } }))
+    const Otel = NodeSdk.layer(() => ({
+      spanProcessor: new SimpleSpanProcessor(exporter),
+      resource: { serviceName: "message-test" }
+    }))
     return Effect.gen(function*() {
       const name = `replying-${crypto.randomUUID()}`
       const executor = yield* AgentExecutor.make(replying(), { messageReplies: true, name })
       const count = (metric: Metric.Metric.Counter<number>) =>
         Effect.map(Metric.value(Metric.tagged(metric, "agent", name)), (state) => state.count)
-      const latency = Effect.map(Metric.value(Metric.tagged(Observability.serverLatency, "agent", name)), (state) => state.count)
+      const latency = Effect.map(
+        Metric.value(Metric.tagged(Observability.serverLatency, "agent", name)),
+        (state) => state.count
+      )
       const context = contextFor("ping 7")
       yield* run(executor, context)
-      expect(yield* Effect.all([count(Observability.serverCompleted), count(Observability.serverFailed), latency])).toEqual([1, 0, 1])
+      expect(yield* Effect.all([count(Observability.serverCompleted), count(Observability.serverFailed), latency]))
+        .toEqual([1, 0, 1])
       const [span] = exporter.getFinishedSpans().filter((span) => span.name === Observability.executeSpanName)
-      expect(span?.attributes).toMatchObject({ "a2a.reply": "message", "a2a.task_id": context.taskId, "a2a.agent": name })
+      expect(span?.attributes).toMatchObject({
+        "a2a.reply": "message",
+        "a2a.task_id": context.taskId,
+        "a2a.agent": name
+      })
       expect(span?.attributes).not.toHaveProperty("a2a.task_state")
       expect(span?.status.code).not.toBe(2) // not ERROR
     }).pipe(Effect.provide(Otel))
@@ -219,13 +238,22 @@ describe("A2AServer with messageReplies", () => {
     it.scopedLive(`RemoteAgent reads a message answer as Completed with no task id, sent or streamed (${transport})`, () =>
       Effect.gen(function*() {
         const server = yield* serve()
-        const remote = yield* RemoteAgent.make({ name: "replying", url: server.url, timeout: "5 seconds", transports: [transport] })
+        const remote = yield* RemoteAgent.make({
+          name: "replying",
+          url: server.url,
+          timeout: "5 seconds",
+          transports: [transport]
+        })
         const sent = yield* remote.send("ping sent")
         expect(sent).toMatchObject({ _tag: "Completed", taskId: "", text: "pong ping sent", artifacts: [] })
         expect(sent.contextId).not.toBe("")
         const events = Chunk.toArray(yield* Stream.runCollect(remote.stream("ping streamed")))
         expect(events.map((event) => event._tag)).toEqual(["Finished"])
-        expect((events[0] as RemoteEvent.Finished).outcome).toMatchObject({ _tag: "Completed", taskId: "", text: "pong ping streamed" })
+        expect((events[0] as RemoteEvent.Finished).outcome).toMatchObject({
+          _tag: "Completed",
+          taskId: "",
+          text: "pong ping streamed"
+        })
         // Progress first: a task, which the message completes.
         const looked = yield* remote.send("look 8")
         expect(looked).toMatchObject({ _tag: "Completed", text: "found" })
@@ -239,13 +267,26 @@ describe("A2AServer with messageReplies", () => {
       const params = (text: string) => ({
         message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text }] }
       })
-      const sent = JSON.parse((yield* rpc(`${server.url}/a2a/jsonrpc`, "message/send", params("ping legacy"), "0.3")).text)
-      expect(sent.result).toMatchObject({ kind: "message", role: "agent", parts: [{ kind: "text", text: "pong ping legacy" }] })
+      const sent = JSON.parse(
+        (yield* rpc(`${server.url}/a2a/jsonrpc`, "message/send", params("ping legacy"), "0.3")).text
+      )
+      expect(sent.result).toMatchObject({
+        kind: "message",
+        role: "agent",
+        parts: [{ kind: "text", text: "pong ping legacy" }]
+      })
       expect(sent.result.taskId ?? "").toBe("")
-      const streamed = (yield* rpc(`${server.url}/a2a/jsonrpc`, "message/stream", params("ping legacy stream"), "0.3")).text
-      const events = streamed.split("\n").filter((line) => line.startsWith("data:")).map((line) => JSON.parse(line.slice(5)).result)
+      const streamed =
+        (yield* rpc(`${server.url}/a2a/jsonrpc`, "message/stream", params("ping legacy stream"), "0.3")).text
+      const events = streamed.split("\n").filter((line) => line.startsWith("data:")).map((line) =>
+        JSON.parse(line.slice(5)).result
+      )
       expect(events).toHaveLength(1)
-      expect(events[0]).toMatchObject({ kind: "message", role: "agent", parts: [{ kind: "text", text: "pong ping legacy stream" }] })
+      expect(events[0]).toMatchObject({
+        kind: "message",
+        role: "agent",
+        parts: [{ kind: "text", text: "pong ping legacy stream" }]
+      })
     }))
 
   it.scopedLive("an idempotent repeat gets the same message, sent or streamed, after the run or joining it; one run per key", () =>
@@ -255,9 +296,7 @@ describe("A2AServer with messageReplies", () => {
       const server = yield* serve({ agent: replying(runs, gate), idempotency: {} })
       const client = yield* makeClient(server.url)
       const send = (message: Message) =>
-        Effect.promise(() =>
-          client.sendMessage({ tenant: "", message, configuration: undefined, metadata: {} })
-        )
+        Effect.promise(() => client.sendMessage({ tenant: "", message, configuration: undefined, metadata: {} }))
       const stream = (message: Message) => streamFrom(client, message)
       const messageOf = (answer: Task | Message) => {
         expect(isMessage(answer)).toBe(true)
@@ -282,7 +321,10 @@ describe("A2AServer with messageReplies", () => {
       yield* Deferred.succeed(gate, undefined)
       const [a, b] = [messageOf(yield* Fiber.join(original)), messageOf(yield* Fiber.join(joined))]
       expect([b.messageId, textsOf(b)]).toEqual([a.messageId, ["pong wait a"]])
-      const [c, d] = [streamedMessage(yield* Fiber.join(originalStream)), streamedMessage(yield* Fiber.join(joinedStream))]
+      const [c, d] = [
+        streamedMessage(yield* Fiber.join(originalStream)),
+        streamedMessage(yield* Fiber.join(joinedStream))
+      ]
       expect([d.messageId, textsOf(d)]).toEqual([c.messageId, ["pong wait b"]])
       expect(runs.filter((text) => text.startsWith("wait")).sort()).toEqual(["wait a", "wait b"])
     }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))))
@@ -294,7 +336,9 @@ describe("A2AServer with messageReplies", () => {
       const server = yield* serve({ agent: replying(runs, gate), maxInFlight: 1 })
       const client: Client = yield* makeClient(server.url)
       const send = (text: string) =>
-        settle(() => client.sendMessage({ tenant: "", message: userMessage(text), configuration: undefined, metadata: {} }))
+        settle(() =>
+          client.sendMessage({ tenant: "", message: userMessage(text), configuration: undefined, metadata: {} })
+        )
       for (const i of [1, 2, 3]) {
         const answer = yield* send(`ping ${i}`)
         expect("ok" in answer && isMessage(answer.ok) && textsOf(answer.ok)).toEqual([`pong ping ${i}`])
@@ -307,46 +351,58 @@ describe("A2AServer with messageReplies", () => {
       expect(reasonOf(yield* send("ping after"))).toBe("ok")
     }))
 
-  it.scopedLive("with replication: a message answer ends its task's log, which retention then clears; a keyed streaming repeat on another replica gets the message", () =>
-    Effect.gen(function*() {
-      const url = databaseUrl()
-      const runs: Array<string> = []
-      const taskIds: Array<string> = []
-      const gate = yield* Deferred.make<void>()
-      const agent = replying(runs, gate)
-      const taskStore = new InMemoryTaskStore()
-      const replica = (name: string) =>
-        serve({
-          agent: (request) => Effect.zipRight(Effect.sync(() => taskIds.push(request.taskId)), agent(request)),
-          card: { name, description: "a replica" },
-          taskStore,
-          replication: { url, retention: "1 second", pollInterval: "50 millis" },
-          idempotency: {},
-          shutdownTimeout: "1 second"
-        })
-      const a = yield* replica("a")
-      const b = yield* replica("b")
-      const log = yield* internalPgEventLog.makePg({ url })
-      const entries = (taskId: string) => Effect.orDie(log.read(taskId, 0))
+  it.scopedLive(
+    "with replication: a message answer ends its task's log, which retention then clears; a keyed streaming repeat on another replica gets the message",
+    () =>
+      Effect.gen(function*() {
+        const url = databaseUrl()
+        const runs: Array<string> = []
+        const taskIds: Array<string> = []
+        const gate = yield* Deferred.make<void>()
+        const agent = replying(runs, gate)
+        const taskStore = new InMemoryTaskStore()
+        const replica = (name: string) =>
+          serve({
+            agent: (request) => Effect.zipRight(Effect.sync(() => taskIds.push(request.taskId)), agent(request)),
+            card: { name, description: "a replica" },
+            taskStore,
+            replication: { url, retention: "1 second", pollInterval: "50 millis" },
+            idempotency: {},
+            shutdownTimeout: "1 second"
+          })
+        const a = yield* replica("a")
+        const b = yield* replica("b")
+        const log = yield* internalPgEventLog.makePg({ url })
+        const entries = (taskId: string) => Effect.orDie(log.read(taskId, 0))
 
-      const clientA = yield* makeClient(a.url)
-      const clientB = yield* makeClient(b.url)
-      const answer = yield* Effect.promise(() =>
-        clientA.sendMessage({ tenant: "", message: userMessage("ping logged"), configuration: undefined, metadata: {} })
-      )
-      expect(isMessage(answer) && textsOf(answer)).toEqual(["pong ping logged"])
-      const taskId = taskIds.at(-1)!
-      // Its one event, the message, is logged; then, the task ended, retention clears it.
-      yield* eventually(entries(taskId), (logged) => logged.length === 1)
-      yield* eventually(entries(taskId), (logged) => logged.length === 0, 500)
+        const clientA = yield* makeClient(a.url)
+        const clientB = yield* makeClient(b.url)
+        const answer = yield* Effect.promise(() =>
+          clientA.sendMessage({
+            tenant: "",
+            message: userMessage("ping logged"),
+            configuration: undefined,
+            metadata: {}
+          })
+        )
+        expect(isMessage(answer) && textsOf(answer)).toEqual(["pong ping logged"])
+        const taskId = taskIds.at(-1)!
+        // Its one event, the message, is logged; then, the task ended, retention clears it.
+        yield* eventually(entries(taskId), (logged) => logged.length === 1)
+        yield* eventually(entries(taskId), (logged) => logged.length === 0, 500)
 
-      const original = yield* Effect.fork(streamFrom(clientA, keyed("wait r", "k-r")))
-      yield* eventually(Effect.sync(() => runs.at(-1)), (text) => text === "wait r")
-      const repeat = yield* Effect.fork(streamFrom(clientB, keyed("wait r", "k-r")))
-      yield* Effect.sleep("200 millis")
-      yield* Deferred.succeed(gate, undefined)
-      const [first, again] = [streamedMessage(yield* Fiber.join(original)), streamedMessage(yield* Fiber.join(repeat))]
-      expect([again.messageId, textsOf(again)]).toEqual([first.messageId, ["pong wait r"]])
-      expect(runs.filter((text) => text === "wait r")).toHaveLength(1)
-    }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))), 60_000)
+        const original = yield* Effect.fork(streamFrom(clientA, keyed("wait r", "k-r")))
+        yield* eventually(Effect.sync(() => runs.at(-1)), (text) => text === "wait r")
+        const repeat = yield* Effect.fork(streamFrom(clientB, keyed("wait r", "k-r")))
+        yield* Effect.sleep("200 millis")
+        yield* Deferred.succeed(gate, undefined)
+        const [first, again] = [
+          streamedMessage(yield* Fiber.join(original)),
+          streamedMessage(yield* Fiber.join(repeat))
+        ]
+        expect([again.messageId, textsOf(again)]).toEqual([first.messageId, ["pong wait r"]])
+        expect(runs.filter((text) => text === "wait r")).toHaveLength(1)
+      }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))),
+    60_000
+  )
 })

@@ -1,4 +1,6 @@
 import { SendMessageRequest, type Task, TaskState } from "@a2a-js/sdk"
+import { ClientFactory } from "@a2a-js/sdk/client"
+import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc"
 import {
   type AgentExecutionEvent,
   DefaultExecutionEventBus,
@@ -10,19 +12,41 @@ import {
   type TaskStore,
   UnauthenticatedUser
 } from "@a2a-js/sdk/server"
-import { ClientFactory } from "@a2a-js/sdk/client"
-import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, ConfigProvider, Data, Deferred, Duration, Effect, Exit, FastCheck, Fiber, Option, Schema, Scope, Tracer } from "effect"
+import {
+  Cause,
+  ConfigProvider,
+  Data,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  FastCheck,
+  Fiber,
+  Option,
+  Schema,
+  Scope,
+  type Tracer
+} from "effect"
+import * as http from "node:http"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as FailureHint from "../src/FailureHint.js"
 import * as Part from "../src/Part.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
-import * as http from "node:http"
-import { cardFor } from "./fixtures/peers.js"
 import { leakAgent, type Secret, secretArbitrary } from "./fixtures/leakAgent.js"
-import { captureLogs, eventually, makeClient, post, rpc, send, textOf, untyped, userMessage } from "./fixtures/serverAgents.js"
+import { cardFor } from "./fixtures/peers.js"
+import {
+  captureLogs,
+  eventually,
+  makeClient,
+  post,
+  rpc,
+  send,
+  textOf,
+  untyped,
+  userMessage
+} from "./fixtures/serverAgents.js"
 
 class PaymentError extends Data.TaggedError("PaymentError")<{ readonly message: string }> {}
 
@@ -35,14 +59,19 @@ const card = { name: "test-agent", description: "endings" }
 
 /** Dispatches on the message text; "slow" waits until interrupted. */
 const agent = (started?: Deferred.Deferred<void>): AgentExecutor.Agent<PaymentError | PoolExhausted> => (request) =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     const text = Part.textOf(request.message.parts)
     switch (text) {
       case "complete":
         yield* AgentExecutor.status("working on it")
         yield* AgentExecutor.data({ step: 1 })
         return AgentExecutor.completedText("done", [
-          Part.Artifact.make({ artifactId: "a1", name: "result", description: "", parts: [Part.TextPart.make({ text: "42" })] })
+          Part.Artifact.make({
+            artifactId: "a1",
+            name: "result",
+            description: "",
+            parts: [Part.TextPart.make({ text: "42" })]
+          })
         ])
       case "input":
         return AgentExecutor.InputRequired({ question: "Which account?" })
@@ -70,21 +99,23 @@ const withServer = <A, E>(
   options: Partial<A2AServer.Options<PaymentError, never>>,
   use: (server: import("effect").Context.Tag.Service<A2AServer.A2AServer>) => Effect.Effect<A, E>
 ) =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     const server = yield* A2AServer.make({ agent: agent(), card, ...options })
     return yield* use(server)
   })
 
 describe("AgentExecutor", () => {
   it.scopedLive("the agent reads the caller's message in our types: parts, JSON metadata, the tasks it refers to", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const requests: Array<AgentExecutor.AgentRequest> = []
       const server = yield* A2AServer.make({
         card,
         agent: (request) => {
           requests.push(request)
           return Effect.succeed(
-            Option.isNone(request.task) ? AgentExecutor.InputRequired({ question: "which seat?" }) : AgentExecutor.completedText("booked")
+            Option.isNone(request.task)
+              ? AgentExecutor.InputRequired({ question: "which seat?" })
+              : AgentExecutor.completedText("booked")
           )
         }
       })
@@ -95,9 +126,24 @@ describe("AgentExecutor", () => {
         metadata: { channel: "web", nested: { attempt: 2 } },
         parts: [
           { content: { $case: "text", value: "book" }, metadata: {}, filename: "", mediaType: "text/plain" },
-          { content: { $case: "data", value: { flight: "4821", seats: ["12A"] } }, metadata: {}, filename: "", mediaType: "application/json" },
-          { content: { $case: "url", value: "https://example.com/t.pdf" }, metadata: {}, filename: "t.pdf", mediaType: "application/pdf" },
-          { content: { $case: "raw", value: Buffer.from("window") }, metadata: {}, filename: "note.txt", mediaType: "text/plain" }
+          {
+            content: { $case: "data", value: { flight: "4821", seats: ["12A"] } },
+            metadata: {},
+            filename: "",
+            mediaType: "application/json"
+          },
+          {
+            content: { $case: "url", value: "https://example.com/t.pdf" },
+            metadata: {},
+            filename: "t.pdf",
+            mediaType: "application/pdf"
+          },
+          {
+            content: { $case: "raw", value: Buffer.from("window") },
+            metadata: {},
+            filename: "note.txt",
+            mediaType: "text/plain"
+          }
         ]
       })
       expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
@@ -115,24 +161,36 @@ describe("AgentExecutor", () => {
       expect(message.referenceTaskIds).toEqual(["earlier"])
       expect(message.messageId).toBe(opening!.sdkMessage.messageId)
       expect(opening).toMatchObject({ taskId: first.id, contextId: "trip-42" })
-      expect(followUp).toMatchObject({ taskId: first.id, contextId: "trip-42", message: { metadata: {}, referenceTaskIds: [] } })
+      expect(followUp).toMatchObject({
+        taskId: first.id,
+        contextId: "trip-42",
+        message: { metadata: {}, referenceTaskIds: [] }
+      })
       expect(Part.textOf(followUp!.message.parts)).toBe("seat 12A")
       expect(Option.isNone(opening!.task) && Option.isNone(opening!.sdkTask)).toBe(true)
       // The task it continues, in our types: the state is our name, not the SDK's number.
       const task = Option.getOrThrow(followUp!.task)
-      expect(task).toMatchObject({ id: first.id, contextId: "trip-42", state: "InputRequired", artifacts: [], metadata: {} })
+      expect(task).toMatchObject({
+        id: first.id,
+        contextId: "trip-42",
+        state: "InputRequired",
+        artifacts: [],
+        metadata: {}
+      })
       expect(Option.map(task.statusMessage, (m) => [m.role, m.parts])).toEqual(
         Option.some(["Agent", [Part.TextPart.make({ text: "which seat?" })]])
       )
       expect(task.history.map((m) => [m.role, m.messageId])).toContainEqual(["User", opening!.sdkMessage.messageId])
       expect(task.history.find((m) => m.role === "User")?.parts).toEqual(message.parts)
       // The SDK's shape only under its own name.
-      expect(Option.map(followUp!.sdkTask, (t) => [t.id, t.status?.state])).toEqual(Option.some([first.id, TaskState.TASK_STATE_INPUT_REQUIRED]))
+      expect(Option.map(followUp!.sdkTask, (t) => [t.id, t.status?.state])).toEqual(
+        Option.some([first.id, TaskState.TASK_STATE_INPUT_REQUIRED])
+      )
     }))
 
   it.scopedLive("every ending reaches a raw SDK client", () =>
     withServer({}, (server) =>
-      Effect.gen(function* () {
+      Effect.gen(function*() {
         const client = yield* makeClient(server.url)
         const completed = yield* send(client, "complete")
         expect(completed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
@@ -156,11 +214,10 @@ describe("AgentExecutor", () => {
           expect(failed.status?.state).toBe(TaskState.TASK_STATE_FAILED)
           expect(textOf(failed)).toMatch(failedText)
         }
-      })
-    ))
+      })))
 
   it.scopedLive("beforeExecute true cancels before the agent runs; a failing hook fails with an error id", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const refused = yield* A2AServer.make({
         agent: agent(),
         card,
@@ -197,7 +254,7 @@ describe("AgentExecutor", () => {
     }))
 
   it.scopedLive("failureHints adds the suffix and the metadata our FailureHint decodes", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({
         agent: agent(),
         card,
@@ -215,11 +272,19 @@ describe("AgentExecutor", () => {
       )
       const hint = FailureHint.fromMetadata(failed.status?.message?.metadata)
       expect(hint).toEqual(
-        Option.some(FailureHint.FailureHint.make({ errorId: Option.getOrThrow(errorId), retryable: false, contact: "payments-oncall" }))
+        Option.some(
+          FailureHint.FailureHint.make({
+            errorId: Option.getOrThrow(errorId),
+            retryable: false,
+            contact: "payments-oncall"
+          })
+        )
       )
       const died = yield* send(client, "die")
       expect(textOf(died)).toMatch(/ \[retryable=true\]$/)
-      expect(Option.map(FailureHint.fromMetadata(died.status?.message?.metadata), (h) => h.retryable)).toEqual(Option.some(true))
+      expect(Option.map(FailureHint.fromMetadata(died.status?.message?.metadata), (h) => h.retryable)).toEqual(
+        Option.some(true)
+      )
       // Other endings pass through untouched.
       const completed = yield* send(client, "complete")
       expect(textOf(completed)).toBe("done")
@@ -227,20 +292,24 @@ describe("AgentExecutor", () => {
 
   it.scopedLive("a typed error without a message is logged with its fields, under the error id", () => {
     const logs = captureLogs()
-    return Effect.gen(function* () {
+    return Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: agent(), card })
       const failed = yield* send(yield* makeClient(server.url), "pool")
       expect(textOf(failed)).toMatch(failedText)
       const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
-      const line = logs.lines.find((l) => l.message === `Runner failed to execute [error_id=${errorId}]` && l.annotations.errorId === errorId)
-      expect(String(line?.annotations.cause)).toContain('"_tag":"PoolExhausted","pool":"payments-db","inUse":20')
+      const line = logs.lines.find((l) =>
+        l.message === `Runner failed to execute [error_id=${errorId}]` && l.annotations.errorId === errorId
+      )
+      expect(String(line?.annotations.cause)).toContain(
+        "\"_tag\":\"PoolExhausted\",\"pool\":\"payments-db\",\"inUse\":20"
+      )
       expect(textOf(failed)).not.toContain("payments-db")
     }).pipe(Effect.provide(logs.layer))
   })
 
   it.scopedLive("a failing afterExecute keeps the original status and logs the hook failure with the error id", () => {
     const logs = captureLogs()
-    return Effect.gen(function* () {
+    return Effect.gen(function*() {
       const server = yield* A2AServer.make({
         agent: agent(),
         card,
@@ -250,7 +319,9 @@ describe("AgentExecutor", () => {
       const failed = yield* send(client, "fail")
       const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
       expect(textOf(failed)).toMatch(failedText)
-      const hookLine = logs.lines.find((line) => line.message.includes("afterExecute") && line.annotations.errorId === errorId)
+      const hookLine = logs.lines.find((line) =>
+        line.message.includes("afterExecute") && line.annotations.errorId === errorId
+      )
       expect(String(hookLine?.annotations.cause)).toContain("hook exploded")
       const completed = yield* send(client, "complete")
       expect(completed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
@@ -261,15 +332,25 @@ describe("AgentExecutor", () => {
     const logs = captureLogs()
     const cyclic: Record<string, unknown> = { id: 1 }
     cyclic["self"] = cyclic
-    const outputs: Record<string, readonly [Effect.Effect<AgentExecutor.AgentResult, never, AgentExecutor.AgentProgress>, string, string]> = {
+    const outputs: Record<
+      string,
+      readonly [Effect.Effect<AgentExecutor.AgentResult, never, AgentExecutor.AgentProgress>, string, string]
+    > = {
       bigint: [
-        Effect.succeed(AgentExecutor.Completed({ parts: [Part.DataPart.make({ data: untyped({ total: 10n }) })], artifacts: [] })),
+        Effect.succeed(
+          AgentExecutor.Completed({ parts: [Part.DataPart.make({ data: untyped({ total: 10n }) })], artifacts: [] })
+        ),
         "result.parts[0].data.total",
         "a bigint"
       ],
       cycle: [
         Effect.succeed(AgentExecutor.completedText("ok", [
-          Part.Artifact.make({ artifactId: "a", name: "", description: "", parts: [Part.DataPart.make({ data: untyped([cyclic]) })] })
+          Part.Artifact.make({
+            artifactId: "a",
+            name: "",
+            description: "",
+            parts: [Part.DataPart.make({ data: untyped([cyclic]) })]
+          })
         ])),
         "result.artifacts[0].parts[0].data[0].self",
         "a reference to an enclosing value (a cycle)"
@@ -282,7 +363,14 @@ describe("AgentExecutor", () => {
       ],
       map: [
         Effect.as(
-          AgentExecutor.artifact(Part.Artifact.make({ artifactId: "a", name: "", description: "", parts: [Part.DataPart.make({ data: untyped(new Map()) })] })),
+          AgentExecutor.artifact(
+            Part.Artifact.make({
+              artifactId: "a",
+              name: "",
+              description: "",
+              parts: [Part.DataPart.make({ data: untyped(new Map()) })]
+            })
+          ),
           AgentExecutor.completedText("ok")
         ),
         "progress.artifact.parts[0].data",
@@ -290,12 +378,17 @@ describe("AgentExecutor", () => {
       ],
       // Looks like a plain object (a reactive one, say), but the store's structuredClone refused it: WORKING again.
       proxy: [
-        Effect.succeed(AgentExecutor.Completed({ parts: [Part.DataPart.make({ data: untyped({ seats: new Proxy({ free: 2 }, {}) }) })], artifacts: [] })),
+        Effect.succeed(
+          AgentExecutor.Completed({
+            parts: [Part.DataPart.make({ data: untyped({ seats: new Proxy({ free: 2 }, {}) }) })],
+            artifacts: []
+          })
+        ),
         "result.parts[0].data.seats",
         "a Proxy"
       ]
     }
-    return Effect.gen(function* () {
+    return Effect.gen(function*() {
       const byText: AgentExecutor.Agent = (request) => {
         return outputs[Part.textOf(request.message.parts)]![0]
       }
@@ -312,18 +405,21 @@ describe("AgentExecutor", () => {
         const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
         const line = logs.lines.find((line) => line.annotations.errorId === errorId)
         expect(line?.message).toBe(`Runner failed to execute [error_id=${errorId}]`)
-        expect(String(line?.annotations.cause)).toContain(`InvalidOutput: The agent's output is not JSON data at ${path}: ${found}`)
+        expect(String(line?.annotations.cause)).toContain(
+          `InvalidOutput: The agent's output is not JSON data at ${path}: ${found}`
+        )
       }
     }).pipe(Effect.provide(logs.layer))
   })
 
   it.scopedLive("an afterExecute hook whose status is not JSON data is a failing hook: the original status is kept", () => {
     const logs = captureLogs()
-    return Effect.gen(function* () {
+    return Effect.gen(function*() {
       const server = yield* A2AServer.make({
         agent: agent(),
         card,
-        afterExecute: (_, final) => Effect.succeed({ ...final, event: { ...final.event, metadata: { at: new Date(0) } } })
+        afterExecute: (_, final) =>
+          Effect.succeed({ ...final, event: { ...final.event, metadata: { at: new Date(0) } } })
       })
       const completed = yield* send(yield* makeClient(server.url), "complete")
       expect(completed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
@@ -335,10 +431,19 @@ describe("AgentExecutor", () => {
 
   it.scopedLive("an afterExecute that throws, returns a state that is not final, or runs too long keeps the original status", () => {
     const logs = captureLogs()
-    return Effect.gen(function* () {
+    return Effect.gen(function*() {
       const hooks: ReadonlyArray<readonly [AgentExecutor.Hooks["afterExecute"], string]> = [
-        [() => { throw new Error("hook threw") }, "hook threw"],
-        [(_, final) => Effect.succeed({ ...final, event: { ...final.event, status: { ...final.event.status!, state: TaskState.TASK_STATE_WORKING } } }), "TASK_STATE_WORKING, which is not final"],
+        [() => {
+          throw new Error("hook threw")
+        }, "hook threw"],
+        [
+          (_, final) =>
+            Effect.succeed({
+              ...final,
+              event: { ...final.event, status: { ...final.event.status!, state: TaskState.TASK_STATE_WORKING } }
+            }),
+          "TASK_STATE_WORKING, which is not final"
+        ],
         [() => Effect.never, "afterExecute did not finish within 200ms"]
       ]
       for (const [afterExecute, logged] of hooks) {
@@ -349,14 +454,16 @@ describe("AgentExecutor", () => {
         const failed = yield* send(client, "fail")
         expect(failed.status?.state).toBe(TaskState.TASK_STATE_FAILED)
         const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(textOf(failed)))
-        const hookLine = logs.lines.find((line) => line.message.includes("afterExecute") && line.annotations.errorId === errorId)
+        const hookLine = logs.lines.find((line) =>
+          line.message.includes("afterExecute") && line.annotations.errorId === errorId
+        )
         expect(String(hookLine?.annotations.cause)).toContain(logged)
       }
     }).pipe(Effect.provide(logs.layer))
   })
 
   it.live("a hanging afterExecute does not hold a cancel or a shutdown: the task ends, nothing stays WORKING", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const scope = yield* Scope.make()
       const server = yield* Scope.extend(
         A2AServer.make({ agent: agent(), card, afterExecute: () => Effect.never, shutdownTimeout: "200 millis" }),
@@ -364,9 +471,10 @@ describe("AgentExecutor", () => {
       )
       const client = yield* makeClient(server.url)
       const toCancel = yield* send(client, "complete", {}, true)
-      const canceled = yield* Effect.promise(() => client.cancelTask({ tenant: "", id: toCancel.id, metadata: {} })).pipe(
-        Effect.timeoutFail({ duration: "3 seconds", onTimeout: () => new Error("cancel waited for the hook") })
-      )
+      const canceled = yield* Effect.promise(() => client.cancelTask({ tenant: "", id: toCancel.id, metadata: {} }))
+        .pipe(
+          Effect.timeoutFail({ duration: "3 seconds", onTimeout: () => new Error("cancel waited for the hook") })
+        )
       expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
       const pending = yield* send(client, "complete", {}, true)
       // A run still in its agent when the shutdown comes is settled without the hook.
@@ -385,7 +493,7 @@ describe("AgentExecutor", () => {
     }))
 
   it.scopedLive("a second shutdown waits for the first instead of starting over with its own deadline", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({
         agent: () => Effect.as(Effect.sleep("400 millis"), AgentExecutor.completedText("done")),
         card
@@ -407,7 +515,7 @@ describe("AgentExecutor", () => {
     }))
 
   it.scopedLive("cancel: running task ends CANCELED, finished -32002, unknown -32001, message to FAILED -32004", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const started = yield* Deferred.make<void>()
       const server = yield* A2AServer.make({ agent: agent(started), card })
       const client = yield* makeClient(server.url)
@@ -444,7 +552,7 @@ describe("AgentExecutor", () => {
     }))
 
   it.scopedLive("cancel of a task waiting for input ends CANCELED; a follow-up turn runs the agent again", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: agent(), card })
       const client = yield* makeClient(server.url)
       const waiting = yield* send(client, "input")
@@ -456,7 +564,7 @@ describe("AgentExecutor", () => {
     }))
 
   it.scopedLive("a stream that pauses (auth or input required) ends", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: agent(), card })
       const client = yield* makeClient(server.url)
       // Every event until the server ends the stream; a stream left open fails the test instead of hanging it.
@@ -475,18 +583,22 @@ describe("AgentExecutor", () => {
     }))
 
   it.scopedLive("ADK_DEBUG_ERRORS (any case) appends the error name and message; a tagged error without one, its fields", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: agent(), card })
       const client = yield* makeClient(server.url)
       const failed = yield* send(client, "fail")
-      expect(textOf(failed)).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\): PaymentError: card 4111 declined$/)
+      expect(textOf(failed)).toMatch(
+        /^Agent execution failed\. \(error_id: [0-9a-f]{12}\): PaymentError: card 4111 declined$/
+      )
       const pool = yield* send(client, "pool")
-      expect(textOf(pool)).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\): PoolExhausted: \{"pool":"payments-db","inUse":20\}$/)
+      expect(textOf(pool)).toMatch(
+        /^Agent execution failed\. \(error_id: [0-9a-f]{12}\): PoolExhausted: \{"pool":"payments-db","inUse":20\}$/
+      )
     }).pipe(Effect.withConfigProvider(ConfigProvider.fromJson({ ADK_DEBUG_ERRORS: "TrUe" }))))
 
   it.scopedLive("debug detail in production fails the build unless allowed, which logs a warning", () => {
     const logs = captureLogs()
-    return Effect.gen(function* () {
+    return Effect.gen(function*() {
       const refused = yield* Effect.exit(A2AServer.make({ agent: agent(), card }))
       expect(Exit.isFailure(refused)).toBe(true)
       if (Exit.isFailure(refused)) {
@@ -505,7 +617,7 @@ describe("AgentExecutor", () => {
   })
 
   it.scopedLive("a stream dropped mid-run keeps every artifact of the run in the stored task", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const artifact = (artifactId: string) =>
         Part.Artifact.make({ artifactId, name: "", description: "", parts: [Part.TextPart.make({ text: artifactId })] })
       const stepwise: AgentExecutor.Agent = () =>
@@ -517,13 +629,21 @@ describe("AgentExecutor", () => {
       const server = yield* A2AServer.make({ agent: stepwise, card })
       // A caller that goes away after the first event, its socket closed.
       const taskId = yield* Effect.async<string>((resume) => {
-        const request = http.request(server.rpcUrl, { method: "POST", headers: { "content-type": "application/json", "A2A-Version": "1.0" } }, (response) => {
+        const request = http.request(server.rpcUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json", "A2A-Version": "1.0" }
+        }, (response) => {
           response.once("data", (chunk) => {
             request.destroy()
             resume(Effect.succeed(/"id":"([0-9a-f-]{36})"/.exec(String(chunk))?.[1] ?? ""))
           })
         })
-        const params = SendMessageRequest.toJSON({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} })
+        const params = SendMessageRequest.toJSON({
+          tenant: "",
+          message: userMessage("go"),
+          configuration: undefined,
+          metadata: {}
+        })
         request.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params }))
       })
       expect(taskId).not.toBe("")
@@ -536,7 +656,7 @@ describe("AgentExecutor", () => {
     }))
 
   it.scopedLive("a task never stays WORKING when its stream is dropped", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const release = yield* Deferred.make<void>()
       const server = yield* A2AServer.make({
         agent: () => Effect.as(Deferred.await(release), AgentExecutor.completedText("late")),
@@ -586,38 +706,47 @@ describe("AgentExecutor", () => {
   }
 
   it.scopedLive("on a slow store every progress status of a run is kept: the final state is not written ahead of them", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const { store } = flakyStore("2 millis")
       const steps: AgentExecutor.Agent = () =>
-        Effect.forEach(Array.from({ length: 60 }, (_, i) => i), (i) => AgentExecutor.status(`step ${i}`), { discard: true }).pipe(
+        Effect.forEach(Array.from({ length: 60 }, (_, i) => i), (i) => AgentExecutor.status(`step ${i}`), {
+          discard: true
+        }).pipe(
           Effect.as(AgentExecutor.completedText("done"))
         )
       const server = yield* A2AServer.make({ agent: steps, card, taskStore: store })
       const client = yield* makeClient(server.url)
       const answer = yield* send(client, "go")
-      const progress = (task: Task) => (task.history ?? []).filter((message) => JSON.stringify(message).includes("step ")).length
+      const progress = (task: Task) =>
+        (task.history ?? []).filter((message) => JSON.stringify(message).includes("step ")).length
       expect([answer.status?.state, progress(answer)]).toEqual([TaskState.TASK_STATE_COMPLETED, 60])
       const stored = yield* Effect.promise(() => client.getTask({ tenant: "", id: answer.id }))
       expect([stored.status?.state, progress(stored)]).toEqual([TaskState.TASK_STATE_COMPLETED, 60])
     }))
 
   it.scopedLive("a store that is down when a run ends is retried until it is back: the task ends, it does not stay WORKING", () =>
-    Effect.gen(function* () {
-      const { store, state, memory } = flakyStore(0)
+    Effect.gen(function*() {
+      const { memory, state, store } = flakyStore(0)
       const release = yield* Deferred.make<void>()
       const started = yield* Deferred.make<void>()
       const server = yield* A2AServer.make({
-        agent: () => Deferred.succeed(started, void 0).pipe(Effect.zipRight(Deferred.await(release)), Effect.as(AgentExecutor.completedText("kept"))),
+        agent: () =>
+          Deferred.succeed(started, void 0).pipe(
+            Effect.zipRight(Deferred.await(release)),
+            Effect.as(AgentExecutor.completedText("kept"))
+          ),
         card,
         taskStore: store
       })
       const client = yield* makeClient(server.url)
-      const answer = yield* Effect.fork(Effect.promise(() =>
-        client.sendMessage({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} }).then(
-          () => "answered",
-          () => "failed"
+      const answer = yield* Effect.fork(
+        Effect.promise(() =>
+          client.sendMessage({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} }).then(
+            () => "answered",
+            () => "failed"
+          )
         )
-      ))
+      )
       yield* Deferred.await(started)
       state.down = true
       yield* Deferred.succeed(release, void 0)
@@ -627,7 +756,18 @@ describe("AgentExecutor", () => {
       expect(yield* Fiber.join(answer)).toBe("failed")
       const context = new ServerCallContext({ user: new UnauthenticatedUser() })
       const tasks = yield* eventually(
-        Effect.promise(() => memory.list({ tenant: "", contextId: "", status: 0, pageSize: 10, pageToken: "", historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: false }, context)),
+        Effect.promise(() =>
+          memory.list({
+            tenant: "",
+            contextId: "",
+            status: 0,
+            pageSize: 10,
+            pageToken: "",
+            historyLength: 0,
+            statusTimestampAfter: undefined,
+            includeArtifacts: false
+          }, context)
+        ),
         (listed) => listed.tasks.length === 1 && listed.tasks[0]?.status?.state === TaskState.TASK_STATE_COMPLETED
       )
       expect(textOf(tasks.tasks[0])).toBe("kept")
@@ -637,8 +777,8 @@ describe("AgentExecutor", () => {
   // makes no store call after it. The final save it gave up on is logged with the task's ids.
   const shutdownWithStoreDown = (agent: AgentExecutor.Agent, bound: Duration.DurationInput) => {
     const logs = captureLogs()
-    return Effect.gen(function* () {
-      const { store, state } = flakyStore(0)
+    return Effect.gen(function*() {
+      const { state, store } = flakyStore(0)
       const after = { stopped: false, calls: 0 }
       const counted: TaskStore = {
         save: (task, context) => {
@@ -656,12 +796,16 @@ describe("AgentExecutor", () => {
         Scope.extend(scope),
         Effect.provide(logs.layer)
       )
-      const answer = yield* rpc(server.rpcUrl, "SendMessage", SendMessageRequest.toJSON({
-        tenant: "",
-        message: userMessage("go"),
-        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
-        metadata: {}
-      }))
+      const answer = yield* rpc(
+        server.rpcUrl,
+        "SendMessage",
+        SendMessageRequest.toJSON({
+          tenant: "",
+          message: userMessage("go"),
+          configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+          metadata: {}
+        })
+      )
       const taskId = (JSON.parse(answer.text) as { result: { task: { id: string } } }).result.task.id
       state.down = true
       yield* Effect.sleep("300 millis")
@@ -671,12 +815,16 @@ describe("AgentExecutor", () => {
       expect(Date.now() - started).toBeLessThan(Duration.toMillis(bound))
       yield* Effect.sleep("500 millis")
       expect(after.calls).toBe(0)
-      expect(logs.lines.find((line) => line.message.includes("before the server shut down"))?.annotations).toMatchObject({ taskId })
+      expect(logs.lines.find((line) => line.message.includes("before the server shut down"))?.annotations)
+        .toMatchObject({ taskId })
     })
   }
 
   it.live("a shutdown stops waiting for a store that is down at its deadline: no store call after it, the task's ids logged", () =>
-    shutdownWithStoreDown(() => Effect.as(Effect.sleep("100 millis"), AgentExecutor.completedText("done")), "3 seconds"))
+    shutdownWithStoreDown(
+      () => Effect.as(Effect.sleep("100 millis"), AgentExecutor.completedText("done")),
+      "3 seconds"
+    ))
 
   it.live("so does the final save of a run the shutdown could not interrupt, ended without it", () =>
     shutdownWithStoreDown(
@@ -685,7 +833,7 @@ describe("AgentExecutor", () => {
     ))
 
   it.scopedLive("a custom store that throws instead of rejecting does not hold the run: it ends within the usual wait", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const memory = new InMemoryTaskStore()
       let thrown = 0
       const store: TaskStore = {
@@ -699,8 +847,16 @@ describe("AgentExecutor", () => {
           return memory.save(task, context)
         }
       }
-      const server = yield* A2AServer.make({ agent: () => Effect.succeed(AgentExecutor.completedText("done")), card, taskStore: store })
-      yield* rpc(server.rpcUrl, "SendMessage", SendMessageRequest.toJSON({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} }))
+      const server = yield* A2AServer.make({
+        agent: () => Effect.succeed(AgentExecutor.completedText("done")),
+        card,
+        taskStore: store
+      })
+      yield* rpc(
+        server.rpcUrl,
+        "SendMessage",
+        SendMessageRequest.toJSON({ tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} })
+      )
       expect(thrown).toBe(1)
       // 200 checks 10 ms apart: well under the 30 s a run waits for a store call that never ends.
       yield* eventually(server.executor.running, (running) => running === 0)
@@ -708,10 +864,12 @@ describe("AgentExecutor", () => {
 
   it.scopedLive("leak property: no secret in any byte the client receives; the log line with the error id has it", () => {
     const logs = captureLogs()
-    return Effect.gen(function* () {
+    return Effect.gen(function*() {
       const secrets = new Map<string, Secret>()
       const server = yield* A2AServer.make({ agent: leakAgent(secrets), card })
-      const grpc = yield* Effect.promise(() => new ClientFactory({ transports: [new GrpcTransportFactory()] }).createFromUrl(server.url))
+      const grpc = yield* Effect.promise(() =>
+        new ClientFactory({ transports: [new GrpcTransportFactory()] }).createFromUrl(server.url)
+      )
       const samples = FastCheck.sample(secretArbitrary, 30)
       for (const sample of samples) {
         const token = crypto.randomUUID()
@@ -722,7 +880,12 @@ describe("AgentExecutor", () => {
         expect(task.status.state).toBe("TASK_STATE_FAILED")
         const streamed = yield* post(
           server.rpcUrl,
-          JSON.stringify({ jsonrpc: "2.0", id: 2, method: "SendStreamingMessage", params: { message: { ...message, messageId: crypto.randomUUID() } } }),
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: 2,
+            method: "SendStreamingMessage",
+            params: { message: { ...message, messageId: crypto.randomUUID() } }
+          }),
           { "A2A-Version": "1.0" }
         )
         expect(streamed.text).toContain("TASK_STATE_FAILED")
@@ -734,12 +897,18 @@ describe("AgentExecutor", () => {
         // The same over HTTP+JSON.
         const restUrl = server.urls["HTTP+JSON"]!
         const restMessage = (messageId: string) => JSON.stringify({ message: { ...message, messageId } })
-        const restSent = yield* post(`${restUrl}/message:send`, restMessage(crypto.randomUUID()), { "A2A-Version": "1.0" })
+        const restSent = yield* post(`${restUrl}/message:send`, restMessage(crypto.randomUUID()), {
+          "A2A-Version": "1.0"
+        })
         expect(JSON.parse(restSent.text).task.status.state).toBe("TASK_STATE_FAILED")
-        const restStreamed = yield* post(`${restUrl}/message:stream`, restMessage(crypto.randomUUID()), { "A2A-Version": "1.0" })
+        const restStreamed = yield* post(`${restUrl}/message:stream`, restMessage(crypto.randomUUID()), {
+          "A2A-Version": "1.0"
+        })
         expect(restStreamed.text).toContain("TASK_STATE_FAILED")
         const restFetched = yield* Effect.promise(() =>
-          fetch(`${restUrl}/tasks/${task.id}`, { headers: { "A2A-Version": "1.0" } }).then((response) => response.text())
+          fetch(`${restUrl}/tasks/${task.id}`, { headers: { "A2A-Version": "1.0" } }).then((response) =>
+            response.text()
+          )
         )
         expect(JSON.parse(restFetched).status.state).toBe("TASK_STATE_FAILED")
         // And over gRPC, through the SDK's client, every event of a stream included.
@@ -751,12 +920,25 @@ describe("AgentExecutor", () => {
           for await (const event of grpc.sendMessageStream(grpcMessage())) events.push(event)
           return events
         })
-        const grpcFetched = yield* Effect.promise(() => grpc.getTask({ tenant: "", id: task.id, historyLength: undefined }))
+        const grpcFetched = yield* Effect.promise(() =>
+          grpc.getTask({ tenant: "", id: task.id, historyLength: undefined })
+        )
         const grpcTexts = [grpcSent, grpcStreamed, grpcFetched].map((received) =>
           JSON.stringify(received, (_key, value) => typeof value === "bigint" ? String(value) : value)
         )
         expect(grpcTexts[1]).toContain("error_id")
-        for (const received of [blocking.text, streamed.text, fetched.text, legacy.text, restSent.text, restStreamed.text, restFetched, ...grpcTexts]) {
+        for (
+          const received of [
+            blocking.text,
+            streamed.text,
+            fetched.text,
+            legacy.text,
+            restSent.text,
+            restStreamed.text,
+            restFetched,
+            ...grpcTexts
+          ]
+        ) {
           expect(received).not.toContain(sample.secret)
         }
         const errorId = Option.getOrThrow(RemoteOutcome.extractErrorId(task.status.message.parts[0].text))
@@ -769,7 +951,7 @@ describe("AgentExecutor", () => {
   })
 
   it.scopedLive("with debug detail on, the error name and message do reach the client", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const secrets = new Map<string, Secret>()
       const server = yield* A2AServer.make({ agent: leakAgent(secrets), card })
       const client = yield* makeClient(server.url)
@@ -779,7 +961,8 @@ describe("AgentExecutor", () => {
         const failed = yield* send(client, token)
         const text = textOf(failed)
         expect(text).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]{12}\): /)
-        const expectedName = { message: "PaymentError", nested: "Error", defect: "Error", parse: "ParseError" }[sample.kind]
+        const expectedName =
+          { message: "PaymentError", nested: "Error", defect: "Error", parse: "ParseError" }[sample.kind]
         expect(text).toContain(`: ${expectedName}: `)
         if (sample.kind !== "nested") expect(text).toContain(sample.secret)
       }
@@ -812,9 +995,14 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
   }
 
   it.scoped("an agent that never waits has its final status out when execute returns, as a plain SDK executor has", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const executor = yield* AgentExecutor.make(agent())
-      for (const [text, final] of [["echo", TaskState.TASK_STATE_COMPLETED], ["fail", TaskState.TASK_STATE_FAILED]] as const) {
+      for (
+        const [text, final] of [["echo", TaskState.TASK_STATE_COMPLETED], [
+          "fail",
+          TaskState.TASK_STATE_FAILED
+        ]] as const
+      ) {
         const { bus, states } = recording()
         const done = executor.execute(contextFor(text), bus)
         // Nothing awaited yet: both events were published within the call.
@@ -824,8 +1012,10 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
     }))
 
   it.scopedLive("an agent that waits ends the same way, after execute has returned", () =>
-    Effect.gen(function* () {
-      const executor = yield* AgentExecutor.make(() => Effect.as(Effect.sleep("5 millis"), AgentExecutor.completedText("later")))
+    Effect.gen(function*() {
+      const executor = yield* AgentExecutor.make(() =>
+        Effect.as(Effect.sleep("5 millis"), AgentExecutor.completedText("later"))
+      )
       const { bus, states } = recording()
       const done = executor.execute(contextFor("echo"), bus)
       expect(states()).toEqual([TaskState.TASK_STATE_WORKING])
@@ -834,11 +1024,11 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
     }))
 
   it.scoped("with Effect's default tracer the agent runs in the run's span, a child of the caller's named by traceparent", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       let seen: Tracer.Span | undefined
       let inner: Tracer.Span | undefined
       const executor = yield* AgentExecutor.make(() =>
-        Effect.gen(function* () {
+        Effect.gen(function*() {
           seen = yield* Effect.currentSpan
           inner = yield* Effect.currentSpan.pipe(Effect.withSpan("agent.step"))
           return AgentExecutor.completedText("traced")
@@ -855,22 +1045,27 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
     }))
 
   it.scoped("under a handler that keeps a paused task's bus open, a cancel ends it CANCELED in its own context", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const executor = yield* AgentExecutor.make(agent(), { taskStore: new InMemoryTaskStore() })
       // The SDK's default: paused tasks' buses stay open, and a cancel reaches the executor.
       const handler = new DefaultRequestHandler(cardFor("http://127.0.0.1/unused"), executor.taskStore!, executor)
       const context = new ServerCallContext()
       const paused = (yield* Effect.promise(() =>
-        handler.sendMessage({ tenant: "", message: userMessage("input"), configuration: undefined, metadata: {} }, context)
+        handler.sendMessage(
+          { tenant: "", message: userMessage("input"), configuration: undefined, metadata: {} },
+          context
+        )
       )) as Task
       expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-      const canceled = yield* Effect.promise(() => handler.cancelTask({ tenant: "", id: paused.id, metadata: {} }, context))
+      const canceled = yield* Effect.promise(() =>
+        handler.cancelTask({ tenant: "", id: paused.id, metadata: {} }, context)
+      )
       expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
       expect(canceled.status?.message?.contextId).toBe(paused.contextId)
     }))
 
   it.scopedLive("the watch for a cancel from another replica survives a store that throws, and ends with the run", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const inner = new InMemoryTaskStore()
       let loads = 0
       let throwing = false
@@ -903,4 +1098,3 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
       expect(loads).toBe(after)
     }))
 })
-

@@ -48,7 +48,9 @@ const sendWith = (client: Client, headers: Record<string, string>) =>
 
 const publicCard = (url: string, version?: string) =>
   Effect.promise(() =>
-    fetch(`${url}${A2AServer.cardPath}`, { headers: version === undefined ? {} : { "A2A-Version": version } }).then((r) => r.json())
+    fetch(`${url}${A2AServer.cardPath}`, { headers: version === undefined ? {} : { "A2A-Version": version } }).then((
+      r
+    ) => r.json())
   )
 
 /**
@@ -85,9 +87,15 @@ describe("apiKey", () => {
         _tag: "Right",
         right: { id: "billing", name: "billing" }
       })
-      expect(yield* check(authenticate, { "x-api-key": searchKey })).toMatchObject({ _tag: "Right", right: { id: "search" } })
+      expect(yield* check(authenticate, { "x-api-key": searchKey })).toMatchObject({
+        _tag: "Right",
+        right: { id: "search" }
+      })
       const custom = Authentication.apiKey({ keys, header: "X-Agent-Key" })
-      expect(yield* check(custom, { "x-agent-key": searchKey })).toMatchObject({ _tag: "Right", right: { id: "search" } })
+      expect(yield* check(custom, { "x-agent-key": searchKey })).toMatchObject({
+        _tag: "Right",
+        right: { id: "search" }
+      })
       expect((yield* refusal(custom, { "x-api-key": searchKey })).reason).toBe("MissingCredentials")
     }))
 
@@ -115,15 +123,20 @@ describe("apiKey", () => {
 
   it.effect("the table from Config: Config.hashMap(Config.redacted()), caller ids with underscores kept", () =>
     Effect.gen(function*() {
-      const fromConfig = yield* Config.map(Config.hashMap(Config.redacted(), "A2A_API_KEYS"), (table) =>
-        Authentication.apiKey({ keys: table })).pipe(
-          // As ConfigProvider.fromEnv({ pathDelim: "__" }) reads A2A_API_KEYS__billing: with "_", the name's own would split it.
-          Effect.withConfigProvider(ConfigProvider.fromMap(
-            new Map([["A2A_API_KEYS__billing", billingKey], ["A2A_API_KEYS__search_eu", searchKey]]),
-            { pathDelim: "__" }
-          ))
-        )
-      expect(yield* check(fromConfig, { "x-api-key": searchKey })).toMatchObject({ _tag: "Right", right: { id: "search_eu" } })
+      const fromConfig = yield* Config.map(
+        Config.hashMap(Config.redacted(), "A2A_API_KEYS"),
+        (table) => Authentication.apiKey({ keys: table })
+      ).pipe(
+        // As ConfigProvider.fromEnv({ pathDelim: "__" }) reads A2A_API_KEYS__billing: with "_", the name's own would split it.
+        Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([["A2A_API_KEYS__billing", billingKey], ["A2A_API_KEYS__search_eu", searchKey]]),
+          { pathDelim: "__" }
+        ))
+      )
+      expect(yield* check(fromConfig, { "x-api-key": searchKey })).toMatchObject({
+        _tag: "Right",
+        right: { id: "search_eu" }
+      })
       expect((yield* refusal(fromConfig, { "x-api-key": "nope" })).reason).toBe("InvalidCredentials")
     }))
 
@@ -132,7 +145,10 @@ describe("apiKey", () => {
       [{ keys: {} }, /table of keys is empty/],
       [{ keys: { billing: Redacted.make("") } }, /key of caller "billing" is empty/],
       [{ keys: [["", billingKey]] }, /caller id is empty/],
-      [{ keys: { billing: billingKey, search: Redacted.make(billingKey) } }, /callers "billing" and "search" have the same key/],
+      [
+        { keys: { billing: billingKey, search: Redacted.make(billingKey) } },
+        /callers "billing" and "search" have the same key/
+      ],
       [{ keys, header: " " }, /header name is empty/]
     ]
     for (const [options, message] of cases) {
@@ -149,7 +165,10 @@ describe("apiKey", () => {
   })
 
   it("the scheme: an apiKeySecurityScheme on the header, required, and an ApiKey challenge", () => {
-    expect(Authentication.apiKey({ keys, header: "X-Agent-Key", schemeName: "agentKey", description: "one per caller" }).scheme)
+    expect(
+      Authentication.apiKey({ keys, header: "X-Agent-Key", schemeName: "agentKey", description: "one per caller" })
+        .scheme
+    )
       .toEqual({
         securitySchemes: {
           agentKey: {
@@ -177,7 +196,9 @@ describe("apiKey", () => {
         expect(refused._tag).toBe("Left")
         expect(refused._tag === "Left" ? refused.left : "").toMatch(/Status: 401/)
       }
-      yield* expectDeclared(server.url, authenticate.scheme!, { apiKey: { type: "apiKey", in: "header", name: "X-API-Key" } })
+      yield* expectDeclared(server.url, authenticate.scheme!, {
+        apiKey: { type: "apiKey", in: "header", name: "X-API-Key" }
+      })
     }))
 
   it.scopedLive("end to end from Config: A2AServer.layerConfig with the table from the environment", () =>
@@ -186,9 +207,14 @@ describe("apiKey", () => {
         agent: Config.succeed(echo),
         card: { name: Config.succeed("authn-config"), description: Config.succeed("from Config") },
         port: Config.succeed(0),
-        authenticate: Config.map(Config.hashMap(Config.redacted(), "A2A_API_KEYS"), (table) => Authentication.apiKey({ keys: table }))
+        authenticate: Config.map(
+          Config.hashMap(Config.redacted(), "A2A_API_KEYS"),
+          (table) => Authentication.apiKey({ keys: table })
+        )
       })).pipe(
-        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["A2A_API_KEYS__search", searchKey]]), { pathDelim: "__" }))
+        Effect.withConfigProvider(
+          ConfigProvider.fromMap(new Map([["A2A_API_KEYS__search", searchKey]]), { pathDelim: "__" })
+        )
       )
       const server = yield* Effect.provide(A2AServer.A2AServer, Layer.succeedContext(context))
       const client = yield* makeClient(server.url)
@@ -270,11 +296,23 @@ describe("jwt", () => {
       expect(yield* check(twoIssuers, { authorization: `Bearer ${otherAlice}` })).toMatchObject({
         right: { id: "https://other.test/ alice" }
       })
-      const custom = Authentication.jwt({ ...options, keys: jwks, callerOf: (payload) => ({ id: `user:${payload.sub}`, name: "x" }) })
-      expect(yield* check(custom, { authorization: `Bearer ${unnamed}` })).toMatchObject({ _tag: "Right", right: { id: "user:bob" } })
+      const custom = Authentication.jwt({
+        ...options,
+        keys: jwks,
+        callerOf: (payload) => ({ id: `user:${payload.sub}`, name: "x" })
+      })
+      expect(yield* check(custom, { authorization: `Bearer ${unnamed}` })).toMatchObject({
+        _tag: "Right",
+        right: { id: "user:bob" }
+      })
       expect(authenticate.scheme).toEqual({
         securitySchemes: {
-          bearer: { scheme: { $case: "httpAuthSecurityScheme", value: { scheme: "Bearer", bearerFormat: "JWT", description: "" } } }
+          bearer: {
+            scheme: {
+              $case: "httpAuthSecurityScheme",
+              value: { scheme: "Bearer", bearerFormat: "JWT", description: "" }
+            }
+          }
         },
         securityRequirements: [{ schemes: { bearer: { list: [] } } }],
         challenge: "Bearer realm=\"a2a\""
@@ -292,7 +330,11 @@ describe("jwt", () => {
       const cases: ReadonlyArray<readonly [string, string, RegExp]> = [
         ["expired", yield* sign(rsa.privateKey, rs, { exp: now - 60 }), /^ERR_JWT_EXPIRED exp/],
         ["audience", yield* sign(rsa.privateKey, rs, { aud: "someone-else" }), /^ERR_JWT_CLAIM_VALIDATION_FAILED aud/],
-        ["issuer", yield* sign(rsa.privateKey, rs, { iss: "https://evil.test/" }), /^ERR_JWT_CLAIM_VALIDATION_FAILED iss/],
+        [
+          "issuer",
+          yield* sign(rsa.privateKey, rs, { iss: "https://evil.test/" }),
+          /^ERR_JWT_CLAIM_VALIDATION_FAILED iss/
+        ],
         ["alg none", `${base64url({ alg: "none", typ: "JWT" })}.${payload}.`, /^ERR_JOSE_ALG_NOT_ALLOWED/],
         [
           "HS256 with the public key",
@@ -300,7 +342,11 @@ describe("jwt", () => {
           /^ERR_JOSE_ALG_NOT_ALLOWED/
         ],
         ["another key", yield* sign(other.privateKey, rs), /^ERR_JWS_SIGNATURE_VERIFICATION_FAILED/],
-        ["signature of another payload", `${valid.split(".")[0]}.${base64url({ sub: "root" })}.${signature}`, /^ERR_JWS_SIGNATURE_VERIFICATION_FAILED/],
+        [
+          "signature of another payload",
+          `${valid.split(".")[0]}.${base64url({ sub: "root" })}.${signature}`,
+          /^ERR_JWS_SIGNATURE_VERIFICATION_FAILED/
+        ],
         ["unknown kid", yield* sign(rsa.privateKey, { alg: "RS256", kid: "rsa-9" }), /^ERR_JWKS_NO_MATCHING_KEY/],
         ["malformed", "not.a.jwt", /^ERR_JWS_INVALID/],
         ["no sub", yield* sign(rsa.privateKey, rs, { sub: undefined }), /names no caller/],
@@ -332,7 +378,10 @@ describe("jwt", () => {
       const served = yield* listen((_req, res) => json(res, 200, jwks))
       const remote = Authentication.jwt({ ...options, jwks: `${served.url}/jwks.json` })
       const token = yield* sign(rsa.privateKey, { alg: "RS256", kid: "rsa-1" })
-      expect(yield* check(remote, { authorization: `Bearer ${token}` })).toMatchObject({ _tag: "Right", right: { id: "alice" } })
+      expect(yield* check(remote, { authorization: `Bearer ${token}` })).toMatchObject({
+        _tag: "Right",
+        right: { id: "alice" }
+      })
       expect(served.requests()).toBe(1)
 
       const unreachable = Authentication.jwt({ ...options, jwks: `${yield* closedPort}/jwks.json` })
@@ -376,6 +425,8 @@ describe("jwt", () => {
         expect(refused._tag).toBe("Left")
         expect(refused._tag === "Left" ? refused.left : "").toMatch(/Status: 401/)
       }
-      yield* expectDeclared(server.url, authenticate.scheme!, { bearer: { type: "http", scheme: "Bearer", bearerFormat: "JWT" } })
+      yield* expectDeclared(server.url, authenticate.scheme!, {
+        bearer: { type: "http", scheme: "Bearer", bearerFormat: "JWT" }
+      })
     }))
 })

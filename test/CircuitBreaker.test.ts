@@ -54,8 +54,11 @@ const remote = (calls: Ref.Ref<number>, result: Result): Effect.Effect<string, A
 }
 
 const rejection = <A, E, R>(effect: Effect.Effect<A, E | CircuitBreaker.CircuitOpen, R>) =>
-  Effect.flatMap(Effect.flip(effect), (error) =>
-    error instanceof CircuitBreaker.CircuitOpen ? Effect.succeed(error) : Effect.dieMessage(`not rejected: ${error}`))
+  Effect.flatMap(
+    Effect.flip(effect),
+    (error) =>
+      error instanceof CircuitBreaker.CircuitOpen ? Effect.succeed(error) : Effect.dieMessage(`not rejected: ${error}`)
+  )
 
 const metricsOf = (agent: string) =>
   Effect.all({
@@ -89,7 +92,10 @@ describe("CircuitBreaker", () => {
   it.effect("a wall clock stepped back restarts the open duration instead of stretching it", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(10_000_000)
-      const breaker = yield* CircuitBreaker.make(freshAgent(), { trip: CircuitBreaker.consecutiveFailures(1), openDuration: "30 seconds" })
+      const breaker = yield* CircuitBreaker.make(freshAgent(), {
+        trip: CircuitBreaker.consecutiveFailures(1),
+        openDuration: "30 seconds"
+      })
       const calls = yield* Ref.make(0)
       yield* Effect.flip(breaker.protect(remote(calls, "fail")))
       // An NTP correction moves the clock an hour back.
@@ -346,7 +352,8 @@ describe("CircuitBreaker", () => {
         trip: CircuitBreaker.consecutiveFailures(1),
         openDuration: "1 second",
         // Reads a field that an unexpected success does not have.
-        isFailure: (exit) => Exit.isFailure(exit) || (exit.value as { readonly status: { readonly ok: boolean } }).status.ok === false
+        isFailure: (exit) =>
+          Exit.isFailure(exit) || (exit.value as { readonly status: { readonly ok: boolean } }).status.ok === false
       })
       yield* Effect.exit(breaker.protect(Effect.fail(clientError("ConnectionRefused"))))
       yield* TestClock.adjust("1 second")
@@ -380,7 +387,12 @@ describe("CircuitBreaker", () => {
         // A server that sheds load refuses, and is as good as down for now.
         new A2AClientError({ ...clientError("HttpStatus", 429), delivery: "Refused" }),
         // The same on gRPC: RESOURCE_EXHAUSTED is its 429, UNKNOWN and INTERNAL its 5xx.
-        new A2AClientError({ ...clientError("HttpStatus"), transport: "GRPC", grpcStatus: "RESOURCE_EXHAUSTED", delivery: "Refused" }),
+        new A2AClientError({
+          ...clientError("HttpStatus"),
+          transport: "GRPC",
+          grpcStatus: "RESOURCE_EXHAUSTED",
+          delivery: "Refused"
+        }),
         new A2AClientError({ ...clientError("HttpStatus"), transport: "GRPC", grpcStatus: "UNKNOWN" }),
         new A2AClientError({ ...clientError("ProtocolError"), transport: "GRPC", grpcStatus: "INTERNAL", code: -32603 })
       ],
@@ -390,11 +402,26 @@ describe("CircuitBreaker", () => {
   it.effect("a refusal other than 429 does not trip: the remote answered and is up", () =>
     Effect.forEach(
       [
-        new A2AClientError({ ...clientError("ProtocolError"), delivery: "Refused", code: -32004, protocolError: "UnsupportedOperation" }),
+        new A2AClientError({
+          ...clientError("ProtocolError"),
+          delivery: "Refused",
+          code: -32004,
+          protocolError: "UnsupportedOperation"
+        }),
         // A server shutting down refuses with 503 before anything runs.
-        new A2AClientError({ ...clientError("ProtocolError", 503), delivery: "Refused", code: -32004, protocolError: "UnsupportedOperation" }),
+        new A2AClientError({
+          ...clientError("ProtocolError", 503),
+          delivery: "Refused",
+          code: -32004,
+          protocolError: "UnsupportedOperation"
+        }),
         new A2AClientError({ ...clientError("HttpStatus", 404), delivery: "Refused" }),
-        new A2AClientError({ ...clientError("HttpStatus"), transport: "GRPC", grpcStatus: "PERMISSION_DENIED", delivery: "Refused" })
+        new A2AClientError({
+          ...clientError("HttpStatus"),
+          transport: "GRPC",
+          grpcStatus: "PERMISSION_DENIED",
+          delivery: "Refused"
+        })
       ],
       (error) => Effect.map(stateAfter(error), (state) => expect(state).toBe("Closed"))
     ))
@@ -613,10 +640,12 @@ describe("CircuitBreaker properties", () => {
           const invoked = (yield* Ref.get(calls)) - before
           if (expected.admitted) {
             expect(invoked).toBe(1)
-            expect(Exit.isFailure(exit) && Exit.causeOption(exit).pipe(
-              Option.flatMap((cause) => cause._tag === "Fail" ? Option.some(cause.error) : Option.none()),
-              Option.exists((error) => error instanceof CircuitBreaker.CircuitOpen)
-            )).toBe(false)
+            expect(
+              Exit.isFailure(exit) && Exit.causeOption(exit).pipe(
+                Option.flatMap((cause) => cause._tag === "Fail" ? Option.some(cause.error) : Option.none()),
+                Option.exists((error) => error instanceof CircuitBreaker.CircuitOpen)
+              )
+            ).toBe(false)
           } else {
             rejections++
             expect(invoked).toBe(0)
@@ -685,8 +714,10 @@ describe("CircuitBreaker properties", () => {
             const invoked = yield* Ref.make(false)
             const exit = yield* Effect.exit(breaker.protect(probe(result, yields, invoked)))
             const rejected = Exit.isFailure(exit) &&
-              Option.exists(Exit.causeOption(exit), (cause) =>
-                cause._tag === "Fail" && cause.error instanceof CircuitBreaker.CircuitOpen)
+              Option.exists(
+                Exit.causeOption(exit),
+                (cause) => cause._tag === "Fail" && cause.error instanceof CircuitBreaker.CircuitOpen
+              )
             return { rejected, invoked: yield* Ref.get(invoked) }
           }), { concurrency: "unbounded" })
 
@@ -730,8 +761,15 @@ describe("CircuitBreaker properties", () => {
           calls,
           ({ result, yields }) =>
             breaker.protect(
-              Effect.zipRight(Effect.forEach(Array.from({ length: yields }), () => Effect.yieldNow()), remote(invocations, result))
-            ).pipe(Effect.flip, Effect.map((e) => e instanceof CircuitBreaker.CircuitOpen), Effect.orElseSucceed(() => false)),
+              Effect.zipRight(
+                Effect.forEach(Array.from({ length: yields }), () => Effect.yieldNow()),
+                remote(invocations, result)
+              )
+            ).pipe(
+              Effect.flip,
+              Effect.map((e) => e instanceof CircuitBreaker.CircuitOpen),
+              Effect.orElseSucceed(() => false)
+            ),
           { concurrency: "unbounded" }
         )
         const rejections = outcomes.filter((rejected) => rejected).length

@@ -64,7 +64,18 @@ const cli = (
   })
 
 const decodeReport = Schema.decodeUnknownSync(Cli.ProbeReport, { onExcessProperty: "error" })
-const reportKeys = ["channel", "transport", "outcome", "reason", "delivery", "status", "taskId", "contextId", "errorId", "text"]
+const reportKeys = [
+  "channel",
+  "transport",
+  "outcome",
+  "reason",
+  "delivery",
+  "status",
+  "taskId",
+  "contextId",
+  "errorId",
+  "text"
+]
 
 /** `probe --json`: exactly one JSON object on stdout, with exactly the report's keys. */
 const probeJson = async (url: string, text?: string, transport?: string, extra: ReadonlyArray<string> = []) => {
@@ -136,14 +147,18 @@ beforeAll(async () => {
   http500Url = peer.url
   const refusing = await Effect.runPromise(
     Scope.extend(
-      rawPeer((_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "still running" } })),
+      rawPeer((_req, res, body) =>
+        json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "still running" } })
+      ),
       scope
     )
   )
   refusingUrl = refusing.url
   closedUrl = await Effect.runPromise(closedPort)
   // The server logs each refusal as a warning: not these tests' concern.
-  const authenticated = await Effect.runPromise(Scope.extend(Logger.withMinimumLogLevel(serveAuthenticated, LogLevel.Error), scope))
+  const authenticated = await Effect.runPromise(
+    Scope.extend(Logger.withMinimumLogLevel(serveAuthenticated, LogLevel.Error), scope)
+  )
   authenticatedUrl = authenticated.server.url
 }, 30_000)
 
@@ -167,7 +182,8 @@ describe("the playground", () => {
       expect.stringMatching(/^GRPC 127\.0\.0\.1:\d+$/)
     ])
     expect(playground.printed[2]).not.toContain(`:${port}`)
-    const card = await (await fetch(`${playground.url}/.well-known/agent-card.json`, { headers: { "a2a-version": "1.0" } })).json()
+    const card =
+      await (await fetch(`${playground.url}/.well-known/agent-card.json`, { headers: { "a2a-version": "1.0" } })).json()
     const listed = card.supportedInterfaces.filter((i: { protocolVersion: string }) => i.protocolVersion === "1.0")
       .map((i: { protocolBinding: string; url: string }) => `${i.protocolBinding} ${i.url}`)
     expect(listed).toEqual(playground.printed)
@@ -225,17 +241,26 @@ describe("probe against the playground", () => {
     expect(report).toMatchObject({ channel: "Outcome", outcome: "AuthRequired", reason: null, delivery: null })
   })
 
-  it("--transport forces one: the call goes over it, and a card that does not offer it is NoCompatibleTransport, nothing sent", async () => {
-    for (const transport of ["GRPC", "HTTP+JSON"]) {
-      const { code, report } = await probeJson(playground.url, "fail over the wire", transport)
-      expect(code).toBe(5)
-      expect(report).toMatchObject({ channel: "Outcome", transport, outcome: "Failed", errorId: expect.stringMatching(/^[0-9a-f]{12}$/) })
-    }
-    const { code, report } = await probeJson(refusingUrl, "ping", "GRPC")
-    expect(code).toBe(3)
-    expect(report).toMatchObject({ channel: "CardResolution", transport: null, reason: "NoCompatibleTransport" })
-    expect(report.text).toContain("--transport GRPC was asked for; the card offers JSONRPC")
-  }, 60_000)
+  it(
+    "--transport forces one: the call goes over it, and a card that does not offer it is NoCompatibleTransport, nothing sent",
+    async () => {
+      for (const transport of ["GRPC", "HTTP+JSON"]) {
+        const { code, report } = await probeJson(playground.url, "fail over the wire", transport)
+        expect(code).toBe(5)
+        expect(report).toMatchObject({
+          channel: "Outcome",
+          transport,
+          outcome: "Failed",
+          errorId: expect.stringMatching(/^[0-9a-f]{12}$/)
+        })
+      }
+      const { code, report } = await probeJson(refusingUrl, "ping", "GRPC")
+      expect(code).toBe(3)
+      expect(report).toMatchObject({ channel: "CardResolution", transport: null, reason: "NoCompatibleTransport" })
+      expect(report.text).toContain("--transport GRPC was asked for; the card offers JSONRPC")
+    },
+    60_000
+  )
 
   it("card resolution failure: exit 3, Unreachable", async () => {
     const { code, report } = await probeJson(closedUrl)
@@ -260,7 +285,12 @@ describe("probe against the playground", () => {
   it("client error: a refusal (-32004 UnsupportedOperation), delivery Refused, exit 4", async () => {
     const { code, report } = await probeJson(refusingUrl)
     expect(code).toBe(4)
-    expect(report).toMatchObject({ channel: "ClientError", outcome: null, reason: "ProtocolError", delivery: "Refused" })
+    expect(report).toMatchObject({
+      channel: "ClientError",
+      outcome: null,
+      reason: "ProtocolError",
+      delivery: "Refused"
+    })
   })
 
   it("usage errors exit 2, with the help on stderr: unknown command, bad option value", async () => {
@@ -294,7 +324,11 @@ describe("find-error over the playground's JSON log", () => {
     expect(fromFiles.code, fromFiles.stderr).toBe(0)
     expect(fromStdin.code, fromStdin.stderr).toBe(0)
     // Exactly this failure's entry, once per source.
-    expect(found.map((entry) => entry.split("\n")[0]!.replace(/:\d+$/, ""))).toEqual([`--- ${logFile}`, `--- ${gzipped}`, "--- stdin"])
+    expect(found.map((entry) => entry.split("\n")[0]!.replace(/:\d+$/, ""))).toEqual([
+      `--- ${logFile}`,
+      `--- ${gzipped}`,
+      "--- stdin"
+    ])
     for (const entry of found) {
       // The message line itself names the id, as ADK Java writes it: a plain grep of a text log finds it.
       expect(entry).toContain(`ERROR Runner failed to execute [error_id=${errorId}]\n`)
@@ -312,7 +346,8 @@ const runHere = <E>(args: ReadonlyArray<string>, extra: ReadonlyArray<Command.Co
   Effect.runPromise(Effect.gen(function*() {
     const out: Array<string> = []
     const err: Array<string> = []
-    const into = (lines: Array<string>) => (...text: ReadonlyArray<unknown>) => Effect.sync(() => lines.push(text.join(" ")))
+    const into = (lines: Array<string>) => (...text: ReadonlyArray<unknown>) =>
+      Effect.sync(() => lines.push(text.join(" ")))
     const console = yield* Console.consoleWith(Effect.succeed)
     const code = yield* Cli.run(["node", "effect-a2a", ...args], { extra }).pipe(
       Effect.withConsole({ ...console, log: into(out), error: into(err) }),
@@ -328,7 +363,10 @@ const playgroundHere = (args: ReadonlyArray<string>) =>
     const out: Array<string> = []
     const console = yield* Console.consoleWith(Effect.succeed)
     yield* Cli.run(["node", "effect-a2a", "playground", "--port", "0", ...args]).pipe(
-      Effect.withConsole({ ...console, log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" "))) }),
+      Effect.withConsole({
+        ...console,
+        log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" ")))
+      }),
       Effect.provide(NodeContext.layer),
       Logger.withMinimumLogLevel(LogLevel.None),
       Effect.forkScoped
@@ -346,8 +384,11 @@ const playgroundHere = (args: ReadonlyArray<string>) =>
 describe("the pieces", () => {
   it("extra subcommands join the root; ExitCode and usage errors become the exit code", async () => {
     const ran: Array<string> = []
-    const extra = Command.make("extra", { fail: CliOptions.boolean("fail") }, ({ fail }) =>
-      fail ? Effect.fail(new Cli.ExitCode({ code: 7 })) : Effect.sync(() => ran.push("extra")))
+    const extra = Command.make(
+      "extra",
+      { fail: CliOptions.boolean("fail") },
+      ({ fail }) => fail ? Effect.fail(new Cli.ExitCode({ code: 7 })) : Effect.sync(() => ran.push("extra"))
+    )
     expect((await runHere(["extra"], [extra])).code).toBe(0)
     expect(ran).toEqual(["extra"])
     expect((await runHere(["extra", "--fail"], [extra])).code).toBe(7)
@@ -372,7 +413,7 @@ describe("the pieces", () => {
     expect(unreadable.stderr).toContain(`cannot read ${missing}`)
     expect(partly.stderr).toContain(`cannot read ${missing}`)
     expect(partly.stderr).not.toContain("no log entry")
-    expect(malformed.stderr).toContain('Invalid error-id "not-an-id"')
+    expect(malformed.stderr).toContain("Invalid error-id \"not-an-id\"")
   })
 
   it("find-error finds the ids of every known peer: twelve digits (ours, ADK Java's) and eight (ADK Python's)", async () => {
@@ -386,7 +427,10 @@ describe("the pieces", () => {
       { message: `Error handling A2A request [error_id=${adkPythonErrorId}]: card 4111 declined` },
       { message: `Runner failed to execute [error_id=${ours}]` },
       // Ids that start like ADK Python's but are longer.
-      { message: `Agent execution failed. (error_id: ${adkPythonErrorId}00)`, annotations: { errorId: `${adkPythonErrorId}0000` } }
+      {
+        message: `Agent execution failed. (error_id: ${adkPythonErrorId}00)`,
+        annotations: { errorId: `${adkPythonErrorId}0000` }
+      }
     ]
     fs.writeFileSync(file, lines.map((line) => JSON.stringify(line)).join("\n"))
     const [python, fromJava, fromUs, tooLong] = await Promise.all([
@@ -403,102 +447,139 @@ describe("the pieces", () => {
     expect(tooLong.stderr).toContain(`Invalid error-id "${adkPythonErrorId}00"`)
   })
 
-  it("playground --max-in-flight N sheds what is over N with 429 and Retry-After; a bound under 1 is a usage error", async () => {
-    const bad = await runHere(["playground", "--port", "0", "--max-in-flight", "0"])
-    expect(bad.code).toBe(2)
-    expect(bad.stderr).toContain("Invalid --max-in-flight 0")
-    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const { url } = yield* playgroundHere(["--max-in-flight", "1"])
-      const agent = yield* RemoteAgent.make({ name: "playground", url })
-      const slow = yield* Effect.fork(agent.send("sleep 3000"))
-      // Until the slow one holds the only place, a quick one may still get through: bounded tries.
-      let shed: A2AClientError.A2AClientError | undefined
-      for (let i = 0; i < 50 && shed === undefined; i++) {
-        const quick = yield* Effect.either(agent.send("complete quick"))
-        if (quick._tag === "Left") shed = quick.left
-        else yield* Effect.sleep("20 millis")
-      }
-      expect(shed).toMatchObject({ reason: "HttpStatus", status: 429, delivery: "Refused" })
-      expect(shed?.retryAfter && Duration.toMillis(shed.retryAfter)).toBe(1000)
-      expect((yield* Fiber.join(slow))._tag).toBe("Completed")
-    })))
-  }, 20_000)
+  it(
+    "playground --max-in-flight N sheds what is over N with 429 and Retry-After; a bound under 1 is a usage error",
+    async () => {
+      const bad = await runHere(["playground", "--port", "0", "--max-in-flight", "0"])
+      expect(bad.code).toBe(2)
+      expect(bad.stderr).toContain("Invalid --max-in-flight 0")
+      await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const { url } = yield* playgroundHere(["--max-in-flight", "1"])
+        const agent = yield* RemoteAgent.make({ name: "playground", url })
+        const slow = yield* Effect.fork(agent.send("sleep 3000"))
+        // Until the slow one holds the only place, a quick one may still get through: bounded tries.
+        let shed: A2AClientError.A2AClientError | undefined
+        for (let i = 0; i < 50 && shed === undefined; i++) {
+          const quick = yield* Effect.either(agent.send("complete quick"))
+          if (quick._tag === "Left") shed = quick.left
+          else yield* Effect.sleep("20 millis")
+        }
+        expect(shed).toMatchObject({ reason: "HttpStatus", status: 429, delivery: "Refused" })
+        expect(shed?.retryAfter && Duration.toMillis(shed.retryAfter)).toBe(1000)
+        expect((yield* Fiber.join(slow))._tag).toBe("Completed")
+      })))
+    },
+    20_000
+  )
 
-  it("playground --api-key NAME=KEY turns API keys on and says so, never printing a key; a malformed value is a usage error that does not repeat it", async () => {
-    const malformed = await Promise.all(
-      ["k-bare-9f3a", "=k-nameless-9f3a", "alice=", " =k-blank-9f3a"].map((value) => runHere(["playground", "--port", "0", "--api-key", value]))
-    )
-    const shared = await runHere(["playground", "--port", "0", "--api-key", "alice=k-same-9f3a", "--api-key", "bob=k-same-9f3a"])
-    for (const result of [...malformed, shared]) {
-      expect(result.code).toBe(2)
-      expect(result.stderr).toContain("Invalid --api-key")
-      expect(result.stderr).not.toMatch(/k-(bare|nameless|blank|same)-9f3a/)
-    }
-    expect(malformed[0]!.stderr).toContain("expected NAME=KEY")
-    expect(shared.stderr).toContain("callers \"alice\" and \"bob\" have the same key")
-
-    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const { out, url } = yield* playgroundHere(["--api-key", "alice=k-alice-51c2", "--api-key", "bob=k-bob-0d9e"])
-      expect(out).toContain("authentication on: API keys in X-API-Key, for alice, bob")
-      expect(out.join("\n")).not.toMatch(/k-(alice|bob)-/)
-      const post = (headers: Record<string, string>) =>
-        Effect.promise(() =>
-          fetch(`${url}/a2a/jsonrpc`, {
-            method: "POST",
-            headers: { "content-type": "application/json", "a2a-version": "1.0", ...headers },
-            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "none" } })
-          }).then(async (response) => ({ status: response.status, challenge: response.headers.get("www-authenticate") }))
+  it(
+    "playground --api-key NAME=KEY turns API keys on and says so, never printing a key; a malformed value is a usage error that does not repeat it",
+    async () => {
+      const malformed = await Promise.all(
+        ["k-bare-9f3a", "=k-nameless-9f3a", "alice=", " =k-blank-9f3a"].map((value) =>
+          runHere(["playground", "--port", "0", "--api-key", value])
         )
-      expect(yield* post({})).toEqual({ status: 401, challenge: "ApiKey header=\"X-API-Key\"" })
-      expect((yield* post({ "x-api-key": "k-bob-0d9e" })).status).toBe(200)
-      const card = yield* Effect.promise(() => fetch(`${url}/.well-known/agent-card.json`).then((response) => response.json()))
-      expect(card.security).toEqual([{ apiKey: [] }])
-    })))
-  }, 20_000)
-
-  it("playground serves push notifications; --allow-push-target 127.0.0.1 lets a local webhook in, which the SSRF guard otherwise refuses", async () => {
-    const bad = await runHere(["playground", "--port", "0", "--allow-push-target", "10.0.0.0/99"])
-    expect(bad.code).toBe(1)
-    expect(bad.stderr).toContain("allowPushTargets")
-    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const receiver = yield* PushReceiver.serve()
-      const strict = yield* playgroundHere([])
-      const refused = yield* Effect.flip((yield* RemoteAgent.make({ name: "strict", url: strict.url })).send("fail x", { push: receiver }))
-      expect(refused).toMatchObject({ reason: "ProtocolError", delivery: "Refused" })
-      const open = yield* playgroundHere(["--allow-push-target", "127.0.0.1"])
-      const agent = yield* RemoteAgent.make({ name: "open", url: open.url })
-      const outcome = yield* agent.send("fail db password is hunter2", { push: receiver })
-      expect(outcome._tag).toBe("Failed")
-      expect(outcome.text).not.toContain("hunter2")
-      expect(Option.isSome(yield* receiver.delivered(outcome.taskId))).toBe(true)
-    })))
-  }, 20_000)
-
-  it("playground --conformance serves the TCK's system under test; --require-extension makes its card require the TCK's extension", () =>
-    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const sut = yield* playgroundHere(["--conformance"])
-      expect(sut.out).toContain("serving the A2A TCK's system under test (--conformance)")
-      const message = { messageId: "tck-complete-task-1", role: "ROLE_USER", parts: [{ text: "hi" }] }
-      const answer = yield* Effect.promise(() =>
-        fetch(`${sut.url}/a2a/jsonrpc`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "a2a-version": "1.0" },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message } })
-        }).then((response) => response.json() as Promise<{ result?: { task?: { status?: { message?: unknown } } } }>)
       )
-      expect(answer.result?.task?.status?.message).toMatchObject({ parts: [{ text: "Hello from TCK" }] })
-      const required = yield* playgroundHere(["--conformance", "--require-extension"])
-      const card = yield* Effect.promise(() =>
-        fetch(`${required.url}/.well-known/agent-card.json`).then((response) => response.json() as Promise<{ capabilities: unknown }>)
-      )
-      expect(card.capabilities).toMatchObject({ extensions: [{ uri: "urn:a2a:tck:required-extension", required: true }] })
-    }))), 20_000)
+      const shared = await runHere([
+        "playground",
+        "--port",
+        "0",
+        "--api-key",
+        "alice=k-same-9f3a",
+        "--api-key",
+        "bob=k-same-9f3a"
+      ])
+      for (const result of [...malformed, shared]) {
+        expect(result.code).toBe(2)
+        expect(result.stderr).toContain("Invalid --api-key")
+        expect(result.stderr).not.toMatch(/k-(bare|nameless|blank|same)-9f3a/)
+      }
+      expect(malformed[0]!.stderr).toContain("expected NAME=KEY")
+      expect(shared.stderr).toContain("callers \"alice\" and \"bob\" have the same key")
+
+      await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const { out, url } = yield* playgroundHere(["--api-key", "alice=k-alice-51c2", "--api-key", "bob=k-bob-0d9e"])
+        expect(out).toContain("authentication on: API keys in X-API-Key, for alice, bob")
+        expect(out.join("\n")).not.toMatch(/k-(alice|bob)-/)
+        const post = (headers: Record<string, string>) =>
+          Effect.promise(() =>
+            fetch(`${url}/a2a/jsonrpc`, {
+              method: "POST",
+              headers: { "content-type": "application/json", "a2a-version": "1.0", ...headers },
+              body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "none" } })
+            }).then(async (response) => ({
+              status: response.status,
+              challenge: response.headers.get("www-authenticate")
+            }))
+          )
+        expect(yield* post({})).toEqual({ status: 401, challenge: "ApiKey header=\"X-API-Key\"" })
+        expect((yield* post({ "x-api-key": "k-bob-0d9e" })).status).toBe(200)
+        const card = yield* Effect.promise(() =>
+          fetch(`${url}/.well-known/agent-card.json`).then((response) => response.json())
+        )
+        expect(card.security).toEqual([{ apiKey: [] }])
+      })))
+    },
+    20_000
+  )
+
+  it(
+    "playground serves push notifications; --allow-push-target 127.0.0.1 lets a local webhook in, which the SSRF guard otherwise refuses",
+    async () => {
+      const bad = await runHere(["playground", "--port", "0", "--allow-push-target", "10.0.0.0/99"])
+      expect(bad.code).toBe(1)
+      expect(bad.stderr).toContain("allowPushTargets")
+      await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const receiver = yield* PushReceiver.serve()
+        const strict = yield* playgroundHere([])
+        const refused = yield* Effect.flip(
+          (yield* RemoteAgent.make({ name: "strict", url: strict.url })).send("fail x", { push: receiver })
+        )
+        expect(refused).toMatchObject({ reason: "ProtocolError", delivery: "Refused" })
+        const open = yield* playgroundHere(["--allow-push-target", "127.0.0.1"])
+        const agent = yield* RemoteAgent.make({ name: "open", url: open.url })
+        const outcome = yield* agent.send("fail db password is hunter2", { push: receiver })
+        expect(outcome._tag).toBe("Failed")
+        expect(outcome.text).not.toContain("hunter2")
+        expect(Option.isSome(yield* receiver.delivered(outcome.taskId))).toBe(true)
+      })))
+    },
+    20_000
+  )
+
+  it(
+    "playground --conformance serves the TCK's system under test; --require-extension makes its card require the TCK's extension",
+    () =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const sut = yield* playgroundHere(["--conformance"])
+        expect(sut.out).toContain("serving the A2A TCK's system under test (--conformance)")
+        const message = { messageId: "tck-complete-task-1", role: "ROLE_USER", parts: [{ text: "hi" }] }
+        const answer = yield* Effect.promise(() =>
+          fetch(`${sut.url}/a2a/jsonrpc`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "a2a-version": "1.0" },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message } })
+          }).then((response) => response.json() as Promise<{ result?: { task?: { status?: { message?: unknown } } } }>)
+        )
+        expect(answer.result?.task?.status?.message).toMatchObject({ parts: [{ text: "Hello from TCK" }] })
+        const required = yield* playgroundHere(["--conformance", "--require-extension"])
+        const card = yield* Effect.promise(() =>
+          fetch(`${required.url}/.well-known/agent-card.json`).then((response) =>
+            response.json() as Promise<{ capabilities: unknown }>
+          )
+        )
+        expect(card.capabilities).toMatchObject({
+          extensions: [{ uri: "urn:a2a:tck:required-extension", required: true }]
+        })
+      }))),
+    20_000
+  )
 
   it("probe: an agent URL that does not parse, or is not http or https, is a usage error naming it", async () => {
     const results = await Promise.all([runHere(["probe", "not-a-url"]), runHere(["probe", "ftp://127.0.0.1/agent"])])
     expect(results.map((result) => result.code)).toEqual([2, 2])
-    expect(results[0]!.stderr).toContain('Invalid agent-url "not-a-url"')
-    expect(results[1]!.stderr).toContain('Invalid agent-url "ftp://127.0.0.1/agent"')
+    expect(results[0]!.stderr).toContain("Invalid agent-url \"not-a-url\"")
+    expect(results[1]!.stderr).toContain("Invalid agent-url \"ftp://127.0.0.1/agent\"")
     expect(results[0]!.stderr).not.toContain("running")
     expect(internalProbe.isHttpUrl(" https://agents.example.com/.well-known/agent-card.json ")).toBe(true)
     expect(internalProbe.isHttpUrl("127.0.0.1:8000")).toBe(false)
@@ -508,7 +589,9 @@ describe("the pieces", () => {
     const result = await cli(["--version"], { without: "@effect/cli" })
     expect(result.code).toBe(1)
     expect(result.stdout).toBe("")
-    expect(result.stderr).toMatch(/^effect-a2a: install @effect\/cli to use the effect-a2a command \(npm install @effect\/cli@\^0\.77\.2\): /)
+    expect(result.stderr).toMatch(
+      /^effect-a2a: install @effect\/cli to use the effect-a2a command \(npm install @effect\/cli@\^0\.77\.2\): /
+    )
   })
 
   it("playground on a port in use: exit 1, naming the address", async () => {
@@ -536,15 +619,22 @@ describe("the pieces", () => {
     expect(Option.isNone(Cli.matchLogLine(`["error_id: ${id}"]`, id))).toBe(true)
     // A part of an id is not the id.
     expect(Option.isNone(Cli.matchLogLine(byText, id.slice(0, 4)))).toBe(true)
-    expect(Option.isSome(Cli.matchLogLine(JSON.stringify({ message: `error_id: ${id}`, annotations: {} }), id))).toBe(true)
+    expect(Option.isSome(Cli.matchLogLine(JSON.stringify({ message: `error_id: ${id}`, annotations: {} }), id))).toBe(
+      true
+    )
   })
 
   it("find-error reports the line number a match is on, also after an over-long line", async () => {
     const id = "abc123abc123"
     const file = path.join(tmp, "long-line.log")
-    fs.writeFileSync(file, ["{}", "x".repeat(5 * 1024 * 1024), JSON.stringify({ message: "m", annotations: { errorId: id } })].join("\n"))
+    fs.writeFileSync(
+      file,
+      ["{}", "x".repeat(5 * 1024 * 1024), JSON.stringify({ message: "m", annotations: { errorId: id } })].join("\n")
+    )
     const matches = await Effect.runPromise(
-      Stream.runCollect(internalFindError.search(id, { name: file, bytes: Stream.fromIterable([fs.readFileSync(file)]) }))
+      Stream.runCollect(
+        internalFindError.search(id, { name: file, bytes: Stream.fromIterable([fs.readFileSync(file)]) })
+      )
     )
     expect(Array.from(matches).map((match) => match.line)).toEqual([3])
   })
@@ -585,7 +675,9 @@ describe("the pieces", () => {
 
   it("the usage lines show every repeatable option, and the files of find-error, as optional", async () => {
     const usage = async (command: string) =>
-      (await runHere([command, "--help"])).stdout.replace(/\x1b\[[0-9;]*m/g, "").split("\n").find((line) => line.startsWith(`$ ${command}`))
+      (await runHere([command, "--help"])).stdout.replace(/\x1b\[[0-9;]*m/g, "").split("\n").find((line) =>
+        line.startsWith(`$ ${command}`)
+      )
     expect(await usage("probe")).toContain(" [--header text...] [--api-key redacted] [--push] ")
     expect(await usage("playground")).toContain(" [--api-key text...] [--allow-push-target text...] ")
     expect(await usage("find-error")).toBe("$ find-error <error-id> [<files>...]")
@@ -594,7 +686,9 @@ describe("the pieces", () => {
   it("the command line's page (docs/command-line.md) gives a synopsis of each command naming every option it has", async () => {
     const page = fs.readFileSync(path.join(root, "docs", "command-line.md"), "utf8").split("\n")
     for (const command of ["probe", "find-error", "playground", "keygen"]) {
-      const usage = (await runHere([command, "--help"])).stdout.split("\n").find((line) => line.includes(`$ ${command} `))
+      const usage = (await runHere([command, "--help"])).stdout.split("\n").find((line) =>
+        line.includes(`$ ${command} `)
+      )
       const options = usage?.match(/--[a-z-]+/g) ?? []
       const synopsis = page.find((line) => line.startsWith(`effect-a2a ${command} `)) ?? ""
       expect(options.filter((option) => !new RegExp(`\\[${option}[ \\]]`).test(synopsis)), command).toEqual([])
@@ -604,7 +698,10 @@ describe("the pieces", () => {
   it("help and usage errors are coloured on a terminal only, and not with NO_COLOR", async () => {
     const escape = "\x1b["
     // Piped, as every run here is.
-    const [help, usage] = await Promise.all([cli(["probe", "--help"]), cli(["probe", "--timeout", "soon", "http://127.0.0.1:9"])])
+    const [help, usage] = await Promise.all([
+      cli(["probe", "--help"]),
+      cli(["probe", "--timeout", "soon", "http://127.0.0.1:9"])
+    ])
     expect(help.stdout).toContain("USAGE")
     expect(help.stdout).not.toContain(escape)
     expect(usage.code).toBe(2)
@@ -615,11 +712,15 @@ describe("the pieces", () => {
       new Promise<string>((resolve, reject) => {
         const env = { ...childEnv }
         delete env["NO_COLOR"]
-        const child = spawn("script", ["-qec", `${process.execPath} --import tsx src/bin.ts probe --help`, "/dev/null"], {
-          cwd: root,
-          env: noColor === undefined ? env : { ...env, NO_COLOR: noColor },
-          stdio: ["ignore", "pipe", "inherit"]
-        })
+        const child = spawn(
+          "script",
+          ["-qec", `${process.execPath} --import tsx src/bin.ts probe --help`, "/dev/null"],
+          {
+            cwd: root,
+            env: noColor === undefined ? env : { ...env, NO_COLOR: noColor },
+            stdio: ["ignore", "pipe", "inherit"]
+          }
+        )
         let out = ""
         child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
         const timer = setTimeout(() => child.kill("SIGKILL"), 50_000)
@@ -650,7 +751,16 @@ describe("the pieces", () => {
     expect(Option.map(internalProbe.parseDuration("1500"), Duration.toMillis)).toEqual(Option.some(1500))
     expect(Option.isNone(internalProbe.parseDuration("soon"))).toBe(true)
     expect(Option.isNone(internalProbe.parseDuration("0s"))).toBe(true)
-    const base = { transport: null, reason: null, delivery: null, status: null, taskId: null, contextId: null, errorId: null, text: null }
+    const base = {
+      transport: null,
+      reason: null,
+      delivery: null,
+      status: null,
+      taskId: null,
+      contextId: null,
+      errorId: null,
+      text: null
+    }
     expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Completed" })).toBe(0)
     expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Failed" })).toBe(5)
     expect(Cli.probeExitCode({ ...base, channel: "Outcome", outcome: "Canceled" })).toBe(6)
@@ -662,45 +772,97 @@ describe("the pieces", () => {
 describe("probe with credentials, against a server that authenticates its callers", () => {
   const transports = ["JSONRPC", "HTTP+JSON", "GRPC"] as const
 
-  it("--header and --api-key reach the server on every transport; without them, a refusal for authentication: 401, Refused, exit 4", async () => {
-    for (const transport of transports) {
-      const probeOver = (...credentials: ReadonlyArray<string>) =>
-        runHere(["probe", authenticatedUrl, "--json", "--text", "complete in", "--transport", transport, ...credentials])
-      const [header, key, none] = await Promise.all([
-        probeOver("--header", `X-API-Key: ${apiKey}`),
-        probeOver("--api-key", apiKey),
-        probeOver()
-      ])
-      for (const allowed of [header, key]) {
-        expect(allowed.code, `${transport}: ${allowed.stderr}`).toBe(0)
-        expect(decodeReport(JSON.parse(allowed.stdout)), transport).toMatchObject({ channel: "Outcome", transport, outcome: "Completed", text: "in" })
+  it(
+    "--header and --api-key reach the server on every transport; without them, a refusal for authentication: 401, Refused, exit 4",
+    async () => {
+      for (const transport of transports) {
+        const probeOver = (...credentials: ReadonlyArray<string>) =>
+          runHere([
+            "probe",
+            authenticatedUrl,
+            "--json",
+            "--text",
+            "complete in",
+            "--transport",
+            transport,
+            ...credentials
+          ])
+        const [header, key, none] = await Promise.all([
+          probeOver("--header", `X-API-Key: ${apiKey}`),
+          probeOver("--api-key", apiKey),
+          probeOver()
+        ])
+        for (const allowed of [header, key]) {
+          expect(allowed.code, `${transport}: ${allowed.stderr}`).toBe(0)
+          expect(decodeReport(JSON.parse(allowed.stdout)), transport).toMatchObject({
+            channel: "Outcome",
+            transport,
+            outcome: "Completed",
+            text: "in"
+          })
+        }
+        expect(none.code, transport).toBe(4)
+        const refused = decodeReport(JSON.parse(none.stdout))
+        expect(refused, transport).toMatchObject({
+          channel: "ClientError",
+          transport,
+          reason: "HttpStatus",
+          delivery: "Refused",
+          status: 401
+        })
+        expect(refused.text, transport).toContain(
+          "refused for authentication: give credentials with --header 'Name: value' or --api-key KEY"
+        )
+        for (const result of [header, key, none]) expect(result.stdout + result.stderr).not.toContain(apiKey)
       }
-      expect(none.code, transport).toBe(4)
-      const refused = decodeReport(JSON.parse(none.stdout))
-      expect(refused, transport).toMatchObject({ channel: "ClientError", transport, reason: "HttpStatus", delivery: "Refused", status: 401 })
-      expect(refused.text, transport).toContain("refused for authentication: give credentials with --header 'Name: value' or --api-key KEY")
-      for (const result of [header, key, none]) expect(result.stdout + result.stderr).not.toContain(apiKey)
-    }
-  }, 30_000)
+    },
+    30_000
+  )
 
-  it("as a process, with every log line shown: a wrong key is refused, a right one completes, and neither value is ever printed", async () => {
-    const wrong = "wrong-secret-c4e1d9"
-    const refused = await probeJson(authenticatedUrl, "complete x", undefined, ["--header", `x-api-key: ${wrong}`, "--log-level", "debug"])
-    expect(refused.code, refused.stderr).toBe(4)
-    expect(refused.report).toMatchObject({ channel: "ClientError", reason: "HttpStatus", delivery: "Refused", status: 401 })
-    // The client logged the failed call: the logs were on, and still hold no value.
-    expect(refused.stderr).toContain("HttpStatus")
-    expect(refused.stdout + refused.stderr).not.toContain(wrong)
-    const allowed = await cli(["probe", authenticatedUrl, "--text", "complete x", "--transport", "GRPC", "--api-key", apiKey, "--log-level", "debug"])
-    expect(allowed.code, allowed.stderr).toBe(0)
-    expect(allowed.stdout).toContain("outcome:    Completed")
-    expect(allowed.stdout + allowed.stderr).not.toContain(apiKey)
-  }, 60_000)
+  it(
+    "as a process, with every log line shown: a wrong key is refused, a right one completes, and neither value is ever printed",
+    async () => {
+      const wrong = "wrong-secret-c4e1d9"
+      const refused = await probeJson(authenticatedUrl, "complete x", undefined, [
+        "--header",
+        `x-api-key: ${wrong}`,
+        "--log-level",
+        "debug"
+      ])
+      expect(refused.code, refused.stderr).toBe(4)
+      expect(refused.report).toMatchObject({
+        channel: "ClientError",
+        reason: "HttpStatus",
+        delivery: "Refused",
+        status: 401
+      })
+      // The client logged the failed call: the logs were on, and still hold no value.
+      expect(refused.stderr).toContain("HttpStatus")
+      expect(refused.stdout + refused.stderr).not.toContain(wrong)
+      const allowed = await cli([
+        "probe",
+        authenticatedUrl,
+        "--text",
+        "complete x",
+        "--transport",
+        "GRPC",
+        "--api-key",
+        apiKey,
+        "--log-level",
+        "debug"
+      ])
+      expect(allowed.code, allowed.stderr).toBe(0)
+      expect(allowed.stdout).toContain("outcome:    Completed")
+      expect(allowed.stdout + allowed.stderr).not.toContain(apiKey)
+    },
+    60_000
+  )
 
   it("the headers go with the card's request too: a card behind a key is a CardResolution 401 without it, and resolves with it", async () => {
     const lockedCard = await Effect.runPromise(Scope.extend(
       rawPeer(
-        (_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "not today" } }),
+        (_req, res, body) =>
+          json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "not today" } }),
         (req, res, base) =>
           req.headers["x-api-key"] === apiKey
             ? json(res, 200, cardFor(`${base}/rpc`))
@@ -715,9 +877,16 @@ describe("probe with credentials, against a server that authenticates its caller
     expect(without.code).toBe(3)
     const refused = decodeReport(JSON.parse(without.stdout))
     expect(refused).toMatchObject({ channel: "CardResolution", reason: "HttpStatus", status: 401 })
-    expect(refused.text).toContain("refused for authentication: give credentials with --header 'Name: value' or --api-key KEY")
+    expect(refused.text).toContain(
+      "refused for authentication: give credentials with --header 'Name: value' or --api-key KEY"
+    )
     expect(withKey.code).toBe(4)
-    expect(decodeReport(JSON.parse(withKey.stdout))).toMatchObject({ channel: "ClientError", reason: "ProtocolError", delivery: "Refused", status: null })
+    expect(decodeReport(JSON.parse(withKey.stdout))).toMatchObject({
+      channel: "ClientError",
+      reason: "ProtocolError",
+      delivery: "Refused",
+      status: null
+    })
   })
 
   it("a --header that is not 'Name: value', a name twice or an empty key is a usage error that never shows the value", async () => {
@@ -729,7 +898,10 @@ describe("probe with credentials, against a server that authenticates its caller
       [["--header", `X API Key: ${secret}`], `the header name "X API Key" is not an HTTP token`],
       [["--header", `X-API-Key: ${secret}\u0007`], "the value of the header X-API-Key cannot be sent"],
       [["--header", `X-API-Key: ${secret}`, "--header", `x-api-key: ${secret}`], "the header x-api-key is given twice"],
-      [["--api-key", secret, "--header", `X-Api-Key: ${secret}`], "the header X-API-Key is given twice (--api-key sends it as X-API-Key)"],
+      [
+        ["--api-key", secret, "--header", `X-Api-Key: ${secret}`],
+        "the header X-API-Key is given twice (--api-key sends it as X-API-Key)"
+      ],
       [["--api-key", " "], "--api-key is empty"]
     ]
     const results = await Promise.all(cases.map(([args]) => runHere(["probe", "http://127.0.0.1:1", ...args])))

@@ -1,5 +1,19 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Chunk, Duration, Effect, Exit, FastCheck, Logger, LogLevel, Option, Scope, Stream, TestClock, TestServices } from "effect"
+import {
+  Cause,
+  Chunk,
+  Duration,
+  Effect,
+  Exit,
+  FastCheck,
+  Logger,
+  LogLevel,
+  Option,
+  Scope,
+  Stream,
+  TestClock,
+  TestServices
+} from "effect"
 import * as A2AClientError from "../src/A2AClientError.js"
 import * as Agent from "../src/Agent.js"
 import { AgentCardResolutionError } from "../src/AgentCardResolutionError.js"
@@ -8,8 +22,8 @@ import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
-import { authText, confirmation, question, rejectReason, serveBooking, ticketText } from "./fixtures/bookingAgent.js"
 import { apiKey, serveAuthenticated } from "./fixtures/authenticatedServer.js"
+import { authText, confirmation, question, rejectReason, serveBooking, ticketText } from "./fixtures/bookingAgent.js"
 import { closedPort, json, rawPeer } from "./fixtures/peers.js"
 
 let agents = 0
@@ -83,7 +97,9 @@ describe("GuardedRemoteAgent against our executor", () => {
     Effect.gen(function*() {
       const { remote } = yield* booking({ hints: true })
       const result = yield* GuardedRemoteAgent.make(remote).send("fail flight 4821")
-      expect(result.text).toMatch(/^REMOTE_FAILED Agent execution failed\. \(error_id: [0-9a-f]{12}\) \[retryable=true\]$/)
+      expect(result.text).toMatch(
+        /^REMOTE_FAILED Agent execution failed\. \(error_id: [0-9a-f]{12}\) \[retryable=true\]$/
+      )
     }))
 
   it.scopedLive("canceled by the admission hook, rejected, input required, auth required", () =>
@@ -114,7 +130,10 @@ describe("GuardedRemoteAgent against our executor", () => {
           `REMOTE_UNAVAILABLE: the request was not submitted (${remote.name}: the connection was refused)`
         )
         const error = Option.getOrThrow(result.error)
-        expect(error._tag === "A2AClientError" && [error.reason, error.delivery]).toEqual(["ConnectionRefused", "NotSent"])
+        expect(error._tag === "A2AClientError" && [error.reason, error.delivery]).toEqual([
+          "ConnectionRefused",
+          "NotSent"
+        ])
         expect(result.outcome).toEqual(Option.none())
       }
     }))
@@ -138,7 +157,8 @@ describe("GuardedRemoteAgent against our executor", () => {
       const name = freshName()
       const remote = yield* RemoteAgent.make({ name, url, onCardFailure: "degrade", cardTimeout: "2 seconds" })
       const guarded = yield* GuardedRemoteAgent.make(remote).send("book flight 4821")
-      const expected = `REMOTE_UNAVAILABLE: the request was not submitted (${name}: the agent was not available at start-up)`
+      const expected =
+        `REMOTE_UNAVAILABLE: the request was not submitted (${name}: the agent was not available at start-up)`
       expect(guarded.text).toBe(expected)
       const cause = new AgentCardResolutionError({ agent: name, url, reason: "Unreachable", detail: "refused" })
       const stub = yield* Agent.result(Agent.unavailable(cause, "Books flights"), "book flight 4821")
@@ -194,24 +214,28 @@ describe("GuardedRemoteAgent against our executor", () => {
       expect(sent(before)).toBe(1)
     }))
 
-  it.scoped("circuit timing with TestClock: the retry delay counts down, then a probe reaches the remote", () =>
-    Effect.gen(function*() {
-      // the server runs on the live clock; only the breaker sees the TestClock
-      const remote = yield* TestServices.provideLive(stoppedBooking)
-      const breaker = yield* CircuitBreaker.make(remote.name, {
-        trip: CircuitBreaker.consecutiveFailures(1),
-        openDuration: "10 seconds"
-      })
-      const guarded = GuardedRemoteAgent.make(remote, { breaker })
-      expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_UNAVAILABLE: the request was not submitted/)
-      expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_CIRCUIT_OPEN retry after 10s:/)
-      yield* TestClock.adjust("4 seconds")
-      expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_CIRCUIT_OPEN retry after 6s:/)
-      yield* TestClock.adjust("6 seconds")
-      // the probe reaches the stopped remote and fails again
-      expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_UNAVAILABLE: the request was not submitted/)
-      expect(yield* breaker.state).toBe("Open")
-    }), { timeout: 30_000 })
+  it.scoped(
+    "circuit timing with TestClock: the retry delay counts down, then a probe reaches the remote",
+    () =>
+      Effect.gen(function*() {
+        // the server runs on the live clock; only the breaker sees the TestClock
+        const remote = yield* TestServices.provideLive(stoppedBooking)
+        const breaker = yield* CircuitBreaker.make(remote.name, {
+          trip: CircuitBreaker.consecutiveFailures(1),
+          openDuration: "10 seconds"
+        })
+        const guarded = GuardedRemoteAgent.make(remote, { breaker })
+        expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_UNAVAILABLE: the request was not submitted/)
+        expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_CIRCUIT_OPEN retry after 10s:/)
+        yield* TestClock.adjust("4 seconds")
+        expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_CIRCUIT_OPEN retry after 6s:/)
+        yield* TestClock.adjust("6 seconds")
+        // the probe reaches the stopped remote and fails again
+        expect((yield* guarded.send("book")).text).toMatch(/^REMOTE_UNAVAILABLE: the request was not submitted/)
+        expect(yield* breaker.state).toBe("Open")
+      }),
+    { timeout: 30_000 }
+  )
 
   it.scopedLive("progress of a streaming run comes before the result", () =>
     Effect.gen(function*() {
@@ -237,7 +261,9 @@ describe("GuardedRemoteAgent against a server that authenticates its callers", (
         const breaker = yield* CircuitBreaker.make(name, { trip: CircuitBreaker.consecutiveFailures(1) })
         const guarded = GuardedRemoteAgent.make(remote, { breaker, retry: { maxAttempts: 3, base: "1 millis" } })
         const refusal = transport === "GRPC" ? "gRPC UNAUTHENTICATED" : "HTTP 401"
-        for (const run of [guarded.send("complete x"), Agent.result(guarded, "complete x"), guarded.send("complete x")]) {
+        for (
+          const run of [guarded.send("complete x"), Agent.result(guarded, "complete x"), guarded.send("complete x")]
+        ) {
           const result = yield* run
           expect(result.text, transport).toBe(
             `REMOTE_REFUSED ${refusal}: the request was refused for authentication (no valid credentials were given); nothing ran (${name}: the server answered ${refusal})`
@@ -338,16 +364,25 @@ describe("the text of a completed task", () => {
           artifactId: "ticket",
           name: "ticket",
           description: "",
-          parts: [Part.DataPart.make({ data: { pnr: "KX7Q2" } }), Part.TextPart.make({ text: ticketText }), Part.DataPart.make({ data: null })]
+          parts: [
+            Part.DataPart.make({ data: { pnr: "KX7Q2" } }),
+            Part.TextPart.make({ text: ticketText }),
+            Part.DataPart.make({ data: null })
+          ]
         }),
-        Part.Artifact.make({ artifactId: "manifest", name: "manifest", description: "", parts: [Part.DataPart.make({ data: long })] })
+        Part.Artifact.make({
+          artifactId: "manifest",
+          name: "manifest",
+          description: "",
+          parts: [Part.DataPart.make({ data: long })]
+        })
       ]
     })
     expect(GuardedRemoteAgent.outcomeText(outcome).split("\n")).toEqual([
       confirmation,
-      '{"seat":"14C","legs":[1,2]}',
+      "{\"seat\":\"14C\",\"legs\":[1,2]}",
       ticketText,
-      '{"pnr":"KX7Q2"}',
+      "{\"pnr\":\"KX7Q2\"}",
       `${longJson.slice(0, 2000)}… [cut: ${longJson.length} characters in all]`
     ])
   })
@@ -355,13 +390,24 @@ describe("the text of a completed task", () => {
 
 describe("the wording follows delivery", () => {
   const reasons = A2AClientError.Reason.literals
-  const textOf = (fields: Pick<A2AClientError.A2AClientError, "reason" | "delivery"> & Partial<A2AClientError.A2AClientError>) =>
+  const textOf = (
+    fields: Pick<A2AClientError.A2AClientError, "reason" | "delivery"> & Partial<A2AClientError.A2AClientError>
+  ) =>
     GuardedRemoteAgent.errorText(
-      new A2AClientError.A2AClientError({ agent: "booking", operation: "SendMessage", detail: "secret internal detail", ...fields })
+      new A2AClientError.A2AClientError({
+        agent: "booking",
+        operation: "SendMessage",
+        detail: "secret internal detail",
+        ...fields
+      })
     )
   it.prop(
     "NotSent says not submitted; Unknown says unknown and never claims a failure",
-    [FastCheck.constantFrom(...reasons), FastCheck.constantFrom<A2AClientError.Delivery>("NotSent", "Unknown"), FastCheck.boolean()],
+    [
+      FastCheck.constantFrom(...reasons),
+      FastCheck.constantFrom<A2AClientError.Delivery>("NotSent", "Unknown"),
+      FastCheck.boolean()
+    ],
     ([reason, delivery, withTask]) => {
       const text = textOf({ reason, delivery, ...(withTask ? { taskId: "task-1" } : {}) })
       expect(text.startsWith("REMOTE_UNAVAILABLE: ")).toBe(true)
@@ -377,7 +423,11 @@ describe("the wording follows delivery", () => {
 
   it.prop(
     "Refused says refused and that nothing ran, names the refusal, and claims neither a failure nor an unknown outcome",
-    [FastCheck.constantFrom(...reasons), FastCheck.constantFrom(undefined, -32001, -32004, -32602), FastCheck.constantFrom(undefined, 400, 429, 503)],
+    [
+      FastCheck.constantFrom(...reasons),
+      FastCheck.constantFrom(undefined, -32001, -32004, -32602),
+      FastCheck.constantFrom(undefined, 400, 429, 503)
+    ],
     ([reason, code, status]) => {
       const text = textOf({
         reason,
@@ -386,7 +436,8 @@ describe("the wording follows delivery", () => {
         ...(status === undefined ? {} : { status })
       })
       const name = code !== undefined ? A2AClientError.protocolErrorName(code) : `HTTP ${status ?? "error"}`
-      expect(text.startsWith(`${GuardedRemoteAgent.REFUSED} ${name}: the request was refused; nothing ran (booking: `)).toBe(true)
+      expect(text.startsWith(`${GuardedRemoteAgent.REFUSED} ${name}: the request was refused; nothing ran (booking: `))
+        .toBe(true)
       expect(Option.getOrNull(GuardedRemoteAgent.markerOf(text))).toBe("REMOTE_REFUSED")
       expect(text).not.toContain("not submitted")
       expect(text).not.toContain("unknown")
@@ -400,16 +451,34 @@ describe("the wording follows delivery", () => {
     const denied = "the request was refused for authentication (the credentials given do not allow it); nothing ran"
     const cases: ReadonlyArray<readonly [Partial<A2AClientError.A2AClientError>, string]> = [
       [{ status: 401 }, `REMOTE_REFUSED HTTP 401: ${missing} (booking: the server answered HTTP 401)`],
-      [{ grpcStatus: "UNAUTHENTICATED" }, `REMOTE_REFUSED gRPC UNAUTHENTICATED: ${missing} (booking: the server answered gRPC UNAUTHENTICATED)`],
+      [
+        { grpcStatus: "UNAUTHENTICATED" },
+        `REMOTE_REFUSED gRPC UNAUTHENTICATED: ${missing} (booking: the server answered gRPC UNAUTHENTICATED)`
+      ],
       [{ status: 403 }, `REMOTE_REFUSED HTTP 403: ${denied} (booking: the server answered HTTP 403)`],
-      [{ grpcStatus: "PERMISSION_DENIED" }, `REMOTE_REFUSED gRPC PERMISSION_DENIED: ${denied} (booking: the server answered gRPC PERMISSION_DENIED)`],
-      [{ status: 404 }, "REMOTE_REFUSED HTTP 404: the request was refused; nothing ran (booking: the server answered HTTP 404)"],
-      [{ grpcStatus: "NOT_FOUND" }, "REMOTE_REFUSED gRPC NOT_FOUND: the request was refused; nothing ran (booking: the server answered gRPC NOT_FOUND)"]
+      [
+        { grpcStatus: "PERMISSION_DENIED" },
+        `REMOTE_REFUSED gRPC PERMISSION_DENIED: ${denied} (booking: the server answered gRPC PERMISSION_DENIED)`
+      ],
+      [
+        { status: 404 },
+        "REMOTE_REFUSED HTTP 404: the request was refused; nothing ran (booking: the server answered HTTP 404)"
+      ],
+      [
+        { grpcStatus: "NOT_FOUND" },
+        "REMOTE_REFUSED gRPC NOT_FOUND: the request was refused; nothing ran (booking: the server answered gRPC NOT_FOUND)"
+      ]
     ]
-    for (const [fields, text] of cases) expect(textOf({ reason: "HttpStatus", delivery: "Refused", ...fields })).toBe(text)
+    for (const [fields, text] of cases) {
+      expect(textOf({ reason: "HttpStatus", delivery: "Refused", ...fields })).toBe(text)
+    }
     // An A2A error names itself, whatever status carried it.
-    expect(textOf({ reason: "ProtocolError", delivery: "Refused", status: 401, code: -32001, protocolError: "TaskNotFound" }))
-      .toBe("REMOTE_REFUSED TaskNotFound: the request was refused; nothing ran (booking: the agent answered with a protocol error -32001 TaskNotFound)")
+    expect(
+      textOf({ reason: "ProtocolError", delivery: "Refused", status: 401, code: -32001, protocolError: "TaskNotFound" })
+    )
+      .toBe(
+        "REMOTE_REFUSED TaskNotFound: the request was refused; nothing ran (booking: the agent answered with a protocol error -32001 TaskNotFound)"
+      )
   })
 
   it("a half-open rejection says the request was not submitted", () => {

@@ -42,7 +42,9 @@ describe("Idempotency keys", () => {
   })
 
   it("derives the same key in another process", () => {
-    const script = `import("./src/Idempotency.ts").then((I) => process.stdout.write(I.deriveKey(${JSON.stringify(booking)})))`
+    const script = `import("./src/Idempotency.ts").then((I) => process.stdout.write(I.deriveKey(${
+      JSON.stringify(booking)
+    })))`
     const other = execFileSync(process.execPath, ["--import", "tsx", "-e", script], {
       cwd: new URL("..", import.meta.url).pathname,
       encoding: "utf8",
@@ -85,21 +87,21 @@ describe("Idempotency.canonicalJson", () => {
   it("sorts keys at every depth and writes values as JSON does", () => {
     expect(
       Idempotency.canonicalJson({ b: 1, "10": 2, "2": [undefined, { z: undefined, y: 1e21 }], a: new Date(0) })
-    ).toBe('{"10":2,"2":[null,{"y":1e+21}],"a":"1970-01-01T00:00:00.000Z","b":1}')
+    ).toBe("{\"10\":2,\"2\":[null,{\"y\":1e+21}],\"a\":\"1970-01-01T00:00:00.000Z\",\"b\":1}")
     expect(Idempotency.canonicalJson(undefined)).toBe("null")
     expect(() => Idempotency.canonicalJson({ n: 1n })).toThrow(TypeError)
     // Holes and boxed primitives as JSON.stringify writes them; a cycle is a TypeError, not a stack overflow.
     // eslint-disable-next-line no-sparse-arrays
     expect(Idempotency.canonicalJson([, 1])).toBe(JSON.stringify([, 1]))
     expect(Idempotency.canonicalJson(new Array(2))).toBe("[null,null]")
-    expect(Idempotency.canonicalJson([new String("ab"), new Number(2), new Boolean(false)])).toBe('["ab",2,false]')
+    expect(Idempotency.canonicalJson([new String("ab"), new Number(2), new Boolean(false)])).toBe("[\"ab\",2,false]")
     expect(Idempotency.canonicalJson(new Number(1))).not.toBe(Idempotency.canonicalJson(new Number(2)))
     const cyclic: Record<string, unknown> = {}
     cyclic["self"] = [cyclic]
     expect(() => Idempotency.canonicalJson(cyclic)).toThrow("canonicalJson: a cyclic value cannot be written as JSON")
     // The same object twice, side by side, is no cycle.
     const shared = { a: 1 }
-    expect(Idempotency.canonicalJson([shared, shared])).toBe('[{"a":1},{"a":1}]')
+    expect(Idempotency.canonicalJson([shared, shared])).toBe("[{\"a\":1},{\"a\":1}]")
   })
 
   it.prop("is JSON that parses back to the same value", [FastCheck.jsonValue()], ([value]) => {

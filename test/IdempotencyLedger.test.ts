@@ -2,7 +2,20 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Redacted, Schema, TestClock } from "effect"
+import {
+  Cause,
+  Context,
+  Deferred,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  Redacted,
+  Schema,
+  TestClock
+} from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
@@ -149,8 +162,12 @@ const ledgerSuite = (backend: Backend) =>
         }
         // Two keys that differ only in a lone surrogate would be one key in UTF-8; a key too long for an index.
         expect((yield* Effect.flip(begin(l, "k\uD800"))).message).toContain("no lone surrogate")
-        expect((yield* Effect.flip(begin(l, "k", { tenant: "\uDC00", user: "ana" }))).message).toContain("no lone surrogate")
-        expect((yield* Effect.flip(begin(l, "k".repeat(2001)))).message).toContain("at most 2000 bytes of UTF-8 together (got 2008)")
+        expect((yield* Effect.flip(begin(l, "k", { tenant: "\uDC00", user: "ana" }))).message).toContain(
+          "no lone surrogate"
+        )
+        expect((yield* Effect.flip(begin(l, "k".repeat(2001)))).message).toContain(
+          "at most 2000 bytes of UTF-8 together (got 2008)"
+        )
         expect((yield* begin(l, "\u{1F600}".repeat(497)))._tag).toBe("Started")
         expect(ran).toBe(0)
         // Nothing was stored: the same key without NUL starts afresh.
@@ -337,12 +354,16 @@ const ledgerSuite = (backend: Backend) =>
           l.expireLease({ key, identity, onExpired: (entry) => Effect.succeed({ id: entry.taskId, state: "FAILED" }) })
 
         // A failing onExpired fails the call and leaves the entry expired.
-        const failed = yield* Effect.flip(l.expireLease({ key: "k1", identity: ana, onExpired: () => Effect.fail("down" as const) }))
+        const failed = yield* Effect.flip(
+          l.expireLease({ key: "k1", identity: ana, onExpired: () => Effect.fail("down" as const) })
+        )
         expect(failed).toBe("down")
         expect(tag(yield* begin(l, "k1", ana))).toBe("Interrupted")
 
         const k2 = yield* record("k2")
-        expect(Option.map(k2, (e) => [e.entry.taskId, e.result])).toEqual(Option.some(["task-k2", { id: "task-k2", state: "FAILED" }]))
+        expect(Option.map(k2, (e) => [e.entry.taskId, e.result])).toEqual(
+          Option.some(["task-k2", { id: "task-k2", state: "FAILED" }])
+        )
         const replay = yield* begin(l, "k2", ana)
         assertTag(replay, "Finished")
         expect(replay.result).toEqual({ id: "task-k2", state: "FAILED" })
@@ -425,7 +446,10 @@ const ledgerSuite = (backend: Backend) =>
         yield* TestClock.adjust("9 seconds")
         // Expired from 10 s on; within retention until 19 s.
         yield* begin(l, "stuck", ana, "f1", "task-2")
-        const sweeper = yield* IdempotencyLedger.sweep({ every: "1 second", onExpired: () => Effect.fail("cannot record") }).pipe(
+        const sweeper = yield* IdempotencyLedger.sweep({
+          every: "1 second",
+          onExpired: () => Effect.fail("cannot record")
+        }).pipe(
           Effect.provideService(IdempotencyLedger.IdempotencyLedger, l),
           Effect.fork
         )
@@ -546,12 +570,19 @@ const ledgerSuite = (backend: Backend) =>
         }
         // Tool level: a result that would not decode from JSON (NaN becomes null), run once.
         let runs = 0
-        const measure = l.once("nan", Effect.sync(() => (runs++, Number.NaN)), { success: Schema.Number, waitTimeout: "1 second" })
+        const measure = l.once("nan", Effect.sync(() => (runs++, Number.NaN)), {
+          success: Schema.Number,
+          waitTimeout: "1 second"
+        })
         expect((yield* Effect.flip(measure)).reason).toBe("InvalidResult")
         expect((yield* Effect.flip(measure)).reason).toBe("Interrupted")
         expect(runs).toBe(1)
         // A failure the failure schema cannot encode: the next caller learns at once that the outcome is unknown.
-        const pay = l.once("unencodable", Effect.fail(1.5), { success: Schema.String, failure: Schema.Int, waitTimeout: "1 second" })
+        const pay = l.once("unencodable", Effect.fail(1.5), {
+          success: Schema.String,
+          failure: Schema.Int,
+          waitTimeout: "1 second"
+        })
         expect(yield* Effect.flip(pay)).toBe(1.5)
         const next = yield* Effect.flip(pay)
         expect(typeof next === "number" ? next : next.reason).toBe("Interrupted")
@@ -580,7 +611,9 @@ const ledgerSuite = (backend: Backend) =>
         const release = yield* Deferred.make<void>()
         const holder = yield* Effect.fork(l.once("slow", Deferred.await(release), { success: Schema.Void }))
         yield* Effect.sleep("30 millis")
-        const error = yield* Effect.flip(l.once("slow", Effect.void, { success: Schema.Void, waitTimeout: "100 millis" }))
+        const error = yield* Effect.flip(
+          l.once("slow", Effect.void, { success: Schema.Void, waitTimeout: "100 millis" })
+        )
         expect(error.reason).toBe("Timeout")
         yield* Deferred.succeed(release, undefined)
         yield* Fiber.join(holder)
@@ -681,7 +714,10 @@ const ledgerSuite = (backend: Backend) =>
           yield* killedMidRun(backend.name, target, table, "wire-transfer", 400)
           // The lease may not have run out yet: this caller waits for it, then learns the outcome is unknown.
           const error = yield* Effect.flip(
-            l.once("wire-transfer", Effect.succeed("sent twice!"), { success: Schema.String, waitTimeout: "10 seconds" })
+            l.once("wire-transfer", Effect.succeed("sent twice!"), {
+              success: Schema.String,
+              waitTimeout: "10 seconds"
+            })
           )
           expect(error.reason).toBe("Interrupted")
           const takenOver = yield* l.once("wire-transfer", Effect.succeed("checked, sent"), {
@@ -698,7 +734,16 @@ const killedMidRun = (backend: string, target: string, table: string, key: strin
   Effect.async<void, Error>((resume) => {
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", path.join(import.meta.dirname, "fixtures", "ledgerCrashChild.ts"), backend, target, table, key, String(leaseMs)],
+      [
+        "--import",
+        "tsx",
+        path.join(import.meta.dirname, "fixtures", "ledgerCrashChild.ts"),
+        backend,
+        target,
+        table,
+        key,
+        String(leaseMs)
+      ],
       { stdio: ["ignore", "pipe", "pipe"] }
     )
     let stderr = ""
@@ -717,8 +762,10 @@ const killedMidRun = (backend: string, target: string, table: string, key: strin
     child.stdout.on("data", (chunk) => {
       if (String(chunk).includes("started")) child.kill("SIGKILL")
     })
-    child.on("exit", (_code, signal) =>
-      finish(signal === "SIGKILL" ? Effect.void : Effect.fail(new Error(`child exited on its own: ${stderr}`)))
+    child.on(
+      "exit",
+      (_code, signal) =>
+        finish(signal === "SIGKILL" ? Effect.void : Effect.fail(new Error(`child exited on its own: ${stderr}`)))
     )
     return Effect.sync(() => child.kill("SIGKILL"))
   })
@@ -739,7 +786,11 @@ describe("IdempotencyLedger errors", () => {
     const roundTrip = Schema.decodeUnknownSync(IdempotencyError)(Schema.encodeSync(IdempotencyError)(error))
     expect(roundTrip).toBeInstanceOf(IdempotencyError)
     expect(roundTrip.reason).toBe("Timeout")
-    const decoded = Schema.decodeUnknownEither(IdempotencyError)({ _tag: "IdempotencyError", reason: "Nope", detail: "" })
+    const decoded = Schema.decodeUnknownEither(IdempotencyError)({
+      _tag: "IdempotencyError",
+      reason: "Nope",
+      detail: ""
+    })
     expect(Either.isLeft(decoded)).toBe(true)
   })
 
@@ -756,7 +807,9 @@ describe("IdempotencyLedger errors", () => {
         expect(error).toBeInstanceOf(IdempotencyError)
         expect((error as IdempotencyLedger.IdempotencyError).reason).toBe("Unavailable")
         // The driver's own words follow, rather than hide in the cause.
-        expect((error as IdempotencyLedger.IdempotencyError).detail).toMatch(`could not open the SQLite ledger at ${filename}: `)
+        expect((error as IdempotencyLedger.IdempotencyError).detail).toMatch(
+          `could not open the SQLite ledger at ${filename}: `
+        )
         expect((error as IdempotencyLedger.IdempotencyError).detail).toContain(why)
       }
     }))
@@ -767,10 +820,12 @@ describe("IdempotencyLedger errors", () => {
       const l = yield* build(IdempotencyLedger.layerSqlite({ filename, lease: "1 second" }))
       yield* begin(l, "legacy")
       yield* begin(l, "other")
-      yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql`UPDATE effect_a2a_idempotency SET idem_key = ${"leg\u0000acy"} WHERE idem_key = ${"legacy"}`).pipe(
-          Effect.provide(SqliteClient.layer({ filename }))
-        )
+      yield* Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql`UPDATE effect_a2a_idempotency SET idem_key = ${"leg\u0000acy"} WHERE idem_key = ${"legacy"}`
+      ).pipe(
+        Effect.provide(SqliteClient.layer({ filename }))
+      )
       yield* TestClock.adjust("2 seconds")
       const expired = yield* l.expireLeases({ onExpired: () => Effect.succeed("interrupted") })
       expect(expired.map((e) => e.entry.key).sort()).toEqual(["leg\u0000acy", "other"])

@@ -8,12 +8,12 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
-import * as Part from "../src/Part.js"
 import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
 import * as Observability from "../src/Observability.js"
 import * as Orchestrator from "../src/Orchestrator.js"
+import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import * as RemoteOutcome from "../src/RemoteOutcome.js"
+import type * as RemoteOutcome from "../src/RemoteOutcome.js"
 import * as ScriptedLanguageModel from "../src/ScriptedLanguageModel.js"
 import { captureLogs, makeClient, send } from "./fixtures/serverAgents.js"
 
@@ -22,8 +22,7 @@ class PaymentDeclined extends Data.TaggedError("PaymentDeclined")<{ readonly mes
 /** The cause of the failure: it must reach this side's log and nothing else. */
 const secret = "acquirer said: card 4111-1111 declined, limit 300 EUR"
 
-const textOf = (request: AgentExecutor.AgentRequest): string =>
-  Part.textOf(request.message.parts)
+const textOf = (request: AgentExecutor.AgentRequest): string => Part.textOf(request.message.parts)
 
 /**
  * The first word decides: `fail` fails inside the agent's own span
@@ -129,13 +128,19 @@ describe("Observability", () => {
         "a2a.task_state": "TASK_STATE_FAILED",
         "a2a.error_id": errorId
       })
-      expect(execute.events.find((event) => event.name === "a2a.failure")?.attributes).toEqual({ "a2a.error_id": errorId })
+      expect(execute.events.find((event) => event.name === "a2a.failure")?.attributes).toEqual({
+        "a2a.error_id": errorId
+      })
       expect(execute.status).toEqual({
         code: SpanStatusCode.ERROR,
         message: `Agent execution failed. (error_id: ${errorId})`
       })
       // The run's span carries the error id, never the cause (nor the log line that holds it).
-      const exported = JSON.stringify({ attributes: execute.attributes, events: execute.events, status: execute.status })
+      const exported = JSON.stringify({
+        attributes: execute.attributes,
+        events: execute.events,
+        status: execute.status
+      })
       expect(exported).toContain(errorId)
       expect(exported).not.toContain("4111")
       expect(exported).not.toContain("PaymentDeclined")
@@ -152,7 +157,11 @@ describe("Observability", () => {
       const runLines = logs.lines.filter((line) => line.annotations.taskId === outcome.taskId)
       const serverLines = runLines.filter((line) => line.annotations.agent === agentName)
       expect(serverLines.map((line) => line.message)).toEqual(
-        expect.arrayContaining(["booking request received", "charging the card", `Runner failed to execute [error_id=${errorId}]`])
+        expect.arrayContaining([
+          "booking request received",
+          "charging the card",
+          `Runner failed to execute [error_id=${errorId}]`
+        ])
       )
       for (const line of serverLines) {
         expect(line.annotations).toMatchObject({ contextId: outcome.contextId, traceId })
@@ -201,14 +210,21 @@ describe("Observability", () => {
     Effect.gen(function*() {
       const agentName = freshName("counted")
       const server = yield* serve(agentName)
-      const remote = yield* RemoteAgent.make({ name: freshName("counted-client"), url: server.url, timeout: "5 seconds" })
+      const remote = yield* RemoteAgent.make({
+        name: freshName("counted-client"),
+        url: server.url,
+        timeout: "5 seconds"
+      })
       const count = (metric: Metric.Metric.Counter<number>, agent = agentName) =>
         Effect.map(Metric.value(Metric.tagged(metric, "agent", agent)), (state) => state.count)
       const counts = Effect.all({
         completed: count(Observability.serverCompleted),
         failed: count(Observability.serverFailed),
         canceledByAdmission: count(Observability.serverCanceledByAdmission),
-        latency: Effect.map(Metric.value(Metric.tagged(Observability.serverLatency, "agent", agentName)), (state) => state.count)
+        latency: Effect.map(
+          Metric.value(Metric.tagged(Observability.serverLatency, "agent", agentName)),
+          (state) => state.count
+        )
       })
       expect(yield* counts).toEqual({ completed: 0, failed: 0, canceledByAdmission: 0, latency: 0 })
 
@@ -239,7 +255,11 @@ describe("Observability", () => {
     return Effect.gen(function*() {
       yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(file, { force: true })))
       const server = yield* serve(freshName("logged"))
-      const remote = yield* RemoteAgent.make({ name: freshName("logged-client"), url: server.url, timeout: "5 seconds" })
+      const remote = yield* RemoteAgent.make({
+        name: freshName("logged-client"),
+        url: server.url,
+        timeout: "5 seconds"
+      })
       // Effect's own tracer: the caller's trace id reaches the server's log through `traceparent`.
       const [caller, outcome] = yield* Effect.zip(Effect.currentSpan, remote.send("fail flight 4821")).pipe(
         Effect.withSpan("caller")
@@ -280,7 +300,10 @@ describe("Observability", () => {
     Effect.gen(function*() {
       const console = yield* Effect.console
       const written: Array<unknown> = []
-      const capture = { ...console, unsafe: { ...console.unsafe, log: (...args: ReadonlyArray<unknown>) => written.push(...args) } }
+      const capture = {
+        ...console,
+        unsafe: { ...console.unsafe, log: (...args: ReadonlyArray<unknown>) => written.push(...args) }
+      }
       yield* Effect.logWarning("seat held").pipe(
         Effect.annotateLogs({ taskId: "t-1", contextId: "c-1" }),
         Observability.annotateLogsWithTraceId,
@@ -289,7 +312,11 @@ describe("Observability", () => {
         Effect.withConsole(capture)
       )
       expect(written).toHaveLength(1)
-      const entry = JSON.parse(String(written[0])) as { message: unknown; logLevel: string; annotations: Record<string, unknown> }
+      const entry = JSON.parse(String(written[0])) as {
+        message: unknown
+        logLevel: string
+        annotations: Record<string, unknown>
+      }
       expect(entry.message).toBe("seat held")
       expect(entry.logLevel).toBe("WARN")
       expect(entry.annotations.taskId).toBe("t-1")
@@ -300,7 +327,10 @@ describe("Observability", () => {
   it.effect("a log file that cannot be opened is a LogFileError", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
-        Effect.provide(Effect.void, Observability.layerJsonLogs({ file: path.join(os.tmpdir(), "no-such-dir-a2a", "x.log") }))
+        Effect.provide(
+          Effect.void,
+          Observability.layerJsonLogs({ file: path.join(os.tmpdir(), "no-such-dir-a2a", "x.log") })
+        )
       )
       expect(error).toBeInstanceOf(Observability.LogFileError)
       expect(error.reason).toBe("Open")

@@ -6,19 +6,19 @@ import * as CircuitBreaker from "../src/CircuitBreaker.js"
 import * as GuardedRemoteAgent from "../src/GuardedRemoteAgent.js"
 import * as Orchestrator from "../src/Orchestrator.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import { authText, confirmation, question, rejectReason, serveBooking } from "./fixtures/bookingAgent.js"
-import { closedPort, rawPeer } from "./fixtures/peers.js"
 import {
   claimsSuccess,
   followsInstruction,
+  make as scriptedModel,
   promptText,
   type Script,
-  make as scriptedModel,
   systemText,
   text,
   toolCall,
   toolResults
 } from "../src/ScriptedLanguageModel.js"
+import { authText, confirmation, question, rejectReason, serveBooking } from "./fixtures/bookingAgent.js"
+import { closedPort, rawPeer } from "./fixtures/peers.js"
 
 let agents = 0
 // Metrics are process-wide, so every remote agent gets its own name; the tool keeps the name "booking".
@@ -120,7 +120,9 @@ describe("Orchestrator with a scripted LanguageModel and our booking server", ()
       const booking = yield* guardedBooking(url)
       yield* stop
       const { reply, seen } = yield* askOnce(booking, "book flight 4821 for Ana")
-      expect(seen).toBe(`REMOTE_UNAVAILABLE: the request was not submitted (${booking.name}: the connection was refused)`)
+      expect(seen).toBe(
+        `REMOTE_UNAVAILABLE: the request was not submitted (${booking.name}: the connection was refused)`
+      )
       claimsNoSuccess(reply.text, seen)
     }))
 
@@ -136,11 +138,23 @@ describe("Orchestrator with a scripted LanguageModel and our booking server", ()
   it.scopedLive("degraded start-up: the unavailable remote and the stub both reach the model as REMOTE_UNAVAILABLE", () =>
     Effect.gen(function*() {
       const url = yield* closedPort
-      const remote = yield* RemoteAgent.make({ name: freshName(), url, onCardFailure: "degrade", cardTimeout: "2 seconds" })
+      const remote = yield* RemoteAgent.make({
+        name: freshName(),
+        url,
+        onCardFailure: "degrade",
+        cardTimeout: "2 seconds"
+      })
       const cause = yield* Effect.flip(RemoteAgent.make({ name: freshName(), url, cardTimeout: "2 seconds" }))
-      for (const agent of [GuardedRemoteAgent.make(remote, { description: "Books flights" }), Agent.unavailable(cause, "Books flights")]) {
+      for (
+        const agent of [
+          GuardedRemoteAgent.make(remote, { description: "Books flights" }),
+          Agent.unavailable(cause, "Books flights")
+        ]
+      ) {
         const { reply, seen } = yield* askOnce(agent, "book flight 4821 for Ana")
-        expect(seen).toMatch(/^REMOTE_UNAVAILABLE: the request was not submitted \(.*the agent was not available at start-up\)$/)
+        expect(seen).toMatch(
+          /^REMOTE_UNAVAILABLE: the request was not submitted \(.*the agent was not available at start-up\)$/
+        )
         claimsNoSuccess(reply.text, seen)
       }
     }))
@@ -224,21 +238,33 @@ describe("Orchestrator loop", () => {
 
   it.effect("the scripted models speak of the tool they call, whatever its name", () =>
     Effect.gen(function*() {
-      const flights = (answer: string) => Agent.make({ name: "flights", description: "Books flights", run: () => Effect.succeed(answer) })
+      const flights = (answer: string) =>
+        Agent.make({ name: "flights", description: "Books flights", run: () => Effect.succeed(answer) })
       const replyOf = (agent: Agent.Agent, script: Script) =>
         Effect.flatMap(Orchestrator.make({ agents: [agent] }), (orchestrator) =>
-          Effect.map(orchestrator.respond("Book flight 4821").pipe(Effect.provide(scriptedModel(script).layer)), (reply) => reply.text))
+          Effect.map(
+            orchestrator.respond("Book flight 4821").pipe(Effect.provide(scriptedModel(script).layer)),
+            (reply) => reply.text
+          ))
       const failed = "REMOTE_FAILED Agent execution failed. (error_id: 0123456789ab)"
       expect(yield* replyOf(flights(failed), followsInstruction("flights", "book 4821")))
         .toBe(`I could not complete the flights (${failed}). Would you like me to retry?`)
-      expect(yield* replyOf(flights("booked"), followsInstruction("flights", "book 4821"))).toBe("Done: your flights is confirmed. booked")
-      expect(yield* replyOf(flights(failed), claimsSuccess("flights", "book 4821"))).toBe("Done: your flights is confirmed.")
+      expect(yield* replyOf(flights("booked"), followsInstruction("flights", "book 4821"))).toBe(
+        "Done: your flights is confirmed. booked"
+      )
+      expect(yield* replyOf(flights(failed), claimsSuccess("flights", "book 4821"))).toBe(
+        "Done: your flights is confirmed."
+      )
     }))
 
   it.effect("a model that never stops calling tools ends with a TurnLimit error after maxTurns calls; the last turn's are not run", () =>
     Effect.gen(function*() {
       let runs = 0
-      const counted = Agent.make({ name: "weather", description: "counts", run: (city) => Effect.sync(() => (runs++, `sunny in ${city}`)) })
+      const counted = Agent.make({
+        name: "weather",
+        description: "counts",
+        run: (city) => Effect.sync(() => (runs++, `sunny in ${city}`))
+      })
       const model = scriptedModel(() => [toolCall("weather", "Lisbon")])
       const orchestrator = yield* Orchestrator.make({ agents: [counted], maxTurns: 3 })
       const error = yield* Effect.flip(orchestrator.respond("Weather?").pipe(Effect.provide(model.layer)))
@@ -264,7 +290,9 @@ describe("Orchestrator loop", () => {
     Effect.gen(function*() {
       const model = scriptedModel((_request, turn) => (turn === 0 ? [toolCall("weather", "Lisbon")] : [text("Sunny.")]))
       const orchestrator = yield* Orchestrator.make({ name: "travel", agents: [local] })
-      const events = Chunk.toArray(yield* Stream.runCollect(orchestrator.run("Weather?")).pipe(Effect.provide(model.layer)))
+      const events = Chunk.toArray(
+        yield* Stream.runCollect(orchestrator.run("Weather?")).pipe(Effect.provide(model.layer))
+      )
       expect(events.map((e) => [e._tag, e.agent, e.text])).toEqual([
         ["Progress", "weather", "looking up Lisbon"],
         ["Result", "travel", "Sunny."]
@@ -290,8 +318,15 @@ describe("Orchestrator loop", () => {
       const one = yield* Orchestrator.make({ agents: [a] })
       expect(Array.from(one.tools.keys())).toEqual(["flight_booking"])
       const error = yield* Effect.flip(Orchestrator.make({ agents: [a, b] }))
-      expect(error).toMatchObject({ reason: "DuplicateTool", turns: 0, tool: "flight_booking", agents: ["flight booking", "flight.booking"] })
+      expect(error).toMatchObject({
+        reason: "DuplicateTool",
+        turns: 0,
+        tool: "flight_booking",
+        agents: ["flight booking", "flight.booking"]
+      })
       expect(error).toBeInstanceOf(Orchestrator.OrchestratorError)
-      expect(error.message).toBe('the sub-agents "flight booking" and "flight.booking" are both offered as the tool flight_booking: rename one')
+      expect(error.message).toBe(
+        "the sub-agents \"flight booking\" and \"flight.booking\" are both offered as the tool flight_booking: rename one"
+      )
     }))
 })

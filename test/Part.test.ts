@@ -24,8 +24,11 @@ describe("Part.Json", () => {
     }
   })
 
-  it.prop("what its arbitrary makes is JSON", [Part.Json, Part.JsonObject], ([value, object]) =>
-    Schema.is(Part.Json)(value) && Schema.is(Part.JsonObject)(object))
+  it.prop(
+    "what its arbitrary makes is JSON",
+    [Part.Json, Part.JsonObject],
+    ([value, object]) => Schema.is(Part.Json)(value) && Schema.is(Part.JsonObject)(object)
+  )
 
   it("a JSON object is a plain object of JSON values", () => {
     expect(Schema.is(Part.JsonObject)({ channel: "web" })).toBe(true)

@@ -1,8 +1,11 @@
-import type { StreamResponse, TaskStatus } from "@a2a-js/sdk"
-import { TaskState } from "@a2a-js/sdk"
-import { StreamResponse as StreamResponseCodec } from "@a2a-js/sdk"
+import { type StreamResponse, StreamResponse as StreamResponseCodec, TaskState, type TaskStatus } from "@a2a-js/sdk"
 import { V03PushNotificationSerializer } from "@a2a-js/sdk/compat/v0_3/server"
-import { DefaultPushNotificationSender, InMemoryPushNotificationStore, ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
+import {
+  DefaultPushNotificationSender,
+  InMemoryPushNotificationStore,
+  ServerCallContext,
+  UnauthenticatedUser
+} from "@a2a-js/sdk/server"
 import { HttpRouter } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -11,7 +14,8 @@ import * as Http from "node:http"
 import * as PushReceiver from "../src/PushReceiver.js"
 import { agentMessage, peerErrorId } from "./fixtures/peers.js"
 
-const context = (version: string) => new ServerCallContext({ user: new UnauthenticatedUser(), requestedVersion: version })
+const context = (version: string) =>
+  new ServerCallContext({ user: new UnauthenticatedUser(), requestedVersion: version })
 
 const statusUpdate = (taskId: string, state: TaskState, timestamp: string, text?: string): StreamResponse => ({
   payload: {
@@ -19,7 +23,11 @@ const statusUpdate = (taskId: string, state: TaskState, timestamp: string, text?
     value: {
       taskId,
       contextId: "ctx-1",
-      status: { state, message: text === undefined ? undefined : { ...agentMessage(text), taskId, contextId: "ctx-1" }, timestamp } satisfies TaskStatus,
+      status: {
+        state,
+        message: text === undefined ? undefined : { ...agentMessage(text), taskId, contextId: "ctx-1" },
+        timestamp
+      } satisfies TaskStatus,
       metadata: undefined
     }
   }
@@ -38,13 +46,21 @@ const sdkSender = (taskId: string, registration: PushReceiver.Registration, vers
       token: Redacted.value(registration.token),
       authentication: undefined
     })
-    const sender = new DefaultPushNotificationSender(store, { timeout: 2000, serializers: { "0.3": new V03PushNotificationSerializer() } })
+    const sender = new DefaultPushNotificationSender(store, {
+      timeout: 2000,
+      serializers: { "0.3": new V03PushNotificationSerializer() }
+    })
     return (response: StreamResponse) => Effect.promise(() => sender.send(response, ctx))
   })
 
 const post = (url: string, body: string, headers: Record<string, string>) =>
   Effect.promise(() =>
-    fetch(url, { method: "POST", body, headers: { "content-type": "application/a2a+json", ...headers }, signal: AbortSignal.timeout(5000) })
+    fetch(url, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/a2a+json", ...headers },
+      signal: AbortSignal.timeout(5000)
+    })
       .then((r) => r.status)
   )
 
@@ -57,7 +73,12 @@ describe("PushReceiver", () => {
       const events = yield* receiver.subscribe
       const registration = yield* receiver.register({ agent: "booking" })
       const push = yield* sdkSender("task-1", registration)
-      const failed = statusUpdate("task-1", TaskState.TASK_STATE_FAILED, "2026-01-01T00:00:02Z", `Agent execution failed. (error_id: ${peerErrorId})`)
+      const failed = statusUpdate(
+        "task-1",
+        TaskState.TASK_STATE_FAILED,
+        "2026-01-01T00:00:02Z",
+        `Agent execution failed. (error_id: ${peerErrorId})`
+      )
       yield* push(statusUpdate("task-1", TaskState.TASK_STATE_WORKING, "2026-01-01T00:00:01Z", "working"))
       yield* push(failed)
       yield* push(failed)
@@ -79,9 +100,20 @@ describe("PushReceiver", () => {
       const registration = yield* receiver.register({ agent: "legacy" })
       const push = yield* sdkSender("task-6", registration, "0.3")
       yield* push(statusUpdate("task-6", TaskState.TASK_STATE_WORKING, "2026-01-01T00:00:01Z", "working"))
-      yield* push(statusUpdate("task-6", TaskState.TASK_STATE_FAILED, "2026-01-01T00:00:02Z", `Agent execution failed. (error_id: ${peerErrorId})`))
+      yield* push(
+        statusUpdate(
+          "task-6",
+          TaskState.TASK_STATE_FAILED,
+          "2026-01-01T00:00:02Z",
+          `Agent execution failed. (error_id: ${peerErrorId})`
+        )
+      )
       const outcome = yield* receiver.outcome("task-6").pipe(Effect.timeout("5 seconds"))
-      expect([outcome._tag, outcome.agent, outcome._tag === "Failed" && Option.getOrNull(outcome.errorId)]).toEqual(["Failed", "legacy", peerErrorId])
+      expect([outcome._tag, outcome.agent, outcome._tag === "Failed" && Option.getOrNull(outcome.errorId)]).toEqual([
+        "Failed",
+        "legacy",
+        peerErrorId
+      ])
       expect((yield* drain(events)).map((e) => e._tag)).toEqual(["Status", "Finished"])
     }))
 
@@ -90,16 +122,24 @@ describe("PushReceiver", () => {
       const receiver = yield* PushReceiver.serve()
       const events = yield* receiver.subscribe
       const registration = yield* receiver.register({ taskId: "task-2" })
-      const body = JSON.stringify(StreamResponseCodec.toJSON(statusUpdate("task-2", TaskState.TASK_STATE_COMPLETED, "2026-01-01T00:00:01Z", "done")))
+      const body = JSON.stringify(
+        StreamResponseCodec.toJSON(
+          statusUpdate("task-2", TaskState.TASK_STATE_COMPLETED, "2026-01-01T00:00:01Z", "done")
+        )
+      )
       expect(yield* post(receiver.url, body, {})).toBe(401)
       expect(yield* post(receiver.url, body, { "X-A2A-Notification-Token": "not-the-token" })).toBe(401)
-      expect(yield* post(receiver.url, body, { authorization: `Bearer ${Redacted.value(registration.token)}x` })).toBe(401)
+      expect(yield* post(receiver.url, body, { authorization: `Bearer ${Redacted.value(registration.token)}x` })).toBe(
+        401
+      )
       // A token of another task does not carry this one.
       const other = yield* receiver.register({ taskId: "task-other" })
       expect(yield* post(receiver.url, body, { "X-A2A-Notification-Token": Redacted.value(other.token) })).toBe(401)
       expect(yield* drain(events)).toEqual([])
       expect(yield* receiver.delivered("task-2")).toEqual(Option.none())
-      expect(yield* post(receiver.url, body, { authorization: `Bearer ${Redacted.value(registration.token)}` })).toBe(200)
+      expect(yield* post(receiver.url, body, { authorization: `Bearer ${Redacted.value(registration.token)}` })).toBe(
+        200
+      )
       expect((yield* drain(events)).map((e) => e._tag)).toEqual(["Finished"])
     }))
 
@@ -112,7 +152,13 @@ describe("PushReceiver", () => {
       expect(yield* post(receiver.url, "{not json", headers)).toBe(400)
       expect(yield* post(receiver.url, JSON.stringify({ hello: "world" }), headers)).toBe(400)
       // A status update that names no task.
-      expect(yield* post(receiver.url, JSON.stringify({ statusUpdate: { status: { state: "TASK_STATE_COMPLETED" } } }), headers)).toBe(400)
+      expect(
+        yield* post(
+          receiver.url,
+          JSON.stringify({ statusUpdate: { status: { state: "TASK_STATE_COMPLETED" } } }),
+          headers
+        )
+      ).toBe(400)
       expect(yield* drain(events)).toEqual([])
     }))
 
@@ -122,7 +168,8 @@ describe("PushReceiver", () => {
       const events = yield* receiver.subscribe
       const registration = yield* receiver.register({ taskId: "task-3" })
       const headers = { "X-A2A-Notification-Token": Redacted.value(registration.token) }
-      const send = (response: StreamResponse) => post(receiver.url, JSON.stringify(StreamResponseCodec.toJSON(response)), headers)
+      const send = (response: StreamResponse) =>
+        post(receiver.url, JSON.stringify(StreamResponseCodec.toJSON(response)), headers)
       const statuses = [
         statusUpdate("task-3", TaskState.TASK_STATE_SUBMITTED, "2026-01-01T00:00:02Z", "submitted"),
         // Of the same time, but further: delivered.
@@ -134,11 +181,12 @@ describe("PushReceiver", () => {
       ]
       for (const status of statuses) expect(yield* send(status)).toBe(200)
       const delivered = yield* drain(events)
-      expect(delivered.map((e) => e._tag === "Finished" ? e.outcome._tag : `${e._tag}:${"text" in e ? e.text : ""}`)).toEqual([
-        "Status:submitted",
-        "Status:second",
-        "Completed"
-      ])
+      expect(delivered.map((e) => e._tag === "Finished" ? e.outcome._tag : `${e._tag}:${"text" in e ? e.text : ""}`))
+        .toEqual([
+          "Status:submitted",
+          "Status:second",
+          "Completed"
+        ])
       expect(Option.map(yield* receiver.delivered("task-3"), (o) => o.text)).toEqual(Option.some("done"))
     }))
 

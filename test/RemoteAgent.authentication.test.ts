@@ -96,7 +96,9 @@ describe("a server that authenticates its callers", () => {
           )
         )
         expect(keyed, transport).toMatchObject({ ...refusedFor(transport), attempts: 1 })
-        const plain = yield* Effect.flip(agent.send("complete x").pipe(RetryPolicy.retry({ maxAttempts: 4, base: "1 millis" }, { idempotent: false })))
+        const plain = yield* Effect.flip(
+          agent.send("complete x").pipe(RetryPolicy.retry({ maxAttempts: 4, base: "1 millis" }, { idempotent: false }))
+        )
         expect(plain, transport).toMatchObject({ ...refusedFor(transport), attempts: 1 })
         const streamed = yield* Effect.flip(Stream.runDrain(
           agent.stream("complete x", { idempotencyKey: crypto.randomUUID() }).pipe(
@@ -115,7 +117,10 @@ describe("a server that authenticates its callers", () => {
       for (const transport of transports) {
         const agent = yield* agentOn(server.url, transport)
         // One failure that counts would open it.
-        const breaker = yield* CircuitBreaker.make(agent.name, { trip: CircuitBreaker.consecutiveFailures(1), openDuration: "1 minute" })
+        const breaker = yield* CircuitBreaker.make(agent.name, {
+          trip: CircuitBreaker.consecutiveFailures(1),
+          openDuration: "1 minute"
+        })
         const before = refused()
         for (let i = 0; i < 3; i++) {
           const error = yield* Effect.flip(breaker.protect(agent.send("complete x")))

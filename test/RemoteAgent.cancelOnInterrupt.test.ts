@@ -80,14 +80,18 @@ describe("RemoteAgent cancelOnInterrupt", () => {
       const peer = yield* sdkPeer()
       const agent = yield* RemoteAgent.make({ name: "scripted", url: peer.url })
       // The agent's turn ends with the task WORKING: the answer names the task, which the send then polls.
-      const failure = yield* Effect.flip(agent.send("working 20000", { timeout: "500 millis", cancelOnInterrupt: true }))
+      const failure = yield* Effect.flip(
+        agent.send("working 20000", { timeout: "500 millis", cancelOnInterrupt: true })
+      )
       expect(failure).toMatchObject({ reason: "Timeout", delivery: "Unknown" })
       expect(peer.methods()).toContain("GetTask")
       expect(yield* stateOf(agent, failure.taskId!, (tag) => tag === "Canceled")).toBe("Canceled")
       expect(cancels(peer)).toBe(1)
 
       // Interrupted while it polls the task: the same.
-      const polling = yield* Effect.fork(agent.send("working 20000", { timeout: "20 seconds", cancelOnInterrupt: true }))
+      const polling = yield* Effect.fork(
+        agent.send("working 20000", { timeout: "20 seconds", cancelOnInterrupt: true })
+      )
       const polls = () => peer.methods().filter((method) => method === "GetTask").length
       const before = polls()
       yield* eventually(Effect.sync(polls), (n) => n > before, 500)
@@ -99,7 +103,13 @@ describe("RemoteAgent cancelOnInterrupt", () => {
     Effect.gen(function*() {
       const task = { id: "t-1", contextId: "c-1", status: { state: TaskState[TaskState.TASK_STATE_WORKING] } }
       const peer = yield* rawPeer((_req, res, body) => {
-        if (body.includes("CancelTask")) return json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32002, message: "Task not cancelable" } })
+        if (body.includes("CancelTask")) {
+          return json(res, 200, {
+            jsonrpc: "2.0",
+            id: rpcId(body),
+            error: { code: -32002, message: "Task not cancelable" }
+          })
+        }
         // One event, then the stream stays open.
         res.writeHead(200, { "content-type": "text/event-stream" })
         res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), result: { task } })}\n\n`)
@@ -121,7 +131,10 @@ describe("RemoteAgent cancelOnInterrupt", () => {
         (found) => found.length > 0,
         500
       )
-      expect(logged).toMatchObject([{ level: "DEBUG", annotations: { agent: "stubborn", taskId: "t-1", reason: "ProtocolError" } }])
+      expect(logged).toMatchObject([{
+        level: "DEBUG",
+        annotations: { agent: "stubborn", taskId: "t-1", reason: "ProtocolError" }
+      }])
       expect(peer.methods()).toEqual(["SendStreamingMessage", "CancelTask"])
     }))
 
@@ -136,7 +149,9 @@ describe("RemoteAgent cancelOnInterrupt", () => {
       // Interrupted while the last event, the task's end, is being handled.
       const finished = yield* Deferred.make<void>()
       const fiber = yield* agent.stream("complete").pipe(
-        Stream.runForEach((event) => event._tag === "Finished" ? Effect.zipRight(Deferred.succeed(finished, undefined), Effect.never) : Effect.void),
+        Stream.runForEach((event) =>
+          event._tag === "Finished" ? Effect.zipRight(Deferred.succeed(finished, undefined), Effect.never) : Effect.void
+        ),
         Effect.fork
       )
       yield* Deferred.await(finished).pipe(Effect.timeout("5 seconds"))

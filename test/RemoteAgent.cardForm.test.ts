@@ -20,10 +20,15 @@ const tokenUrlOf = (remote: RemoteAgent.RemoteAgent) => {
 describe("RemoteAgent reads both forms of a v1.0 card", () => {
   it.scopedLive("our server's proto JSON: decoded, its security schemes and empty fields in the SDK's model", () =>
     Effect.gen(function*() {
-      const server = yield* A2AServer.make({ agent, card: { name: "proto", description: "proto JSON", securitySchemes: oauthSchemes } })
+      const server = yield* A2AServer.make({
+        agent,
+        card: { name: "proto", description: "proto JSON", securitySchemes: oauthSchemes }
+      })
       // As served: proto JSON, each scheme under its oneof's name, the empty lists left out.
       const served = yield* Effect.promise(() =>
-        fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "A2A-Version": "1.0" } }).then((r) => r.json() as Promise<Record<string, any>>)
+        fetch(`${server.url}${A2AServer.cardPath}`, { headers: { "A2A-Version": "1.0" } }).then((r) =>
+          r.json() as Promise<Record<string, any>>
+        )
       )
       expect(served.securitySchemes.oauth.oauth2SecurityScheme.flows.clientCredentials.tokenUrl).toBe(tokenUrl)
       expect(served.skills).toBeUndefined()

@@ -1,5 +1,4 @@
-import type { Task } from "@a2a-js/sdk"
-import { TaskState } from "@a2a-js/sdk"
+import { type Task, TaskState } from "@a2a-js/sdk"
 import { encodeGrpcStatusDetails, GRPC_STATUS_DETAILS_BIN } from "@a2a-js/sdk/errors/grpc"
 import { A2AService } from "@a2a-js/sdk/server/grpc"
 import { BinaryWriter } from "@bufbuild/protobuf/wire"
@@ -10,9 +9,9 @@ import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
-import { agentMessage, closedPort } from "./fixtures/peers.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import { onlyTransportWorks } from "./fixtures/onlyTransport.js"
+import { agentMessage, closedPort } from "./fixtures/peers.js"
 import { eventually } from "./fixtures/serverAgents.js"
 import { cardServer, cardWith, grpcServer, sdkPeers } from "./fixtures/transportPeers.js"
 
@@ -34,7 +33,11 @@ const agentAt = (address: string, options: Partial<RemoteAgent.Options> = {}) =>
 const taskOf = (id: string, state: TaskState, text = ""): Task => ({
   id,
   contextId: "ctx-1",
-  status: { state, message: { ...agentMessage(text), taskId: id, contextId: "ctx-1" }, timestamp: new Date().toISOString() },
+  status: {
+    state,
+    message: { ...agentMessage(text), taskId: id, contextId: "ctx-1" },
+    timestamp: new Date().toISOString()
+  },
   artifacts: [],
   history: [],
   metadata: undefined
@@ -59,8 +62,11 @@ const trailer = (entries: Record<string, string | Buffer>) => {
 const retryInfoStatus = (seconds: number, nanos: number) => {
   const delay = new BinaryWriter().uint32(8).int64(seconds).uint32(16).int32(nanos).finish()
   const info = new BinaryWriter().uint32(10).bytes(delay).finish()
-  const any = new BinaryWriter().uint32(10).string("type.googleapis.com/google.rpc.RetryInfo").uint32(18).bytes(info).finish()
-  return Buffer.from(new BinaryWriter().uint32(8).int32(8).uint32(18).string("slow down").uint32(26).bytes(any).finish())
+  const any = new BinaryWriter().uint32(10).string("type.googleapis.com/google.rpc.RetryInfo").uint32(18).bytes(info)
+    .finish()
+  return Buffer.from(
+    new BinaryWriter().uint32(8).int32(8).uint32(18).string("slow down").uint32(26).bytes(any).finish()
+  )
 }
 
 describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
@@ -99,7 +105,11 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
         ] as const
       ) {
         const { address } = yield* unaryPeer((callback) =>
-          callback({ code, details: reason, metadata: trailer({ [GRPC_STATUS_DETAILS_BIN]: encodeGrpcStatusDetails(code, reason, reason) }) })
+          callback({
+            code,
+            details: reason,
+            metadata: trailer({ [GRPC_STATUS_DETAILS_BIN]: encodeGrpcStatusDetails(code, reason, reason) })
+          })
         )
         const error = yield* Effect.flip((yield* agentAt(address)).send("hello"))
         expect(error).toMatchObject({ reason: "ProtocolError", protocolError: name, delivery, transport: "GRPC" })
@@ -126,7 +136,11 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
   it.scopedLive("RESOURCE_EXHAUSTED is gRPC's 429: refused, with retry-after from a trailer or a RetryInfo detail", () =>
     Effect.gen(function*() {
       const header = yield* unaryPeer((callback) =>
-        callback({ code: grpc.status.RESOURCE_EXHAUSTED, details: "slow down", metadata: trailer({ "retry-after": "7" }) })
+        callback({
+          code: grpc.status.RESOURCE_EXHAUSTED,
+          details: "slow down",
+          metadata: trailer({ "retry-after": "7" })
+        })
       )
       const fromHeader = yield* Effect.flip((yield* agentAt(header.address)).send("hello"))
       expect(fromHeader).toMatchObject({ reason: "HttpStatus", delivery: "Refused", grpcStatus: "RESOURCE_EXHAUSTED" })
@@ -154,7 +168,9 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
             details: "slow down",
             metadata: trailer({ [GRPC_STATUS_DETAILS_BIN]: retryInfoStatus(0, 100_000_000) })
           })
-          : callback(null, { payload: { $case: "task", value: taskOf("t-1", TaskState.TASK_STATE_COMPLETED, "second time") } })
+          : callback(null, {
+            payload: { $case: "task", value: taskOf("t-1", TaskState.TASK_STATE_COMPLETED, "second time") }
+          })
       )
       const started = Date.now()
       const outcome = yield* (yield* agentAt(address)).send("hello").pipe(
@@ -170,26 +186,46 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       // Wire type 7 does not exist: the SDK's decoder throws "cant skip wire type 7" on it.
       const garbled = Buffer.from([0x0f, 0xff, 0xff, 0xff])
       const garbling = (callback: Callback) =>
-        callback({ code: grpc.status.NOT_FOUND, details: "garbled", metadata: trailer({ [GRPC_STATUS_DETAILS_BIN]: garbled }) })
+        callback({
+          code: grpc.status.NOT_FOUND,
+          details: "garbled",
+          metadata: trailer({ [GRPC_STATUS_DETAILS_BIN]: garbled })
+        })
       const { address } = yield* grpcServer({
         sendMessage: (_call: unknown, callback: Callback) => garbling(callback),
         sendStreamingMessage: (call: grpc.ServerWritableStream<unknown, unknown>) =>
-          call.emit("error", Object.assign(new Error("garbled"), {
-            code: grpc.status.NOT_FOUND,
-            details: "garbled",
-            metadata: trailer({ [GRPC_STATUS_DETAILS_BIN]: garbled })
-          }))
+          call.emit(
+            "error",
+            Object.assign(new Error("garbled"), {
+              code: grpc.status.NOT_FOUND,
+              details: "garbled",
+              metadata: trailer({ [GRPC_STATUS_DETAILS_BIN]: garbled })
+            })
+          )
       })
       const agent = yield* agentAt(address, { timeout: "3 seconds" })
-      expect(yield* Effect.flip(agent.send("hello"))).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", grpcStatus: "NOT_FOUND" })
-      expect(yield* Effect.flip(Stream.runDrain(agent.stream("hello")))).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
+      expect(yield* Effect.flip(agent.send("hello"))).toMatchObject({
+        reason: "InvalidResponse",
+        delivery: "Unknown",
+        grpcStatus: "NOT_FOUND"
+      })
+      expect(yield* Effect.flip(Stream.runDrain(agent.stream("hello")))).toMatchObject({
+        reason: "InvalidResponse",
+        delivery: "Unknown"
+      })
     }))
 
   it.scopedLive("an answer that cannot be decoded: InvalidResponse, Unknown", () =>
     Effect.gen(function*() {
       // The answer's bytes are no SendMessageResponse: wire type 7 does not exist.
-      const garbling = { ...A2AService, sendMessage: { ...A2AService.sendMessage, responseSerialize: () => Buffer.from([0x0f, 0xff, 0xff]) } }
-      const { address } = yield* grpcServer({ sendMessage: (_call: unknown, callback: Callback) => callback(null, {}) }, garbling)
+      const garbling = {
+        ...A2AService,
+        sendMessage: { ...A2AService.sendMessage, responseSerialize: () => Buffer.from([0x0f, 0xff, 0xff]) }
+      }
+      const { address } = yield* grpcServer(
+        { sendMessage: (_call: unknown, callback: Callback) => callback(null, {}) },
+        garbling
+      )
       expect(yield* Effect.flip((yield* agentAt(address)).send("hello"))).toMatchObject({
         reason: "InvalidResponse",
         delivery: "Unknown",
@@ -239,7 +275,11 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
         }
       })
       const agent = yield* agentAt(hanging.address, { timeout: "300 millis" })
-      expect(yield* Effect.flip(agent.send("hello"))).toMatchObject({ reason: "Timeout", delivery: "Unknown", grpcStatus: "CANCELLED" })
+      expect(yield* Effect.flip(agent.send("hello"))).toMatchObject({
+        reason: "Timeout",
+        delivery: "Unknown",
+        grpcStatus: "CANCELLED"
+      })
       yield* eventually(Effect.sync(() => cancelled), (n) => n === 1)
       const fiber = yield* Effect.fork(agent.send("hello", { timeout: "10 seconds" }))
       yield* eventually(Effect.sync(() => started), (n) => n === 2)
@@ -255,12 +295,20 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       const killed = yield* Effect.fork(Effect.flip(agent.send("sleep 3000")))
       yield* Effect.sleep("300 millis")
       line.cut()
-      expect(yield* Fiber.join(killed)).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown", grpcStatus: "UNAVAILABLE" })
+      expect(yield* Fiber.join(killed)).toMatchObject({
+        reason: "ConnectionLost",
+        delivery: "Unknown",
+        grpcStatus: "UNAVAILABLE"
+      })
       const hanging = yield* grpcServer({ sendMessage: () => undefined })
       const shut = yield* Effect.fork(Effect.flip((yield* agentAt(hanging.address)).send("hello")))
       yield* Effect.sleep("300 millis")
       hanging.server.forceShutdown()
-      expect(yield* Fiber.join(shut)).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown", grpcStatus: "CANCELLED" })
+      expect(yield* Fiber.join(shut)).toMatchObject({
+        reason: "ConnectionLost",
+        delivery: "Unknown",
+        grpcStatus: "CANCELLED"
+      })
     }))
 
   it.scopedLive("a stream cut after its first event: StreamInterrupted, and one GetTask recovers the task's end", () =>
@@ -289,16 +337,27 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
     Effect.gen(function*() {
       const peers = yield* sdkPeers(["GRPC"])
       const lastSent = () => peers.seen().at(-1)!.headers
-      const agent = yield* agentFor(peers.url, { headers: { "X-Tenant": "acme", authorization: Redacted.make("Bearer s3cret") } })
-      yield* agent.send("complete", { idempotencyKey: "key-1", headers: { "x-call": "1" } }).pipe(Effect.withSpan("caller"))
-      expect(lastSent()).toMatchObject({ "x-tenant": "acme", authorization: "Bearer s3cret", "idempotency-key": "key-1", "x-call": "1" })
+      const agent = yield* agentFor(peers.url, {
+        headers: { "X-Tenant": "acme", authorization: Redacted.make("Bearer s3cret") }
+      })
+      yield* agent.send("complete", { idempotencyKey: "key-1", headers: { "x-call": "1" } }).pipe(
+        Effect.withSpan("caller")
+      )
+      expect(lastSent()).toMatchObject({
+        "x-tenant": "acme",
+        authorization: "Bearer s3cret",
+        "idempotency-key": "key-1",
+        "x-call": "1"
+      })
       expect(lastSent().traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/)
       // The interceptor's own mark never leaves.
       expect(Object.keys(lastSent()).filter((k) => k.startsWith("effect-a2a"))).toEqual([])
       yield* Stream.runDrain(agent.stream("complete", { headers: { "x-call": "2" } }))
       expect(lastSent()).toMatchObject({ "x-tenant": "acme", "x-call": "2" })
       let token = 0
-      const computed = yield* agentFor(peers.url, { headers: Effect.sync(() => ({ authorization: Redacted.make(`Bearer t${++token}`) })) })
+      const computed = yield* agentFor(peers.url, {
+        headers: Effect.sync(() => ({ authorization: Redacted.make(`Bearer t${++token}`) }))
+      })
       yield* computed.send("complete")
       yield* computed.send("complete")
       expect(lastSent().authorization).toBe(`Bearer t${token}`)
@@ -322,7 +381,9 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
     Effect.gen(function*() {
       const base = cardWith([{ protocolBinding: "GRPC", url: "127.0.0.1:1" }])
       const card = { ...base, capabilities: { extensions: [], ...base.capabilities, extendedAgentCard: true } }
-      const error = yield* Effect.flip(agentAt("127.0.0.1:1", { card, headers: { authorization: Redacted.make("Bearer caf\u00e9-s3cret") } }))
+      const error = yield* Effect.flip(
+        agentAt("127.0.0.1:1", { card, headers: { authorization: Redacted.make("Bearer caf\u00e9-s3cret") } })
+      )
       expect(error).toMatchObject({ _tag: "AgentCardResolutionError", reason: "InvalidRequest" })
       expect(error.message).not.toContain("s3cret")
     }))
@@ -333,7 +394,11 @@ describe("RemoteAgent over gRPC, against the SDK's grpcService", () => {
       const insecure = yield* agentFor(peers.url, { grpcChannelCredentials: grpc.credentials.createInsecure() })
       expect(yield* insecure.send("complete")).toMatchObject({ _tag: "Completed" })
       const tls = yield* agentFor(peers.url, { grpcChannelCredentials: grpc.credentials.createSsl() })
-      expect(yield* Effect.flip(tls.send("complete"))).toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent", grpcStatus: "UNAVAILABLE" })
+      expect(yield* Effect.flip(tls.send("complete"))).toMatchObject({
+        reason: "ConnectionRefused",
+        delivery: "NotSent",
+        grpcStatus: "UNAVAILABLE"
+      })
     }))
 
   it.scopedLive("the card is read over HTTP; its gRPC interface is reached without a fetch", () =>
@@ -349,12 +414,15 @@ describe("RemoteAgent over gRPC, messages over a size limit, against our server"
     Effect.gen(function*() {
       let runs = 0
       const server = yield* A2AServer.make({
-        agent: () => Effect.sync(() => ++runs).pipe(Effect.as(AgentExecutor.completedText("x".repeat(3 * 1024 * 1024)))),
+        agent: () =>
+          Effect.sync(() => ++runs).pipe(Effect.as(AgentExecutor.completedText("x".repeat(3 * 1024 * 1024)))),
         card: { name: "big", description: "answers more than 4 MiB" },
         transports: ["GRPC"]
       })
       const agent = yield* agentFor(server.url, { timeout: "20 seconds" })
-      const error = yield* Effect.flip(agent.send("charge").pipe(RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false })))
+      const error = yield* Effect.flip(
+        agent.send("charge").pipe(RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false }))
+      )
       expect(error).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", grpcStatus: "RESOURCE_EXHAUSTED" })
       expect(runs).toBe(1)
     }))
@@ -370,7 +438,11 @@ describe("RemoteAgent over gRPC, messages over a size limit, against our server"
       })
       const agent = yield* agentFor(server.url)
       const send = (size: number) =>
-        Effect.flip(agent.send("y".repeat(size)).pipe(RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false })))
+        Effect.flip(
+          agent.send("y".repeat(size)).pipe(
+            RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false })
+          )
+        )
       expect(yield* send(30_000)).toMatchObject({
         reason: "ProtocolError",
         protocolError: "InvalidParams",

@@ -3,8 +3,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Layer, Redacted, Stream } from "effect"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
-import { closedPort, json, listen, peerErrorId } from "./fixtures/peers.js"
 import { onlyTransportWorks } from "./fixtures/onlyTransport.js"
+import { closedPort, json, listen, peerErrorId } from "./fixtures/peers.js"
 import { cardServer, cardWith, sdkPeers } from "./fixtures/transportPeers.js"
 
 let agents = 0
@@ -39,7 +39,11 @@ const rawRest = (rest: (req: import("node:http").IncomingMessage, res: import("n
 const task = (id: string, state: string, text = "") => ({
   id,
   contextId: "ctx-1",
-  status: { state, message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text }] }, timestamp: new Date().toISOString() },
+  status: {
+    state,
+    message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text }] },
+    timestamp: new Date().toISOString()
+  },
   artifacts: [],
   history: []
 })
@@ -63,7 +67,11 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
       })
       const done = yield* agent.send("complete")
       const notCancelable = yield* Effect.flip(agent.cancel(done.taskId))
-      expect(notCancelable).toMatchObject({ reason: "ProtocolError", protocolError: "TaskNotCancelable", delivery: "Refused" })
+      expect(notCancelable).toMatchObject({
+        reason: "ProtocolError",
+        protocolError: "TaskNotCancelable",
+        delivery: "Refused"
+      })
       // 1.0.1's statuses, and 1.0.0's where they differ (415, 409, 502): the reason decides, whatever the status.
       for (
         const [status, reason, name, delivery] of [
@@ -79,10 +87,18 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
       ) {
         const url = yield* rawRest((_req, res) => json(res, status, a2aStatus(status, "FAILED_PRECONDITION", reason)))
         const error = yield* Effect.flip((yield* agentFor(url)).send("hello"))
-        expect(error).toMatchObject({ reason: "ProtocolError", protocolError: name, delivery, status, transport: "HTTP+JSON" })
+        expect(error).toMatchObject({
+          reason: "ProtocolError",
+          protocolError: name,
+          delivery,
+          status,
+          transport: "HTTP+JSON"
+        })
       }
       // A 415 without an ErrorInfo (a proxy's, a server's that does not speak A2A's errors): the server did not act.
-      const bare = yield* rawRest((_req, res) => json(res, 415, { error: { code: 415, message: "unsupported media type" } }))
+      const bare = yield* rawRest((_req, res) =>
+        json(res, 415, { error: { code: 415, message: "unsupported media type" } })
+      )
       expect(yield* Effect.flip((yield* agentFor(bare)).send("hello"))).toMatchObject({
         reason: "HttpStatus",
         status: 415,
@@ -96,7 +112,12 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
         json(res, 503, a2aStatus(503, "UNAVAILABLE", "UNSUPPORTED_OPERATION", "shutting down"), { "retry-after": "1" })
       )
       const refused = yield* Effect.flip((yield* agentFor(refusing)).send("hello"))
-      expect(refused).toMatchObject({ reason: "ProtocolError", protocolError: "UnsupportedOperation", delivery: "Refused", status: 503 })
+      expect(refused).toMatchObject({
+        reason: "ProtocolError",
+        protocolError: "UnsupportedOperation",
+        delivery: "Refused",
+        status: 503
+      })
       expect(Duration.toMillis(refused.retryAfter!)).toBe(1000)
       const html = yield* rawRest((_req, res) => {
         res.writeHead(502, { "content-type": "text/html" })
@@ -108,14 +129,22 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
         delivery: "Unknown",
         transport: "HTTP+JSON"
       })
-      const bare = yield* rawRest((_req, res) => json(res, 500, { error: { code: 500, status: "INTERNAL", message: "boom", details: [] } }))
-      expect(yield* Effect.flip((yield* agentFor(bare)).send("hello"))).toMatchObject({ reason: "HttpStatus", status: 500, delivery: "Unknown" })
+      const bare = yield* rawRest((_req, res) =>
+        json(res, 500, { error: { code: 500, status: "INTERNAL", message: "boom", details: [] } })
+      )
+      expect(yield* Effect.flip((yield* agentFor(bare)).send("hello"))).toMatchObject({
+        reason: "HttpStatus",
+        status: 500,
+        delivery: "Unknown"
+      })
     }))
 
   it.scopedLive("429 is HttpStatus, refused, with Retry-After", () =>
     Effect.gen(function*() {
       const url = yield* rawRest((_req, res) =>
-        json(res, 429, { error: { code: 429, status: "RESOURCE_EXHAUSTED", message: "slow down", details: [] } }, { "retry-after": "7" })
+        json(res, 429, { error: { code: 429, status: "RESOURCE_EXHAUSTED", message: "slow down", details: [] } }, {
+          "retry-after": "7"
+        })
       )
       const error = yield* Effect.flip((yield* agentFor(url)).send("hello"))
       expect(error).toMatchObject({ reason: "HttpStatus", status: 429, delivery: "Refused", transport: "HTTP+JSON" })
@@ -128,15 +157,23 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
         res.writeHead(200, { "content-type": "text/html" })
         res.end("<html>hello</html>")
       })
-      expect(yield* Effect.flip((yield* agentFor(html)).send("hello"))).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
+      expect(yield* Effect.flip((yield* agentFor(html)).send("hello"))).toMatchObject({
+        reason: "InvalidResponse",
+        delivery: "Unknown"
+      })
       const wrong = yield* rawRest((_req, res) => json(res, 200, { neither: "task nor message" }))
-      expect(yield* Effect.flip((yield* agentFor(wrong)).send("hello"))).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
+      expect(yield* Effect.flip((yield* agentFor(wrong)).send("hello"))).toMatchObject({
+        reason: "InvalidResponse",
+        delivery: "Unknown"
+      })
     }))
 
   it.scopedLive("connection refused: ConnectionRefused, NotSent; reset after the request: ConnectionLost, Unknown", () =>
     Effect.gen(function*() {
       const closed = yield* closedPort
-      const refused = yield* agentFor(closed, { card: cardWith([{ protocolBinding: "HTTP+JSON", url: `${closed}/rest` }]) })
+      const refused = yield* agentFor(closed, {
+        card: cardWith([{ protocolBinding: "HTTP+JSON", url: `${closed}/rest` }])
+      })
       expect(yield* Effect.flip(refused.send("hello"))).toMatchObject({
         reason: "ConnectionRefused",
         delivery: "NotSent",
@@ -145,9 +182,14 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
       const peers = yield* sdkPeers(["HTTP+JSON"])
       const port = Number(new URL(peers.url).port)
       const proxy = yield* FaultProxy.make(() => ({ host: "127.0.0.1", port }))
-      const agent = yield* agentFor(peers.url, { card: cardWith([{ protocolBinding: "HTTP+JSON", url: `${proxy.url}/rest` }]) })
+      const agent = yield* agentFor(peers.url, {
+        card: cardWith([{ protocolBinding: "HTTP+JSON", url: `${proxy.url}/rest` }])
+      })
       proxy.setSchedule([FaultProxy.Fault.DropAnswer()])
-      expect(yield* Effect.flip(agent.send("complete"))).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown" })
+      expect(yield* Effect.flip(agent.send("complete"))).toMatchObject({
+        reason: "ConnectionLost",
+        delivery: "Unknown"
+      })
       expect(proxy.applied()).toEqual(["DropAnswer"])
     }))
 
@@ -155,7 +197,11 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
     Effect.gen(function*() {
       const peers = yield* sdkPeers(["HTTP+JSON"])
       const agent = yield* agentFor(peers.url, { timeout: "300 millis" })
-      expect(yield* Effect.flip(agent.send("sleep 2000"))).toMatchObject({ reason: "Timeout", delivery: "Unknown", transport: "HTTP+JSON" })
+      expect(yield* Effect.flip(agent.send("sleep 2000"))).toMatchObject({
+        reason: "Timeout",
+        delivery: "Unknown",
+        transport: "HTTP+JSON"
+      })
     }))
 
   it.scopedLive("a stream cut after its first event: one GetTask recovers the task's end", () =>
@@ -182,7 +228,9 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
         if (req.url === "/rest/message:stream") {
           res.writeHead(200, { "content-type": "text/event-stream" })
           res.write(`data: ${JSON.stringify({ task: task("t-1", "TASK_STATE_WORKING") })}\n\n`)
-          res.end(`event: error\ndata: ${JSON.stringify(a2aStatus(400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"))}\n\n`)
+          res.end(
+            `event: error\ndata: ${JSON.stringify(a2aStatus(400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"))}\n\n`
+          )
           return
         }
         json(res, 404, a2aStatus(404, "NOT_FOUND", "TASK_NOT_FOUND"))
@@ -195,10 +243,19 @@ describe("RemoteAgent over HTTP+JSON, against the SDK's Express restHandler", ()
   it.scopedLive("the agent's headers, static and Redacted, the idempotency key and traceparent reach the server as headers", () =>
     Effect.gen(function*() {
       const peers = yield* sdkPeers(["HTTP+JSON"])
-      const agent = yield* agentFor(peers.url, { headers: { "x-tenant": "acme", authorization: Redacted.make("Bearer s3cret") } })
-      yield* agent.send("complete", { idempotencyKey: "key-1", headers: { "x-call": "1" } }).pipe(Effect.withSpan("caller"))
+      const agent = yield* agentFor(peers.url, {
+        headers: { "x-tenant": "acme", authorization: Redacted.make("Bearer s3cret") }
+      })
+      yield* agent.send("complete", { idempotencyKey: "key-1", headers: { "x-call": "1" } }).pipe(
+        Effect.withSpan("caller")
+      )
       const sent = peers.seen().filter((s) => s.transport === "HTTP+JSON").at(-1)!.headers
-      expect(sent).toMatchObject({ "x-tenant": "acme", authorization: "Bearer s3cret", "idempotency-key": "key-1", "x-call": "1" })
+      expect(sent).toMatchObject({
+        "x-tenant": "acme",
+        authorization: "Bearer s3cret",
+        "idempotency-key": "key-1",
+        "x-call": "1"
+      })
       expect(sent.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/)
     }))
 })
@@ -209,18 +266,31 @@ describe("HTTP+JSON through the HttpClient in context", () => {
       const peers = yield* sdkPeers(["HTTP+JSON"])
       const tenant = Layer.effect(
         HttpClient.HttpClient,
-        Effect.map(HttpClient.HttpClient, HttpClient.mapRequest(HttpClientRequest.setHeader("x-through", "http-client")))
+        Effect.map(
+          HttpClient.HttpClient,
+          HttpClient.mapRequest(HttpClientRequest.setHeader("x-through", "http-client"))
+        )
       ).pipe(Layer.provide(FetchHttpClient.layer))
       const agent = yield* Effect.provide(agentFor(peers.url), tenant)
       yield* agent.send("complete")
       yield* Stream.runDrain(agent.stream("complete"))
-      expect(yield* Effect.flip(agent.getTask("no-such-task"))).toMatchObject({ protocolError: "TaskNotFound", delivery: "Refused", status: 404 })
+      expect(yield* Effect.flip(agent.getTask("no-such-task"))).toMatchObject({
+        protocolError: "TaskNotFound",
+        delivery: "Refused",
+        status: 404
+      })
       const calls = peers.seen().filter((s) => s.transport === "HTTP+JSON")
       expect(calls.length).toBe(3)
       expect(calls.every((s) => s.headers["x-through"] === "http-client")).toBe(true)
       const closed = yield* closedPort
-      const refused = yield* Effect.provide(agentFor(closed, { card: cardWith([{ protocolBinding: "HTTP+JSON", url: `${closed}/rest` }]) }), tenant)
-      expect(yield* Effect.flip(refused.send("hello"))).toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent" })
+      const refused = yield* Effect.provide(
+        agentFor(closed, { card: cardWith([{ protocolBinding: "HTTP+JSON", url: `${closed}/rest` }]) }),
+        tenant
+      )
+      expect(yield* Effect.flip(refused.send("hello"))).toMatchObject({
+        reason: "ConnectionRefused",
+        delivery: "NotSent"
+      })
     }))
 })
 

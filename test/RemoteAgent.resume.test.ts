@@ -12,10 +12,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, type Context, Effect, FastCheck, Option, Queue, Stream } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
+import * as EventId from "../src/internal/wire/eventId.js"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteEvent from "../src/RemoteEvent.js"
-import * as EventId from "../src/internal/wire/eventId.js"
 import { databaseUrl } from "./fixtures/databaseUrl.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import { cardFor, closedPort, json, rawPeer } from "./fixtures/peers.js"
@@ -78,7 +78,10 @@ const replicas = (transport: Transport) =>
           taskStore,
           transports: [transport],
           publicUrl: proxy.url,
-          grpc: { port: grpcPorts[name] = Number(new URL(free).port), publicAddress: grpcProxy.url.replace("http://", "") },
+          grpc: {
+            port: grpcPorts[name] = Number(new URL(free).port),
+            publicAddress: grpcProxy.url.replace("http://", "")
+          },
           shutdownTimeout: "1 second",
           ...(replication === undefined ? {} : { replication })
         }).pipe(Effect.map((server) => (servers[name] = server))))
@@ -159,7 +162,8 @@ const run = (
   )
 }
 
-const agentAt = (url: string) => RemoteAgent.make({ name: "replicated", url, timeout: "10 seconds", transports: ["JSONRPC", "HTTP+JSON", "GRPC"] })
+const agentAt = (url: string) =>
+  RemoteAgent.make({ name: "replicated", url, timeout: "10 seconds", transports: ["JSONRPC", "HTTP+JSON", "GRPC"] })
 
 const expectedShapes = (steps: number) => [
   "Status Working ",
@@ -178,10 +182,13 @@ describe("RemoteAgent resumes a cut stream where the card declares resumption", 
         const cutRun = yield* run(setup, agent, 4, [{ at: 3, then: "b" }])
         expect(uncut.map(shapeOf)).toEqual(expectedShapes(4))
         expect(cutRun.map(shapeOf)).toEqual(uncut.map(shapeOf))
-        const requests = requestsOf(setup.proxy.sent()).filter((r) => r.operation === "SubscribeToTask" || r.operation === "GetTask")
+        const requests = requestsOf(setup.proxy.sent()).filter((r) =>
+          r.operation === "SubscribeToTask" || r.operation === "GetTask"
+        )
         // The Task, step 1 and step 2 were seen: the resume asks for what follows the third event.
         expect(requests).toEqual([{ operation: "SubscribeToTask", cursor: "3" }])
-      }))))
+      })))
+  )
 
   it.scopedLive("GRPC: a stream cut mid-run on A resumes on B: every event once, in order", () =>
     Effect.gen(function*() {
@@ -204,8 +211,13 @@ describe("RemoteAgent resumes a cut stream where the card declares resumption", 
       const agent = yield* agentAt(setup.proxy.url)
       const events = yield* run(setup, agent, 4, [{ at: 2, then: "b" }, { at: 4, then: "a" }])
       expect(events.map(shapeOf)).toEqual(expectedShapes(4))
-      const requests = requestsOf(setup.proxy.sent()).filter((r) => r.operation === "SubscribeToTask" || r.operation === "GetTask")
-      expect(requests).toEqual([{ operation: "SubscribeToTask", cursor: "2" }, { operation: "SubscribeToTask", cursor: "4" }])
+      const requests = requestsOf(setup.proxy.sent()).filter((r) =>
+        r.operation === "SubscribeToTask" || r.operation === "GetTask"
+      )
+      expect(requests).toEqual([{ operation: "SubscribeToTask", cursor: "2" }, {
+        operation: "SubscribeToTask",
+        cursor: "4"
+      }])
     }))))
 
   it.each(["JSONRPC", "HTTP+JSON"] as const)(
@@ -215,14 +227,17 @@ describe("RemoteAgent resumes a cut stream where the card declares resumption", 
         const setup = yield* replicas(transport)
         setup.to("plain")
         const agent = yield* agentAt(setup.proxy.url)
-        expect(Option.getOrThrow(agent.card).capabilities?.extensions?.map((e) => e.uri) ?? []).not.toContain(EventId.resumeExtensionUri)
+        expect(Option.getOrThrow(agent.card).capabilities?.extensions?.map((e) => e.uri) ?? []).not.toContain(
+          EventId.resumeExtensionUri
+        )
         const events = yield* run(setup, agent, 3, [{ at: 2, then: "plain" }])
         // What came after the cut is not shown; the end is.
         expect(events.map(shapeOf)).toEqual([...expectedShapes(3).slice(0, 2), "Finished Completed done after 3 steps"])
         const operations = requestsOf(setup.proxy.sent()).map((r) => r.operation)
         expect(operations).not.toContain("SubscribeToTask")
         expect(operations).toContain("GetTask")
-      }))))
+      })))
+  )
 
   it("a resume the server refuses (a replica without the task's log) falls back to GetTask", () =>
     Effect.runPromise(Effect.scoped(Effect.gen(function*() {
@@ -230,7 +245,9 @@ describe("RemoteAgent resumes a cut stream where the card declares resumption", 
       const agent = yield* agentAt(setup.proxy.url)
       const events = yield* run(setup, agent, 3, [{ at: 2, then: "c" }])
       expect(events.map(shapeOf)).toEqual([...expectedShapes(3).slice(0, 2), "Finished Completed done after 3 steps"])
-      const requests = requestsOf(setup.proxy.sent()).filter((r) => r.operation === "SubscribeToTask" || r.operation === "GetTask")
+      const requests = requestsOf(setup.proxy.sent()).filter((r) =>
+        r.operation === "SubscribeToTask" || r.operation === "GetTask"
+      )
       expect(requests[0]).toEqual({ operation: "SubscribeToTask", cursor: "2" })
       expect(requests.slice(1).map((r) => r.operation)).toContain("GetTask")
       expect(requests.filter((r) => r.operation === "SubscribeToTask")).toHaveLength(1)
@@ -253,7 +270,9 @@ describe("RemoteAgent resumes a cut stream where the card declares resumption", 
         const cutRun = yield* run(setup, agent, steps, cutsAt.map((at, i) => ({ at, then: i % 2 === 0 ? "b" : "a" })))
         expect(cutRun.map(shapeOf)).toEqual(uncut.map(shapeOf))
         expect(uncut.map(shapeOf)).toEqual(expectedShapes(steps))
-        const resumes = requestsOf(setup.proxy.sent()).filter((r) => r.operation === "SubscribeToTask" || r.operation === "GetTask")
+        const resumes = requestsOf(setup.proxy.sent()).filter((r) =>
+          r.operation === "SubscribeToTask" || r.operation === "GetTask"
+        )
         expect(resumes).toEqual(cutsAt.map((at) => ({ operation: "SubscribeToTask", cursor: String(at) })))
       }),
     { fastCheck: { numRuns: 20 }, timeout: 120_000 }
@@ -275,14 +294,29 @@ const scriptedPeer = (cutResumes: boolean) =>
     }
     const task = { id: "t1", contextId: "c1", status: { state: "TASK_STATE_WORKING" } }
     const status = (state: string, text: string) => ({
-      statusUpdate: { taskId: "t1", contextId: "c1", status: { state, message: { messageId: crypto.randomUUID(), role: "ROLE_AGENT", parts: [{ text }] } } }
+      statusUpdate: {
+        taskId: "t1",
+        contextId: "c1",
+        status: { state, message: { messageId: crypto.randomUUID(), role: "ROLE_AGENT", parts: [{ text }] } }
+      }
     })
-    const events = [{ task }, status("TASK_STATE_WORKING", "step 1"), status("TASK_STATE_WORKING", "step 2"), status("TASK_STATE_COMPLETED", "done")]
+    const events = [
+      { task },
+      status("TASK_STATE_WORKING", "step 1"),
+      status("TASK_STATE_WORKING", "step 2"),
+      status("TASK_STATE_COMPLETED", "done")
+    ]
       .map((payload, i) => numbered(i + 1, payload))
     const peer = yield* rawPeer(
       (req, res, body) => {
         const rpc = JSON.parse(body) as { id: number; method: string }
-        if (rpc.method === "GetTask") return json(res, 200, { jsonrpc: "2.0", id: rpc.id, result: { ...task, status: { state: "TASK_STATE_COMPLETED" } } })
+        if (rpc.method === "GetTask") {
+          return json(res, 200, {
+            jsonrpc: "2.0",
+            id: rpc.id,
+            result: { ...task, status: { state: "TASK_STATE_COMPLETED" } }
+          })
+        }
         const sse = (event: unknown) => `data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: event })}\n\n`
         if (rpc.method === "SubscribeToTask") {
           cursors.push(req.headers[EventId.cursorHeader] as string | undefined)
@@ -307,7 +341,12 @@ describe("RemoteAgent resuming a peer of its own script", () => {
       const peer = yield* scriptedPeer(false)
       const agent = yield* agentAt(peer.url)
       const events = Chunk.toArray(yield* Stream.runCollect(agent.stream("go")))
-      expect(events.map(shapeOf)).toEqual(["Status Working ", "Status Working step 1", "Status Working step 2", "Finished Completed done"])
+      expect(events.map(shapeOf)).toEqual([
+        "Status Working ",
+        "Status Working step 1",
+        "Status Working step 2",
+        "Finished Completed done"
+      ])
       expect(peer.methods()).toEqual(["SendStreamingMessage", "SubscribeToTask"])
       expect(peer.cursors).toEqual(["2"])
     }))
@@ -318,7 +357,11 @@ describe("RemoteAgent resuming a peer of its own script", () => {
       const agent = yield* agentAt(peer.url)
       const events = Chunk.toArray(yield* Stream.runCollect(agent.stream("go")))
       expect(events.map(shapeOf)).toEqual(["Status Working ", "Status Working step 1", "Finished Completed "])
-      expect(peer.methods()).toEqual(["SendStreamingMessage", ...Array.from({ length: 5 }, () => "SubscribeToTask"), "GetTask"])
+      expect(peer.methods()).toEqual([
+        "SendStreamingMessage",
+        ...Array.from({ length: 5 }, () => "SubscribeToTask"),
+        "GetTask"
+      ])
       expect(peer.cursors).toEqual(Array.from({ length: 5 }, () => "2"))
     }))
 })

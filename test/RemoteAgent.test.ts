@@ -1,9 +1,30 @@
 import { describe, expect, it } from "@effect/vitest"
+import {
+  Chunk,
+  Config,
+  ConfigError,
+  ConfigProvider,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  HashMap,
+  Layer,
+  Logger,
+  LogLevel,
+  Metric,
+  MetricState,
+  Option,
+  Redacted,
+  Ref,
+  Stream,
+  Tracer
+} from "effect"
 import * as zlib from "node:zlib"
-import { Chunk, Config, ConfigError, ConfigProvider, Duration, Effect, Either, Exit, Fiber, HashMap, Layer, Logger, LogLevel, Metric, MetricState, Option, Redacted, Ref, Stream, Tracer } from "effect"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
-import * as RemoteEvent from "../src/RemoteEvent.js"
+import type * as RemoteEvent from "../src/RemoteEvent.js"
 import * as RetryPolicy from "../src/RetryPolicy.js"
 import {
   adkPythonDebugFailure,
@@ -32,7 +53,10 @@ const count = (name: string, tags: Record<string, string>) =>
         pair.metricKey.name === name &&
         Object.entries(tags).every(([k, v]) => pair.metricKey.tags.some((t) => t.key === k && t.value === v))
       )
-      .reduce((sum, pair) => sum + (MetricState.isCounterState(pair.metricState) ? Number(pair.metricState.count) : 0), 0)
+      .reduce(
+        (sum, pair) => sum + (MetricState.isCounterState(pair.metricState) ? Number(pair.metricState.count) : 0),
+        0
+      )
   })
 
 /** A tracer that exports what `native` does, keeping every span it makes. */
@@ -77,7 +101,10 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
     Effect.gen(function*() {
       const agent = yield* agentFor((yield* sdkPeer()).url)
       const outcome = yield* agent.send("complete seat 12A")
-      expect(outcome.artifacts.map((a) => [a.artifactId, a.parts])).toEqual([["result", [{ _tag: "Text", text: "seat 12A" }]]])
+      expect(outcome.artifacts.map((a) => [a.artifactId, a.parts])).toEqual([["result", [{
+        _tag: "Text",
+        text: "seat 12A"
+      }]]])
     }))
 
   it.scopedLive("Failed carries the error id and the decoded failure hint", () =>
@@ -98,7 +125,12 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
   it.scopedLive("ADK Python's failure, with or without its debug suffix, is Failed with its eight-digit error id", () =>
     Effect.gen(function*() {
       const agent = yield* agentFor((yield* sdkPeer()).url)
-      for (const [command, text] of [["fail-adk-python", adkPythonFailure], ["fail-adk-python-debug", adkPythonDebugFailure]] as const) {
+      for (
+        const [command, text] of [["fail-adk-python", adkPythonFailure], [
+          "fail-adk-python-debug",
+          adkPythonDebugFailure
+        ]] as const
+      ) {
         const outcome = yield* agent.send(command)
         expect(outcome._tag).toBe("Failed")
         expect(outcome.text).toBe(text)
@@ -124,9 +156,17 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
         Logger.make(({ annotations: a }) => annotations.push(Object.fromEntries(HashMap.toEntries(a))))
       )
       // Outcomes log at Debug, a FAILED one too.
-      const outcome = yield* agent.send("fail").pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.Debug))
+      const outcome = yield* agent.send("fail").pipe(
+        Effect.provide(capture),
+        Logger.withMinimumLogLevel(LogLevel.Debug)
+      )
       expect(annotations).toContainEqual(
-        expect.objectContaining({ taskId: outcome.taskId, contextId: outcome.contextId, errorId: peerErrorId, outcome: "Failed" })
+        expect.objectContaining({
+          taskId: outcome.taskId,
+          contextId: outcome.contextId,
+          errorId: peerErrorId,
+          outcome: "Failed"
+        })
       )
       expect(annotations.find((a) => a.outcome === "Failed")?.traceId).toMatch(/^[0-9a-f]{32}$/)
     }))
@@ -135,7 +175,9 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
     Effect.gen(function*() {
       const { layer: capture, lines } = captureLogs()
       const failing = yield* agentFor((yield* sdkPeer()).url)
-      const refusing = yield* rawPeer((_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "no such task" } }))
+      const refusing = yield* rawPeer((_req, res, body) =>
+        json(res, 200, { jsonrpc: "2.0", id: rpcId(body), error: { code: -32001, message: "no such task" } })
+      )
       const quiet = yield* RemoteAgent.make({ name: "quiet", url: refusing.url })
       const calls = Effect.all([failing.send("fail"), Effect.either(quiet.send("x"))])
       yield* Effect.provide(calls, capture)
@@ -146,7 +188,10 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(lines[1]!.message).toContain("SendMessage failed")
       const loud = yield* RemoteAgent.make({ name: "loud", url: refusing.url, logLevel: LogLevel.Warning })
       yield* Effect.provide(Effect.either(loud.send("x")), capture)
-      expect(lines.slice(2).map((line) => [line.level, line.message.startsWith("loud: SendMessage failed")])).toEqual([["WARN", true]])
+      expect(lines.slice(2).map((line) => [line.level, line.message.startsWith("loud: SendMessage failed")])).toEqual([[
+        "WARN",
+        true
+      ]])
     }))
 
   it.scopedLive("stream: progress, artifact chunks, then Finished", () =>
@@ -159,7 +204,10 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(last.outcome.artifacts[0]?.parts).toEqual([{ _tag: "Text", text: "streamed" }])
       expect((events[1] as RemoteEvent.Status).text).toBe("working")
       // The state as a literal, as RemoteOutcome.Running reads it.
-      expect(events.filter((e): e is RemoteEvent.Status => e._tag === "Status").map((e) => e.state)).toEqual(["Submitted", "Working"])
+      expect(events.filter((e): e is RemoteEvent.Status => e._tag === "Status").map((e) => e.state)).toEqual([
+        "Submitted",
+        "Working"
+      ])
     }))
 
   it.scopedLive("resubscribe follows a task already sent to its end; an unknown task is a refusal", () =>
@@ -171,9 +219,18 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       const taskId = event._tag === "Finished" ? event.outcome.taskId : event.taskId
       const events = Chunk.toReadonlyArray(yield* Stream.runCollect(agent.resubscribe(taskId)))
       const last = events.at(-1)
-      expect(last?._tag === "Finished" && [last.outcome._tag, last.outcome.taskId, last.outcome.text]).toEqual(["Completed", taskId, "slept"])
+      expect(last?._tag === "Finished" && [last.outcome._tag, last.outcome.taskId, last.outcome.text]).toEqual([
+        "Completed",
+        taskId,
+        "slept"
+      ])
       const unknown = yield* Effect.flip(Stream.runDrain(agent.resubscribe("no-such-task")))
-      expect(unknown).toMatchObject({ operation: "SubscribeToTask", reason: "ProtocolError", protocolError: "TaskNotFound", delivery: "Refused" })
+      expect(unknown).toMatchObject({
+        operation: "SubscribeToTask",
+        reason: "ProtocolError",
+        protocolError: "TaskNotFound",
+        delivery: "Refused"
+      })
     }))
 
   it.scopedLive("stream of a failing task ends with Finished(Failed), not an error", () =>
@@ -191,15 +248,35 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       const before = peer.requests()
       const unsendable = "cannot be sent (it holds a control character other than tab, or a character beyond Latin-1)"
       const inputs: ReadonlyArray<readonly [RemoteAgent.Input, RemoteAgent.CallOptions | undefined, string]> = [
-        [{ parts: [Part.DataPart.make({ data: untyped({ total: 10n }) })] }, undefined, "the message is not JSON data at parts[0].data.total: a bigint"],
-        [{ parts: [Part.TextPart.make({ text: "hi" })], metadata: { callback: untyped(() => 1) } }, undefined, "the message is not JSON data at metadata.callback: a function"],
-        [{ parts: [Part.DataPart.make({ data: untyped(new Map([[1, 2]])) })], contextId: "ctx-1" }, undefined, "the message is not JSON data at parts[0].data: a Map"],
-        ["hi", { idempotencyKey: "ключ" }, `the idempotency key ${unsendable.replace("cannot be sent", "cannot be sent as a header")}`],
+        [
+          { parts: [Part.DataPart.make({ data: untyped({ total: 10n }) })] },
+          undefined,
+          "the message is not JSON data at parts[0].data.total: a bigint"
+        ],
+        [
+          { parts: [Part.TextPart.make({ text: "hi" })], metadata: { callback: untyped(() => 1) } },
+          undefined,
+          "the message is not JSON data at metadata.callback: a function"
+        ],
+        [
+          { parts: [Part.DataPart.make({ data: untyped(new Map([[1, 2]])) })], contextId: "ctx-1" },
+          undefined,
+          "the message is not JSON data at parts[0].data: a Map"
+        ],
+        [
+          "hi",
+          { idempotencyKey: "ключ" },
+          `the idempotency key ${unsendable.replace("cannot be sent", "cannot be sent as a header")}`
+        ],
         ["hi", { idempotencyKey: " k1" }, "the idempotency key starts or ends with a space or a tab"],
         ["hi", { headers: { "x-user": "a\r\nb" } }, `the value of the call's header x-user ${unsendable}`],
         // Control characters fetch refuses before sending, which once read as a request that may have left.
         ["hi", { headers: { "x-user": "a\u0001b" } }, `the value of the call's header x-user ${unsendable}`],
-        ["hi", { idempotencyKey: "k\u007f" }, `the idempotency key ${unsendable.replace("cannot be sent", "cannot be sent as a header")}`],
+        [
+          "hi",
+          { idempotencyKey: "k\u007f" },
+          `the idempotency key ${unsendable.replace("cannot be sent", "cannot be sent as a header")}`
+        ],
         ["hi", { headers: { "bad header": "x" } }, `the call's header name "bad header" is not an HTTP token`]
       ]
       for (const [input, options, detail] of inputs) {
@@ -216,14 +293,27 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       }
       // getTask and cancel check their headers too, and so does every call of an agent with a bad header of its own.
       const badHeader = { headers: { "x-user": "ключ" } }
-      for (const error of [yield* Effect.flip(agent.getTask("t1", badHeader)), yield* Effect.flip(agent.cancel("t1", badHeader))]) {
+      for (
+        const error of [
+          yield* Effect.flip(agent.getTask("t1", badHeader)),
+          yield* Effect.flip(agent.cancel("t1", badHeader))
+        ]
+      ) {
         expect([error.reason, error.delivery, error.taskId]).toEqual(["InvalidRequest", "NotSent", "t1"])
       }
-      const misconfigured = yield* agentFor(peer.url, { card: cardFor(`${peer.url}/a2a/jsonrpc`), headers: { "x-tenant": "a\nb" } })
+      const misconfigured = yield* agentFor(peer.url, {
+        card: cardFor(`${peer.url}/a2a/jsonrpc`),
+        headers: { "x-tenant": "a\nb" }
+      })
       const refused = yield* Effect.flip(misconfigured.send("hi"))
-      expect([refused.reason, refused.detail]).toEqual(["InvalidRequest", `the value of the agent's header x-tenant ${unsendable}`])
+      expect([refused.reason, refused.detail]).toEqual([
+        "InvalidRequest",
+        `the value of the agent's header x-tenant ${unsendable}`
+      ])
       expect(peer.requests()).toBe(before)
-      expect(yield* count("a2a.client_error", { agent: agent.name, reason: "InvalidRequest" })).toBe(inputs.length * 2 + 2)
+      expect(yield* count("a2a.client_error", { agent: agent.name, reason: "InvalidRequest" })).toBe(
+        inputs.length * 2 + 2
+      )
     }))
 
   it.scopedLive("getTask and cancel give typed views", () =>
@@ -235,13 +325,15 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       expect(notCancelable).toMatchObject({ reason: "ProtocolError", code: -32002, protocolError: "TaskNotCancelable" })
       const unknown = yield* Effect.flip(agent.getTask("no-such-task"))
       expect(unknown).toMatchObject({ reason: "ProtocolError", code: -32001, protocolError: "TaskNotFound" })
-
     }))
 
   it.scopedLive("cancel of a running task ends it CANCELED", () =>
     Effect.gen(function*() {
       const agent = yield* agentFor((yield* sdkPeer()).url)
-      const first = yield* Stream.take(agent.stream("sleep 5000"), 1).pipe(Stream.runHead, Effect.map(Option.getOrThrow))
+      const first = yield* Stream.take(agent.stream("sleep 5000"), 1).pipe(
+        Stream.runHead,
+        Effect.map(Option.getOrThrow)
+      )
       expect(first._tag).toBe("Status")
       const taskId = first._tag === "Status" ? first.taskId : ""
       const view = yield* agent.cancel(taskId)
@@ -353,7 +445,9 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
 
   it.scopedLive("the agent's headers go with the card and every call; a call's own headers win over them", () =>
     Effect.gen(function*() {
-      const seen: Array<{ readonly method: string; readonly auth: unknown; readonly tenant: unknown; readonly key: unknown }> = []
+      const seen: Array<
+        { readonly method: string; readonly auth: unknown; readonly tenant: unknown; readonly key: unknown }
+      > = []
       const record = (req: { readonly method?: string | undefined; readonly headers: Record<string, unknown> }) =>
         seen.push({
           method: req.method ?? "",
@@ -376,7 +470,12 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       yield* Effect.ignore(agent.getTask("t", { headers: { authorization: "Bearer call" }, idempotencyKey: "k-1" }))
       yield* Effect.ignore(Stream.runDrain(agent.stream("go")))
       // Names differ only in case: one header each, the call's value; the key option over the call's header.
-      yield* Effect.ignore(agent.getTask("t", { headers: { Authorization: "Bearer call", "IDEMPOTENCY-KEY": "k-0" }, idempotencyKey: "k-2" }))
+      yield* Effect.ignore(
+        agent.getTask("t", {
+          headers: { Authorization: "Bearer call", "IDEMPOTENCY-KEY": "k-0" },
+          idempotencyKey: "k-2"
+        })
+      )
       const shouting = yield* agentFor(peer.url, { headers: { AUTHORIZATION: "Bearer agent", "X-Tenant": "acme" } })
       yield* Effect.ignore(shouting.getTask("t", { headers: { authorization: "Bearer call" } }))
       expect(seen).toEqual([
@@ -428,20 +527,33 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
       const cutting = yield* rawPeer((req, res, body) => {
         headers.push(req.headers.traceparent as string | undefined)
         const rpc = JSON.parse(body) as { id: number; method: string }
-        const task = { id: "t1", contextId: "c1", status: { state: rpc.method === "GetTask" ? "TASK_STATE_COMPLETED" : "TASK_STATE_WORKING" } }
+        const task = {
+          id: "t1",
+          contextId: "c1",
+          status: { state: rpc.method === "GetTask" ? "TASK_STATE_COMPLETED" : "TASK_STATE_WORKING" }
+        }
         if (rpc.method === "GetTask") return json(res, 200, { jsonrpc: "2.0", id: rpc.id, result: task })
         res.writeHead(200, { "content-type": "text/event-stream" })
-        res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: { task } })}\n\n`, () => req.socket.destroy())
+        res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: { task } })}\n\n`, () =>
+          req.socket.destroy())
       })
-      const recovered = yield* Stream.runLast((yield* agentFor(cutting.url)).stream("go")).pipe(Effect.withTracerEnabled(false))
-      expect(Option.map(recovered, (event) => event._tag)).toEqual(Option.some("Finished"))
+      const recovered = yield* Stream.runLast((yield* agentFor(cutting.url)).stream("go")).pipe(
+        Effect.withTracerEnabled(false)
+      )
+      expect(Option.map(recovered, (event) =>
+        event._tag)).toEqual(Option.some("Finished"))
       expect(headers).toEqual([undefined, undefined])
     }))
 })
 
 describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects, polling and cut streams", () => {
   const task = (id: string, state: string, extra: Record<string, unknown> = {}) => ({
-    task: { id, contextId: "c1", status: { state, message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "done" }] } }, ...extra }
+    task: {
+      id,
+      contextId: "c1",
+      status: { state, message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "done" }] } },
+      ...extra
+    }
   })
 
   it.scopedLive("a status arriving as a task snapshot keeps all its parts, as a status update does; getTask too", () =>
@@ -462,7 +574,9 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
       })
       const agent = yield* agentFor(peer.url)
       const expected = [Part.TextPart.make({ text: "step 1" }), Part.DataPart.make({ data: { progress: 0.5 } })]
-      const statuses = Chunk.toReadonlyArray(yield* Stream.runCollect(agent.stream("go"))).filter((event) => event._tag === "Status")
+      const statuses = Chunk.toReadonlyArray(yield* Stream.runCollect(agent.stream("go"))).filter((event) =>
+        event._tag === "Status"
+      )
       expect(statuses.map((status) => status.parts)).toEqual([expected, expected])
       const running = yield* agent.getTask("t1")
       expect(running._tag === "Running" && running.parts).toEqual(expected)
@@ -472,7 +586,9 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
     Effect.gen(function*() {
       const peer = yield* rawPeer((_req, res, body) => {
         const id = rpcId(body)
-        if (body.includes("GetTask")) return json(res, 200, { jsonrpc: "2.0", id, result: task("t-other", "TASK_STATE_COMPLETED").task })
+        if (body.includes("GetTask")) {
+          return json(res, 200, { jsonrpc: "2.0", id, result: task("t-other", "TASK_STATE_COMPLETED").task })
+        }
         json(res, 200, { jsonrpc: "2.0", id, result: task("t1", "TASK_STATE_WORKING") })
       })
       const agent = yield* agentFor(peer.url)
@@ -480,13 +596,21 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
       expect(read).toMatchObject({ reason: "InvalidResponse", operation: "GetTask", taskId: "t1" })
       expect(read.detail).toContain("about task t-other")
       const sent = yield* Effect.flip(agent.send("go"))
-      expect(sent).toMatchObject({ reason: "InvalidResponse", operation: "SendMessage", delivery: "Unknown", taskId: "t1" })
+      expect(sent).toMatchObject({
+        reason: "InvalidResponse",
+        operation: "SendMessage",
+        delivery: "Unknown",
+        taskId: "t1"
+      })
     }))
 
   it.scopedLive("a timeout beyond what a timer holds, or an infinite one, still waits for the answer", () =>
     Effect.gen(function*() {
       const peer = yield* rawPeer((_req, res, body) => {
-        setTimeout(() => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: task("t1", "TASK_STATE_COMPLETED") }), 100)
+        setTimeout(
+          () => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: task("t1", "TASK_STATE_COMPLETED") }),
+          100
+        )
       })
       for (const timeout of [Duration.infinity, Duration.days(30)]) {
         const agent = yield* agentFor(peer.url, { timeout, cardTimeout: timeout })
@@ -498,9 +622,19 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
   it.scopedLive("maxResponseBytes counts a compressed body as it decodes", () =>
     Effect.gen(function*() {
       const peer = yield* rawPeer((_req, res, body) => {
-        const payload = JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), result: task("t1", "TASK_STATE_COMPLETED", { artifacts: [{ artifactId: "a", parts: [{ text: "x".repeat(1 << 20) }] }] }) })
+        const payload = JSON.stringify({
+          jsonrpc: "2.0",
+          id: rpcId(body),
+          result: task("t1", "TASK_STATE_COMPLETED", {
+            artifacts: [{ artifactId: "a", parts: [{ text: "x".repeat(1 << 20) }] }]
+          })
+        })
         const compressed = zlib.gzipSync(payload)
-        res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip", "content-length": compressed.length })
+        res.writeHead(200, {
+          "content-type": "application/json",
+          "content-encoding": "gzip",
+          "content-length": compressed.length
+        })
         res.end(compressed)
       })
       const agent = yield* agentFor(peer.url, { maxResponseBytes: 64 * 1024 })
@@ -520,7 +654,9 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
         res.end()
       })
       const agent = yield* agentFor(peer.url)
-      const error = yield* Effect.flip(agent.send("book").pipe(RetryPolicy.retry({ maxAttempts: 3, base: "10 millis" }, { idempotent: false })))
+      const error = yield* Effect.flip(
+        agent.send("book").pipe(RetryPolicy.retry({ maxAttempts: 3, base: "10 millis" }, { idempotent: false }))
+      )
       expect(error).toMatchObject({ reason: "HttpStatus", delivery: "Unknown", attempts: 1 })
       expect(error.detail).toContain("answered with a redirect (HTTP 3xx), which is not followed")
       expect(peer.methods()).toEqual(["SendMessage"])
@@ -541,7 +677,9 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
         res.end("busy")
       })
       const agent = yield* agentFor(peer.url)
-      const error = yield* Effect.flip(agent.send("charge").pipe(RetryPolicy.retry({ maxAttempts: 3, base: "10 millis" }, { idempotent: false })))
+      const error = yield* Effect.flip(
+        agent.send("charge").pipe(RetryPolicy.retry({ maxAttempts: 3, base: "10 millis" }, { idempotent: false }))
+      )
       expect(error).toMatchObject({ operation: "SendMessage", delivery: "Unknown", taskId: "t1", attempts: 1 })
       expect(error.status).toBeUndefined()
       expect(peer.methods()).toEqual(["SendMessage", "GetTask"])
@@ -550,15 +688,35 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
   it.scopedLive("a stream cut before its first event is an error, even when it continues a task; a bad event is InvalidResponse", () =>
     Effect.gen(function*() {
       const peer = yield* rawPeer((req, res, body) => {
-        const rpc = JSON.parse(body) as { id: number; method: string; params: { message?: { parts?: Array<{ text?: string }> } } }
-        if (rpc.method === "GetTask") return json(res, 200, { jsonrpc: "2.0", id: rpc.id, result: task("t1", "TASK_STATE_INPUT_REQUIRED").task })
+        const rpc = JSON.parse(body) as {
+          id: number
+          method: string
+          params: { message?: { parts?: Array<{ text?: string }> } }
+        }
+        if (rpc.method === "GetTask") {
+          return json(res, 200, { jsonrpc: "2.0", id: rpc.id, result: task("t1", "TASK_STATE_INPUT_REQUIRED").task })
+        }
         if (rpc.params.message?.parts?.[0]?.text === "cut") return req.socket.destroy()
         res.writeHead(200, { "content-type": "text/event-stream" })
-        res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: task("t1", "TASK_STATE_WORKING") })}\n\n`)
-        res.end(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: { artifactUpdate: { taskId: "t1", contextId: "c1", artifact: { artifactId: "a", parts: [null] } } } })}\n\n`)
+        res.write(
+          `data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: task("t1", "TASK_STATE_WORKING") })}\n\n`
+        )
+        res.end(
+          `data: ${
+            JSON.stringify({
+              jsonrpc: "2.0",
+              id: rpc.id,
+              result: {
+                artifactUpdate: { taskId: "t1", contextId: "c1", artifact: { artifactId: "a", parts: [null] } }
+              }
+            })
+          }\n\n`
+        )
       })
       const agent = yield* agentFor(peer.url)
-      const cut = yield* Effect.flip(Stream.runDrain(agent.stream({ parts: [Part.TextPart.make({ text: "cut" })], taskId: "t1" })))
+      const cut = yield* Effect.flip(
+        Stream.runDrain(agent.stream({ parts: [Part.TextPart.make({ text: "cut" })], taskId: "t1" }))
+      )
       expect(cut).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown" })
       const garbled = yield* Effect.flip(Stream.runDrain(agent.stream("garbled")))
       expect(garbled).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown" })
@@ -568,40 +726,67 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
   it.scopedLive("a stream joins an artifact's chunks as the peer's store does; an event of another task, or a v0.3 event the SDK refuses, is InvalidResponse", () =>
     Effect.gen(function*() {
       // Each peer streams a WORKING task, the events its message names, then COMPLETED.
-      const v03 = { started: { kind: "task", id: "t1", contextId: "c1", status: { state: "working" } }, done: { kind: "status-update", taskId: "t1", contextId: "c1", final: true, status: { state: "completed" } } }
-      const v10 = { started: task("t1", "TASK_STATE_WORKING"), done: { statusUpdate: { taskId: "t1", contextId: "c1", status: { state: "TASK_STATE_COMPLETED" } } } }
-      const chunk = (taskId: string, artifact: object, append: boolean) => ({ artifactUpdate: { taskId, contextId: "c1", artifact, append, lastChunk: !append } })
+      const v03 = {
+        started: { kind: "task", id: "t1", contextId: "c1", status: { state: "working" } },
+        done: { kind: "status-update", taskId: "t1", contextId: "c1", final: true, status: { state: "completed" } }
+      }
+      const v10 = {
+        started: task("t1", "TASK_STATE_WORKING"),
+        done: { statusUpdate: { taskId: "t1", contextId: "c1", status: { state: "TASK_STATE_COMPLETED" } } }
+      }
+      const chunk = (taskId: string, artifact: object, append: boolean) => ({
+        artifactUpdate: { taskId, contextId: "c1", artifact, append, lastChunk: !append }
+      })
       const scenarios: Record<string, ReadonlyArray<object>> = {
         named: [
           chunk("t1", { artifactId: "a", parts: [{ text: "p1" }] }, false),
           chunk("t1", { artifactId: "a", name: "report.txt", parts: [{ text: "p2" }] }, true)
         ],
-        other: [chunk("t1", { artifactId: "a", parts: [{ text: "mine" }] }, false), chunk("t2", { artifactId: "b", parts: [{ text: "theirs" }] }, false)],
-        weird: [{ kind: "artifact-update", taskId: "t1", contextId: "c1", artifact: { artifactId: "a", parts: [{ kind: "weird" }] } }]
+        other: [
+          chunk("t1", { artifactId: "a", parts: [{ text: "mine" }] }, false),
+          chunk("t2", { artifactId: "b", parts: [{ text: "theirs" }] }, false)
+        ],
+        weird: [{
+          kind: "artifact-update",
+          taskId: "t1",
+          contextId: "c1",
+          artifact: { artifactId: "a", parts: [{ kind: "weird" }] }
+        }]
       }
-      const sse = (events: { started: object; done: object }) => (_req: unknown, res: import("node:http").ServerResponse, body: string) => {
-        const rpc = JSON.parse(body) as { id: number; params: { message: { parts: Array<{ text: string }> } } }
-        res.writeHead(200, { "content-type": "text/event-stream" })
-        for (const result of [events.started, ...(scenarios[rpc.params.message.parts[0]!.text] ?? []), events.done]) {
-          res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result })}\n\n`)
+      const sse =
+        (events: { started: object; done: object }) =>
+        (_req: unknown, res: import("node:http").ServerResponse, body: string) => {
+          const rpc = JSON.parse(body) as { id: number; params: { message: { parts: Array<{ text: string }> } } }
+          res.writeHead(200, { "content-type": "text/event-stream" })
+          for (const result of [events.started, ...(scenarios[rpc.params.message.parts[0]!.text] ?? []), events.done]) {
+            res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result })}\n\n`)
+          }
+          res.end()
         }
-        res.end()
-      }
       const peer = yield* rawPeer(sse(v10))
       const agent = yield* agentFor(peer.url)
       const named = yield* Stream.runCollect(agent.stream("named"))
       const last = Chunk.last(named).pipe(Option.getOrThrow)
-      expect(last._tag === "Finished" && last.outcome._tag === "Completed" ? last.outcome.artifacts : undefined).toMatchObject([
-        { artifactId: "a", name: "report.txt", parts: [{ text: "p1" }, { text: "p2" }] }
-      ])
+      expect(last._tag === "Finished" && last.outcome._tag === "Completed" ? last.outcome.artifacts : undefined)
+        .toMatchObject([
+          { artifactId: "a", name: "report.txt", parts: [{ text: "p1" }, { text: "p2" }] }
+        ])
       const other = yield* Effect.flip(Stream.runDrain(agent.stream("other")))
       expect(other).toMatchObject({ reason: "InvalidResponse", delivery: "Unknown", taskId: "t1" })
       expect(other.detail).toContain("an event of task t2 in the stream of task t1")
 
       const legacy = yield* rawPeer(sse(v03), (_req, res, base) =>
         json(res, 200, {
-          protocolVersion: "0.3.0", name: "legacy", description: "v0.3", url: `${base}/rpc`, preferredTransport: "JSONRPC",
-          version: "1", capabilities: { streaming: true }, defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"], skills: []
+          protocolVersion: "0.3.0",
+          name: "legacy",
+          description: "v0.3",
+          url: `${base}/rpc`,
+          preferredTransport: "JSONRPC",
+          version: "1",
+          capabilities: { streaming: true },
+          defaultInputModes: ["text/plain"],
+          defaultOutputModes: ["text/plain"],
+          skills: []
         }))
       const legacyAgent = yield* agentFor(legacy.url)
       const weird = yield* Effect.flip(Stream.runDrain(legacyAgent.stream("weird")))
@@ -635,7 +820,10 @@ describe("RemoteAgent headers: computed per call, Redacted", () => {
     Effect.gen(function*() {
       const peer = yield* recordingPeer()
       const issued = yield* Ref.make(0)
-      const token = Effect.map(Ref.getAndUpdate(issued, (n) => n + 1), (n) => ({ Authorization: Redacted.make(`Bearer t${n}`) }))
+      const token = Effect.map(
+        Ref.getAndUpdate(issued, (n) => n + 1),
+        (n) => ({ Authorization: Redacted.make(`Bearer t${n}`) })
+      )
       const agent = yield* agentFor(peer.url, { headers: token })
       yield* Effect.flip(agent.getTask("t"))
       yield* Effect.flip(agent.getTask("t", { headers: { "x-call": Redacted.make("call-secret") } }))
@@ -672,12 +860,22 @@ describe("RemoteAgent headers: computed per call, Redacted", () => {
       const agent = yield* agentFor(peer.url, { headers })
       yield* Ref.set(mode, "fail")
       const failed = yield* Effect.flip(agent.send("book"))
-      expect(failed).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent", operation: "SendMessage", transport: "JSONRPC" })
+      expect(failed).toMatchObject({
+        reason: "InvalidRequest",
+        delivery: "NotSent",
+        operation: "SendMessage",
+        transport: "JSONRPC"
+      })
       expect(failed.detail).toContain("the agent's headers could not be computed")
       expect(JSON.stringify(failed)).not.toContain("s3cr3t")
       yield* Ref.set(mode, "die")
       const died = yield* Effect.flip(Stream.runDrain(agent.stream("book")))
-      expect(died).toMatchObject({ reason: "InvalidRequest", delivery: "NotSent", operation: "SendStreamingMessage", transport: "JSONRPC" })
+      expect(died).toMatchObject({
+        reason: "InvalidRequest",
+        delivery: "NotSent",
+        operation: "SendStreamingMessage",
+        transport: "JSONRPC"
+      })
       expect(JSON.stringify(died)).not.toContain("s3cr3t")
       // The checks of what can be sent apply to the computed values.
       yield* Ref.set(mode, "bad")
@@ -710,7 +908,10 @@ describe("RemoteAgent headers: computed per call, Redacted", () => {
           headers: Effect.succeed({ authorization: Redacted.make(`Bearer ${secret}`) }),
           logLevel: LogLevel.Warning
         })
-        const fixed = yield* agentFor(peer.url, { headers: { authorization: Redacted.make(`Bearer ${secret}`) }, logLevel: LogLevel.Warning })
+        const fixed = yield* agentFor(peer.url, {
+          headers: { authorization: Redacted.make(`Bearer ${secret}`) },
+          logLevel: LogLevel.Warning
+        })
         const errors = [
           yield* Effect.flip(computed.getTask("t", { headers: { "x-api-key": Redacted.make(secret) } })),
           yield* Effect.flip(fixed.send("book", { headers: { "x-api-key": Redacted.make(secret) } })),
@@ -727,9 +928,13 @@ describe("RemoteAgent headers: computed per call, Redacted", () => {
       expect(received).toEqual([`Bearer ${secret}`, secret, `Bearer ${secret}`, secret, `Bearer ${secret}`, undefined])
       expect(lines.filter((line) => line.level === "WARN")).toHaveLength(3)
       expect(JSON.stringify(lines)).not.toContain(secret)
-      for (const error of errors) expect(`${JSON.stringify(error)} ${error.message} ${String(error)}`).not.toContain(secret)
+      for (const error of errors) {
+        expect(`${JSON.stringify(error)} ${error.message} ${String(error)}`).not.toContain(secret)
+      }
       expect(spans.length).toBeGreaterThan(1)
-      expect(JSON.stringify(spans.map((span) => [span.name, Object.fromEntries(span.attributes)]))).not.toContain(secret)
+      expect(JSON.stringify(spans.map((span) => [span.name, Object.fromEntries(span.attributes)]))).not.toContain(
+        secret
+      )
     }))
 })
 
@@ -742,8 +947,13 @@ describe("RemoteAgent.layerConfig", () => {
         url: Config.string("URL"),
         timeout: Config.duration("TIMEOUT")
       }
-      const provider = ConfigProvider.fromMap(new Map([["URL", peer.url], ["NAME", "from-config"], ["TIMEOUT", "300 millis"]]))
-      const agent = yield* Effect.provide(RemoteAgent.RemoteAgent, RemoteAgent.layerConfig(config).pipe(Layer.provide(Layer.setConfigProvider(provider))))
+      const provider = ConfigProvider.fromMap(
+        new Map([["URL", peer.url], ["NAME", "from-config"], ["TIMEOUT", "300 millis"]])
+      )
+      const agent = yield* Effect.provide(
+        RemoteAgent.RemoteAgent,
+        RemoteAgent.layerConfig(config).pipe(Layer.provide(Layer.setConfigProvider(provider)))
+      )
       expect(agent.name).toBe("from-config")
       expect(agent.url).toBe(peer.url)
       expect((yield* agent.send("complete seat 3C"))._tag).toBe("Completed")
@@ -754,7 +964,9 @@ describe("RemoteAgent.layerConfig", () => {
       const missing = yield* Effect.flip(
         Effect.provide(
           RemoteAgent.RemoteAgent,
-          RemoteAgent.layerConfig(config).pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["NAME", "x"]])))))
+          RemoteAgent.layerConfig(config).pipe(
+            Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["NAME", "x"]]))))
+          )
         )
       )
       expect(ConfigError.isConfigError(missing)).toBe(true)

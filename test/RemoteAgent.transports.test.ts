@@ -14,26 +14,43 @@ const transports = ["JSONRPC", "HTTP+JSON", "GRPC"] as const
 const endings = ["complete x", "fail", "fail-hint", "cancel", "reject no", "input when?", "auth"]
 
 /** One behaviour of the agent, as a call on `agent`: every ending, by send and by stream, and each A2A error it can give. */
-const behaviours: ReadonlyArray<readonly [string, (agent: RemoteAgent.RemoteAgent) => Effect.Effect<RemoteOutcome.TaskView, A2AClientError.A2AClientError>]> = [
+const behaviours: ReadonlyArray<
+  readonly [
+    string,
+    (agent: RemoteAgent.RemoteAgent) => Effect.Effect<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
+  ]
+> = [
   ...endings.map((text) => [`send ${text}`, (agent: RemoteAgent.RemoteAgent) => agent.send(text)] as const),
   ...endings.map((text) =>
     [
       `stream ${text}`,
       (agent: RemoteAgent.RemoteAgent) =>
-        Effect.map(Stream.runCollect(agent.stream(text)), (events) => (Chunk.unsafeLast(events) as RemoteEvent.Finished).outcome)
+        Effect.map(Stream.runCollect(agent.stream(text)), (events) =>
+          (Chunk.unsafeLast(events) as RemoteEvent.Finished).outcome)
     ] as const
   ),
   ["getTask of an unknown task", (agent) => agent.getTask(crypto.randomUUID())],
-  ["cancel of a completed task", (agent) => Effect.flatMap(agent.send("complete"), (done) => agent.cancel(done.taskId))],
+  [
+    "cancel of a completed task",
+    (agent) => Effect.flatMap(agent.send("complete"), (done) => agent.cancel(done.taskId))
+  ],
   [
     "a message to a completed task",
-    (agent) => Effect.flatMap(agent.send("complete"), (done) => agent.send({ parts: [], taskId: done.taskId, contextId: done.contextId }))
+    (agent) =>
+      Effect.flatMap(
+        agent.send("complete"),
+        (done) => agent.send({ parts: [], taskId: done.taskId, contextId: done.contextId })
+      )
   ],
   [
     "resubscribe to a completed task",
     (agent) =>
-      Effect.flatMap(agent.send("complete"), (done) =>
-        Effect.map(Stream.runCollect(agent.resubscribe(done.taskId)), (events) => (Chunk.unsafeLast(events) as RemoteEvent.Finished).outcome))
+      Effect.flatMap(
+        agent.send("complete"),
+        (done) =>
+          Effect.map(Stream.runCollect(agent.resubscribe(done.taskId)), (events) =>
+            (Chunk.unsafeLast(events) as RemoteEvent.Finished).outcome)
+      )
   ],
   ["a message to an unknown task", (agent) => agent.send({ parts: [], taskId: crypto.randomUUID(), contextId: "" })]
 ]
@@ -48,16 +65,23 @@ describe("one agent behaviour reads the same on every transport", () => {
   it.scopedLive("every ending and every A2A error the SDK's servers give: equal outcomes, or the same reason and delivery", () =>
     Effect.gen(function*() {
       const peers = yield* sdkPeers(transports)
-      const agents = yield* Effect.forEach(transports, (transport) =>
-        RemoteAgent.make({ name: `same-${transport}`, url: peers.url, timeout: "5 seconds", transports: [transport] }))
+      const agents = yield* Effect.forEach(
+        transports,
+        (transport) =>
+          RemoteAgent.make({ name: `same-${transport}`, url: peers.url, timeout: "5 seconds", transports: [transport] })
+      )
       const runtime = yield* Effect.runtime<never>()
       const seen = new Set<string>()
       yield* Effect.promise(() =>
         FastCheck.assert(
           FastCheck.asyncProperty(FastCheck.constantFrom(...behaviours), async ([name, call]) => {
-            const results = await Runtime.runPromise(runtime)(Effect.forEach(agents, (agent) => Effect.either(call(agent))))
+            const results = await Runtime.runPromise(runtime)(
+              Effect.forEach(agents, (agent) => Effect.either(call(agent)))
+            )
             const [jsonRpc, ...others] = results.map(comparable)
-            for (const [i, other] of others.entries()) expect(other, `${name} over ${transports[i + 1]}`).toEqual(jsonRpc)
+            for (const [i, other] of others.entries()) {
+              expect(other, `${name} over ${transports[i + 1]}`).toEqual(jsonRpc)
+            }
             // Each error came over the transport asked for.
             results.forEach((r, i) => r._tag === "Left" && expect(r.left.transport).toBe(transports[i]))
             seen.add(name)
@@ -77,7 +101,12 @@ describe("one behaviour of our server reads the same on every transport", () => 
     for (let i = 0; i < depth; i++) value = { inner: value }
     return value as never
   }
-  const refusals: ReadonlyArray<readonly [string, (agent: RemoteAgent.RemoteAgent) => Effect.Effect<RemoteOutcome.TaskView, A2AClientError.A2AClientError>]> = [
+  const refusals: ReadonlyArray<
+    readonly [
+      string,
+      (agent: RemoteAgent.RemoteAgent) => Effect.Effect<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
+    ]
+  > = [
     ["a request over maxBodyBytes", (agent) => agent.send("y".repeat(40_000))],
     ["a request nested too deep", (agent) => agent.send({ parts: [], metadata: { deep: nested(300) } })]
   ]
@@ -90,15 +119,25 @@ describe("one behaviour of our server reads the same on every transport", () => 
         card: { name: "same", description: "ends as the message asks" },
         maxBodyBytes: 30_000
       })
-      const agents = yield* Effect.forEach(transports, (transport) =>
-        RemoteAgent.make({ name: `ours-${transport}`, url: server.url, timeout: "5 seconds", transports: [transport] }))
+      const agents = yield* Effect.forEach(
+        transports,
+        (transport) =>
+          RemoteAgent.make({
+            name: `ours-${transport}`,
+            url: server.url,
+            timeout: "5 seconds",
+            transports: [transport]
+          })
+      )
       const runtime = yield* Effect.runtime<never>()
       const all = [...behaviours, ...refusals]
       const seen = new Set<string>()
       yield* Effect.promise(() =>
         FastCheck.assert(
           FastCheck.asyncProperty(FastCheck.constantFrom(...all), async ([name, call]) => {
-            const results = await Runtime.runPromise(runtime)(Effect.forEach(agents, (agent) => Effect.either(call(agent))))
+            const results = await Runtime.runPromise(runtime)(
+              Effect.forEach(agents, (agent) => Effect.either(call(agent)))
+            )
             // Each run has its own error id, and the playground names each artifact afresh.
             const [jsonRpc, ...others] = results.map((result) =>
               JSON.parse(
@@ -107,7 +146,9 @@ describe("one behaviour of our server reads the same on every transport", () => 
                   .replace(/"artifactId":"[^"]*"/g, `"artifactId":""`)
               )
             )
-            for (const [i, other] of others.entries()) expect(other, `${name} over ${transports[i + 1]}`).toEqual(jsonRpc)
+            for (const [i, other] of others.entries()) {
+              expect(other, `${name} over ${transports[i + 1]}`).toEqual(jsonRpc)
+            }
             seen.add(name)
           }),
           { numRuns: 60 }
@@ -123,14 +164,26 @@ describe("one behaviour of our server reads the same on every transport", () => 
         card: { name: "bounded", description: "one at a time" },
         maxInFlight: 1
       })
-      const agents = yield* Effect.forEach(transports, (transport) =>
-        RemoteAgent.make({ name: `bounded-${transport}`, url: server.url, timeout: "10 seconds", transports: [transport] }))
+      const agents = yield* Effect.forEach(
+        transports,
+        (transport) =>
+          RemoteAgent.make({
+            name: `bounded-${transport}`,
+            url: server.url,
+            timeout: "10 seconds",
+            transports: [transport]
+          })
+      )
       const holding = yield* Effect.fork(agents[0]!.send("sleep 1500"))
       // Until the slow one holds the only place, a quick one may still get through: bounded tries.
       const shedOn = (agent: RemoteAgent.RemoteAgent) =>
         Effect.flip(agent.send("complete quick")).pipe(
           Effect.retry({ times: 50, schedule: Schedule.spaced("20 millis") }),
-          Effect.map((error) => ({ reason: error.reason, delivery: error.delivery, retryAfter: error.retryAfter && Duration.toMillis(error.retryAfter) }))
+          Effect.map((error) => ({
+            reason: error.reason,
+            delivery: error.delivery,
+            retryAfter: error.retryAfter && Duration.toMillis(error.retryAfter)
+          }))
         )
       const shed = yield* Effect.forEach(agents, shedOn)
       expect(shed).toEqual(transports.map(() => ({ reason: "HttpStatus", delivery: "Refused", retryAfter: 1000 })))
@@ -150,9 +203,22 @@ describe("what the wire does reads the same on every transport", () => {
           url: closed,
           card: cardWith([{ protocolBinding: transport, url: urls[transport] }])
         })
-        expect(yield* Effect.flip(refused.send("hello"))).toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent", transport })
-        const slow = yield* RemoteAgent.make({ name: `slow-${transport}`, url: peers.url, timeout: "300 millis", transports: [transport] })
-        expect(yield* Effect.flip(slow.send("sleep 2000"))).toMatchObject({ reason: "Timeout", delivery: "Unknown", transport })
+        expect(yield* Effect.flip(refused.send("hello"))).toMatchObject({
+          reason: "ConnectionRefused",
+          delivery: "NotSent",
+          transport
+        })
+        const slow = yield* RemoteAgent.make({
+          name: `slow-${transport}`,
+          url: peers.url,
+          timeout: "300 millis",
+          transports: [transport]
+        })
+        expect(yield* Effect.flip(slow.send("sleep 2000"))).toMatchObject({
+          reason: "Timeout",
+          delivery: "Unknown",
+          transport
+        })
         const silent = yield* Effect.flip(Stream.runDrain(slow.stream("sleep 2000")))
         expect(silent, transport).toMatchObject({ reason: "Timeout", delivery: "Unknown", transport })
       }
@@ -164,7 +230,12 @@ describe("v0.3 peers on HTTP+JSON and gRPC", () => {
     Effect.gen(function*() {
       const peers = yield* legacyPeers
       for (const transport of ["HTTP+JSON", "GRPC"] as const) {
-        const agent = yield* RemoteAgent.make({ name: `v03-${transport}`, url: peers.url, card: peers.card, transports: [transport] })
+        const agent = yield* RemoteAgent.make({
+          name: `v03-${transport}`,
+          url: peers.url,
+          card: peers.card,
+          transports: [transport]
+        })
         expect(yield* agent.send("complete x")).toMatchObject({ _tag: "Completed", text: "completed: x" })
         const events = Chunk.toArray(yield* Stream.runCollect(agent.stream("reject no")))
         expect(events.at(-1), transport).toMatchObject({ _tag: "Finished", outcome: { _tag: "Rejected", text: "no" } })
@@ -175,7 +246,10 @@ describe("v0.3 peers on HTTP+JSON and gRPC", () => {
           transport
         })
         const done = yield* agent.send("complete")
-        expect(yield* Effect.flip(agent.cancel(done.taskId))).toMatchObject({ protocolError: "TaskNotCancelable", delivery: "Refused" })
+        expect(yield* Effect.flip(agent.cancel(done.taskId))).toMatchObject({
+          protocolError: "TaskNotCancelable",
+          delivery: "Refused"
+        })
       }
     }))
 })

@@ -1,4 +1,9 @@
-import { type AgentCard, canonicalizeAgentCard, generateAgentCardSignature, verifyAgentCardSignature } from "@a2a-js/sdk"
+import {
+  type AgentCard,
+  canonicalizeAgentCard,
+  generateAgentCardSignature,
+  verifyAgentCardSignature
+} from "@a2a-js/sdk"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import { Console, Duration, Effect, Either, FastCheck as fc, Logger, LogLevel, Metric, Option } from "effect"
@@ -9,9 +14,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Cli from "../src/Cli.js"
 import * as internalProbe from "../src/cli/probe.js"
-import * as RemoteAgent from "../src/RemoteAgent.js"
 import { counter } from "../src/internal/client/call.js"
 import * as trust from "../src/internal/client/trust.js"
+import * as RemoteAgent from "../src/RemoteAgent.js"
 import { changedAt, type Json, leaves } from "./fixtures/json.js"
 import { cardFor, closedPort, json, listen, rawPeer, rpcId, sdkPeer } from "./fixtures/peers.js"
 import { captureLogs } from "./fixtures/serverAgents.js"
@@ -29,7 +34,16 @@ const keys = Effect.promise(async () => {
 /** A card with a skill, so the canonical form has nested values of each kind. */
 const richCard = (rpcUrl: string): AgentCard => ({
   ...cardFor(rpcUrl),
-  skills: [{ id: "book", name: "Book", description: "books a flight", tags: ["travel", "flights"], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }]
+  skills: [{
+    id: "book",
+    name: "Book",
+    description: "books a flight",
+    tags: ["travel", "flights"],
+    examples: [],
+    inputModes: [],
+    outputModes: [],
+    securityRequirements: []
+  }]
 })
 
 /** Serves, at the card path, what `card` makes of the server's base URL; counts requests. */
@@ -46,7 +60,12 @@ const cardServer = (card: (base: string) => Promise<unknown>) =>
   })
 
 const resolve = (url: string, trustOption: RemoteAgent.Trust | undefined) =>
-  RemoteAgent.make({ name: "trusting", url, cardTimeout: "3 seconds", ...(trustOption === undefined ? {} : { trust: trustOption }) })
+  RemoteAgent.make({
+    name: "trusting",
+    url,
+    cardTimeout: "3 seconds",
+    ...(trustOption === undefined ? {} : { trust: trustOption })
+  })
 
 /** The card at `url` refused for `reason`, its message saying `says`. */
 const refused = (url: string, trustOption: RemoteAgent.Trust, reason: string, says: string) =>
@@ -71,7 +90,9 @@ describe("RemoteAgent trust: signed cards", () => {
       const card = Option.getOrThrow(remote.card)
       expect(card.supportedInterfaces[0]?.url).toBe(`${server.url}/rpc`)
       // The SDK's own verifier agrees about the card we accepted.
-      yield* Effect.promise(() => verifyAgentCardSignature(() => jose.importJWK(publicJwk, "ES256") as Promise<jose.CryptoKey>)(card))
+      yield* Effect.promise(() =>
+        verifyAgentCardSignature(() => jose.importJWK(publicJwk, "ES256") as Promise<jose.CryptoKey>)(card)
+      )
     }))
 
   it.scopedLive("a URL changed after signing: InvalidSignature", () =>
@@ -79,19 +100,33 @@ describe("RemoteAgent trust: signed cards", () => {
       const { agent, publicJwk } = yield* keys
       const server = yield* cardServer(async (base) => {
         const signed = await sign(agent.privateKey, richCard(`${base}/rpc`))
-        return { ...signed, supportedInterfaces: [{ ...signed.supportedInterfaces[0], url: "http://127.0.0.1:1/elsewhere" }] }
+        return {
+          ...signed,
+          supportedInterfaces: [{ ...signed.supportedInterfaces[0], url: "http://127.0.0.1:1/elsewhere" }]
+        }
       })
-      const before = yield* Metric.value(counter("a2a.card_resolution_error", "trusting", { reason: "InvalidSignature" }))
-      const error = yield* refused(server.url, { keys: [publicJwk] }, "InvalidSignature", "does not verify over this card")
+      const before = yield* Metric.value(
+        counter("a2a.card_resolution_error", "trusting", { reason: "InvalidSignature" })
+      )
+      const error = yield* refused(
+        server.url,
+        { keys: [publicJwk] },
+        "InvalidSignature",
+        "does not verify over this card"
+      )
       expect(error.message).toContain("re-sign")
-      const after = yield* Metric.value(counter("a2a.card_resolution_error", "trusting", { reason: "InvalidSignature" }))
+      const after = yield* Metric.value(
+        counter("a2a.card_resolution_error", "trusting", { reason: "InvalidSignature" })
+      )
       expect(after.count - before.count).toBe(1)
     }))
 
   it.scopedLive("a key not trusted: UntrustedSigner", () =>
     Effect.gen(function*() {
       const { publicJwk, stranger } = yield* keys
-      const server = yield* cardServer((base) => sign(stranger.privateKey, richCard(`${base}/rpc`), { ...header, kid: "stranger" }))
+      const server = yield* cardServer((base) =>
+        sign(stranger.privateKey, richCard(`${base}/rpc`), { ...header, kid: "stranger" })
+      )
       yield* refused(server.url, { keys: [publicJwk] }, "UntrustedSigner", `no trusted key has kid "stranger"`)
     }))
 
@@ -208,7 +243,8 @@ describe("RemoteAgent trust: signed cards", () => {
     Effect.gen(function*() {
       const { agent, publicJwk } = yield* keys
       const peer = yield* rawPeer(
-        (_req, res, body) => json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: cardFor("http://127.0.0.1:1/rpc") }),
+        (_req, res, body) =>
+          json(res, 200, { jsonrpc: "2.0", id: rpcId(body), result: cardFor("http://127.0.0.1:1/rpc") }),
         (_req, res, base) => {
           const card = richCard(`${base}/rpc`)
           void sign(agent.privateKey, { ...card, capabilities: { ...card.capabilities!, extendedAgentCard: true } })
@@ -258,10 +294,14 @@ describe("RemoteAgent trust: what the signature covers", () => {
       const paths = leaves(canonical)
       yield* Effect.promise(() =>
         fc.assert(
-          fc.asyncProperty(fc.constantFrom(...paths), fc.string({ minLength: 1, maxLength: 4 }), async (path, suffix) => {
-            const result = await check(served(changedAt(canonical, path, suffix)))
-            return Either.isLeft(result) && result.left.reason === "InvalidSignature"
-          }),
+          fc.asyncProperty(
+            fc.constantFrom(...paths),
+            fc.string({ minLength: 1, maxLength: 4 }),
+            async (path, suffix) => {
+              const result = await check(served(changedAt(canonical, path, suffix)))
+              return Either.isLeft(result) && result.left.reason === "InvalidSignature"
+            }
+          ),
           { numRuns: 60 }
         )
       )
@@ -281,7 +321,10 @@ describe("probe: signed in the report, and --trust", () => {
       const strangerFile = path.join(dir, "stranger.jwk.json")
       fs.writeFileSync(jwkFile, JSON.stringify(publicJwk))
       fs.writeFileSync(jwksFile, JSON.stringify({ keys: [publicJwk] }))
-      fs.writeFileSync(strangerFile, JSON.stringify({ ...(yield* Effect.promise(() => jose.exportJWK(stranger.publicKey))), kid: header.kid }))
+      fs.writeFileSync(
+        strangerFile,
+        JSON.stringify({ ...(yield* Effect.promise(() => jose.exportJWK(stranger.publicKey))), kid: header.kid })
+      )
       const probe = (url: string, trustFile?: string) =>
         Cli.probe({
           url,
@@ -291,7 +334,11 @@ describe("probe: signed in the report, and --trust", () => {
         })
       expect(yield* probe(peer.url)).toMatchObject({ channel: "Outcome", outcome: "Completed", signed: false })
       expect(yield* probe(signedCard.url)).toMatchObject({ channel: "Outcome", outcome: "Completed", signed: true })
-      expect(yield* probe(signedCard.url, jwkFile)).toMatchObject({ channel: "Outcome", outcome: "Completed", signed: true })
+      expect(yield* probe(signedCard.url, jwkFile)).toMatchObject({
+        channel: "Outcome",
+        outcome: "Completed",
+        signed: true
+      })
       expect(yield* probe(signedCard.url, jwksFile)).toMatchObject({ channel: "Outcome", signed: true })
       // The stranger's key under the agent's kid: the signature does not verify with it.
       const refused = yield* probe(signedCard.url, strangerFile)
@@ -299,7 +346,9 @@ describe("probe: signed in the report, and --trust", () => {
       expect(refused.signed).toBeUndefined()
       expect(Cli.probeExitCode(refused)).toBe(3)
       expect(yield* probe(peer.url, jwkFile)).toMatchObject({ channel: "CardResolution", reason: "Unsigned" })
-      expect(internalProbe.parseTrust("https://keys.example/agent.jwks.json")).toEqual(Either.right({ jwks: "https://keys.example/agent.jwks.json" }))
+      expect(internalProbe.parseTrust("https://keys.example/agent.jwks.json")).toEqual(
+        Either.right({ jwks: "https://keys.example/agent.jwks.json" })
+      )
       expect(Either.isLeft(internalProbe.parseTrust(path.join(dir, "missing.json")))).toBe(true)
     }))
 
@@ -314,7 +363,10 @@ describe("probe: signed in the report, and --trust", () => {
           const out: Array<string> = []
           const console = yield* Console.consoleWith(Effect.succeed)
           const code = yield* Cli.run(["node", "effect-a2a", "probe", ...args, "--json", "--text", "complete"]).pipe(
-            Effect.withConsole({ ...console, log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" "))) }),
+            Effect.withConsole({
+              ...console,
+              log: (...text: ReadonlyArray<unknown>) => Effect.sync(() => out.push(text.join(" ")))
+            }),
             Effect.provide(NodeContext.layer)
           )
           return { code, report: JSON.parse(out.join("\n")) as Cli.ProbeReport }

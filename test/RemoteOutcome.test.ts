@@ -34,7 +34,9 @@ describe("extractErrorId", () => {
         "Agent execution failed."
       ]
     ) expect(RemoteOutcome.extractErrorId(text)).toEqual(Option.none())
-    expect(RemoteOutcome.extractErrorId("Agent execution failed. (error_id: 3f9c0a7b12de)")).toEqual(Option.some("3f9c0a7b12de"))
+    expect(RemoteOutcome.extractErrorId("Agent execution failed. (error_id: 3f9c0a7b12de)")).toEqual(
+      Option.some("3f9c0a7b12de")
+    )
   })
 })
 
@@ -85,7 +87,9 @@ describe("errorIdOf", () => {
       Option.some("3f9c0a7b12de")
     )
     expect(RemoteOutcome.errorIdOf(RemoteOutcome.Failed.make({ ...fields, errorId: inText, hint }))).toEqual(inText)
-    expect(RemoteOutcome.errorIdOf(RemoteOutcome.Failed.make({ ...fields, errorId: Option.none(), hint: Option.none() })))
+    expect(
+      RemoteOutcome.errorIdOf(RemoteOutcome.Failed.make({ ...fields, errorId: Option.none(), hint: Option.none() }))
+    )
       .toEqual(Option.none())
     expect(RemoteOutcome.errorIdOf(RemoteOutcome.Completed.make(fields))).toEqual(Option.none())
   })

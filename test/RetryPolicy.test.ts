@@ -1,6 +1,19 @@
 import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Fiber, Logger, LogLevel, Metric, Option, Ref, Schema, Stream, TestClock } from "effect"
+import {
+  Chunk,
+  Duration,
+  Effect,
+  Fiber,
+  Logger,
+  LogLevel,
+  Metric,
+  Option,
+  Ref,
+  Schema,
+  Stream,
+  TestClock
+} from "effect"
 import type { ServerResponse } from "node:http"
 import * as A2AClientError from "../src/A2AClientError.js"
 import * as A2AServer from "../src/A2AServer.js"
@@ -68,21 +81,45 @@ describe("which errors are retried", () => {
     expect(Option.isSome(RetryPolicy.retryReason(error(), plain))).toBe(true)
     expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Timeout", delivery: "Unknown" }), plain))).toBe(false)
     expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Timeout", delivery: "Unknown" }), keyed))).toBe(true)
-    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "ConnectionLost", delivery: "Unknown" }), keyed))).toBe(true)
+    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "ConnectionLost", delivery: "Unknown" }), keyed)))
+      .toBe(true)
     // Nothing ran: sent again after Retry-After, key or not.
-    expect(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Refused", status: 429 }), plain)).toEqual(Option.some("HttpStatus 429"))
-    const shuttingDown = error({ reason: "ProtocolError", delivery: "Refused", status: 503, code: -32004, protocolError: "UnsupportedOperation" })
+    expect(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Refused", status: 429 }), plain)).toEqual(
+      Option.some("HttpStatus 429")
+    )
+    const shuttingDown = error({
+      reason: "ProtocolError",
+      delivery: "Refused",
+      status: 503,
+      code: -32004,
+      protocolError: "UnsupportedOperation"
+    })
     expect(RetryPolicy.retryReason(shuttingDown, plain)).toEqual(Option.some("HttpStatus 503"))
     // A bare 503 may be a proxy's after the server got the request: only with a key.
     const bare503 = error({ reason: "HttpStatus", delivery: "Unknown", status: 503 })
     expect(Option.isSome(RetryPolicy.retryReason(bare503, plain))).toBe(false)
     expect(RetryPolicy.retryReason(bare503, keyed)).toEqual(Option.some("HttpStatus 503"))
-    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status: 500 }), plain))).toBe(false)
+    expect(
+      Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Unknown", status: 500 }), plain))
+    ).toBe(false)
     // Any other refusal would be refused again.
-    expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Refused", status: 404 }), keyed))).toBe(false)
-    const terminal = error({ reason: "ProtocolError", delivery: "Refused", code: -32004, protocolError: "UnsupportedOperation" })
+    expect(
+      Option.isSome(RetryPolicy.retryReason(error({ reason: "HttpStatus", delivery: "Refused", status: 404 }), keyed))
+    ).toBe(false)
+    const terminal = error({
+      reason: "ProtocolError",
+      delivery: "Refused",
+      code: -32004,
+      protocolError: "UnsupportedOperation"
+    })
     expect(Option.isSome(RetryPolicy.retryReason(terminal, keyed))).toBe(false)
-    const internal = error({ reason: "ProtocolError", delivery: "Unknown", status: 500, code: -32603, protocolError: "InternalError" })
+    const internal = error({
+      reason: "ProtocolError",
+      delivery: "Unknown",
+      status: 500,
+      code: -32603,
+      protocolError: "InternalError"
+    })
     expect(RetryPolicy.retryReason(internal, keyed)).toEqual(Option.some("HttpStatus 500"))
     expect(Option.isSome(RetryPolicy.retryReason(internal, plain))).toBe(false)
     expect(Option.isSome(RetryPolicy.retryReason(error({ reason: "Unavailable" }), keyed))).toBe(false)
@@ -91,21 +128,37 @@ describe("which errors are retried", () => {
   it("on gRPC the same rules read the status code: RESOURCE_EXHAUSTED as 429, UNAVAILABLE as 503, UNKNOWN and INTERNAL as 500", () => {
     const plain = { idempotent: false }
     const keyed = { idempotent: true }
-    const grpc = (fields: Partial<ConstructorParameters<typeof A2AClientError.A2AClientError>[0]>) => error({ transport: "GRPC", ...fields })
+    const grpc = (fields: Partial<ConstructorParameters<typeof A2AClientError.A2AClientError>[0]>) =>
+      error({ transport: "GRPC", ...fields })
     const exhausted = grpc({ reason: "HttpStatus", delivery: "Refused", grpcStatus: "RESOURCE_EXHAUSTED" })
     expect(RetryPolicy.retryReason(exhausted, plain)).toEqual(Option.some("gRPC RESOURCE_EXHAUSTED"))
     // A server shutting down refuses with an A2A error under UNAVAILABLE.
-    const shuttingDown = grpc({ reason: "ProtocolError", delivery: "Refused", grpcStatus: "UNAVAILABLE", code: -32004, protocolError: "UnsupportedOperation" })
+    const shuttingDown = grpc({
+      reason: "ProtocolError",
+      delivery: "Refused",
+      grpcStatus: "UNAVAILABLE",
+      code: -32004,
+      protocolError: "UnsupportedOperation"
+    })
     expect(RetryPolicy.retryReason(shuttingDown, plain)).toEqual(Option.some("gRPC UNAVAILABLE"))
     const unknown = grpc({ reason: "HttpStatus", delivery: "Unknown", grpcStatus: "UNKNOWN" })
     expect(Option.isSome(RetryPolicy.retryReason(unknown, plain))).toBe(false)
     expect(RetryPolicy.retryReason(unknown, keyed)).toEqual(Option.some("gRPC UNKNOWN"))
-    expect(Option.isSome(RetryPolicy.retryReason(grpc({ reason: "HttpStatus", delivery: "Refused", grpcStatus: "NOT_FOUND" }), keyed))).toBe(false)
+    expect(
+      Option.isSome(
+        RetryPolicy.retryReason(grpc({ reason: "HttpStatus", delivery: "Refused", grpcStatus: "NOT_FOUND" }), keyed)
+      )
+    ).toBe(false)
     // A status grpc-js set on a lost connection is no server's answer: read by its reason, as on HTTP.
     const lost = grpc({ reason: "ConnectionLost", delivery: "Unknown", grpcStatus: "UNAVAILABLE" })
     expect(Option.isSome(RetryPolicy.retryReason(lost, plain))).toBe(false)
     expect(RetryPolicy.retryReason(lost, keyed)).toEqual(Option.some("ConnectionLost"))
-    expect(RetryPolicy.retryReason(grpc({ reason: "ConnectionRefused", delivery: "NotSent", grpcStatus: "UNAVAILABLE" }), plain)).toEqual(
+    expect(
+      RetryPolicy.retryReason(
+        grpc({ reason: "ConnectionRefused", delivery: "NotSent", grpcStatus: "UNAVAILABLE" }),
+        plain
+      )
+    ).toEqual(
       Option.some("ConnectionRefused")
     )
   })
@@ -119,15 +172,26 @@ describe("RetryPolicy.retry", () => {
       const peer = yield* rawPeer((_req, res, body) => {
         requests++
         res.writeHead(503, { "retry-after": "0", "content-type": "application/json" })
-        res.end(JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), error: { code: -32004, message: "The server is shutting down." } }))
+        res.end(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: rpcId(body),
+            error: { code: -32004, message: "The server is shutting down." }
+          })
+        )
       })
       const name = `shutting-down-${Date.now()}`
       const agent = yield* RemoteAgent.make({ name, url: peer.url })
-      const failure = yield* Effect.flip(agent.send("book").pipe(RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false })))
+      const failure = yield* Effect.flip(
+        agent.send("book").pipe(RetryPolicy.retry({ base: "10 millis", maxAttempts: 3 }, { idempotent: false }))
+      )
       expect(failure).toMatchObject({ reason: "ProtocolError", status: 503, attempts: 3, delivery: "Refused" })
       expect(requests).toBe(3)
       const retries = yield* Metric.value(
-        Metric.counter("a2a.retry", { incremental: true }).pipe(Metric.tagged("reason", "HttpStatus 503"), Metric.tagged("agent", name))
+        Metric.counter("a2a.retry", { incremental: true }).pipe(
+          Metric.tagged("reason", "HttpStatus 503"),
+          Metric.tagged("agent", name)
+        )
       )
       // Three attempts are two retries: the last attempt is given up on, not retried.
       expect(retries.count).toBe(2)
@@ -154,7 +218,9 @@ describe("RetryPolicy.retry", () => {
   it.effect("gives up after maxAttempts with the last typed error and the attempt count", () =>
     Effect.gen(function*() {
       const { call, calls } = yield* scripted([error({ reason: "ConnectionLost", delivery: "Unknown" })])
-      const failure = yield* withClock(Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 3 }, { idempotent: true }))))
+      const failure = yield* withClock(
+        Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 3 }, { idempotent: true })))
+      )
       expect(failure).toMatchObject({ _tag: "A2AClientError", reason: "ConnectionLost", attempts: 3 })
       expect(yield* calls).toBe(3)
     }))
@@ -165,21 +231,29 @@ describe("RetryPolicy.retry", () => {
         error({ reason: "Timeout", delivery: "Unknown" }),
         error({ reason: "ConnectionRefused", delivery: "NotSent" })
       ])
-      const failure = yield* withClock(Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 3 }, { idempotent: true }))))
+      const failure = yield* withClock(
+        Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 3 }, { idempotent: true })))
+      )
       expect(failure).toMatchObject({ reason: "ConnectionRefused", delivery: "Unknown", attempts: 3 })
       expect(failure.detail).toContain("an earlier attempt may have been received")
       const { call: neverSent } = yield* scripted([error({ reason: "ConnectionRefused", delivery: "NotSent" })])
-      const refused = yield* withClock(Effect.flip(neverSent.pipe(RetryPolicy.retry({ maxAttempts: 2 }, { idempotent: false }))))
+      const refused = yield* withClock(
+        Effect.flip(neverSent.pipe(RetryPolicy.retry({ maxAttempts: 2 }, { idempotent: false })))
+      )
       expect(refused).toMatchObject({ delivery: "NotSent", attempts: 2, detail: "x" })
       // Data-first, the same policy.
-      const dataFirst = yield* withClock(Effect.flip(RetryPolicy.retry(neverSent, { maxAttempts: 2 }, { idempotent: false })))
+      const dataFirst = yield* withClock(
+        Effect.flip(RetryPolicy.retry(neverSent, { maxAttempts: 2 }, { idempotent: false }))
+      )
       expect(dataFirst).toMatchObject({ delivery: "NotSent", attempts: 2 })
       // A last refusal, after an attempt that may have been acted on, cannot say that nothing ran either.
       const { call: mixed } = yield* scripted([
         error({ reason: "Timeout", delivery: "Unknown" }),
         error({ reason: "HttpStatus", delivery: "Refused", status: 429 })
       ])
-      const last = yield* withClock(Effect.flip(mixed.pipe(RetryPolicy.retry({ maxAttempts: 2 }, { idempotent: true }))))
+      const last = yield* withClock(
+        Effect.flip(mixed.pipe(RetryPolicy.retry({ maxAttempts: 2 }, { idempotent: true })))
+      )
       expect(last).toMatchObject({ delivery: "Unknown", status: 429, attempts: 2 })
       expect(last.detail).toContain("an earlier attempt may have been received")
     }))
@@ -189,19 +263,27 @@ describe("RetryPolicy.retry", () => {
       const { layer: capture, lines } = captureLogs()
       const retried = Effect.flatMap(
         scripted([error({ reason: "ConnectionRefused", delivery: "NotSent" }), completed]),
-        ({ call }) => call.pipe(RetryPolicy.retry({ base: "143 millis" }, { idempotent: false }), Effect.provide(capture))
+        ({ call }) =>
+          call.pipe(RetryPolicy.retry({ base: "143 millis" }, { idempotent: false }), Effect.provide(capture))
       )
       yield* withClock(retried)
       expect(lines).toEqual([])
       yield* withClock(Logger.withMinimumLogLevel(retried, LogLevel.Debug))
       expect(lines).toHaveLength(1)
-      expect(lines[0]).toMatchObject({ level: "DEBUG", message: expect.stringMatching(/^attempt \d+ failed \(ConnectionRefused\); retrying in \d+ms$/) })
+      expect(lines[0]).toMatchObject({
+        level: "DEBUG",
+        message: expect.stringMatching(/^attempt \d+ failed \(ConnectionRefused\); retrying in \d+ms$/)
+      })
     }))
 
   it.effect("stops when the time budget would be exceeded", () =>
     Effect.gen(function*() {
-      const { call, calls } = yield* scripted([error({ reason: "HttpStatus", delivery: "Refused", status: 429, retryAfter: Duration.seconds(10) })])
-      const failure = yield* withClock(Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 10, budget: "15 seconds" }, { idempotent: false }))))
+      const { call, calls } = yield* scripted([
+        error({ reason: "HttpStatus", delivery: "Refused", status: 429, retryAfter: Duration.seconds(10) })
+      ])
+      const failure = yield* withClock(
+        Effect.flip(call.pipe(RetryPolicy.retry({ maxAttempts: 10, budget: "15 seconds" }, { idempotent: false })))
+      )
       expect(failure.attempts).toBe(2)
       expect(yield* calls).toBe(2)
     }))
@@ -242,22 +324,29 @@ describe("RetryPolicy.retry", () => {
       expect(yield* once.calls).toBe(1)
 
       const optIn = yield* scripted([failed(true), completed])
-      expect((yield* withClock(optIn.call.pipe(RetryPolicy.retry({ retryFailed: true }, { idempotent: true }))))._tag).toBe(
-        "Completed"
-      )
+      expect((yield* withClock(optIn.call.pipe(RetryPolicy.retry({ retryFailed: true }, { idempotent: true }))))._tag)
+        .toBe(
+          "Completed"
+        )
       expect(yield* optIn.calls).toBe(2)
 
       const notRetryable = yield* scripted([failed(false), completed])
-      expect((yield* withClock(notRetryable.call.pipe(RetryPolicy.retry({ retryFailed: true }, { idempotent: true }))))._tag)
+      expect(
+        (yield* withClock(notRetryable.call.pipe(RetryPolicy.retry({ retryFailed: true }, { idempotent: true }))))._tag
+      )
         .toBe("Failed")
 
       const sameTask = yield* scripted([failed(true), completed])
-      const kept = yield* withClock(sameTask.call.pipe(RetryPolicy.retry({ retryFailed: true }, { idempotent: true, continuesTask: true })))
+      const kept = yield* withClock(
+        sameTask.call.pipe(RetryPolicy.retry({ retryFailed: true }, { idempotent: true, continuesTask: true }))
+      )
       expect(kept._tag).toBe("Failed")
       expect(yield* sameTask.calls).toBe(1)
 
       const exhausted = yield* scripted([failed(true)])
-      const last = yield* withClock(exhausted.call.pipe(RetryPolicy.retry({ retryFailed: true, maxAttempts: 2 }, { idempotent: true })))
+      const last = yield* withClock(
+        exhausted.call.pipe(RetryPolicy.retry({ retryFailed: true, maxAttempts: 2 }, { idempotent: true }))
+      )
       expect(last._tag).toBe("Failed")
       expect(yield* exhausted.calls).toBe(2)
     }))
@@ -280,7 +369,10 @@ describe("against a real server", () => {
             task: {
               id: "t-1",
               contextId: "c-1",
-              status: { state: TaskState[TaskState.TASK_STATE_COMPLETED], message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "booked" }] } },
+              status: {
+                state: TaskState[TaskState.TASK_STATE_COMPLETED],
+                message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "booked" }] }
+              },
               artifacts: [],
               history: []
             }
@@ -302,7 +394,9 @@ describe("retryFailed against our server, with request-level idempotency", () =>
   const policy = { retryFailed: true, base: "10 millis" } as const
 
   /** A booking agent that fails its first run, its seat reserved once per trip; `book` calls it through the retry. */
-  const bookTwice = (book: (remote: RemoteAgent.RemoteAgent) => Effect.Effect<{ readonly taskId: string; readonly text: string }>) =>
+  const bookTwice = (
+    book: (remote: RemoteAgent.RemoteAgent) => Effect.Effect<{ readonly taskId: string; readonly text: string }>
+  ) =>
     Effect.gen(function*() {
       let runs = 0
       let seats = 0
@@ -311,7 +405,10 @@ describe("retryFailed against our server, with request-level idempotency", () =>
           runs++
           // Tool level: the seat of this trip, whichever task asks for it.
           yield* Effect.sync(() => ++seats).pipe(
-            Idempotency.once(Idempotency.deriveKey({ contextId: request.contextId, operation: "reserve-seat", params: {} }), { success: Schema.Number })
+            Idempotency.once(
+              Idempotency.deriveKey({ contextId: request.contextId, operation: "reserve-seat", params: {} }),
+              { success: Schema.Number }
+            )
           )
           if (runs === 1) return yield* Effect.fail(new Error("payment service busy"))
           return AgentExecutor.completedText("booked")
@@ -353,16 +450,21 @@ describe("retryFailed against our server, with request-level idempotency", () =>
 
 describe("RetryPolicy.retryStream, against real servers", () => {
   const working = { id: "t-1", contextId: "c-1", status: { state: TaskState[TaskState.TASK_STATE_WORKING] } }
-  const completedUpdate = { statusUpdate: { taskId: "t-1", contextId: "c-1", status: { state: TaskState[TaskState.TASK_STATE_COMPLETED] } } }
+  const completedUpdate = {
+    statusUpdate: { taskId: "t-1", contextId: "c-1", status: { state: TaskState[TaskState.TASK_STATE_COMPLETED] } }
+  }
   /** Answers a streaming request with these JSON-RPC results (or errors) as SSE events, then ends. */
   const sse = (res: ServerResponse, body: string, events: ReadonlyArray<Record<string, unknown>>) => {
     res.writeHead(200, { "content-type": "text/event-stream" })
     for (const event of events) res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), ...event })}\n\n`)
     res.end()
   }
-  const serve = (res: ServerResponse, body: string) => sse(res, body, [{ result: { task: working } }, { result: completedUpdate }])
-  const streamed = (methods: ReadonlyArray<string>) => methods.filter((method) => method === "SendStreamingMessage").length
-  const finished = (events: Chunk.Chunk<RemoteEvent.RemoteEvent>) => Option.map(Chunk.last(events), (event) => event._tag === "Finished" && event.outcome._tag)
+  const serve = (res: ServerResponse, body: string) =>
+    sse(res, body, [{ result: { task: working } }, { result: completedUpdate }])
+  const streamed = (methods: ReadonlyArray<string>) =>
+    methods.filter((method) => method === "SendStreamingMessage").length
+  const finished = (events: Chunk.Chunk<RemoteEvent.RemoteEvent>) =>
+    Option.map(Chunk.last(events), (event) => event._tag === "Finished" && event.outcome._tag)
 
   it.scopedLive("a stream refused with 429 and Retry-After is resent after it, and logs its retry at Debug as retry does", () =>
     Effect.gen(function*() {
@@ -397,7 +499,10 @@ describe("RetryPolicy.retryStream, against real servers", () => {
       const peer = yield* rawPeer((req, res, body) => {
         if (body.includes("GetTask")) return req.socket.destroy()
         res.writeHead(200, { "content-type": "text/event-stream" })
-        res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), result: { task: working } })}\n\n`, () => req.socket.destroy())
+        res.write(
+          `data: ${JSON.stringify({ jsonrpc: "2.0", id: rpcId(body), result: { task: working } })}\n\n`,
+          () => req.socket.destroy()
+        )
       })
       const agent = yield* RemoteAgent.make({ name: "booking", url: peer.url })
       const seen: Array<RemoteEvent.RemoteEvent> = []
@@ -423,13 +528,18 @@ describe("RetryPolicy.retryStream, against real servers", () => {
         Stream.tapError((error) =>
           peer !== undefined
             ? Effect.void
-            : Effect.map(rawPeer((_req, res, body) => serve(res, body), undefined, Number(new URL(url).port)), (started) => {
-              expect(error).toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent" })
-              peer = started
-            })
+            : Effect.map(
+              rawPeer((_req, res, body) => serve(res, body), undefined, Number(new URL(url).port)),
+              (started) => {
+                expect(error).toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent" })
+                peer = started
+              }
+            )
         )
       )
-      const events = yield* Stream.runCollect(RetryPolicy.retryStream(refusedOnce, { base: "10 millis" }, { idempotent: false }))
+      const events = yield* Stream.runCollect(
+        RetryPolicy.retryStream(refusedOnce, { base: "10 millis" }, { idempotent: false })
+      )
       expect(finished(events)).toEqual(Option.some("Completed"))
       expect(streamed(peer!.methods())).toBe(1)
     }))
@@ -446,10 +556,14 @@ describe("RetryPolicy.retryStream, against real servers", () => {
       const agent = yield* RemoteAgent.make({ name: "booking", url: peer.url })
       const options: RetryPolicy.StreamOptions = { base: "10 millis", maxAttempts: 3 }
       const forms = {
-        pipeable: (stream: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>, request: RetryPolicy.Request) =>
-          stream.pipe(RetryPolicy.retryStream(options, request)),
-        dataFirst: (stream: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>, request: RetryPolicy.Request) =>
-          RetryPolicy.retryStream(stream, options, request)
+        pipeable: (
+          stream: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>,
+          request: RetryPolicy.Request
+        ) => stream.pipe(RetryPolicy.retryStream(options, request)),
+        dataFirst: (
+          stream: Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError>,
+          request: RetryPolicy.Request
+        ) => RetryPolicy.retryStream(stream, options, request)
       }
       for (const [form, retried] of Object.entries(forms)) {
         keys.length = 0
@@ -458,7 +572,9 @@ describe("RetryPolicy.retryStream, against real servers", () => {
         expect(keys, form).toEqual([undefined])
         keys.length = 0
         const key = `order-${form}`
-        const events = yield* Stream.runCollect(retried(agent.stream("book", { idempotencyKey: key }), { idempotent: true }))
+        const events = yield* Stream.runCollect(
+          retried(agent.stream("book", { idempotencyKey: key }), { idempotent: true })
+        )
         expect(finished(events), form).toEqual(Option.some("Completed"))
         expect(keys, form).toEqual([key, key])
       }

@@ -17,11 +17,21 @@ describe("the test run", () => {
     try {
       fs.writeFileSync(
         path.join(dir, "vitest.config.mjs"),
-        `export default { test: { include: ["*.test.ts"], globalSetup: [${JSON.stringify(path.join(root, "test", "globalSetup.postgres.ts"))}] } }\n`
+        `export default { test: { include: ["*.test.ts"], globalSetup: [${
+          JSON.stringify(path.join(root, "test", "globalSetup.postgres.ts"))
+        }] } }\n`
       )
       const run = (body: string) => {
-        fs.writeFileSync(path.join(dir, "probe.test.ts"), `import { expect, it } from "vitest"\nit("probe", () => { ${body} })\n`)
-        return spawnSync(process.execPath, [path.join(root, "node_modules", "vitest", "vitest.mjs"), "run", "--root", dir], {
+        fs.writeFileSync(
+          path.join(dir, "probe.test.ts"),
+          `import { expect, it } from "vitest"\nit("probe", () => { ${body} })\n`
+        )
+        return spawnSync(process.execPath, [
+          path.join(root, "node_modules", "vitest", "vitest.mjs"),
+          "run",
+          "--root",
+          dir
+        ], {
           cwd: dir,
           // An external database: the set-up imports the embedded one's package but starts nothing.
           env: { ...process.env, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" },

@@ -86,8 +86,7 @@ const undocumented = (module: string, text: string, tag: string): Array<string> 
 const placeOf = (example: Example) => example.module.endsWith(".md") ? example.module : `src/${example.module}`
 
 // GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens.
-const anchorOf = (heading: string) =>
-  heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-")
+const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-")
 
 // The relative links of a page that lead nowhere: to no file, or to no heading of their page.
 const brokenLinks = (page: string, text: string): Array<string> => {
@@ -119,10 +118,14 @@ describe("docs", () => {
 
   it("every @since names the package's version", () => {
     const { version } = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }
-    const files = fs.readdirSync(path.join(root, "src"), { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".ts"))
+    const files = fs.readdirSync(path.join(root, "src"), { recursive: true, encoding: "utf8" }).filter((file) =>
+      file.endsWith(".ts")
+    )
     const later = files.flatMap((file) =>
       fs.readFileSync(path.join(root, "src", file), "utf8").split("\n").flatMap((line, i) =>
-        [...line.matchAll(/@since (\S+)/g)].filter((match) => match[1] !== version).map((match) => `src/${file}:${i + 1} ${match[0]}`)
+        [...line.matchAll(/@since (\S+)/g)].filter((match) => match[1] !== version).map((match) =>
+          `src/${file}:${i + 1} ${match[0]}`
+        )
       )
     )
     expect(later).toEqual([])
@@ -135,7 +138,11 @@ describe("docs", () => {
     }
     const declared: Record<string, string> = { ...manifest.dependencies, ...manifest.peerDependencies }
     // `^1.11` is `^1.11.0`.
-    const full = (range: string) => range.replace(/^\^(\d+)(\.\d+)?(\.\d+)?$/, (_, major, minor, patch) => `^${major}${minor ?? ".0"}${patch ?? ".0"}`)
+    const full = (range: string) =>
+      range.replace(
+        /^\^(\d+)(\.\d+)?(\.\d+)?$/,
+        (_, major, minor, patch) => `^${major}${minor ?? ".0"}${patch ?? ".0"}`
+      )
     const asked = [...fs.readFileSync(path.join(root, "README.md"), "utf8").matchAll(/npm install ([^`\n]+)/g)]
       .flatMap((match) => match[1]!.trim().split(/\s+/))
       .filter((word) => /^@?[^@\s]+@\^/.test(word))
@@ -149,7 +156,10 @@ describe("docs", () => {
 
   it("the README's install section says the package is ESM-only; the docs show Observability.layerJsonLogs in compiled code", () => {
     const readme = pageText("README.md")
-    const install = readme.slice(readme.indexOf("\n## Install\n"), readme.indexOf("\n## ", readme.indexOf("\n## Install\n") + 1))
+    const install = readme.slice(
+      readme.indexOf("\n## Install\n"),
+      readme.indexOf("\n## ", readme.indexOf("\n## Install\n") + 1)
+    )
     expect(install).toContain("**ESM-only**")
     expect(install).toContain(`import("effect-a2a")`)
     const examples = pages.flatMap((page) => markdownExamples(page, pageText(page)))
@@ -186,9 +196,16 @@ describe("docs", () => {
     host.readFile = (file) => files.get(path.resolve(file))?.text ?? readFile(file)
     const fileExists = host.fileExists
     host.fileExists = (file) => files.has(path.resolve(file)) || fileExists(file)
-    const program = ts.createProgram({ rootNames: [...files.keys()], options: { ...config.options, noEmit: true }, host })
+    const program = ts.createProgram({
+      rootNames: [...files.keys()],
+      options: { ...config.options, noEmit: true },
+      host
+    })
     const problems = [...files].flatMap(([file, { example }]) =>
-      [...program.getSyntacticDiagnostics(program.getSourceFile(file)), ...program.getSemanticDiagnostics(program.getSourceFile(file))].map((diagnostic) => {
+      [
+        ...program.getSyntacticDiagnostics(program.getSourceFile(file)),
+        ...program.getSemanticDiagnostics(program.getSourceFile(file))
+      ].map((diagnostic) => {
         const at = diagnostic.file !== undefined && diagnostic.start !== undefined
           ? diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start).line
           : 0

@@ -109,7 +109,12 @@ export const allDeliveries = A2AClientError.matchDelivery({ NotSent: () => 1, Re
 export const missingRefused = A2AClientError.matchDelivery({ NotSent: () => 1, Unknown: () => 3 })
 
 // @ts-expect-error "Refsued" is not a delivery: the refusal it means would fall to no handler
-export const misspeltDelivery = A2AClientError.matchDelivery({ NotSent: () => 1, Refused: () => 2, Unknown: () => 3, Refsued: () => 4 })
+export const misspeltDelivery = A2AClientError.matchDelivery({
+  NotSent: () => 1,
+  Refused: () => 2,
+  Unknown: () => 3,
+  Refsued: () => 4
+})
 
 const cardReasonCases = {
   Unreachable: () => 1,
@@ -123,8 +128,9 @@ const cardReasonCases = {
   Unsigned: () => 9
 }
 
-export const allCardReasons: (error: AgentCardResolutionError.AgentCardResolutionError) => number = AgentCardResolutionError
-  .matchReason(cardReasonCases)
+export const allCardReasons: (error: AgentCardResolutionError.AgentCardResolutionError) => number =
+  AgentCardResolutionError
+    .matchReason(cardReasonCases)
 
 const { Unsigned: _unsigned, ...withoutUnsigned } = cardReasonCases
 // @ts-expect-error Unsigned is not handled
@@ -198,10 +204,13 @@ export const anyData = Part.DataPart.make({ data: parsed })
 
 // The agent reads our parts.
 export const echo: AgentExecutor.Agent = (request) =>
-  Effect.succeed(AgentExecutor.completedText(`${Part.textOf(request.message.parts)} ${request.message.metadata["channel"] ?? ""}`))
+  Effect.succeed(
+    AgentExecutor.completedText(`${Part.textOf(request.message.parts)} ${request.message.metadata["channel"] ?? ""}`)
+  )
 
 // The task a message continues is read in our types: its state is our name, not the SDK's number.
 export const continuesPaused = (request: AgentExecutor.AgentRequest) =>
   Option.exists(request.task, (task) => task.state === "InputRequired")
 // @ts-expect-error 6 is the SDK's TASK_STATE_INPUT_REQUIRED, not a state of ours
-export const bySdkNumber = (request: AgentExecutor.AgentRequest) => Option.exists(request.task, (task) => task.state === 6)
+export const bySdkNumber = (request: AgentExecutor.AgentRequest) =>
+  Option.exists(request.task, (task) => task.state === 6)

@@ -11,7 +11,8 @@ const serverOnly = [
   /^node_modules\/(@grpc\/grpc-js|@effect\/sql[^/]*|@effect\/cli|@effect\/ai|better-sqlite3|kysely|express)\//
 ]
 
-const unneeded = (modules: ReadonlyArray<string>) => modules.filter((file) => serverOnly.some((pattern) => pattern.test(file)))
+const unneeded = (modules: ReadonlyArray<string>) =>
+  modules.filter((file) => serverOnly.some((pattern) => pattern.test(file)))
 
 describe("importing the package", () => {
   it("the client's module loads no server, gRPC, SQL or command-line code", () => {
@@ -22,10 +23,14 @@ describe("importing the package", () => {
     expect(unneeded(modules)).toEqual([])
   }, 60_000)
 
-  it("the index, which every example imports, loads none of it either: a server's code loads when a server is made", () => {
-    const modules = loadedModules("./src/index.ts")
-    expect(modules).toContain("src/A2AServer.ts")
-    expect(modules).toContain("src/IdempotencyLedger.ts")
-    expect(unneeded(modules)).toEqual([])
-  }, 60_000)
+  it(
+    "the index, which every example imports, loads none of it either: a server's code loads when a server is made",
+    () => {
+      const modules = loadedModules("./src/index.ts")
+      expect(modules).toContain("src/A2AServer.ts")
+      expect(modules).toContain("src/IdempotencyLedger.ts")
+      expect(unneeded(modules)).toEqual([])
+    },
+    60_000
+  )
 })

@@ -52,7 +52,9 @@ export const usageExitCode = 2
 /** An error's message, or its cause's when it has none. */
 const describe = (error: unknown, depth = 0): string => {
   if (error instanceof Error && error.message !== "") return error.message
-  if (depth < 3 && typeof error === "object" && error !== null && "cause" in error) return describe(error.cause, depth + 1)
+  if (depth < 3 && typeof error === "object" && error !== null && "cause" in error) {
+    return describe(error.cause, depth + 1)
+  }
   return String(error)
 }
 
@@ -65,7 +67,8 @@ const repeatable = <A>(option: Options.Options<A>): Options.Options<Array<A>> =>
   option.pipe(Options.repeated, Options.withDefault<Array<A>>([]))
 
 /** Ends a command with `code`: 0 is a plain success. */
-const exitWith = (code: number): Effect.Effect<void, ExitCode> => code === 0 ? Effect.void : Effect.fail(new ExitCode({ code }))
+const exitWith = (code: number): Effect.Effect<void, ExitCode> =>
+  code === 0 ? Effect.void : Effect.fail(new ExitCode({ code }))
 
 // ---------------------------------------------------------------------------
 // probe
@@ -76,7 +79,9 @@ const timeoutOption = Options.text("timeout").pipe(
   Options.mapEffect((input) =>
     Option.match(probe.parseDuration(input), {
       onNone: () =>
-        Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --timeout "${input}": expected e.g. 500ms, 30s, 2m`))),
+        Effect.fail(
+          ValidationError.invalidValue(HelpDoc.p(`Invalid --timeout "${input}": expected e.g. 500ms, 30s, 2m`))
+        ),
       onSome: Effect.succeed
     })
   ),
@@ -92,7 +97,9 @@ const credentialsOption = Options.all({
     Options.map((headers) => headers.map(Redacted.make))
   ),
   apiKey: Options.redacted("api-key").pipe(
-    Options.withDescription(`Send this key as the ${probe.apiKeyHeader} header: short for --header '${probe.apiKeyHeader}: KEY'.`),
+    Options.withDescription(
+      `Send this key as the ${probe.apiKeyHeader} header: short for --header '${probe.apiKeyHeader}: KEY'.`
+    ),
     Options.optional
   )
 }).pipe(
@@ -120,11 +127,16 @@ const probeCommand = Command.make("probe", {
         : Effect.fail(HelpDoc.p(`Invalid agent-url "${url}": expected an http or https URL`))
     )
   ),
-  text: Options.text("text").pipe(Options.withDescription("The message to send. Default: ping."), Options.withDefault("ping")),
+  text: Options.text("text").pipe(
+    Options.withDescription("The message to send. Default: ping."),
+    Options.withDefault("ping")
+  ),
   timeout: timeoutOption,
   json: Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout.")),
   transport: Options.choice("transport", internalTransport.all).pipe(
-    Options.withDescription("Call over this transport only (JSONRPC, HTTP+JSON or GRPC). Default: the client's choice from the card."),
+    Options.withDescription(
+      "Call over this transport only (JSONRPC, HTTP+JSON or GRPC). Default: the client's choice from the card."
+    ),
     Options.optional
   ),
   headers: credentialsOption,
@@ -148,7 +160,15 @@ const probeCommand = Command.make("probe", {
 }, ({ headers, json, push, text, timeout, transport, trust, url }) =>
   Effect.gen(function*() {
     const report = yield* quietByDefault(
-      probe.probe({ url, text, timeout, transport: Option.getOrUndefined(transport), headers, push, trust: Option.getOrUndefined(trust) })
+      probe.probe({
+        url,
+        text,
+        timeout,
+        transport: Option.getOrUndefined(transport),
+        headers,
+        push,
+        trust: Option.getOrUndefined(trust)
+      })
     )
     yield* Console.log(json ? JSON.stringify(report) : probe.formatReport(report))
     return yield* exitWith(probe.exitCode(report))
@@ -168,7 +188,9 @@ const findErrorCommand = Command.make("find-error", {
     Args.mapEffect((id) =>
       ErrorId.pattern.test(id)
         ? Effect.succeed(id)
-        : Effect.fail(HelpDoc.p(`Invalid error-id "${id}": expected twelve or eight lowercase hex digits, e.g. 3f9c0a7b12de`))
+        : Effect.fail(
+          HelpDoc.p(`Invalid error-id "${id}": expected twelve or eight lowercase hex digits, e.g. 3f9c0a7b12de`)
+        )
     )
   ),
   files: Args.text({ name: "files" }).pipe(
@@ -205,7 +227,9 @@ const portOption = (name: string, description: string, fallback: number) =>
 
 // The value is never repeated in an error: a malformed one may well be a bare key.
 const apiKeyOption = Options.text("api-key").pipe(
-  Options.withDescription("NAME=KEY: turns API-key authentication on (X-API-Key); the caller NAME holds KEY. Repeatable."),
+  Options.withDescription(
+    "NAME=KEY: turns API-key authentication on (X-API-Key); the caller NAME holds KEY. Repeatable."
+  ),
   repeatable,
   Options.mapEffect((values) => {
     if (values.length === 0) return Effect.succeed(undefined)
@@ -244,7 +268,11 @@ const signKeyOption = Options.text("sign-key").pipe(
 const playgroundCommand = Command.make("playground", {
   host: Options.text("host").pipe(Options.withDescription("Default 127.0.0.1."), Options.withDefault("127.0.0.1")),
   port: portOption("port", "JSON-RPC, HTTP+JSON and the card. Default 8000; 0 picks a free port.", 8000),
-  grpcPort: portOption("grpc-port", "gRPC, served when its packages are installed. Default 0: a free port, printed at start.", 0),
+  grpcPort: portOption(
+    "grpc-port",
+    "gRPC, served when its packages are installed. Default 0: a free port, printed at start.",
+    0
+  ),
   logFile: Options.text("log-file").pipe(
     Options.withDescription("Append the server's logs to this file, one JSON object per line."),
     Options.optional
@@ -252,7 +280,11 @@ const playgroundCommand = Command.make("playground", {
   maxInFlight: Options.integer("max-in-flight").pipe(
     Options.withDescription("Serve at most N sends and subscriptions at once; the rest get HTTP 429 with Retry-After."),
     Options.mapEffect((n) =>
-      n > 0 ? Effect.succeed(n) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Invalid --max-in-flight ${n}: expected a positive integer`)))
+      n > 0
+        ? Effect.succeed(n)
+        : Effect.fail(
+          ValidationError.invalidValue(HelpDoc.p(`Invalid --max-in-flight ${n}: expected a positive integer`))
+        )
     ),
     Options.optional
   ),
@@ -272,7 +304,9 @@ const playgroundCommand = Command.make("playground", {
     Options.map(Option.getOrUndefined)
   ),
   conformance: Options.boolean("conformance").pipe(
-    Options.withDescription("Serve the A2A TCK's system under test: it behaves as the messageId prefix says (tck-complete-task, ...).")
+    Options.withDescription(
+      "Serve the A2A TCK's system under test: it behaves as the messageId prefix says (tck-complete-task, ...)."
+    )
   ),
   requireExtension: Options.boolean("require-extension").pipe(
     Options.withDescription(
@@ -292,7 +326,9 @@ const playgroundCommand = Command.make("playground", {
       const callers = Array.from(new Set(options.apiKeys.map(([name]) => name)))
       yield* Console.log(`authentication on: API keys in X-API-Key, for ${callers.join(", ")}`)
     }
-    if (Option.isSome(server.replica)) yield* Console.log(`replica ${server.replica.value}, one of those on its database`)
+    if (Option.isSome(server.replica)) {
+      yield* Console.log(`replica ${server.replica.value}, one of those on its database`)
+    }
     const signature = server.card.signatures[0]
     if (signature !== undefined) yield* Console.log(`card signed, kid ${jose.decodeProtectedHeader(signature).kid}`)
     return yield* Effect.never
@@ -348,14 +384,18 @@ const demoCommand = Command.make("demo", {}, () =>
     Effect.asVoid,
     // The report is the output; the orchestrator's own logs would interleave with it.
     Logger.withMinimumLogLevel(LogLevel.None)
-  )).pipe(Command.withDescription("Runs the worked example: a travel orchestrator and a remote booking service on 127.0.0.1."))
+  )).pipe(
+    Command.withDescription("Runs the worked example: a travel orchestrator and a remote booking service on 127.0.0.1.")
+  )
 
 /** @internal */
 export const subcommands = [probeCommand, findErrorCommand, playgroundCommand, keygenCommand, demoCommand] as const
 
 const root = Command.make("effect-a2a", {}, () =>
   Effect.zipRight(
-    Console.error("effect-a2a: a command is required (probe, find-error, playground, keygen, demo); see effect-a2a --help"),
+    Console.error(
+      "effect-a2a: a command is required (probe, find-error, playground, keygen, demo); see effect-a2a --help"
+    ),
     Effect.fail(new ExitCode({ code: usageExitCode }))
   )).pipe(Command.withDescription("Probe, serve and debug A2A agents across the failure boundary."))
 
@@ -378,8 +418,10 @@ export const make = <R = never, E = never>(
  *
  * @internal
  */
-export const colours = (stream: { readonly isTTY?: boolean | undefined } | undefined, noColor: string | undefined): boolean =>
-  stream?.isTTY === true && (noColor === undefined || noColor === "")
+export const colours = (
+  stream: { readonly isTTY?: boolean | undefined } | undefined,
+  noColor: string | undefined
+): boolean => stream?.isTTY === true && (noColor === undefined || noColor === "")
 
 const ansiEscape = /\x1b\[[0-9;]*m/g
 
@@ -393,11 +435,15 @@ export const run = <R = never, E = never>(
   options: Cli.RunOptions<R, E> = {}
 ): Effect.Effect<number, never, R | CliApp.CliApp.Environment> =>
   Effect.gen(function*() {
-    const noColor = Option.getOrUndefined(yield* Config.option(Config.string("NO_COLOR")).pipe(Effect.orElseSucceed(Option.none)))
+    const noColor = Option.getOrUndefined(
+      yield* Config.option(Config.string("NO_COLOR")).pipe(Effect.orElseSucceed(Option.none))
+    )
     const stdout = colours(globalThis.process?.stdout, noColor)
     const stderr = colours(globalThis.process?.stderr, noColor)
     const console = yield* Console.consoleWith(Effect.succeed)
-    return yield* Command.run(make(options.extra ?? []), { name: "effect-a2a", version: options.version ?? "0.1.0" })(argv).pipe(
+    return yield* Command.run(make(options.extra ?? []), { name: "effect-a2a", version: options.version ?? "0.1.0" })(
+      argv
+    ).pipe(
       Effect.as(0),
       Effect.catchAll((error: unknown) => {
         if (error instanceof ExitCode) return Effect.succeed(error.code)

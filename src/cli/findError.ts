@@ -91,13 +91,17 @@ export const formatMatch = (match: Cli.LogMatch): string => {
     ...leading.filter((key) => key in annotations),
     ...Object.keys(annotations).filter((key) => !leading.includes(key) && key !== "cause")
   ]
-  const causes = [annotations["cause"], entry["cause"]].filter((cause) => cause !== undefined && cause !== null && cause !== "")
+  const causes = [annotations["cause"], entry["cause"]].filter((cause) =>
+    cause !== undefined && cause !== null && cause !== ""
+  )
   const head = [entry["timestamp"], entry["logLevel"], entry["message"]].filter((part) => part !== undefined).map(show)
   return [
     `--- ${match.source}:${match.line}`,
     head.join(" "),
     ...keys.map((key) => `  ${key}: ${show(annotations[key])}`),
-    ...(causes.length === 0 ? ["  cause: (none logged)"] : ["  cause:", ...causes.map((cause) => indent(show(cause), "    "))])
+    ...(causes.length === 0
+      ? ["  cause: (none logged)"]
+      : ["  cause:", ...causes.map((cause) => indent(show(cause), "    "))])
   ].join("\n")
 }
 
@@ -114,7 +118,10 @@ export const boundedLines = (max: number) => <E, R>(self: Stream.Stream<string, 
     Stream.concat(Stream.make<[typeof end]>(end)),
     Stream.mapAccum({ pending: "", skipping: false }, (state, chunk: string | typeof end) => {
       if (chunk === end) {
-        return [{ pending: "", skipping: false }, state.skipping || state.pending === "" ? [] : [state.pending]] as const
+        return [
+          { pending: "", skipping: false },
+          state.skipping || state.pending === "" ? [] : [state.pending]
+        ] as const
       }
       const pieces = chunk.split("\n")
       const lines: Array<string> = []
@@ -160,7 +167,11 @@ const gzipMagic = (path: string): Effect.Effect<boolean, LogSourceError> =>
       }
     },
     catch: (error) =>
-      new LogSourceError({ reason: "Open", source: path, detail: error instanceof Error ? error.message : String(error) })
+      new LogSourceError({
+        reason: "Open",
+        source: path,
+        detail: error instanceof Error ? error.message : String(error)
+      })
   })
 
 const readError = (source: string) => (error: unknown) =>

@@ -13,10 +13,10 @@ import * as A2AServer from "../A2AServer.js"
 import * as AgentExecutor from "../AgentExecutor.js"
 import * as Authentication from "../Authentication.js"
 import type * as Cli from "../Cli.js"
+import * as conformance from "../demo/conformance.js"
 import * as IdempotencyLedger from "../IdempotencyLedger.js"
 import * as Observability from "../Observability.js"
 import * as Part from "../Part.js"
-import * as conformance from "../demo/conformance.js"
 
 /**
  * The failure the playground raises for `fail <message>`. Its message stays
@@ -97,7 +97,9 @@ export const agent: AgentExecutor.Agent<PlaygroundError> = (request) => {
     case "sleep": {
       const millis = Number(argument)
       if (argument === "" || !Number.isFinite(millis) || millis < 0) {
-        return Effect.succeed(AgentExecutor.Rejected({ reason: `sleep needs a number of milliseconds, got "${argument}"` }))
+        return Effect.succeed(
+          AgentExecutor.Rejected({ reason: `sleep needs a number of milliseconds, got "${argument}"` })
+        )
       }
       const slept = Math.min(Math.floor(millis), Duration.toMillis(maxSleep))
       return Effect.as(Effect.sleep(Duration.millis(slept)), AgentExecutor.completedText(`slept ${slept} ms`))

@@ -13,16 +13,16 @@ import * as Schema from "effect/Schema"
 import type * as jose from "jose"
 import { readFileSync } from "node:fs"
 import * as A2AClientError from "../A2AClientError.js"
-import type * as Cli from "../Cli.js"
-import * as Part from "../Part.js"
-import * as PushReceiver from "../PushReceiver.js"
-import * as RemoteAgent from "../RemoteAgent.js"
-import * as RemoteOutcome from "../RemoteOutcome.js"
 import * as AgentCardResolutionError from "../AgentCardResolutionError.js"
+import type * as Cli from "../Cli.js"
 import { answerStatus } from "../internal/client/answerStatus.js"
 import { headersProblem } from "../internal/client/input.js"
 import { isJwks } from "../internal/client/trust.js"
 import * as internalTransport from "../internal/wire/transport.js"
+import * as Part from "../Part.js"
+import * as PushReceiver from "../PushReceiver.js"
+import * as RemoteAgent from "../RemoteAgent.js"
+import * as RemoteOutcome from "../RemoteOutcome.js"
 
 const NullableString = Schema.NullOr(Schema.String)
 
@@ -35,7 +35,9 @@ export const ProbeReport = Schema.Struct({
   channel: Schema.Literal("CardResolution", "ClientError", "Outcome"),
   /** The transport the call went over; null when no call was made. */
   transport: Schema.NullOr(internalTransport.Transport),
-  outcome: Schema.NullOr(Schema.Literal("Completed", "Failed", "Canceled", "Rejected", "InputRequired", "AuthRequired")),
+  outcome: Schema.NullOr(
+    Schema.Literal("Completed", "Failed", "Canceled", "Rejected", "InputRequired", "AuthRequired")
+  ),
   reason: NullableString,
   delivery: Schema.NullOr(A2AClientError.Delivery),
   /** The status the server answered with: HTTP's, or on gRPC its status code as HTTP numbers it (UNAUTHENTICATED 401). */
@@ -175,7 +177,9 @@ export const formatReport = (report: ProbeReport): string => {
     ["text", report.text]
   ]
   return rows
-    .flatMap(([label, value]) => value === null ? [] : [`${`${label}:`.padEnd(12)}${value.replace(/\n/g, "\n            ")}`])
+    .flatMap(([label, value]) =>
+      value === null ? [] : [`${`${label}:`.padEnd(12)}${value.replace(/\n/g, "\n            ")}`]
+    )
     .join("\n")
 }
 
@@ -226,7 +230,10 @@ export const probe = (options: Cli.ProbeOptions): Effect.Effect<ProbeReport> => 
     ...(options.trust === undefined ? {} : { trust: options.trust })
   }).pipe(
     Effect.tap((agent) => {
-      signed = Option.match(agent.card, { onNone: () => undefined, onSome: (card) => (card.signatures?.length ?? 0) > 0 })
+      signed = Option.match(agent.card, {
+        onNone: () => undefined,
+        onSome: (card) => (card.signatures?.length ?? 0) > 0
+      })
     }),
     // A preference falls back to the card's other transports; a forced one does not.
     Effect.filterOrFail(
@@ -244,9 +251,18 @@ export const probe = (options: Cli.ProbeOptions): Effect.Effect<ProbeReport> => 
           }`
         })
     ),
-    Effect.flatMap((agent) => options.push === true ? sendPushed(agent, options.text) : Effect.map(agent.send(options.text), (outcome) => outcomeReport(outcome, agent.transport))),
+    Effect.flatMap((agent) =>
+      options.push === true
+        ? sendPushed(agent, options.text)
+        : Effect.map(agent.send(options.text), (outcome) => outcomeReport(outcome, agent.transport))
+    ),
     Effect.either,
-    Effect.map(Either.match({ onLeft: (error) => options.push === true ? { ...errorReport(error), push: false } : errorReport(error), onRight: (report) => report })),
+    Effect.map(
+      Either.match({
+        onLeft: (error) => options.push === true ? { ...errorReport(error), push: false } : errorReport(error),
+        onRight: (report) => report
+      })
+    ),
     Effect.map((report): ProbeReport => signed === undefined ? report : { ...report, signed }),
     Effect.scoped
   )
@@ -286,7 +302,13 @@ export const parseDuration = (input: string): Option.Option<Duration.Duration> =
   if (short !== null) {
     const value = Number(short[1])
     const unit = short[2] ?? "ms"
-    const millis = unit === "ms" ? value : unit === "s" ? value * 1000 : unit === "m" ? value * 60_000 : value * 3_600_000
+    const millis = unit === "ms"
+      ? value
+      : unit === "s"
+      ? value * 1000
+      : unit === "m"
+      ? value * 60_000
+      : value * 3_600_000
     return millis > 0 ? Option.some(Duration.millis(millis)) : Option.none()
   }
   return Option.filter(Duration.decodeUnknown(trimmed), (d) => Duration.isFinite(d) && Duration.toMillis(d) > 0)
@@ -332,7 +354,11 @@ export const parseHeaders = (
   }
   if (Option.isSome(apiKey)) {
     if (Redacted.value(apiKey.value).trim() === "") return Either.left("--api-key is empty")
-    const twice = add(apiKeyHeader, Redacted.make(Redacted.value(apiKey.value).trim()), `--api-key sends it as ${apiKeyHeader}`)
+    const twice = add(
+      apiKeyHeader,
+      Redacted.make(Redacted.value(apiKey.value).trim()),
+      `--api-key sends it as ${apiKeyHeader}`
+    )
     if (twice !== undefined) return Either.left(twice)
   }
   const problem = headersProblem(headers, "the")
@@ -353,12 +379,14 @@ export const parseTrust = (input: string): Either.Either<RemoteAgent.Trust, stri
   try {
     parsed = JSON.parse(readFileSync(trimmed, "utf8"))
   } catch (error) {
-    return Either.left(`--trust ${trimmed} is neither an http(s) JWKS URL nor a readable JSON file (${(error as Error).message})`)
+    return Either.left(
+      `--trust ${trimmed} is neither an http(s) JWKS URL nor a readable JSON file (${(error as Error).message})`
+    )
   }
   if (isJwks(parsed)) return Either.right({ keys: parsed.keys })
   if (typeof parsed === "object" && parsed !== null && typeof (parsed as { kty?: unknown }).kty === "string") {
     // A private JWK given by mistake is trusted by its public part only.
-    const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...publicPart } = parsed as jose.JWK
+    const { d: _d, dp: _dp, dq: _dq, p: _p, q: _q, qi: _qi, ...publicPart } = parsed as jose.JWK
     return Either.right({ keys: [publicPart] })
   }
   return Either.left(`--trust ${trimmed} holds neither a JWK (with kty) nor a JWKS (with keys)`)

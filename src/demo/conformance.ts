@@ -33,7 +33,12 @@ const streamingTimeout = Config.number("TCK_STREAMING_TIMEOUT").pipe(
 )
 
 const textArtifact = (text: string) =>
-  Part.Artifact.make({ artifactId: crypto.randomUUID(), name: "text", description: "", parts: [Part.TextPart.make({ text })] })
+  Part.Artifact.make({
+    artifactId: crypto.randomUUID(),
+    name: "text",
+    description: "",
+    parts: [Part.TextPart.make({ text })]
+  })
 
 const fileArtifact = (file: { readonly bytes: Uint8Array } | { readonly url: string }) =>
   Part.Artifact.make({
@@ -62,14 +67,18 @@ const scenarios: ReadonlyArray<
 > = [
   ["tck-complete-task", () => Effect.succeed(AgentExecutor.completedText("Hello from TCK"))],
   ["tck-artifact-text", () => Effect.succeed(withArtifacts(textArtifact("Generated text content")))],
-  ["tck-artifact-file-url", () => Effect.succeed(withArtifacts(fileArtifact({ url: "https://example.com/output.txt" })))],
+  [
+    "tck-artifact-file-url",
+    () => Effect.succeed(withArtifacts(fileArtifact({ url: "https://example.com/output.txt" })))
+  ],
   ["tck-artifact-file", () => Effect.succeed(withArtifacts(fileArtifact({ bytes: new TextEncoder().encode("tck") })))],
-  ["tck-artifact-data", () => Effect.succeed(withArtifacts(Part.Artifact.make({
-    artifactId: crypto.randomUUID(),
-    name: "data",
-    description: "",
-    parts: [Part.DataPart.make({ data: { key: "value", count: 42 } })]
-  })))],
+  ["tck-artifact-data", () =>
+    Effect.succeed(withArtifacts(Part.Artifact.make({
+      artifactId: crypto.randomUUID(),
+      name: "data",
+      description: "",
+      parts: [Part.DataPart.make({ data: { key: "value", count: 42 } })]
+    })))],
   ["tck-message-response", () => Effect.succeed(AgentExecutor.messageText("Direct message response"))],
   ["tck-input-required", () => Effect.succeed(AgentExecutor.InputRequired({ question: "More input is required." }))],
   ["tck-reject-task", () => Effect.succeed(AgentExecutor.Rejected({ reason: "rejected" }))],
@@ -79,13 +88,14 @@ const scenarios: ReadonlyArray<
   ["tck-stream-ordering-001", () => streamed(textArtifact("Ordered output"))],
   ["tck-stream-artifact-text", () => streamed(textArtifact("Streamed text content"))],
   ["tck-stream-artifact-file", () => streamed(fileArtifact({ bytes: new TextEncoder().encode("tck") }))],
-  ["test-resubscribe-message-id", () => Effect.gen(function*() {
-    yield* AgentExecutor.status("working")
-    // A malformed value is the operator's mistake: the task ends FAILED, its cause logged.
-    const seconds = yield* Effect.orDie(streamingTimeout)
-    yield* Effect.sleep(Duration.seconds(2 * seconds))
-    return withArtifacts()
-  })]
+  ["test-resubscribe-message-id", () =>
+    Effect.gen(function*() {
+      yield* AgentExecutor.status("working")
+      // A malformed value is the operator's mistake: the task ends FAILED, its cause logged.
+      const seconds = yield* Effect.orDie(streamingTimeout)
+      yield* Effect.sleep(Duration.seconds(2 * seconds))
+      return withArtifacts()
+    })]
 ]
 
 /**
@@ -96,7 +106,9 @@ const scenarios: ReadonlyArray<
 export const agent: AgentExecutor.Agent = (request) => {
   const { messageId } = request.message
   const scenario = scenarios.find(([prefix]) => messageId.startsWith(prefix))
-  return scenario === undefined ? Effect.succeed(AgentExecutor.completedText(`Unhandled messageId prefix: ${messageId}`)) : scenario[1]()
+  return scenario === undefined
+    ? Effect.succeed(AgentExecutor.completedText(`Unhandled messageId prefix: ${messageId}`))
+    : scenario[1]()
 }
 
 /**
@@ -107,7 +119,8 @@ export const agent: AgentExecutor.Agent = (request) => {
  */
 export const card = (requireExtension: boolean): A2AServer.CardOptions => ({
   name: "conformance",
-  description: "The A2A TCK's system under test: behaves as the messageId prefix says (tck-complete-task, tck-input-required, ...).",
+  description:
+    "The A2A TCK's system under test: behaves as the messageId prefix says (tck-complete-task, tck-input-required, ...).",
   capabilities: {
     extensions: requireExtension
       ? [{ uri: requiredExtension, description: "The TCK's required extension.", required: true, params: undefined }]

@@ -45,9 +45,12 @@ export const make = (target: () => { readonly host: string; readonly port: numbe
           proxy: {
             url: `http://127.0.0.1:${port}`,
             cutAll,
-            stop: Effect.zipRight(cutAll, Effect.async<void>((done) => {
-              server.close(() => done(Effect.void))
-            }))
+            stop: Effect.zipRight(
+              cutAll,
+              Effect.async<void>((done) => {
+                server.close(() => done(Effect.void))
+              })
+            )
           }
         }))
       })

@@ -24,10 +24,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as A2AServer from "../A2AServer.js"
-import * as Agent from "../Agent.js"
+import type * as Agent from "../Agent.js"
 import * as AgentExecutor from "../AgentExecutor.js"
 import * as CircuitBreaker from "../CircuitBreaker.js"
 import type * as Cli from "../Cli.js"
+import * as findError from "../cli/findError.js"
 import * as GuardedRemoteAgent from "../GuardedRemoteAgent.js"
 import * as Idempotency from "../Idempotency.js"
 import * as IdempotencyLedger from "../IdempotencyLedger.js"
@@ -37,7 +38,6 @@ import * as Part from "../Part.js"
 import * as RemoteAgent from "../RemoteAgent.js"
 import * as RemoteOutcome from "../RemoteOutcome.js"
 import * as ScriptedLanguageModel from "../ScriptedLanguageModel.js"
-import * as findError from "../cli/findError.js"
 import * as TcpProxy from "./tcpProxy.js"
 
 /** What the payment step throws when the database pool is exhausted: detail that must never cross the wire. */
@@ -54,8 +54,7 @@ interface Ledgerbook {
   readonly failPaymentsFor: Set<string>
 }
 
-const requestText = (request: AgentExecutor.AgentRequest) =>
-  Part.textOf(request.message.parts)
+const requestText = (request: AgentExecutor.AgentRequest) => Part.textOf(request.message.parts)
 
 const parse = (text: string) => {
   const match = /flight (\S+) for (\S+)/.exec(text)
@@ -63,14 +62,20 @@ const parse = (text: string) => {
 }
 
 /** The remote booking agent: reserves a seat (at most once per trip), then takes payment. */
-const bookingAgent = (book: Ledgerbook): AgentExecutor.Agent<PaymentError | IdempotencyLedger.IdempotencyError, IdempotencyLedger.IdempotencyLedger> =>
+const bookingAgent = (
+  book: Ledgerbook
+): AgentExecutor.Agent<PaymentError | IdempotencyLedger.IdempotencyError, IdempotencyLedger.IdempotencyLedger> =>
 (request) =>
   Effect.gen(function*() {
     const text = requestText(request)
     const { flight, passenger } = parse(text)
     if (text.includes("slowly")) yield* Effect.sleep("2 seconds")
     // The key names the trip, not the task: a retry is a new task, yet finds the reservation.
-    const key = Idempotency.deriveKey({ contextId: `trip-${passenger}`, operation: "reserve-seat", params: { flight, passenger } })
+    const key = Idempotency.deriveKey({
+      contextId: `trip-${passenger}`,
+      operation: "reserve-seat",
+      params: { flight, passenger }
+    })
     const seat = yield* Idempotency.once(
       key,
       Effect.sync(() => {
@@ -83,7 +88,8 @@ const bookingAgent = (book: Ledgerbook): AgentExecutor.Agent<PaymentError | Idem
     book.paymentAttempts++
     if (book.failPaymentsFor.delete(passenger)) {
       return yield* new PaymentError({
-        detail: "SQLTransientConnectionException: connection pool exhausted (payments-db:5432, 20/20 in use, wait 30000ms)"
+        detail:
+          "SQLTransientConnectionException: connection pool exhausted (payments-db:5432, 20/20 in use, wait 30000ms)"
       })
     }
     return AgentExecutor.completedText(`booked seat ${seat} for ${passenger}`)
@@ -134,7 +140,11 @@ const show = (n: number, title: string, reply: Orchestrator.Reply, seen: Array<O
       yield* Console.log(`    channel:        ${channelOf(call.result)}`)
       const taskId = Option.match(outcome, {
         onSome: (o) => o.taskId,
-        onNone: () => Option.match(call.result.error, { onNone: () => "", onSome: (e) => ("taskId" in e ? e.taskId : undefined) ?? "" })
+        onNone: () =>
+          Option.match(call.result.error, {
+            onNone: () => "",
+            onSome: (e) => ("taskId" in e ? e.taskId : undefined) ?? ""
+          })
       })
       yield* Console.log(`    task id:        ${taskId || "-"}`)
       yield* Console.log(
@@ -170,7 +180,9 @@ const program = Effect.gen(function*() {
   const target = { host: "127.0.0.1", port: 0 }
   const proxy = yield* TcpProxy.make(() => target)
   // Built in its own fiber: the service's log settings stay with the service.
-  const built = yield* Effect.fork(Layer.build(bookingService(book, dir, proxy.url))).pipe(Effect.flatMap((f) => f.await))
+  const built = yield* Effect.fork(Layer.build(bookingService(book, dir, proxy.url))).pipe(
+    Effect.flatMap((f) => f.await)
+  )
   const server = Context.get(yield* built, A2AServer.A2AServer)
   target.port = server.address.port
 
@@ -183,18 +195,38 @@ const program = Effect.gen(function*() {
 
   yield* Console.log(`booking service on ${server.url} (log: JSON lines, ledger: SQLite, model: scripted)`)
   const booking = yield* RemoteAgent.make({ name: "booking", url: proxy.url, timeout: "10 seconds" })
-  const breaker = yield* CircuitBreaker.make("booking", { trip: CircuitBreaker.consecutiveFailures(3), openDuration: "30 seconds" })
+  const breaker = yield* CircuitBreaker.make("booking", {
+    trip: CircuitBreaker.consecutiveFailures(3),
+    openDuration: "30 seconds"
+  })
   const travel = yield* orchestratorFor(booking, breaker)
   const ask = (text: string) => travel.respond(text)
 
   yield* show(1, "A booking that succeeds", yield* ask("book flight 4821 for Kim"), seen)
 
-  const failedId = yield* show(2, "The payment step fails (connection pool exhausted)", yield* ask("book flight 4821 for Ana"), seen)
-  yield* show(2, "... the user asks again: a new task; the reservation is found, only payment runs", yield* ask("book flight 4821 for Ana"), seen)
-  yield* Console.log(`    side effects:   seat reservations made ${book.reservations} (Kim, Ana once), payments tried ${book.paymentAttempts}`)
+  const failedId = yield* show(
+    2,
+    "The payment step fails (connection pool exhausted)",
+    yield* ask("book flight 4821 for Ana"),
+    seen
+  )
+  yield* show(
+    2,
+    "... the user asks again: a new task; the reservation is found, only payment runs",
+    yield* ask("book flight 4821 for Ana"),
+    seen
+  )
+  yield* Console.log(
+    `    side effects:   seat reservations made ${book.reservations} (Kim, Ana once), payments tried ${book.paymentAttempts}`
+  )
 
   const down = yield* RemoteAgent.make({ name: "booking", url: "http://127.0.0.1:9", onCardFailure: "degrade" })
-  yield* show(3, "The booking service is down at start-up: started degraded", yield* (yield* orchestratorFor(down)).respond("book flight 4821 for Kim"), seen)
+  yield* show(
+    3,
+    "The booking service is down at start-up: started degraded",
+    yield* (yield* orchestratorFor(down)).respond("book flight 4821 for Kim"),
+    seen
+  )
 
   const cut = yield* Effect.fork(ask("book flight 77 for Zoe slowly"))
   yield* Effect.sleep("300 millis")
@@ -204,17 +236,36 @@ const program = Effect.gen(function*() {
   for (const attempt of [1, 2]) {
     yield* show(5, `The service stays down (attempt ${attempt})`, yield* ask("book flight 4821 for Kim"), seen)
   }
-  yield* show(5, "... repeated failures opened the circuit: the next call fails fast", yield* ask("book flight 4821 for Kim"), seen)
+  yield* show(
+    5,
+    "... repeated failures opened the circuit: the next call fails fast",
+    yield* ask("book flight 4821 for Kim"),
+    seen
+  )
 
   // The proxy is down now; this caller reaches the service directly.
-  const directCard = { ...server.card, supportedInterfaces: server.card.supportedInterfaces.map((i) => ({ ...i, url: i.url.replace(server.url, `http://127.0.0.1:${server.address.port}`) })) }
+  const directCard = {
+    ...server.card,
+    supportedInterfaces: server.card.supportedInterfaces.map((i) => ({
+      ...i,
+      url: i.url.replace(server.url, `http://127.0.0.1:${server.address.port}`)
+    }))
+  }
   const direct = yield* RemoteAgent.make({ name: "booking", url: server.url, card: directCard })
-  yield* show(6, "The admission hook refuses a request", yield* (yield* orchestratorFor(direct)).respond("book flight 4821 for Mallory"), seen)
+  yield* show(
+    6,
+    "The admission hook refuses a request",
+    yield* (yield* orchestratorFor(direct)).respond("book flight 4821 for Mallory"),
+    seen
+  )
 
-  yield* Console.log(`\n[7] Runbook: find-error ${Option.getOrElse(failedId, () => "?")} over the booking service's log`)
+  yield* Console.log(
+    `\n[7] Runbook: find-error ${Option.getOrElse(failedId, () => "?")} over the booking service's log`
+  )
   const matches = yield* Option.match(failedId, {
     onNone: () => Effect.succeed([] as ReadonlyArray<Cli.LogMatch>),
-    onSome: (id) => findError.search(id, findError.fileSource(path.join(dir, "booking-service.log"))).pipe(Stream.runCollect)
+    onSome: (id) =>
+      findError.search(id, findError.fileSource(path.join(dir, "booking-service.log"))).pipe(Stream.runCollect)
   })
   for (const match of matches) yield* Console.log(findError.formatMatch(match).replace(/^/gm, "    "))
   // Everything the model was given, in every scenario.

@@ -6,7 +6,9 @@
 
 const stackTraceLimitWritable = (() => {
   const descriptor = Object.getOwnPropertyDescriptor(Error, "stackTraceLimit")
-  return descriptor === undefined ? Object.isExtensible(Error) : descriptor.writable === true || descriptor.set !== undefined
+  return descriptor === undefined
+    ? Object.isExtensible(Error)
+    : descriptor.writable === true || descriptor.set !== undefined
 })()
 
 /**

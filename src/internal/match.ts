@@ -15,7 +15,9 @@ export type Cases<Keys extends string, A, C> =
   & { readonly [K in Exclude<keyof C, Keys>]: never }
 
 /** Takes one handler for each of `Keys`, and gives what the handler of a value's key returns. */
-export type Matcher<Keys extends string, A> = <C extends Cases<Keys, A, C>>(cases: C) => (value: A) => ReturnType<C[Keys]>
+export type Matcher<Keys extends string, A> = <C extends Cases<Keys, A, C>>(
+  cases: C
+) => (value: A) => ReturnType<C[Keys]>
 
 /** A matcher on the field `keyOf` reads. */
 export const onField = <Keys extends string, A>(keyOf: (value: A) => Keys): Matcher<Keys, A> => (cases) => (value) =>

@@ -77,7 +77,9 @@ export const betterSqlite3 = async (): Promise<any> => {
     new module.default(":memory:").close()
   } catch (cause) {
     throw new Error(
-      `better-sqlite3 is installed without its native addon; rebuild it (npm rebuild better-sqlite3): ${describe(cause)}`,
+      `better-sqlite3 is installed without its native addon; rebuild it (npm rebuild better-sqlite3): ${
+        describe(cause)
+      }`,
       { cause }
     )
   }

@@ -15,11 +15,18 @@ import { factoryOf, reasonOf, settle, transports } from "../fixtures/callers.js"
 import { userMessage } from "../fixtures/serverAgents.js"
 
 const serverLayer = (requireExtension: boolean) =>
-  Layer.fresh(Cli.playgroundLayer({ host: "127.0.0.1", port: 0, logFile: Option.none(), conformance: true, requireExtension }))
+  Layer.fresh(
+    Cli.playgroundLayer({ host: "127.0.0.1", port: 0, logFile: Option.none(), conformance: true, requireExtension })
+  )
 
 const clientOn = (transport: A2AServer.Transport) =>
-  Effect.flatMap(A2AServer.A2AServer, (server) =>
-    Effect.promise((): Promise<Client> => new ClientFactory({ transports: [factoryOf(transport)] }).createFromUrl(server.url)))
+  Effect.flatMap(
+    A2AServer.A2AServer,
+    (server) =>
+      Effect.promise((): Promise<Client> =>
+        new ClientFactory({ transports: [factoryOf(transport)] }).createFromUrl(server.url)
+      )
+  )
 
 /** A message whose id starts with the scenario's prefix, as the TCK makes them. */
 const request = (prefix: string, extra: Partial<Message> = {}, returnImmediately = false): SendMessageRequest => ({
@@ -59,8 +66,11 @@ const shapeOf = (events: ReadonlyArray<StreamResponse["payload"]>) =>
 
 const onEach = (name: string, body: (client: Client) => Effect.Effect<void>) => {
   for (const transport of transports) {
-    it.live(`${name} (${transport})`, () =>
-      Effect.flatMap(clientOn(transport), body).pipe(Effect.provide(serverLayer(false))), 30_000)
+    it.live(
+      `${name} (${transport})`,
+      () => Effect.flatMap(clientOn(transport), body).pipe(Effect.provide(serverLayer(false))),
+      30_000
+    )
   }
 }
 
@@ -72,13 +82,16 @@ describe("playground --conformance", () => {
       expect(textsOf(task.status?.message)).toEqual(["Hello from TCK"])
     }))
 
-  onEach("tck-input-required asks for input, and a follow-up on the task completes it", (client) =>
-    Effect.gen(function*() {
-      const task = yield* send(client, "tck-input-required")
-      expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-      const followUp = yield* send(client, "tck-complete-task", { taskId: task.id, contextId: task.contextId })
-      expect([followUp.id, followUp.status?.state]).toEqual([task.id, TaskState.TASK_STATE_COMPLETED])
-    }))
+  onEach(
+    "tck-input-required asks for input, and a follow-up on the task completes it",
+    (client) =>
+      Effect.gen(function*() {
+        const task = yield* send(client, "tck-input-required")
+        expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        const followUp = yield* send(client, "tck-complete-task", { taskId: task.id, contextId: task.contextId })
+        expect([followUp.id, followUp.status?.state]).toEqual([task.id, TaskState.TASK_STATE_COMPLETED])
+      })
+  )
 
   onEach("tck-artifact-text completes with a text artifact", (client) =>
     Effect.gen(function*() {
@@ -119,17 +132,21 @@ describe("playground --conformance", () => {
       const answer = (yield* send(client, "tck-message-response")) as Task | Message
       expect("status" in answer).toBe(false)
       const message = answer as Message
-      expect([message.role, message.taskId, textsOf(message)]).toEqual([Role.ROLE_AGENT, "", ["Direct message response"]])
+      expect([message.role, message.taskId, textsOf(message)]).toEqual([Role.ROLE_AGENT, "", [
+        "Direct message response"
+      ]])
       expect(message.messageId).not.toBe("")
       const listed = yield* Effect.promise(() =>
-        client.listTasks({
-          tenant: "",
-          contextId: message.contextId,
-          status: TaskState.TASK_STATE_UNSPECIFIED,
-          pageToken: "",
-          statusTimestampAfter: undefined,
-          includeArtifacts: false
-        } satisfies ListTasksRequest)
+        client.listTasks(
+          {
+            tenant: "",
+            contextId: message.contextId,
+            status: TaskState.TASK_STATE_UNSPECIFIED,
+            pageToken: "",
+            statusTimestampAfter: undefined,
+            includeArtifacts: false
+          } satisfies ListTasksRequest
+        )
       )
       expect(listed.tasks).toEqual([])
     }))
@@ -141,19 +158,23 @@ describe("playground --conformance", () => {
       expect(textsOf(events[0]?.$case === "message" ? events[0].value : undefined)).toEqual(["Direct message response"])
     }))
 
-  onEach("tck-message-response to a send answered at once completes the task it got with the message", (client) =>
-    Effect.gen(function*() {
-      const task = (yield* Effect.promise(() =>
-        client.sendMessage(request("tck-message-response", {}, true)) as Promise<Task>
-      ))
-      const ended = yield* Effect.promise(() => client.getTask({ id: task.id, tenant: "", historyLength: undefined })).pipe(
-        Effect.repeat({ until: (now) => now.status?.state === TaskState.TASK_STATE_COMPLETED, times: 50 }),
-        Effect.delay("20 millis")
-      )
-      expect([ended.status?.state, textsOf(ended.status?.message)]).toEqual([TaskState.TASK_STATE_COMPLETED, [
-        "Direct message response"
-      ]])
-    }))
+  onEach(
+    "tck-message-response to a send answered at once completes the task it got with the message",
+    (client) =>
+      Effect.gen(function*() {
+        const task = yield* Effect.promise(() =>
+          client.sendMessage(request("tck-message-response", {}, true)) as Promise<Task>
+        )
+        const ended = yield* Effect.promise(() => client.getTask({ id: task.id, tenant: "", historyLength: undefined }))
+          .pipe(
+            Effect.repeat({ until: (now) => now.status?.state === TaskState.TASK_STATE_COMPLETED, times: 50 }),
+            Effect.delay("20 millis")
+          )
+        expect([ended.status?.state, textsOf(ended.status?.message)]).toEqual([TaskState.TASK_STATE_COMPLETED, [
+          "Direct message response"
+        ]])
+      })
+  )
 
   onEach("tck-reject-task ends REJECTED", (client) =>
     Effect.gen(function*() {
@@ -167,46 +188,58 @@ describe("playground --conformance", () => {
       expect(textsOf(task.status?.message)[0]).toMatch(/^Unhandled messageId prefix: tck-whatever-/)
     }))
 
-  onEach("tck-stream-ordering-001 streams WORKING, its artifact, then COMPLETED, in that order", (client) =>
-    Effect.gen(function*() {
-      const events = yield* streamOf(client.sendMessageStream(request("tck-stream-ordering-001")))
-      const shape = shapeOf(events).filter((step) => !String(step).startsWith("task"))
-      expect(shape).toEqual(["TASK_STATE_WORKING", "artifact Ordered output", "TASK_STATE_COMPLETED"])
-    }))
+  onEach(
+    "tck-stream-ordering-001 streams WORKING, its artifact, then COMPLETED, in that order",
+    (client) =>
+      Effect.gen(function*() {
+        const events = yield* streamOf(client.sendMessageStream(request("tck-stream-ordering-001")))
+        const shape = shapeOf(events).filter((step) => !String(step).startsWith("task"))
+        expect(shape).toEqual(["TASK_STATE_WORKING", "artifact Ordered output", "TASK_STATE_COMPLETED"])
+      })
+  )
 
   onEach("tck-stream-artifact-file streams a file artifact", (client) =>
     Effect.gen(function*() {
       const events = yield* streamOf(client.sendMessageStream(request("tck-stream-artifact-file")))
-      const artifact = events.flatMap((payload) => (payload?.$case === "artifactUpdate" ? [payload.value.artifact!] : []))
+      const artifact = events.flatMap((
+        payload
+      ) => (payload?.$case === "artifactUpdate" ? [payload.value.artifact!] : []))
       expect(artifact.map((a) => a.parts[0]?.filename)).toEqual(["output.txt"])
     }))
 
-  onEach("test-resubscribe-message-id stays WORKING for twice TCK_STREAMING_TIMEOUT (2 s), then completes for a subscriber", (client) =>
-    Effect.gen(function*() {
-      const started = Date.now()
-      const task = (yield* Effect.promise(() =>
-        client.sendMessage(request("test-resubscribe-message-id", {}, true)) as Promise<Task>
-      ))
-      const now = yield* Effect.promise(() => client.getTask({ id: task.id, tenant: "", historyLength: undefined }))
-      expect(now.status?.state).toBe(TaskState.TASK_STATE_WORKING)
-      const events = yield* streamOf(client.resubscribeTask({ id: task.id, tenant: "" }))
-      expect(shapeOf(events).at(-1)).toBe("TASK_STATE_COMPLETED")
-      expect(Date.now() - started).toBeGreaterThanOrEqual(3_900)
-    }))
+  onEach(
+    "test-resubscribe-message-id stays WORKING for twice TCK_STREAMING_TIMEOUT (2 s), then completes for a subscriber",
+    (client) =>
+      Effect.gen(function*() {
+        const started = Date.now()
+        const task = yield* Effect.promise(() =>
+          client.sendMessage(request("test-resubscribe-message-id", {}, true)) as Promise<Task>
+        )
+        const now = yield* Effect.promise(() => client.getTask({ id: task.id, tenant: "", historyLength: undefined }))
+        expect(now.status?.state).toBe(TaskState.TASK_STATE_WORKING)
+        const events = yield* streamOf(client.resubscribeTask({ id: task.id, tenant: "" }))
+        expect(shapeOf(events).at(-1)).toBe("TASK_STATE_COMPLETED")
+        expect(Date.now() - started).toBeGreaterThanOrEqual(3_900)
+      })
+  )
 
   for (const transport of transports) {
-    it.live(`--require-extension refuses a message without the TCK's extension, and serves one with it (${transport})`, () =>
-      Effect.gen(function*() {
-        const server = yield* A2AServer.A2AServer
-        expect(server.card.capabilities?.extensions).toContainEqual(
-          expect.objectContaining({ uri: conformance.requiredExtension, required: true })
-        )
-        const client = yield* clientOn(transport)
-        const refused = yield* settle(() => client.sendMessage(request("tck-complete-task")))
-        expect(reasonOf(refused)).toBe("EXTENSION_SUPPORT_REQUIRED")
-        const serviceParameters = ServiceParameters.create(withA2AExtensions(conformance.requiredExtension))
-        const served = yield* settle(() => client.sendMessage(request("tck-complete-task"), { serviceParameters }))
-        expect("ok" in served && (served.ok as Task).status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-      }).pipe(Effect.provide(serverLayer(true))), 30_000)
+    it.live(
+      `--require-extension refuses a message without the TCK's extension, and serves one with it (${transport})`,
+      () =>
+        Effect.gen(function*() {
+          const server = yield* A2AServer.A2AServer
+          expect(server.card.capabilities?.extensions).toContainEqual(
+            expect.objectContaining({ uri: conformance.requiredExtension, required: true })
+          )
+          const client = yield* clientOn(transport)
+          const refused = yield* settle(() => client.sendMessage(request("tck-complete-task")))
+          expect(reasonOf(refused)).toBe("EXTENSION_SUPPORT_REQUIRED")
+          const serviceParameters = ServiceParameters.create(withA2AExtensions(conformance.requiredExtension))
+          const served = yield* settle(() => client.sendMessage(request("tck-complete-task"), { serviceParameters }))
+          expect("ok" in served && (served.ok as Task).status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+        }).pipe(Effect.provide(serverLayer(true))),
+      30_000
+    )
   }
 })

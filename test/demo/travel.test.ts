@@ -13,9 +13,12 @@ describe("the worked example (npm start)", () => {
       stdio: ["ignore", "pipe", "pipe"]
     })
     for (const n of [1, 2, 3, 4, 5, 6, 7]) expect(out).toContain(`[${n}]`)
-    const section = (n: number) => out.slice(out.indexOf(`[${n}]`), out.indexOf(`[${n + 1}]`) === -1 ? undefined : out.indexOf(`[${n + 1}]`))
+    const section = (n: number) =>
+      out.slice(out.indexOf(`[${n}]`), out.indexOf(`[${n + 1}]`) === -1 ? undefined : out.indexOf(`[${n + 1}]`))
     expect(section(1)).toContain("Outcome (Completed)")
-    expect(section(2)).toMatch(/REMOTE_FAILED Agent execution failed\. \(error_id: [0-9a-f]{12}\) \[retryable=true; contact=payments-oncall\]/)
+    expect(section(2)).toMatch(
+      /REMOTE_FAILED Agent execution failed\. \(error_id: [0-9a-f]{12}\) \[retryable=true; contact=payments-oncall\]/
+    )
     expect(section(2)).toContain("seat reservations made 2 (Kim, Ana once), payments tried 3")
     expect(section(3)).toContain("REMOTE_UNAVAILABLE: the request was not submitted")
     expect(section(4)).toContain("REMOTE_UNAVAILABLE: the outcome is unknown")
@@ -37,8 +40,12 @@ describe("the worked example (npm start)", () => {
   it("Cli.runDemoWith runs the same scenarios against the model it is given", async () => {
     const model = ScriptedLanguageModel.make(ScriptedLanguageModel.delegates("booking"))
     const printed: Array<string> = []
-    const log = vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => void printed.push(args.join(" ")))
-    const summary = await Effect.runPromise(Cli.runDemoWith(model.layer).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
+    const log = vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) =>
+      void printed.push(args.join(" "))
+    )
+    const summary = await Effect.runPromise(
+      Cli.runDemoWith(model.layer).pipe(Logger.withMinimumLogLevel(LogLevel.None))
+    )
       .finally(() => log.mockRestore())
     expect(summary).toEqual({ matches: 1, reservations: 2, paymentAttempts: 3 })
     expect((await Effect.runPromise(model.requests)).length).toBeGreaterThan(0)

@@ -63,8 +63,7 @@ export const progressStream = <E, R>(
 export const eventsOf = <E, R>(
   agent: string,
   run: (progress: (text: string) => Effect.Effect<void>) => Effect.Effect<Result, E, R>
-): Stream.Stream<Event, E, R> =>
-  progressStream((progress) => run((text) => progress(Progress.make({ agent, text }))))
+): Stream.Stream<Event, E, R> => progressStream((progress) => run((text) => progress(Progress.make({ agent, text }))))
 
 /** @internal */
 export const make = <E = never, R = never>(options: {
@@ -75,7 +74,10 @@ export const make = <E = never, R = never>(options: {
   name: options.name,
   description: options.description,
   run: (input) =>
-    eventsOf(options.name, (progress) => Effect.map(options.run(input, progress), (text) => textResult(options.name, text)))
+    eventsOf(
+      options.name,
+      (progress) => Effect.map(options.run(input, progress), (text) => textResult(options.name, text))
+    )
 })
 
 /**

@@ -26,7 +26,16 @@ export const INPUT_REQUIRED = "REMOTE_INPUT_REQUIRED"
 export const AUTH_REQUIRED = "REMOTE_AUTH_REQUIRED"
 export const CIRCUIT_OPEN = "REMOTE_CIRCUIT_OPEN"
 
-export const markers = [FAILED, UNAVAILABLE, REFUSED, CANCELED, REJECTED, INPUT_REQUIRED, AUTH_REQUIRED, CIRCUIT_OPEN] as const
+export const markers = [
+  FAILED,
+  UNAVAILABLE,
+  REFUSED,
+  CANCELED,
+  REJECTED,
+  INPUT_REQUIRED,
+  AUTH_REQUIRED,
+  CIRCUIT_OPEN
+] as const
 
 export type Marker = typeof markers[number]
 
@@ -146,7 +155,8 @@ const clientErrorText = A2AClientError.matchDelivery({
   NotSent: (e) => `${UNAVAILABLE}: the request was not submitted ${causeText(e)}`,
   Refused: (e) =>
     `${REFUSED} ${
-      e.protocolError ?? (e.status === undefined && e.grpcStatus !== undefined ? `gRPC ${e.grpcStatus}` : `HTTP ${e.status ?? "error"}`)
+      e.protocolError ??
+        (e.status === undefined && e.grpcStatus !== undefined ? `gRPC ${e.grpcStatus}` : `HTTP ${e.status ?? "error"}`)
     }: the request was refused${authenticationText(e)}; nothing ran ${causeText(e)}`,
   Unknown: (e) =>
     e.taskId === undefined
@@ -161,14 +171,18 @@ export const errorText = (error: GuardError): string =>
       A2AClientError: clientErrorText,
       CircuitOpen: (e) =>
         e.state === "Open" && Duration.toMillis(e.retryAfter) > 0
-          ? `${CIRCUIT_OPEN} retry after ${seconds(e.retryAfter)}: the request was not submitted (${e.agent} failed repeatedly)`
+          ? `${CIRCUIT_OPEN} retry after ${
+            seconds(e.retryAfter)
+          }: the request was not submitted (${e.agent} failed repeatedly)`
           : `${CIRCUIT_OPEN} retry shortly: the request was not submitted (${e.agent} failed repeatedly)`
     })
   )
 
 /** The marker a text starts with, if any. */
 export const markerOf = (text: string): Option.Option<Marker> =>
-  Option.fromNullable(markers.find((marker) => text === marker || text.startsWith(`${marker} `) || text.startsWith(`${marker}:`)))
+  Option.fromNullable(
+    markers.find((marker) => text === marker || text.startsWith(`${marker} `) || text.startsWith(`${marker}:`))
+  )
 
 /** The description of a remote agent: the given one, else its card's. */
 export const describeRemote = (remote: RemoteAgent, description: string | undefined): string =>

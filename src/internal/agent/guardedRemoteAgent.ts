@@ -51,7 +51,12 @@ export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): Gu
       Effect.either(protect(call)),
       Either.match({
         onLeft: (error) =>
-          internalAgent.Result.make({ agent: name, text: guard.errorText(error), outcome: Option.none(), error: Option.some(error) }),
+          internalAgent.Result.make({
+            agent: name,
+            text: guard.errorText(error),
+            outcome: Option.none(),
+            error: Option.some(error)
+          }),
         onRight: (outcome) =>
           internalAgent.Result.make({
             agent: name,
@@ -63,15 +68,18 @@ export const make = (remote: RemoteAgent.RemoteAgent, options: Options = {}): Gu
     )
 
   const run = (input: string): Stream.Stream<Event> =>
-    internalAgent.eventsOf(name, (progress) =>
-      guarded(retry(internalAgent.foldRemote(name, remote.stream(input), progress), input)))
+    internalAgent.eventsOf(
+      name,
+      (progress) => guarded(retry(internalAgent.foldRemote(name, remote.stream(input), progress), input))
+    )
 
   return {
     name,
     description: guard.describeRemote(remote, options.description),
     remote,
     // Suspended: a retry policy function that throws is a defect of the call, as in `run`, not a throw here.
-    send: (input, callOptions) => Effect.suspend(() => guarded(retry(remote.send(input, callOptions), input, callOptions))),
+    send: (input, callOptions) =>
+      Effect.suspend(() => guarded(retry(remote.send(input, callOptions), input, callOptions))),
     run
   }
 }

@@ -52,12 +52,18 @@ export const make = <R = never>(options: Options<R>): Effect.Effect<Orchestrator
       const tool = toolName(agent.name)
       const taken = tools.get(tool)
       if (taken !== undefined) {
-        return yield* new OrchestratorError({ reason: "DuplicateTool", turns: 0, tool, agents: [taken.name, agent.name] })
+        return yield* new OrchestratorError({
+          reason: "DuplicateTool",
+          turns: 0,
+          tool,
+          agents: [taken.name, agent.name]
+        })
       }
       tools.set(tool, agent)
     }
-    const toolkit = Toolkit.make(...Array.from(tools, ([tool, agent]) => makeTool(tool, agent.description))) as
-      unknown as Toolkit.Toolkit<Record<string, AgentTool>>
+    const toolkit = Toolkit.make(
+      ...Array.from(tools, ([tool, agent]) => makeTool(tool, agent.description))
+    ) as unknown as Toolkit.Toolkit<Record<string, AgentTool>>
     const instruction = [options.instructions ?? "", options.remoteFailureInstruction ?? defaultInstruction]
       .filter((text) => text.trim() !== "")
       .join("\n\n")

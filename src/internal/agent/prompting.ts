@@ -36,7 +36,9 @@ export class OrchestratorError extends Schema.TaggedError<OrchestratorError>("ef
   override get message(): string {
     return this.reason === "TurnLimit"
       ? `the model was still calling tools after ${this.turns} turns (those of the last turn were not run)`
-      : `the sub-agents ${(this.agents ?? []).map((name) => JSON.stringify(name)).join(" and ")} are both offered as the tool ${this.tool}: rename one`
+      : `the sub-agents ${
+        (this.agents ?? []).map((name) => JSON.stringify(name)).join(" and ")
+      } are both offered as the tool ${this.tool}: rename one`
   }
 }
 

@@ -51,7 +51,9 @@ export const promptText = (prompt: Prompt.Prompt): string =>
           case "tool-call":
             return `${message.role} tool-call ${part.name}: ${JSON.stringify(part.params)}`
           case "tool-result":
-            return `${message.role} tool-result ${part.name}: ${typeof part.result === "string" ? part.result : JSON.stringify(part.result)}`
+            return `${message.role} tool-result ${part.name}: ${
+              typeof part.result === "string" ? part.result : JSON.stringify(part.result)
+            }`
           default:
             return `${message.role}: <${part.type}>`
         }

@@ -14,7 +14,9 @@ const digest = (key: string): Buffer => createHash("sha256").update(key, "utf8")
 
 const reveal = (key: Redacted.Redacted<string> | string): string => Redacted.isRedacted(key) ? Redacted.value(key) : key
 
-const entriesOf = (keys: Authentication.ApiKeyOptions["keys"]): ReadonlyArray<readonly [string, Redacted.Redacted<string> | string]> =>
+const entriesOf = (
+  keys: Authentication.ApiKeyOptions["keys"]
+): ReadonlyArray<readonly [string, Redacted.Redacted<string> | string]> =>
   Symbol.iterator in keys
     ? Array.from(keys as Iterable<readonly [string, Redacted.Redacted<string> | string]>)
     : Object.entries(keys)
@@ -47,10 +49,12 @@ export const make = (options: Authentication.ApiKeyOptions): internalAuthenticat
     Effect.suspend(() => {
       const presented = request.headers[headerKey]
       if (presented === undefined || presented === "") {
-        return Effect.fail(new internalAuthentication.Unauthenticated({
-          reason: "MissingCredentials",
-          message: `no ${header} header`
-        }))
+        return Effect.fail(
+          new internalAuthentication.Unauthenticated({
+            reason: "MissingCredentials",
+            message: `no ${header} header`
+          })
+        )
       }
       // Equal-length digests compared with every key, whatever matched before: how long this
       // takes says nothing of which key, or how much of one, the request holds.
@@ -61,17 +65,24 @@ export const make = (options: Authentication.ApiKeyOptions): internalAuthenticat
         found = equal ? entry.id : found
       }
       return found === undefined
-        ? Effect.fail(new internalAuthentication.Unauthenticated({
-          reason: "InvalidCredentials",
-          message: `the ${header} header holds no known key`
-        }))
+        ? Effect.fail(
+          new internalAuthentication.Unauthenticated({
+            reason: "InvalidCredentials",
+            message: `the ${header} header holds no known key`
+          })
+        )
         : Effect.succeed({ id: found, name: found })
     })
   return Object.assign(authenticate, {
     credentialHeaders: [headerKey],
     scheme: internalAuthentication.schemeOf(
       options.schemeName ?? "apiKey",
-      { scheme: { $case: "apiKeySecurityScheme", value: { name: header, location: "header", description: options.description ?? "" } } },
+      {
+        scheme: {
+          $case: "apiKeySecurityScheme",
+          value: { name: header, location: "header", description: options.description ?? "" }
+        }
+      },
       `ApiKey header="${header}"`
     )
   })

@@ -69,7 +69,9 @@ export const make = (options: Authentication.JwtOptions): internalAuthentication
   const refused = options.algorithms.filter((alg) => !asymmetric.has(alg))
   if (refused.length > 0) {
     throw new Error(
-      `Authentication.jwt: algorithms ${refused.join(", ")} refused; only ${Array.from(asymmetric).join(", ")} are allowed`
+      `Authentication.jwt: algorithms ${refused.join(", ")} refused; only ${
+        Array.from(asymmetric).join(", ")
+      } are allowed`
     )
   }
   const keySet = jwks !== undefined ? createRemoteJWKSet(new URL(jwks)) : createLocalJWKSet(keys!)
@@ -81,16 +83,19 @@ export const make = (options: Authentication.JwtOptions): internalAuthentication
     requiredClaims: ["exp"]
   }
   const callerOf = options.callerOf ?? defaultCallerOf(typeof options.issuer !== "string" && options.issuer.length > 1)
-  const invalid = (message: string) => new internalAuthentication.Unauthenticated({ reason: "InvalidCredentials", message })
+  const invalid = (message: string) =>
+    new internalAuthentication.Unauthenticated({ reason: "InvalidCredentials", message })
 
   const authenticate: internalAuthentication.Authenticator = (request) =>
     Effect.suspend(() => {
       const authorization = request.headers["authorization"]
       if (authorization === undefined || authorization === "") {
-        return Effect.fail(new internalAuthentication.Unauthenticated({
-          reason: "MissingCredentials",
-          message: "no authorization header"
-        }))
+        return Effect.fail(
+          new internalAuthentication.Unauthenticated({
+            reason: "MissingCredentials",
+            message: "no authorization header"
+          })
+        )
       }
       const token = bearer.exec(authorization)?.[1]
       if (token === undefined) return Effect.fail(invalid("the authorization header is not Bearer <token>"))
@@ -105,7 +110,9 @@ export const make = (options: Authentication.JwtOptions): internalAuthentication
         ),
         Effect.flatMap(({ payload }) => {
           const caller = callerOf(payload)
-          return caller === undefined ? Effect.fail(invalid("the token names no caller (no sub claim)")) : Effect.succeed(caller)
+          return caller === undefined
+            ? Effect.fail(invalid("the token names no caller (no sub claim)"))
+            : Effect.succeed(caller)
         })
       )
     })

@@ -10,7 +10,6 @@
  * @internal
  */
 import type { RequestOptions } from "@a2a-js/sdk/client"
-import type * as Fiber from "effect/Fiber"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -18,6 +17,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as LogLevel from "effect/LogLevel"
 import type * as Metric from "effect/Metric"
@@ -28,10 +28,10 @@ import type * as Tracer from "effect/Tracer"
 import * as A2AClientError from "../../A2AClientError.js"
 import type { CallOptions } from "../../RemoteAgent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
-import { type Binding, type CallRecord, classifyCall } from "./classify.js"
 import * as metrics from "../observability/metrics.js"
 import * as tracing from "../observability/tracing.js"
 import * as IdempotencyKey from "../wire/idempotencyKey.js"
+import { type Binding, type CallRecord, classifyCall } from "./classify.js"
 
 /** The known ids of the task a request is about, for errors. @internal */
 export interface Ids {
@@ -95,7 +95,8 @@ export interface Exchange {
 export type Done<B> = (result: Either.Either<B, A2AClientError.A2AClientError>) => void
 
 /** A header's value as it is written into the request: the only place a `Redacted` one is opened. @internal */
-export const headerText = (value: string | Redacted.Redacted): string => typeof value === "string" ? value : Redacted.value(value)
+export const headerText = (value: string | Redacted.Redacted): string =>
+  typeof value === "string" ? value : Redacted.value(value)
 
 /** `headers` as they are written into the request. @internal */
 export const plainHeaders = (headers: Readonly<Record<string, string | Redacted.Redacted>>): Record<string, string> => {
@@ -121,7 +122,9 @@ export const callHeaders = (
 ): Record<string, string> => {
   const headers: Record<string, string> = agentHeaders === undefined ? {} : { ...agentHeaders }
   if (span !== undefined) headers.traceparent = tracing.traceparent(span)
-  if (options?.headers !== undefined) for (const name in options.headers) headers[name] = headerText(options.headers[name]!)
+  if (options?.headers !== undefined) {
+    for (const name in options.headers) headers[name] = headerText(options.headers[name]!)
+  }
   // Last: the tracking fetch merges names without case, the later winning, so the key replaces an
   // `idempotency-key` given in the headers.
   if (options?.idempotencyKey !== undefined) headers[IdempotencyKey.headerName] = options.idempotencyKey
@@ -166,8 +169,11 @@ export const invalid = (agent: string, operation: A2AClientError.Operation, deta
   callError(agent, operation, "InvalidResponse", "Unknown", detail, ids)
 
 /** A counter of one agent's calls. @internal */
-export const counter = (name: string, agent: string, tags?: Readonly<Record<string, string>>): Metric.Metric.Counter<number> =>
-  metrics.tagged(MetricKey.counter(name, { incremental: true }), { agent, ...tags })
+export const counter = (
+  name: string,
+  agent: string,
+  tags?: Readonly<Record<string, string>>
+): Metric.Metric.Counter<number> => metrics.tagged(MetricKey.counter(name, { incremental: true }), { agent, ...tags })
 
 const outcomeCounterNames: Record<RemoteOutcome.Tag, string> = {
   Completed: "a2a.remote_completed",
@@ -274,10 +280,26 @@ const makeRequest = (agent: string, binding: Binding) =>
   const parameters = binding.parameters(exchange.record, exchange.headers)
   const fail = (error: unknown) => {
     binding.release?.(parameters)
-    done(Either.left(classifyCall(error, { agent, binding, signal: exchange.cancel, operation, record: exchange.record, streamStarted: false, ...ids })))
+    done(
+      Either.left(
+        classifyCall(error, {
+          agent,
+          binding,
+          signal: exchange.cancel,
+          operation,
+          record: exchange.record,
+          streamStarted: false,
+          ...ids
+        })
+      )
+    )
   }
   try {
-    run(binding.cancelsByRecord ? { serviceParameters: parameters } : { signal: exchange.cancel.signal, serviceParameters: parameters }).then((response) => {
+    run(
+      binding.cancelsByRecord
+        ? { serviceParameters: parameters }
+        : { signal: exchange.cancel.signal, serviceParameters: parameters }
+    ).then((response) => {
       binding.release?.(parameters)
       let decoded: Either.Either<B, A2AClientError.A2AClientError>
       try {
@@ -321,7 +343,11 @@ const makeOperate = (
         const tracer = fiber.currentTracer
         // A real span only when spans go somewhere; otherwise its ids carry the trace to the server.
         const settings = observed && tracing.exportsSpans(tracer)
-          ? tracing.spanSettings((ref) => fiber.getFiberRef(ref), tracer, Context.get(fiber.currentDefaultServices, Clock.Clock))
+          ? tracing.spanSettings(
+            (ref) => fiber.getFiberRef(ref),
+            tracer,
+            Context.get(fiber.currentDefaultServices, Clock.Clock)
+          )
           : undefined
         // With tracing off no ids leave the call: the fiber's span is then a placeholder.
         const enabled = fiber.getFiberRef(FiberRef.currentTracerEnabled)
@@ -437,7 +463,8 @@ export const make = (
   const reportStream = (
     operation: A2AClientError.Operation,
     result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>
-  ): Effect.Effect<void> => Effect.withFiberRuntime((fiber) => report(fiber, tracedSpan(fiber), operation, result) ?? Effect.void)
+  ): Effect.Effect<void> =>
+    Effect.withFiberRuntime((fiber) => report(fiber, tracedSpan(fiber), operation, result) ?? Effect.void)
   return {
     operate: makeOperate(agent, track, defaultTimeout, report, binding, agentHeaders),
     request: makeRequest(agent, binding),

@@ -11,6 +11,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import { dual } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -21,7 +22,6 @@ import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleIntervals from "effect/ScheduleIntervals"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
-import { dual } from "effect/Function"
 import { A2AClientError, type Reason } from "../../A2AClientError.js"
 import type * as CircuitBreaker from "../../CircuitBreaker.js"
 import { Failed } from "../../RemoteOutcome.js"
@@ -272,7 +272,8 @@ export const make = (
       Effect.uninterruptibleMask((restore) =>
         Effect.flatMap(
           admit,
-          (permit) => Effect.flatMap(Effect.exit(restore(effect)), (exit) => Effect.zipRight(complete(permit, exit), exit))
+          (permit) =>
+            Effect.flatMap(Effect.exit(restore(effect)), (exit) => Effect.zipRight(complete(permit, exit), exit))
         )
       )
 
@@ -313,8 +314,7 @@ export const makeRegistry = (
 /** @internal */
 export const layer = (
   options: CircuitBreaker.Options | ((agent: string) => CircuitBreaker.Options) = {}
-): Layer.Layer<Registry> =>
-  Layer.effect(Registry, makeRegistry(options))
+): Layer.Layer<Registry> => Layer.effect(Registry, makeRegistry(options))
 
 /** @internal */
 export const forAgent = (agent: string): Effect.Effect<CircuitBreaker.CircuitBreaker, never, Registry> =>

@@ -115,7 +115,9 @@ export const admit = (config: Config, state: State, now: number): [Admission, St
       return [{ _tag: "Admitted", permit: { epoch: state.epoch, probe: false }, change: undefined }, state]
     case "Open": {
       // A wall clock stepped back (an NTP correction) restarts the wait instead of stretching it past its length.
-      const current = now < state.openedAt ? { ...state, openedAt: now, until: now + (state.until - state.openedAt) } : state
+      const current = now < state.openedAt
+        ? { ...state, openedAt: now, until: now + (state.until - state.openedAt) }
+        : state
       if (now < current.until) {
         return [{ _tag: "Rejected", state: "Open", retryAfter: current.until - now, change: undefined }, current]
       }
@@ -208,4 +210,3 @@ export const record = (
       return [undefined, released]
   }
 }
-

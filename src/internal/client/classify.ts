@@ -5,7 +5,7 @@
  * @internal
  */
 import { A2AError } from "@a2a-js/sdk/errors"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import * as A2AClientError from "../../A2AClientError.js"
 import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
@@ -154,7 +154,8 @@ const isJsonRpcError = (error: unknown): boolean => {
 }
 
 /** Without a JSON-RPC error, a 4xx is the server's own refusal. */
-export const isClientError = (status: number | undefined): status is number => status !== undefined && status >= 400 && status < 500
+export const isClientError = (status: number | undefined): status is number =>
+  status !== undefined && status >= 400 && status < 500
 
 const maxDetail = 300
 
@@ -267,7 +268,11 @@ export const a2aErrorFields = (facts: Facts, ctx: CallContext, answered = false)
   const error = facts.chain.find(isA2AError(answered))
   if (error === undefined) return undefined
   const code = (ErrorTable.ofReason(error.reason) ?? ErrorTable.rows.InternalError).jsonRpc
-  return { reason: "ProtocolError", delivery: !ctx.streamStarted && refusedCodes.has(code) ? "Refused" : "Unknown", code }
+  return {
+    reason: "ProtocolError",
+    delivery: !ctx.streamStarted && refusedCodes.has(code) ? "Refused" : "Unknown",
+    code
+  }
 }
 
 const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
@@ -313,7 +318,11 @@ const classifyFacts = (facts: Facts, ctx: CallContext): Fields => {
   if (has((m) => m.startsWith("HTTP error"))) {
     // A 5xx may be a proxy's, after the server got the request.
     const status = ctx.record?.status ?? statusFromText(facts.messages)
-    return { reason: "HttpStatus", delivery: isClientError(status) ? "Refused" : "Unknown", ...(status === undefined ? {} : { status }) }
+    return {
+      reason: "HttpStatus",
+      delivery: isClientError(status) ? "Refused" : "Unknown",
+      ...(status === undefined ? {} : { status })
+    }
   }
   if (facts.names.includes("SyntaxError") || has((m) => invalidResponseMessages.some((p) => m.includes(p)))) {
     return { reason: "InvalidResponse", delivery: "Unknown" }
@@ -343,7 +352,8 @@ export const classifyCall = (error: unknown, ctx: CallContext): A2AClientError.A
     fields = { reason: "InvalidResponse", delivery: "Unknown" }
     detail = "unrecognised failure"
   }
-  const status = fields.status ?? (ctx.record?.status !== undefined && ctx.record.status !== 200 ? ctx.record.status : undefined)
+  const status = fields.status ??
+    (ctx.record?.status !== undefined && ctx.record.status !== 200 ? ctx.record.status : undefined)
   return new A2AClientError.A2AClientError({
     agent: ctx.agent,
     operation: ctx.operation,
@@ -353,7 +363,9 @@ export const classifyCall = (error: unknown, ctx: CallContext): A2AClientError.A
     ...(ctx.binding === undefined ? {} : { transport: ctx.binding.transport }),
     ...(status === undefined ? {} : { status }),
     ...(fields.grpcStatus === undefined ? {} : { grpcStatus: fields.grpcStatus }),
-    ...(fields.code === undefined ? {} : { code: fields.code, protocolError: A2AClientError.protocolErrorName(fields.code) }),
+    ...(fields.code === undefined
+      ? {}
+      : { code: fields.code, protocolError: A2AClientError.protocolErrorName(fields.code) }),
     ...(ctx.record?.retryAfter === undefined ? {} : { retryAfter: ctx.record.retryAfter }),
     ...(ctx.taskId ? { taskId: ctx.taskId } : {}),
     ...(ctx.contextId ? { contextId: ctx.contextId } : {})

@@ -23,6 +23,8 @@ import type * as GrpcErrors from "@a2a-js/sdk/errors/grpc"
 import type * as Wire from "@bufbuild/protobuf/wire"
 import type * as GrpcJs from "@grpc/grpc-js"
 import * as Duration from "effect/Duration"
+import * as Peer from "../peer.js"
+import { parseRetryAfter } from "../wire/retryAfter.js"
 import {
   a2aErrorFields,
   type Binding,
@@ -34,8 +36,6 @@ import {
   unsendableMetadata,
   unsendableMetadataDetail
 } from "./classify.js"
-import * as Peer from "../peer.js"
-import { parseRetryAfter } from "../wire/retryAfter.js"
 
 /** The packages gRPC needs, loaded once on first use. */
 interface Modules {
@@ -57,10 +57,13 @@ const load = (): Promise<Modules> =>
     import("@a2a-js/sdk/client/grpc"),
     import("@a2a-js/sdk/errors/grpc"),
     import("@bufbuild/protobuf/wire")
-  ]).then(([grpc, client, errors, wire]) => ({ grpc, factory: client.GrpcTransportFactory, errors, wire }), (error: unknown) => {
-    loading = undefined
-    throw error
-  })
+  ]).then(
+    ([grpc, client, errors, wire]) => ({ grpc, factory: client.GrpcTransportFactory, errors, wire }),
+    (error: unknown) => {
+      loading = undefined
+      throw error
+    }
+  )
 
 /** What grpc-js's `cancel()`, the SDK's way to give up a call, reports. */
 const cancelledOnClient = "Cancelled on client"
@@ -255,7 +258,11 @@ const classifier = (names: ReadonlyMap<number, string>) => (facts: Facts, ctx: C
   const code = prop(error, "status") as number
   const grpcStatus = names.get(code) ?? String(code)
   const sent = ctx.record?.sent !== false
-  const lost: Fields = { reason: ctx.streamStarted ? "StreamInterrupted" : "ConnectionLost", delivery: "Unknown", grpcStatus }
+  const lost: Fields = {
+    reason: ctx.streamStarted ? "StreamInterrupted" : "ConnectionLost",
+    delivery: "Unknown",
+    grpcStatus
+  }
   if (ctx.record?.undecodableDetails) return { reason: "InvalidResponse", delivery: "Unknown", grpcStatus }
   const a2a = a2aErrorFields(facts, ctx)
   if (a2a !== undefined) return { ...a2a, grpcStatus }
@@ -270,7 +277,9 @@ const classifier = (names: ReadonlyMap<number, string>) => (facts: Facts, ctx: C
     }
     case "UNAVAILABLE":
       // A message handed to grpc-js may be on the wire when the line drops: NotSent only where no connection was made.
-      return !sent || notConnected.test(details) ? { reason: "ConnectionRefused", delivery: "NotSent", grpcStatus } : lost
+      return !sent || notConnected.test(details)
+        ? { reason: "ConnectionRefused", delivery: "NotSent", grpcStatus }
+        : lost
     case "DEADLINE_EXCEEDED":
       // Never our time limit (the SDK sets deadlines per factory, and we set none): a proxy's or a server's.
       return { reason: "Timeout", delivery: sent ? "Unknown" : "NotSent", grpcStatus }
@@ -290,7 +299,11 @@ const classifier = (names: ReadonlyMap<number, string>) => (facts: Facts, ctx: C
       }
       break
   }
-  return { reason: "HttpStatus", delivery: !ctx.streamStarted && refusals.has(grpcStatus) ? "Refused" : "Unknown", grpcStatus }
+  return {
+    reason: "HttpStatus",
+    delivery: !ctx.streamStarted && refusals.has(grpcStatus) ? "Refused" : "Unknown",
+    grpcStatus
+  }
 }
 
 /** The gRPC transport of one agent: its factory and its binding. */

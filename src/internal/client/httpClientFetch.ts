@@ -100,8 +100,12 @@ const abortable = (body: ReadableStream<Uint8Array>, signal: AbortSignal): Reada
 const urlOf = (input: Parameters<typeof fetch>[0]): string =>
   typeof input === "string" ? input : input instanceof URL ? input.href : input.url
 
-const requestOf = (input: Parameters<typeof fetch>[0], init: RequestInit | undefined): HttpClientRequest.HttpClientRequest => {
-  const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase() as HttpClientRequest.HttpClientRequest["method"]
+const requestOf = (
+  input: Parameters<typeof fetch>[0],
+  init: RequestInit | undefined
+): HttpClientRequest.HttpClientRequest => {
+  const method = (init?.method ?? (input instanceof Request ? input.method : "GET"))
+    .toUpperCase() as HttpClientRequest.HttpClientRequest["method"]
   const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined))
   const record: Record<string, string> = {}
   headers.forEach((value, name) => (record[name] = value))

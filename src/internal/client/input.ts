@@ -32,7 +32,11 @@ export const keyFor = (options: CallOptions | undefined, failedTaskId: string | 
   if (key === undefined || key === "" || failedTaskId === undefined) return options
   return {
     ...options,
-    idempotencyKey: ledgerKey.deriveKey({ contextId: "", operation: "effect-a2a/retry-of-failed", params: { key, failedTaskId } })
+    idempotencyKey: ledgerKey.deriveKey({
+      contextId: "",
+      operation: "effect-a2a/retry-of-failed",
+      params: { key, failedTaskId }
+    })
   }
 }
 
@@ -66,7 +70,9 @@ export const headersProblem = (
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (!headerName.test(name)) return `${whose} header name ${JSON.stringify(name)} is not an HTTP token`
     // The value is read to be checked, never told: the message names the header only.
-    if (badHeaderValue.test(clientCall.headerText(value))) return `the value of ${whose} header ${name} cannot be sent (${unsendableValue})`
+    if (badHeaderValue.test(clientCall.headerText(value))) {
+      return `the value of ${whose} header ${name} cannot be sent (${unsendableValue})`
+    }
   }
   return undefined
 }
@@ -79,7 +85,9 @@ export const headersProblem = (
 const optionsProblem = (options: CallOptions | undefined): string | undefined => {
   if (options === undefined) return undefined
   const key = options.idempotencyKey
-  if (key !== undefined && badHeaderValue.test(key)) return `the idempotency key cannot be sent as a header (${unsendableValue})`
+  if (key !== undefined && badHeaderValue.test(key)) {
+    return `the idempotency key cannot be sent as a header (${unsendableValue})`
+  }
   if (key !== undefined && /^[\t ]|[\t ]$/.test(key)) return "the idempotency key starts or ends with a space or a tab"
   return headersProblem(options.headers, "the call's")
 }
@@ -96,7 +104,9 @@ const inputProblem = (input: Input): string | undefined => {
 export type Unsendable = (options: CallOptions | undefined, input?: Input) => string | undefined
 
 /** The check of every call of an agent that sends `agentHeaders`. */
-export const unsendable = (agentHeaders: Readonly<Record<string, string | Redacted.Redacted>> | undefined): Unsendable => {
+export const unsendable = (
+  agentHeaders: Readonly<Record<string, string | Redacted.Redacted>> | undefined
+): Unsendable => {
   // The agent's own headers go with every request: checked once, reported on every call.
   const agentHeadersProblem = headersProblem(agentHeaders, "the agent's")
   return (options, input) =>
@@ -107,5 +117,9 @@ export const inputIds = (input: Input): clientCall.Ids =>
   typeof input === "string" ? {} : { taskId: input.taskId, contextId: input.contextId }
 
 /** The typed error of a call that is never sent, because `detail`. */
-export const invalidRequest = (agent: string, operation: A2AClientError.Operation, ids: clientCall.Ids, detail: string) =>
-  clientCall.callError(agent, operation, "InvalidRequest", "NotSent", detail, ids)
+export const invalidRequest = (
+  agent: string,
+  operation: A2AClientError.Operation,
+  ids: clientCall.Ids,
+  detail: string
+) => clientCall.callError(agent, operation, "InvalidRequest", "NotSent", detail, ids)

@@ -63,6 +63,12 @@ export const taskOutcome = (agent: string, task: Task): Option.Option<RemoteOutc
 /** A bare message reply: the interaction completed without a task. */
 export const messageOutcome = (agent: string, message: Message): RemoteOutcome.RemoteOutcome =>
   Option.getOrThrow(
-    outcomeOf(agent, String(message.taskId ?? ""), String(message.contextId ?? ""), TaskState.TASK_STATE_COMPLETED, message, [])
+    outcomeOf(
+      agent,
+      String(message.taskId ?? ""),
+      String(message.contextId ?? ""),
+      TaskState.TASK_STATE_COMPLETED,
+      message,
+      []
+    )
   )
-

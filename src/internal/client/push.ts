@@ -37,7 +37,8 @@ const configurationOf = (registration: PushReceiver.Registration): SendMessageCo
   returnImmediately: false
 })
 
-const noPush = "the agent's card does not declare push notifications (capabilities.pushNotifications), so no push config was sent"
+const noPush =
+  "the agent's card does not declare push notifications (capabilities.pushNotifications), so no push config was sent"
 
 /** The calls of one agent that take a push receiver. @internal */
 export const make = (
@@ -50,8 +51,11 @@ export const make = (
   const { operate, reportStream } = context.engine
   const pushes = card.capabilities?.pushNotifications === true
   const abandon = makeAbandon(context)
-  const refuse = <A extends RemoteOutcome.TaskView>(operation: A2AClientError.Operation, ids: clientCall.Ids, options: CallOptions | undefined) =>
-    operate<A>(operation, options, (_, done) => done(Either.left(invalidRequest(agent, operation, ids, noPush))))
+  const refuse = <A extends RemoteOutcome.TaskView>(
+    operation: A2AClientError.Operation,
+    ids: clientCall.Ids,
+    options: CallOptions | undefined
+  ) => operate<A>(operation, options, (_, done) => done(Either.left(invalidRequest(agent, operation, ids, noPush))))
 
   /**
    * The outcome of `taskId` by push, within `timeout`; then by polling
@@ -67,10 +71,16 @@ export const make = (
     const timeout = Duration.decode(options.timeout ?? context.timeout)
     const pollEvery = Duration.decode(options.pollEvery ?? defaultPollEvery)
     const pushed = options.receiver.outcome(taskId).pipe(
-      Effect.tap((outcome) => reportStream(operation, Either.right(outcome)).pipe(Effect.annotateLogs({ channel: "push" })))
+      Effect.tap((outcome) =>
+        reportStream(operation, Either.right(outcome)).pipe(Effect.annotateLogs({ channel: "push" }))
+      )
     )
-    const poll: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError> = getTask(taskId, { headers: options.headers }).pipe(
-      Effect.flatMap((task) => task._tag === "Running" ? Effect.delay(Effect.suspend(() => poll), pollEvery) : Effect.succeed(task))
+    const poll: Effect.Effect<RemoteOutcome.RemoteOutcome, A2AClientError.A2AClientError> = getTask(taskId, {
+      headers: options.headers
+    }).pipe(
+      Effect.flatMap((task) =>
+        task._tag === "Running" ? Effect.delay(Effect.suspend(() => poll), pollEvery) : Effect.succeed(task)
+      )
     )
     const polled = poll.pipe(
       Effect.timeoutFail({
@@ -81,7 +91,9 @@ export const make = (
             operation,
             "Timeout",
             "Unknown",
-            `task ${taskId} did not end: no outcome pushed within ${Duration.format(timeout)}, nor polled within ${Duration.format(timeout)} after`,
+            `task ${taskId} did not end: no outcome pushed within ${Duration.format(timeout)}, nor polled within ${
+              Duration.format(timeout)
+            } after`,
             { taskId }
           )
       }),
@@ -90,7 +102,10 @@ export const make = (
     )
     return Effect.raceFirst(pushed, polled).pipe(
       Effect.annotateLogs({ agent, taskId }),
-      Effect.withSpan("RemoteAgent.awaitOutcome", { attributes: { "a2a.agent": agent, "a2a.task_id": taskId }, kind: "client" })
+      Effect.withSpan("RemoteAgent.awaitOutcome", {
+        attributes: { "a2a.agent": agent, "a2a.task_id": taskId },
+        kind: "client"
+      })
     )
   }
 
@@ -125,7 +140,8 @@ export const make = (
     !pushes
       ? Stream.drain(Stream.fromEffect(refuse("SendStreamingMessage", inputIds(input), options)))
       : Stream.unwrap(
-        Effect.map(options.push.register({ agent }), (registration) => streamWith(input, options, configurationOf(registration)))
+        Effect.map(options.push.register({ agent }), (registration) =>
+          streamWith(input, options, configurationOf(registration)))
       )
 
   return {

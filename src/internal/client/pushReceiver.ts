@@ -24,10 +24,10 @@ import type * as PushReceiver from "../../PushReceiver.js"
 import type * as RemoteEvent from "../../RemoteEvent.js"
 import type * as RemoteOutcome from "../../RemoteOutcome.js"
 import { hostForUrl, ListenError } from "../server/listen.js"
+import { taskIdOf } from "../wire/streamResponse.js"
 import * as taskState from "../wire/taskState.js"
 import { initialState, type State, toEvents } from "./stream.js"
 import { view } from "./task.js"
-import { taskIdOf } from "../wire/streamResponse.js"
 
 /** The header the SDK's sender writes a config's token in. @internal */
 export const tokenHeader = "x-a2a-notification-token"
@@ -82,7 +82,6 @@ const presented = (headers: Readonly<Record<string, string | undefined>>): strin
   const match = authorization === undefined ? null : /^bearer\s+(\S+)\s*$/i.exec(authorization)
   return match?.[1]
 }
-
 
 const statusOf = (response: StreamResponse): TaskStatus | undefined => {
   const payload = response.payload
@@ -158,10 +157,15 @@ export const make = (options: PushReceiver.Options): Effect.Effect<PushReceiver.
     const deliver = (entry: TaskEntry, response: StreamResponse) =>
       Effect.gen(function*() {
         const status = statusOf(response)
-        if (entry.last !== undefined && (status !== undefined ? stale(entry.last, status) : taskState.isTerminal(entry.last.state))) {
+        if (
+          entry.last !== undefined &&
+          (status !== undefined ? stale(entry.last, status) : taskState.isTerminal(entry.last.state))
+        ) {
           return "stale" as const
         }
-        const decoded = yield* Effect.either(toEvents(entry.agent, view(entry.agent, "SubscribeToTask"), entry.state, response))
+        const decoded = yield* Effect.either(
+          toEvents(entry.agent, view(entry.agent, "SubscribeToTask"), entry.state, response)
+        )
         if (Either.isLeft(decoded)) return decoded.left.detail
         if (status !== undefined) {
           // A task that goes on after a pause (input given) has a new outcome to wait for.
@@ -245,7 +249,9 @@ export const make = (options: PushReceiver.Options): Effect.Effect<PushReceiver.
   })
 
 // Loaded when a receiver is served, not with the module: one mounted in the user's router never loads them.
-const nodePieces = Effect.promise(() => Promise.all([import("@effect/platform-node/NodeHttpServer"), import("node:http")]))
+const nodePieces = Effect.promise(() =>
+  Promise.all([import("@effect/platform-node/NodeHttpServer"), import("node:http")])
+)
 
 /** A receiver served on a Node server of its own, for the scope. @internal */
 export const serve = (

@@ -5,9 +5,7 @@
  * @internal
  */
 import { AgentCard } from "@a2a-js/sdk"
-import type * as Redacted from "effect/Redacted"
-import type { Client } from "@a2a-js/sdk/client"
-import { DefaultAgentCardResolver } from "@a2a-js/sdk/client"
+import { type Client, DefaultAgentCardResolver } from "@a2a-js/sdk/client"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -15,11 +13,12 @@ import * as Either from "effect/Either"
 import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
-import * as Stream from "effect/Stream"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleIntervals from "effect/ScheduleIntervals"
+import * as Stream from "effect/Stream"
 import * as A2AClientError from "../../A2AClientError.js"
 import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
 import type { CallOptions, Options, RemoteAgent } from "../../RemoteAgent.js"
@@ -30,13 +29,13 @@ import { type Binding, type CallRecord, classifyCard } from "./classify.js"
 import { missing as grpcMissing } from "./grpc.js"
 import * as httpClientFetch from "./httpClientFetch.js"
 import * as input from "./input.js"
-import { select } from "./selection.js"
 import * as push from "./push.js"
+import { select } from "./selection.js"
 import * as send from "./send.js"
 import * as stream from "./stream.js"
 import * as task from "./task.js"
-import * as trust from "./trust.js"
 import { cardFetch, mergeHeaders, track } from "./transport.js"
+import * as trust from "./trust.js"
 
 type Headers = Readonly<Record<string, string | Redacted.Redacted>>
 
@@ -81,7 +80,10 @@ const withComputedHeaders = (
         const problem = input.headersProblem(computed, "the agent's")
         if (problem !== undefined) return fail(operation, ids, problem)
         const own = options?.headers
-        return Effect.succeed({ ...options, headers: mergeHeaders(clientCall.plainHeaders(computed), own && clientCall.plainHeaders(own)) })
+        return Effect.succeed({
+          ...options,
+          headers: mergeHeaders(clientCall.plainHeaders(computed), own && clientCall.plainHeaders(own))
+        })
       }
     })
   return {
@@ -89,11 +91,18 @@ const withComputedHeaders = (
     send: (message, options) =>
       Effect.flatMap(optionsFor("SendMessage", input.inputIds(message), options), (o) => operations.send(message, o)),
     stream: (message, options) =>
-      Stream.unwrap(Effect.map(optionsFor("SendStreamingMessage", input.inputIds(message), options), (o) => operations.stream(message, o))),
+      Stream.unwrap(
+        Effect.map(optionsFor("SendStreamingMessage", input.inputIds(message), options), (o) =>
+          operations.stream(message, o))
+      ),
     resubscribe: (taskId, options) =>
-      Stream.unwrap(Effect.map(optionsFor("SubscribeToTask", { taskId }, options), (o) => operations.resubscribe(taskId, o))),
-    getTask: (taskId, options) => Effect.flatMap(optionsFor("GetTask", { taskId }, options), (o) => operations.getTask(taskId, o)),
-    cancel: (taskId, options) => Effect.flatMap(optionsFor("CancelTask", { taskId }, options), (o) => operations.cancel(taskId, o))
+      Stream.unwrap(
+        Effect.map(optionsFor("SubscribeToTask", { taskId }, options), (o) => operations.resubscribe(taskId, o))
+      ),
+    getTask: (taskId, options) =>
+      Effect.flatMap(optionsFor("GetTask", { taskId }, options), (o) => operations.getTask(taskId, o)),
+    cancel: (taskId, options) =>
+      Effect.flatMap(optionsFor("CancelTask", { taskId }, options), (o) => operations.cancel(taskId, o))
   }
 }
 
@@ -128,8 +137,14 @@ const makeClient = (
     url: agentOptions.url,
     card: Option.some(card),
     transport: binding.transport,
-    send: (message, options) => options?.push === undefined ? sends.send(message, options) : pushed.send(getTask)(message, { ...options, push: options.push }),
-    stream: (message, options) => options?.push === undefined ? streams.stream(message, options) : pushed.stream(message, { ...options, push: options.push }),
+    send: (message, options) =>
+      options?.push === undefined
+        ? sends.send(message, options)
+        : pushed.send(getTask)(message, { ...options, push: options.push }),
+    stream: (message, options) =>
+      options?.push === undefined
+        ? streams.stream(message, options)
+        : pushed.stream(message, { ...options, push: options.push }),
     resubscribe: streams.resubscribe,
     getTask,
     cancel,
@@ -168,7 +183,8 @@ export const unavailable = (cause: AgentCardResolutionError.AgentCardResolutionE
 }
 
 /** How long the card's resolution may take: 10 seconds by default. */
-const cardTimeout = (options: Options): Duration.Duration => Duration.decode(options.cardTimeout ?? Duration.seconds(10))
+const cardTimeout = (options: Options): Duration.Duration =>
+  Duration.decode(options.cardTimeout ?? Duration.seconds(10))
 
 /** The card's check, as the promise the resolution runs: the card to route by, or a thrown `CardContentError`. */
 type Check = (raw: unknown, normalized: AgentCard) => Promise<AgentCard>
@@ -199,7 +215,8 @@ const resolveClient = (
         return normalize(served)
       }
       // A base URL with a path is a directory, as the docs say: the card is below it, not beside it.
-      const resolved = options.card ?? (await resolver.resolve(options.url.endsWith("/") ? options.url : `${options.url}/`))
+      const resolved = options.card ??
+        (await resolver.resolve(options.url.endsWith("/") ? options.url : `${options.url}/`))
       // Checked before a transport is chosen from it.
       const card = check === undefined ? resolved : await check(raw, resolver.normalizeAgentCard(resolved))
       const { binding, client, grpcMissing } = await select(card, resolver, {
@@ -259,7 +276,12 @@ const checkOf = (
         onTimeout: () => "the trusted JWKS was not read in time"
       }),
       (detail) =>
-        new AgentCardResolutionError.AgentCardResolutionError({ agent: options.name, url: options.url, reason: "Unreachable", detail })
+        new AgentCardResolutionError.AgentCardResolutionError({
+          agent: options.name,
+          url: options.url,
+          reason: "Unreachable",
+          detail
+        })
     )
     const runtime = yield* Effect.runtime<never>()
     const required = config.required ?? true
@@ -296,7 +318,9 @@ const resolve = (
     const resolved = yield* resolveClient(options, base, headers, yield* checkOf(options, base))
     if (resolved.grpcMissing) {
       // Asked for by name, and lost: said once, where the agent is built.
-      yield* Effect.logWarning(`remote agent ${options.name} prefers gRPC, but ${grpcMissing()}; using ${resolved.binding.transport}`).pipe(
+      yield* Effect.logWarning(
+        `remote agent ${options.name} prefers gRPC, but ${grpcMissing()}; using ${resolved.binding.transport}`
+      ).pipe(
         Effect.annotateLogs({ agent: options.name, url: options.url })
       )
     }
@@ -388,15 +412,18 @@ const baseFetch: Effect.Effect<typeof fetch | undefined> = Effect.flatMap(
 
 /** Resolves the card and builds the client. @internal */
 export const make = (options: Options): Effect.Effect<RemoteAgent, AgentCardResolutionError.AgentCardResolutionError> =>
-  Effect.flatMap(baseFetch, (base) =>
-    Effect.catchAll(resolve(options, base), (error) =>
-      options.onCardFailure === "degrade"
-        ? Effect.logWarning(`remote agent ${options.name} is unavailable; starting degraded`).pipe(
-          Effect.annotateLogs({ agent: options.name, url: options.url, reason: error.reason, cause: error.message }),
-          Effect.zipRight(
-            options.recover === false
-              ? Effect.succeed(unavailable(error))
-              : recovering(options, base, error, options.recover ?? defaultRecovery)
+  Effect.flatMap(
+    baseFetch,
+    (base) =>
+      Effect.catchAll(resolve(options, base), (error) =>
+        options.onCardFailure === "degrade"
+          ? Effect.logWarning(`remote agent ${options.name} is unavailable; starting degraded`).pipe(
+            Effect.annotateLogs({ agent: options.name, url: options.url, reason: error.reason, cause: error.message }),
+            Effect.zipRight(
+              options.recover === false
+                ? Effect.succeed(unavailable(error))
+                : recovering(options, base, error, options.recover ?? defaultRecovery)
+            )
           )
-        )
-        : Effect.fail(error)))
+          : Effect.fail(error))
+  )

@@ -6,7 +6,16 @@
  * @internal
  */
 import { RestTransportFactory } from "@a2a-js/sdk/client"
-import { a2aErrorFields, type Binding, type CallContext, type Facts, type Fields, headersOnly, isClientError, prop } from "./classify.js"
+import {
+  a2aErrorFields,
+  type Binding,
+  type CallContext,
+  type Facts,
+  type Fields,
+  headersOnly,
+  isClientError,
+  prop
+} from "./classify.js"
 import type { TrackingFetch } from "./transport.js"
 
 /** The SDK's error for an answer with an error status and no A2A error: its generic class, with the status it kept. */
@@ -14,7 +23,10 @@ const statusOf = (facts: Facts): number | undefined => {
   for (const error of facts.chain) {
     const status = prop(error, "statusCode")
     // An HTTP status is an integer of three digits; anything else is no status this client can report.
-    if (prop(error, "transport") === "rest" && Number.isInteger(status) && (status as number) >= 100 && (status as number) <= 599) {
+    if (
+      prop(error, "transport") === "rest" && Number.isInteger(status) && (status as number) >= 100 &&
+      (status as number) <= 599
+    ) {
       return status as number
     }
   }

@@ -8,22 +8,22 @@
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
-import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
-import { dual } from "effect/Function"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as A2AClientError from "../../A2AClientError.js"
 import type * as RemoteEvent from "../../RemoteEvent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
 import type * as RetryPolicy from "../../RetryPolicy.js"
+import type { Options, Request, StreamOptions } from "../../RetryPolicy.js"
 import { answerStatus, statusName } from "./answerStatus.js"
 import { retryOfFailed } from "./input.js"
-import type { Options, Request, StreamOptions } from "../../RetryPolicy.js"
 
 /** A FAILED outcome the caller chose to retry, carried through the schedule as an input. */
 class RetryableFailure extends Schema.TaggedError<RetryableFailure>()("RetryableFailure", {
@@ -40,7 +40,11 @@ export const retryReason = (error: A2AClientError.A2AClientError, request: Reque
   const status = answerStatus(error)
   // Nothing ran: a transient refusal (429, or a server shutting down with 503) goes again after its Retry-After,
   // key or not; any other refusal would only be refused again.
-  if (error.delivery === "Refused") return status === 429 || status === 503 ? Option.some(statusName(error, status)) : Option.none()
+  if (error.delivery === "Refused") {
+    return status === 429 || status === 503
+      ? Option.some(statusName(error, status))
+      : Option.none()
+  }
   // A 5xx may come after the server acted (a proxy's, or an SDK server's 500 with a JSON-RPC error): only a request
   // the server deduplicates may go again.
   if (request.idempotent && status !== undefined && status >= 500) return Option.some(statusName(error, status))
@@ -103,7 +107,9 @@ const attemptsOf = (options: Options, request: Request) => {
     // Whole milliseconds: "143ms", not the nanoseconds of a jittered delay.
     const wait = Duration.format(Duration.millis(Math.round(Duration.toMillis(delay))))
     return Effect.logDebug(`attempt ${attempts} failed (${reason}); retrying in ${wait}`).pipe(
-      Effect.zipRight(Metric.update(retryCounter.pipe(Metric.tagged("reason", reason), Metric.tagged("agent", agent)), 1)),
+      Effect.zipRight(
+        Metric.update(retryCounter.pipe(Metric.tagged("reason", reason), Metric.tagged("agent", agent)), 1)
+      ),
       Effect.annotateLogs({ attempt: attempts, reason })
     )
   }
@@ -120,7 +126,12 @@ const attemptsOf = (options: Options, request: Request) => {
     giveUp: (error: A2AClientError.A2AClientError) =>
       new A2AClientError.A2AClientError(
         reached && error.delivery !== "Unknown"
-          ? { ...error, attempts, delivery: "Unknown", detail: `${error.detail} (an earlier attempt may have been received)` }
+          ? {
+            ...error,
+            attempts,
+            delivery: "Unknown",
+            detail: `${error.detail} (an earlier attempt may have been received)`
+          }
           : { ...error, attempts }
       )
   }

@@ -104,11 +104,17 @@ export const make = (context: AgentContext, awaitEnd: AwaitEnd) => {
     input: Parameters<RemoteAgent["send"]>[0],
     options: Parameters<RemoteAgent["send"]>[1],
     configuration: SendMessageConfiguration | undefined,
-    settle: (exchange: clientCall.Exchange, result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>, done: clientCall.Done<B>) => void
+    settle: (
+      exchange: clientCall.Exchange,
+      result: Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError>,
+      done: clientCall.Done<B>
+    ) => void
   ) =>
     operate<B>("SendMessage", options, (exchange, done) => {
       const problem = unsendable(options, input)
-      if (problem !== undefined) return done(Either.left(invalidRequest(agent, "SendMessage", inputIds(input), problem)))
+      if (problem !== undefined) {
+        return done(Either.left(invalidRequest(agent, "SendMessage", inputIds(input), problem)))
+      }
       const message = messageOf(input, options)
       request(
         exchange,
@@ -142,7 +148,12 @@ export const make = (context: AgentContext, awaitEnd: AwaitEnd) => {
     options: Parameters<RemoteAgent["send"]>[1],
     configuration: SendMessageConfiguration
   ) =>
-    sendRequest<RemoteOutcome.TaskView>(input, options, { ...configuration, returnImmediately: true }, (_, result, done) => done(result))
+    sendRequest<RemoteOutcome.TaskView>(
+      input,
+      options,
+      { ...configuration, returnImmediately: true },
+      (_, result, done) => done(result)
+    )
   /**
    * A send that cancels its task when given up on. A poll that saw the task
    * end ends the send with it, so a task known and not seen ended is one

@@ -5,7 +5,12 @@
  *
  * @internal
  */
-import type { SendMessageConfiguration, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import type {
+  SendMessageConfiguration,
+  StreamResponse,
+  TaskArtifactUpdateEvent,
+  TaskStatusUpdateEvent
+} from "@a2a-js/sdk"
 import type { RequestOptions } from "@a2a-js/sdk/client"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -53,12 +58,21 @@ export interface State {
 const idsOf = (state: State): clientCall.Ids => ({ taskId: state.taskId, contextId: state.contextId })
 
 // An event of another task is not part of this call's answer: folding it in would mix two tasks' results.
-const otherTask = (agent: string, state: State, taskId: string | undefined): A2AClientError.A2AClientError | undefined => {
+const otherTask = (
+  agent: string,
+  state: State,
+  taskId: string | undefined
+): A2AClientError.A2AClientError | undefined => {
   if (!taskId) return undefined
   if (state.followed === "") state.followed = taskId
   return taskId === state.followed
     ? undefined
-    : clientCall.invalid(agent, state.operation, `an event of task ${taskId} in the stream of task ${state.followed}`, idsOf(state))
+    : clientCall.invalid(
+      agent,
+      state.operation,
+      `an event of task ${taskId} in the stream of task ${state.followed}`,
+      idsOf(state)
+    )
 }
 
 const finish = (state: State, outcome: RemoteOutcome.RemoteOutcome) => {
@@ -78,7 +92,12 @@ const statusEvents = (agent: string, state: State, update: TaskStatusUpdateEvent
   if (Option.isSome(outcome)) return Effect.succeed(finish(state, outcome.value))
   if (!taskState.isRunning(status?.state)) {
     return Effect.fail(
-      clientCall.invalid(agent, state.operation, `status update in an unrecognised state (${taskState.name(status?.state)})`, idsOf(state))
+      clientCall.invalid(
+        agent,
+        state.operation,
+        `status update in an unrecognised state (${taskState.name(status?.state)})`,
+        idsOf(state)
+      )
     )
   }
   const parts = wireParts.fromWireParts(status?.message?.parts)
@@ -121,7 +140,10 @@ const artifactEvents = (agent: string, state: State, update: TaskArtifactUpdateE
 }
 
 /** A stream's state before its first event. @internal */
-export const initialState = (operation: StreamOperation, ids: { readonly taskId: string; readonly contextId: string }): State => ({
+export const initialState = (
+  operation: StreamOperation,
+  ids: { readonly taskId: string; readonly contextId: string }
+): State => ({
   operation,
   ...ids,
   started: false,
@@ -150,7 +172,16 @@ export const toEvents = (agent: string, viewStreamed: View, state: State, respon
       }
       return Either.map(viewStreamed(payload.value), (v) =>
         v._tag === "Running"
-          ? [RemoteEvent.Status.make({ agent, taskId: v.taskId, contextId: v.contextId, state: v.state, text: v.text, parts: v.parts })]
+          ? [
+            RemoteEvent.Status.make({
+              agent,
+              taskId: v.taskId,
+              contextId: v.contextId,
+              state: v.state,
+              text: v.text,
+              parts: v.parts
+            })
+          ]
           : finish(state, v))
     }
     case "statusUpdate":
@@ -195,7 +226,10 @@ const events = (
     Stream.zip(Stream.fromEffect(contextSpan)),
     Stream.flatMap(([controller, span]) => {
       const current = record.current = track(controller.signal)
-      const parameters = sent.parameters = binding.parameters(current, clientCall.callHeaders(span, options, agentHeaders))
+      const parameters = sent.parameters = binding.parameters(
+        current,
+        clientCall.callHeaders(span, options, agentHeaders)
+      )
       const generator = open({ signal: controller.signal, serviceParameters: parameters })
       // Whether this stream had an event: a resumed one that is refused before its first was refused, not cut.
       let received = false
@@ -273,7 +307,8 @@ const isCut = (error: A2AClientError.A2AClientError): boolean =>
   error.reason === "StreamInterrupted" || error.reason === "ConnectionLost"
 
 /** A stream silent for the call's time, after its request went out. */
-const silent = (error: A2AClientError.A2AClientError): boolean => error.reason === "Timeout" && error.delivery === "Unknown"
+const silent = (error: A2AClientError.A2AClientError): boolean =>
+  error.reason === "Timeout" && error.delivery === "Unknown"
 
 /** How many times one call's stream resumes, in all, before it looks its task up instead. */
 const maxResumes = 5
@@ -285,7 +320,10 @@ const resumeBackoff = (attempt: number): Duration.Duration => Duration.millis(10
 export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitEnd) => {
   const { agent, client, unsendable } = context
   const { operate, reportStream } = context.engine
-  const views = { SendStreamingMessage: view(agent, "SendStreamingMessage"), SubscribeToTask: view(agent, "SubscribeToTask") }
+  const views = {
+    SendStreamingMessage: view(agent, "SendStreamingMessage"),
+    SubscribeToTask: view(agent, "SubscribeToTask")
+  }
   const spanNames = { SendStreamingMessage: "RemoteAgent.stream", SubscribeToTask: "RemoteAgent.resubscribe" }
   const abandon = makeAbandon(context)
   const observeStream = (
@@ -295,7 +333,9 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     events.pipe(
       // Errors made here rather than classified (an idle time-out, a bad event) learn the transport now.
       Stream.mapError((error) => clientCall.withTransport(error, context.engine.binding)),
-      Stream.tap((event) => event._tag === "Finished" ? reportStream(operation, Either.right(event.outcome)) : Effect.void),
+      Stream.tap((event) =>
+        event._tag === "Finished" ? reportStream(operation, Either.right(event.outcome)) : Effect.void
+      ),
       Stream.tapError((error) => reportStream(operation, Either.left(error))),
       Stream.withSpan(spanNames[operation], {
         attributes: { "a2a.agent": agent, "a2a.transport": context.engine.binding.transport },
@@ -379,12 +419,15 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
    * task id the caller gave (a continuation) says nothing of whether this
    * message was received.
    */
-  const recover = (state: State, options: CallOptions | undefined) =>
-  (error: A2AClientError.A2AClientError): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
-    const recoverable = isCut(error) || silent(error)
-    if (!recoverable || !state.started || state.taskId === "") return Stream.fail(error)
-    return context.resumable && state.seq !== undefined && isCut(error) ? resume(state, options, error, 1) : lookUp(state, options, error)
-  }
+  const recover =
+    (state: State, options: CallOptions | undefined) =>
+    (error: A2AClientError.A2AClientError): Stream.Stream<RemoteEvent.RemoteEvent, A2AClientError.A2AClientError> => {
+      const recoverable = isCut(error) || silent(error)
+      if (!recoverable || !state.started || state.taskId === "") return Stream.fail(error)
+      return context.resumable && state.seq !== undefined && isCut(error)
+        ? resume(state, options, error, 1)
+        : lookUp(state, options, error)
+    }
 
   /** The events of `open`, for a stream whose state starts as `ids`, recovered when cut. */
   const streamOf = (
@@ -394,13 +437,18 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     options: CallOptions | undefined
   ) => {
     const state = initialState(operation, ids)
-    const recovered = events(context, views[operation], state, open, options).pipe(Stream.catchAll(recover(state, options)))
+    const recovered = events(context, views[operation], state, open, options).pipe(
+      Stream.catchAll(recover(state, options))
+    )
     return observeStream(
       operation,
       cancelsOnInterrupt(context, options)
         // The task is known from an event that named it, not from the caller's input; `finished` once one ended it.
-        ? Stream.ensuringWith(recovered, (exit) =>
-          state.followed !== "" && !state.finished && abandoned(exit) ? abandon(state.followed, options) : Effect.void)
+        ? Stream.ensuringWith(
+          recovered,
+          (exit) =>
+            state.followed !== "" && !state.finished && abandoned(exit) ? abandon(state.followed, options) : Effect.void
+        )
         : recovered
     )
   }
@@ -414,13 +462,17 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     Stream.suspend(() => {
       const problem = unsendable(options, input)
       if (problem !== undefined) {
-        return observeStream("SendStreamingMessage", Stream.fail(invalidRequest(agent, "SendStreamingMessage", inputIds(input), problem)))
+        return observeStream(
+          "SendStreamingMessage",
+          Stream.fail(invalidRequest(agent, "SendStreamingMessage", inputIds(input), problem))
+        )
       }
       const message = messageOf(input, options)
       return streamOf(
         "SendStreamingMessage",
         { taskId: message.taskId, contextId: message.contextId },
-        (requestOptions) => client.sendMessageStream({ tenant: "", message, configuration, metadata: undefined }, requestOptions),
+        (requestOptions) =>
+          client.sendMessageStream({ tenant: "", message, configuration, metadata: undefined }, requestOptions),
         options
       )
     })
@@ -429,9 +481,13 @@ export const make = (context: AgentContext, readTask: ReadTask, awaitEnd: AwaitE
     Stream.suspend(() => {
       const problem = unsendable(options)
       if (problem !== undefined) {
-        return observeStream("SubscribeToTask", Stream.fail(invalidRequest(agent, "SubscribeToTask", { taskId }, problem)))
+        return observeStream(
+          "SubscribeToTask",
+          Stream.fail(invalidRequest(agent, "SubscribeToTask", { taskId }, problem))
+        )
       }
-      return streamOf("SubscribeToTask", { taskId, contextId: "" }, (requestOptions) => client.resubscribeTask({ tenant: "", id: taskId }, requestOptions), options)
+      return streamOf("SubscribeToTask", { taskId, contextId: "" }, (requestOptions) =>
+        client.resubscribeTask({ tenant: "", id: taskId }, requestOptions), options)
     })
 
   const stream: RemoteAgent["stream"] = (input, options) => streamWith(input, options, undefined)

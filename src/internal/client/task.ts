@@ -39,30 +39,33 @@ export interface AgentContext {
 }
 
 /** A task's view, or why the task an `operation` answered cannot be read. @internal */
-export const view = (agent: string, operation: A2AClientError.Operation) =>
-(task: Task): Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError> => {
-  const ids = { taskId: task.id, contextId: task.contextId }
-  if (typeof task.id !== "string" || task.id === "") {
-    return Either.left(clientCall.invalid(agent, operation, "the response holds a task without an id", ids))
-  }
-  const outcome = outcomes.taskOutcome(agent, task)
-  if (Option.isSome(outcome)) return Either.right(outcome.value)
-  const state = task.status?.state
-  if (taskState.isRunning(state)) {
-    const parts = wireParts.fromWireParts(task.status?.message?.parts)
-    return Either.right(
-      wireParts.build(RemoteOutcome.Running, {
-        agent,
-        taskId: task.id,
-        contextId: String(task.contextId ?? ""),
-        state: taskState.runningState(state),
-        text: Part.textOf(parts),
-        parts
-      })
+export const view =
+  (agent: string, operation: A2AClientError.Operation) =>
+  (task: Task): Either.Either<RemoteOutcome.TaskView, A2AClientError.A2AClientError> => {
+    const ids = { taskId: task.id, contextId: task.contextId }
+    if (typeof task.id !== "string" || task.id === "") {
+      return Either.left(clientCall.invalid(agent, operation, "the response holds a task without an id", ids))
+    }
+    const outcome = outcomes.taskOutcome(agent, task)
+    if (Option.isSome(outcome)) return Either.right(outcome.value)
+    const state = task.status?.state
+    if (taskState.isRunning(state)) {
+      const parts = wireParts.fromWireParts(task.status?.message?.parts)
+      return Either.right(
+        wireParts.build(RemoteOutcome.Running, {
+          agent,
+          taskId: task.id,
+          contextId: String(task.contextId ?? ""),
+          state: taskState.runningState(state),
+          text: Part.textOf(parts),
+          parts
+        })
+      )
+    }
+    return Either.left(
+      clientCall.invalid(agent, operation, `the task is in an unrecognised state (${taskState.name(state)})`, ids)
     )
   }
-  return Either.left(clientCall.invalid(agent, operation, `the task is in an unrecognised state (${taskState.name(state)})`, ids))
-}
 
 /** One GetTask request of an exchange. @internal */
 export type ReadTask = (
@@ -90,7 +93,14 @@ export const make = (context: AgentContext) => {
       (task) =>
         task.id === taskId
           ? viewTask(task)
-          : Either.left(clientCall.invalid(agent, "GetTask", `asked for task ${taskId}, the answer is about task ${String(task.id)}`, ids)),
+          : Either.left(
+            clientCall.invalid(
+              agent,
+              "GetTask",
+              `asked for task ${taskId}, the answer is about task ${String(task.id)}`,
+              ids
+            )
+          ),
       done
     )
   const getTask = (taskId: string, options: CallOptions | undefined) =>
@@ -145,14 +155,20 @@ export const makeAbandon = (context: AgentContext) => {
     )
     return canceled.pipe(
       Effect.matchEffect({
-        onSuccess: (task) => Effect.logDebug(`remote agent ${agent}: canceled task ${taskId}, abandoned by its call (now ${task._tag})`),
+        onSuccess: (task) =>
+          Effect.logDebug(`remote agent ${agent}: canceled task ${taskId}, abandoned by its call (now ${task._tag})`),
         onFailure: (error) =>
-          Effect.logDebug(`remote agent ${agent}: could not cancel task ${taskId}, abandoned by its call: ${error.message}`).pipe(
+          Effect.logDebug(
+            `remote agent ${agent}: could not cancel task ${taskId}, abandoned by its call: ${error.message}`
+          ).pipe(
             Effect.annotateLogs({ reason: error.reason, delivery: error.delivery })
           )
       }),
       Effect.annotateLogs({ agent, taskId }),
-      Effect.withSpan("RemoteAgent.cancelOnInterrupt", { attributes: { "a2a.agent": agent, "a2a.task_id": taskId }, kind: "client" }),
+      Effect.withSpan("RemoteAgent.cancelOnInterrupt", {
+        attributes: { "a2a.agent": agent, "a2a.task_id": taskId },
+        kind: "client"
+      }),
       Effect.forkDaemon,
       Effect.asVoid
     )
@@ -169,7 +185,8 @@ export const cancelsOnInterrupt = (context: AgentContext, options: CallOptions |
 /** Whether a call was given up on: interrupted, or out of time. @internal */
 export const abandoned = (exit: Exit.Exit<unknown, A2AClientError.A2AClientError>): boolean =>
   Exit.isFailure(exit) &&
-  (Cause.isInterrupted(exit.cause) || Option.exists(Cause.failureOption(exit.cause), (error) => error.reason === "Timeout"))
+  (Cause.isInterrupted(exit.cause) ||
+    Option.exists(Cause.failureOption(exit.cause), (error) => error.reason === "Timeout"))
 
 /** Cancels an abandoned task. @internal */
 export type Abandon = ReturnType<typeof makeAbandon>

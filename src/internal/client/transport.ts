@@ -7,6 +7,7 @@
  * @internal
  */
 import * as Schema from "effect/Schema"
+import { parseRetryAfter } from "../wire/retryAfter.js"
 import {
   AnswerToAnotherRequest,
   type CallRecord,
@@ -14,7 +15,6 @@ import {
   RedirectAnswered,
   ResponseTooLarge
 } from "./classify.js"
-import { parseRetryAfter } from "../wire/retryAfter.js"
 
 export interface TrackingFetch {
   readonly fetch: typeof fetch
@@ -33,7 +33,9 @@ const limitBody = (response: Response, limit: number, streamAsked: boolean): Res
   const declared = Number(length)
   if (length !== null && declared <= limit) return response
   if (response.body === null) return response
-  if (streamAsked && response.ok && response.headers.get("content-type")?.startsWith("text/event-stream")) return response
+  if (streamAsked && response.ok && response.headers.get("content-type")?.startsWith("text/event-stream")) {
+    return response
+  }
   if (length !== null && declared > limit) {
     void response.body.cancel().catch(() => undefined)
     throw new ResponseTooLarge(limit)
@@ -171,7 +173,9 @@ export const makeTrackingFetch = (
         }
         const limited = limitBody(response, maxResponseBytes, merged.accept === "text/event-stream")
         // An event stream's events are each checked by the SDK.
-        const id = !jsonRpc || limited.headers.get("content-type")?.startsWith("text/event-stream") ? undefined : requestIdOf(init?.body)
+        const id = !jsonRpc || limited.headers.get("content-type")?.startsWith("text/event-stream")
+          ? undefined
+          : requestIdOf(init?.body)
         return id === undefined ? limited : answering(limited, id)
       }, (error: unknown) => {
         throw isRedirect(error) ? new RedirectAnswered() : error
@@ -201,7 +205,10 @@ const RawCard = Schema.Union(
     url: Schema.String,
     protocolVersion: Schema.optionalWith(Schema.String, { exact: true }),
     preferredTransport: Schema.optionalWith(Schema.String, { exact: true }),
-    additionalInterfaces: Schema.optionalWith(Schema.Array(Schema.Struct({ url: Schema.String, transport: Schema.String })), { exact: true })
+    additionalInterfaces: Schema.optionalWith(
+      Schema.Array(Schema.Struct({ url: Schema.String, transport: Schema.String })),
+      { exact: true }
+    )
   })
 )
 
@@ -220,24 +227,28 @@ export const cardFetch = (
   base: typeof fetch = fetch
 ): typeof fetch =>
 async (input, init) => {
-    record.sent = true
-    const response = limitBody(
-      await base(input, { ...init, headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined), signal }),
-      maxBytes,
-      false
-    )
-    record.status = response.status
-    if (!response.ok) return response
-    const text = await response.text()
-    let json: unknown
-    try {
-      json = JSON.parse(text)
-    } catch (error) {
-      throw new CardContentError("InvalidJson", `the card is not JSON (${(error as Error).message.slice(0, 120)})`)
-    }
-    const decoded = decodeCard(json)
-    if (decoded._tag === "Left") {
-      throw new CardContentError("InvalidCard", decoded.left.message.replace(/\s+/g, " ").slice(0, 300))
-    }
-    return new Response(text, { status: response.status, headers: response.headers })
+  record.sent = true
+  const response = limitBody(
+    await base(input, {
+      ...init,
+      headers: mergeHeaders(headers, init?.headers as Record<string, string> | undefined),
+      signal
+    }),
+    maxBytes,
+    false
+  )
+  record.status = response.status
+  if (!response.ok) return response
+  const text = await response.text()
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    throw new CardContentError("InvalidJson", `the card is not JSON (${(error as Error).message.slice(0, 120)})`)
   }
+  const decoded = decodeCard(json)
+  if (decoded._tag === "Left") {
+    throw new CardContentError("InvalidCard", decoded.left.message.replace(/\s+/g, " ").slice(0, 300))
+  }
+  return new Response(text, { status: response.status, headers: response.headers })
+}

@@ -67,11 +67,14 @@ export const lookup = (trust: Trust, base: typeof fetch): Effect.Effect<Lookup, 
         isJwk(key)
           ? Effect.tryPromise({
             try: () => jose.importJWK(key, header.alg),
-            catch: (error) => `the trust resolver's key for kid "${header.kid}" cannot be used: ${(error as Error).message}`
+            catch: (error) =>
+              `the trust resolver's key for kid "${header.kid}" cannot be used: ${(error as Error).message}`
           })
           : Effect.succeed(key)
       ),
-      Effect.catchAllDefect((defect) => Effect.fail(`the trust resolver died for kid "${header.kid}": ${String(defect)}`))
+      Effect.catchAllDefect((defect) =>
+        Effect.fail(`the trust resolver died for kid "${header.kid}": ${String(defect)}`)
+      )
     )
   )
 }
@@ -90,19 +93,27 @@ const attempt = (
   Effect.gen(function*() {
     const signature = entry as { protected?: unknown; signature?: unknown; header?: unknown }
     if (typeof signature?.protected !== "string" || typeof signature.signature !== "string") {
-      return yield* Effect.fail<Refusal>({ reason: "InvalidSignature", detail: "a signature entry lacks protected or signature" })
+      return yield* Effect.fail<Refusal>({
+        reason: "InvalidSignature",
+        detail: "a signature entry lacks protected or signature"
+      })
     }
     const header = yield* Effect.try({
       try: () => jose.decodeProtectedHeader({ protected: signature.protected }),
       catch: (): Refusal => ({ reason: "InvalidSignature", detail: "a protected header is not base64url JSON" })
     })
     if (!header.kid || !header.typ || !header.alg) {
-      return yield* Effect.fail<Refusal>({ reason: "InvalidSignature", detail: `the protected header lacks kid, typ or alg (as the SDK requires)` })
+      return yield* Effect.fail<Refusal>({
+        reason: "InvalidSignature",
+        detail: `the protected header lacks kid, typ or alg (as the SDK requires)`
+      })
     }
     if (!algorithms.includes(header.alg)) {
       return yield* Effect.fail<Refusal>({
         reason: "InvalidSignature",
-        detail: `alg ${header.alg} is refused: only asymmetric signatures (${algorithms.join(", ")}) by a trusted public key are accepted`
+        detail: `alg ${header.alg} is refused: only asymmetric signatures (${
+          algorithms.join(", ")
+        }) by a trusted public key are accepted`
       })
     }
     // The card's jku is never followed: keys come from the trust configuration only.
@@ -147,7 +158,9 @@ export const verify = (
     const signatures = (raw as { signatures?: unknown } | null)?.signatures
     if (!Array.isArray(signatures) || signatures.length === 0) {
       return required
-        ? Effect.fail(new CardContentError("Unsigned", "the card carries no signature and the trust option requires one"))
+        ? Effect.fail(
+          new CardContentError("Unsigned", "the card carries no signature and the trust option requires one")
+        )
         : Effect.succeed(normalized)
     }
     const covered = AgentCard.fromJSON(raw)

@@ -14,8 +14,7 @@ import { randomUUID } from "node:crypto"
 import type * as Ledger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "./errors.js"
 import * as Notifier from "./notifier.js"
-import type { RowId, Store } from "./store.js"
-import { idString, isStale } from "./store.js"
+import { idString, isStale, type RowId, type Store } from "./store.js"
 
 export interface LedgerContext<SE> {
   readonly store: Store<SE>
@@ -89,9 +88,11 @@ export const holding = <SE, A, E, R>(
     Effect.catchAll((error) => Effect.as(Effect.logWarning("idempotency lease renewal failed", error), true)),
     Effect.repeat({ while: (renewed) => renewed }),
     // Another holder took the key over: this run's end will not be recorded.
-    Effect.zipRight(Effect.logWarning("idempotency lease lost; another holder took the key over").pipe(
-      Effect.annotateLogs({ entry: idString(id) })
-    ))
+    Effect.zipRight(
+      Effect.logWarning("idempotency lease lost; another holder took the key over").pipe(
+        Effect.annotateLogs({ entry: idString(id) })
+      )
+    )
   )
   return Effect.acquireUseRelease(
     // A forked fiber inherits its parent's mask; the renewer must stay interruptible.

@@ -26,7 +26,9 @@ const invalidId = (id: RowId): string | undefined => {
     if (problem !== undefined) return `a key and its identity ${problem}`
   }
   const bytes = parts.reduce((sum, part) => sum + Buffer.byteLength(part, "utf8"), 0)
-  if (bytes > maxIdBytes) return `a key and its identity must be at most ${maxIdBytes} bytes of UTF-8 together (got ${bytes})`
+  if (bytes > maxIdBytes) {
+    return `a key and its identity must be at most ${maxIdBytes} bytes of UTF-8 together (got ${bytes})`
+  }
   return undefined
 }
 
@@ -98,5 +100,6 @@ export const runningRow = (
 export const resultText = (key: string, result: unknown): Effect.Effect<string, IdempotencyError> =>
   Effect.try({
     try: () => JSON.stringify(result) ?? "null",
-    catch: (cause) => new IdempotencyError({ reason: "InvalidResult", key, detail: "the result could not be written as JSON", cause })
+    catch: (cause) =>
+      new IdempotencyError({ reason: "InvalidResult", key, detail: "the result could not be written as JSON", cause })
   })

@@ -6,7 +6,15 @@
  */
 import * as Schema from "effect/Schema"
 
-export const Reason = Schema.Literal("Interrupted", "Timeout", "NotFound", "InvalidResult", "InvalidKey", "Unavailable", "MissingPackage")
+export const Reason = Schema.Literal(
+  "Interrupted",
+  "Timeout",
+  "NotFound",
+  "InvalidResult",
+  "InvalidKey",
+  "Unavailable",
+  "MissingPackage"
+)
 
 export type Reason = typeof Reason.Type
 
@@ -20,7 +28,9 @@ export class IdempotencyError extends Schema.TaggedError<IdempotencyError>("effe
   }
 ) {
   override get message(): string {
-    return `${this.key === undefined ? "idempotency ledger" : `idempotency key ${this.key}`}: ${this.reason} (${this.detail})`
+    return `${
+      this.key === undefined ? "idempotency ledger" : `idempotency key ${this.key}`
+    }: ${this.reason} (${this.detail})`
   }
 }
 

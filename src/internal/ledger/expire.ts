@@ -11,8 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type * as Ledger from "../../IdempotencyLedger.js"
-import type { LedgerContext } from "./context.js"
-import { db, holding, millis, newLease, read } from "./context.js"
+import { db, holding, type LedgerContext, millis, newLease, read } from "./context.js"
 import { requestId, resultText, toEntry } from "./entry.js"
 import type { IdempotencyError } from "./errors.js"
 import type { Row } from "./store.js"
@@ -47,11 +46,16 @@ const expireRow = <SE, E, R>(
         claim.token,
         defaultLeaseMs,
         restore(
-          Effect.flatMap(onExpired(entry), (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text })))
+          Effect.flatMap(
+            onExpired(entry),
+            (result) => Effect.map(resultText(row.key, result), (text) => ({ result, text }))
+          )
         )
       ).pipe(
         // Ended now, the claim leaves the entry expired again; should that fail, the claim runs out after its lease.
-        Effect.onError(() => Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (at) => store.renew(row, claim.token, at)))),
+        Effect.onError(() =>
+          Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (at) => store.renew(row, claim.token, at)))
+        ),
         Effect.either
       )
       if (Either.isLeft(written)) return Either.left(written.left)
@@ -64,7 +68,9 @@ const expireRow = <SE, E, R>(
     })
   )
 
-export const make = <SE>(ledger: LedgerContext<SE>): Pick<Ledger.Service, "expireLeases" | "expireLease" | "cleanup"> => {
+export const make = <SE>(
+  ledger: LedgerContext<SE>
+): Pick<Ledger.Service, "expireLeases" | "expireLease" | "cleanup"> => {
   const { retentionMs, store } = ledger
 
   const expireLeases: Ledger.Service["expireLeases"] = (options) =>
@@ -72,7 +78,8 @@ export const make = <SE>(ledger: LedgerContext<SE>): Pick<Ledger.Service, "expir
       const now = yield* Clock.currentTimeMillis
       const candidates = yield* db(undefined, store.listExpired("request", now, options.limit ?? 100))
       const recorded: Array<Ledger.Expired> = []
-      let failures: Cause.Cause<IdempotencyError | Effect.Effect.Error<ReturnType<typeof options.onExpired>>> = Cause.empty
+      let failures: Cause.Cause<IdempotencyError | Effect.Effect.Error<ReturnType<typeof options.onExpired>>> =
+        Cause.empty
       for (const row of candidates) {
         const expired = yield* expireRow(ledger, row, options.onExpired).pipe(
           Effect.catchAll((error) => Effect.failCause(Cause.parallel(failures, Cause.fail(error))))
@@ -97,7 +104,10 @@ export const make = <SE>(ledger: LedgerContext<SE>): Pick<Ledger.Service, "expir
   const cleanup: Ledger.Service["cleanup"] = (options) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      return yield* db(undefined, store.deleteStale(now - millis(options?.retention, Duration.millis(retentionMs)), now))
+      return yield* db(
+        undefined,
+        store.deleteStale(now - millis(options?.retention, Duration.millis(retentionMs)), now)
+      )
     })
 
   return { expireLeases, expireLease, cleanup }

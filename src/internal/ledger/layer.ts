@@ -78,7 +78,9 @@ const sqliteClient = (filename: string) => (SqliteClient: typeof import("@effect
       return Layer.fail(
         new IdempotencyError({
           reason: "Unavailable",
-          detail: `could not open the SQLite ledger at ${filename}: ${error instanceof Error ? error.message : String(error)}`,
+          detail: `could not open the SQLite ledger at ${filename}: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
           cause: error
         })
       )
@@ -97,14 +99,17 @@ export const layerSqlite = (
     sqliteClient(options.filename)
   )
 
-const pgClient = (url: string | Redacted.Redacted, maxConnections: number | undefined) =>
-(PgClient: typeof import("@effect/sql-pg/PgClient")) =>
-  PgClient.layer({
-    url: typeof url === "string" ? Redacted.make(url) : url,
-    ...(maxConnections === undefined ? {} : { maxConnections })
-  }).pipe(
-    Layer.mapError((cause) => new IdempotencyError({ reason: "Unavailable", detail: "could not connect to PostgreSQL", cause }))
-  )
+const pgClient =
+  (url: string | Redacted.Redacted, maxConnections: number | undefined) =>
+  (PgClient: typeof import("@effect/sql-pg/PgClient")) =>
+    PgClient.layer({
+      url: typeof url === "string" ? Redacted.make(url) : url,
+      ...(maxConnections === undefined ? {} : { maxConnections })
+    }).pipe(
+      Layer.mapError((cause) =>
+        new IdempotencyError({ reason: "Unavailable", detail: "could not connect to PostgreSQL", cause })
+      )
+    )
 
 export const layerPg = (
   options: Ledger.SqlOptions & {

@@ -14,15 +14,16 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Idempotency from "../../Idempotency.js"
 import type * as Ledger from "../../IdempotencyLedger.js"
-import type { LedgerContext } from "./context.js"
-import { db, holding, makeContext, millis, newLease, pause, read, timeout } from "./context.js"
+import { db, holding, type LedgerContext, makeContext, millis, newLease, pause, read, timeout } from "./context.js"
 import { BeginOutcome, requestId, requestRow, resultText, runningRow, toEntry } from "./entry.js"
 import { IdempotencyConflict, IdempotencyError } from "./errors.js"
 import * as Expire from "./expire.js"
 import * as Once from "./once.js"
 import type { Store } from "./store.js"
 
-export class IdempotencyLedger extends Context.Tag("effect-a2a/IdempotencyLedger")<IdempotencyLedger, Ledger.Service>() {}
+export class IdempotencyLedger
+  extends Context.Tag("effect-a2a/IdempotencyLedger")<IdempotencyLedger, Ledger.Service>()
+{}
 
 /** Builds a ledger over a store. Every layer goes through here. */
 export const make = <SE>(store: Store<SE>, options: Ledger.Options = {}): Ledger.Service => {

@@ -6,8 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { Row, RowId, Store } from "./store.js"
-import { idString, isStale } from "./store.js"
+import { idString, isStale, type Row, type RowId, type Store } from "./store.js"
 
 export const make = (): Store<never> => {
   const rows = new Map<string, Row>()

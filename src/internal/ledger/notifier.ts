@@ -8,8 +8,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
-import type { RowId } from "./store.js"
-import { idString } from "./store.js"
+import { idString, type RowId } from "./store.js"
 
 export interface Notifier {
   /** Subscribes before `use` reads the store, so no change between the read and the wait is missed. */

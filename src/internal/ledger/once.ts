@@ -14,8 +14,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Ledger from "../../IdempotencyLedger.js"
-import type { LedgerContext } from "./context.js"
-import { db, holding, millis, newLease, pause, read, timeout } from "./context.js"
+import { db, holding, type LedgerContext, millis, newLease, pause, read, timeout } from "./context.js"
 import { anonymous, checkedId, runningRow } from "./entry.js"
 import { IdempotencyError } from "./errors.js"
 
@@ -81,7 +80,9 @@ export const make = <SE>(ledger: LedgerContext<SE>): Ledger.Service["once"] => {
               Schema.encode(codec)(value).pipe(
                 Effect.mapError(invalid("the result could not be encoded")),
                 // Read back before it is stored: JSON turns NaN and Infinity into null, which may not decode.
-                Effect.tap((text) => Effect.mapError(Schema.decode(codec)(text), invalid("the result would not decode from JSON"))),
+                Effect.tap((text) =>
+                  Effect.mapError(Schema.decode(codec)(text), invalid("the result would not decode from JSON"))
+                ),
                 Effect.flatMap((text) => db(id, store.finish(id, text, now, { token: held.token }))),
                 Effect.flatMap((done) =>
                   done ? Effect.void : Effect.logWarning("idempotency lease was lost before the result was recorded")

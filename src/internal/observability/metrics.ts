@@ -18,7 +18,10 @@ import type * as MetricKeyType from "effect/MetricKeyType"
 export const tagged = <Type extends MetricKeyType.MetricKeyType<any, any>>(
   key: MetricKey.MetricKey<Type>,
   tags: Readonly<Record<string, string>>
-) => Metric.fromMetricKey(Object.entries(tags).reduce((tagged, [name, value]) => MetricKey.tagged(tagged, name, value), key))
+) =>
+  Metric.fromMetricKey(
+    Object.entries(tags).reduce((tagged, [name, value]) => MetricKey.tagged(tagged, name, value), key)
+  )
 
 /** @internal */
 export const serverCompleted = MetricKey.counter("a2a.server.completed", {

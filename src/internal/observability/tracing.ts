@@ -210,7 +210,9 @@ export const parentOfHeaders = (
   headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 ): Option.Option<Tracer.ExternalSpan> => {
   for (const key in headers) {
-    if (typeof headers[key] !== "string" || key !== key.toLowerCase()) return validFromHeaders(Headers.fromInput(headers))
+    if (typeof headers[key] !== "string" || key !== key.toLowerCase()) {
+      return validFromHeaders(Headers.fromInput(headers))
+    }
   }
   return validFromHeaders(headers as Headers.Headers)
 }

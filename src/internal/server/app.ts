@@ -29,8 +29,8 @@ import * as internalIdempotency from "./idempotency.js"
 import * as internalLoad from "./load.js"
 import * as internalPush from "./push.js"
 import * as internalReplication from "./replication.js"
-import * as internalRpc from "./rpc.js"
 import * as internalRest from "./rest.js"
+import * as internalRpc from "./rpc.js"
 import * as internalSubscription from "./subscription.js"
 import * as internalTaskStore from "./taskStore.js"
 import type * as internalTransports from "./transports.js"
@@ -184,15 +184,21 @@ export const make = <E, R>(
   readBody?: internalHttp.BodyReader,
   grpc?: internalTransports.OwnPort
 ): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     const name = options.name ?? options.card.name
     const stored = yield* taskStoreOf(options.taskStore, options.push !== undefined)
     // With callers told apart, a miss on another's task is counted.
-    const taskStore = options.authenticate === undefined ? stored : yield* internalAuthentication.watchingForbidden(stored, name)
+    const taskStore = options.authenticate === undefined
+      ? stored
+      : yield* internalAuthentication.watchingForbidden(stored, name)
     const load = yield* internalLoad.make(options, name)
-    const push = options.push === undefined ? undefined : yield* internalPush.make(options.push, options.taskStore, name, stored)
+    const push = options.push === undefined
+      ? undefined
+      : yield* internalPush.make(options.push, options.taskStore, name, stored)
     const made = yield* internalExecutor.make(options.agent, { ...options, name, taskStore })
-    const replication = options.replication === undefined ? undefined : yield* internalReplication.open(options.replication, stored)
+    const replication = options.replication === undefined
+      ? undefined
+      : yield* internalReplication.open(options.replication, stored)
     const pushed = push === undefined ? made : push.pushing(made)
     const executor = counted(replication === undefined ? pushed : replication.logging(pushed), load)
     const served = options.transports ?? defaultTransports
@@ -208,7 +214,13 @@ export const make = <E, R>(
     const interfaces = interfacesOf(served, urls)
     const cardOf = (fields: A2AServer.CardOptions) =>
       internalAuthentication.declare(
-        buildCard(fields, interfaces, push !== undefined, options.extendedCard !== undefined, replication !== undefined),
+        buildCard(
+          fields,
+          interfaces,
+          push !== undefined,
+          options.extendedCard !== undefined,
+          replication !== undefined
+        ),
         options.authenticate?.scheme
       )
     const [card, extendedCard] = yield* internalCardSigning.signCards(
@@ -283,10 +295,15 @@ export const make = <E, R>(
 export const makeRouter = <E, R>(
   options: A2AServer.RouterOptions<E, R>
 ): Effect.Effect<A2AServer.Router, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     // Its own port, served only when named: the application's server carries the routes, not gRPC.
     const grpc = yield* internalGrpc.listenFor(options, options.maxBodyBytes ?? defaultMaxBodyBytes, false)
-    const app = yield* make({ ...options, transports: options.transports ?? routerTransports }, options.publicUrl, undefined, grpc)
+    const app = yield* make(
+      { ...options, transports: options.transports ?? routerTransports },
+      options.publicUrl,
+      undefined,
+      grpc
+    )
     yield* Effect.addFinalizer(() => app.shutdown)
     return {
       router: app.router,

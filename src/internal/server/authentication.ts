@@ -12,19 +12,34 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
-import * as ErrorId from "../wire/errorId.js"
+import {
+  type Authenticator,
+  type Caller,
+  type Request,
+  type Scheme,
+  Unauthenticated
+} from "../authentication/authenticator.js"
 import * as internalMetrics from "../observability/metrics.js"
-import { type Authenticator, type Caller, type Request, type Scheme, Unauthenticated } from "../authentication/authenticator.js"
+import * as ErrorId from "../wire/errorId.js"
 import * as internalFailure from "./failure.js"
 
-export { type Authenticator, type Caller, type Request, type Scheme, schemeOf, Unauthenticated } from "../authentication/authenticator.js"
+export {
+  type Authenticator,
+  type Caller,
+  type Request,
+  type Scheme,
+  schemeOf,
+  Unauthenticated
+} from "../authentication/authenticator.js"
 
 /** The headers always taken to carry credentials. @internal */
 export const alwaysCredentials: ReadonlyArray<string> = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
 
 /** Every header `authenticate` reads credentials from, in lower case. @internal */
 export const credentialHeadersOf = (authenticate: Authenticator<any> | undefined): ReadonlyArray<string> =>
-  Array.from(new Set([...alwaysCredentials, ...(authenticate?.credentialHeaders ?? []).map((name) => name.toLowerCase())]))
+  Array.from(
+    new Set([...alwaysCredentials, ...(authenticate?.credentialHeaders ?? []).map((name) => name.toLowerCase())])
+  )
 
 /** The SDK user of an authenticated caller: its `userName`, the owner of its tasks, is the caller's id. @internal */
 export class CallerUser implements User {
@@ -66,7 +81,9 @@ export const withoutCredentials = <H extends Readonly<Record<string, unknown>>>(
   const user = context?.user
   if (!(user instanceof CallerUser)) return headers
   const kept: Record<string, unknown> = {}
-  for (const [name, value] of Object.entries(headers)) if (!user.credentialHeaders.includes(name.toLowerCase())) kept[name] = value
+  for (const [name, value] of Object.entries(headers)) {
+    if (!user.credentialHeaders.includes(name.toLowerCase())) kept[name] = value
+  }
   return kept as H
 }
 
@@ -129,14 +146,16 @@ export const makeGate = <R>(authenticate: Authenticator<R>, agent: string): Effe
         const failure = Option.getOrUndefined(Cause.failureOption(exit.cause))
         if (failure === undefined) return broken(exit.cause)
         unauthenticated.unsafeUpdate(1, [])
-        Runtime.runSync(runtime)(Effect.logWarning("Request refused: not authenticated").pipe(
-          Effect.annotateLogs({
-            reason: failure.reason,
-            detail: failure.message,
-            transport: request.transport,
-            remoteAddress: request.remoteAddress ?? ""
-          })
-        ))
+        Runtime.runSync(runtime)(
+          Effect.logWarning("Request refused: not authenticated").pipe(
+            Effect.annotateLogs({
+              reason: failure.reason,
+              detail: failure.message,
+              transport: request.transport,
+              remoteAddress: request.remoteAddress ?? ""
+            })
+          )
+        )
         return {
           _tag: "Refusal",
           message: failure.reason === "MissingCredentials" ? "Authentication required." : "Invalid credentials.",
@@ -183,9 +202,11 @@ export const watchingForbidden = (store: TaskStore, agent: string): Effect.Effec
       heldElsewhere(taskId, context).then((held) => {
         if (!held) return
         forbidden.unsafeUpdate(1, [])
-        runFork(Effect.logWarning("Request on another caller's task, answered as not found").pipe(
-          Effect.annotateLogs({ caller: caller.id, taskId })
-        ))
+        runFork(
+          Effect.logWarning("Request on another caller's task, answered as not found").pipe(
+            Effect.annotateLogs({ caller: caller.id, taskId })
+          )
+        )
       }, () => undefined)
     return {
       save: (task, context) => store.save(task, context),

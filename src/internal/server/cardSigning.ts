@@ -90,7 +90,8 @@ const make = (options: A2AServer.SigningOptions): Effect.Effect<Signer, Configur
       })
     }
     const publicJwk = createPublicKey(key).export({ format: "jwk" })
-    const kid = options.kid ?? ownKid ?? (yield* Effect.promise(() => jose.calculateJwkThumbprint(publicJwk as jose.JWK)))
+    const kid = options.kid ?? ownKid ??
+      (yield* Effect.promise(() => jose.calculateJwkThumbprint(publicJwk as jose.JWK)))
     const generate = generateAgentCardSignature(key, { alg, kid, typ: "JOSE" })
     return (card) =>
       Effect.tryPromise({

@@ -28,8 +28,8 @@ import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 
 /** One event of a task's log: its place (1, 2, 3 … per task, no gaps) and the event as JSON-safe data. */
 export interface Entry {
@@ -104,7 +104,8 @@ export const defaultUnavailableAfter = Duration.seconds(30)
 export const backoff = Schedule.exponential("50 millis").pipe(Schedule.either(Schedule.spaced("1 second")))
 
 /** A sweep of finished tasks runs as often as their retention, at least every minute. */
-export const sweepEvery = (retention: Duration.Duration): Duration.Duration => Duration.min(retention, Duration.minutes(1))
+export const sweepEvery = (retention: Duration.Duration): Duration.Duration =>
+  Duration.min(retention, Duration.minutes(1))
 
 /**
  * The wake-ups of the tasks followed in this process: a writer (or a
@@ -434,24 +435,36 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
     }
 
     const follow = (taskId: string, after: number): Stream.Stream<Entry, EventLogError> =>
-      Stream.fromAsyncIterable({ [Symbol.asyncIterator]: () => iterate(taskId, after) }, (error) => error as EventLogError)
+      Stream.fromAsyncIterable({ [Symbol.asyncIterator]: () => iterate(taskId, after) }, (error) =>
+        error as EventLogError)
 
     const offer = (taskId: string, row: Row): boolean => {
       const tail = tails.get(taskId)
-      if (tail === undefined) return true
+      if (tail === undefined) {
+        return true
+      }
       const last = lastOf(tail)
-      if (row.seq > last + 1) return false
-      if (row.seq === last + 1) push(tail, [row])
-      // Not past what the reader holds: only a follower behind it, reading on its own, may want it.
+      if (row.seq > last + 1) {
+        return false
+      }
+      if (row.seq === last + 1) {
+        push(tail, [row])
+      } // Not past what the reader holds: only a follower behind it, reading on its own, may want it.
       else wake(tail)
       return true
     }
 
     const behind = (taskId: string, seq: number): boolean => {
       const tail = tails.get(taskId)
-      if (tail === undefined) return false
-      if (lastOf(tail) < seq) return true
-      if (seq <= tail.base) wake(tail)
+      if (tail === undefined) {
+        return false
+      }
+      if (lastOf(tail) < seq) {
+        return true
+      }
+      if (seq <= tail.base) {
+        wake(tail)
+      }
       return false
     }
 
@@ -476,9 +489,11 @@ export const encode = (
   } catch {
     // reported below
   }
-  runFork(Effect.logError("An event of a task is not JSON data and was not written to the event log").pipe(
-    Effect.annotateLogs({ taskId, seq })
-  ))
+  runFork(
+    Effect.logError("An event of a task is not JSON data and was not written to the event log").pipe(
+      Effect.annotateLogs({ taskId, seq })
+    )
+  )
   return undefined
 }
 

@@ -10,9 +10,9 @@
 import type { Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
 import { AgentEvent, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server"
-import type * as ConfigError from "effect/ConfigError"
 import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
@@ -31,13 +31,21 @@ import type * as AgentExecutor from "../../AgentExecutor.js"
 import { withoutStackTrace } from "../errors.js"
 import * as internalMetrics from "../observability/metrics.js"
 import * as internalTracing from "../observability/tracing.js"
+import { ConfigurationError } from "../serverErrors.js"
 import * as ErrorId from "../wire/errorId.js"
 import { fromTask, fromUserMessage } from "../wire/parts.js"
 import * as taskState from "../wire/taskState.js"
-import { ConfigurationError } from "../serverErrors.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
-import { admissionRefused, type Finals, isReply, makeFinals, ofResult, outputProblem, type RunEnd } from "./finalStatus.js"
+import {
+  admissionRefused,
+  type Finals,
+  isReply,
+  makeFinals,
+  ofResult,
+  outputProblem,
+  type RunEnd
+} from "./finalStatus.js"
 import { headersOf } from "./handler.js"
 import {
   AgentProgress,
@@ -50,11 +58,11 @@ import {
 import {
   type CancelWatch,
   cancelWatch,
-  finalWriter,
   type FinalWriter,
+  finalWriter,
   type RunFork,
-  type SaveWaitOptions,
   saveWaitLimitOption,
+  type SaveWaitOptions,
   type SaveWatch,
   type WatchedRun,
   watchSaves
@@ -159,10 +167,18 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
       clock,
       exporting: internalTracing.exportsSpans(tracer),
       // Each run's span is made before its fiber, and handed to it in its context.
-      spanSettings: internalTracing.spanSettings((ref) => FiberRefs.getOrDefault(runtime.fiberRefs, ref), tracer, clock),
+      spanSettings: internalTracing.spanSettings(
+        (ref) => FiberRefs.getOrDefault(runtime.fiberRefs, ref),
+        tracer,
+        clock
+      ),
       unexportedFailure: Exit.fail(new internalFailure.RunFailed({ errorId: "unknown" })),
       agentName,
-      logAnnotations: HashMap.set(FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations), "agent", agentName),
+      logAnnotations: HashMap.set(
+        FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations),
+        "agent",
+        agentName
+      ),
       metrics: runMetrics(agentName),
       runFork,
       finals: makeFinals(options, debug),
@@ -316,8 +332,9 @@ const runFiber = <R>(
   const { agent, finals } = shared
   const before = shared.options.beforeExecute
   // Suspended, both: an agent or a hook that throws while building its Effect fails the run like any defect.
-  const agentRun: Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R | AgentProgress> = Effect
-    .suspend(() => agent(request))
+  const agentRun: Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R | AgentProgress> =
+    Effect
+      .suspend(() => agent(request))
   const work = (before === undefined
     ? agentRun
     : Effect.flatMap(Effect.suspend(() => before(request)), (refuse) => {
@@ -409,8 +426,10 @@ class Run<R> implements WatchedRun, RunHook {
     const { finals, state } = this.shared
     return this.runPromise(
       // A shutdown has a deadline to keep: the runs it ends are settled without the hook.
-      Effect.flatMap(finals.ofInterruption(this.request, this.canceled, exit.cause), (final) =>
-        state.closing ? Effect.succeed(final) : finals.after(this.request, final, this))
+      Effect.flatMap(
+        finals.ofInterruption(this.request, this.canceled, exit.cause),
+        (final) => state.closing ? Effect.succeed(final) : finals.after(this.request, final, this)
+      )
     ).then((final) => this.end(final))
   }
 
@@ -419,9 +438,11 @@ class Run<R> implements WatchedRun, RunHook {
     if (this.abandoned) return Promise.resolve()
     this.abandoned = true
     this.shared.store?.cancels.unwatch(this)
-    const cause = Cause.die(withoutStackTrace(() =>
-      new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
-    ))
+    const cause = Cause.die(
+      withoutStackTrace(() =>
+        new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
+      )
+    )
     return this.runPromise(this.shared.finals.ofFailure(this.request, cause)).then((final) => this.end(final))
   }
 }
@@ -430,7 +451,12 @@ class Run<R> implements WatchedRun, RunHook {
  * The ending of a run that threw instead of settling: only reachable on a bug in this module, and still it never
  * leaves the task WORKING.
  */
-const runDefect = <R>(shared: Shared<R>, context: RequestContext, events: RunEvents, defect: unknown): Promise<void> => {
+const runDefect = <R>(
+  shared: Shared<R>,
+  context: RequestContext,
+  events: RunEvents,
+  defect: unknown
+): Promise<void> => {
   const errorId = ErrorId.make()
   shared.metrics.failed.unsafeUpdate(1, [])
   publishStatusUpdate(
@@ -519,7 +545,12 @@ const execute = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEv
   try {
     return run(shared, context, bus)
   } catch (defect) {
-    return tracked(shared, context, { bus, artifacts: [], messages: [], unpublished: undefined }, Promise.reject(defect))
+    return tracked(
+      shared,
+      context,
+      { bus, artifacts: [], messages: [], unpublished: undefined },
+      Promise.reject(defect)
+    )
   }
 }
 

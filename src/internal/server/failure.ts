@@ -215,7 +215,9 @@ export const logErrorOffSpan = (message: string, annotations: Record<string, str
       context,
       spans: fiber.getFiberRef(FiberRef.currentLogSpan),
       annotations: withExtra,
-      date: new Date(Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis())
+      date: new Date(
+        Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis()
+      )
     }
     Inspectable.withRedactableContext(context, () => {
       for (const logger of fiber.getFiberRef(FiberRef.currentLoggers)) {

@@ -10,9 +10,9 @@ import { type Message, TaskState } from "@a2a-js/sdk"
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { absurd, identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { absurd, identity } from "effect/Function"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as FailureHint from "../../FailureHint.js"
 import * as ErrorId from "../wire/errorId.js"
@@ -80,17 +80,27 @@ export const ofResult = (
       // A message outside any task names none.
       return events.unpublished !== undefined
         ? { reply: wireParts.agentMessage("", contextId, parts) }
-        : final(statusEvent(taskId, contextId, TaskState.TASK_STATE_COMPLETED, wireParts.agentMessage(taskId, contextId, parts)))
+        : final(
+          statusEvent(
+            taskId,
+            contextId,
+            TaskState.TASK_STATE_COMPLETED,
+            wireParts.agentMessage(taskId, contextId, parts)
+          )
+        )
     }
   }
 }
 
 /** A `Completed` or `Message` result's output that is not JSON data, or none. */
-export const outputProblem = (result: AgentExecutor.AgentResult | typeof admissionRefused): json.NotJson | undefined => {
+export const outputProblem = (
+  result: AgentExecutor.AgentResult | typeof admissionRefused
+): json.NotJson | undefined => {
   if (result === admissionRefused) return undefined
   switch (result._tag) {
     case "Completed":
-      return json.partsNotJson(result.parts, "result.parts") ?? json.artifactsNotJson(result.artifacts, "result.artifacts")
+      return json.partsNotJson(result.parts, "result.parts") ??
+        json.artifactsNotJson(result.artifacts, "result.artifacts")
     case "Message":
       return json.partsNotJson(result.parts, "result.parts")
     case "InputRequired":
@@ -112,7 +122,11 @@ export interface Finals<R> {
    * or the agent's own interruption); the other endings are settled in the
    * run's fiber.
    */
-  readonly ofInterruption: (request: AgentRequest, canceled: boolean, cause: Cause.Cause<unknown>) => Effect.Effect<FinalStatus>
+  readonly ofInterruption: (
+    request: AgentRequest,
+    canceled: boolean,
+    cause: Cause.Cause<unknown>
+  ) => Effect.Effect<FinalStatus>
   /**
    * The final status after the `afterExecute` hook, which runs once per
    * run (`hook.entered`): an interrupted hook is not run again for the
@@ -143,7 +157,9 @@ export const makeFinals = <R>(options: AgentExecutor.Hooks<R>, debug: boolean): 
 
   const ofInterruption = (request: AgentRequest, canceled: boolean, cause: Cause.Cause<unknown>) =>
     canceled && Cause.isInterrupted(cause)
-      ? Effect.succeed(final(textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_CANCELED, "Task canceled.")))
+      ? Effect.succeed(
+        final(textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_CANCELED, "Task canceled."))
+      )
       : ofFailure(request, cause)
 
   const afterTimeout = Duration.decode(options.afterExecuteTimeout ?? Duration.seconds(10))
@@ -155,7 +171,8 @@ export const makeFinals = <R>(options: AgentExecutor.Hooks<R>, debug: boolean): 
       Effect.suspend(() => hookOf(request, final)).pipe(
         Effect.timeoutFail({
           duration: afterTimeout,
-          onTimeout: () => new Cause.TimeoutException(`afterExecute did not finish within ${Duration.format(afterTimeout)}`)
+          onTimeout: () =>
+            new Cause.TimeoutException(`afterExecute did not finish within ${Duration.format(afterTimeout)}`)
         })
       )
     ).pipe(
@@ -163,7 +180,9 @@ export const makeFinals = <R>(options: AgentExecutor.Hooks<R>, debug: boolean): 
         const state = replaced?.event?.status?.state
         return taskState.isSettled(state)
           ? checked(json.statusNotJson(replaced.event, "afterExecute.event"))
-          : Effect.dieMessage(`afterExecute returned a status update in state ${taskState.name(state)}, which is not final`)
+          : Effect.dieMessage(
+            `afterExecute returned a status update in state ${taskState.name(state)}, which is not final`
+          )
       }),
       Effect.catchAllCause((cause) => {
         const errorId = Option.match(final.failure, {
@@ -184,38 +203,39 @@ export const makeFinals = <R>(options: AgentExecutor.Hooks<R>, debug: boolean): 
 }
 
 /** See `AgentExecutor.failureHints`. */
-export const failureHints = (decide: (cause: Cause.Cause<unknown>) => AgentExecutor.HintDecision) =>
-(_request: AgentRequest, final: FinalStatus): Effect.Effect<FinalStatus, unknown> => {
-  if (Option.isNone(final.failure) || final.event.status?.state !== TaskState.TASK_STATE_FAILED) {
-    return Effect.succeed(final)
-  }
-  const failure = final.failure.value
-  return Effect.gen(function*() {
-    const decision = decide(failure.cause)
-    const hint = yield* Schema.decodeUnknown(FailureHint.FailureHint)({
-      errorId: failure.errorId,
-      retryable: decision.retryable,
-      ...(decision.contact === undefined ? {} : { contact: decision.contact })
-    })
-    const encoded = yield* Schema.encode(FailureHint.FailureHint)(hint)
-    const status = final.event.status!
-    const message = status.message
-    const parts = message?.parts ?? []
-    const textIndex = parts.findIndex((part) => part.content?.$case === "text")
-    const suffix = FailureHint.suffix(hint)
-    const newParts = textIndex === -1
-      ? [...parts, wireParts.textPart(suffix)]
-      : parts.map((part, index) =>
-        index === textIndex && part.content?.$case === "text"
-          ? { ...part, content: { $case: "text" as const, value: `${part.content.value} ${suffix}` } }
-          : part
-      )
-    const newMessage: Message = {
-      ...(message ??
-        wireParts.agentMessage(final.event.taskId, final.event.contextId, [])),
-      parts: newParts,
-      metadata: { ...message?.metadata, [FailureHint.key]: encoded }
+export const failureHints =
+  (decide: (cause: Cause.Cause<unknown>) => AgentExecutor.HintDecision) =>
+  (_request: AgentRequest, final: FinalStatus): Effect.Effect<FinalStatus, unknown> => {
+    if (Option.isNone(final.failure) || final.event.status?.state !== TaskState.TASK_STATE_FAILED) {
+      return Effect.succeed(final)
     }
-    return { ...final, event: { ...final.event, status: { ...status, message: newMessage } } }
-  })
-}
+    const failure = final.failure.value
+    return Effect.gen(function*() {
+      const decision = decide(failure.cause)
+      const hint = yield* Schema.decodeUnknown(FailureHint.FailureHint)({
+        errorId: failure.errorId,
+        retryable: decision.retryable,
+        ...(decision.contact === undefined ? {} : { contact: decision.contact })
+      })
+      const encoded = yield* Schema.encode(FailureHint.FailureHint)(hint)
+      const status = final.event.status!
+      const message = status.message
+      const parts = message?.parts ?? []
+      const textIndex = parts.findIndex((part) => part.content?.$case === "text")
+      const suffix = FailureHint.suffix(hint)
+      const newParts = textIndex === -1
+        ? [...parts, wireParts.textPart(suffix)]
+        : parts.map((part, index) =>
+          index === textIndex && part.content?.$case === "text"
+            ? { ...part, content: { $case: "text" as const, value: `${part.content.value} ${suffix}` } }
+            : part
+        )
+      const newMessage: Message = {
+        ...(message ??
+          wireParts.agentMessage(final.event.taskId, final.event.contextId, [])),
+        parts: newParts,
+        metadata: { ...message?.metadata, [FailureHint.key]: encoded }
+      }
+      return { ...final, event: { ...final.event, status: { ...status, message: newMessage } } }
+    })
+  }

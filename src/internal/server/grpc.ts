@@ -14,10 +14,10 @@
  *
  * @internal
  */
-import type * as Grpc from "@grpc/grpc-js"
 import { SendMessageRequest } from "@a2a-js/sdk"
 import { A2A_ERROR_DOMAIN, A2AError, ERROR_INFO_TYPE } from "@a2a-js/sdk/errors"
 import { type ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
+import type * as Grpc from "@grpc/grpc-js"
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -27,20 +27,28 @@ import * as Peer from "../peer.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as ErrorTable from "../wire/errorTable.js"
 import * as requestShape from "../wire/requestShape.js"
-import * as internalTransport from "../wire/transport.js"
+import type * as internalTransport from "../wire/transport.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import { bracketed, hostForUrl, ListenError } from "./listen.js"
 import * as internalRpc from "./rpc.js"
 import { type Core, type GrpcOptions, type OwnPort, TransportError } from "./transports.js"
 
-const modules = Peer.load(Peer.grpcPackages, `A2AServer's "GRPC" transport, or leave "GRPC" out of transports`, async () => ({
-  grpc: await import("@grpc/grpc-js"),
-  wire: await import("@bufbuild/protobuf/wire"),
-  errors: await import("@a2a-js/sdk/errors/grpc"),
-  service: await import("@a2a-js/sdk/server/grpc"),
-  legacy: await import("@a2a-js/sdk/compat/v0_3/server/grpc")
-})).pipe(Effect.mapError((missing) => new TransportError({ reason: "MissingPackage", transport: "GRPC", message: missing.message })))
+const modules = Peer.load(
+  Peer.grpcPackages,
+  `A2AServer's "GRPC" transport, or leave "GRPC" out of transports`,
+  async () => ({
+    grpc: await import("@grpc/grpc-js"),
+    wire: await import("@bufbuild/protobuf/wire"),
+    errors: await import("@a2a-js/sdk/errors/grpc"),
+    service: await import("@a2a-js/sdk/server/grpc"),
+    legacy: await import("@a2a-js/sdk/compat/v0_3/server/grpc")
+  })
+).pipe(
+  Effect.mapError((missing) =>
+    new TransportError({ reason: "MissingPackage", transport: "GRPC", message: missing.message })
+  )
+)
 
 type Modules = Effect.Effect.Success<typeof modules>
 
@@ -52,7 +60,10 @@ type Modules = Effect.Effect.Success<typeof modules>
  * @internal
  */
 export const throughTable = (
-  errors: Pick<Modules["errors"], "decodeStatus" | "decodeErrorInfo" | "encodeGrpcStatusDetails" | "GRPC_STATUS_DETAILS_BIN">,
+  errors: Pick<
+    Modules["errors"],
+    "decodeStatus" | "decodeErrorInfo" | "encodeGrpcStatusDetails" | "GRPC_STATUS_DETAILS_BIN"
+  >,
   status: Partial<Grpc.StatusObject>
 ): Partial<Grpc.StatusObject> => {
   const bin = status.metadata?.get(errors.GRPC_STATUS_DETAILS_BIN)[0]
@@ -64,7 +75,10 @@ export const throughTable = (
   const code = row === undefined ? undefined : ErrorTable.grpcCodes[row.grpc]
   if (info === undefined || code === undefined || code === status.code) return status
   const metadata = status.metadata!.clone()
-  metadata.set(errors.GRPC_STATUS_DETAILS_BIN, errors.encodeGrpcStatusDetails(code, decoded.message, info.reason, info.metadata))
+  metadata.set(
+    errors.GRPC_STATUS_DETAILS_BIN,
+    errors.encodeGrpcStatusDetails(code, decoded.message, info.reason, info.metadata)
+  )
   return { ...status, code, metadata }
 }
 
@@ -142,8 +156,11 @@ export const listenFor = (
   const bound = options.transports !== undefined
     ? options.transports.includes("GRPC") ? listen(options.grpc, maxBodyBytes) : Effect.succeed(undefined)
     : byDefault
-    ? Effect.catchTag(listen(options.grpc, maxBodyBytes), "TransportError", (error) =>
-      Effect.as(Effect.logDebug(`gRPC is not served: ${error.message}`), undefined))
+    ? Effect.catchTag(
+      listen(options.grpc, maxBodyBytes),
+      "TransportError",
+      (error) => Effect.as(Effect.logDebug(`gRPC is not served: ${error.message}`), undefined)
+    )
     : Effect.succeed(undefined)
   return Effect.map(bound, (bound) =>
     bound === undefined ? undefined : {
@@ -277,7 +294,10 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
       })
 
     // An error the SDK mapped: an A2A error carries its details already; any other gets only an error id.
-    const sanitise = (error: Partial<Grpc.StatusObject> | null | undefined, where: string): Partial<Grpc.StatusObject> => {
+    const sanitise = (
+      error: Partial<Grpc.StatusObject> | null | undefined,
+      where: string
+    ): Partial<Grpc.StatusObject> => {
       if (error?.metadata?.get(errors.GRPC_STATUS_DETAILS_BIN).length) return throughTable(errors, error)
       const details = typeof error?.details === "string" ? error.details : String(error)
       return internal(ErrorId.isInternalErrorText(details) ? details : log(where, details))
@@ -325,7 +345,9 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
               throw opaque(error, where)
             })
           }
-          if (typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] !== "function") return result
+          if (typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] !== "function") {
+            return result
+          }
           const context = args[args.length - 1] as ServerCallContext
           const call = calls.get(context.user!) as Grpc.ServerWritableStream<unknown, unknown> | undefined
           // Resolved when the stream is done with: its caller gone, or its reader dropped for reading no more.
@@ -362,82 +384,97 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
     })
 
     const wrapped = (implementation: Record<string, Handle>): Grpc.UntypedServiceImplementation =>
-      Object.fromEntries(Object.entries(implementation).map(([name, handle]): [string, Grpc.UntypedHandleCall] => {
-        const counted = countedMethods[name]
-        const method: Handle = (call: Grpc.ServerWritableStream<unknown, unknown>, callback) => {
-          const refuse = (status: Partial<Grpc.StatusObject>) =>
-            callback === undefined ? call.emit("error", status) : callback(status, null)
-          if (core === undefined) return void waiting.push(() => method(call, callback))
-          const current = core
-          if (current.state.closing) return refuse(closing())
-          if (call.request instanceof Refused) return refuse(call.request.status)
-          const gate = current.gate
-          if (gate === undefined) return admit(current, call, callback, refuse, undefined)
-          gate({ headers: headersOf(call.metadata), method: call.getPath(), transport: "GRPC", remoteAddress: callerOf(call.getPeer()) })
-            .then((checked) => {
-              if (!internalAuthentication.isUser(checked)) return refuse(unauthenticated(checked))
-              users.set(call, checked)
-              admit(current, call, callback, refuse, checked)
+      Object.fromEntries(
+        Object.entries(implementation).map(([name, handle]): [string, Grpc.UntypedHandleCall] => {
+          const counted = countedMethods[name]
+          const method: Handle = (call: Grpc.ServerWritableStream<unknown, unknown>, callback) => {
+            const refuse = (status: Partial<Grpc.StatusObject>) =>
+              callback === undefined ? call.emit("error", status) : callback(status, null)
+            if (core === undefined) return void waiting.push(() => method(call, callback))
+            const current = core
+            if (current.state.closing) return refuse(closing())
+            if (call.request instanceof Refused) return refuse(call.request.status)
+            const gate = current.gate
+            if (gate === undefined) return admit(current, call, callback, refuse, undefined)
+            gate({
+              headers: headersOf(call.metadata),
+              method: call.getPath(),
+              transport: "GRPC",
+              remoteAddress: callerOf(call.getPeer())
             })
-            .catch((error: unknown) => refuse(internal(log(name, internalFailure.renderCause(Cause.die(error))))))
-        }
-        const admit = (
-          core: Core,
-          call: Grpc.ServerWritableStream<unknown, unknown>,
-          callback: Grpc.sendUnaryData<unknown> | undefined,
-          refuse: (status: Partial<Grpc.StatusObject>) => void,
-          user: User | undefined
-        ) => {
-          const admitted = counted === undefined
-            ? undefined
-            : core.load?.admit(loadBody(counted, call.request), internalAuthentication.loadKey(user, callerOf(call.getPeer())))
-          if (admitted === "shed") return refuse(shed())
-          if (callback === undefined) {
-            const emit = call.emit.bind(call)
-            call.emit = (event: string | symbol, ...args: Array<any>) =>
-              event === "error" ? emit(event, sanitise(args[0], name)) : emit(event, ...args)
+              .then((checked) => {
+                if (!internalAuthentication.isUser(checked)) return refuse(unauthenticated(checked))
+                users.set(call, checked)
+                admit(current, call, callback, refuse, checked)
+              })
+              .catch((error: unknown) => refuse(internal(log(name, internalFailure.renderCause(Cause.die(error))))))
           }
-          const done = handle(
-            call,
-            callback === undefined ? undefined : (error, value) => callback(error == null ? error : sanitise(error, name), value)
-          )
-          if (admitted !== undefined) void Promise.resolve(done).finally(admitted)
-          return done
-        }
-        return [name, method as Grpc.UntypedHandleCall]
-      }))
+          const admit = (
+            core: Core,
+            call: Grpc.ServerWritableStream<unknown, unknown>,
+            callback: Grpc.sendUnaryData<unknown> | undefined,
+            refuse: (status: Partial<Grpc.StatusObject>) => void,
+            user: User | undefined
+          ) => {
+            const admitted = counted === undefined
+              ? undefined
+              : core.load?.admit(
+                loadBody(counted, call.request),
+                internalAuthentication.loadKey(user, callerOf(call.getPeer()))
+              )
+            if (admitted === "shed") return refuse(shed())
+            if (callback === undefined) {
+              const emit = call.emit.bind(call)
+              call.emit = (event: string | symbol, ...args: Array<any>) =>
+                event === "error" ? emit(event, sanitise(args[0], name)) : emit(event, ...args)
+            }
+            const done = handle(
+              call,
+              callback === undefined
+                ? undefined
+                : (error, value) => callback(error == null ? error : sanitise(error, name), value)
+            )
+            if (admitted !== undefined) void Promise.resolve(done).finally(admitted)
+            return done
+          }
+          return [name, method as Grpc.UntypedHandleCall]
+        })
+      )
 
     // A frame that does not decode, is over the bound, or is not of its request's shape (v1.0: `checked`) reaches
     // the method as a refusal, which it answers.
     const decoding = <D extends Grpc.ServiceDefinition>(definition: D, checked: boolean): D =>
-      Object.fromEntries(Object.entries(definition).map(([name, method]) => [name, {
-        ...method,
-        requestDeserialize: (bytes: Buffer) => {
-          if (bytes.length > bound.maxBodyBytes) {
-            // RequestMalformed's code, as on HTTP+JSON's 413: not RESOURCE_EXHAUSTED, which clients read as a shed
-            // request that may come back later; this one never will.
-            return new Refused(status(
-              errors.GRPC_STATUS_CODE.INVALID_ARGUMENT,
-              `Request message too large: ${bytes.length} bytes, at most ${bound.maxBodyBytes}.`,
-              "INVALID_PARAMS"
-            ))
+      Object.fromEntries(
+        Object.entries(definition).map(([name, method]) => [name, {
+          ...method,
+          requestDeserialize: (bytes: Buffer) => {
+            if (bytes.length > bound.maxBodyBytes) {
+              // RequestMalformed's code, as on HTTP+JSON's 413: not RESOURCE_EXHAUSTED, which clients read as a shed
+              // request that may come back later; this one never will.
+              return new Refused(status(
+                errors.GRPC_STATUS_CODE.INVALID_ARGUMENT,
+                `Request message too large: ${bytes.length} bytes, at most ${bound.maxBodyBytes}.`,
+                "INVALID_PARAMS"
+              ))
+            }
+            let decoded: unknown
+            try {
+              decoded = method.requestDeserialize(bytes)
+            } catch {
+              return new Refused(status(
+                errors.GRPC_STATUS_CODE.INVALID_ARGUMENT,
+                "Invalid params: the request message could not be decoded.",
+                "INVALID_PARAMS"
+              ))
+            }
+            const problem = internalRpc.nestingProblem(decoded) ??
+              (checked ? shapeProblem(method.path, decoded) : undefined)
+            return problem === undefined
+              ? decoded
+              : new Refused(status(errors.GRPC_STATUS_CODE.INVALID_ARGUMENT, problem, "INVALID_PARAMS"))
           }
-          let decoded: unknown
-          try {
-            decoded = method.requestDeserialize(bytes)
-          } catch {
-            return new Refused(status(
-              errors.GRPC_STATUS_CODE.INVALID_ARGUMENT,
-              "Invalid params: the request message could not be decoded.",
-              "INVALID_PARAMS"
-            ))
-          }
-          const problem = internalRpc.nestingProblem(decoded) ?? (checked ? shapeProblem(method.path, decoded) : undefined)
-          return problem === undefined
-            ? decoded
-            : new Refused(status(errors.GRPC_STATUS_CODE.INVALID_ARGUMENT, problem, "INVALID_PARAMS"))
-        }
-      }])) as D
+        }])
+      ) as D
 
     const options = { requestHandler: handler, userBuilder }
     bound.server.addService(

@@ -19,13 +19,13 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { identity } from "effect/Function"
 import { createHash } from "node:crypto"
+import { cardPath } from "../serverErrors.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as EventId from "../wire/eventId.js"
-import { cardPath } from "../serverErrors.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalFailure from "./failure.js"
 import type * as internalLoad from "./load.js"
@@ -39,7 +39,12 @@ const encoder = new TextEncoder()
 // A string body goes to Node's `end` as is, with its length declared: one write with the headers,
 // no re-encoding and no chunked framing (which Node would choose for a body of unknown length).
 const jsonText = (text: string, status: number, headers: Record<string, string>) =>
-  HttpServerResponse.raw(text, { status, contentType: "application/json", contentLength: Buffer.byteLength(text), headers })
+  HttpServerResponse.raw(text, {
+    status,
+    contentType: "application/json",
+    contentLength: Buffer.byteLength(text),
+    headers
+  })
 
 const jsonResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   jsonText(JSON.stringify(body), status, headers)
@@ -83,7 +88,8 @@ export const drainBytes = 16 * 1024 * 1024
 export const drainMillis = 5_000
 
 // The body reader drains what is left (see `drainBytes`): the connection stays open for it.
-const tooLarge = (message: string) => rpcError(null, internalRpc.INVALID_PARAMS, new RequestMalformedError(message), 413)
+const tooLarge = (message: string) =>
+  rpcError(null, internalRpc.INVALID_PARAMS, new RequestMalformedError(message), 413)
 
 /**
  * Reads a request's body: its bytes, or `undefined` when it is larger than
@@ -92,7 +98,10 @@ const tooLarge = (message: string) => rpcError(null, internalRpc.INVALID_PARAMS,
  *
  * @internal
  */
-export type BodyReader = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) => Promise<Uint8Array | undefined>
+export type BodyReader = (
+  request: HttpServerRequest.HttpServerRequest,
+  maxBytes: number
+) => Promise<Uint8Array | undefined>
 
 /**
  * The body of any platform's request, from its stream, counted as it
@@ -125,7 +134,10 @@ export const platformBodyReader: BodyReader = (request, maxBytes) =>
     )
     return yield* Effect.raceFirst(
       Deferred.await(over),
-      Effect.map(Fiber.await(read), (exit) => Exit.isSuccess(exit) && size <= maxBytes ? concat(chunks, size) : undefined)
+      Effect.map(
+        Fiber.await(read),
+        (exit) => Exit.isSuccess(exit) && size <= maxBytes ? concat(chunks, size) : undefined
+      )
     )
   }))
 
@@ -186,7 +198,7 @@ export const notModified = (
 // card does not change while the server runs, so it was last modified when
 // the server started (HTTP dates have whole seconds).
 const cardRoute = (card: AgentCard, cardMaxAge: number) =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     // Without a v0.3 interface (HTTP+JSON alone) there is no v0.3 card: every request gets the v1.0 one.
     const legacyCard = yield* Effect.tryPromise(() =>
       new LegacyRestTransportHandler({ getAuthenticatedExtendedAgentCard: () => Promise.resolve(card) } as never)
@@ -201,7 +213,12 @@ const cardRoute = (card: AgentCard, cardMaxAge: number) =>
       return {
         body,
         etag,
-        headers: { ETag: etag, "Last-Modified": lastModifiedText, "Cache-Control": cardCacheControl, Vary: A2A_VERSION_HEADER }
+        headers: {
+          ETag: etag,
+          "Last-Modified": lastModifiedText,
+          "Cache-Control": cardCacheControl,
+          Vary: A2A_VERSION_HEADER
+        }
       }
     }
     const v1Card = servedCard(AgentCard.toJSON(card))
@@ -237,7 +254,11 @@ export const opaqueText = (
   const cause = thrown === undefined
     ? message
     : internalFailure.renderCause(Cause.isCause(thrown) ? thrown : Cause.die(thrown))
-  return internalFailure.logErrorOffSpan(`Unexpected error in the ${endpoint} endpoint`, { errorId, ...annotations, cause })
+  return internalFailure.logErrorOffSpan(`Unexpected error in the ${endpoint} endpoint`, {
+    errorId,
+    ...annotations,
+    cause
+  })
     .pipe(Effect.as(ErrorId.internalErrorText(errorId)))
 }
 
@@ -333,7 +354,9 @@ export const sseStream = (
   )
   const { dropped } = open
   // Watched while the stream runs: one that ended (the end written, or the client gone) is not cut.
-  const watched = dropped === undefined ? events : Stream.unwrapScoped(Effect.as(Effect.forkScoped(afterDrop(open, dropped)), events))
+  const watched = dropped === undefined
+    ? events
+    : Stream.unwrapScoped(Effect.as(Effect.forkScoped(afterDrop(open, dropped)), events))
   return Stream.ensuring(watched, Effect.sync(open.close))
 }
 
@@ -341,12 +364,18 @@ export const sseStream = (
 const resultOf = (body: unknown): unknown =>
   typeof body === "object" && body !== null && "result" in body ? body.result : undefined
 
-const rpcSseStream = (dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>, destroy: (() => void) | undefined) =>
+const rpcSseStream = (
+  dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>,
+  destroy: (() => void) | undefined
+) =>
   sseStream(
     { ...dispatched, destroy },
     (event) =>
       Effect.flatMap(sanitizeBody(event, "stream"), (body) =>
-        Effect.try({ try: () => EventId.sseEvent(body, EventId.sequenceOfJson(resultOf(body))), catch: identity })),
+        Effect.try({
+          try: () => EventId.sseEvent(body, EventId.sequenceOfJson(resultOf(body))),
+          catch: identity
+        })),
     (error) =>
       Effect.map(
         sanitize(dispatched.mapError(error), dispatched.id, "stream", error),
@@ -404,7 +433,10 @@ export interface RpcEndpoint {
  *
  * @internal
  */
-export const refusedUnread = (endpoint: RpcEndpoint, headers: internalRpc.Headers): HttpServerResponse.HttpServerResponse | undefined => {
+export const refusedUnread = (
+  endpoint: RpcEndpoint,
+  headers: internalRpc.Headers
+): HttpServerResponse.HttpServerResponse | undefined => {
   if (endpoint.state.closing) {
     // Refused before anything runs (UnsupportedOperation, not InternalError): a client may resend it to
     // another replica, or here after Retry-After, without an idempotency key.
@@ -416,7 +448,11 @@ export const refusedUnread = (endpoint: RpcEndpoint, headers: internalRpc.Header
   }
   const contentType = headers["content-type"]
   if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
-    return rpcError(null, -32005, new ContentTypeNotSupportedError("Unsupported Content-Type; expected application/json."))
+    return rpcError(
+      null,
+      -32005,
+      new ContentTypeNotSupportedError("Unsupported Content-Type; expected application/json.")
+    )
   }
   return undefined
 }
@@ -434,7 +470,11 @@ export const unauthenticated = (refused: internalAuthentication.Refused): HttpSe
   closingConnection(
     refused._tag === "Refusal"
       ? HttpServerResponse.text(refused.message, { status: 401, headers: { "www-authenticate": refused.challenge } })
-      : jsonResponse({ jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message: refused.message } }, 500)
+      : jsonResponse({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: internalRpc.INTERNAL_ERROR, message: refused.message }
+      }, 500)
   )
 
 /**
@@ -540,7 +580,11 @@ export const unexpected = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServe
     cause: internalFailure.renderCause(cause)
   }).pipe(
     Effect.as(jsonResponse(
-      { jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) } },
+      {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) }
+      },
       500
     ))
   )

@@ -155,7 +155,7 @@ const keyedSend = (
   joins: number
 ): Effect.Effect<Message | Task, unknown> =>
   Effect.gen(function*() {
-    const { ledger, lease, taskStore } = shared
+    const { lease, ledger, taskStore } = shared
     const prepared = yield* entry.begin(shared, params, context, "send")
     if (prepared === undefined) return yield* Effect.promise(sendOnce)
     const message = params.message!
@@ -195,7 +195,9 @@ const keyedSend = (
               Effect.tryPromise({ try: sendOnce, catch: (error) => error }).pipe(
                 Effect.exit,
                 Effect.tap((exit) => Deferred.done(answered, exit)),
-                Effect.flatMap((exit) => Effect.as(entry.runEnded(shared, taskId), Exit.getOrElse(exit, () => undefined)))
+                Effect.flatMap((exit) =>
+                  Effect.as(entry.runEnded(shared, taskId), Exit.getOrElse(exit, () => undefined))
+                )
               )
             ).pipe(
               Effect.onExit((exit) => Exit.isFailure(exit) ? Deferred.failCause(answered, exit.cause) : Effect.void),
@@ -230,7 +232,12 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
   private readonly idempotent: entry.Shared
 
   constructor(shared: entry.Shared, executor: SdkAgentExecutor) {
-    super(shared.card, shared.taskStore, executor, ...internalHandler.handlerArguments(shared.subscriptions.manager, shared.pushStore, shared.extendedCard))
+    super(
+      shared.card,
+      shared.taskStore,
+      executor,
+      ...internalHandler.handlerArguments(shared.subscriptions.manager, shared.pushStore, shared.extendedCard)
+    )
     this.idempotent = shared
     // The SDK draws a task id when it builds the request context; the
     // ledger recorded one before, so the run gets that one. The method is
@@ -322,12 +329,21 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
           yield* this.keyedStream(params, context, joins + 1)
           return
         }
-        yield toStreamResponse(joined ?? await shared.runPromise(entry.snapshot(shared.taskStore, outcome.taskId, context, message)))
+        yield toStreamResponse(
+          joined ?? await shared.runPromise(entry.snapshot(shared.taskStore, outcome.taskId, context, message))
+        )
         return
       }
       case "Started": {
         shared.assigned.set(context, outcome.taskId)
-        const relay = drive(shared, prepared, outcome.lease, outcome.taskId, context, () => super.sendMessageStream(params, context))
+        const relay = drive(
+          shared,
+          prepared,
+          outcome.lease,
+          outcome.taskId,
+          context,
+          () => super.sendMessageStream(params, context)
+        )
         yield* relay.iterate()
       }
     }
@@ -390,7 +406,7 @@ export const make = (deps: {
         if (Exit.isSuccess(exit)) return exit.value
         throw Cause.squash(exit.cause)
       })
-    const { card, subscriptions, taskStore, executor, options } = deps
+    const { card, executor, options, subscriptions, taskStore } = deps
     const onExpired = entry.expiring(taskStore)
     yield* Effect.forkScoped(Ledger.sweep({ onExpired, every: options.sweepEvery }))
     const shared: entry.Shared = {

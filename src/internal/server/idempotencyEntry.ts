@@ -36,15 +36,15 @@ import { randomUUID } from "node:crypto"
 import type * as IdempotencyLedger from "../../IdempotencyLedger.js"
 import { IdempotencyError } from "../ledger/errors.js"
 import { fingerprint } from "../ledger/key.js"
-import * as internalFailure from "./failure.js"
-import * as internalAuthentication from "./authentication.js"
-import * as internalHandler from "./handler.js"
-import * as internalRpc from "./rpc.js"
-import * as internalStoreWatch from "./storeWatch.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as IdempotencyKey from "../wire/idempotencyKey.js"
 import * as wireParts from "../wire/parts.js"
 import * as taskState from "../wire/taskState.js"
+import * as internalAuthentication from "./authentication.js"
+import * as internalFailure from "./failure.js"
+import * as internalHandler from "./handler.js"
+import * as internalRpc from "./rpc.js"
+import * as internalStoreWatch from "./storeWatch.js"
 
 /** @internal */
 export type Headers = internalHandler.RequestHeaders
@@ -167,7 +167,9 @@ export interface Shared {
 }
 
 const identityOf = (shared: Shared, context: ServerCallContext) =>
-  shared.options.identity === undefined ? defaultIdentity(context) : shared.options.identity(internalHandler.headersOf(context), context.user)
+  shared.options.identity === undefined
+    ? defaultIdentity(context)
+    : shared.options.identity(internalHandler.headersOf(context), context.user)
 
 // The store is scoped by tenant and owner: the entry's user is its caller (see `IdempotencyOptions.identity`).
 const storeContext = ({ tenant, user }: IdempotencyLedger.Identity) =>
@@ -232,7 +234,12 @@ export const expiring = (taskStore: TaskStore) => (entry: IdempotencyLedger.Entr
  *
  * @internal
  */
-export const snapshot = (taskStore: TaskStore, taskId: string, context: ServerCallContext, message: Message): Effect.Effect<Task> =>
+export const snapshot = (
+  taskStore: TaskStore,
+  taskId: string,
+  context: ServerCallContext,
+  message: Message
+): Effect.Effect<Task> =>
   Effect.map(Effect.promise(() => taskStore.load(taskId, context)), (task): Task =>
     task ?? {
       id: taskId,
@@ -258,7 +265,9 @@ const refusedAsRunning = (shared: Shared, taskId: string, context: ServerCallCon
   Effect.flatMap(
     Effect.promise(() => shared.taskStore.load(taskId, context).catch(() => undefined)),
     (task) =>
-      Effect.fail(task === undefined ? new TaskNotFoundError(`Task not found: ${taskId}`) : internalRpc.stillRunning(taskId))
+      Effect.fail(
+        task === undefined ? new TaskNotFoundError(`Task not found: ${taskId}`) : internalRpc.stillRunning(taskId)
+      )
   )
 
 /**
@@ -266,7 +275,12 @@ const refusedAsRunning = (shared: Shared, taskId: string, context: ServerCallCon
  *
  * @internal
  */
-export const begin = (shared: Shared, params: SendMessageRequest, context: ServerCallContext, kind: "send" | "stream") =>
+export const begin = (
+  shared: Shared,
+  params: SendMessageRequest,
+  context: ServerCallContext,
+  kind: "send" | "stream"
+) =>
   Effect.gen(function*() {
     const { ledger, unheld } = shared
     const message = params.message
@@ -328,14 +342,19 @@ export const join = (
         : Effect.zipRight(
           ledger.expireLease({ ...prepared.ref, onExpired }),
           Effect.flatMap(ledger.await({ ...prepared.ref, timeout: "1 second" }), (again) =>
-            again._tag === "Finished" ? Effect.sync(() => decode(again.result)) : snapshot(taskStore, taskId, context, message))
+            again._tag === "Finished"
+              ? Effect.sync(() => decode(again.result))
+              : snapshot(taskStore, taskId, context, message))
         )
     ),
     Effect.catchIf(
       (error) => error._tag === "IdempotencyError" && error.reason === "Timeout",
       () => snapshot(taskStore, taskId, context, message)
     ),
-    Effect.catchIf((error) => error._tag === "IdempotencyError" && error.reason === "NotFound", () => Effect.succeed(undefined))
+    Effect.catchIf(
+      (error) => error._tag === "IdempotencyError" && error.reason === "NotFound",
+      () => Effect.succeed(undefined)
+    )
   )
 }
 
@@ -349,7 +368,9 @@ export const runEnded = (shared: Shared, taskId: string) =>
 
 /** What a run stops at: a message, or a task in a final or paused state; never one still running. */
 const endOf = <A extends Task | Message>(result: A | undefined): A | undefined =>
-  result !== undefined && (!("status" in result) || taskState.isSettled((result as Task).status?.state)) ? result : undefined
+  result !== undefined && (!("status" in result) || taskState.isSettled((result as Task).status?.state))
+    ? result
+    : undefined
 
 // How long a task is read again, once its run ended, while the store fails (a failover): the end
 // it saved meanwhile is what the entry records.
@@ -387,7 +408,9 @@ export const settle = (
             Effect.annotateLogs(ids)
           ))
     const unreadable = (message: string, error: unknown) =>
-      Effect.logWarning(message).pipe(Effect.annotateLogs({ ...ids, cause: internalFailure.renderCause(Cause.die(error)) }))
+      Effect.logWarning(message).pipe(
+        Effect.annotateLogs({ ...ids, cause: internalFailure.renderCause(Cause.die(error)) })
+      )
     const read = Effect.tryPromise(() => taskStore.load(taskId, context))
     const stored = yield* Effect.either(read)
     const storedEnd = Either.isRight(stored) ? endOf(stored.right) : undefined
@@ -417,7 +440,11 @@ export const settle = (
     // The run ended, but the store holds no end of it (it refused the task, or its final state): the
     // entry records it FAILED, so that a repeat neither runs its side effects again nor sees it running.
     const kept = after.right
-    const { errorId, task } = failedTask(taskId, kept?.contextId || shared.runContexts.get(context) || randomUUID(), kept)
+    const { errorId, task } = failedTask(
+      taskId,
+      kept?.contextId || shared.runContexts.get(context) || randomUUID(),
+      kept
+    )
     const saved = yield* Effect.promise(() => taskStore.save(task, context).then(() => true, () => false))
     yield* Effect.logError("The run's end could not be stored; its idempotency entry records it FAILED").pipe(
       Effect.annotateLogs({

@@ -72,10 +72,13 @@ const isBound = (value: number | undefined) => value === undefined || (Number.is
 export const make = (limits: Limits, agent: string): Effect.Effect<Load | undefined, ConfigurationError> => {
   const { maxInFlight, maxInFlightPerCaller } = limits
   if (!isBound(maxInFlight) || !isBound(maxInFlightPerCaller)) {
-    return Effect.fail(new ConfigurationError({
-      reason: "InvalidOption",
-      message: `maxInFlight and maxInFlightPerCaller must be positive integers (got ${maxInFlight} and ${maxInFlightPerCaller})`
-    }))
+    return Effect.fail(
+      new ConfigurationError({
+        reason: "InvalidOption",
+        message:
+          `maxInFlight and maxInFlightPerCaller must be positive integers (got ${maxInFlight} and ${maxInFlightPerCaller})`
+      })
+    )
   }
   if (maxInFlight === undefined && maxInFlightPerCaller === undefined) return Effect.succeed(undefined)
   return Effect.sync(() => bounded(maxInFlight, maxInFlightPerCaller, agent))

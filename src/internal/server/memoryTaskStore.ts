@@ -197,8 +197,14 @@ export const make = (options: Options): TaskStore => {
     // The SDK's `InMemoryTaskStore.list`, over the tasks kept.
     async list(params: ListTasksRequest, context): Promise<ListTasksResponse> {
       expireAll(now())
-      const { contextId, includeArtifacts = false, pageSize = defaultPageSize, pageToken, status, statusTimestampAfter } =
-        params
+      const {
+        contextId,
+        includeArtifacts = false,
+        pageSize = defaultPageSize,
+        pageToken,
+        status,
+        statusTimestampAfter
+      } = params
       const bucket = bucketOf(context)
       let tasks = bucket === undefined ? [] : Array.from(bucket.tasks.values(), (entry) => entry.task)
       if (contextId) tasks = tasks.filter((task) => task.contextId === contextId)
@@ -217,7 +223,9 @@ export const make = (options: Options): TaskStore => {
       const totalSize = tasks.length
       if (pageToken) {
         const cursor = decodePageToken(pageToken)
-        const index = tasks.findIndex((task) => (task.status?.timestamp || "") === cursor.timestamp && task.id === cursor.id)
+        const index = tasks.findIndex((task) =>
+          (task.status?.timestamp || "") === cursor.timestamp && task.id === cursor.id
+        )
         tasks = index === -1 ? [] : tasks.slice(index + 1)
       }
       const page = tasks.slice(0, pageSize)
@@ -228,7 +236,9 @@ export const make = (options: Options): TaskStore => {
           if (!includeArtifacts) copy.artifacts = []
           return copy
         }),
-        nextPageToken: last !== undefined && tasks.length > page.length ? encodePageToken(last.status?.timestamp || "", last.id) : "",
+        nextPageToken: last !== undefined && tasks.length > page.length
+          ? encodePageToken(last.status?.timestamp || "", last.id)
+          : "",
         pageSize,
         totalSize
       }

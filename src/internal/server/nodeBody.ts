@@ -6,8 +6,8 @@
  *
  * @internal
  */
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type { Readable } from "node:stream"
 import { drainBytes, drainMillis } from "./http.js"
 

@@ -11,11 +11,11 @@
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Runtime from "effect/Runtime"
-import * as Stream from "effect/Stream"
-import type * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type * as Http from "node:http"
 import * as internalHttp from "./http.js"
 import { readBody } from "./nodeBody.js"
@@ -43,7 +43,11 @@ const written = (response: Http.ServerResponse, chunk: Uint8Array): Effect.Effec
  *
  * @internal
  */
-export const listener = (endpoint: internalHttp.RpcEndpoint, runtime: Runtime.Runtime<never>, next: Listener): Listener => {
+export const listener = (
+  endpoint: internalHttp.RpcEndpoint,
+  runtime: Runtime.Runtime<never>,
+  next: Listener
+): Listener => {
   const runSync = Runtime.runSync(runtime)
   const runFork = Runtime.runFork(runtime)
   // As the platform writes these bodies: the status and headers, then the body; an SSE stream chunk by chunk.
@@ -87,7 +91,9 @@ export const listener = (endpoint: internalHttp.RpcEndpoint, runtime: Runtime.Ru
         if (streaming === undefined) internalHttp.abandon(received)
         else streaming.unsafeInterruptAsFork(FiberId.none)
       })
-      received.then((received) => respond(runSync(internalHttp.answer(received, () => response.destroy())))).catch(failed)
+      received.then((received) => respond(runSync(internalHttp.answer(received, () => response.destroy())))).catch(
+        failed
+      )
     } catch (error) {
       failed(error)
     }
@@ -100,7 +106,10 @@ export const listener = (endpoint: internalHttp.RpcEndpoint, runtime: Runtime.Ru
  *
  * @internal
  */
-export const answerFirst = (server: Http.Server, endpoint: internalHttp.RpcEndpoint): Effect.Effect<void, never, Scope.Scope> =>
+export const answerFirst = (
+  server: Http.Server,
+  endpoint: internalHttp.RpcEndpoint
+): Effect.Effect<void, never, Scope.Scope> =>
   Effect.flatMap(Effect.runtime<never>(), (runtime) => {
     const platform = server.listeners("request") as Array<Listener>
     const ours = listener(endpoint, runtime, (request, response) => {

@@ -150,7 +150,8 @@ const unseal = (keys: Keys, sealed: string): string => {
 }
 const carried = /^e([\w-]{22}):((\d{1,16}):(\d{1,4}):)/
 
-const wakeUpOf = (taskId: string, seq: number): string => Buffer.byteLength(taskId) <= 7_900 ? `${seq}:${taskId}` : `${seq}`
+const wakeUpOf = (taskId: string, seq: number): string =>
+  Buffer.byteLength(taskId) <= 7_900 ? `${seq}:${taskId}` : `${seq}`
 
 /** The payload of a row's notification: the row, sealed and signed with `keys`, when small enough. @internal */
 export const payloadOf = (keys: Keys, taskId: string, row: internalEventLog.Row): string => {
@@ -243,9 +244,13 @@ export const makePg = (
     const read = (taskId: string, after: number, limit: number | undefined) =>
       query("Could not read the event log", (db) =>
         sql<{ readonly seq: string | number; readonly event: string }>`select seq, event from ${t}
-          where task_id = ${taskId} and seq > ${after} order by seq ${limit === undefined ? sql`` : sql`limit ${limit}`}`
+          where task_id = ${taskId} and seq > ${after} order by seq ${
+          limit === undefined ? sql`` : sql`limit ${limit}`
+        }`
           .execute(db)).pipe(
-          Effect.map((result) => result.rows.map((row): internalEventLog.Row => ({ seq: Number(row.seq), text: row.event })))
+          Effect.map((result) =>
+            result.rows.map((row): internalEventLog.Row => ({ seq: Number(row.seq), text: row.event }))
+          )
         )
 
     // Every replica sweeps; a round that fails is logged, and the next deletes what it missed.
@@ -254,7 +259,9 @@ export const makePg = (
       query("Could not delete the entries of finished tasks past retention from the event log", (db) =>
         sql`with gone as (delete from ${ends} where finished_at <= ${now - retentionMillis} returning task_id)
           delete from ${t} where task_id in (select task_id from gone)`.execute(db))).pipe(
-        Effect.catchAll((error) => Effect.logWarning(error.message))
+        Effect.catchAll((error) =>
+          Effect.logWarning(error.message)
+        )
       )
     yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(internalEventLog.sweepEvery(retention))))
 
@@ -267,7 +274,8 @@ export const makePg = (
       read,
       wakeups,
       unavailableAfter,
-      unreachableSince: () => unreachableSince
+      unreachableSince: () =>
+        unreachableSince
     })
     // The last seq of each task's statement in flight here. Its own notifications need not wake the task's reader:
     // the statement's end hands its rows to the followers here, or wakes the reader when it cannot. (One that
@@ -278,32 +286,47 @@ export const makePg = (
     // the key; wrongly signed, it is a wake-up, and the reader reads what the log really holds.
     const receive = (payload: string) => {
       const match = carried.exec(payload)
-      if (match === null) return wakeups.signalAll()
+      if (match === null) {
+        return wakeups.signalAll()
+      }
       const [head, mac, , seqText, lengthText] = match
       const seq = Number(seqText)
       const taskId = payload.slice(head.length, head.length + Number(lengthText))
-      if (!tails.behind(taskId, seq)) return
-      if (!carry) return wakeups.signal(taskId)
+      if (!tails.behind(taskId, seq)) {
+        return
+      }
+      if (!carry) {
+        return wakeups.signal(taskId)
+      }
       const body = payload.slice(mac!.length + 2)
       if (!timingSafeEqual(Buffer.from(mac!), Buffer.from(macOf(carriedKeys, body)))) {
         if (!forgeryLogged) {
           forgeryLogged = true
-          runFork(Effect.logWarning(
-            "A notification on the event log's channel carried an event not signed with the log's key: ignored, the log read instead (further ones are not logged)"
-          ).pipe(Effect.annotateLogs({ taskId, seq })))
+          runFork(
+            Effect.logWarning(
+              "A notification on the event log's channel carried an event not signed with the log's key: ignored, the log read instead (further ones are not logged)"
+            ).pipe(Effect.annotateLogs({ taskId, seq }))
+          )
         }
         return wakeups.signal(taskId)
       }
-      if (!tails.offer(taskId, { seq, text: unseal(carriedKeys, payload.slice(head.length + taskId.length)) })) wakeups.signal(taskId)
+      if (!tails.offer(taskId, { seq, text: unseal(carriedKeys, payload.slice(head.length + taskId.length)) })) {
+        wakeups.signal(taskId)
+      }
     }
     const dispatch = (payload: string | undefined) => {
-      if (payload?.startsWith(nudgePrefix) === true) return nudged.signal(payload.slice(nudgePrefix.length))
-      if (payload?.startsWith(carriedPrefix) === true) return receive(payload)
+      if (payload?.startsWith(nudgePrefix) === true) {
+        return nudged.signal(payload.slice(nudgePrefix.length))
+      }
+      if (payload?.startsWith(carriedPrefix) === true) {
+        return receive(payload)
+      }
       const at = payload?.indexOf(":") ?? -1
       const seq = Number(payload?.slice(0, at))
       const taskId = payload?.slice(at + 1)
-      if (payload === undefined || at < 0) wakeups.signalAll()
-      else if (!Number.isSafeInteger(seq) || (seq > (writing.get(taskId!) ?? 0) && tails.behind(taskId!, seq))) {
+      if (payload === undefined || at < 0) {
+        wakeups.signalAll()
+      } else if (!Number.isSafeInteger(seq) || (seq > (writing.get(taskId!) ?? 0) && tails.behind(taskId!, seq))) {
         wakeups.signal(taskId!)
       }
     }
@@ -311,17 +334,28 @@ export const makePg = (
     // The last seq of each followed task: one its reader has not reached wakes it.
     const poll = Effect.suspend(() => {
       const followed = wakeups.followed()
-      if (followed.length === 0) return Effect.sync(() => void (unreachableSince = undefined))
+      if (followed.length === 0) {
+        return Effect.sync(() =>
+          void (unreachableSince = undefined)
+        )
+      }
       return query("Could not poll the event log", (db) =>
         sql<{ readonly task_id: string; readonly seq: string | number }>`select task_id, max(seq) as seq from ${t}
           where task_id = any(${followed}) group by task_id`.execute(db)).pipe(
           Effect.matchEffect({
             onFailure: () =>
-              Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => void (unreachableSince ??= now))),
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                Effect.sync(() =>
+                  void (unreachableSince ??= now)
+                )),
             onSuccess: (result) =>
               Effect.sync(() => {
                 unreachableSince = undefined
-                for (const row of result.rows) if (tails.behind(row.task_id, Number(row.seq))) wakeups.signal(row.task_id)
+                for (const row of result.rows) {
+                  if (tails.behind(row.task_id, Number(row.seq))) {
+                    wakeups.signal(row.task_id)
+                  }
+                }
               })
           })
         )
@@ -336,19 +370,29 @@ export const makePg = (
       // heartbeat left unanswered.
       const connect = Effect.tryPromise({
         try: async () => {
-          const client = new Client({ connectionString: options.url, application_name: applicationName, keepAlive: true })
+          const client = new Client({
+            connectionString: options.url,
+            application_name: applicationName,
+            keepAlive: true
+          })
           const lost = Deferred.unsafeMake<string>(FiberId.none)
           // Without an `error` listener, a lost connection would end the process.
-          client.on("error", (error) => Deferred.unsafeDone(lost, Exit.succeed(messageOf(error))))
-          client.on("end", () => Deferred.unsafeDone(lost, Exit.succeed("the connection ended")))
+          client.on("error", (error) =>
+            Deferred.unsafeDone(lost, Exit.succeed(messageOf(error))))
+          client.on("end", () =>
+            Deferred.unsafeDone(lost, Exit.succeed("the connection ended")))
           client.on("notification", (notification) => {
-            if (notification.channel === channel) dispatch(notification.payload)
+            if (notification.channel === channel) {
+              dispatch(notification.payload)
+            }
           })
           try {
             await client.connect()
             await client.query(`listen ${client.escapeIdentifier(channel)}`)
           } catch (error) {
-            await client.end().catch(() => undefined)
+            await client.end().catch(() =>
+              undefined
+            )
             throw error
           }
           return { client, lost }
@@ -424,9 +468,11 @@ export const makePg = (
     const enqueue = (taskId: string, row: internalEventLog.Row | undefined) => {
       if (closed) {
         if (row !== undefined) {
-          runFork(Effect.logError("An event was not written to the event log: it is closed").pipe(
-            Effect.annotateLogs({ taskId, seq: row.seq })
-          ))
+          runFork(
+            Effect.logError("An event was not written to the event log: it is closed").pipe(
+              Effect.annotateLogs({ taskId, seq: row.seq })
+            )
+          )
         }
         return
       }
@@ -451,7 +497,10 @@ export const makePg = (
     ): Effect.Effect<boolean> => {
       let failed = false
       return Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.tryPromise({ try: () => statement(now)(db), catch: (error) => error })).pipe(
+        Effect.tryPromise({
+          try: () => statement(now)(db),
+          catch: (error) => error
+        })).pipe(
           Effect.tapError((error) =>
             failed || isPermanent(error) ? Effect.void : Effect.suspend(() => {
               failed = true
@@ -493,17 +542,23 @@ export const makePg = (
           rows.length === 1 ? { taskId, seq: seqs[0] } : { taskId, seqs: seqs.join(",") },
           (now) => (db) => {
             const insert = sql`insert into ${t} (task_id, seq, event, created_at)
-              select ${taskId}, r.seq, r.event, ${now} from unnest(${seqs}::bigint[], ${rows.map((row) => row.text)}::text[])
+              select ${taskId}, r.seq, r.event, ${now} from unnest(${seqs}::bigint[], ${
+              rows.map((row) => row.text)
+            }::text[])
                 as r(seq, event)`
             if (queueFull !== undefined && now - queueFull < quietMillis) return insert.execute(db)
             return sql`with written as (${insert} returning seq)
               select pg_notify(${channel}, n.payload) from (
-                select n.payload from written join unnest(${seqs}::bigint[], ${rows.map((row) => carry ? payloadOf(carriedKeys, taskId, row) : wakeUpOf(taskId, row.seq))}::text[])
+                select n.payload from written join unnest(${seqs}::bigint[], ${
+              rows.map((row) => carry ? payloadOf(carriedKeys, taskId, row) : wakeUpOf(taskId, row.seq))
+            }::text[])
                   as n(seq, payload) using (seq) order by seq
               ) n`.execute(db).then((result) => {
               if (queueFull !== undefined) {
                 queueFull = undefined
-                runFork(Effect.logInfo("PostgreSQL's NOTIFY queue takes notifications again: events wake the other replicas"))
+                runFork(
+                  Effect.logInfo("PostgreSQL's NOTIFY queue takes notifications again: events wake the other replicas")
+                )
               }
               return result
             }, (error: unknown) => {
@@ -518,7 +573,9 @@ export const makePg = (
               throw error
             })
           },
-          rows.length === 1 ? undefined : () => Effect.forEach(rows, (row) => writeRows(taskId, [row]), { discard: true })
+          rows.length === 1
+            ? undefined
+            : () => Effect.forEach(rows, (row) => writeRows(taskId, [row]), { discard: true })
         )
       }).pipe(
         Effect.map((written) => {
@@ -534,13 +591,17 @@ export const makePg = (
         sql`insert into ${ends} (task_id, finished_at) values (${taskId}, ${now})
           on conflict (task_id) do update set finished_at = excluded.finished_at`.execute(db)))
 
-    yield* Effect.addFinalizer(() => Effect.sync(() => void (closed = true)))
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => void (closed = true))
+    )
 
     return {
       last: (taskId) =>
         query("Could not read the event log", (db) =>
           sql<{ readonly seq: string | number | null }>`select max(seq) as seq from ${t} where task_id = ${taskId}`
-            .execute(db)).pipe(Effect.map((result) => Number(result.rows[0]?.seq ?? 0))),
+            .execute(db)).pipe(Effect.map((result) =>
+              Number(result.rows[0]?.seq ?? 0)
+            )),
       append: (taskId, seq, event) => {
         const text = internalEventLog.encode(runFork, taskId, seq, event)
         if (text !== undefined) enqueue(taskId, { seq, text })
@@ -552,8 +613,10 @@ export const makePg = (
       iterate: tails.iterate,
       read: (taskId, after) => Effect.flatMap(read(taskId, after, undefined), internalEventLog.decodeRows),
       nudge: (taskId) =>
-        query("Could not nudge the replicas", (db) =>
-          sql`select pg_notify(${channel}, ${nudgePrefix + taskId})`.execute(db)).pipe(Effect.asVoid),
+        query(
+          "Could not nudge the replicas",
+          (db) => sql`select pg_notify(${channel}, ${nudgePrefix + taskId})`.execute(db)
+        ).pipe(Effect.asVoid),
       nudges: nudged.watch,
       finish: (taskId) => enqueue(taskId, undefined)
     } satisfies internalEventLog.EventLog

@@ -50,7 +50,9 @@ export const make = (
     if (invalid.length > 0) {
       return yield* new ConfigurationError({
         reason: "InvalidOption",
-        message: `allowPushTargets: not a host, address or CIDR block: ${invalid.map((entry) => JSON.stringify(entry)).join(", ")}`
+        message: `allowPushTargets: not a host, address or CIDR block: ${
+          invalid.map((entry) => JSON.stringify(entry)).join(", ")
+        }`
       })
     }
     const nodeEnv = yield* Config.option(Config.string("NODE_ENV"))
@@ -62,16 +64,19 @@ export const make = (
     )
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const forget = (taskId: string, context: ServerCallContext) =>
-      runFork(Effect.tryPromise(async () => {
-        for (const config of await store.load(taskId, context)) await store.delete(taskId, context, config.id)
-      }).pipe(Effect.ignoreLogged))
+      runFork(
+        Effect.tryPromise(async () => {
+          for (const config of await store.load(taskId, context)) await store.delete(taskId, context, config.id)
+        }).pipe(Effect.ignoreLogged)
+      )
     if (storeConfig === "memory" || !internalTaskStore.isDatabase(storeConfig)) {
       internalMemoryTaskStore.whenForgotten(tasks, (taskId, tenant, owner) =>
         forget(taskId, internalAuthentication.ownerContext(tenant, owner)))
     }
     // Made before the sender, so closed after it: this server's rows are freed once its deliveries have stopped.
     const outbox = storeConfig !== "memory" && internalTaskStore.isDatabase(storeConfig)
-      ? yield* Effect.mapError(internalPushOutbox.make(storeConfig), (failure) => new internalTaskStore.TaskStoreError(failure))
+      ? yield* Effect.mapError(internalPushOutbox.make(storeConfig), (failure) =>
+        new internalTaskStore.TaskStoreError(failure))
       : undefined
     const sender = yield* internalPushSender.make({
       store,
@@ -95,14 +100,18 @@ export const make = (
           const ran = executor.execute(
             context,
             tapped(bus, (event) => {
-              if (event.kind === "message") answered = true
+              if (event.kind === "message") {
+                answered = true
+              }
               sender.notify(streamResponseOf(event), context.context)
             })
           )
           const sentConfig = context.request.configuration?.taskPushNotificationConfig !== undefined
           return sentConfig && context.context !== undefined
             ? ran.finally(() => {
-              if (answered) forget(context.taskId, context.context!)
+              if (answered) {
+                forget(context.taskId, context.context!)
+              }
             })
             : ran
         }

@@ -126,7 +126,9 @@ export const make = (
               lease_owner text,
               lease_expires_at bigint not null
             )`.execute(db)
-            await sql`create index if not exists ${sql.id(`${table}_lane`)} on ${t} (task_id, config_id, id)`.execute(db)
+            await sql`create index if not exists ${sql.id(`${table}_lane`)} on ${t} (task_id, config_id, id)`.execute(
+              db
+            )
             await sql`create index if not exists ${sql.id(`${table}_due`)} on ${t} (lease_expires_at, next_attempt_at)`
               .execute(db)
           }),
@@ -140,7 +142,9 @@ export const make = (
     const run = <A>(query: () => Promise<A>) => Effect.tryPromise(query)
 
     yield* Effect.addFinalizer(() =>
-      run(() => sql`update ${t} set lease_owner = null, lease_expires_at = 0 where lease_owner = ${replica}`.execute(db))
+      run(() =>
+        sql`update ${t} set lease_owner = null, lease_expires_at = 0 where lease_owner = ${replica}`.execute(db)
+      )
         .pipe(
           Effect.catchAll((error) =>
             Effect.logWarning("Could not free the push outbox's rows; another server takes them when their lease ends")

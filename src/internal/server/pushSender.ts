@@ -28,23 +28,23 @@ import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import type * as Tracer from "effect/Tracer"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import type * as Tracer from "effect/Tracer"
 import * as http from "node:http"
 import * as https from "node:https"
 import * as net from "node:net"
-import { parseRetryAfter } from "../wire/retryAfter.js"
 import * as internalMetrics from "../observability/metrics.js"
 import * as internalTracing from "../observability/tracing.js"
 import * as ErrorId from "../wire/errorId.js"
+import { parseRetryAfter } from "../wire/retryAfter.js"
+import { taskIdOf } from "../wire/streamResponse.js"
 import * as TaskState from "../wire/taskState.js"
 import * as internalAuthentication from "./authentication.js"
 import { headersOf } from "./handler.js"
 import type * as internalPushOutbox from "./pushOutbox.js"
 import * as internalPushQueue from "./pushQueue.js"
 import * as internalPushTarget from "./pushTarget.js"
-import { taskIdOf } from "../wire/streamResponse.js"
 
 /** @internal */
 export interface Options {
@@ -76,7 +76,6 @@ export interface PushSender {
   readonly notify: (event: StreamResponse, context: ServerCallContext, task?: Task) => void
 }
 
-
 /** Why one attempt at a delivery failed. @internal */
 export class PushDeliveryError extends Schema.TaggedError<PushDeliveryError>()("PushDeliveryError", {
   reason: Schema.Literal(
@@ -97,7 +96,11 @@ export class PushDeliveryError extends Schema.TaggedError<PushDeliveryError>()("
 }) {
   override get message(): string {
     if (this.reason === "Overflow") return "Overflow: more pushes waiting than maxPending"
-    const detail = this.status !== undefined ? ` (HTTP ${this.status})` : this.code !== undefined ? ` (${this.code})` : ""
+    const detail = this.status !== undefined
+      ? ` (HTTP ${this.status})`
+      : this.code !== undefined
+      ? ` (${this.code})`
+      : ""
     return `${this.reason}${detail}`
   }
   /** Whether the webhook may answer otherwise later: a 5xx, a 429, a timeout or a broken connection. */
@@ -127,7 +130,6 @@ const serializers: ReadonlyMap<string, PushNotificationSerializer> = new Map<str
   ["1.0", v1],
   ["0.3", new V03PushNotificationSerializer()]
 ])
-
 
 // Loaded as the SDK's sender loads them: a store without wire versions gives the triggering request's.
 const loadConfigs = (
@@ -280,17 +282,20 @@ const retrySchedule = (
   deadline: number,
   retriesBefore: number
 ): Schedule.Schedule<readonly [retries: number, nextAt: number | undefined], PushDeliveryError> =>
-  Schedule.makeWithState(retriesBefore, (now, error: PushDeliveryError, retries) =>
-    Effect.map(Random.nextRange(0.8, 1.2), (jitter) => {
-      const backoff = backoffMillis * 2 ** retries * jitter
-      const delay = Math.max(backoff, error.retryAfter === undefined ? 0 : Duration.toMillis(error.retryAfter))
-      const done = !error.retryable || retries + 1 >= maxAttempts || now + delay >= deadline
-      return [
-        retries + 1,
-        [retries + 1, done ? undefined : now + delay] as const,
-        done ? ScheduleDecision.done : ScheduleDecision.continueWith(ScheduleInterval.after(now + delay))
-      ] as const
-    }))
+  Schedule.makeWithState(
+    retriesBefore,
+    (now, error: PushDeliveryError, retries) =>
+      Effect.map(Random.nextRange(0.8, 1.2), (jitter) => {
+        const backoff = backoffMillis * 2 ** retries * jitter
+        const delay = Math.max(backoff, error.retryAfter === undefined ? 0 : Duration.toMillis(error.retryAfter))
+        const done = !error.retryable || retries + 1 >= maxAttempts || now + delay >= deadline
+        return [
+          retries + 1,
+          [retries + 1, done ? undefined : now + delay] as const,
+          done ? ScheduleDecision.done : ScheduleDecision.continueWith(ScheduleInterval.after(now + delay))
+        ] as const
+      })
+  )
 
 const hostOf = (url: string): { readonly url: URL | undefined; readonly host: string } => {
   try {
@@ -318,7 +323,10 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
 
     // Released last: after the delivery fibers are stopped.
     const agents = yield* Effect.acquireRelease(
-      Effect.sync((): Agents => ({ http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) })),
+      Effect.sync((): Agents => ({
+        http: new http.Agent({ keepAlive: true }),
+        https: new https.Agent({ keepAlive: true })
+      })),
       (agents) =>
         Effect.sync(() => {
           agents.http.destroy()
@@ -349,7 +357,14 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
           : Effect.acquireUseRelease(
             SubscriptionRef.update(inFlight, (n) => n + 1),
             () => {
-              const sent = post(agents, options.lookup, url, headers, body, Math.max(1, Math.min(timeoutMillis, deadline - now)))
+              const sent = post(
+                agents,
+                options.lookup,
+                url,
+                headers,
+                body,
+                Math.max(1, Math.min(timeoutMillis, deadline - now))
+              )
               return options.lookup === undefined ? sent : Effect.zipRight(checkLiteral(options.lookup, url), sent)
             },
             () => SubscriptionRef.update(inFlight, (n) => n - 1)
@@ -478,7 +493,9 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
       handle: deliver,
       maxPending,
       dropped: (dropped, overflow) => {
-        const rows = dropped.flatMap((pending) => pending.row === undefined ? [] : [pending.row])
+        const rows = dropped.flatMap((pending) =>
+          pending.row === undefined ? [] : [pending.row]
+        )
         return Effect.zipRight(overflow ? overflowed(dropped.map(reportOf)) : Effect.void, forget(rows))
       }
     })
@@ -540,7 +557,10 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
         ),
         Effect.catchAll((error) =>
           Effect.asVoid(
-            reported({ taskId, configId: config.id, host: hostOf(config.url).host, parent, attempts: 0 }, Effect.fail(error))
+            reported(
+              { taskId, configId: config.id, host: hostOf(config.url).host, parent, attempts: 0 },
+              Effect.fail(error)
+            )
           )
         )
       )
@@ -572,13 +592,17 @@ export const make = (options: Options): Effect.Effect<PushSender, never, Scope.S
       handle: load,
       maxPending,
       dropped: (dropped, overflow, taskId) =>
-        overflow ? overflowed(dropped.map((notified) => ({ taskId, parent: parentOf(notified), attempts: 0 }))) : Effect.void
+        overflow
+          ? overflowed(dropped.map((notified) => ({ taskId, parent: parentOf(notified), attempts: 0 })))
+          : Effect.void
     })
 
     // A row another server left, taken up unless its caller deleted the config since: the row keeps the tenant
     // and owner the configs are loaded by.
     const takeUp = (row: internalPushOutbox.Row): Effect.Effect<void> =>
-      Effect.tryPromise(() => loadConfigs(options.store, row.taskId, internalAuthentication.ownerContext(row.tenant, row.owner))).pipe(
+      Effect.tryPromise(() =>
+        loadConfigs(options.store, row.taskId, internalAuthentication.ownerContext(row.tenant, row.owner))
+      ).pipe(
         Effect.map((configs) => configs.some((stored) => stored.config.id === row.configId)),
         // A store that cannot answer now loses no delivery.
         Effect.orElseSucceed(() => true),

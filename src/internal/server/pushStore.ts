@@ -72,6 +72,8 @@ export const make = (
   policy: internalPushTarget.PushPolicy
 ): Effect.Effect<PushNotificationStore, internalTaskStore.Failure, Scope.Scope> =>
   taskStore !== "memory" && internalTaskStore.isDatabase(taskStore)
-    ? Effect.map(internalTaskStore.open(taskStore, internalTaskStore.pushConfigs), ({ db, sdk }) =>
-      guarded(new sdk.DatabasePushNotificationStore(db), policy, true))
+    ? Effect.map(
+      internalTaskStore.open(taskStore, internalTaskStore.pushConfigs),
+      ({ db, sdk }) => guarded(new sdk.DatabasePushNotificationStore(db), policy, true)
+    )
     : Effect.sync(() => guarded(new InMemoryPushNotificationStore(), policy, false))

@@ -8,7 +8,13 @@
  *
  * @internal
  */
-import { type SendMessageRequest, StreamResponse, type SubscribeToTaskRequest, type Task, TaskState as SdkTaskState } from "@a2a-js/sdk"
+import {
+  type SendMessageRequest,
+  StreamResponse,
+  type SubscribeToTaskRequest,
+  type Task,
+  TaskState as SdkTaskState
+} from "@a2a-js/sdk"
 import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
   type A2ARequestHandler,
@@ -25,16 +31,16 @@ import * as FiberId from "effect/FiberId"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import { randomUUID } from "node:crypto"
 import type * as A2AServer from "../../A2AServer.js"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as EventId from "../wire/eventId.js"
 import * as TaskState from "../wire/taskState.js"
+import * as internalAuthentication from "./authentication.js"
 import { streamResponseOf, tapped } from "./busTap.js"
 import type * as internalEventLog from "./eventLog.js"
 import * as internalFailure from "./failure.js"
-import { randomUUID } from "node:crypto"
-import * as internalAuthentication from "./authentication.js"
 import { headersOf } from "./handler.js"
 import { failedTask } from "./idempotencyEntry.js"
 import * as internalPgEventLog from "./pgEventLog.js"
@@ -74,12 +80,17 @@ const stamped = (response: StreamResponse, seq: number | undefined): StreamRespo
   const payload = response.payload
   if (seq === undefined || payload === undefined) return response
   return {
-    payload: { $case: payload.$case, value: { ...payload.value, metadata: { ...payload.value.metadata, [EventId.sequenceKey]: seq } } }
+    payload: {
+      $case: payload.$case,
+      value: { ...payload.value, metadata: { ...payload.value.metadata, [EventId.sequenceKey]: seq } }
+    }
   } as StreamResponse
 }
 
 const agentEventOf = (response: StreamResponse): AgentExecutionEvent | undefined =>
-  response.payload === undefined ? undefined : ({ kind: response.payload.$case, data: response.payload.value }) as AgentExecutionEvent
+  response.payload === undefined
+    ? undefined
+    : ({ kind: response.payload.$case, data: response.payload.value }) as AgentExecutionEvent
 
 /**
  * Whether a subscription ends with `response`: a message, or a status that
@@ -95,7 +106,10 @@ const decoded = (entry: internalEventLog.Entry): StreamResponse => StreamRespons
 const cursorWaitMillis = 3_000
 
 // How long the log may be out of reach when a run starts, before its request fails.
-const lastRetry = Schedule.exponential("50 millis").pipe(Schedule.either(Schedule.spaced("1 second")), Schedule.upTo("10 seconds"))
+const lastRetry = Schedule.exponential("50 millis").pipe(
+  Schedule.either(Schedule.spaced("1 second")),
+  Schedule.upTo("10 seconds")
+)
 
 /** Who a call is for: its tenant and the SDK's user scope. */
 const holderOf = (context: ServerCallContext): internalRunClaims.Holder => ({
@@ -115,7 +129,10 @@ const logEnd = (log: internalEventLog.EventLog, task: Task) =>
     const [at] = last === 0 ? [] : yield* log.read(task.id, last - 1)
     if (at !== undefined && ends(decoded(at))) return
     const event: StreamResponse = {
-      payload: { $case: "statusUpdate", value: { taskId: task.id, contextId: task.contextId, status: task.status, metadata: {} } }
+      payload: {
+        $case: "statusUpdate",
+        value: { taskId: task.id, contextId: task.contextId, status: task.status, metadata: {} }
+      }
     }
     log.append(task.id, last + 1, StreamResponse.toJSON(event))
     log.finish(task.id)
@@ -218,9 +235,10 @@ export const make = (
         const held = Effect.flatMap(
           Effect.orElseSucceed(claims.acquire(taskId, holderOf(context.context)), () => false),
           // A message to a task held elsewhere was refused before its run; what comes here runs.
-          (won) => won ? Effect.void : Effect.logWarning("A run started without its task's claim").pipe(
-            Effect.annotateLogs({ taskId })
-          )
+          (won) =>
+            won ? Effect.void : Effect.logWarning("A run started without its task's claim").pipe(
+              Effect.annotateLogs({ taskId })
+            )
         )
         const released = () => runPromise(claims.release(taskId))
         return runPromise(Effect.zipLeft(last, held)).then((seq) => {
@@ -317,7 +335,9 @@ export const make = (
       const taskId = stored.id
       const state = stored.status?.state
       if (TaskState.isTerminal(state)) {
-        throw new UnsupportedOperationError(`Task ${taskId} is in a terminal state (${state}) and cannot be subscribed to.`)
+        throw new UnsupportedOperationError(
+          `Task ${taskId} is in a terminal state (${state}) and cannot be subscribed to.`
+        )
       }
       const { seq, task } = await snapshot(taskId, stored, context)
       yield stamped({ payload: { $case: "task", value: task } }, seq)
@@ -374,7 +394,11 @@ export const make = (
             const payload = response.payload
             yield stamped(
               response,
-              payload?.$case === "task" ? starts.get(context) : payload === undefined ? undefined : numbers.get(payload.value)
+              payload?.$case === "task"
+                ? starts.get(context)
+                : payload === undefined
+                ? undefined
+                : numbers.get(payload.value)
             )
           }
         } finally {
@@ -396,7 +420,9 @@ export const make = (
         // A number the log never reaches is the caller's mistake.
         const last = await lastReaching(taskId, cursor.seq)
         if (cursor.seq > last) {
-          throw new RequestMalformedError(`Last-Event-ID ${cursor.seq} is past the last event of task ${taskId} (${last})`)
+          throw new RequestMalformedError(
+            `Last-Event-ID ${cursor.seq} is past the last event of task ${taskId} (${last})`
+          )
         }
         // Resumed after the event that ended the task: nothing more comes.
         const [at] = cursor.seq === 0 ? [] : await runPromise(log.read(taskId, cursor.seq - 1))
@@ -438,7 +464,11 @@ export const open = (
       }),
       (error) =>
         new internalTaskStore.TaskStoreError({
-          reason: error.reason === "Unavailable" ? "Connection" : error.reason === "MissingPackage" ? "MissingPackage" : "Driver",
+          reason: error.reason === "Unavailable"
+            ? "Connection"
+            : error.reason === "MissingPackage"
+            ? "MissingPackage"
+            : "Driver",
           message: error.message
         })
     )

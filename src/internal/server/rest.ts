@@ -17,8 +17,8 @@
 import {
   A2A_CONTENT_TYPE,
   A2A_VERSION_HEADER,
-  AgentCard as AgentCardJson,
   type AgentCard,
+  AgentCard as AgentCardJson,
   Extensions,
   formatSSEErrorEvent,
   HTTP_EXTENSION_HEADER,
@@ -81,7 +81,8 @@ type StatusBody = RestErrorBody
 const a2aJson = (body: unknown, status: number, headers: Record<string, string>) =>
   HttpServerResponse.raw(JSON.stringify(body), { status, contentType: A2A_CONTENT_TYPE, headers })
 
-const statusResponse = (body: StatusBody, headers: Record<string, string> = {}) => a2aJson(body, body.error.code, headers)
+const statusResponse = (body: StatusBody, headers: Record<string, string> = {}) =>
+  a2aJson(body, body.error.code, headers)
 
 /** A body of the error table's `row`. */
 const tableBody = (row: ErrorTable.Row, message: string, details: StatusBody["error"]["details"]): StatusBody => ({
@@ -120,7 +121,8 @@ const errorBody = (error: unknown, where: string): Effect.Effect<StatusBody> =>
 const malformed = (message: string) => statusResponse(a2aErrorBody(new RequestMalformedError(message)))
 
 // The body reader drains what is left (see `drainBytes`): the connection stays open for it.
-const tooLarge = (message: string) => statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT"))
+const tooLarge = (message: string) =>
+  statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT"))
 
 // The ErrorInfo of an error no A2A reason says: the status's own, in our domain, so that no client reads it as an A2A error.
 const ownErrorInfo = (reason: string) => ({ "@type": ERROR_INFO_TYPE, reason, domain: "effect-a2a" })
@@ -142,25 +144,31 @@ const shed = () =>
 
 // Refused before anything runs, as on JSON-RPC: UnsupportedOperation, that a client may send again elsewhere or later.
 const shuttingDown = () =>
-  statusResponse(edgeBody(new UnsupportedOperationError(internalHttp.shuttingDown), 503, "UNAVAILABLE"), { "retry-after": "1" })
+  statusResponse(edgeBody(new UnsupportedOperationError(internalHttp.shuttingDown), 503, "UNAVAILABLE"), {
+    "retry-after": "1"
+  })
 
 // No A2A reason says it: the ErrorInfo's is the status's own, in our domain, as a shed request's.
 const unauthenticated = (refused: internalAuthentication.Refused) =>
-  internalHttp.closingConnection(refused._tag === "Broken"
-    ? statusResponse(edgeBody(new A2AError(refused.message), 500, "INTERNAL"))
-    : statusResponse({
-      error: {
-        code: 401,
-        status: "UNAUTHENTICATED",
-        message: refused.message,
-        details: [ownErrorInfo("UNAUTHENTICATED")] as StatusBody["error"]["details"]
-      }
-    }, { "www-authenticate": refused.challenge }))
+  internalHttp.closingConnection(
+    refused._tag === "Broken"
+      ? statusResponse(edgeBody(new A2AError(refused.message), 500, "INTERNAL"))
+      : statusResponse({
+        error: {
+          code: 401,
+          status: "UNAUTHENTICATED",
+          message: refused.message,
+          details: [ownErrorInfo("UNAUTHENTICATED")] as StatusBody["error"]["details"]
+        }
+      }, { "www-authenticate": refused.challenge })
+  )
 
 // JSON-RPC's MethodNotFound, which no A2A reason says.
 const unknownRoute = (method: string, path: string) =>
   statusResponse(
-    tableBody(ErrorTable.rows.MethodNotFound, `No HTTP+JSON operation at ${method} ${path}.`, [ownErrorInfo("NOT_FOUND")])
+    tableBody(ErrorTable.rows.MethodNotFound, `No HTTP+JSON operation at ${method} ${path}.`, [
+      ownErrorInfo("NOT_FOUND")
+    ])
   )
 
 // As the SDK's private `RestTransportHandler` checks them.
@@ -201,7 +209,9 @@ const listTasksJson = (response: ListTasksResponse, includeArtifacts: boolean): 
   }
   const listed = tasks ?? []
   return {
-    tasks: includeArtifacts ? listed.map((task) => task.artifacts === undefined ? { ...task, artifacts: [] } : task) : listed,
+    tasks: includeArtifacts
+      ? listed.map((task) => task.artifacts === undefined ? { ...task, artifacts: [] } : task)
+      : listed,
     nextPageToken: nextPageToken ?? "",
     pageSize: pageSize ?? 0,
     totalSize: totalSize ?? 0,
@@ -266,7 +276,9 @@ const routes: ReadonlyArray<Route> = [
     method: "GET",
     pattern: /^\/extendedAgentCard$/,
     handle: async (handler, call) =>
-      json(AgentCardJson.toJSON(await handler.getAuthenticatedExtendedAgentCard({ tenant: tenantOf(call) }, call.context)))
+      json(
+        AgentCardJson.toJSON(await handler.getAuthenticatedExtendedAgentCard({ tenant: tenantOf(call) }, call.context))
+      )
   },
   {
     method: "POST",
@@ -285,7 +297,10 @@ const routes: ReadonlyArray<Route> = [
     method: "POST",
     pattern: /^\/message:stream$/,
     runs: true,
-    handle: async (handler, call) => ({ _tag: "Stream", events: await handler.sendMessageStream(sendParams(call.body), call.context) })
+    handle: async (handler, call) => ({
+      _tag: "Stream",
+      events: await handler.sendMessageStream(sendParams(call.body), call.context)
+    })
   },
   { method: "GET", pattern: new RegExp(`^${taskPath}:subscribe$`), runs: true, handle: subscribe },
   { method: "POST", pattern: new RegExp(`^${taskPath}:subscribe$`), runs: true, handle: subscribe },
@@ -293,7 +308,9 @@ const routes: ReadonlyArray<Route> = [
     method: "POST",
     pattern: new RegExp(`^${taskPath}:cancel$`),
     handle: async (handler, call) =>
-      json(Task.toJSON(await handler.cancelTask({ id: call.taskId, tenant: tenantOf(call), metadata: {} }, call.context)))
+      json(
+        Task.toJSON(await handler.cancelTask({ id: call.taskId, tenant: tenantOf(call), metadata: {} }, call.context))
+      )
   },
   {
     method: "GET",
@@ -332,10 +349,16 @@ const routes: ReadonlyArray<Route> = [
     method: "POST",
     pattern: new RegExp(`^${configPath}$`),
     handle: async (handler, call, card) => {
-      const config = shaped("CreateTaskPushNotificationConfig", call.body ?? {}, (body) =>
-        TaskPushNotificationConfig.fromJSON({ ...(body as object), taskId: call.taskId }))
+      const config = shaped(
+        "CreateTaskPushNotificationConfig",
+        call.body ?? {},
+        (body) => TaskPushNotificationConfig.fromJSON({ ...(body as object), taskId: call.taskId })
+      )
       if (!card.capabilities?.pushNotifications) throw new PushNotificationNotSupportedError()
-      return json(TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(config, call.context)), 201)
+      return json(
+        TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(config, call.context)),
+        201
+      )
     }
   },
   {
@@ -391,7 +414,14 @@ const match = (method: string, path: string): Matched | undefined => {
   for (const route of routes) {
     if (route.method !== method) continue
     const plain = route.pattern.exec(path)
-    if (plain) return { route, taskId: decoded(plain.groups?.taskId), configId: decoded(plain.groups?.configId), tenant: undefined }
+    if (plain) {
+      return {
+        route,
+        taskId: decoded(plain.groups?.taskId),
+        configId: decoded(plain.groups?.configId),
+        tenant: undefined
+      }
+    }
     const below = tenanted === undefined ? undefined : route.pattern.exec(tenanted.rest!)
     if (below) {
       return {
@@ -460,16 +490,20 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
     let user: User | undefined = undefined
     if (options.gate !== undefined) {
       const gate = options.gate
-      const checked = yield* Effect.promise(() => gate({ headers, method: request.method, transport: "HTTP+JSON", remoteAddress }))
+      const checked = yield* Effect.promise(() =>
+        gate({ headers, method: request.method, transport: "HTTP+JSON", remoteAddress })
+      )
       if (!internalAuthentication.isUser(checked)) return unauthenticated(checked)
       user = checked
     }
     const contentType = headers["content-type"]
     // Before the route, as the SDK's guard: a body of another type is not read as empty.
     if (contentType !== undefined && !isJsonType(contentType)) {
-      return statusResponse(a2aErrorBody(new ContentTypeNotSupportedError(
-        `Unsupported Content-Type "${contentType}"; expected application/json or application/a2a+json.`
-      )))
+      return statusResponse(a2aErrorBody(
+        new ContentTypeNotSupportedError(
+          `Unsupported Content-Type "${contentType}"; expected application/json or application/a2a+json.`
+        )
+      ))
     }
     // Mounted at the base: the request's URL is what is below it.
     const url = new URL(request.url, "http://localhost")
@@ -505,7 +539,8 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
     }
     let release = () => {}
     if (route.runs === true && options.load !== undefined) {
-      const messageId = (body as { readonly message?: { readonly messageId?: unknown } } | undefined)?.message?.messageId
+      const messageId = (body as { readonly message?: { readonly messageId?: unknown } } | undefined)?.message
+        ?.messageId
       const admitted = options.load.admitRun(
         typeof messageId === "string" ? messageId : undefined,
         internalAuthentication.loadKey(user, remoteAddress)
@@ -559,7 +594,11 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
             },
             (event) =>
               Effect.try({
-                try: () => EventId.sseEvent(StreamResponse.toJSON(event as StreamResponse), EventId.sequenceOf(event as StreamResponse)),
+                try: () =>
+                  EventId.sseEvent(
+                    StreamResponse.toJSON(event as StreamResponse),
+                    EventId.sequenceOf(event as StreamResponse)
+                  ),
                 catch: (error) => error
               }),
             (error) => Effect.map(errorBody(error, "stream"), formatSSEErrorEvent)

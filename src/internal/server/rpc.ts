@@ -6,9 +6,20 @@
  *
  * @internal
  */
-import { A2A_VERSION_HEADER, type AgentCard, Extensions, HTTP_EXTENSION_HEADER, type SendMessageRequest } from "@a2a-js/sdk"
-import { A2A_LEGACY_PROTOCOL_VERSION, LEGACY_HTTP_EXTENSION_HEADER, LEGACY_METHOD_TASKS_RESUBSCRIBE } from "@a2a-js/sdk/compat/v0_3"
+import {
+  A2A_VERSION_HEADER,
+  type AgentCard,
+  Extensions,
+  HTTP_EXTENSION_HEADER,
+  type SendMessageRequest
+} from "@a2a-js/sdk"
+import {
+  A2A_LEGACY_PROTOCOL_VERSION,
+  LEGACY_HTTP_EXTENSION_HEADER,
+  LEGACY_METHOD_TASKS_RESUBSCRIBE
+} from "@a2a-js/sdk/compat/v0_3"
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
+import { RequestMalformedError, TaskNotFoundError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
   type A2ARequestHandler,
   DefaultExecutionEventBusManager,
@@ -17,13 +28,12 @@ import {
   type ExecutionEventBus,
   type ExecutionEventBusManager,
   type FinishedListener,
-  type ServerCallContext,
   JsonRpcTransportHandler,
+  type ServerCallContext,
   UnauthenticatedUser,
   type User,
   validateVersion
 } from "@a2a-js/sdk/server"
-import { RequestMalformedError, TaskNotFoundError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import { storedTextProblem } from "../ledger/storedText.js"
 import * as ErrorTable from "../wire/errorTable.js"
 import * as requestShape from "../wire/requestShape.js"
@@ -111,7 +121,10 @@ const methodOf = (body: unknown): unknown =>
 const shapeProblem = (body: unknown, legacy: boolean): string | undefined => {
   const { method, params } = body as { readonly method?: unknown; readonly params?: unknown }
   return typeof method === "string" && typeof params === "object" && params !== null && !Array.isArray(params)
-    ? (legacy ? requestShape.legacyParamsProblem : requestShape.paramsProblem)(method, params as Record<string, unknown>)
+    ? (legacy ? requestShape.legacyParamsProblem : requestShape.paramsProblem)(
+      method,
+      params as Record<string, unknown>
+    )
     : undefined
 }
 
@@ -153,7 +166,11 @@ export const rpcErrorOf = (error: unknown): RpcError => throughTable(JsonRpcTran
 export const requestProblem = (body: unknown): string | undefined => {
   if (Array.isArray(body)) return "Batch requests are not supported."
   if (typeof body !== "object" || body === null) return "Invalid Request: the body must be a JSON-RPC request object."
-  const { id, jsonrpc, method } = body as { readonly id?: unknown; readonly jsonrpc?: unknown; readonly method?: unknown }
+  const { id, jsonrpc, method } = body as {
+    readonly id?: unknown
+    readonly jsonrpc?: unknown
+    readonly method?: unknown
+  }
   const validId = !("id" in body) || id === null || typeof id === "string" || Number.isInteger(id)
   return jsonrpc === "2.0" && typeof method === "string" && method !== "" && validId
     ? undefined
@@ -189,7 +206,7 @@ const unstorableId = (params: unknown): string | undefined => {
     fields.push(["taskId", (message as { readonly taskId?: unknown }).taskId])
     fields.push(["contextId", (message as { readonly contextId?: unknown }).contextId])
     const references = (message as { readonly referenceTaskIds?: unknown }).referenceTaskIds
-    if (Array.isArray(references)) for (const reference of references) fields.push(["referenceTaskIds", reference])
+    if (Array.isArray(references)) { for (const reference of references) fields.push(["referenceTaskIds", reference]) }
   }
   for (const [name, value] of fields) {
     if (typeof value !== "string") continue
@@ -201,7 +218,14 @@ const unstorableId = (params: unknown): string | undefined => {
   return undefined
 }
 
-const storedIdMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream", "getTask", "cancelTask", "resubscribe", "listTasks"])
+const storedIdMethods = new Set<PropertyKey>([
+  "sendMessage",
+  "sendMessageStream",
+  "getTask",
+  "cancelTask",
+  "resubscribe",
+  "listTasks"
+])
 const sendMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream"])
 const streamMethods = new Set<PropertyKey>(["sendMessageStream", "resubscribe"])
 
@@ -285,7 +309,10 @@ export const makeSubscriptions = (): Subscriptions => {
   // Per subscribing call, how to stop each queue it put on a bus: the queue stops when its bus finishes.
   const stops = new WeakMap<object, Set<() => void>>()
   // The subscriptions watching for their task's next bus, by task id.
-  const watchers = new Map<string, Set<{ readonly context: ServerCallContext; readonly onBus: (bus: ExecutionEventBus) => void }>>()
+  const watchers = new Map<
+    string,
+    Set<{ readonly context: ServerCallContext; readonly onBus: (bus: ExecutionEventBus) => void }>
+  >()
   const idle = new Set<() => void>()
   let shuttingDown = false
   const readers = new WeakMap<object, slowReader.Reader>()
@@ -608,7 +635,13 @@ export const makeDispatcher = (
         try {
           first = await iterator.next()
         } catch (error) {
-          return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error: mapError(error) }, headers: {}, cause: error }
+          return {
+            _tag: "Json",
+            status: 200,
+            body: { jsonrpc: "2.0", id, error: mapError(error) },
+            headers: {},
+            cause: error
+          }
         }
         return { _tag: "Stream", first, iterator, close, mapError, id, headers: responseHeaders, dropped }
       }

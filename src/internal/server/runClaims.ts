@@ -93,9 +93,11 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
     const renew = Effect.suspend(() => {
       const tokens = Array.from(held.values(), (hold) => hold.token)
       const at = Date.now()
-      return tokens.length === 0 ? Effect.sync(() => void (renewedAt = at)) : Effect.tryPromise(() =>
-        sql`update ${t} set lease_until = ${at + leaseMillis} where token in (${sql.join(tokens)})`.execute(db)
-      ).pipe(Effect.tap(() => Effect.sync(() => void (renewedAt = at))))
+      return tokens.length === 0 ?
+        Effect.sync(() => void (renewedAt = at)) :
+        Effect.tryPromise(() =>
+          sql`update ${t} set lease_until = ${at + leaseMillis} where token in (${sql.join(tokens)})`.execute(db)
+        ).pipe(Effect.tap(() => Effect.sync(() => void (renewedAt = at))))
     }).pipe(
       Effect.catchAll((error) => {
         const lost = Date.now() - renewedAt >= leaseMillis ? Array.from(held.keys()) : []
@@ -103,7 +105,9 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
         for (const taskId of lost) held.delete(taskId)
         return Effect.zipRight(
           lost.length === 0
-            ? Effect.logWarning("Could not renew this replica's run claims; another replica may take them when they lapse")
+            ? Effect.logWarning(
+              "Could not renew this replica's run claims; another replica may take them when they lapse"
+            )
               .pipe(Effect.annotateLogs({ replica, cause: String(error.error) }))
             : Effect.logError("This replica's run claims lapsed unrenewed: its runs stop, ending FAILED").pipe(
               Effect.annotateLogs({ replica, tasks: lost.join(" "), cause: String(error.error) })
@@ -121,7 +125,8 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
       Effect.flatMap((result) =>
         Effect.forEach(
           result.rows,
-          (row) => options.onLapsed({ taskId: row.task_id, replica: row.replica, tenant: row.tenant, owner: row.owner }),
+          (row) =>
+            options.onLapsed({ taskId: row.task_id, replica: row.replica, tenant: row.tenant, owner: row.owner }),
           { discard: true }
         )
       ),
@@ -183,7 +188,9 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
           if (hold === undefined) return Effect.void
           if (--hold.count > 0) return Effect.void
           held.delete(taskId)
-          return Effect.tryPromise(() => sql`delete from ${t} where task_id = ${taskId} and token = ${hold.token}`.execute(db))
+          return Effect.tryPromise(() =>
+            sql`delete from ${t} where task_id = ${taskId} and token = ${hold.token}`.execute(db)
+          )
             .pipe(
               Effect.catchAll((error) =>
                 Effect.logWarning("Could not free a run claim; it lapses with its lease").pipe(

@@ -7,8 +7,8 @@
  */
 import * as Headers from "@effect/platform/Headers"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as Effect from "effect/Effect"
 import type * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import type * as Net from "node:net"
@@ -58,7 +58,7 @@ const listen = (
   options: Pick<A2AServer.Options<unknown, unknown>, "host" | "port" | "publicUrl">,
   NodeHttpServer: typeof import("@effect/platform-node/NodeHttpServer")
 ) =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     const nodeServer = Http.createServer()
     const { drop, serve } = holdingConnections(nodeServer)
     const host = options.host ?? "127.0.0.1"
@@ -76,7 +76,7 @@ const listen = (
   })
 
 const close = (nodeServer: Http.Server, shutdown: Effect.Effect<void>) =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     // The port stays open while the runs in flight end: a new request is answered 503 with Retry-After, which a
     // load balancer or a client reads as "elsewhere, or later", where a refused connection looks like a crash.
     yield* shutdown
@@ -101,7 +101,7 @@ export const make = <E, R>(
   A2AServer.MakeError,
   R | IdempotencyLedger.IdempotencyLedger | Scope.Scope
 > =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     const [NodeHttpServer, { nodeBodyReader }, nodeRpc] = yield* nodePieces
     const { address, httpServer, nodeServer, serve, url } = yield* listen(options, NodeHttpServer)
     const grpc = yield* internalGrpc.listenFor(options, options.maxBodyBytes ?? internalApp.defaultMaxBodyBytes, true)

@@ -10,10 +10,16 @@
  */
 import type { Task, TaskStatus, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { TaskState } from "@a2a-js/sdk"
-import { AgentEvent, type RequestContext, ResultManager, type ServerCallContext, type TaskStore } from "@a2a-js/sdk/server"
 import { A2AError } from "@a2a-js/sdk/errors"
+import {
+  AgentEvent,
+  type RequestContext,
+  ResultManager,
+  type ServerCallContext,
+  type TaskStore
+} from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
@@ -68,7 +74,11 @@ export interface SaveWatch {
    * (nobody is processing the events) or one of them has hung for
    * `saveWaitLimit` with none ending.
    */
-  readonly finalSaved: (taskId: string, state: TaskState | undefined, callContext: ServerCallContext | undefined) => Promise<boolean>
+  readonly finalSaved: (
+    taskId: string,
+    state: TaskState | undefined,
+    callContext: ServerCallContext | undefined
+  ) => Promise<boolean>
   /** A pause the executor writes itself, kept from the lagging handler's older saves (see `keepPause`). */
   readonly rememberPause: (taskId: string, status: TaskStatus) => void
 }
@@ -148,7 +158,8 @@ export const watchSaves = (store: TaskStore, runFork: RunFork, waitLimit: number
         }
       }, storeFailure("save", task.id))
     },
-    load: (taskId, callContext) => tracked(callContext, () => store.load(taskId, callContext)).then(undefined, storeFailure("load", taskId)),
+    load: (taskId, callContext) =>
+      tracked(callContext, () => store.load(taskId, callContext)).then(undefined, storeFailure("load", taskId)),
     list: (params, callContext) => store.list(params, callContext).then(undefined, storeFailure("list", ""))
   }
   const finalSaved: SaveWatch["finalSaved"] = (taskId, state, callContext) =>
@@ -190,12 +201,21 @@ export const persistRetry = (timeout: Duration.DurationInput) =>
 /** The final states the executor writes itself. */
 export interface FinalWriter {
   /** Writes `event` on a fiber of its own; resolves once it was written or given up. */
-  readonly persist: (context: RequestContext, events: RunEvents, initial: Task, event: TaskStatusUpdateEvent) => Promise<void>
+  readonly persist: (
+    context: RequestContext,
+    events: RunEvents,
+    initial: Task,
+    event: TaskStatusUpdateEvent
+  ) => Promise<void>
   /** Stops the writes in progress: a shutdown's deadline. */
   readonly stop: (fiberId: FiberId.FiberId) => void
 }
 
-export const finalWriter = (store: TaskStore, finalSaveTimeout: Duration.DurationInput, runFork: RunFork): FinalWriter => {
+export const finalWriter = (
+  store: TaskStore,
+  finalSaveTimeout: Duration.DurationInput,
+  runFork: RunFork
+): FinalWriter => {
   const finalSaveRetry = persistRetry(finalSaveTimeout)
   // Writes the final state when the caller's own event processing did not
   // (it stops when a stream is dropped), so no task stays WORKING, with the
@@ -206,7 +226,9 @@ export const finalWriter = (store: TaskStore, finalSaveTimeout: Duration.Duratio
       Effect.tryPromise(async () => {
         const loaded = await store.load(context.taskId, context.context)
         if (loaded === undefined && !createMissing) return false
-        if (loaded !== undefined && (loaded.status?.state === state || taskState.isTerminal(loaded.status?.state))) return true
+        if (
+          loaded !== undefined && (loaded.status?.state === state || taskState.isTerminal(loaded.status?.state))
+        ) return true
         const manager = new ResultManager(store, context.context)
         // With the statuses the handler has not saved yet, which it drops once a terminal state is stored, and
         // the final state in the same save: the handler's next event may be an ending of its own (the SDK's
@@ -239,7 +261,9 @@ export const finalWriter = (store: TaskStore, finalSaveTimeout: Duration.Duratio
         )
       ),
       Effect.onInterrupt(() =>
-        Effect.logWarning("Could not persist the final task state before the server shut down: the task store was unavailable")
+        Effect.logWarning(
+          "Could not persist the final task state before the server shut down: the task store was unavailable"
+        )
           .pipe(Effect.annotateLogs(ids))
       )
     )

@@ -132,9 +132,14 @@ export const continuing = (handler: A2ARequestHandler, subscriptions: internalRp
     const task = await handler.cancelTask(params, context)
     const { manager } = subscriptions
     // Canceled with no run (paused): the SDK wrote it to the store alone, and the task's subscribers hear of it here.
-    if (!ran && task.status?.state === SdkTaskState.TASK_STATE_CANCELED && manager.getByTaskId(task.id, context) === undefined) {
+    if (
+      !ran && task.status?.state === SdkTaskState.TASK_STATE_CANCELED &&
+      manager.getByTaskId(task.id, context) === undefined
+    ) {
       const bus = manager.createOrGetByTaskId(task.id, context)
-      bus.publish(AgentEvent.statusUpdate({ taskId: task.id, contextId: task.contextId, status: task.status, metadata: {} }))
+      bus.publish(
+        AgentEvent.statusUpdate({ taskId: task.id, contextId: task.contextId, status: task.status, metadata: {} })
+      )
       bus.finished()
       manager.cleanupByTaskId(task.id, context)
     }

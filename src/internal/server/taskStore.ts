@@ -18,13 +18,13 @@ import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import type { Kysely, PostgresPool, SqliteDatabase, sql as Sql } from "kysely"
+import type { Kysely, PostgresPool, sql as Sql, SqliteDatabase } from "kysely"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Peer from "../peer.js"
-import * as taskState from "../wire/taskState.js"
 import { TaskStoreError } from "../serverErrors.js"
+import * as taskState from "../wire/taskState.js"
 import * as internalAuthentication from "./authentication.js"
 import * as internalMemoryTaskStore from "./memoryTaskStore.js"
 
@@ -49,7 +49,8 @@ export type Config =
 export const defaultConfig: Config = { _tag: "Memory" }
 
 /** A store on the SDK's table, whose columns bound the length of ids. */
-export const isDatabase = (config: Config): config is DatabaseConfig => config._tag === "Sqlite" || config._tag === "Postgres"
+export const isDatabase = (config: Config): config is DatabaseConfig =>
+  config._tag === "Sqlite" || config._tag === "Postgres"
 
 /** @internal */
 export interface Failure {
@@ -160,7 +161,8 @@ const connect = (
       // step) when the database ends the connection would emit `error` with no listener, and end the process.
       // Its query, if any, fails on its own.
       pool.on("connect", (client: { on: (event: "error", listener: (error: unknown) => void) => void }) =>
-        client.on("error", () => undefined))
+        client.on("error", () =>
+          undefined))
       return new kysely.Kysely<unknown>({ dialect: new kysely.PostgresDialect({ pool: pool as PostgresPool }) })
     },
     catch: fail("Driver", `Could not open the ${config._tag} ${what}`)
@@ -191,7 +193,7 @@ const sweepEnded = (
   config: DatabaseConfig,
   configs: string | undefined
 ) =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     const retentionMs = Duration.toMillis(retention)
     const round = (now: number) => {
       const ended = (alias: string) =>
@@ -238,7 +240,9 @@ export const make = (
     ? Effect.map(Effect.clock, (clock) =>
       internalMemoryTaskStore.make({ ...config, now: () => clock.unsafeCurrentTimeMillis() }))
     : config._tag === "Unbounded"
-    ? Effect.sync(() => new InMemoryTaskStore())
+    ? Effect.sync(() =>
+      new InMemoryTaskStore()
+    )
     : database(config, withPushConfigs)
 
 type SdkDatabase = typeof import("@a2a-js/sdk/server/database")
@@ -279,7 +283,7 @@ export const connection = <E>(
   Failure | E,
   Scope.Scope
 > =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     if (given._tag === "Sqlite" && (given.filename === "" || given.filename === ":memory:")) {
       return yield* Effect.fail<Failure>({
         reason: "Connection",
@@ -289,7 +293,9 @@ export const connection = <E>(
     const loaded = yield* drivers(given._tag, use)
     // One absolute path for both the migration and the connection: the migration reads its file from a
     // `sqlite:` URL, where a path starting with `//` would name another file than the one opened.
-    const config: DatabaseConfig = given._tag === "Sqlite" ? { ...given, filename: Path.resolve(given.filename) } : given
+    const config: DatabaseConfig = given._tag === "Sqlite"
+      ? { ...given, filename: Path.resolve(given.filename) }
+      : given
     yield* prepare(config)
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const onIdleError = (error: unknown) =>
@@ -323,11 +329,13 @@ export const open = (
   Failure,
   Scope.Scope
 > =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     const { db, sql } = yield* connection(given, table.what, (config) =>
-      Effect.forEach([table, ...also], (each) => migrate(config, each), { discard: true }))
+      Effect.forEach([table, ...also], (each) =>
+        migrate(config, each), { discard: true }))
     const sdk = yield* Effect.tryPromise({
-      try: () => import("@a2a-js/sdk/server/database"),
+      try: () =>
+        import("@a2a-js/sdk/server/database"),
       catch: fail("Driver", "Could not load @a2a-js/sdk/server/database")
     })
     const tableName = table.store === "tasks" ? sdk.TASK_TABLE : sdk.PUSH_NOTIFICATION_TABLE
@@ -339,15 +347,27 @@ export const open = (
   })
 
 const database = (config: DatabaseConfig, withPushConfigs: boolean): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
-  Effect.gen(function* () {
+  Effect.gen(function*() {
     // The config table exists before the first sweep, which runs before the push-config store opens.
     const sweepsConfigs = withPushConfigs && config.retention !== undefined
-    const { db, sql, sdk, tableName } = yield* open(config, tasks, sweepsConfigs ? [pushConfigs] : [])
+    const { db, sdk, sql, tableName } = yield* open(config, tasks, sweepsConfigs ? [pushConfigs] : [])
     if (config.retention !== undefined) {
-      yield* sweepEnded(db, sql, tableName, config.retention, config, sweepsConfigs ? sdk.PUSH_NOTIFICATION_TABLE : undefined)
+      yield* sweepEnded(
+        db,
+        sql,
+        tableName,
+        config.retention,
+        config,
+        sweepsConfigs ? sdk.PUSH_NOTIFICATION_TABLE : undefined
+      )
     }
-    return internalAuthentication.withHeldElsewhere(new sdk.DatabaseTaskStore(db), (taskId, context) =>
-      sql`select 1 from ${sql.table(tableName)} where tenant = ${context.tenant ?? ""} and id = ${taskId} and owner <> ${
-        resolveUserScope(context)
-      } limit 1`.execute(db).then((result) => result.rows.length > 0))
+    return internalAuthentication.withHeldElsewhere(
+      new sdk.DatabaseTaskStore(db),
+      (taskId, context) =>
+        sql`select 1 from ${sql.table(tableName)} where tenant = ${
+          context.tenant ?? ""
+        } and id = ${taskId} and owner <> ${resolveUserScope(context)} limit 1`.execute(db).then((result) =>
+          result.rows.length > 0
+        )
+    )
   })

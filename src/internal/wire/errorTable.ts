@@ -58,12 +58,36 @@ const row = <N extends Name>(
 export const rows: { readonly [N in Name]: Row & { readonly name: N } } = {
   TaskNotFound: row("TaskNotFound", -32001, "NOT_FOUND", 404, "TASK_NOT_FOUND"),
   TaskNotCancelable: row("TaskNotCancelable", -32002, "FAILED_PRECONDITION", 400, "TASK_NOT_CANCELABLE"),
-  PushNotificationNotSupported: row("PushNotificationNotSupported", -32003, "FAILED_PRECONDITION", 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
+  PushNotificationNotSupported: row(
+    "PushNotificationNotSupported",
+    -32003,
+    "FAILED_PRECONDITION",
+    400,
+    "PUSH_NOTIFICATION_NOT_SUPPORTED"
+  ),
   UnsupportedOperation: row("UnsupportedOperation", -32004, "FAILED_PRECONDITION", 400, "UNSUPPORTED_OPERATION"),
-  ContentTypeNotSupported: row("ContentTypeNotSupported", -32005, "INVALID_ARGUMENT", 400, "CONTENT_TYPE_NOT_SUPPORTED"),
+  ContentTypeNotSupported: row(
+    "ContentTypeNotSupported",
+    -32005,
+    "INVALID_ARGUMENT",
+    400,
+    "CONTENT_TYPE_NOT_SUPPORTED"
+  ),
   InvalidAgentResponse: row("InvalidAgentResponse", -32006, "INTERNAL", 500, "INVALID_AGENT_RESPONSE"),
-  ExtendedAgentCardNotConfigured: row("ExtendedAgentCardNotConfigured", -32007, "FAILED_PRECONDITION", 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
-  ExtensionSupportRequired: row("ExtensionSupportRequired", -32008, "FAILED_PRECONDITION", 400, "EXTENSION_SUPPORT_REQUIRED"),
+  ExtendedAgentCardNotConfigured: row(
+    "ExtendedAgentCardNotConfigured",
+    -32007,
+    "FAILED_PRECONDITION",
+    400,
+    "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+  ),
+  ExtensionSupportRequired: row(
+    "ExtensionSupportRequired",
+    -32008,
+    "FAILED_PRECONDITION",
+    400,
+    "EXTENSION_SUPPORT_REQUIRED"
+  ),
   VersionNotSupported: row("VersionNotSupported", -32009, "FAILED_PRECONDITION", 400, "VERSION_NOT_SUPPORTED"),
   ParseError: row("ParseError", -32700, "INVALID_ARGUMENT", 400, "INVALID_PARAMS"),
   InvalidRequest: row("InvalidRequest", -32600, "INVALID_ARGUMENT", 400, "INVALID_PARAMS"),
@@ -136,7 +160,9 @@ export const reasonIn = (details: unknown): string | undefined => {
   for (const detail of details as ReadonlyArray<unknown>) {
     if (typeof detail !== "object" || detail === null) continue
     const info = detail as { readonly "@type"?: unknown; readonly reason?: unknown; readonly domain?: unknown }
-    if (info["@type"] === ERROR_INFO_TYPE && info.domain === A2A_ERROR_DOMAIN && typeof info.reason === "string") return info.reason
+    if (info["@type"] === ERROR_INFO_TYPE && info.domain === A2A_ERROR_DOMAIN && typeof info.reason === "string") {
+      return info.reason
+    }
   }
   return undefined
 }

@@ -58,7 +58,9 @@ export const sequenceOfJson = (json: unknown): number | undefined => {
   if (own !== undefined) return own
   for (const key of payloadKeys) {
     const payload = record[key]
-    if (typeof payload === "object" && payload !== null) return numberAt((payload as Record<string, unknown>)["metadata"])
+    if (typeof payload === "object" && payload !== null) {
+      return numberAt((payload as Record<string, unknown>)["metadata"])
+    }
   }
   return undefined
 }

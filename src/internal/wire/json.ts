@@ -25,7 +25,11 @@ const maxDepth = 256
 const identifier = /^[A-Za-z_$][\w$]*$/
 
 const child = (path: string, key: string | number): string =>
-  typeof key === "number" ? `${path}[${key}]` : identifier.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`
+  typeof key === "number"
+    ? `${path}[${key}]`
+    : identifier.test(key)
+    ? `${path}.${key}`
+    : `${path}[${JSON.stringify(key)}]`
 
 const describe = (value: unknown): string => {
   switch (typeof value) {

@@ -62,7 +62,11 @@ export const fromWirePart = (part: WirePart): Part.Part => {
     case "data":
       return build(Part.DataPart, { data: content.value ?? null })
     case "url":
-      return build(Part.FilePart, { url: String(content.value), mediaType: part.mediaType ?? "", filename: part.filename ?? "" })
+      return build(Part.FilePart, {
+        url: String(content.value),
+        mediaType: part.mediaType ?? "",
+        filename: part.filename ?? ""
+      })
     case "raw":
       return build(Part.FilePart, {
         bytes: new Uint8Array(content.value),
@@ -90,7 +94,10 @@ export const fromUserMessage = (message: Message): AgentExecutor.RequestMessage 
   referenceTaskIds: message.referenceTaskIds ?? []
 })
 
-const roles: Partial<Record<Role, AgentExecutor.TaskMessage["role"]>> = { [Role.ROLE_USER]: "User", [Role.ROLE_AGENT]: "Agent" }
+const roles: Partial<Record<Role, AgentExecutor.TaskMessage["role"]>> = {
+  [Role.ROLE_USER]: "User",
+  [Role.ROLE_AGENT]: "Agent"
+}
 
 const fromTaskMessage = (message: Message): AgentExecutor.TaskMessage => ({
   ...fromUserMessage(message),

@@ -52,7 +52,15 @@ interface Table {
 }
 
 const part: Shape = {
-  fields: { text: "string", raw: "bytes", url: "string", data: "value", metadata: "struct", filename: "string", mediaType: "string" },
+  fields: {
+    text: "string",
+    raw: "bytes",
+    url: "string",
+    data: "value",
+    metadata: "struct",
+    filename: "string",
+    mediaType: "string"
+  },
   oneOf: ["text", "raw", "url", "data"]
 }
 
@@ -136,7 +144,9 @@ const v1: Table = {
     CreateTaskPushNotificationConfig: pushConfig,
     GetTaskPushNotificationConfig: configOfTask,
     DeleteTaskPushNotificationConfig: configOfTask,
-    ListTaskPushNotificationConfigs: { fields: { tenant: "string", taskId: "string", pageSize: "int", pageToken: "string" } },
+    ListTaskPushNotificationConfigs: {
+      fields: { tenant: "string", taskId: "string", pageSize: "int", pageToken: "string" }
+    },
     GetExtendedAgentCard: { fields: { tenant: "string" } }
   }
 }
@@ -161,7 +171,10 @@ const legacyPart: Kind = {
     text: { fields: { text: "string", ...legacyMetadata }, required: ["text"] },
     file: {
       fields: {
-        file: { fields: { bytes: "bytes", uri: "string", mimeType: "string", name: "string" }, oneOf: ["bytes", "uri"] },
+        file: {
+          fields: { bytes: "bytes", uri: "string", mimeType: "string", name: "string" },
+          oneOf: ["bytes", "uri"]
+        },
         ...legacyMetadata
       },
       required: ["file"]
@@ -328,7 +341,9 @@ const shapeProblem = (table: Table, value: Record<string, unknown>, shape: Shape
     const problem = problemOf(table, field, kind, `${prefix}${key}`)
     if (problem !== undefined) return problem
   }
-  if (shape.oneOf !== undefined && set !== 1) return `${path || "the request"} must have exactly one of ${shape.oneOf.join(", ")}`
+  if (shape.oneOf !== undefined && set !== 1) {
+    return `${path || "the request"} must have exactly one of ${shape.oneOf.join(", ")}`
+  }
   return undefined
 }
 

@@ -28,7 +28,8 @@ const table: ReadonlyMap<TaskState, Row> = new Map<TaskState, Row>([
   [TaskState.TASK_STATE_REJECTED, { phase: "ended", outcome: "Rejected" }]
 ])
 
-const phaseOf = (state: TaskState | undefined): Phase | undefined => state === undefined ? undefined : table.get(state)?.phase
+const phaseOf = (state: TaskState | undefined): Phase | undefined =>
+  state === undefined ? undefined : table.get(state)?.phase
 
 /** Submitted or working. */
 export const isRunning = (state: TaskState | undefined): boolean => phaseOf(state) === "running"

@@ -1,9 +1,9 @@
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option, Stream } from "effect"
+import * as RemoteAgent from "../../../src/RemoteAgent.js"
 import * as FaultProxy from "../../fixtures/faultProxy.js"
 import { cardFor, closedPort, json, listen, rawPeer, rpcId, sdkPeer } from "../../fixtures/peers.js"
-import * as RemoteAgent from "../../../src/RemoteAgent.js"
 
 let agents = 0
 const agentFor = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
@@ -14,7 +14,12 @@ const counting = () => {
   const seen: Array<string> = []
   const layer = Layer.effect(
     HttpClient.HttpClient,
-    Effect.map(HttpClient.HttpClient, HttpClient.tapRequest((request) => Effect.sync(() => seen.push(`${request.method} ${new URL(request.url).pathname}`))))
+    Effect.map(
+      HttpClient.HttpClient,
+      HttpClient.tapRequest((request) =>
+        Effect.sync(() => seen.push(`${request.method} ${new URL(request.url).pathname}`))
+      )
+    )
   ).pipe(Layer.provide(FetchHttpClient.layer))
   return { seen, layer }
 }
@@ -27,7 +32,10 @@ describe("RemoteAgent through an HttpClient in context", () => {
         HttpClient.HttpClient,
         HttpClient.make(() => Effect.uninterruptible(Effect.never))
       )
-      const agent = yield* Effect.provide(agentFor(peer.url, { card: cardFor(`${peer.url}/rpc`), timeout: "200 millis" }), deaf)
+      const agent = yield* Effect.provide(
+        agentFor(peer.url, { card: cardFor(`${peer.url}/rpc`), timeout: "200 millis" }),
+        deaf
+      )
       const started = Date.now()
       const error = yield* Effect.flip(agent.send("complete"))
       expect(error).toMatchObject({ reason: "Timeout", delivery: "Unknown" })
@@ -35,7 +43,6 @@ describe("RemoteAgent through an HttpClient in context", () => {
       // The call's time, then the grace its transport is given to stop.
       expect(Date.now() - started).toBeLessThan(3000)
     }))
-
 
   it.scopedLive("card, send, stream and getTask go through the HttpClient, the stream as it comes", () =>
     Effect.gen(function*() {
@@ -59,7 +66,10 @@ describe("RemoteAgent through an HttpClient in context", () => {
     Effect.gen(function*() {
       const first = yield* Deferred.make<void>()
       let resolveRelease = () => {}
-      const release = { promise: new Promise<void>((resolve) => (resolveRelease = resolve)), resolve: () => resolveRelease() }
+      const release = {
+        promise: new Promise<void>((resolve) => (resolveRelease = resolve)),
+        resolve: () => resolveRelease()
+      }
       const peer = yield* rawPeer((_req, res, body) => {
         const id = rpcId(body)
         const task = (state: string) => ({ id: "t1", contextId: "c1", status: { state } })
@@ -72,7 +82,11 @@ describe("RemoteAgent through an HttpClient in context", () => {
       })
       const agent = yield* Effect.provide(agentFor(peer.url), FetchHttpClient.layer)
       const events = yield* agent.stream("go").pipe(
-        Stream.tap((event) => event._tag === "Finished" ? Effect.void : Effect.zipRight(Deferred.succeed(first, undefined), Effect.sync(() => release.resolve()))),
+        Stream.tap((event) =>
+          event._tag === "Finished"
+            ? Effect.void
+            : Effect.zipRight(Deferred.succeed(first, undefined), Effect.sync(() => release.resolve()))
+        ),
         Stream.runCollect,
         Effect.timeout("4 seconds")
       )
@@ -108,13 +122,19 @@ describe("RemoteAgent through an HttpClient in context", () => {
     Effect.gen(function*() {
       const url = yield* closedPort
       const refused = yield* Effect.provide(agentFor(url, { card: cardFor(`${url}/rpc`) }), FetchHttpClient.layer)
-      expect(yield* Effect.flip(refused.send("book"))).toMatchObject({ reason: "ConnectionRefused", delivery: "NotSent" })
+      expect(yield* Effect.flip(refused.send("book"))).toMatchObject({
+        reason: "ConnectionRefused",
+        delivery: "NotSent"
+      })
 
       const peer = yield* sdkPeer()
       const port = Number(new URL(peer.url).port)
       const proxy = yield* FaultProxy.make(() => ({ host: "127.0.0.1", port }))
       proxy.setSchedule([FaultProxy.Fault.DropAnswer()])
-      const dropping = yield* Effect.provide(agentFor(proxy.url, { card: cardFor(`${proxy.url}/rpc`) }), FetchHttpClient.layer)
+      const dropping = yield* Effect.provide(
+        agentFor(proxy.url, { card: cardFor(`${proxy.url}/rpc`) }),
+        FetchHttpClient.layer
+      )
       const lost = yield* Effect.flip(dropping.send("complete seat 1A"))
       expect(lost).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown" })
       expect(proxy.applied()).toEqual(["DropAnswer"])
@@ -142,9 +162,15 @@ describe("RemoteAgent through an HttpClient in context", () => {
       const agent = yield* Effect.provide(agentFor(peer.url, { timeout: "300 millis" }), FetchHttpClient.layer)
       const started = Date.now()
       // Bounded here too: a body read that ignored the call's time would hang.
-      expect(yield* Effect.flip(Effect.timeout(agent.send("book"), "4 seconds"))).toMatchObject({ reason: "Timeout", delivery: "Unknown" })
+      expect(yield* Effect.flip(Effect.timeout(agent.send("book"), "4 seconds"))).toMatchObject({
+        reason: "Timeout",
+        delivery: "Unknown"
+      })
       expect(Date.now() - started).toBeLessThan(3000)
-      expect(yield* Effect.flip(Stream.runDrain(agent.stream("cut")))).toMatchObject({ reason: "ConnectionLost", delivery: "Unknown" })
+      expect(yield* Effect.flip(Stream.runDrain(agent.stream("cut")))).toMatchObject({
+        reason: "ConnectionLost",
+        delivery: "Unknown"
+      })
     }))
 
   it.scopedLive("the fetch path's checks hold: the size limit, the answer's id, the card's shape", () =>
@@ -200,9 +226,10 @@ describe("RemoteAgent through an HttpClient in context", () => {
   it.scopedLive("a client that fails on error statuses still hands the answer over: a 429 is a refusal with its Retry-After", () =>
     Effect.gen(function*() {
       const peer = yield* rawPeer((_req, res) => json(res, 429, { error: "slow down" }, { "retry-after": "7" }))
-      const strict = Layer.effect(HttpClient.HttpClient, Effect.map(HttpClient.HttpClient, HttpClient.filterStatusOk)).pipe(
-        Layer.provide(FetchHttpClient.layer)
-      )
+      const strict = Layer.effect(HttpClient.HttpClient, Effect.map(HttpClient.HttpClient, HttpClient.filterStatusOk))
+        .pipe(
+          Layer.provide(FetchHttpClient.layer)
+        )
       const agent = yield* Effect.provide(agentFor(peer.url), strict)
       const error = yield* Effect.flip(agent.send("book"))
       expect(error).toMatchObject({ reason: "HttpStatus", delivery: "Refused", status: 429 })

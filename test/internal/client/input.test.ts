@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Part from "../../../src/Part.js"
 import * as input from "../../../src/internal/client/input.js"
 import * as IdempotencyKey from "../../../src/internal/wire/idempotencyKey.js"
+import * as Part from "../../../src/Part.js"
 import { untyped } from "../../fixtures/serverAgents.js"
 
 describe("what a call sends", () => {
@@ -20,7 +20,9 @@ describe("what a call sends", () => {
 
   it("reports the agent's own headers first, and checks a message only when there is one", () => {
     const check = input.unsendable({ "x-tenant": "a\nb" })
-    expect(check({ headers: { "bad header": "x" } })).toMatch(/^the value of the agent's header x-tenant cannot be sent/)
+    expect(check({ headers: { "bad header": "x" } })).toMatch(
+      /^the value of the agent's header x-tenant cannot be sent/
+    )
     const fine = input.unsendable({ "x-tenant": "acme" })
     expect(fine(undefined)).toBeUndefined()
     expect(fine({ headers: { "bad header": "x" } })).toBe(`the call's header name "bad header" is not an HTTP token`)
@@ -43,7 +45,10 @@ describe("client/input.keyFor", () => {
     expect(input.keyFor(options, undefined)).toBe(options)
     expect(input.keyFor({ timeout: "1 second" }, "t-1")).toEqual({ timeout: "1 second" })
     const retried = input.keyFor(options, "t-1")
-    expect(retried).toMatchObject({ timeout: "1 second", idempotencyKey: expect.stringMatching(/^idem-v1-[0-9a-f]{64}$/) })
+    expect(retried).toMatchObject({
+      timeout: "1 second",
+      idempotencyKey: expect.stringMatching(/^idem-v1-[0-9a-f]{64}$/)
+    })
     expect(input.keyFor(options, "t-1")).toEqual(retried)
     expect(input.keyFor(options, "t-2")?.idempotencyKey).not.toBe(retried?.idempotencyKey)
     expect(input.keyFor({ idempotencyKey: "order-2" }, "t-1")?.idempotencyKey).not.toBe(retried?.idempotencyKey)

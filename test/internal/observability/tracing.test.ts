@@ -54,7 +54,10 @@ describe("internal/observability/tracing", () => {
     ) expect(tracing.parentOfHeaders({ traceparent })).toEqual(Option.none())
     expect(tracing.parentOfHeaders({ b3: "not a trace id-x" })).toEqual(Option.none())
     // An invalid traceparent does not hide a valid B3 header.
-    const behind = tracing.parentOfHeaders({ traceparent: `00-${"0".repeat(32)}-${span}-01`, b3: `0af7651916cd43dd8448eb211c80319c-${span}-1` })
+    const behind = tracing.parentOfHeaders({
+      traceparent: `00-${"0".repeat(32)}-${span}-01`,
+      b3: `0af7651916cd43dd8448eb211c80319c-${span}-1`
+    })
     expect(Option.map(behind, (parent) => parent.traceId)).toEqual(Option.some("0af7651916cd43dd8448eb211c80319c"))
     const b3 = tracing.parentOfHeaders({ b3: `8448eb211c80319c-${span}-1` })
     expect(Option.map(b3, (parent) => [parent.traceId, parent.spanId])).toEqual(

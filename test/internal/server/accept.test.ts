@@ -30,7 +30,22 @@ describe("server/accept.jsonType", () => {
 
   it("no preference, neither accepted, or nothing readable: application/json", () => {
     expect(internalAccept.noPreference).toBe(json)
-    for (const accept of [undefined, "", " ", "*/*", "application/*", "text/event-stream", "text/html;q=0.9", `${json};q=0, ${a2a};q=0`, "nonsense", `${a2a};q=2`, `${a2a};q=abc`, "a/b/c"]) {
+    for (
+      const accept of [
+        undefined,
+        "",
+        " ",
+        "*/*",
+        "application/*",
+        "text/event-stream",
+        "text/html;q=0.9",
+        `${json};q=0, ${a2a};q=0`,
+        "nonsense",
+        `${a2a};q=2`,
+        `${a2a};q=abc`,
+        "a/b/c"
+      ]
+    ) {
       expect(internalAccept.jsonType(accept), String(accept)).toBe(json)
     }
   })

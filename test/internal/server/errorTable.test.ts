@@ -15,7 +15,7 @@ import {
   TaskPushNotificationConfig
 } from "@a2a-js/sdk"
 import {
-  A2AError,
+  type A2AError,
   ContentTypeNotSupportedError,
   ERROR_INFO_TYPE,
   InvalidAgentResponseError,
@@ -85,13 +85,21 @@ const optionsFor = (name: ErrorTable.Name): Partial<A2AServer.Options<never, nev
   switch (name) {
     case "ExtendedAgentCardNotConfigured":
       // The card says it has an extended card, and the server was given none.
-      return { card: { name: "errors", description: "the error table", capabilities: { extendedAgentCard: true, extensions: [] } } }
+      return {
+        card: {
+          name: "errors",
+          description: "the error table",
+          capabilities: { extendedAgentCard: true, extensions: [] }
+        }
+      }
     case "ExtensionSupportRequired":
       return {
         card: {
           name: "errors",
           description: "the error table",
-          capabilities: { extensions: [{ uri: requiredExtension, description: "required", required: true, params: undefined }] }
+          capabilities: {
+            extensions: [{ uri: requiredExtension, description: "required", required: true, params: undefined }]
+          }
         }
       }
     case "InternalError":
@@ -127,7 +135,12 @@ const completedTask = (server: Server) =>
   Effect.map(
     post(
       server.rpcUrl,
-      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: SendMessageRequest.toJSON(sendRequest("hello")) }),
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendMessage",
+        params: SendMessageRequest.toJSON(sendRequest("hello"))
+      }),
       v1
     ),
     (answer) => (JSON.parse(answer.text) as { result: { task: Task } }).result.task
@@ -173,16 +186,33 @@ const statusWire = (code: number, metadata: Grpc.Metadata | undefined): Wire => 
 
 const identity = (bytes: Buffer) => bytes
 
-const grpcCall = (server: Server, path: string, bytes: Uint8Array, metadata: Record<string, string> = { "a2a-version": "1.0" }) =>
+const grpcCall = (
+  server: Server,
+  path: string,
+  bytes: Uint8Array,
+  metadata: Record<string, string> = { "a2a-version": "1.0" }
+) =>
   Effect.acquireUseRelease(
     Effect.sync(() => new Grpc.Client(server.urls.GRPC!, Grpc.credentials.createInsecure())),
     (client) =>
       Effect.async<Wire>((resume) => {
         const sent = new Grpc.Metadata()
         for (const [key, value] of Object.entries(metadata)) sent.set(key, value)
-        client.makeUnaryRequest(path, identity, identity, Buffer.from(bytes), sent, { deadline: Date.now() + 10_000 }, (error) => {
-          resume(Effect.succeed(error === null ? { code: "OK", reason: undefined } : statusWire(error.code, error.metadata)))
-        })
+        client.makeUnaryRequest(
+          path,
+          identity,
+          identity,
+          Buffer.from(bytes),
+          sent,
+          { deadline: Date.now() + 10_000 },
+          (error) => {
+            resume(
+              Effect.succeed(
+                error === null ? { code: "OK", reason: undefined } : statusWire(error.code, error.metadata)
+              )
+            )
+          }
+        )
       }),
     (client) => Effect.sync(() => client.close())
   )
@@ -224,12 +254,14 @@ interface Unprovokable {
 type Case = Provoke | Unprovokable
 
 const never = {
-  why: "no part of this server raises it: the SDK's request handler does not, and an agent's bad answer ends its task FAILED",
+  why:
+    "no part of this server raises it: the SDK's request handler does not, and an agent's bad answer ends its task FAILED",
   error: new InvalidAgentResponseError()
 } satisfies Unprovokable
 
 const noEnvelope = {
-  why: "HTTP+JSON and gRPC have no JSON-RPC envelope to be invalid: a request they cannot read is a parse error or invalid params",
+  why:
+    "HTTP+JSON and gRPC have no JSON-RPC envelope to be invalid: a request they cannot read is a parse error or invalid params",
   error: new RequestMalformedError("Invalid request.")
 } satisfies Unprovokable
 
@@ -240,8 +272,10 @@ const cases: { readonly [N in ErrorTable.Name]: Record<Transport, Case> } = {
     GRPC: (server) => grpcCall(server, A2AService.getTask.path, getTaskBytes("missing"))
   },
   TaskNotCancelable: {
-    JSONRPC: (server) => Effect.flatMap(completedTask(server), (task) => rpcCall(server, "CancelTask", { id: task.id })),
-    "HTTP+JSON": (server) => Effect.flatMap(completedTask(server), (task) => restCall(server, "POST", `/tasks/${task.id}:cancel`, "{}")),
+    JSONRPC: (server) =>
+      Effect.flatMap(completedTask(server), (task) => rpcCall(server, "CancelTask", { id: task.id })),
+    "HTTP+JSON": (server) =>
+      Effect.flatMap(completedTask(server), (task) => restCall(server, "POST", `/tasks/${task.id}:cancel`, "{}")),
     GRPC: (server) =>
       Effect.flatMap(completedTask(server), (task) =>
         grpcCall(
@@ -252,31 +286,50 @@ const cases: { readonly [N in ErrorTable.Name]: Record<Transport, Case> } = {
   },
   PushNotificationNotSupported: {
     JSONRPC: (server) =>
-      Effect.flatMap(completedTask(server), (task) => rpcCall(server, "CreateTaskPushNotificationConfig", pushConfig(task.id))),
+      Effect.flatMap(
+        completedTask(server),
+        (task) => rpcCall(server, "CreateTaskPushNotificationConfig", pushConfig(task.id))
+      ),
     "HTTP+JSON": (server) =>
-      Effect.flatMap(completedTask(server), (task) =>
-        restCall(server, "POST", `/tasks/${task.id}/pushNotificationConfigs`, JSON.stringify(pushConfig(task.id)))),
+      Effect.flatMap(
+        completedTask(server),
+        (task) =>
+          restCall(server, "POST", `/tasks/${task.id}/pushNotificationConfigs`, JSON.stringify(pushConfig(task.id)))
+      ),
     GRPC: (server) =>
       Effect.flatMap(completedTask(server), (task) =>
         grpcCall(
           server,
           A2AService.createTaskPushNotificationConfig.path,
-          A2AService.createTaskPushNotificationConfig.requestSerialize(TaskPushNotificationConfig.fromJSON(pushConfig(task.id)))
+          A2AService.createTaskPushNotificationConfig.requestSerialize(
+            TaskPushNotificationConfig.fromJSON(pushConfig(task.id))
+          )
         ))
   },
   // A message to a task that has ended.
   UnsupportedOperation: {
     JSONRPC: (server) =>
-      Effect.flatMap(completedTask(server), (task) =>
-        rpcCall(server, "SendMessage", SendMessageRequest.toJSON(sendRequest("more", task.id)))),
+      Effect.flatMap(
+        completedTask(server),
+        (task) => rpcCall(server, "SendMessage", SendMessageRequest.toJSON(sendRequest("more", task.id)))
+      ),
     "HTTP+JSON": (server) =>
-      Effect.flatMap(completedTask(server), (task) =>
-        restCall(server, "POST", "/message:send", JSON.stringify(SendMessageRequest.toJSON(sendRequest("more", task.id))))),
+      Effect.flatMap(
+        completedTask(server),
+        (task) =>
+          restCall(
+            server,
+            "POST",
+            "/message:send",
+            JSON.stringify(SendMessageRequest.toJSON(sendRequest("more", task.id)))
+          )
+      ),
     GRPC: (server) => Effect.flatMap(completedTask(server), (task) => grpcSend(server, sendRequest("more", task.id)))
   },
   ContentTypeNotSupported: {
     JSONRPC: (server) => Effect.map(post(server.rpcUrl, "hello", { ...v1, "content-type": "text/plain" }), rpcWire),
-    "HTTP+JSON": (server) => restCall(server, "POST", "/message:send", "hello", { ...v1, "content-type": "text/plain" }),
+    "HTTP+JSON": (server) =>
+      restCall(server, "POST", "/message:send", "hello", { ...v1, "content-type": "text/plain" }),
     GRPC: {
       why: "gRPC's frames are protobuf whatever a part says, and grpc-js refuses another HTTP/2 content type itself; " +
         "the handler does not check parts' media types",
@@ -297,7 +350,8 @@ const cases: { readonly [N in ErrorTable.Name]: Record<Transport, Case> } = {
   // A message that does not declare the extension the card requires.
   ExtensionSupportRequired: {
     JSONRPC: (server) => rpcCall(server, "SendMessage", SendMessageRequest.toJSON(sendRequest("hello"))),
-    "HTTP+JSON": (server) => restCall(server, "POST", "/message:send", JSON.stringify(SendMessageRequest.toJSON(sendRequest("hello")))),
+    "HTTP+JSON": (server) =>
+      restCall(server, "POST", "/message:send", JSON.stringify(SendMessageRequest.toJSON(sendRequest("hello")))),
     GRPC: (server) => grpcSend(server, sendRequest("hello"))
   },
   VersionNotSupported: {
@@ -312,7 +366,8 @@ const cases: { readonly [N in ErrorTable.Name]: Record<Transport, Case> } = {
     GRPC: (server) => grpcCall(server, A2AService.getTask.path, new Uint8Array([0xff, 0xff, 0xff]))
   },
   InvalidRequest: {
-    JSONRPC: (server) => Effect.map(post(server.rpcUrl, JSON.stringify({ jsonrpc: "1.0", id: 1, method: "GetTask" }), v1), rpcWire),
+    JSONRPC: (server) =>
+      Effect.map(post(server.rpcUrl, JSON.stringify({ jsonrpc: "1.0", id: 1, method: "GetTask" }), v1), rpcWire),
     "HTTP+JSON": noEnvelope,
     GRPC: noEnvelope
   },
@@ -333,7 +388,11 @@ const cases: { readonly [N in ErrorTable.Name]: Record<Transport, Case> } = {
   }
 }
 
-const mappedBy: Record<Transport, (error: A2AError) => Wire> = { JSONRPC: rpcMapped, "HTTP+JSON": restMapped, GRPC: grpcMapped }
+const mappedBy: Record<Transport, (error: A2AError) => Wire> = {
+  JSONRPC: rpcMapped,
+  "HTTP+JSON": restMapped,
+  GRPC: grpcMapped
+}
 
 const table = [...ErrorTable.a2aRows, ...ErrorTable.standardRows]
 
@@ -342,7 +401,11 @@ describe.each(["JSONRPC", "HTTP+JSON", "GRPC"] as const)("the error table on %s"
     "$name: provoked on a server, answered as the table says",
     (row) =>
       Effect.gen(function*() {
-        const server = yield* A2AServer.make({ agent, card: { name: "errors", description: "the error table" }, ...optionsFor(row.name) })
+        const server = yield* A2AServer.make({
+          agent,
+          card: { name: "errors", description: "the error table" },
+          ...optionsFor(row.name)
+        })
         const answered = yield* (cases[row.name][transport] as Provoke)(server)
         expect(answered).toEqual(expected(row, transport))
         // The internal error's cause stays in the server's log.

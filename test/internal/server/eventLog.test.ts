@@ -79,7 +79,10 @@ const contract = (name: string, pair: Pair) =>
       "N appends, a read from a random cursor then a follower from where the read ended: joined, the appended sequence after the cursor, once each",
       {
         events: FastCheck.array(
-          FastCheck.record({ kind: FastCheck.constantFrom("status", "artifact"), text: FastCheck.string({ unit: "binary" }) }),
+          FastCheck.record({
+            kind: FastCheck.constantFrom("status", "artifact"),
+            text: FastCheck.string({ unit: "binary" })
+          }),
           { minLength: 1, maxLength: 40 }
         ),
         cursor: FastCheck.nat({ max: 45 }),
@@ -114,26 +117,36 @@ const contract = (name: string, pair: Pair) =>
         b.append(taskId, 1, { other: true })
         yield* b.flush
         expect(yield* a.read(taskId, 0)).toEqual(entriesOf([eventOf(1)]))
-        expect(logs.lines.filter((line) => line.level === "ERROR" && line.message.includes("already taken"))).toMatchObject([
-          { annotations: { taskId, seq: 1 } }
-        ])
+        expect(logs.lines.filter((line) => line.level === "ERROR" && line.message.includes("already taken")))
+          .toMatchObject([
+            { annotations: { taskId, seq: 1 } }
+          ])
       }).pipe(Effect.scoped, Effect.provide(logs.layer))
     })
 
-    it.live("50 followers of one task on one instance, from cursors spread over 1,500 entries (some behind what its reader holds), one event of 20 KB: each gets every entry after its cursor once, in order", () =>
-      Effect.gen(function*() {
-        const [a, b] = yield* pair()
-        const taskId = randomUUID()
-        const events = Array.from({ length: 1_500 }, (_, i) => i === 1_200 ? { ...eventOf(i + 1), big: "x".repeat(20_000) } : eventOf(i + 1))
-        events.slice(0, 1_100).forEach((event, i) => a.append(taskId, i + 1, event))
-        yield* a.flush
-        const cursors = Array.from({ length: 50 }, (_, i) => (i * 97) % 1_101)
-        const followers = yield* Effect.forEach(cursors, (cursor) => collect(b, taskId, cursor))
-        events.slice(1_100).forEach((event, i) => a.append(taskId, 1_101 + i, event))
-        yield* a.flush
-        const received = yield* allSettled(followers.map((f) => f.received), cursors.map((cursor) => 1_500 - cursor))
-        received.forEach((entries, i) => expect(entries).toEqual(entriesOf(events.slice(cursors[i]!), cursors[i]! + 1)))
-      }).pipe(Effect.scoped), 60_000)
+    it.live(
+      "50 followers of one task on one instance, from cursors spread over 1,500 entries (some behind what its reader holds), one event of 20 KB: each gets every entry after its cursor once, in order",
+      () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* pair()
+          const taskId = randomUUID()
+          const events = Array.from(
+            { length: 1_500 },
+            (_, i) => i === 1_200 ? { ...eventOf(i + 1), big: "x".repeat(20_000) } : eventOf(i + 1)
+          )
+          events.slice(0, 1_100).forEach((event, i) => a.append(taskId, i + 1, event))
+          yield* a.flush
+          const cursors = Array.from({ length: 50 }, (_, i) => (i * 97) % 1_101)
+          const followers = yield* Effect.forEach(cursors, (cursor) => collect(b, taskId, cursor))
+          events.slice(1_100).forEach((event, i) => a.append(taskId, 1_101 + i, event))
+          yield* a.flush
+          const received = yield* allSettled(followers.map((f) => f.received), cursors.map((cursor) => 1_500 - cursor))
+          received.forEach((entries, i) =>
+            expect(entries).toEqual(entriesOf(events.slice(cursors[i]!), cursors[i]! + 1))
+          )
+        }).pipe(Effect.scoped),
+      60_000
+    )
 
     it.live("a finished task's entries go once retention has passed; an unfinished task's stay", () =>
       Effect.gen(function*() {
@@ -150,8 +163,10 @@ const contract = (name: string, pair: Pair) =>
       }).pipe(Effect.scoped))
   })
 
-contract("the in-memory event log", (options) =>
-  Effect.map(internalEventLog.makeMemory(options), (log) => [log, log] as const))
+contract(
+  "the in-memory event log",
+  (options) => Effect.map(internalEventLog.makeMemory(options), (log) => [log, log] as const)
+)
 
 const pgPair = (url: () => string, extra: Partial<internalPgEventLog.Options> = {}): Pair => (options) =>
   Effect.all([
@@ -193,7 +208,9 @@ describe("the followers of one process", () => {
       const follow = (after: number) =>
         Effect.gen(function*() {
           const received: Array<internalEventLog.Entry> = []
-          yield* Effect.forkScoped(Stream.runForEach(tails.follow("t", after), (entry) => Effect.sync(() => void received.push(entry))))
+          yield* Effect.forkScoped(
+            Stream.runForEach(tails.follow("t", after), (entry) => Effect.sync(() => void received.push(entry)))
+          )
           return received
         })
       const followers = yield* Effect.forEach(Array.from({ length: 100 }), () => follow(0))
@@ -209,7 +226,9 @@ describe("the followers of one process", () => {
       const readByWakeups = reads
       for (let seq = 31; seq <= 60; seq++) yield* append(seq, true)
       yield* allSettled(followers, followers.map(() => 60))
-      followers.forEach((received) => expect(received).toEqual(entriesOf(Array.from({ length: 60 }, (_, i) => eventOf(i + 1)))))
+      followers.forEach((received) =>
+        expect(received).toEqual(entriesOf(Array.from({ length: 60 }, (_, i) => eventOf(i + 1))))
+      )
       // Its first read, then one per wake-up: a read that found rows is not followed by one that finds none.
       expect(readByWakeups).toBeLessThanOrEqual(30 + 2)
       expect(reads).toBe(readByWakeups)
@@ -245,7 +264,11 @@ describe("a follower's iterator", () => {
     Effect.gen(function*() {
       const tails = yield* tailsOf([{ seq: 1, text: "not json" }])
       const error = yield* Effect.promise(() => tails.iterate("t", 0).next().then(String, (error: unknown) => error))
-      expect(error).toMatchObject({ _tag: "EventLogError", reason: "Decode", message: "Entry 1 of the event log is not JSON" })
+      expect(error).toMatchObject({
+        _tag: "EventLogError",
+        reason: "Decode",
+        message: "Entry 1 of the event log is not JSON"
+      })
     }).pipe(Effect.scoped))
 })
 
@@ -260,11 +283,14 @@ describe("the PostgreSQL event log, when the database fails it", () => {
       const events = Array.from({ length: 6 }, (_, i) => eventOf(i + 1))
       events.forEach((event, i) => a.append(taskId, i + 1, event))
       yield* a.flush
-      expect(yield* b.read(taskId, 0)).toEqual([...entriesOf(events.slice(0, 2)), { seq: 3, event: { other: true } }, ...entriesOf(events.slice(3), 4)])
+      expect(yield* b.read(taskId, 0)).toEqual([
+        ...entriesOf(events.slice(0, 2)),
+        { seq: 3, event: { other: true } },
+        ...entriesOf(events.slice(3), 4)
+      ])
       expect(logs.lines.filter((line) => line.level === "ERROR")).toMatchObject([{ annotations: { taskId, seq: 3 } }])
     }).pipe(Effect.scoped, Effect.provide(logs.layer))
   })
-
 
   it.live("three instances starting together on a database without its tables all start, on one log", () =>
     Effect.gen(function*() {
@@ -291,7 +317,12 @@ describe("the PostgreSQL event log, when the database fails it", () => {
       const applicationName = `effect-a2a-event-log-${randomUUID().slice(0, 8)}`
       const writer = yield* internalPgEventLog.makePg({ url: databaseUrl(), poolSize: 2 })
       // A poll too slow to deliver anything within the test: what arrives came by notifications.
-      const reader = yield* internalPgEventLog.makePg({ url: databaseUrl(), poolSize: 2, applicationName, pollInterval: "1 hour" })
+      const reader = yield* internalPgEventLog.makePg({
+        url: databaseUrl(),
+        poolSize: 2,
+        applicationName,
+        pollInterval: "1 hour"
+      })
       const taskId = randomUUID()
       const events = Array.from({ length: 15 }, (_, i) => eventOf(i + 1))
       const follower = yield* collect(reader, taskId, 0)
@@ -341,80 +372,100 @@ describe("the PostgreSQL event log, when the database fails it", () => {
       expect(yield* settled(follower.received, 20, "3 seconds")).toEqual(entriesOf(events))
     }).pipe(Effect.scoped))
 
-  it.live("PostgreSQL restarted mid-stream: entries appended before, during (queued, retried) and after all reach the follower once, in order", () => {
-    const logs = captureLogs()
-    return Effect.gen(function*() {
-      const postgres = yield* Effect.acquireRelease(
-        Effect.promise(() => startPostgres({ restartable: true })),
-        (postgres) => Effect.promise(() => postgres.stop())
-      )
-      const url = () => postgres.url
-      const [writer, reader] = yield* pgPair(url)()
-      // Another follower, that gives up on a log unreachable for half a second.
-      const impatient = yield* internalPgEventLog.makePg({ url: url(), poolSize: 1, unavailableAfter: "500 millis", pollInterval: "100 millis" })
-      const taskId = randomUUID()
-      const events = Array.from({ length: 30 }, (_, i) => eventOf(i + 1))
-      const follower = yield* collect(reader, taskId, 0)
-      const gaveUp = yield* collect(impatient, taskId, 0)
-      events.slice(0, 10).forEach((event, i) => writer.append(taskId, i + 1, event))
-      yield* settled(follower.received, 10)
-      yield* Effect.promise(() =>
-        postgres.restart(async () => {
-          events.slice(10, 20).forEach((event, i) => writer.append(taskId, i + 11, event))
-          await new Promise((resolve) => setTimeout(resolve, 1500))
+  it.live(
+    "PostgreSQL restarted mid-stream: entries appended before, during (queued, retried) and after all reach the follower once, in order",
+    () => {
+      const logs = captureLogs()
+      return Effect.gen(function*() {
+        const postgres = yield* Effect.acquireRelease(
+          Effect.promise(() => startPostgres({ restartable: true })),
+          (postgres) => Effect.promise(() => postgres.stop())
+        )
+        const url = () => postgres.url
+        const [writer, reader] = yield* pgPair(url)()
+        // Another follower, that gives up on a log unreachable for half a second.
+        const impatient = yield* internalPgEventLog.makePg({
+          url: url(),
+          poolSize: 1,
+          unavailableAfter: "500 millis",
+          pollInterval: "100 millis"
         })
-      )
-      events.slice(20).forEach((event, i) => writer.append(taskId, i + 21, event))
-      yield* writer.flush.pipe(Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("flush") }))
-      expect(yield* settled(follower.received, 30, "15 seconds")).toEqual(entriesOf(events))
-      expect(yield* reader.read(taskId, 0)).toEqual(entriesOf(events))
-      const failed = yield* Fiber.join(gaveUp.fiber).pipe(Effect.flip, Effect.timeout("5 seconds"))
-      expect(failed).toMatchObject({ _tag: "EventLogError", reason: "Unavailable" })
-      const lines = logs.lines.map((line) => line.message)
-      expect(lines.some((line) => line.includes("lost its LISTEN connection"))).toBe(true)
-      // The poll may have delivered the rest before the reconnection, which waits out its backoff.
-      yield* eventually(
-        Effect.sync(() => logs.lines.some((line) => line.message.includes("LISTEN connection is back"))),
-        (back) => back,
-        1000
-      )
-      expect(lines.some((line) => line.includes("Could not write an event to the event log; retrying"))).toBe(true)
-      expect(logs.lines.map((line) => line.message).join("\n")).not.toContain(postgres.url.split(":")[2]!.split("@")[0]!)
-    }).pipe(Effect.scoped, Effect.provide(logs.layer))
-  }, 120_000)
+        const taskId = randomUUID()
+        const events = Array.from({ length: 30 }, (_, i) => eventOf(i + 1))
+        const follower = yield* collect(reader, taskId, 0)
+        const gaveUp = yield* collect(impatient, taskId, 0)
+        events.slice(0, 10).forEach((event, i) => writer.append(taskId, i + 1, event))
+        yield* settled(follower.received, 10)
+        yield* Effect.promise(() =>
+          postgres.restart(async () => {
+            events.slice(10, 20).forEach((event, i) => writer.append(taskId, i + 11, event))
+            await new Promise((resolve) => setTimeout(resolve, 1500))
+          })
+        )
+        events.slice(20).forEach((event, i) => writer.append(taskId, i + 21, event))
+        yield* writer.flush.pipe(Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("flush") }))
+        expect(yield* settled(follower.received, 30, "15 seconds")).toEqual(entriesOf(events))
+        expect(yield* reader.read(taskId, 0)).toEqual(entriesOf(events))
+        const failed = yield* Fiber.join(gaveUp.fiber).pipe(Effect.flip, Effect.timeout("5 seconds"))
+        expect(failed).toMatchObject({ _tag: "EventLogError", reason: "Unavailable" })
+        const lines = logs.lines.map((line) => line.message)
+        expect(lines.some((line) => line.includes("lost its LISTEN connection"))).toBe(true)
+        // The poll may have delivered the rest before the reconnection, which waits out its backoff.
+        yield* eventually(
+          Effect.sync(() => logs.lines.some((line) => line.message.includes("LISTEN connection is back"))),
+          (back) => back,
+          1000
+        )
+        expect(lines.some((line) => line.includes("Could not write an event to the event log; retrying"))).toBe(true)
+        expect(logs.lines.map((line) => line.message).join("\n")).not.toContain(
+          postgres.url.split(":")[2]!.split("@")[0]!
+        )
+      }).pipe(Effect.scoped, Effect.provide(logs.layer))
+    },
+    120_000
+  )
 
-  it.live("the NOTIFY queue held full by a session that listens, left in a transaction: every entry is written all the same and reaches a follower on another instance (by the poll), once, in order; the log says why", () => {
-    const logs = captureLogs()
-    return Effect.gen(function*() {
-      // The smallest queue PostgreSQL allows (64 pages of 8 KB), that the entries below fill several times over.
-      const postgres = yield* Effect.acquireRelease(
-        Effect.promise(() => startPostgres({ settings: ["max_notify_queue_pages=64"] })),
-        (postgres) => Effect.promise(() => postgres.stop())
-      )
-      const channel = `full_${randomUUID().slice(0, 8)}`
-      yield* Effect.acquireRelease(
-        Effect.promise(async () => {
-          const pg = createRequire(import.meta.url)("pg")
-          const client = new (pg.default ?? pg).Client({ connectionString: postgres.url })
-          await client.connect()
-          await client.query(`listen ${channel}`)
-          await client.query("begin")
-          await client.query("select 1")
-          return client
-        }),
-        (client) => Effect.promise(() => client.end().catch(() => undefined))
-      )
-      const [writer, reader] = yield* pgPair(() => postgres.url, { channel, pollInterval: "200 millis" })()
-      const taskId = randomUUID()
-      const follower = yield* collect(reader, taskId, 0)
-      yield* Effect.sleep("100 millis")
-      const events = Array.from({ length: 1_500 }, (_, i) => ({ ...eventOf(i + 1), text: `${i + 1} ${"x".repeat(1_000)}` }))
-      events.forEach((event, i) => writer.append(taskId, i + 1, event))
-      yield* writer.flush.pipe(Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the appends never ended") }))
-      expect(yield* settled(follower.received, events.length, "15 seconds")).toEqual(entriesOf(events))
-      expect(logs.lines.filter((line) => line.message.includes("NOTIFY queue is full"))).toHaveLength(1)
-    }).pipe(Effect.scoped, Effect.provide(logs.layer))
-  }, 120_000)
+  it.live(
+    "the NOTIFY queue held full by a session that listens, left in a transaction: every entry is written all the same and reaches a follower on another instance (by the poll), once, in order; the log says why",
+    () => {
+      const logs = captureLogs()
+      return Effect.gen(function*() {
+        // The smallest queue PostgreSQL allows (64 pages of 8 KB), that the entries below fill several times over.
+        const postgres = yield* Effect.acquireRelease(
+          Effect.promise(() => startPostgres({ settings: ["max_notify_queue_pages=64"] })),
+          (postgres) => Effect.promise(() => postgres.stop())
+        )
+        const channel = `full_${randomUUID().slice(0, 8)}`
+        yield* Effect.acquireRelease(
+          Effect.promise(async () => {
+            const pg = createRequire(import.meta.url)("pg")
+            const client = new (pg.default ?? pg).Client({ connectionString: postgres.url })
+            await client.connect()
+            await client.query(`listen ${channel}`)
+            await client.query("begin")
+            await client.query("select 1")
+            return client
+          }),
+          (client) => Effect.promise(() => client.end().catch(() => undefined))
+        )
+        const [writer, reader] = yield* pgPair(() => postgres.url, { channel, pollInterval: "200 millis" })()
+        const taskId = randomUUID()
+        const follower = yield* collect(reader, taskId, 0)
+        yield* Effect.sleep("100 millis")
+        const events = Array.from(
+          { length: 1_500 },
+          (_, i) => ({ ...eventOf(i + 1), text: `${i + 1} ${"x".repeat(1_000)}` })
+        )
+        events.forEach((event, i) => writer.append(taskId, i + 1, event))
+        yield* writer.flush.pipe(
+          Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the appends never ended") })
+        )
+        expect(yield* settled(follower.received, events.length, "15 seconds")).toEqual(entriesOf(events))
+        expect(logs.lines.filter((line) => line.message.includes("NOTIFY queue is full"))).toHaveLength(1)
+      }).pipe(Effect.scoped, Effect.provide(logs.layer))
+    },
+    120_000
+  )
 })
 
 describe("the shared reader, under adversarial timing", () => {
@@ -555,7 +606,11 @@ describe("the shared reader, under adversarial timing", () => {
       expect(yield* within(iterator.next())).toEqual(Option.some({ done: false, value: { seq: 1, event: eventOf(1) } }))
       expect(yield* within(iterator.next())).toEqual(Option.some({ done: false, value: { seq: 2, event: eventOf(2) } }))
       const failed = yield* within(iterator.next().then(String, (error: unknown) => error))
-      expect(Option.getOrUndefined(failed)).toMatchObject({ _tag: "EventLogError", reason: "Decode", message: "Entry 3 of the event log is not JSON" })
+      expect(Option.getOrUndefined(failed)).toMatchObject({
+        _tag: "EventLogError",
+        reason: "Decode",
+        message: "Entry 3 of the event log is not JSON"
+      })
       expect(yield* within(iterator.next())).toEqual(Option.some({ done: true, value: undefined }))
     }).pipe(Effect.scoped))
 
@@ -577,7 +632,9 @@ describe("the shared reader, under adversarial timing", () => {
       const tails = yield* internalEventLog.makeTails(source)
       const followers = [tails.iterate("t", 0), tails.iterate("t", 0)]
       for (const follower of followers) {
-        expect(yield* within(follower.next())).toEqual(Option.some({ done: false, value: { seq: 1, event: eventOf(1) } }))
+        expect(yield* within(follower.next())).toEqual(
+          Option.some({ done: false, value: { seq: 1, event: eventOf(1) } })
+        )
       }
       const pending = followers.map((follower) => follower.next().then(() => "resolved", (error: unknown) => error))
       yield* Effect.sleep("20 millis")
@@ -585,9 +642,14 @@ describe("the shared reader, under adversarial timing", () => {
       rows.push(rowOf(2))
       state.wakeups.signal("t")
       for (const failed of pending) {
-        expect(Option.getOrUndefined(yield* within(failed, 3_000))).toMatchObject({ _tag: "EventLogError", reason: "Unavailable" })
+        expect(Option.getOrUndefined(yield* within(failed, 3_000))).toMatchObject({
+          _tag: "EventLogError",
+          reason: "Unavailable"
+        })
       }
-      for (const follower of followers) expect(yield* within(follower.next())).toEqual(Option.some({ done: true, value: undefined }))
+      for (const follower of followers) {
+        expect(yield* within(follower.next())).toEqual(Option.some({ done: true, value: undefined }))
+      }
       expect(state.wakeups.followed()).toEqual([])
       state.fail = false
       const fresh = tails.iterate("t", 0)
@@ -606,7 +668,9 @@ describe("the shared reader, under adversarial timing", () => {
       const tails = yield* internalEventLog.makeTails({
         ...source,
         read: (taskId, after, limit) =>
-          taskId === "u" ? Effect.succeed(after < 1 ? [{ seq: 1, text: "not json" }] : []) : source.read(taskId, after, limit)
+          taskId === "u"
+            ? Effect.succeed(after < 1 ? [{ seq: 1, text: "not json" }] : [])
+            : source.read(taskId, after, limit)
       })
       const taken = yield* Effect.forEach(
         [0, 1_400],
@@ -635,7 +699,12 @@ describe("the shared reader, under adversarial timing", () => {
 describe("the PostgreSQL event log's wake-ups", () => {
   it.live("an append past a gap (the entry before it dropped) reaches a follower on the writer's instance at once, not at the next poll", () =>
     Effect.gen(function*() {
-      const log = yield* internalPgEventLog.makePg({ url: databaseUrl(), poolSize: 2, listen: false, pollInterval: "30 seconds" })
+      const log = yield* internalPgEventLog.makePg({
+        url: databaseUrl(),
+        poolSize: 2,
+        listen: false,
+        pollInterval: "30 seconds"
+      })
       const taskId = randomUUID()
       const follower = yield* collect(log, taskId, 0)
       yield* Effect.sleep("100 millis")
@@ -676,7 +745,20 @@ describe("the PostgreSQL event log's wake-ups", () => {
       yield* Effect.sleep("100 millis")
       writer.append(taskId, 1, eventOf(1))
       expect(yield* settled(follower.received, 1, "2 seconds")).toHaveLength(1)
-      for (const payload of ["", "x", ":", `:${taskId}`, "nudge:", `-1:${taskId}`, `1e400:${taskId}`, `99999999999999999999:${taskId}`, `abc:${taskId}`, "2"]) {
+      for (
+        const payload of [
+          "",
+          "x",
+          ":",
+          `:${taskId}`,
+          "nudge:",
+          `-1:${taskId}`,
+          `1e400:${taskId}`,
+          `99999999999999999999:${taskId}`,
+          `abc:${taskId}`,
+          "2"
+        ]
+      ) {
         yield* execute(databaseUrl(), `select pg_notify('${channel}', '${payload}')`)
       }
       writer.append(taskId, 2, eventOf(2))
@@ -688,13 +770,23 @@ describe("the PostgreSQL event log's wake-ups", () => {
     Effect.gen(function*() {
       const channel = `carried_${randomUUID().slice(0, 8)}`
       const [, reader] = yield* pgPair(databaseUrl, { channel, pollInterval: "30 seconds" })()
-      const distrustful = yield* internalPgEventLog.makePg({ url: databaseUrl(), poolSize: 2, channel, pollInterval: "30 seconds", carry: false })
+      const distrustful = yield* internalPgEventLog.makePg({
+        url: databaseUrl(),
+        poolSize: 2,
+        channel,
+        pollInterval: "30 seconds",
+        carry: false
+      })
       const taskId = randomUUID()
       const follower = yield* collect(reader, taskId, 0)
       const other = yield* collect(distrustful, taskId, 0)
       yield* Effect.sleep("100 millis")
       const [stored] = yield* execute(databaseUrl(), `select key from ${internalPgEventLog.keyTable} where id = 1`)
-      const payload = internalPgEventLog.payloadOf(internalPgEventLog.keysOf(Buffer.from(String(stored?.key), "base64")), taskId, { seq: 1, text: JSON.stringify(eventOf(1)) })
+      const payload = internalPgEventLog.payloadOf(
+        internalPgEventLog.keysOf(Buffer.from(String(stored?.key), "base64")),
+        taskId,
+        { seq: 1, text: JSON.stringify(eventOf(1)) }
+      )
       expect(payload.startsWith("e")).toBe(true)
       // Sent on its own: the log holds no row for the task, so only the notification can have brought it.
       yield* execute(databaseUrl(), `select pg_notify('${channel}', '${payload}')`)
@@ -728,12 +820,23 @@ describe("the PostgreSQL event log's wake-ups", () => {
       const [stored] = yield* execute(databaseUrl(), `select key from ${internalPgEventLog.keyTable} where id = 1`)
       const keys = internalPgEventLog.keysOf(Buffer.from(String(stored?.key), "base64"))
       const base = randomUUID()
-      const taskIds = [`${base}:1:`, `12:${base}`, `7:${base}`, `😀${base}𝄞`, `${base}'"`, `${base}${"é".repeat(500)}`, `${base}`]
+      const taskIds = [
+        `${base}:1:`,
+        `12:${base}`,
+        `7:${base}`,
+        `😀${base}𝄞`,
+        `${base}'"`,
+        `${base}${"é".repeat(500)}`,
+        `${base}`
+      ]
       const followers = yield* Effect.forEach(taskIds, (taskId) => collect(reader, taskId, 0))
       yield* Effect.sleep("100 millis")
       // Sent on their own: the log holds no row for these tasks, so only the notifications can bring them.
       for (const [i, taskId] of taskIds.entries()) {
-        const payload = internalPgEventLog.payloadOf(keys, taskId, { seq: 1, text: JSON.stringify({ ...eventOf(1), i }) })
+        const payload = internalPgEventLog.payloadOf(keys, taskId, {
+          seq: 1,
+          text: JSON.stringify({ ...eventOf(1), i })
+        })
         expect(payload.startsWith("e")).toBe(true)
         yield* execute(databaseUrl(), `select pg_notify('${channel}', '${payload.replaceAll("'", "''")}')`)
       }
@@ -770,7 +873,10 @@ describe("the PostgreSQL event log's wake-ups", () => {
       )
       // The log itself is closed to it: only LISTEN, which takes no privilege, is open.
       const refused = yield* Effect.promise(() =>
-        listener.query(`select event from ${internalPgEventLog.table}`).then(() => "read", (error: { code?: string }) => error.code)
+        listener.query(`select event from ${internalPgEventLog.table}`).then(
+          () => "read",
+          (error: { code?: string }) => error.code
+        )
       )
       expect(refused).toBe("42501")
       const taskId = randomUUID()
@@ -795,9 +901,15 @@ describe("the PostgreSQL event log's wake-ups", () => {
       const follower = yield* collect(reader, taskId, 0)
       yield* Effect.sleep("100 millis")
       const forged = (seq: number) =>
-        internalPgEventLog.payloadOf(internalPgEventLog.keysOf(randomBytes(32)), taskId, { seq, text: JSON.stringify({ ...eventOf(seq), forged: true }) })
+        internalPgEventLog.payloadOf(internalPgEventLog.keysOf(randomBytes(32)), taskId, {
+          seq,
+          text: JSON.stringify({ ...eventOf(seq), forged: true })
+        })
       // Well-formed but not signed with the key: a wake-up at most.
-      yield* execute(databaseUrl(), `select pg_notify('${channel}', '${forged(1)}'), pg_notify('${channel}', '${forged(2)}')`)
+      yield* execute(
+        databaseUrl(),
+        `select pg_notify('${channel}', '${forged(1)}'), pg_notify('${channel}', '${forged(2)}')`
+      )
       yield* Effect.sleep("200 millis")
       expect(follower.received).toEqual([])
       writer.append(taskId, 1, eventOf(1))

@@ -17,16 +17,18 @@ const causeOf = (effect: Effect.Effect<unknown, unknown>): Cause.Cause<unknown> 
 
 describe("server/failure.renderCause", () => {
   it("renders a failure raised inside a span as the error itself: name, message, frames, fields, causes", () => {
-    const text = internalFailure.renderCause(causeOf(Effect.suspend(() =>
-      Effect.fail(new PoolExhausted({ pool: "payments-db", inUse: 20 }))
-    )))
+    const text = internalFailure.renderCause(
+      causeOf(Effect.suspend(() => Effect.fail(new PoolExhausted({ pool: "payments-db", inUse: 20 }))))
+    )
     expect(text).toMatch(/^PoolExhausted: /)
     expect(text).toContain("server/failure.test.ts")
-    expect(text).toContain('fields: {"_tag":"PoolExhausted","pool":"payments-db","inUse":20}')
+    expect(text).toContain("fields: {\"_tag\":\"PoolExhausted\",\"pool\":\"payments-db\",\"inUse\":20}")
 
-    const chained = internalFailure.renderCause(causeOf(Effect.suspend(() =>
-      Effect.fail(new Error("outer", { cause: new Error("middle", { cause: "the root" }) }))
-    )))
+    const chained = internalFailure.renderCause(
+      causeOf(
+        Effect.suspend(() => Effect.fail(new Error("outer", { cause: new Error("middle", { cause: "the root" }) })))
+      )
+    )
     expect(chained).toMatch(/^Error: outer\n {4}at /)
     expect(chained).toContain("\n  [cause]: Error: middle\n      at ")
     expect(chained).toContain("\n    [cause]: string: the root\n  }\n}")
@@ -35,7 +37,7 @@ describe("server/failure.renderCause", () => {
   it("names a tagged error without a message", () => {
     const text = internalFailure.renderCause(causeOf(Effect.suspend(() => new Quiet({ code: 7 }))))
     expect(text).toMatch(/^Quiet: An error has occurred\n/)
-    expect(text).toContain('fields: {"_tag":"Quiet","code":7}')
+    expect(text).toContain("fields: {\"_tag\":\"Quiet\",\"code\":7}")
   })
 
   it("keeps the frames of the agent, not those of the Effect runtime nor of the error's constructors", () => {
@@ -52,8 +54,11 @@ describe("server/failure.renderCause", () => {
     expect(internalFailure.renderCause(Cause.die(error))).toBe(
       "Error: first line\n    second line\n    at agent (agent.js:3:7)\n    at async handler (agent.js:9:1)"
     )
-    error.stack = "Error: first line\n    at agent (agent.js:3:7)\n    at Generator.next (<anonymous>)\n    at runLoop (x.js:1:1)"
-    expect(internalFailure.renderCause(Cause.die(error))).toBe("Error: first line\n    second line\n    at agent (agent.js:3:7)")
+    error.stack =
+      "Error: first line\n    at agent (agent.js:3:7)\n    at Generator.next (<anonymous>)\n    at runLoop (x.js:1:1)"
+    expect(internalFailure.renderCause(Cause.die(error))).toBe(
+      "Error: first line\n    second line\n    at agent (agent.js:3:7)"
+    )
   })
 
   it("renders every failure and defect of a cause, and a loop of causes ends", () => {
@@ -62,9 +67,9 @@ describe("server/failure.renderCause", () => {
     const text = internalFailure.renderCause(
       Cause.parallel(Cause.fail({ reason: "typed", amount: 10n }), Cause.sequential(Cause.die(looping), Cause.die(42)))
     )
-    expect(text).toContain('object: {"reason":"typed","amount":"10"}')
+    expect(text).toContain("object: {\"reason\":\"typed\",\"amount\":\"10\"}")
     expect(internalFailure.renderCause(Cause.fail({ _tag: "Declined", message: "over the limit", limit: 300 })))
-      .toBe('Declined: {"_tag":"Declined","message":"over the limit","limit":300}')
+      .toBe("Declined: {\"_tag\":\"Declined\",\"message\":\"over the limit\",\"limit\":300}")
     expect(text).toContain("number: 42")
     expect(text.match(/\[cause\]: Error: looping/g)?.length).toBe(8)
     expect(text).toContain("[cause]: (deeper causes cut)")
@@ -82,11 +87,13 @@ describe("server/failure.describeCause", () => {
   it("names the first failure or defect with its message; a tagged error without one, with its fields as JSON", () => {
     class Declined extends Data.TaggedError("Declined")<{ readonly message: string; readonly limit: number }> {}
     const describe = (effect: Effect.Effect<unknown, unknown>) => internalFailure.describeCause(causeOf(effect))
-    expect(describe(Effect.suspend(() => new Quiet({ code: 7 })))).toBe('Quiet: {"code":7}')
-    expect(describe(Effect.fail(new Declined({ message: "over the limit", limit: 300 })))).toBe("Declined: over the limit")
+    expect(describe(Effect.suspend(() => new Quiet({ code: 7 })))).toBe("Quiet: {\"code\":7}")
+    expect(describe(Effect.fail(new Declined({ message: "over the limit", limit: 300 })))).toBe(
+      "Declined: over the limit"
+    )
     expect(describe(Effect.die(new Error()))).toBe("Error: An error has occurred")
     expect(describe(Effect.die(new Error("boom")))).toBe("Error: boom")
-    expect(describe(Effect.fail({ reason: "typed" }))).toBe('object: {"reason":"typed"}')
+    expect(describe(Effect.fail({ reason: "typed" }))).toBe("object: {\"reason\":\"typed\"}")
   })
 })
 
@@ -101,11 +108,12 @@ describe("server/failure.logErrorOffSpan", () => {
 
   it.effect("logs like Effect.logError inside annotateLogs: the fiber's annotations and log spans, plus the given ones", () => {
     const { layer, lines } = record()
-    return Effect.gen(function* () {
-      yield* internalFailure.logErrorOffSpan("Runner failed to execute", { errorId: "0123456789ab", cause: "boom" }).pipe(
-        Effect.annotateLogs({ taskId: "t-1", errorId: "replaced" }),
-        Effect.withLogSpan("run")
-      )
+    return Effect.gen(function*() {
+      yield* internalFailure.logErrorOffSpan("Runner failed to execute", { errorId: "0123456789ab", cause: "boom" })
+        .pipe(
+          Effect.annotateLogs({ taskId: "t-1", errorId: "replaced" }),
+          Effect.withLogSpan("run")
+        )
       yield* Effect.logError("Runner failed to execute").pipe(
         Effect.annotateLogs({ taskId: "t-1", errorId: "0123456789ab", cause: "boom" }),
         Effect.withLogSpan("run")
@@ -124,7 +132,7 @@ describe("server/failure.logErrorOffSpan", () => {
 
   it.effect("logs nothing under the minimum log level, and leaves the fiber's annotations as they were", () => {
     const { layer, lines } = record()
-    return Effect.gen(function* () {
+    return Effect.gen(function*() {
       yield* internalFailure.logErrorOffSpan("hidden", { errorId: "0123456789ab" }).pipe(
         Logger.withMinimumLogLevel(LogLevel.Fatal)
       )

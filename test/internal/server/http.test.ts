@@ -1,7 +1,7 @@
 import type { AgentCard } from "@a2a-js/sdk"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import * as Http from "node:http"
@@ -93,7 +93,12 @@ describe("server/http.router while the server shuts down", () => {
         defaultInputModes: ["text/plain"],
         defaultOutputModes: ["text/plain"],
         skills: [],
-        supportedInterfaces: ["1.0", "0.3"].map((protocolVersion) => ({ url: `${url}/rpc`, protocolBinding: "JSONRPC", tenant: "", protocolVersion }))
+        supportedInterfaces: ["1.0", "0.3"].map((protocolVersion) => ({
+          url: `${url}/rpc`,
+          protocolBinding: "JSONRPC",
+          tenant: "",
+          protocolVersion
+        }))
       } as unknown as AgentCard
       let dispatched = 0
       const dispatcher: internalRpc.Dispatcher = {
@@ -118,7 +123,11 @@ describe("server/http.router while the server shuts down", () => {
       expect((yield* Effect.promise(() => raw.json())).error).toEqual({
         code: -32004,
         message: "The server is shutting down.",
-        data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "UNSUPPORTED_OPERATION", domain: "a2a-protocol.org" }]
+        data: [{
+          "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+          reason: "UNSUPPORTED_OPERATION",
+          domain: "a2a-protocol.org"
+        }]
       })
       const agent = yield* RemoteAgent.make({ name: "closing", url, card })
       const error = yield* Effect.flip(agent.send("book"))

@@ -1,6 +1,12 @@
 import { type ListTasksRequest, Role, type Task, TaskState } from "@a2a-js/sdk"
 import { RequestMalformedError } from "@a2a-js/sdk/errors"
-import { InMemoryTaskStore, ServerCallContext, type TaskStore, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
+import {
+  InMemoryTaskStore,
+  ServerCallContext,
+  type TaskStore,
+  UnauthenticatedUser,
+  type User
+} from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, FastCheck, TestClock } from "effect"
 import * as internalMemoryTaskStore from "../../../src/internal/server/memoryTaskStore.js"
@@ -43,12 +49,12 @@ const taskOf = (id: string, state: TaskState, extra: Partial<Task> = {}): Task =
   ...extra
 })
 
-
 /** A store on a clock moved by hand. */
 const storeAt = (options: Omit<internalMemoryTaskStore.Options, "now"> = {}) => {
   const clock = { now: 0 }
   const store = internalMemoryTaskStore.make({ ...options, now: () => clock.now })
-  const idsOf = async (context = anonymous) => (await store.list(listAll(), context)).tasks.map((task) => task.id).sort()
+  const idsOf = async (context = anonymous) =>
+    (await store.list(listAll(), context)).tasks.map((task) => task.id).sort()
   return { clock, store, idsOf }
 }
 
@@ -76,7 +82,11 @@ describe("the bounded in-memory task store", () => {
         contextId: FastCheck.constantFrom("c1", "c2"),
         timestamp: FastCheck.constantFrom("", "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.000Z")
       }),
-      FastCheck.record({ op: FastCheck.constant("load" as const), scope, id: FastCheck.constantFrom("a", "b", "c", "d|e") }),
+      FastCheck.record({
+        op: FastCheck.constant("load" as const),
+        scope,
+        id: FastCheck.constantFrom("a", "b", "c", "d|e")
+      }),
       FastCheck.record({
         op: FastCheck.constant("list" as const),
         scope,
@@ -97,40 +107,43 @@ describe("the bounded in-memory task store", () => {
       }
     }
 
-    it.effect.prop("the same calls give the same answers, with bounds it does not reach", [FastCheck.array(operation, { maxLength: 40 })], ([operations]) => Effect.promise(async () => {
-      const ours = internalMemoryTaskStore.make({ now: () => 0 })
-      const sdk = new InMemoryTaskStore()
-      const previous = new Map<TaskStore, string>()
-      for (const operation of operations) {
-        const context = () => contextOf(operation.scope.tenant, operation.scope.user)
-        const run = (store: TaskStore) => {
-          switch (operation.op) {
-            case "save":
-              return outcome(() =>
-                store.save(
-                  taskOf(operation.id, operation.state, {
-                    contextId: operation.contextId,
-                    status: { state: operation.state, message: undefined, timestamp: operation.timestamp }
-                  }),
-                  context()
+    it.effect.prop("the same calls give the same answers, with bounds it does not reach", [
+      FastCheck.array(operation, { maxLength: 40 })
+    ], ([operations]) =>
+      Effect.promise(async () => {
+        const ours = internalMemoryTaskStore.make({ now: () => 0 })
+        const sdk = new InMemoryTaskStore()
+        const previous = new Map<TaskStore, string>()
+        for (const operation of operations) {
+          const context = () => contextOf(operation.scope.tenant, operation.scope.user)
+          const run = (store: TaskStore) => {
+            switch (operation.op) {
+              case "save":
+                return outcome(() =>
+                  store.save(
+                    taskOf(operation.id, operation.state, {
+                      contextId: operation.contextId,
+                      status: { state: operation.state, message: undefined, timestamp: operation.timestamp }
+                    }),
+                    context()
+                  )
                 )
-              )
-            case "load":
-              return outcome(() => store.load(operation.id, context()))
-            case "list": {
-              const { op: _op, scope: _scope, pageSize, pageToken, ...rest } = operation
-              const token = pageToken === "previous" ? previous.get(store) ?? "" : pageToken
-              return outcome(async () => {
-                const page = await store.list(listAll({ ...rest, pageSize, pageToken: token }), context())
-                previous.set(store, page.nextPageToken)
-                return page
-              })
+              case "load":
+                return outcome(() => store.load(operation.id, context()))
+              case "list": {
+                const { op: _op, pageSize, pageToken, scope: _scope, ...rest } = operation
+                const token = pageToken === "previous" ? previous.get(store) ?? "" : pageToken
+                return outcome(async () => {
+                  const page = await store.list(listAll({ ...rest, pageSize, pageToken: token }), context())
+                  previous.set(store, page.nextPageToken)
+                  return page
+                })
+              }
             }
           }
+          expect(await run(ours)).toEqual(await run(sdk))
         }
-        expect(await run(ours)).toEqual(await run(sdk))
-      }
-    }))
+      }))
   })
 
   it.effect("a task changed by its caller after save, load or list stays as saved", () =>
@@ -239,7 +252,7 @@ describe("the bounded in-memory task store", () => {
     }))
 
   it.effect("the configured store reads the time from the Effect clock; the defaults are an hour, 10,000 and a day", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const store = yield* Effect.scoped(internalTaskStore.make(internalTaskStore.defaultConfig))
       const save = (task: Task) => Effect.promise(() => store.save(task, anonymous))
       const load = (id: string) => Effect.promise(() => store.load(id, anonymous))
@@ -260,7 +273,7 @@ describe("the bounded in-memory task store", () => {
     }))
 
   it.effect("Unbounded is the SDK's InMemoryTaskStore", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const store = yield* Effect.scoped(internalTaskStore.make({ _tag: "Unbounded" }))
       expect(store).toBeInstanceOf(InMemoryTaskStore)
     }))

@@ -29,9 +29,10 @@ const serving = (dispatch: internalRpc.Dispatcher["dispatch"], closing = false) 
       Effect.async<void>((resume) => {
         server.listen(0, "127.0.0.1", () => resume(Effect.void))
       }),
-      () => Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.async<void>((resume) => {
-        server.close(() => resume(Effect.void))
-      })))
+      () =>
+        Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.async<void>((resume) => {
+          server.close(() => resume(Effect.void))
+        })))
     )
     return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, passed }
   })
@@ -51,7 +52,12 @@ const endlessStream = (result: unknown, onClose: () => void): internalRpc.Dispat
 const request = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "M" })
 
 const post = (url: string, body: string, signal?: AbortSignal) =>
-  fetch(url, { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body, signal: signal ?? null })
+  fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "a2a-version": "1.0" },
+    body,
+    signal: signal ?? null
+  })
 
 describe("server/nodeRpc.listener", () => {
   it.scopedLive("answers POST on its path only; anything else goes on to the next listener", () =>
@@ -59,12 +65,21 @@ describe("server/nodeRpc.listener", () => {
       let dispatched = 0
       const { passed, url } = yield* serving((body) => {
         dispatched++
-        return Promise.resolve({ _tag: "Json", status: 200, body: { jsonrpc: "2.0", id: 1, result: body }, headers: {} })
+        return Promise.resolve({
+          _tag: "Json",
+          status: 200,
+          body: { jsonrpc: "2.0", id: 1, result: body },
+          headers: {}
+        })
       })
       const answered = yield* Effect.promise(() => post(`${url}/rpc?x=1`, request).then((response) => response.json()))
       expect(answered).toEqual({ jsonrpc: "2.0", id: 1, result: JSON.parse(request) })
       const others = yield* Effect.promise(() =>
-        Promise.all([fetch(`${url}/rpc`), post(`${url}/rpc/`, "{}"), post(`${url}/other`, "{}")].map((answer) => answer.then((response) => response.status)))
+        Promise.all(
+          [fetch(`${url}/rpc`), post(`${url}/rpc/`, "{}"), post(`${url}/other`, "{}")].map((answer) =>
+            answer.then((response) => response.status)
+          )
+        )
       )
       expect(others).toEqual([404, 404, 404])
       expect(passed).toEqual(["GET /rpc", "POST /rpc/", "POST /other"])

@@ -15,7 +15,14 @@ describe("server/push", () => {
       const tasks = internalMemoryTaskStore.make({ retention: "1 second", now: () => now })
       const push = yield* internalPush.make({ allowPushTargets: ["127.0.0.1"] }, undefined, "push-test", tasks)
       const as = (owner: string) => internalAuthentication.ownerContext("", owner)
-      const config = (id: string, taskId: string) => ({ tenant: "", id, taskId, url: "http://127.0.0.1:9/hook", token: "t", authentication: undefined })
+      const config = (id: string, taskId: string) => ({
+        tenant: "",
+        id,
+        taskId,
+        url: "http://127.0.0.1:9/hook",
+        token: "t",
+        authentication: undefined
+      })
       const ended = seededTask("task-1", TaskState.TASK_STATE_COMPLETED, new Date(0).toISOString())
       yield* Effect.promise(() => tasks.save(ended, as("a")))
       yield* Effect.promise(() => push.store.save("task-1", as("a"), config("c1", "task-1")))
@@ -37,12 +44,19 @@ describe("server/push", () => {
 
   it.scopedLive("a config sent with a message whose run answers with a bare message goes: no task will ever hold it", () =>
     Effect.gen(function*() {
-      const push = yield* internalPush.make({ allowPushTargets: ["127.0.0.1"] }, undefined, "push-test", new InMemoryTaskStore())
+      const push = yield* internalPush.make(
+        { allowPushTargets: ["127.0.0.1"] },
+        undefined,
+        "push-test",
+        new InMemoryTaskStore()
+      )
       const executor = push.pushing(
         yield* AgentExecutor.make(
           (request) =>
             Effect.succeed(
-              request.message.messageId.startsWith("ping") ? AgentExecutor.messageText("pong") : AgentExecutor.completedText("done")
+              request.message.messageId.startsWith("ping")
+                ? AgentExecutor.messageText("pong")
+                : AgentExecutor.completedText("done")
             ),
           { messageReplies: true }
         )
@@ -52,9 +66,20 @@ describe("server/push", () => {
       const sendWithConfig = (messageId: string) =>
         Effect.gen(function*() {
           const taskId = crypto.randomUUID()
-          const config = { tenant: "", id: "c1", taskId, url: "http://127.0.0.1:9/hook", token: "t", authentication: undefined }
+          const config = {
+            tenant: "",
+            id: "c1",
+            taskId,
+            url: "http://127.0.0.1:9/hook",
+            token: "t",
+            authentication: undefined
+          }
           yield* Effect.promise(() => push.store.save(taskId, caller, config))
-          const configuration = { acceptedOutputModes: [], taskPushNotificationConfig: config, returnImmediately: false }
+          const configuration = {
+            acceptedOutputModes: [],
+            taskPushNotificationConfig: config,
+            returnImmediately: false
+          }
           const context = new RequestContext(
             { tenant: "", message: userMessage("hi", { messageId }), configuration, metadata: undefined },
             taskId,

@@ -40,7 +40,11 @@ const status = (taskId: string, state: TaskState, seq: number): StreamResponse =
 const context = (headers: Record<string, string> = {}, requestedVersion = "1.0") =>
   new ServerCallContext({ requestedVersion, state: new Map([[STATE_HEADERS_KEY, headers]]) })
 
-const config = (taskId: string, url: string, extra: Partial<TaskPushNotificationConfig> = {}): TaskPushNotificationConfig => ({
+const config = (
+  taskId: string,
+  url: string,
+  extra: Partial<TaskPushNotificationConfig> = {}
+): TaskPushNotificationConfig => ({
   tenant: "",
   id: "config-1",
   taskId,
@@ -132,8 +136,12 @@ describe("server/pushSender", () => {
     Effect.gen(function*() {
       const hook = yield* webhook()
       const store = new InMemoryPushNotificationStore()
-      yield* Effect.promise(() => store.save("t-body", context({}, "1.0"), config("t-body", `${hook.url}/new`, { id: "new" })))
-      yield* Effect.promise(() => store.save("t-body", context({}, "0.3"), config("t-body", `${hook.url}/old`, { id: "old" })))
+      yield* Effect.promise(() =>
+        store.save("t-body", context({}, "1.0"), config("t-body", `${hook.url}/new`, { id: "new" }))
+      )
+      yield* Effect.promise(() =>
+        store.save("t-body", context({}, "0.3"), config("t-body", `${hook.url}/old`, { id: "old" }))
+      )
       const sender = yield* PushSender.make({ store, agent: "push-body" })
       const event = status("t-body", TaskState.TASK_STATE_COMPLETED, 1)
       sender.notify(event, context())
@@ -150,7 +158,9 @@ describe("server/pushSender", () => {
 
   it.scopedLive("a 429 waits its Retry-After; a 404 and a 302 are not retried, the redirect not followed", () =>
     Effect.gen(function*() {
-      const limited = yield* webhook(scripted((_, __, response) => response.writeHead(429, { "Retry-After": "1" }).end()))
+      const limited = yield* webhook(
+        scripted((_, __, response) => response.writeHead(429, { "Retry-After": "1" }).end())
+      )
       const elsewhere = yield* webhook()
       const moved = yield* webhook((_, __, response) => response.writeHead(302, { Location: elsewhere.url }).end())
       const notFound = yield* webhook((_, __, response) => response.writeHead(404).end())
@@ -321,7 +331,10 @@ describe("server/pushSender", () => {
       const native = yield* Effect.tracer
       const tracer = Tracer.make({
         span: (name, parent, ...rest) => {
-          spans.push({ name, parent: parent._tag === "Some" ? `${parent.value.traceId}/${parent.value.spanId}` : undefined })
+          spans.push({
+            name,
+            parent: parent._tag === "Some" ? `${parent.value.traceId}/${parent.value.spanId}` : undefined
+          })
           return native.span(name, parent, ...rest)
         },
         context: (f) => f()
@@ -344,7 +357,9 @@ describe("server/pushSender", () => {
       const ctx = context()
       const store = yield* storeWith("t-close", ctx, config("t-close", hook.url))
       const scope = yield* Scope.make()
-      const sender = yield* PushSender.make({ store, agent: "push-close", timeout: "2 seconds" }).pipe(Scope.extend(scope))
+      const sender = yield* PushSender.make({ store, agent: "push-close", timeout: "2 seconds" }).pipe(
+        Scope.extend(scope)
+      )
       sender.notify(status("t-close", TaskState.TASK_STATE_WORKING, 1), ctx)
       sender.notify(status("t-close", TaskState.TASK_STATE_COMPLETED, 2), ctx)
       yield* eventually(Effect.sync(() => hook.received.length), (n) => n === 1, 200)
@@ -365,15 +380,18 @@ describe("server/pushSender", () => {
       const limited = yield* webhook((_, __, response) => response.writeHead(429, { "Retry-After": "5" }).end())
       const ctx = context()
       const store = yield* storeWith("t-budget", ctx, config("t-budget", limited.url))
-      const sender = yield* PushSender.make({ store, agent: "push-budget", budget: "1 second", backoff: "20 millis" }).pipe(
-        Effect.provide(layer)
-      )
+      const sender = yield* PushSender.make({ store, agent: "push-budget", budget: "1 second", backoff: "20 millis" })
+        .pipe(
+          Effect.provide(layer)
+        )
       const started = performance.now()
       sender.notify(status("t-budget", TaskState.TASK_STATE_COMPLETED, 1), ctx)
       yield* eventually(counts("push-budget"), (c) => c.failed === 1, 300)
       expect(performance.now() - started).toBeLessThan(900)
       expect(limited.received).toHaveLength(1)
-      expect(lines.filter((line) => line.level === "WARN").map((line) => line.annotations.reason)).toEqual(["RateLimited"])
+      expect(lines.filter((line) => line.level === "WARN").map((line) => line.annotations.reason)).toEqual([
+        "RateLimited"
+      ])
     }))
 
   it.scopedLive("a refused connection is retried up to maxAttempts", () =>
@@ -426,7 +444,9 @@ describe("server/pushSender", () => {
       const ctx = context()
       const token = "tok-SECRET-overflow"
       const store = yield* storeWith("t-over", ctx, config("t-over", hook.url, { id: "config-o", token }))
-      const sender = yield* PushSender.make({ store, agent: "push-overflow", maxPending: 5 }).pipe(Effect.provide(layer))
+      const sender = yield* PushSender.make({ store, agent: "push-overflow", maxPending: 5 }).pipe(
+        Effect.provide(layer)
+      )
       sender.notify(status("t-over", TaskState.TASK_STATE_WORKING, 1), ctx)
       yield* eventually(Effect.sync(() => hook.received.length), (n) => n === 1, 200)
       for (let seq = 2; seq < 40; seq++) {
@@ -475,9 +495,15 @@ describe("server/pushSender", () => {
       expect(seqs.length).toBeLessThanOrEqual(1 + 5 + 1)
       expect(seqs.slice(-5)).toEqual([36, 37, 38, 39, 40])
       for (let i = 1; i < seqs.length; i++) expect(seqs[i]!).toBeGreaterThan(seqs[i - 1]!)
-      expect(yield* counts("push-burst")).toEqual({ delivered: seqs.length, retried: 0, failed: 40 - seqs.length, refused: 0 })
+      expect(yield* counts("push-burst")).toEqual({
+        delivered: seqs.length,
+        retried: 0,
+        failed: 40 - seqs.length,
+        refused: 0
+      })
       const warnings = lines.filter((line) => line.level === "WARN")
       expect(warnings).toHaveLength(40 - seqs.length)
-      expect(warnings.every((line) => line.annotations.reason === "Overflow" && line.annotations.taskId === "t-burst")).toBe(true)
+      expect(warnings.every((line) => line.annotations.reason === "Overflow" && line.annotations.taskId === "t-burst"))
+        .toBe(true)
     }))
 })

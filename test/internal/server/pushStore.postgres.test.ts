@@ -24,7 +24,7 @@ pushStoreContract("PostgreSQL", () => internalPushStore.make(postgres(), policy)
 
 describe("PostgreSQL", () => {
   it.scoped("two stores starting together migrate once and share their configs", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const taskId = randomUUID()
       const first = yield* Scope.make()
       const [a, b] = yield* Effect.all([

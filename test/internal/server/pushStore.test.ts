@@ -27,7 +27,7 @@ pushStoreContract(
 
 describe("SQLite", () => {
   it.scoped("keeps configs across a reopen, beside the task table in the same file", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const dir = yield* tempDir
       const config = sqliteAt(path.join(dir, "tasks.db"))
       const saved = configOf("http://127.0.0.2:9/hook", "kept")
@@ -42,7 +42,7 @@ describe("SQLite", () => {
     }))
 
   it.scoped("refuses an in-memory file, naming the push-config store", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const failure = yield* Effect.flip(internalPushStore.make(sqliteAt(":memory:"), policy))
       expect(failure.reason).toBe("Connection")
       expect(failure.message).toMatch(/push-config store/)
@@ -64,7 +64,7 @@ describe("through the SDK's request handler", () => {
   }
 
   it.scoped("refuses SendMessage's config before the agent runs", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const store = yield* memory()
       const { handler, tasks } = handlerWith(store)
       const request = sdkRequest("complete")
@@ -93,7 +93,7 @@ describe("through the SDK's request handler", () => {
     }))
 
   it.scoped("refuses the create call, and stores an allowed one", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const store = yield* memory()
       const { handler, tasks } = handlerWith(store)
       yield* Effect.promise(() =>

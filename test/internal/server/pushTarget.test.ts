@@ -26,7 +26,7 @@ const problemOf = (url: string, policy: internalPushTarget.PushPolicy) =>
 
 describe("targetProblem", () => {
   it.effect("refuses private, link-local, loopback and mapped addresses, names resolving to loopback, other schemes and userinfo, without connecting", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const checkNoConnections = noConnections()
       const cases: ReadonlyArray<readonly [string, RegExp]> = [
         ["http://10.0.0.1/h", /^push URL host 10\.0\.0\.1 is a private address; allow it with allowPushTargets$/],
@@ -65,7 +65,7 @@ describe("targetProblem", () => {
     }))
 
   it.effect("names the host and never the credentials, path or query", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const withUserinfo = yield* problemOf("http://user:pw@example.com", strict)
       expect(withUserinfo).toMatch(/^push URL for host example\.com carries credentials/)
       expect(withUserinfo).not.toContain("pw")
@@ -77,7 +77,7 @@ describe("targetProblem", () => {
     }))
 
   it.effect("passes public literal addresses without DNS, and allowed ones", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const checkNoConnections = noConnections()
       expect(yield* problemOf("http://93.184.216.34/h", strict)).toBeUndefined()
       expect(yield* problemOf("https://[2606:2800:220:1:248:1893:25c8:1946]/h", strict)).toBeUndefined()
@@ -96,7 +96,7 @@ describe("targetProblem", () => {
     }))
 
   it.effect("requires https in production unless the target is allowed", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       expect(yield* problemOf("http://93.184.216.34/h", production)).toBe(
         "push URL for host 93.184.216.34 must use https in production; allow it with allowPushTargets"
       )
@@ -106,7 +106,7 @@ describe("targetProblem", () => {
     }))
 
   it.effect("accepts a name that does not resolve now, without connecting: the delivery guard checks it then", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const checkNoConnections = noConnections()
       // `.invalid` never resolves (RFC 6761); `example.com`, which the TCK registers, may or may not here.
       expect(yield* problemOf("https://hooks.example.invalid/a2a/push", strict)).toBeUndefined()
@@ -148,15 +148,17 @@ const get = (url: string, lookup: Net.LookupFunction) =>
         response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0 })))
       })
       request.on("timeout", () => request.destroy(new Error("timed out")))
-      request.on("error", (error: NodeJS.ErrnoException) =>
-        resume(Effect.succeed({ code: error.code, message: error.message })))
+      request.on(
+        "error",
+        (error: NodeJS.ErrnoException) => resume(Effect.succeed({ code: error.code, message: error.message }))
+      )
       request.end()
     }
   )
 
 describe("guardedLookup", () => {
   it.scoped("lets a request to an allowed loopback address through", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* loopbackServer
       // The spy the tests above rely on sees a connection when there is one.
       const connect = vi.spyOn(Net.Socket.prototype, "connect")
@@ -170,12 +172,13 @@ describe("guardedLookup", () => {
     }))
 
   it.scopedLive("refuses a name resolving to loopback before connecting", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* loopbackServer
       const result = yield* get(`http://localhost:${server.port}/h`, internalPushTarget.guardedLookup(strict))
       expect(result).toEqual({
         code: "EPUSHTARGET",
-        message: "push URL host localhost resolves to 127.0.0.1, which is a loopback address; allow it with allowPushTargets"
+        message:
+          "push URL host localhost resolves to 127.0.0.1, which is a loopback address; allow it with allowPushTargets"
       })
       // Give a connection that slipped through the time to be seen.
       yield* Effect.sleep("50 millis")
@@ -183,7 +186,7 @@ describe("guardedLookup", () => {
     }))
 
   it.scoped("lets an allowed name through without checking its addresses", () =>
-    Effect.gen(function* () {
+    Effect.gen(function*() {
       const server = yield* loopbackServer
       const result = yield* get(
         `http://localhost:${server.port}/h`,

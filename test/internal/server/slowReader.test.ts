@@ -6,7 +6,7 @@ const counting = () => {
   const seen = { returned: false }
   const source = (async function*() {
     try {
-      for (let i = 0; ; i++) yield i
+      for (let i = 0;; i++) yield i
     } finally {
       seen.returned = true
     }

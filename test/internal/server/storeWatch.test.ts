@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import { vi } from "vitest"
 import * as A2AServer from "../../../src/A2AServer.js"
 import * as AgentExecutor from "../../../src/AgentExecutor.js"
-import { type SaveWaitOptions, saveWaitLimitOption } from "../../../src/internal/server/storeWatch.js"
+import { saveWaitLimitOption, type SaveWaitOptions } from "../../../src/internal/server/storeWatch.js"
 import * as taskState from "../../../src/internal/wire/taskState.js"
 import { eventually, makeClient, send, stalledStream, textOf, userMessage } from "../../fixtures/serverAgents.js"
 
@@ -38,7 +38,12 @@ const slowStore = (delay: number, fails: (task: Task) => boolean = () => false):
 
 /** A server with the executor's wait for a hanging store call cut to {@link waitLimit}. */
 const serve = (agent: AgentExecutor.Agent, taskStore: TaskStore) => {
-  const options: A2AServer.Options<never, never> & SaveWaitOptions = { agent, card, taskStore, [saveWaitLimitOption]: waitLimit }
+  const options: A2AServer.Options<never, never> & SaveWaitOptions = {
+    agent,
+    card,
+    taskStore,
+    [saveWaitLimitOption]: waitLimit
+  }
   return A2AServer.make(options)
 }
 
@@ -67,10 +72,12 @@ const ignoredWarnings = Effect.acquireRelease(
 ).pipe(Effect.map(({ warnings }) => () => warnings.filter((line) => line.includes("ignoring status update"))))
 
 describe("storeWatch", () => {
-  it.scopedLive.each([
-    ["a non-streaming send", false],
-    ["a stream", true]
-  ] as const)(
+  it.scopedLive.each(
+    [
+      ["a non-streaming send", false],
+      ["a stream", true]
+    ] as const
+  )(
     "a handler saving a burst of statuses slowly, long past the executor's wait, is waited for: every status is stored (%s)",
     ([, streaming]) =>
       Effect.gen(function*() {

@@ -30,11 +30,20 @@ describe("a subscription waiting for its paused task's next run", () => {
   it.each(["closed", "shutdown"] as const)("ends when %s, and leaves no listener for the next run", async (how) => {
     const subscriptions = internalRpc.makeSubscriptions()
     const store = new InMemoryTaskStore()
-    const context = defaultServerCallContextBuilder({ extensions: undefined, user: new UnauthenticatedUser(), headers: {} })
+    const context = defaultServerCallContextBuilder({
+      extensions: undefined,
+      user: new UnauthenticatedUser(),
+      headers: {}
+    })
     const paused = seededTask(crypto.randomUUID(), TaskState.TASK_STATE_INPUT_REQUIRED, new Date().toISOString())
     await store.save(paused, context)
     const handler = internalSubscription.continuing(
-      new DefaultRequestHandler(cardFor(""), store, idle, ...internalHandler.handlerArguments(subscriptions.manager, undefined, undefined)),
+      new DefaultRequestHandler(
+        cardFor(""),
+        store,
+        idle,
+        ...internalHandler.handlerArguments(subscriptions.manager, undefined, undefined)
+      ),
       subscriptions
     )
     subscriptions.subscribing(context)

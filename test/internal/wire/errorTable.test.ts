@@ -56,7 +56,11 @@ describe("the error table", () => {
   })
 
   it("has §9.5's standard JSON-RPC errors, with the gRPC and HTTP statuses google.rpc.Code gives them", () => {
-    expect(ErrorTable.standardRows.map(({ grpc, http, httpStatus, jsonRpc, name }) => [name, jsonRpc, grpc, http, httpStatus]))
+    expect(
+      ErrorTable.standardRows.map((
+        { grpc, http, httpStatus, jsonRpc, name }
+      ) => [name, jsonRpc, grpc, http, httpStatus])
+    )
       .toEqual([
         ["ParseError", -32700, "INVALID_ARGUMENT", 400, "INVALID_ARGUMENT"],
         ["InvalidRequest", -32600, "INVALID_ARGUMENT", 400, "INVALID_ARGUMENT"],
@@ -109,7 +113,17 @@ describe("the error table", () => {
       .toBe("TASK_NOT_FOUND")
     const ours = { "@type": ERROR_INFO_TYPE, reason: "NOT_FOUND", domain: "effect-a2a" }
     for (
-      const details of [undefined, null, "TASK_NOT_FOUND", {}, [], [null, 1], [info(7)], [{ reason: "TASK_NOT_FOUND" }], [ours]]
+      const details of [
+        undefined,
+        null,
+        "TASK_NOT_FOUND",
+        {},
+        [],
+        [null, 1],
+        [info(7)],
+        [{ reason: "TASK_NOT_FOUND" }],
+        [ours]
+      ]
     ) {
       expect(ErrorTable.reasonIn(details)).toBeUndefined()
     }

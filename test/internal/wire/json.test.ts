@@ -19,7 +19,11 @@ const key = FastCheck.stringMatching(/^[a-z]{1,6}$/)
 const step = FastCheck.oneof(key, FastCheck.nat({ max: 3 }))
 
 /** `leaf` at `path` inside JSON siblings; the expected path text. */
-const placed = FastCheck.tuple(FastCheck.array(step, { maxLength: 5 }), notJsonLeaf, FastCheck.jsonValue({ maxDepth: 2 }))
+const placed = FastCheck.tuple(
+  FastCheck.array(step, { maxLength: 5 }),
+  notJsonLeaf,
+  FastCheck.jsonValue({ maxDepth: 2 })
+)
   .map(([path, [leaf, found], sibling]) => {
     let value: unknown = leaf
     for (const segment of [...path].reverse()) {
@@ -43,14 +47,22 @@ describe("json", () => {
   it("cycles, depth, unreadable values, keys and absent fields", () => {
     const cyclic: Record<string, unknown> = {}
     cyclic["me"] = [cyclic]
-    expect(json.notJson(cyclic, "data")).toEqual({ path: "data.me[0]", found: "a reference to an enclosing value (a cycle)" })
+    expect(json.notJson(cyclic, "data")).toEqual({
+      path: "data.me[0]",
+      found: "a reference to an enclosing value (a cycle)"
+    })
     // The same object twice, side by side, is no cycle.
     const shared = { a: 1 }
     expect(json.notJson({ x: shared, y: [shared] }, "data")).toBeUndefined()
     let deep: unknown = null
     for (let i = 0; i < 300; i++) deep = [deep]
     expect(json.notJson(deep, "data")?.found).toBe("values nested deeper than 256 levels")
-    const hostile = Object.defineProperty({}, "x", { enumerable: true, get: () => { throw new Error("no") } })
+    const hostile = Object.defineProperty({}, "x", {
+      enumerable: true,
+      get: () => {
+        throw new Error("no")
+      }
+    })
     expect(json.notJson(hostile, "data")).toEqual({ path: "data.x", found: "a value that could not be read (no)" })
     expect(json.notJson({ "a b": 1n }, "data")).toEqual({ path: `data["a b"]`, found: "a bigint" })
     expect(json.notJson({ optional: undefined, nested: Object.create(null) }, "data")).toBeUndefined()

@@ -3,9 +3,9 @@ import { type AgentExecutor, DefaultRequestHandler, InMemoryTaskStore, ServerCal
 import { describe, expect, it } from "@effect/vitest"
 import { Equal, Hash } from "effect"
 import * as wireParts from "../../../src/internal/wire/parts.js"
-import { userMessage } from "../../fixtures/serverAgents.js"
 import * as Part from "../../../src/Part.js"
 import * as RemoteOutcome from "../../../src/RemoteOutcome.js"
+import { userMessage } from "../../fixtures/serverAgents.js"
 
 describe("the wire encoding", () => {
   it("writes a text part as the SDK's own server does", async () => {
@@ -21,7 +21,16 @@ describe("the wire encoding", () => {
       metadata: {}
     }, context)
     const idle: AgentExecutor = { execute: async () => undefined, cancelTask: async () => undefined }
-    const card = { name: "peer", description: "", version: "1", supportedInterfaces: [], capabilities: {}, defaultInputModes: [], defaultOutputModes: [], skills: [] }
+    const card = {
+      name: "peer",
+      description: "",
+      version: "1",
+      supportedInterfaces: [],
+      capabilities: {},
+      defaultInputModes: [],
+      defaultOutputModes: [],
+      skills: []
+    }
     const handler = new DefaultRequestHandler(card as never, store, idle)
     const canceled = await handler.cancelTask({ tenant: "", id: "t1", metadata: undefined }, context)
     const sdkPart = canceled.status!.message!.parts[0]!
@@ -69,7 +78,8 @@ describe("conversion builds the instances make builds", () => {
     // Data classes compare a plain object by reference, as two `make`s of it do.
     const data = { n: 1 }
     expect(Equal.equals(wireParts.build(Part.DataPart, { data }), Part.DataPart.make({ data }))).toBe(true)
-    expect(Equal.equals(wireParts.build(Part.DataPart, { data: { n: 1 } }), Part.DataPart.make({ data: { n: 2 } }))).toBe(false)
+    expect(Equal.equals(wireParts.build(Part.DataPart, { data: { n: 1 } }), Part.DataPart.make({ data: { n: 2 } })))
+      .toBe(false)
   })
 })
 

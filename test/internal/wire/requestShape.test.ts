@@ -14,9 +14,13 @@ describe("requestShape", () => {
     // A proto name does not stand in for a required field: the v0.3 translation reads camelCase only.
     expect(legacy({ messageId: undefined, message_id: "m" })).toBe("Invalid params: message.messageId is required.")
     expect(legacy({ role: 1 })).toBe("Invalid params: message.role must be one of user, agent.")
-    expect(legacy({}, { historyLength: "3" })).toBe("Invalid params: configuration.historyLength must be a 32-bit integer.")
+    expect(legacy({}, { historyLength: "3" })).toBe(
+      "Invalid params: configuration.historyLength must be a 32-bit integer."
+    )
     // A part is read by its kind: a text part's url is no content of it.
-    expect(legacy({ parts: [{ kind: "text", url: "https://example.com" }] })).toBe("Invalid params: message.parts[0].text is required.")
+    expect(legacy({ parts: [{ kind: "text", url: "https://example.com" }] })).toBe(
+      "Invalid params: message.parts[0].text is required."
+    )
     expect(legacy({ parts: [{ kind: "file", file: { bytes: "aGk=", uri: "https://example.com" } }] })).toBe(
       "Invalid params: message.parts[0].file must have exactly one of bytes, uri."
     )

@@ -8,7 +8,13 @@ describe("the task-state table", () => {
     const phases = Object.fromEntries(
       Object.entries(TaskState).filter(([, value]) => typeof value === "number").map(([name, value]) => {
         const state = value as TaskState
-        const phase = taskState.isRunning(state) ? "running" : taskState.isPaused(state) ? "paused" : taskState.isTerminal(state) ? "ended" : "none"
+        const phase = taskState.isRunning(state)
+          ? "running"
+          : taskState.isPaused(state)
+          ? "paused"
+          : taskState.isTerminal(state)
+          ? "ended"
+          : "none"
         return [name, phase]
       })
     )
@@ -40,7 +46,9 @@ describe("the task-state table", () => {
 
   it("names every state to an agent as the client does: each its own name, any other Working", () => {
     const names = Object.fromEntries(
-      Object.entries(TaskState).filter(([, value]) => typeof value === "number").map(([name, value]) => [name, taskState.literalOf(value as TaskState)])
+      Object.entries(TaskState).filter(([, value]) => typeof value === "number").map((
+        [name, value]
+      ) => [name, taskState.literalOf(value as TaskState)])
     )
     expect(names).toEqual({
       TASK_STATE_UNSPECIFIED: "Working",
