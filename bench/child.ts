@@ -4,8 +4,7 @@
  * The child sends its URL (a string) once it listens, then answers each
  * message of the parent with one object.
  */
-import { type ChildProcess, fork } from "node:child_process"
-import type { Serializable } from "node:child_process"
+import { type ChildProcess, fork, type Serializable } from "node:child_process"
 
 export interface Child<Answer> {
   readonly url: string

@@ -156,7 +156,7 @@ const main = Effect.gen(function*() {
     const runs: Array<number> = []
     for (let round = 0; round < CONTENTION_ROUNDS; round++) {
       const result = yield* contention(ledgers[name], round)
-      latencies.push(...result.latencies)
+      for (const latency of result.latencies) latencies.push(latency)
       runs.push(result.runs)
     }
     latencies.sort((a, b) => a - b)

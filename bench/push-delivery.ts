@@ -83,7 +83,8 @@ const send = (rpcUrl: URL, agent: Http.Agent, text: string, hookUrl: string) =>
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => chunks.push(chunk)).on("end", () => {
         const answer = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-        answer.result?.task ? resolve() : reject(new Error(`not a task: ${JSON.stringify(answer)}`))
+        if (answer.result?.task) resolve()
+        else reject(new Error(`not a task: ${JSON.stringify(answer)}`))
       })
     }).on("error", reject).end(body)
   })

@@ -423,6 +423,7 @@ export const colours = (
   noColor: string | undefined
 ): boolean => stream?.isTTY === true && (noColor === undefined || noColor === "")
 
+// eslint-disable-next-line no-control-regex -- an ANSI colour code starts with the ESC control character
 const ansiEscape = /\x1b\[[0-9;]*m/g
 
 // @effect/cli colours its help and usage errors whatever the output is: written through here, they lose the escapes.

@@ -5,8 +5,7 @@
  *
  * @internal
  */
-import type { Message, Task } from "@a2a-js/sdk"
-import { TaskState } from "@a2a-js/sdk"
+import { type Message, type Task, TaskState } from "@a2a-js/sdk"
 import * as Option from "effect/Option"
 import * as FailureHint from "../../FailureHint.js"
 import * as Part from "../../Part.js"

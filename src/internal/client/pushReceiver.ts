@@ -5,8 +5,7 @@
  *
  * @internal
  */
-import { StreamResponse } from "@a2a-js/sdk"
-import type { TaskState, TaskStatus } from "@a2a-js/sdk"
+import { StreamResponse, type TaskState, type TaskStatus } from "@a2a-js/sdk"
 import { legacyPushNotificationToV1StreamResponse } from "@a2a-js/sdk/compat/v0_3"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"

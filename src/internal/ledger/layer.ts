@@ -6,6 +6,8 @@
  *
  * @internal
  */
+import type * as PgClientModule from "@effect/sql-pg/PgClient"
+import type * as SqliteClientModule from "@effect/sql-sqlite-node/SqliteClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
@@ -70,7 +72,7 @@ const layerDriver = <M>(
     )
   )
 
-const sqliteClient = (filename: string) => (SqliteClient: typeof import("@effect/sql-sqlite-node/SqliteClient")) =>
+const sqliteClient = (filename: string) => (SqliteClient: typeof SqliteClientModule) =>
   SqliteClient.layer({ filename }).pipe(
     // Opening the file throws (a missing directory, a file that is not a database).
     Layer.catchAllCause((cause) => {
@@ -100,8 +102,7 @@ export const layerSqlite = (
   )
 
 const pgClient =
-  (url: string | Redacted.Redacted, maxConnections: number | undefined) =>
-  (PgClient: typeof import("@effect/sql-pg/PgClient")) =>
+  (url: string | Redacted.Redacted, maxConnections: number | undefined) => (PgClient: typeof PgClientModule) =>
     PgClient.layer({
       url: typeof url === "string" ? Redacted.make(url) : url,
       ...(maxConnections === undefined ? {} : { maxConnections })

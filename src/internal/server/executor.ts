@@ -7,8 +7,7 @@
  *
  * @internal
  */
-import type { Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
-import { TaskState } from "@a2a-js/sdk"
+import { type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { AgentEvent, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"

@@ -12,8 +12,7 @@
  *
  * @internal
  */
-import type { ListTasksRequest, ListTasksResponse, Task } from "@a2a-js/sdk"
-import { TaskState } from "@a2a-js/sdk"
+import { type ListTasksRequest, type ListTasksResponse, type Task, TaskState } from "@a2a-js/sdk"
 import { RequestMalformedError } from "@a2a-js/sdk/errors"
 import { type OwnerResolver, resolveUserScope, type ServerCallContext, type TaskStore } from "@a2a-js/sdk/server"
 import * as Duration from "effect/Duration"

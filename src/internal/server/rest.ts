@@ -34,7 +34,6 @@ import {
   taskStateFromJSON
 } from "@a2a-js/sdk"
 import {
-  A2A_ERROR_DOMAIN,
   A2AError,
   ContentTypeNotSupportedError,
   ERROR_INFO_TYPE,

@@ -5,8 +5,7 @@
  *
  * @internal
  */
-import type { Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
-import { type Message, TaskState } from "@a2a-js/sdk"
+import { type Message, type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { AgentEvent, type AgentExecutionEvent, type ExecutionEventBus } from "@a2a-js/sdk/server"
 import * as Effect from "effect/Effect"
 import * as Part from "../../Part.js"

@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import type * as NodeHttpServerModule from "@effect/platform-node/NodeHttpServer"
 import * as Headers from "@effect/platform/Headers"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import type * as Context from "effect/Context"
@@ -56,7 +57,7 @@ const holdingConnections = (nodeServer: Http.Server) => {
 // Binds the Node server; its base URL is the public one when given, otherwise the bound address.
 const listen = (
   options: Pick<A2AServer.Options<unknown, unknown>, "host" | "port" | "publicUrl">,
-  NodeHttpServer: typeof import("@effect/platform-node/NodeHttpServer")
+  NodeHttpServer: typeof NodeHttpServerModule
 ) =>
   Effect.gen(function*() {
     const nodeServer = Http.createServer()

@@ -8,8 +8,7 @@
  *
  * @internal
  */
-import type { Task, TaskStatus, TaskStatusUpdateEvent } from "@a2a-js/sdk"
-import { TaskState } from "@a2a-js/sdk"
+import { type Task, TaskState, type TaskStatus, type TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { A2AError } from "@a2a-js/sdk/errors"
 import {
   AgentEvent,

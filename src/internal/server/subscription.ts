@@ -14,15 +14,8 @@
  *
  * @internal
  */
-import type { StreamResponse, Task } from "@a2a-js/sdk"
-import { TaskState as SdkTaskState } from "@a2a-js/sdk"
-import {
-  type A2ARequestHandler,
-  AgentEvent,
-  type AgentExecutionEvent,
-  ExecutionEventQueue,
-  type ServerCallContext
-} from "@a2a-js/sdk/server"
+import { type StreamResponse, type Task, TaskState as SdkTaskState } from "@a2a-js/sdk"
+import { type A2ARequestHandler, AgentEvent, type AgentExecutionEvent, ExecutionEventQueue } from "@a2a-js/sdk/server"
 import * as TaskState from "../wire/taskState.js"
 import { streamResponseOf } from "./busTap.js"
 import type * as internalRpc from "./rpc.js"

@@ -12,6 +12,7 @@
  */
 import { TaskState } from "@a2a-js/sdk"
 import { InMemoryTaskStore, resolveUserScope, type TaskStore } from "@a2a-js/sdk/server"
+import type * as SdkDatabase from "@a2a-js/sdk/server/database"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -245,8 +246,6 @@ export const make = (
     )
     : database(config, withPushConfigs)
 
-type SdkDatabase = typeof import("@a2a-js/sdk/server/database")
-
 /**
  * `body` in a transaction under an advisory lock named by `table`: replicas
  * that start together create their tables in turn, as concurrent `create …
@@ -325,7 +324,7 @@ export const open = (
   /** Other tables of the SDK's created beside it, for statements that reach them too. */
   also: ReadonlyArray<Table> = []
 ): Effect.Effect<
-  { readonly db: Kysely<unknown>; readonly sql: typeof Sql; readonly sdk: SdkDatabase; readonly tableName: string },
+  { readonly db: Kysely<unknown>; readonly sql: typeof Sql; readonly sdk: typeof SdkDatabase; readonly tableName: string },
   Failure,
   Scope.Scope
 > =>

@@ -5,8 +5,7 @@
  *
  * @internal
  */
-import type { Artifact as WireArtifact, Message, Part as WirePart, Task } from "@a2a-js/sdk"
-import { Role } from "@a2a-js/sdk"
+import { type Artifact as WireArtifact, type Message, type Part as WirePart, Role, type Task } from "@a2a-js/sdk"
 import * as Option from "effect/Option"
 import type * as AgentExecutor from "../../AgentExecutor.js"
 import * as Part from "../../Part.js"
