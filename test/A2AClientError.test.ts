@@ -1,6 +1,7 @@
 import { TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Exit, FastCheck, Fiber, Option, Schema, Stream } from "effect"
+import type * as Http from "node:http"
 import * as A2AClientError from "../src/A2AClientError.js"
 import { classifyCall } from "../src/internal/client/classify.js"
 import * as grpcTransport from "../src/internal/client/grpc.js"
@@ -26,7 +27,7 @@ const task = (id: string, state: TaskState, text = "") => ({
   history: []
 })
 
-const sse = (res: import("node:http").ServerResponse) => {
+const sse = (res: Http.ServerResponse) => {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
   return (id: unknown, result: unknown) => res.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id, result })}\n\n`)
 }

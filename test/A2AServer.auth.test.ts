@@ -173,8 +173,8 @@ describe("A2AServer with authenticate", () => {
       const logs = captureLogs()
       const samples = FastCheck.sample(
         FastCheck.record({
-          right: FastCheck.stringMatching(/^[A-Za-z0-9_.:;'\/+=-]{16,48}$/),
-          wrong: FastCheck.stringMatching(/^[A-Za-z0-9_.:;'\/+=-]{16,48}$/)
+          right: FastCheck.stringMatching(/^[A-Za-z0-9_.:;'/+=-]{16,48}$/),
+          wrong: FastCheck.stringMatching(/^[A-Za-z0-9_.:;'/+=-]{16,48}$/)
         }).filter(({ right, wrong }) => right !== wrong && !right.includes(wrong) && !wrong.includes(right)),
         8
       )

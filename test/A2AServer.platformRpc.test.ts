@@ -15,7 +15,7 @@ import { post, rpc } from "./fixtures/serverAgents.js"
 const made = vi.hoisted(() => ({ onPlatform: 0 }))
 
 vi.mock("../src/A2AServer.js", async (importOriginal) => {
-  const original = await importOriginal<typeof import("../src/A2AServer.js")>()
+  const original = await importOriginal<typeof A2AServer>()
   const make: typeof original.make = (options) => {
     if (options.httpSpans === undefined) made.onPlatform++
     return original.make({ httpSpans: true, ...options })

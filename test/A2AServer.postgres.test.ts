@@ -3,8 +3,7 @@
  * the `test/globalSetup.postgres.ts` global setup, `DATABASE_URL`, or else an
  * embedded PostgreSQL started for this file.
  */
-import { TaskState } from "@a2a-js/sdk"
-import { SendMessageRequest } from "@a2a-js/sdk"
+import { SendMessageRequest, TaskState } from "@a2a-js/sdk"
 import { ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"

@@ -259,7 +259,8 @@ describe("A2AServer with push notifications", () => {
     "a webhook that fails its first deliveries (a 500, a reset, a timeout) still gets the FAILED: our PushReceiver behind it yields it once",
     () =>
       Effect.gen(function*() {
-        let handler: ((request: Request) => Promise<Response>) | undefined
+        // Set once the receiver exists: the front comes first, since the receiver is made with its URL.
+        let handler: ((request: Request) => Promise<Response>) | undefined = undefined
         const front = yield* failingFront((request) => handler!(request))
         const receiver = yield* PushReceiver.make({ url: front.url })
         handler = HttpApp.toWebHandler(receiver.app)

@@ -4,8 +4,7 @@
  * after its last event, with the SDK's raw clients as the callers, on every
  * transport that streams.
  */
-import { type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
-import { formatSSEEvent } from "@a2a-js/sdk"
+import { formatSSEEvent, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
 import { InMemoryTaskStore, ServerCallContext } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, FastCheck, Logger } from "effect"

@@ -45,6 +45,7 @@ const getCard = (url: string, headers: Record<string, string> = {}) =>
   })
 
 // The SDK's verifier logs every failed attempt to console.debug; the failures here are meant.
+/* eslint-disable no-console -- silences the SDK's console.debug, which is what this is for */
 const quietDebug = Effect.acquireRelease(
   Effect.sync(() => {
     const debug = console.debug
@@ -53,6 +54,7 @@ const quietDebug = Effect.acquireRelease(
   }),
   (debug) => Effect.sync(() => (console.debug = debug))
 )
+/* eslint-enable no-console */
 
 /** A card that sends callers' credentials somewhere: an OAuth2 scheme whose token URL an attacker would swap. */
 const oauthCard: A2AServer.CardOptions = {

@@ -16,6 +16,7 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   Cause,
   ConfigProvider,
+  type Context,
   Data,
   Deferred,
   Duration,
@@ -24,7 +25,6 @@ import {
   FastCheck,
   Fiber,
   Option,
-  Schema,
   Scope,
   type Tracer
 } from "effect"
@@ -97,7 +97,7 @@ const agent = (started?: Deferred.Deferred<void>): AgentExecutor.Agent<PaymentEr
 
 const withServer = <A, E>(
   options: Partial<A2AServer.Options<PaymentError, never>>,
-  use: (server: import("effect").Context.Tag.Service<A2AServer.A2AServer>) => Effect.Effect<A, E>
+  use: (server: Context.Tag.Service<A2AServer.A2AServer>) => Effect.Effect<A, E>
 ) =>
   Effect.gen(function*() {
     const server = yield* A2AServer.make({ agent: agent(), card, ...options })

@@ -658,7 +658,7 @@ describe("CircuitBreaker properties", () => {
             ))
           }
           model = expected.next
-          expectedPath.push(...expected.path)
+          for (const step of expected.path) expectedPath.push(step)
           expect(yield* breaker.state).toBe(model._tag)
         }
         const transitions = Chunk.toReadonlyArray(yield* Queue.takeAll(queue))

@@ -12,6 +12,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { stripVTControlCharacters } from "node:util"
 import * as zlib from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type * as A2AClientError from "../src/A2AClientError.js"
@@ -675,7 +676,7 @@ describe("the pieces", () => {
 
   it("the usage lines show every repeatable option, and the files of find-error, as optional", async () => {
     const usage = async (command: string) =>
-      (await runHere([command, "--help"])).stdout.replace(/\x1b\[[0-9;]*m/g, "").split("\n").find((line) =>
+      stripVTControlCharacters((await runHere([command, "--help"])).stdout).split("\n").find((line) =>
         line.startsWith(`$ ${command}`)
       )
     expect(await usage("probe")).toContain(" [--header text...] [--api-key redacted] [--push] ")

@@ -302,7 +302,12 @@ describe("Observability", () => {
       const written: Array<unknown> = []
       const capture = {
         ...console,
-        unsafe: { ...console.unsafe, log: (...args: ReadonlyArray<unknown>) => written.push(...args) }
+        unsafe: {
+          ...console.unsafe,
+          log: (...args: ReadonlyArray<unknown>) => {
+            for (const arg of args) written.push(arg)
+          }
+        }
       }
       yield* Effect.logWarning("seat held").pipe(
         Effect.annotateLogs({ taskId: "t-1", contextId: "c-1" }),

@@ -1,10 +1,11 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Layer, Redacted, Stream } from "effect"
+import type * as Http from "node:http"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import * as FaultProxy from "./fixtures/faultProxy.js"
 import { onlyTransportWorks } from "./fixtures/onlyTransport.js"
-import { closedPort, json, listen, peerErrorId } from "./fixtures/peers.js"
+import { closedPort, json, listen } from "./fixtures/peers.js"
 import { cardServer, cardWith, sdkPeers } from "./fixtures/transportPeers.js"
 
 let agents = 0
@@ -22,7 +23,7 @@ const a2aStatus = (code: number, status: string, reason: string, message = reaso
 })
 
 /** A raw HTTP+JSON peer: its card lists only HTTP+JSON at `/rest`, and `rest` answers every other request. */
-const rawRest = (rest: (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void) =>
+const rawRest = (rest: (req: Http.IncomingMessage, res: Http.ServerResponse) => void) =>
   Effect.gen(function*() {
     const holder = { base: "" }
     const server = yield* listen((req, res) => {

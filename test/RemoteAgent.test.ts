@@ -21,6 +21,7 @@ import {
   Stream,
   Tracer
 } from "effect"
+import type * as Http from "node:http"
 import * as zlib from "node:zlib"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
@@ -754,8 +755,7 @@ describe("RemoteAgent at the edges: long timeouts, compressed bodies, redirects,
         }]
       }
       const sse =
-        (events: { started: object; done: object }) =>
-        (_req: unknown, res: import("node:http").ServerResponse, body: string) => {
+        (events: { started: object; done: object }) => (_req: unknown, res: Http.ServerResponse, body: string) => {
           const rpc = JSON.parse(body) as { id: number; params: { message: { parts: Array<{ text: string }> } } }
           res.writeHead(200, { "content-type": "text/event-stream" })
           for (const result of [events.started, ...(scenarios[rpc.params.message.parts[0]!.text] ?? []), events.done]) {

@@ -174,6 +174,7 @@ describe("RemoteAgent trust: signed cards", () => {
       })
       const logs = captureLogs()
       const debug: Array<unknown> = []
+      /* eslint-disable no-console -- catches what the SDK writes to console.debug */
       const original = console.debug
       console.debug = (...args: Array<unknown>) => void debug.push(args)
       const error = yield* Effect.flip(resolve(server.url, { keys: [publicJwk] })).pipe(
@@ -181,6 +182,7 @@ describe("RemoteAgent trust: signed cards", () => {
         Logger.withMinimumLogLevel(LogLevel.Debug),
         Effect.ensuring(Effect.sync(() => (console.debug = original)))
       )
+      /* eslint-enable no-console */
       // One signature is by a stranger, the other no longer matches the card: the card was changed.
       expect(error.reason).toBe("InvalidSignature")
       const refusals = logs.lines.filter((line) => line.message.includes("signature(s) were refused"))

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Equal, FastCheck, Hash, Option, Schema } from "effect"
+import { FastCheck, Option, Schema } from "effect"
 import * as FailureHint from "../src/FailureHint.js"
-import * as Part from "../src/Part.js"
 import * as RemoteEvent from "../src/RemoteEvent.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 

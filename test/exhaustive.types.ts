@@ -108,11 +108,11 @@ export const allDeliveries = A2AClientError.matchDelivery({ NotSent: () => 1, Re
 // @ts-expect-error Refused is not handled: a refusal must not read as "not sent" or "outcome unknown"
 export const missingRefused = A2AClientError.matchDelivery({ NotSent: () => 1, Unknown: () => 3 })
 
-// @ts-expect-error "Refsued" is not a delivery: the refusal it means would fall to no handler
 export const misspeltDelivery = A2AClientError.matchDelivery({
   NotSent: () => 1,
   Refused: () => 2,
   Unknown: () => 3,
+  // @ts-expect-error "Refsued" is not a delivery: the refusal it means would fall to no handler
   Refsued: () => 4
 })
 
@@ -211,6 +211,6 @@ export const echo: AgentExecutor.Agent = (request) =>
 // The task a message continues is read in our types: its state is our name, not the SDK's number.
 export const continuesPaused = (request: AgentExecutor.AgentRequest) =>
   Option.exists(request.task, (task) => task.state === "InputRequired")
-// @ts-expect-error 6 is the SDK's TASK_STATE_INPUT_REQUIRED, not a state of ours
 export const bySdkNumber = (request: AgentExecutor.AgentRequest) =>
+  // @ts-expect-error 6 is the SDK's TASK_STATE_INPUT_REQUIRED, not a state of ours
   Option.exists(request.task, (task) => task.state === 6)

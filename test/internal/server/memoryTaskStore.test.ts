@@ -1,4 +1,4 @@
-import { type ListTasksRequest, Role, type Task, TaskState } from "@a2a-js/sdk"
+import { Role, type Task, TaskState } from "@a2a-js/sdk"
 import { RequestMalformedError } from "@a2a-js/sdk/errors"
 import {
   InMemoryTaskStore,
