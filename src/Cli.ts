@@ -651,6 +651,7 @@ export const command = make()
  */
 export interface RunOptions<R, E> {
   /** Subcommands added to the built-in ones. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any name and parsed config: Command is invariant in both, and @effect/cli's withSubcommands itself takes Command<any, any, any, any>
   readonly extra?: ReadonlyArray<Command.Command<any, R, E, any>> | undefined
   /** Default: this package's version. */
   readonly version?: string | undefined

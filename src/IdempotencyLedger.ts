@@ -400,6 +400,8 @@ export interface OnceOptions<A, I, E> {
    * When given, a typed failure is stored too and later calls fail with it;
    * by default a failure is not stored and a later call runs the effect again.
    */
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the encoded form is the schema's affair (stored as JSON text); Schema is invariant in it, and a fourth type parameter would be one more for every caller
   readonly failure?: Schema.Schema<E, any> | undefined
   /** Keys are looked up within this identity; {@link anonymous} by default. */
   readonly identity?: Identity | undefined

@@ -401,16 +401,11 @@ const root = Command.make("effect-a2a", {}, () =>
 
 /** @internal */
 export const make = <R = never, E = never>(
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any name and parsed config: Command is invariant in both, and @effect/cli's withSubcommands itself takes Command<any, any, any, any>
   extra: ReadonlyArray<Command.Command<any, R, E, any>> = []
 ) =>
-  Command.withSubcommands(
-    root,
-    // A non-empty tuple for the types: the built-ins always come first.
-    [...subcommands, ...extra] as unknown as readonly [
-      (typeof subcommands)[number],
-      ...Array<Command.Command<any, R, E, any>>
-    ]
-  )
+  // The built-ins come first, so the list is the non-empty tuple withSubcommands asks for.
+  Command.withSubcommands(root, [...subcommands, ...extra])
 
 /**
  * Whether to colour what goes to `stream`: only a terminal, and never with

@@ -61,6 +61,7 @@ export const make = <R = never>(options: Options<R>): Effect.Effect<Orchestrator
       }
       tools.set(tool, agent)
     }
+    // eslint-disable-next-line no-restricted-syntax -- Toolkit.make types its tools from a list written out; these are named at run time, each an AgentTool
     const toolkit = Toolkit.make(
       ...Array.from(tools, ([tool, agent]) => makeTool(tool, agent.description))
     ) as unknown as Toolkit.Toolkit<Record<string, AgentTool>>

@@ -175,6 +175,7 @@ export const once: typeof Idempotency.once = <A, I, E, R>(
   first: string | Effect.Effect<A, E, R>,
   second: string | Effect.Effect<A, E, R> | Ledger.OnceOptions<A, I, E>,
   options?: Ledger.OnceOptions<A, I, E>
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one body behind Idempotency.once's three signatures: no one return type is each of theirs
 ): any => {
   const run = <R2>(key: string, effect: Effect.Effect<A, E, R2>, opts: Ledger.OnceOptions<A, I, E>) =>
     Effect.flatMap(IdempotencyLedger, (ledger) => ledger.once(key, effect, opts))

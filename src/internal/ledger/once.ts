@@ -30,10 +30,10 @@ type Step =
  * made every `once` pay for a compile.
  */
 const makeCodecs = () => {
-  const codecs = new WeakMap<object, WeakMap<object, Schema.Schema<any, string>>>()
-  return <A, E>(
-    success: Schema.Schema<A, any>,
-    failure: Schema.Schema<E, any> | undefined
+  const codecs = new WeakMap<object, WeakMap<object, unknown>>()
+  return <A, I, E, EI>(
+    success: Schema.Schema<A, I>,
+    failure: Schema.Schema<E, EI> | undefined
   ): Schema.Schema<Either.Either<A, E>, string> => {
     const left = failure ?? Schema.Never
     let bySuccess = codecs.get(success)
@@ -41,9 +41,10 @@ const makeCodecs = () => {
       bySuccess = new WeakMap()
       codecs.set(success, bySuccess)
     }
-    let codec = bySuccess.get(left)
+    // The entry of this pair of schemas was made below from this pair, so it has their types.
+    let codec = bySuccess.get(left) as Schema.Schema<Either.Either<A, E>, string> | undefined
     if (codec === undefined) {
-      codec = Schema.parseJson(Schema.Either({ right: success, left })) as Schema.Schema<any, string>
+      codec = Schema.parseJson(Schema.Either({ right: success, left }))
       bySuccess.set(left, codec)
     }
     return codec

@@ -15,7 +15,7 @@ import type * as MetricKeyType from "effect/MetricKeyType"
  *
  * @internal
  */
-export const tagged = <Type extends MetricKeyType.MetricKeyType<any, any>>(
+export const tagged = <Type extends MetricKeyType.MetricKeyType.Untyped>(
   key: MetricKey.MetricKey<Type>,
   tags: Readonly<Record<string, string>>
 ) =>

@@ -36,7 +36,7 @@ export {
 export const alwaysCredentials: ReadonlyArray<string> = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
 
 /** Every header `authenticate` reads credentials from, in lower case. @internal */
-export const credentialHeadersOf = (authenticate: Authenticator<any> | undefined): ReadonlyArray<string> =>
+export const credentialHeadersOf = (authenticate: Authenticator<unknown> | undefined): ReadonlyArray<string> =>
   Array.from(
     new Set([...alwaysCredentials, ...(authenticate?.credentialHeaders ?? []).map((name) => name.toLowerCase())])
   )

@@ -180,6 +180,8 @@ class Refused {
 
 type Call = Grpc.ServerUnaryCall<unknown, unknown> | Grpc.ServerWritableStream<unknown, unknown>
 
+// Each method of a service takes its own kind of call; the wrapper hands each the call grpc-js gave it for that method.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a parameter for every call kind: unknown would refuse each method's own
 type Handle = (call: any, callback?: Grpc.sendUnaryData<unknown>) => unknown
 
 /**
@@ -383,9 +385,11 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
       }
     })
 
-    const wrapped = (implementation: Record<string, Handle>): Grpc.UntypedServiceImplementation =>
+    const wrapped = (implementation: Grpc.UntypedServiceImplementation): Grpc.UntypedServiceImplementation =>
       Object.fromEntries(
-        Object.entries(implementation).map(([name, handle]): [string, Grpc.UntypedHandleCall] => {
+        Object.entries(implementation).map(([name, untyped]): [string, Grpc.UntypedHandleCall] => {
+          // grpc-js calls a streaming method without a callback, which its handler types do not say.
+          const handle = untyped as Handle
           const counted = countedMethods[name]
           const method: Handle = (call: Grpc.ServerWritableStream<unknown, unknown>, callback) => {
             const refuse = (status: Partial<Grpc.StatusObject>) =>
@@ -425,8 +429,11 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
             if (admitted === "shed") return refuse(shed())
             if (callback === undefined) {
               const emit = call.emit.bind(call)
-              call.emit = (event: string | symbol, ...args: Array<any>) =>
-                event === "error" ? emit(event, sanitise(args[0], name)) : emit(event, ...args)
+              call.emit = (event: string | symbol, ...args: Array<unknown>) =>
+                // grpc-js emits "error" with the status it sends.
+                event === "error"
+                  ? emit(event, sanitise(args[0] as Partial<Grpc.StatusObject>, name))
+                  : emit(event, ...args)
             }
             const done = handle(
               call,
@@ -479,11 +486,11 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
     const options = { requestHandler: handler, userBuilder }
     bound.server.addService(
       decoding(service.A2AService, true),
-      wrapped(service.grpcService(options) as unknown as Record<string, Handle>)
+      wrapped(service.grpcService(options))
     )
     bound.server.addService(
       decoding(legacy.LegacyA2AService, false),
-      wrapped(legacy.legacyGrpcService(options) as unknown as Record<string, Handle>)
+      wrapped(legacy.legacyGrpcService(options))
     )
     return start
   })

@@ -242,6 +242,7 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
     // The SDK draws a task id when it builds the request context; the
     // ledger recorded one before, so the run gets that one. The method is
     // private in the SDK's types (1.3.0), hence the instance override.
+    // eslint-disable-next-line no-restricted-syntax -- the method is private in the SDK's types
     const self = this as unknown as {
       _createRequestContext: (request: SendMessageRequest, context: ServerCallContext) => Promise<RequestContext>
     }

@@ -320,6 +320,7 @@ export const makeSubscriptions = (): Subscriptions => {
   const noting = (bus: ExecutionEventBus, noted: Set<() => void>): ExecutionEventBus => {
     // One signature for both kinds of listener: each call is handed on as it came.
     type Listener = EventListener | FinishedListener
+    // eslint-disable-next-line no-restricted-syntax -- the bus's overloads, one per listener kind, as one signature
     const loose = bus as unknown as Record<"on" | "off" | "once", (name: string, listener: Listener) => void>
     const seen: ExecutionEventBus = {
       publish: (event) => bus.publish(event),

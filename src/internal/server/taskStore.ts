@@ -162,9 +162,9 @@ const connect = (
       // step) when the database ends the connection would emit `error` with no listener, and end the process.
       // Its query, if any, fails on its own.
       pool.on("connect", (client: { on: (event: "error", listener: (error: unknown) => void) => void }) =>
-        client.on("error", () =>
-          undefined))
-      return new kysely.Kysely<unknown>({ dialect: new kysely.PostgresDialect({ pool: pool as PostgresPool }) })
+        client.on("error", () => undefined)
+      )
+      return new kysely.Kysely<unknown>({ dialect: new kysely.PostgresDialect({ pool }) })
     },
     catch: fail("Driver", `Could not open the ${config._tag} ${what}`)
   })

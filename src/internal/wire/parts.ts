@@ -16,7 +16,7 @@ import * as taskState from "./taskState.js"
  * constructor's per-field defaults pass: conversion runs on every call, and
  * that pass was its costliest part. Only for values already checked.
  */
-export const build = <C extends new(props: any, options?: any) => object>(
+export const build = <C extends new(props: never, options?: never) => object>(
   Class: C,
   props: ConstructorParameters<C>[0]
 ): InstanceType<C> => {
