@@ -13,9 +13,10 @@
 //   member-delimiter-style) are left out rather than turned off.
 // - Effect's per-package globs ("packages/*/src") become "src", "test"; the barrel rule names
 //   every Effect package src imports (the house rule: Effect modules by path in src).
-// - Effect allows `any` and `as unknown as` everywhere: its data types are built on them. src here is
-//   code on top of Effect, where a type can nearly always say what is meant, so both are errors in
-//   src; the few that stay have an eslint-disable comment saying why (`-- reason`).
+// - Effect allows `any`, `as unknown as` and non-null assertions (`!`) everywhere: its data types are
+//   built on them. src here is code on top of Effect, where a type can nearly always say what is
+//   meant, so all three are errors in src; the few that stay have an eslint-disable comment saying
+//   why (`-- reason`).
 // - `npm run lint` fails on warnings too: Effect's two warn rules fix themselves with --fix, and a
 //   warning nobody has to clear is soon a hundred. It caches by content in .tmp (git-ignored).
 import * as effectEslint from "@effect/eslint-plugin"
@@ -162,6 +163,7 @@ export default [
         }
       ],
       "@typescript-eslint/no-explicit-any": "error",
+      "@typescript-eslint/no-non-null-assertion": "error",
       "no-restricted-syntax": ["error", noPushSpread, noDoubleCast]
     }
   }

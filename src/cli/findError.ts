@@ -126,12 +126,13 @@ export const boundedLines = (max: number) => <E, R>(self: Stream.Stream<string, 
       const pieces = chunk.split("\n")
       const lines: Array<string> = []
       let { pending, skipping } = state
-      for (let i = 0; i < pieces.length - 1; i++) {
-        lines.push(!skipping && pending.length + pieces[i]!.length <= max ? pending + pieces[i]! : "")
+      // The text after the last line break: split gives at least one piece.
+      const last = pieces.pop() ?? ""
+      for (const piece of pieces) {
+        lines.push(!skipping && pending.length + piece.length <= max ? pending + piece : "")
         pending = ""
         skipping = false
       }
-      const last = pieces[pieces.length - 1]!
       if (!skipping) {
         if (pending.length + last.length > max) {
           pending = ""

@@ -54,7 +54,7 @@ export const requestText = (request: AgentExecutor.AgentRequest): string => Part
 export const parseCommand = (text: string): { readonly command: string; readonly argument: string } => {
   const trimmed = text.trim()
   const match = /^(\S+)\s*([\s\S]*)$/.exec(trimmed)
-  return match === null ? { command: "", argument: "" } : { command: match[1]!, argument: match[2]! }
+  return match === null ? { command: "", argument: "" } : { command: match[1] ?? "", argument: match[2] ?? "" }
 }
 
 /**

@@ -74,6 +74,7 @@ export const make = (options: Authentication.JwtOptions): internalAuthentication
       } are allowed`
     )
   }
+  // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- exactly one of jwks and keys is given (checked above)
   const keySet = jwks !== undefined ? createRemoteJWKSet(new URL(jwks)) : createLocalJWKSet(keys!)
   const verifyOptions = {
     issuer: typeof options.issuer === "string" ? options.issuer : [...options.issuer],

@@ -101,7 +101,7 @@ export const headerText = (value: string | Redacted.Redacted): string =>
 /** `headers` as they are written into the request. @internal */
 export const plainHeaders = (headers: Readonly<Record<string, string | Redacted.Redacted>>): Record<string, string> => {
   const plain: Record<string, string> = {}
-  for (const name in headers) plain[name] = headerText(headers[name]!)
+  for (const [name, value] of Object.entries(headers)) plain[name] = headerText(value)
   return plain
 }
 
@@ -123,7 +123,7 @@ export const callHeaders = (
   const headers: Record<string, string> = agentHeaders === undefined ? {} : { ...agentHeaders }
   if (span !== undefined) headers.traceparent = tracing.traceparent(span)
   if (options?.headers !== undefined) {
-    for (const name in options.headers) headers[name] = headerText(options.headers[name]!)
+    for (const [name, value] of Object.entries(options.headers)) headers[name] = headerText(value)
   }
   // Last: the tracking fetch merges names without case, the later winning, so the key replaces an
   // `idempotency-key` given in the headers.
@@ -396,7 +396,7 @@ const makeOperate = (
         const close = (exit: Exit.Exit<B, A2AClientError.A2AClientError>): void => {
           open = false
           clearTimeout(timer)
-          if (span !== undefined) tracing.endSpan(settings!, span, exit)
+          if (span !== undefined && settings) tracing.endSpan(settings, span, exit)
         }
         const done: Done<B> = (answer) => {
           if (!open) return

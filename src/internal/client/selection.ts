@@ -79,5 +79,6 @@ export const select = async (
   }
   const binding = bindings[client.transport.protocolName.toUpperCase()]
   // Only a factory given above can have made the client.
+  // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- so its protocol is one of the bindings
   return { client, binding: binding!, grpcMissing: preferred.includes("GRPC") && loaded === undefined }
 }

@@ -63,8 +63,8 @@ export const mergeHeaders = (
   over: Readonly<Record<string, string>> | undefined
 ): Record<string, string> => {
   const merged: Record<string, string> = {}
-  for (const name in base) merged[name.toLowerCase()] = base[name]!
-  for (const name in over) merged[name.toLowerCase()] = over[name]!
+  for (const [name, value] of Object.entries(base)) merged[name.toLowerCase()] = value
+  for (const [name, value] of Object.entries(over ?? {})) merged[name.toLowerCase()] = value
   return merged
 }
 

@@ -223,7 +223,7 @@ interface Tail {
   followers: number
 }
 
-const lastOf = (tail: Tail): number => tail.rows.length === 0 ? tail.base : tail.rows[tail.rows.length - 1]!.seq
+const lastOf = (tail: Tail): number => tail.rows.at(-1)?.seq ?? tail.base
 
 // The index of the first row after `after`, by binary search: rows are in seq order.
 const firstAfter = (rows: ReadonlyArray<Row>, after: number): number => {
@@ -231,6 +231,7 @@ const firstAfter = (rows: ReadonlyArray<Row>, after: number): number => {
   let high = rows.length
   while (low < high) {
     const middle = (low + high) >>> 1
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- middle < high <= rows.length
     if (rows[middle]!.seq <= after) low = middle + 1
     else high = middle
   }
@@ -269,7 +270,7 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
     const push = (tail: Tail, rows: ReadonlyArray<Row>) => {
       const last = lastOf(tail)
       for (const row of rows) if (row.seq > last) tail.rows.push(row)
-      if (tail.rows.length > kept) tail.base = tail.rows.splice(0, tail.rows.length - kept).at(-1)!.seq
+      if (tail.rows.length > kept) tail.base = tail.rows.splice(0, tail.rows.length - kept).at(-1)?.seq ?? tail.base
       wake(tail)
     }
     const retried = (taskId: string, after: number) =>
@@ -386,7 +387,11 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
         }).then(() => void (waiting = undefined))
       const next = async (): Promise<IteratorResult<Entry, undefined>> => {
         while (!closed) {
-          if (at < ready.length) return { done: false, value: ready[at++]! }
+          const value = ready[at]
+          if (value !== undefined) {
+            at++
+            return { done: false, value }
+          }
           if (broken !== undefined) fail(broken)
           if (tail.failure !== undefined) fail(tail.failure)
           let rows: ReadonlyArray<Row>
@@ -414,6 +419,7 @@ export const makeTails = (source: Source): Effect.Effect<Tails, never, Scope.Sco
             }
             rows = tail.rows.slice(from, from + page)
           }
+          // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- both ways above leave at least one row
           cursor = rows[rows.length - 1]!.seq
           const decoded = decodeUntilBroken(rows)
           ready = decoded.entries

@@ -206,7 +206,8 @@ export const makeFinals = <R>(options: AgentExecutor.Hooks<R>, debug: boolean): 
 export const failureHints =
   (decide: (cause: Cause.Cause<unknown>) => AgentExecutor.HintDecision) =>
   (_request: AgentRequest, final: FinalStatus): Effect.Effect<FinalStatus, unknown> => {
-    if (Option.isNone(final.failure) || final.event.status?.state !== TaskState.TASK_STATE_FAILED) {
+    const status = final.event.status
+    if (Option.isNone(final.failure) || status?.state !== TaskState.TASK_STATE_FAILED) {
       return Effect.succeed(final)
     }
     const failure = final.failure.value
@@ -218,7 +219,6 @@ export const failureHints =
         ...(decision.contact === undefined ? {} : { contact: decision.contact })
       })
       const encoded = yield* Schema.encode(FailureHint.FailureHint)(hint)
-      const status = final.event.status!
       const message = status.message
       const parts = message?.parts ?? []
       const textIndex = parts.findIndex((part) => part.content?.$case === "text")

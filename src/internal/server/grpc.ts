@@ -73,8 +73,8 @@ export const throughTable = (
   const info = detail === undefined ? undefined : errors.decodeErrorInfo(Buffer.from(detail.value))
   const row = info === undefined || info.domain !== A2A_ERROR_DOMAIN ? undefined : ErrorTable.ofReason(info.reason)
   const code = row === undefined ? undefined : ErrorTable.grpcCodes[row.grpc]
-  if (info === undefined || code === undefined || code === status.code) return status
-  const metadata = status.metadata!.clone()
+  if (info === undefined || code === undefined || code === status.code || status.metadata === undefined) return status
+  const metadata = status.metadata.clone()
   metadata.set(
     errors.GRPC_STATUS_DETAILS_BIN,
     errors.encodeGrpcStatusDetails(code, decoded.message, info.reason, info.metadata)
@@ -335,6 +335,7 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
     // The SDK's services are given it before the core is built, and call it only once it is.
     const handler = new Proxy({} as Core["handler"], {
       get(_, property) {
+        // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the services call it only once the core is built (above)
         const current = core!
         const target = current.handler
         const value: unknown = Reflect.get(target, property)
@@ -351,7 +352,9 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
             return result
           }
           const context = args[args.length - 1] as ServerCallContext
-          const call = calls.get(context.user!) as Grpc.ServerWritableStream<unknown, unknown> | undefined
+          const call = (context.user === undefined ? undefined : calls.get(context.user)) as
+            | Grpc.ServerWritableStream<unknown, unknown>
+            | undefined
           // Resolved when the stream is done with: its caller gone, or its reader dropped for reading no more.
           let leave = () => {}
           const gone = new Promise<void>((resolve) => {

@@ -142,7 +142,8 @@ export const platformBodyReader: BodyReader = (request, maxBytes) =>
   }))
 
 const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
-  if (chunks.length === 1) return chunks[0]!
+  const [only] = chunks
+  if (chunks.length === 1 && only !== undefined) return only
   const bytes = new Uint8Array(size)
   let at = 0
   for (const chunk of chunks) {
@@ -447,7 +448,7 @@ export const refusedUnread = (
     )
   }
   const contentType = headers["content-type"]
-  if (contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() !== "application/json") {
+  if (contentType !== undefined && (contentType.split(";", 1)[0] ?? "").trim().toLowerCase() !== "application/json") {
     return rpcError(
       null,
       -32005,

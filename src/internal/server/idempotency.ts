@@ -157,8 +157,9 @@ const keyedSend = (
   Effect.gen(function*() {
     const { lease, ledger, taskStore } = shared
     const prepared = yield* entry.begin(shared, params, context, "send")
-    if (prepared === undefined) return yield* Effect.promise(sendOnce)
-    const message = params.message!
+    const message = params.message
+    // begin prepares nothing for a request without a message.
+    if (prepared === undefined || message === undefined) return yield* Effect.promise(sendOnce)
     const { outcome } = prepared
     switch (outcome._tag) {
       case "Finished":
@@ -284,11 +285,12 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
   ): AsyncGenerator<StreamResponse, void, undefined> {
     const shared = this.idempotent
     const prepared = await shared.runPromise(entry.begin(shared, params, context, "stream"))
-    if (prepared === undefined) {
+    const message = params.message
+    // begin prepares nothing for a request without a message.
+    if (prepared === undefined || message === undefined) {
       yield* super.sendMessageStream(params, context)
       return
     }
-    const message = params.message!
     const { outcome } = prepared
     switch (outcome._tag) {
       case "Finished":

@@ -96,9 +96,9 @@ const bounded = (maxInFlight: number | undefined, maxInFlightPerCaller: number |
     if (hold.messageId === undefined) return
     const holds = waiting.get(hold.messageId)
     const at = holds?.indexOf(hold) ?? -1
-    if (at < 0) return
-    holds!.splice(at, 1)
-    if (holds!.length === 0) waiting.delete(hold.messageId)
+    if (holds === undefined || at < 0) return
+    holds.splice(at, 1)
+    if (holds.length === 0) waiting.delete(hold.messageId)
   }
   const releaseOnce = (hold: Hold) => {
     let released = false

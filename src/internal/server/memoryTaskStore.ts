@@ -142,9 +142,9 @@ export const make = (options: Options): TaskStore => {
     for (const listener of forgotten) listener(entry.task.id, bucket.tenant, bucket.owner)
     // Empty buckets go too, or callers who each came once would be kept forever.
     if (bucket.tasks.size > 0) return
-    const owners = tenants.get(bucket.tenant)!
-    owners.delete(bucket.owner)
-    if (owners.size === 0) tenants.delete(bucket.tenant)
+    const owners = tenants.get(bucket.tenant)
+    owners?.delete(bucket.owner)
+    if (owners?.size === 0) tenants.delete(bucket.tenant)
   }
 
   const expire = (queue: Queue, at: number): void => {
@@ -184,7 +184,7 @@ export const make = (options: Options): TaskStore => {
         entry.savedAt = at
       }
       queueOf(copy.status?.state)?.push(entry)
-      while (finished.size > maxFinished) forget(finished.head!)
+      while (finished.size > maxFinished && finished.head !== undefined) forget(finished.head)
     },
 
     async load(taskId, context) {

@@ -238,6 +238,7 @@ export const makePg = (
         await sql`insert into ${keys} (id, key) values (1, ${randomBytes(32).toString("base64")})
           on conflict (id) do nothing`.execute(trx)
         const result = await sql<{ readonly key: string }>`select key from ${keys} where id = 1`.execute(trx)
+        // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the row was inserted above, in this transaction
         return keysOf(Buffer.from(result.rows[0]!.key, "base64"))
       }))
 
@@ -289,7 +290,7 @@ export const makePg = (
       if (match === null) {
         return wakeups.signalAll()
       }
-      const [head, mac, , seqText, lengthText] = match
+      const [head, mac = "", , seqText, lengthText] = match
       const seq = Number(seqText)
       const taskId = payload.slice(head.length, head.length + Number(lengthText))
       if (!tails.behind(taskId, seq)) {
@@ -298,8 +299,8 @@ export const makePg = (
       if (!carry) {
         return wakeups.signal(taskId)
       }
-      const body = payload.slice(mac!.length + 2)
-      if (!timingSafeEqual(Buffer.from(mac!), Buffer.from(macOf(carriedKeys, body)))) {
+      const body = payload.slice(mac.length + 2)
+      if (!timingSafeEqual(Buffer.from(mac), Buffer.from(macOf(carriedKeys, body)))) {
         if (!forgeryLogged) {
           forgeryLogged = true
           runFork(
@@ -322,12 +323,13 @@ export const makePg = (
         return receive(payload)
       }
       const at = payload?.indexOf(":") ?? -1
-      const seq = Number(payload?.slice(0, at))
-      const taskId = payload?.slice(at + 1)
       if (payload === undefined || at < 0) {
-        wakeups.signalAll()
-      } else if (!Number.isSafeInteger(seq) || (seq > (writing.get(taskId!) ?? 0) && tails.behind(taskId!, seq))) {
-        wakeups.signal(taskId!)
+        return wakeups.signalAll()
+      }
+      const seq = Number(payload.slice(0, at))
+      const taskId = payload.slice(at + 1)
+      if (!Number.isSafeInteger(seq) || (seq > (writing.get(taskId) ?? 0) && tails.behind(taskId, seq))) {
+        wakeups.signal(taskId)
       }
     }
 
@@ -445,9 +447,13 @@ export const makePg = (
       Effect.gen(function*() {
         while (queue.length > 0) {
           // The rows queued in a row go in one statement, and one commit.
-          let rows = 0
-          while (rows < queue.length && rows < maxBatch && queue[rows]!.row !== undefined) rows++
-          yield* rows === 0 ? writeEnd(taskId) : writeRows(taskId, queue.slice(0, rows).map((op) => op.row!))
+          const batch: Array<internalEventLog.Row> = []
+          for (const op of queue) {
+            if (batch.length === maxBatch || op.row === undefined) break
+            batch.push(op.row)
+          }
+          const rows = batch.length
+          yield* rows === 0 ? writeEnd(taskId) : writeRows(taskId, batch)
           queue.splice(0, Math.max(rows, 1)).forEach((op) => Deferred.unsafeDone(op.done, Exit.void))
         }
         queues.delete(taskId)
@@ -536,7 +542,8 @@ export const makePg = (
     const writeRows = (taskId: string, rows: ReadonlyArray<internalEventLog.Row>): Effect.Effect<void> => {
       const seqs = rows.map((row) => row.seq)
       return Effect.suspend(() => {
-        writing.set(taskId, seqs[seqs.length - 1]!)
+        const last = seqs.at(-1)
+        if (last !== undefined) writing.set(taskId, last)
         return persist(
           rows.length === 1 ? "an event" : `${rows.length} events`,
           rows.length === 1 ? { taskId, seq: seqs[0] } : { taskId, seqs: seqs.join(",") },
@@ -609,7 +616,10 @@ export const makePg = (
         if (text !== undefined) enqueue(taskId, { seq, text })
       },
       flush: Effect.suspend(() =>
-        Effect.forEach(queues.values(), (queue) => Deferred.await(queue[queue.length - 1]!.done), { discard: true })
+        Effect.forEach(queues.values(), (queue) => {
+          const last = queue.at(-1)
+          return last === undefined ? Effect.void : Deferred.await(last.done)
+        }, { discard: true })
       ),
       follow: tails.follow,
       iterate: tails.iterate,

@@ -47,7 +47,7 @@ export const make = <A extends { readonly status: Status }>(options: Options<A>)
       // A later status tells the receiver all an earlier running one would: those not yet handled go.
       const moot: Array<A> = []
       for (let i = queue.length - 1; i >= 0; i--) {
-        if (queue[i]!.status === "running") moot.unshift(...queue.splice(i, 1))
+        if (queue[i]?.status === "running") moot.unshift(...queue.splice(i, 1))
       }
       if (moot.length > 0) options.run(options.dropped(moot, false, key))
     }

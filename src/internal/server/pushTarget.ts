@@ -84,7 +84,7 @@ export const invalidEntries = (allow: ReadonlyArray<string>): ReadonlyArray<stri
     const match = cidr.exec(entry)
     if (match === null) return entry.trim() === "" || /[\s/@]/.test(entry)
     const bits = Number(match[2])
-    const family = Net.isIP(match[1]!)
+    const family = Net.isIP(match[1] ?? "")
     return family === 0 || bits > (family === 4 ? 32 : 128)
   })
 
@@ -106,7 +106,8 @@ const allowedOf = (policy: PushPolicy): Allowed => {
   for (const entry of policy.allow) {
     if (invalid.has(entry)) continue
     const match = cidr.exec(entry)
-    if (match !== null) addresses.addSubnet(match[1]!, Number(match[2]), familyOf(match[1]!))
+    const [, network = "", bits] = match ?? []
+    if (match !== null) addresses.addSubnet(network, Number(bits), familyOf(network))
     else if (Net.isIP(unbracket(entry)) !== 0) addresses.addAddress(unbracket(entry), familyOf(unbracket(entry)))
     else names.add(normalName(entry))
   }

@@ -285,8 +285,7 @@ export const make = (
       const last = entries.at(-1)
       if (last === undefined) return { task: stored, seq: 0 }
       // Each run starts with the whole task: what came before it is in it.
-      let from = entries.length - 1
-      while (from > 0 && decoded(entries[from]!).payload?.$case !== "task") from--
+      const from = entries.findLastIndex((entry, i) => i === 0 || decoded(entry).payload?.$case === "task")
       const manager = new ResultManager(new InMemoryTaskStore(), context)
       for (const entry of entries.slice(from)) {
         const event = agentEventOf(decoded(entry))

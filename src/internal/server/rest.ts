@@ -421,13 +421,13 @@ const match = (method: string, path: string): Matched | undefined => {
         tenant: undefined
       }
     }
-    const below = tenanted === undefined ? undefined : route.pattern.exec(tenanted.rest!)
+    const below = tenanted?.rest === undefined ? undefined : route.pattern.exec(tenanted.rest)
     if (below) {
       return {
         route,
         taskId: decoded(below.groups?.taskId),
         configId: decoded(below.groups?.configId),
-        tenant: decoded(tenanted!.tenant)
+        tenant: decoded(tenanted?.tenant)
       }
     }
   }
@@ -435,7 +435,7 @@ const match = (method: string, path: string): Matched | undefined => {
 }
 
 const isJsonType = (contentType: string | undefined): boolean => {
-  const mediaType = contentType?.split(";", 1)[0]!.trim().toLowerCase()
+  const mediaType = contentType?.split(";", 1)[0]?.trim().toLowerCase()
   return mediaType === jsonContentType || mediaType === A2A_CONTENT_TYPE
 }
 
@@ -585,6 +585,7 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
           internalHttp.sseStream(
             {
               first: outcome.first,
+              // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a Stream outcome comes only after opened() was given the iterator
               iterator: iterator!,
               close,
               dropped: options.subscriptions.dropped(context),

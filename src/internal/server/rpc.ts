@@ -497,9 +497,9 @@ const capturing = (
           const problem = checked ? unstorableId(args[0]) : undefined
           if (problem !== undefined) return refusal(property, new RequestMalformedError(problem))
           const taskId = claim === undefined ? undefined : continuedTask(args[0])
-          const release = taskId === undefined
+          const release = taskId === undefined || claim === undefined
             ? undefined
-            : claim!(taskId, args[0] as SendMessageRequest, context as ServerCallContext)
+            : claim(taskId, args[0] as SendMessageRequest, context as ServerCallContext)
           if (taskId !== undefined && release === undefined) {
             const visible = options.visible
             return refusal(

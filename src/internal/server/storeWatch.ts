@@ -142,7 +142,8 @@ export const watchSaves = (store: TaskStore, runFork: RunFork, waitLimit: number
   }
   const rememberPause = (taskId: string, status: TaskStatus): void => {
     // Bounded: a task whose handler never catches up (its reader left) holds its entry.
-    if (pausedAhead.size >= maxPausedAhead) pausedAhead.delete(pausedAhead.keys().next().value!)
+    const oldest = pausedAhead.keys().next()
+    if (pausedAhead.size >= maxPausedAhead && !oldest.done) pausedAhead.delete(oldest.value)
     pausedAhead.set(taskId, status)
   }
   const taskStore: TaskStore = {

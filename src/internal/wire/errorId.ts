@@ -51,7 +51,7 @@ const internalError = /^Internal error\. \(error_id: [0-9a-f]{12}\)$/
 /** The id in a text, when it holds exactly one: with two, which one the cause is under is not known. */
 export const extract = (text: string): Option.Option<string> => {
   const matches = Array.from(text.matchAll(inText))
-  return matches.length === 1 ? Option.fromNullable(matches[0]![1]) : Option.none()
+  return matches.length === 1 ? Option.fromNullable(matches[0]?.[1]) : Option.none()
 }
 
 /** Whether a message is exactly an {@link internalErrorText}. */

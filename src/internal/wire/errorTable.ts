@@ -118,11 +118,13 @@ export const standardRows: ReadonlyArray<Row> = [
   rows.InternalError
 ]
 
+const byOwnReason = (row: Row): Array<[string, Row]> => row.reason === undefined ? [] : [[row.reason, row]]
+
 const byReason: ReadonlyMap<string, Row> = new Map([
-  ...a2aRows.map((row): [string, Row] => [row.reason!, row]),
+  ...a2aRows.flatMap(byOwnReason),
   // A reason several standard errors share stands, without its JSON-RPC code, for the one that names it.
-  [rows.InvalidParams.reason!, rows.InvalidParams],
-  [rows.InternalError.reason!, rows.InternalError]
+  ...byOwnReason(rows.InvalidParams),
+  ...byOwnReason(rows.InternalError)
 ])
 
 /**

@@ -121,8 +121,7 @@ export const notJson = (value: unknown, path: string): NotJson | undefined => {
 
 /** The first data part of `parts` that is not JSON data. @internal */
 export const partsNotJson = (parts: ReadonlyArray<Part.Part>, path: string): NotJson | undefined => {
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!
+  for (const [i, part] of parts.entries()) {
     if (part._tag !== "Data") continue
     const problem = notJson(part.data, `${path}[${i}].data`)
     if (problem !== undefined) return problem
@@ -132,8 +131,8 @@ export const partsNotJson = (parts: ReadonlyArray<Part.Part>, path: string): Not
 
 /** The first data part of `artifacts` that is not JSON data. @internal */
 export const artifactsNotJson = (artifacts: ReadonlyArray<Part.Artifact>, path: string): NotJson | undefined => {
-  for (let i = 0; i < artifacts.length; i++) {
-    const problem = partsNotJson(artifacts[i]!.parts, `${path}[${i}].parts`)
+  for (const [i, artifact] of artifacts.entries()) {
+    const problem = partsNotJson(artifact.parts, `${path}[${i}].parts`)
     if (problem !== undefined) return problem
   }
   return undefined
@@ -154,8 +153,8 @@ export const statusNotJson = (event: TaskStatusUpdateEvent, path: string): NotJs
   const problem = (event.metadata === undefined ? undefined : notJson(event.metadata, `${path}.metadata`)) ??
     (message?.metadata === undefined ? undefined : notJson(message.metadata, `${path}.status.message.metadata`))
   if (problem !== undefined || message === undefined) return problem
-  for (let i = 0; i < message.parts.length; i++) {
-    const partProblem = wirePartNotJson(message.parts[i]!, `${path}.status.message.parts[${i}]`)
+  for (const [i, part] of message.parts.entries()) {
+    const partProblem = wirePartNotJson(part, `${path}.status.message.parts[${i}]`)
     if (partProblem !== undefined) return partProblem
   }
   return undefined

@@ -321,8 +321,9 @@ const problemOf = (table: Table, value: unknown, kind: Kind, path: string): stri
   if ("tag" in kind) {
     const tag = value[kind.tag]
     const names = Object.keys(kind.cases)
-    return typeof tag === "string" && Object.hasOwn(kind.cases, tag)
-      ? shapeProblem(table, value, kind.cases[tag]!, path)
+    const shape = typeof tag === "string" && Object.hasOwn(kind.cases, tag) ? kind.cases[tag] : undefined
+    return shape !== undefined
+      ? shapeProblem(table, value, shape, path)
       : `${path}.${kind.tag} must be one of ${names.join(", ")}`
   }
   return shapeProblem(table, value, kind, path)
