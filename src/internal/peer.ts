@@ -64,6 +64,7 @@ export const grpcPackages: ReadonlyArray<string> = ["@grpc/grpc-js", "@bufbuild/
  * A package by a non-literal specifier: the SQL drivers ship no types of
  * their own.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- what it loads has no types to name
 export const untyped = (name: string): Promise<any> => import(name)
 
 /**
@@ -71,6 +72,7 @@ export const untyped = (name: string): Promise<any> => import(name)
  * the addon when its build was skipped or failed, and would say so only once
  * a database is opened, as a failure to open that file.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- better-sqlite3 ships no types of its own
 export const betterSqlite3 = async (): Promise<any> => {
   const module = await untyped("better-sqlite3")
   try {

@@ -3,7 +3,15 @@
  * SDK's raw clients on each transport: every scenario the TCK's docs ask of
  * it, by `messageId` prefix.
  */
-import { type ListTasksRequest, type Message, Role, type SendMessageRequest, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
+import {
+  type ListTasksRequest,
+  type Message,
+  Role,
+  type SendMessageRequest,
+  type StreamResponse,
+  type Task,
+  TaskState
+} from "@a2a-js/sdk"
 import { type Client, ClientFactory, ServiceParameters, withA2AExtensions } from "@a2a-js/sdk/client"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"

@@ -12,13 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
-import {
-  type Authenticator,
-  type Caller,
-  type Request,
-  type Scheme,
-  Unauthenticated
-} from "../authentication/authenticator.js"
+import { type Authenticator, type Caller, type Request, type Scheme } from "../authentication/authenticator.js"
 import * as internalMetrics from "../observability/metrics.js"
 import * as ErrorId from "../wire/errorId.js"
 import * as internalFailure from "./failure.js"

@@ -599,9 +599,7 @@ export const makePg = (
           on conflict (task_id) do update set finished_at = excluded.finished_at`.execute(db)))
 
     yield* Effect.addFinalizer(() =>
-      Effect.sync(() =>
-        void (closed = true)
-      )
+      Effect.sync(() => void (closed = true))
     )
 
     return {

@@ -107,10 +107,11 @@ export const make = (
             })
           )
           const sentConfig = context.request.configuration?.taskPushNotificationConfig !== undefined
-          return sentConfig && context.context !== undefined
+          const callContext = context.context
+          return sentConfig && callContext !== undefined
             ? ran.finally(() => {
               if (answered) {
-                forget(context.taskId, context.context!)
+                forget(context.taskId, callContext)
               }
             })
             : ran

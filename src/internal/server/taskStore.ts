@@ -19,7 +19,8 @@ import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import type { Kysely, PostgresPool, sql as Sql, SqliteDatabase } from "kysely"
+import type { Kysely, sql as Sql, SqliteDatabase } from "kysely"
+import type * as KyselyModule from "kysely"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -72,7 +73,8 @@ export const replicationUse = "A2AServer's replication"
 
 /** kysely and the database's driver module. @internal */
 export interface Drivers {
-  readonly kysely: typeof import("kysely")
+  readonly kysely: typeof KyselyModule
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- better-sqlite3 and pg ship no types of their own
   readonly driver: any
 }
 
@@ -162,8 +164,8 @@ const connect = (
       // step) when the database ends the connection would emit `error` with no listener, and end the process.
       // Its query, if any, fails on its own.
       pool.on("connect", (client: { on: (event: "error", listener: (error: unknown) => void) => void }) =>
-        client.on("error", () => undefined)
-      )
+        client.on("error", () =>
+          undefined))
       return new kysely.Kysely<unknown>({ dialect: new kysely.PostgresDialect({ pool }) })
     },
     catch: fail("Driver", `Could not open the ${config._tag} ${what}`)
@@ -278,6 +280,7 @@ export const connection = <E>(
   prepare: (config: DatabaseConfig) => Effect.Effect<void, E>,
   use: string = useOf(given)
 ): Effect.Effect<
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- better-sqlite3 and pg ship no types of their own
   { readonly db: Kysely<unknown>; readonly config: DatabaseConfig; readonly sql: typeof Sql; readonly driver: any },
   Failure | E,
   Scope.Scope
@@ -324,7 +327,12 @@ export const open = (
   /** Other tables of the SDK's created beside it, for statements that reach them too. */
   also: ReadonlyArray<Table> = []
 ): Effect.Effect<
-  { readonly db: Kysely<unknown>; readonly sql: typeof Sql; readonly sdk: typeof SdkDatabase; readonly tableName: string },
+  {
+    readonly db: Kysely<unknown>
+    readonly sql: typeof Sql
+    readonly sdk: typeof SdkDatabase
+    readonly tableName: string
+  },
   Failure,
   Scope.Scope
 > =>
