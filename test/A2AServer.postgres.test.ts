@@ -14,6 +14,7 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Part from "../src/Part.js"
 import * as Observability from "../src/Observability.js"
 import { counter, othersSeeNothing, serve, tasksOf, transports, untouched } from "./fixtures/callers.js"
+import { databaseUrl } from "./fixtures/databaseUrl.js"
 import { startPostgres, type RunningPostgres } from "./fixtures/postgres.js"
 import { SendMessageRequest } from "@a2a-js/sdk"
 import { captureLogs, eventually, makeClient, rpc, seededTask, send, textOf, userMessage } from "./fixtures/serverAgents.js"
@@ -28,7 +29,7 @@ let own: RunningPostgres | undefined
 let url = ""
 
 beforeAll(async () => {
-  const provided = (inject("databaseUrl") as string | undefined) ?? process.env["DATABASE_URL"]
+  const provided = inject("databaseUrls") !== undefined ? databaseUrl() : process.env["DATABASE_URL"]
   if (provided !== undefined && provided !== "") {
     url = provided
   } else {
