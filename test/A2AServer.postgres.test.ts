@@ -25,6 +25,7 @@ import {
   textOf,
   userMessage
 } from "./fixtures/serverAgents.js"
+import { databaseUrl } from "./fixtures/databaseUrl.js"
 
 const card = { name: "server-pg-test", description: "A2AServer on PostgreSQL" }
 
@@ -36,7 +37,7 @@ let own: RunningPostgres | undefined
 let url = ""
 
 beforeAll(async () => {
-  const provided = (inject("databaseUrl") as string | undefined) ?? process.env["DATABASE_URL"]
+  const provided = inject("databaseUrls") !== undefined ? databaseUrl() : process.env["DATABASE_URL"]
   if (provided !== undefined && provided !== "") {
     url = provided
   } else {

@@ -124,7 +124,8 @@ beforeAll(async () => {
   playground.exited = new Promise((resolve) => child.on("close", resolve))
   playground.url = await new Promise<string>((resolve, reject) => {
     let out = ""
-    const timer = setTimeout(() => reject(new Error(`the playground did not start: ${out}`)), 20_000)
+    // Bounded, with room for a machine busy with other test files: its start is tsx loading the whole library.
+    const timer = setTimeout(() => reject(new Error(`the playground did not start: ${out}`)), 60_000)
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk
       const match = /^playground listening on (http:\/\/\S+)\n((?: {2}\S+ +\S+\n){3})/m.exec(out)
@@ -161,7 +162,7 @@ beforeAll(async () => {
     Scope.extend(Logger.withMinimumLogLevel(serveAuthenticated, LogLevel.Error), scope)
   )
   authenticatedUrl = authenticated.server.url
-}, 30_000)
+}, 90_000)
 
 afterAll(async () => {
   kill()

@@ -21,9 +21,9 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { inject } from "vitest"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
+import { databaseUrl } from "./fixtures/databaseUrl.js"
 
 const { IdempotencyConflict, IdempotencyError } = IdempotencyLedger
 type Ledger = IdempotencyLedger.Service
@@ -37,19 +37,6 @@ const unique = (prefix: string) => `${prefix}_${randomBytes(5).toString("hex")}`
 // ---------------------------------------------------------------------------
 // Backends
 // ---------------------------------------------------------------------------
-
-/** PostgreSQL from the global setup, or DATABASE_URL; a test that needs it fails without it. */
-const databaseUrl = (): string => {
-  const url = inject("databaseUrl") ?? process.env["DATABASE_URL"]
-  if (url === undefined || url === "") {
-    throw new Error(
-      `PostgreSQL is not available: ${
-        inject("databaseError") ?? "run vitest with globalSetup test/globalSetup.postgres.ts, or set DATABASE_URL"
-      }`
-    )
-  }
-  return url
-}
 
 let sqliteDir: string | undefined
 const sqliteDirectory = () => (sqliteDir ??= fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-ledger-")))

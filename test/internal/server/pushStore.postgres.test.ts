@@ -6,19 +6,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { randomUUID } from "node:crypto"
-import { inject } from "vitest"
 import * as internalPushStore from "../../../src/internal/server/pushStore.js"
 import type * as internalTaskStore from "../../../src/internal/server/taskStore.js"
+import { databaseUrl } from "../../fixtures/databaseUrl.js"
 import { callerA, configOf, policy, pushStoreContract } from "../../fixtures/pushStores.js"
 
 /** PostgreSQL from the global setup, or DATABASE_URL; the tests fail without it. */
-const postgres = (): internalTaskStore.Config => {
-  const url = inject("databaseUrl") ?? process.env["DATABASE_URL"]
-  if (url === undefined || url === "") {
-    throw new Error(`PostgreSQL is not available: ${inject("databaseError") ?? "set DATABASE_URL"}`)
-  }
-  return { _tag: "Postgres", url, poolSize: 2 }
-}
+const postgres = (): internalTaskStore.Config => ({ _tag: "Postgres", url: databaseUrl(), poolSize: 2 })
 
 pushStoreContract("PostgreSQL", () => internalPushStore.make(postgres(), policy), { database: true })
 
