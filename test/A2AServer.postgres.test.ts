@@ -14,6 +14,7 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Observability from "../src/Observability.js"
 import * as Part from "../src/Part.js"
 import { counter, othersSeeNothing, serve, tasksOf, transports, untouched } from "./fixtures/callers.js"
+import { databaseUrl } from "./fixtures/databaseUrl.js"
 import { type RunningPostgres, startPostgres } from "./fixtures/postgres.js"
 import {
   captureLogs,
@@ -25,7 +26,6 @@ import {
   textOf,
   userMessage
 } from "./fixtures/serverAgents.js"
-import { databaseUrl } from "./fixtures/databaseUrl.js"
 
 const card = { name: "server-pg-test", description: "A2AServer on PostgreSQL" }
 

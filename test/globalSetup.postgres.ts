@@ -55,15 +55,23 @@ export default async function setup(project: TestProject): Promise<() => Promise
       const run = randomBytes(4).toString("hex")
       const names = Array.from({ length: workers }, (_, i) => `effect_a2a_${run}_${i + 1}`)
       await execute(postgres.url, names.map((name) => `create database ${name}`))
-      project.provide("databaseUrls", names.map((name) => {
-        const url = new URL(postgres.url)
-        url.pathname = `/${name}`
-        return url.href
-      }))
+      project.provide(
+        "databaseUrls",
+        names.map((name) => {
+          const url = new URL(postgres.url)
+          url.pathname = `/${name}`
+          return url.href
+        })
+      )
       project.provide("databaseError", undefined)
       return async () => {
         // An embedded server goes whole; one named by DATABASE_URL keeps only what it had.
-        if (!postgres.embedded) await execute(postgres.url, names.map((name) => `drop database if exists ${name} with (force)`))
+        if (!postgres.embedded) {
+          await execute(
+            postgres.url,
+            names.map((name) => `drop database if exists ${name} with (force)`)
+          )
+        }
         await postgres.stop()
       }
     } catch (error) {

@@ -31,7 +31,8 @@ const last = ["test/A2AServer.badInput.test.ts"]
 export default class LongestFirst extends BaseSequencer {
   override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {
     const sorted = await super.sort(files)
-    const named = (names: ReadonlyArray<string>, file: TestSpecification) => names.findIndex((name) => file.moduleId.endsWith(`/${name}`))
+    const named = (names: ReadonlyArray<string>, file: TestSpecification) =>
+      names.findIndex((name) => file.moduleId.endsWith(`/${name}`))
     const rank = (file: TestSpecification) => {
       if (named(last, file) !== -1) return longest.length + 1
       const i = named(longest, file)
