@@ -14,22 +14,25 @@ vi.mock("@effect/sql-pg/PgClient", () => {
 })
 
 describe("IdempotencyLedger layers", () => {
-  it.scoped("layerSqlite fails with Unavailable when its driver cannot be loaded", () =>
+  it.scoped("layerSqlite fails with MissingPackage, naming what to install", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(Layer.build(IdempotencyLedger.layerSqlite({ filename: ":memory:" })))
       expect(error).toBeInstanceOf(IdempotencyLedger.IdempotencyError)
-      expect((error as IdempotencyLedger.IdempotencyError).reason).toBe("Unavailable")
-      expect((error as IdempotencyLedger.IdempotencyError).detail).toBe(
-        "layerSqlite needs the @effect/sql-sqlite-node package and its better-sqlite3 addon"
+      expect((error as IdempotencyLedger.IdempotencyError).reason).toBe("MissingPackage")
+      const detail = (error as IdempotencyLedger.IdempotencyError).detail
+      expect(detail).toContain(
+        "install @effect/sql, @effect/sql-sqlite-node and better-sqlite3 to use IdempotencyLedger.layerSqlite (npm install @effect/sql@^"
       )
     }))
 
-  it.scoped("layerPg fails with Unavailable when its driver cannot be loaded", () =>
+  it.scoped("layerPg fails with MissingPackage, naming what to install", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(Layer.build(IdempotencyLedger.layerPg({ url: "postgres://localhost/none" })))
       expect(error).toBeInstanceOf(IdempotencyLedger.IdempotencyError)
-      expect(error.reason).toBe("Unavailable")
-      expect(error.detail).toBe("layerPg needs the @effect/sql-pg package")
+      expect(error.reason).toBe("MissingPackage")
+      expect(error.detail).toContain(
+        "install @effect/sql and @effect/sql-pg to use IdempotencyLedger.layerPg (npm install"
+      )
     }))
 
   it.effect("layerMemory needs neither driver", () =>
