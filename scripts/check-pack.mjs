@@ -4,31 +4,20 @@
 // the peers that are not optional): a client and a memory-store server run
 // with that alone; the optional peers join it afterwards.
 import { execFileSync, spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { leanInstall } from "./leanInstall.mjs"
 
 const root = resolve(import.meta.dirname, "..")
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" })
 
-const app = mkdtempSync(join(tmpdir(), "effect-a2a-app-"))
+// The application brings its own Effect 3 (a peer dependency) and the library's dependencies, linked from this
+// checkout rather than downloaded. A linked package finds its own dependencies beside its real path, in this
+// checkout; the library finds only what is linked here.
+const { app, link, remove, tarball } = leanInstall()
 try {
-  run("npm", ["run", "--silent", "build"], root)
-  const tarball = run("npm", ["pack", "--silent", "--pack-destination", app], root).trim().split("\n").at(-1)
   const modules = join(app, "node_modules")
-  mkdirSync(join(modules, "effect-a2a"), { recursive: true })
-  run("tar", ["-xzf", join(app, tarball), "-C", join(modules, "effect-a2a"), "--strip-components=1"], app)
-  // The application brings its own Effect 3 (a peer dependency) and the
-  // library's dependencies: link those of this checkout rather than download.
-  // A linked package finds its own dependencies beside its real path, in this
-  // checkout; the library finds only what is linked here.
-  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
-  const link = (dep) => {
-    const target = join(modules, dep)
-    mkdirSync(join(target, ".."), { recursive: true })
-    symlinkSync(join(root, "node_modules", dep), target, "dir")
-  }
-  // What the tarball's manifest says a user may leave out.
+  // What the tarball's manifest says a user may leave out, and what it requires (what leanInstall linked).
   const shipped = JSON.parse(readFileSync(join(modules, "effect-a2a", "package.json"), "utf8"))
   const optional = Object.keys(shipped.peerDependencies).filter((dep) =>
     shipped.peerDependenciesMeta?.[dep]?.optional === true
@@ -37,8 +26,7 @@ try {
     ...Object.keys(shipped.dependencies),
     ...Object.keys(shipped.peerDependencies).filter((dep) => !optional.includes(dep))
   ]
-  for (const dep of [...required, "@types/node", "typescript"]) link(dep)
-  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", type: "module", private: true }))
+  for (const dep of ["@types/node", "typescript"]) link(dep)
   writeFileSync(
     join(app, "main.ts"),
     [
@@ -118,7 +106,7 @@ console.log(JSON.stringify({ tarball: ${
   for (const dep of optional) link(dep)
   const full = typecheck(app, ["-p", "."])
   const version = run("node", [bin, "--version"], app).trim()
-  if (!version.includes(pkg.version)) throw new Error(`effect-a2a --version printed ${JSON.stringify(version)}`)
+  if (!version.includes(shipped.version)) throw new Error(`effect-a2a --version printed ${JSON.stringify(version)}`)
   // The package ships no src/: its source maps hold the sources, so a stack trace through it can be mapped.
   const dist = join(modules, "effect-a2a", "dist")
   const maps = readdirSync(dist).filter((file) => file.endsWith(".js.map"))
@@ -181,5 +169,5 @@ import("effect-a2a").then((m) => console.log(JSON.stringify({ required, imported
       "\n"
   )
 } finally {
-  rmSync(app, { recursive: true, force: true })
+  remove()
 }

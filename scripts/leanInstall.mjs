@@ -24,7 +24,8 @@ export const requiredPackages = (root = defaultRoot) => {
 /**
  * Builds the package (unless `build` is false, for a `dist` already built), packs it and installs the tarball into a
  * fresh folder with only the required packages beside it. Returns the folder (an ESM application: run `node` there),
- * the packages linked, and `remove`, which deletes the folder.
+ * the packages linked, the tarball's name, `link`, which links one more package of this checkout, and `remove`,
+ * which deletes the folder.
  */
 export const leanInstall = ({ build = true, root = defaultRoot } = {}) => {
   const run = (cmd, args, cwd) =>
@@ -39,12 +40,13 @@ export const leanInstall = ({ build = true, root = defaultRoot } = {}) => {
     run("tar", ["-xzf", join(app, tarball), "-C", join(modules, "effect-a2a"), "--strip-components=1"], app)
     rmSync(join(app, tarball))
     const packages = requiredPackages(root)
-    for (const name of packages) {
+    const link = (name) => {
       mkdirSync(join(modules, name, ".."), { recursive: true })
       symlinkSync(join(root, "node_modules", name), join(modules, name), "dir")
     }
+    for (const name of packages) link(name)
     writeFileSync(join(app, "package.json"), JSON.stringify({ name: "lean-app", type: "module", private: true }))
-    return { app, packages, remove }
+    return { app, packages, tarball, link, remove }
   } catch (error) {
     remove()
     throw error
