@@ -54,8 +54,15 @@ export const load = <A>(
 ): Effect.Effect<A, Missing> =>
   Effect.tryPromise({
     try: modules,
-    catch: (cause) => ({ message: `${installHint(packages, use)}: ${describe(cause)}`, cause })
+    // A package that is installed but cannot load says what to do itself: installing it again would not help.
+    catch: (cause) =>
+      cause instanceof NotLoadable
+        ? { message: `${cause.message} (to use ${use})`, cause }
+        : { message: `${installHint(packages, use)}: ${describe(cause)}`, cause }
   })
+
+/** An optional peer that is installed but cannot load; its message says what to do. */
+class NotLoadable extends Error {}
 
 /** gRPC's packages, for a client and for a server. */
 export const grpcPackages: ReadonlyArray<string> = ["@grpc/grpc-js", "@bufbuild/protobuf"]
@@ -78,7 +85,7 @@ export const betterSqlite3 = async (): Promise<any> => {
   try {
     new module.default(":memory:").close()
   } catch (cause) {
-    throw new Error(
+    throw new NotLoadable(
       `better-sqlite3 is installed without its native addon; rebuild it (npm rebuild better-sqlite3): ${
         describe(cause)
       }`,

@@ -36,7 +36,7 @@ import { type Core, type GrpcOptions, type OwnPort, TransportError } from "./tra
 
 const modules = Peer.load(
   Peer.grpcPackages,
-  `A2AServer's "GRPC" transport, or leave "GRPC" out of transports`,
+  `A2AServer's "GRPC" transport (or leave "GRPC" out of transports)`,
   async () => ({
     grpc: await import("@grpc/grpc-js"),
     wire: await import("@bufbuild/protobuf/wire"),

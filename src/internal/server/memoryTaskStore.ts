@@ -142,9 +142,10 @@ export const make = (options: Options): TaskStore => {
     for (const listener of forgotten) listener(entry.task.id, bucket.tenant, bucket.owner)
     // Empty buckets go too, or callers who each came once would be kept forever.
     if (bucket.tasks.size > 0) return
-    const owners = tenants.get(bucket.tenant)
-    owners?.delete(bucket.owner)
-    if (owners?.size === 0) tenants.delete(bucket.tenant)
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a bucket is always under its tenant: a miss is a bug, and should throw
+    const owners = tenants.get(bucket.tenant)!
+    owners.delete(bucket.owner)
+    if (owners.size === 0) tenants.delete(bucket.tenant)
   }
 
   const expire = (queue: Queue, at: number): void => {
@@ -184,7 +185,8 @@ export const make = (options: Options): TaskStore => {
         entry.savedAt = at
       }
       queueOf(copy.status?.state)?.push(entry)
-      while (finished.size > maxFinished && finished.head !== undefined) forget(finished.head)
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a queue with entries has a head: a miss is a bug, and should throw
+      while (finished.size > maxFinished) forget(finished.head!)
     },
 
     async load(taskId, context) {

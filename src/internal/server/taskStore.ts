@@ -56,7 +56,7 @@ export const isDatabase = (config: Config): config is DatabaseConfig =>
 
 /** @internal */
 export interface Failure {
-  readonly reason: "MissingPackage" | "Driver" | "Migration" | "Connection"
+  readonly reason: TaskStoreError["reason"]
   readonly message: string
 }
 
