@@ -51,9 +51,9 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { Reason } from "./A2AClientError.js"
-import * as internal from "./internal/client/circuitBreaker.js"
-import * as circuitOpen from "./internal/client/circuitOpen.js"
-import type * as circuitState from "./internal/client/circuitState.js"
+import * as internal from "./internal/client/resilience/circuitBreaker.js"
+import * as circuitOpen from "./internal/client/resilience/circuitOpen.js"
+import type * as circuitState from "./internal/client/resilience/circuitState.js"
 
 /**
  * The state of a breaker.

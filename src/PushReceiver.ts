@@ -30,7 +30,7 @@ import type * as RemoteOutcome from "./RemoteOutcome.js"
 
 // The receiver's code (an HTTP route, a Node server) loads when a receiver is made: a client that imports the index
 // and receives no pushes loads none of it.
-const internalReceiver = lazyModule(() => import("./internal/client/pushReceiver.js"))
+const internalReceiver = lazyModule(() => import("./internal/client/push/pushReceiver.js"))
 
 /**
  * What a remote agent is given to push one task's notifications: the URL

@@ -37,7 +37,7 @@ import type * as Option from "effect/Option"
 import type * as Schedule from "effect/Schedule"
 import type * as Stream from "effect/Stream"
 import type * as A2AClientError from "./A2AClientError.js"
-import * as internal from "./internal/client/retryPolicy.js"
+import * as internal from "./internal/client/resilience/retryPolicy.js"
 import type * as RemoteEvent from "./RemoteEvent.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
 

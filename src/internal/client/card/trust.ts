@@ -14,9 +14,9 @@ import { AgentCard, canonicalizeAgentCard } from "@a2a-js/sdk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as jose from "jose"
-import type { Trust, TrustedKey } from "../../RemoteAgent.js"
-import { asymmetric } from "../wire/jws.js"
-import { CardContentError } from "./classify.js"
+import type { Trust, TrustedKey } from "../../../RemoteAgent.js"
+import { asymmetric } from "../../wire/jws.js"
+import { CardContentError } from "../call/classify.js"
 
 /** Every trusted key is a public one: no symmetric algorithm, nor `none`. */
 const algorithms = asymmetric

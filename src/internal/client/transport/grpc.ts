@@ -23,8 +23,8 @@ import type * as GrpcErrors from "@a2a-js/sdk/errors/grpc"
 import type * as Wire from "@bufbuild/protobuf/wire"
 import type * as GrpcJs from "@grpc/grpc-js"
 import * as Duration from "effect/Duration"
-import * as Peer from "../peer.js"
-import { parseRetryAfter } from "../wire/retryAfter.js"
+import * as Peer from "../../peer.js"
+import { parseRetryAfter } from "../../wire/retryAfter.js"
 import {
   a2aErrorFields,
   type Binding,
@@ -35,7 +35,7 @@ import {
   prop,
   unsendableMetadata,
   unsendableMetadataDetail
-} from "./classify.js"
+} from "../call/classify.js"
 
 /** The packages gRPC needs, loaded once on first use. */
 interface Modules {

@@ -5,7 +5,7 @@
  * @internal
  */
 import { JsonRpcTransportFactory } from "@a2a-js/sdk/client"
-import { type Binding, headersOnly } from "./classify.js"
+import { type Binding, headersOnly } from "../call/classify.js"
 import type { TrackingFetch } from "./transport.js"
 
 /** @internal */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as input from "../../../src/internal/client/input.js"
-import * as IdempotencyKey from "../../../src/internal/wire/idempotencyKey.js"
-import * as Part from "../../../src/Part.js"
-import { untyped } from "../../fixtures/serverAgents.js"
+import * as input from "../../../../src/internal/client/call/input.js"
+import * as IdempotencyKey from "../../../../src/internal/wire/idempotencyKey.js"
+import * as Part from "../../../../src/Part.js"
+import { untyped } from "../../../fixtures/serverAgents.js"
 
 describe("what a call sends", () => {
   it("carries the idempotency key in the message metadata, beside the caller's, without changing the caller's", () => {

@@ -7,10 +7,10 @@
 import { A2AError } from "@a2a-js/sdk/errors"
 import type * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
-import * as A2AClientError from "../../A2AClientError.js"
-import * as AgentCardResolutionError from "../../AgentCardResolutionError.js"
-import * as ErrorTable from "../wire/errorTable.js"
-import type { Transport } from "../wire/transport.js"
+import * as A2AClientError from "../../../A2AClientError.js"
+import * as AgentCardResolutionError from "../../../AgentCardResolutionError.js"
+import * as ErrorTable from "../../wire/errorTable.js"
+import type { Transport } from "../../wire/transport.js"
 
 /**
  * What the transport observed of one call; filled in by the tracking fetch

@@ -1,8 +1,8 @@
 import { type Task, TaskState } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
-import { view } from "../../../src/internal/client/task.js"
-import * as wireParts from "../../../src/internal/wire/parts.js"
+import { view } from "../../../../src/internal/client/call/task.js"
+import * as wireParts from "../../../../src/internal/wire/parts.js"
 
 const task = (id: string, state: TaskState, text = ""): Task => ({
   id,

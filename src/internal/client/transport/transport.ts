@@ -7,14 +7,14 @@
  * @internal
  */
 import * as Schema from "effect/Schema"
-import { parseRetryAfter } from "../wire/retryAfter.js"
+import { parseRetryAfter } from "../../wire/retryAfter.js"
 import {
   AnswerToAnotherRequest,
   type CallRecord,
   CardContentError,
   RedirectAnswered,
   ResponseTooLarge
-} from "./classify.js"
+} from "../call/classify.js"
 
 export interface TrackingFetch {
   readonly fetch: typeof fetch

@@ -15,7 +15,7 @@ import {
   headersOnly,
   isClientError,
   prop
-} from "./classify.js"
+} from "../call/classify.js"
 import type { TrackingFetch } from "./transport.js"
 
 /** The SDK's error for an answer with an error status and no A2A error: its generic class, with the status it kept. */

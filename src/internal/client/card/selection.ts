@@ -7,12 +7,12 @@
  */
 import type { AgentCard } from "@a2a-js/sdk"
 import { type Client, ClientFactory, type DefaultAgentCardResolver, type TransportFactory } from "@a2a-js/sdk/client"
-import type { Transport } from "../wire/transport.js"
-import type { Binding } from "./classify.js"
-import * as grpc from "./grpc.js"
-import * as jsonRpc from "./jsonRpc.js"
-import * as rest from "./rest.js"
-import { makeTrackingFetch } from "./transport.js"
+import type { Transport } from "../../wire/transport.js"
+import type { Binding } from "../call/classify.js"
+import * as grpc from "../transport/grpc.js"
+import * as jsonRpc from "../transport/jsonRpc.js"
+import * as rest from "../transport/rest.js"
+import { makeTrackingFetch } from "../transport/transport.js"
 
 /** The client of the chosen transport, and what its calls need to know of it. */
 export interface Selected {

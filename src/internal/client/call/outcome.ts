@@ -7,11 +7,11 @@
  */
 import { type Message, type Task, TaskState } from "@a2a-js/sdk"
 import * as Option from "effect/Option"
-import * as FailureHint from "../../FailureHint.js"
-import * as Part from "../../Part.js"
-import * as RemoteOutcome from "../../RemoteOutcome.js"
-import { build, fromWireArtifact, fromWireParts } from "../wire/parts.js"
-import * as taskState from "../wire/taskState.js"
+import * as FailureHint from "../../../FailureHint.js"
+import * as Part from "../../../Part.js"
+import * as RemoteOutcome from "../../../RemoteOutcome.js"
+import { build, fromWireArtifact, fromWireParts } from "../../wire/parts.js"
+import * as taskState from "../../wire/taskState.js"
 
 const outcomeClasses = {
   Completed: RemoteOutcome.Completed,

@@ -7,12 +7,12 @@
 import type { Message } from "@a2a-js/sdk"
 import * as FiberRef from "effect/FiberRef"
 import type * as Redacted from "effect/Redacted"
-import type * as A2AClientError from "../../A2AClientError.js"
-import type { CallOptions, Input } from "../../RemoteAgent.js"
-import * as ledgerKey from "../ledger/key.js"
-import * as IdempotencyKey from "../wire/idempotencyKey.js"
-import * as json from "../wire/json.js"
-import * as wireParts from "../wire/parts.js"
+import type * as A2AClientError from "../../../A2AClientError.js"
+import type { CallOptions, Input } from "../../../RemoteAgent.js"
+import * as ledgerKey from "../../ledger/key.js"
+import * as IdempotencyKey from "../../wire/idempotencyKey.js"
+import * as json from "../../wire/json.js"
+import * as wireParts from "../../wire/parts.js"
 import * as clientCall from "./call.js"
 
 /**

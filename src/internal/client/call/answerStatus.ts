@@ -6,7 +6,7 @@
  *
  * @internal
  */
-import type * as A2AClientError from "../../A2AClientError.js"
+import type * as A2AClientError from "../../../A2AClientError.js"
 
 /** gRPC's status codes as HTTP numbers them, as `google.rpc.Code` documents each. */
 const httpOfGrpc: Readonly<Record<string, number>> = {

@@ -1,9 +1,9 @@
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option, Stream } from "effect"
-import * as RemoteAgent from "../../../src/RemoteAgent.js"
-import * as FaultProxy from "../../fixtures/faultProxy.js"
-import { cardFor, closedPort, json, listen, rawPeer, rpcId, sdkPeer } from "../../fixtures/peers.js"
+import * as RemoteAgent from "../../../../src/RemoteAgent.js"
+import * as FaultProxy from "../../../fixtures/faultProxy.js"
+import { cardFor, closedPort, json, listen, rawPeer, rpcId, sdkPeer } from "../../../fixtures/peers.js"
 
 let agents = 0
 const agentFor = (url: string, options: Partial<RemoteAgent.Options> = {}) =>
