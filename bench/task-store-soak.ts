@@ -19,7 +19,7 @@ import { randomUUID } from "node:crypto"
 import { performance } from "node:perf_hooks"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
-import * as internalMemoryTaskStore from "../src/internal/server/memoryTaskStore.js"
+import * as internalMemoryTaskStore from "../src/internal/server/store/memoryTaskStore.js"
 import { report } from "./report.js"
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 100_000)

@@ -35,14 +35,14 @@ import type * as AgentExecutor from "./AgentExecutor.js"
 import type * as Authentication from "./Authentication.js"
 import type * as IdempotencyLedger from "./IdempotencyLedger.js"
 import { lazyModule } from "./internal/lazyModule.js"
-import type * as internalIdempotencyEntry from "./internal/server/idempotencyEntry.js"
-import type * as internalTransports from "./internal/server/transports.js"
+import type * as internalIdempotencyEntry from "./internal/server/idempotency/idempotencyEntry.js"
+import type * as internalTransports from "./internal/server/transport/transports.js"
 import * as internalErrors from "./internal/serverErrors.js"
 import type * as internalTransport from "./internal/wire/transport.js"
 
 // The server's code loads when a server is made: a client that imports the index loads none of it.
-const internalServer = lazyModule(() => import("./internal/server/server.js"))
-const internalApp = lazyModule(() => import("./internal/server/app.js"))
+const internalServer = lazyModule(() => import("./internal/server/edge/server.js"))
+const internalApp = lazyModule(() => import("./internal/server/edge/app.js"))
 
 /**
  * The card fields the server does not fill in itself: `supportedInterfaces`

@@ -28,8 +28,8 @@ import * as Part from "./Part.js"
 import type * as RemoteOutcome from "./RemoteOutcome.js"
 
 // The executor's code loads when an executor is made or a hook runs: a client that imports the index loads none of it.
-const internalExecutor = lazyModule(() => import("./internal/server/executor.js"))
-const internalFinal = lazyModule(() => import("./internal/server/finalStatus.js"))
+const internalExecutor = lazyModule(() => import("./internal/server/run/executor.js"))
+const internalFinal = lazyModule(() => import("./internal/server/run/finalStatus.js"))
 
 /**
  * The caller's message, in our types: its parts as {@link Part.Part} (a

@@ -12,9 +12,9 @@ import * as Path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as Authentication from "../src/Authentication.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
-import * as internalAuthentication from "../src/internal/server/authentication.js"
-import * as internalIdempotencyEntry from "../src/internal/server/idempotencyEntry.js"
-import * as internalTaskStore from "../src/internal/server/taskStore.js"
+import * as internalAuthentication from "../src/internal/server/handler/authentication.js"
+import * as internalIdempotencyEntry from "../src/internal/server/idempotency/idempotencyEntry.js"
+import * as internalTaskStore from "../src/internal/server/store/taskStore.js"
 import * as Observability from "../src/Observability.js"
 import {
   callerOn,

@@ -13,7 +13,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node"
 const longest = [
   "test/Cli.test.ts",
   "test/A2AServer.replicas.postgres.test.ts",
-  "test/internal/server/eventLog.test.ts",
+  "test/internal/server/replication/eventLog.test.ts",
   "test/RemoteAgent.resume.test.ts",
   "test/package.test.ts",
   "test/A2AServer.replication.test.ts",

@@ -1,0 +1,318 @@
+/**
+ * The A2A server as routes of any `@effect/platform` HTTP server: its task
+ * store, executor and request handler behind the card, JSON-RPC and
+ * HTTP+JSON routes,
+ * for the lifetime of the current scope. Nothing here is Node's: the Node
+ * server of `A2AServer.make` is in `server.ts`.
+ *
+ * @internal
+ */
+import type { AgentCard } from "@a2a-js/sdk"
+import { DefaultRequestHandler, type PushNotificationStore, type TaskStore } from "@a2a-js/sdk/server"
+import type * as HttpRouter from "@effect/platform/HttpRouter"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import type * as A2AServer from "../../../A2AServer.js"
+import type * as AgentExecutor from "../../../AgentExecutor.js"
+import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
+import * as internalEventId from "../../wire/eventId.js"
+import * as internalTransport from "../../wire/transport.js"
+import * as internalAuthentication from "../handler/authentication.js"
+import * as internalCardSigning from "../handler/cardSigning.js"
+import * as internalHandler from "../handler/handler.js"
+import * as internalIdempotency from "../idempotency/idempotency.js"
+import * as internalPush from "../push/push.js"
+import * as internalReplication from "../replication/replication.js"
+import * as internalExecutor from "../run/executor.js"
+import * as internalTaskStore from "../store/taskStore.js"
+import * as internalGrpc from "../transport/grpc.js"
+import * as internalRest from "../transport/rest.js"
+import * as internalRpc from "../transport/rpc.js"
+import * as internalSubscription from "../transport/subscription.js"
+import type * as internalTransports from "../transport/transports.js"
+import * as internalHttp from "./http.js"
+import * as internalLoad from "./load.js"
+
+/** @internal */
+export const defaultMaxBodyBytes = 1024 * 1024
+
+const defaultShutdownTimeout = Duration.seconds(10)
+
+/** What `make` and `layer` serve by default: every transport. */
+const defaultTransports = internalTransport.all
+
+/** What `makeRouter` serves by default: what its router carries (gRPC needs its own port). */
+const routerTransports: ReadonlyArray<internalTransport.Transport> = ["JSONRPC", "HTTP+JSON"]
+
+const isTaskStoreConfig = (store: TaskStore | A2AServer.TaskStoreConfig): store is A2AServer.TaskStoreConfig =>
+  "_tag" in store
+
+const taskStoreOf = (
+  store: TaskStore | A2AServer.TaskStoreConfig | undefined,
+  withPushConfigs: boolean
+): Effect.Effect<TaskStore, internalTaskStore.TaskStoreError, Scope.Scope> =>
+  store !== undefined && !isTaskStoreConfig(store)
+    ? Effect.succeed(store)
+    : Effect.mapError(
+      internalTaskStore.make(store ?? internalTaskStore.defaultConfig, withPushConfigs),
+      (failure) => new internalTaskStore.TaskStoreError(failure)
+    )
+
+/** Where each served transport is reached. @internal */
+export type Urls = { readonly [T in internalTransport.Transport]?: string }
+
+/**
+ * The card's `supportedInterfaces`: each served transport with a URL, in
+ * the order served. JSON-RPC answers v1.0 and v0.3 clients; HTTP+JSON
+ * serves v1.0 only (the SDK's v0.3 REST router is Express's, and its
+ * converters are private).
+ *
+ * @internal
+ */
+export const interfacesOf = (
+  served: ReadonlyArray<internalTransport.Transport>,
+  urls: Urls
+): AgentCard["supportedInterfaces"] =>
+  served.flatMap((transport) => {
+    const url = urls[transport]
+    if (url === undefined) return []
+    const versions = transport === "HTTP+JSON" ? ["1.0"] : ["1.0", "0.3"]
+    return versions.map((protocolVersion) => ({ url, protocolBinding: transport, tenant: "", protocolVersion }))
+  })
+
+const buildCard = (
+  options: A2AServer.CardOptions,
+  interfaces: AgentCard["supportedInterfaces"],
+  pushNotifications: boolean,
+  extendedAgentCard: boolean,
+  resumable: boolean
+): AgentCard => ({
+  version: "1.0.0",
+  provider: undefined,
+  securitySchemes: {},
+  securityRequirements: [],
+  defaultInputModes: ["text/plain"],
+  defaultOutputModes: ["text/plain"],
+  skills: [],
+  signatures: [],
+  ...options,
+  capabilities: {
+    streaming: true,
+    pushNotifications,
+    ...options.capabilities,
+    extensions: [...(options.capabilities?.extensions ?? []), ...(resumable ? [internalEventId.resumeExtension] : [])],
+    ...(extendedAgentCard ? { extendedAgentCard } : {})
+  },
+  supportedInterfaces: interfaces
+})
+
+const requestHandlerOf = (
+  card: AgentCard,
+  extendedCard: AgentCard | undefined,
+  taskStore: TaskStore,
+  executor: AgentExecutor.EffectAgentExecutor,
+  subscriptions: internalRpc.Subscriptions,
+  idempotency: A2AServer.IdempotencyOptions | undefined,
+  pushStore: PushNotificationStore | undefined,
+  replication: internalReplication.Replication | undefined
+): Effect.Effect<internalIdempotency.Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
+  idempotency === undefined
+    // Without idempotency, a message to a task whose run is in progress is refused.
+    ? Effect.succeed({
+      handler: new DefaultRequestHandler(
+        card,
+        taskStore,
+        executor,
+        ...internalHandler.handlerArguments(subscriptions.manager, pushStore, extendedCard)
+      ),
+      claim: (taskId) => executor.claim(taskId)
+    })
+    : internalIdempotency.make({
+      card,
+      extendedCard,
+      taskStore,
+      executor,
+      subscriptions,
+      options: idempotency,
+      pushStore,
+      follow: replication?.subscribe
+    })
+
+/** The executor whose runs share the hold of the request that started them, when the server has a bound. */
+const counted = (
+  executor: AgentExecutor.EffectAgentExecutor,
+  load: internalLoad.Load | undefined
+): AgentExecutor.EffectAgentExecutor =>
+  load === undefined ? executor : {
+    ...executor,
+    execute: (context, bus) => {
+      const release = load.run(context.userMessage.messageId)
+      const ran = executor.execute(context, bus)
+      return release === undefined ? ran : ran.finally(release)
+    }
+  }
+
+/** What serves the agent, whatever server carries its routes. @internal */
+export interface App {
+  readonly router: HttpRouter.HttpRouter
+  /** The JSON-RPC endpoint the router serves, when served: a server of its own may answer it first. */
+  readonly rpc: internalHttp.RpcEndpoint | undefined
+  readonly card: AgentCard
+  readonly rpcUrl: string
+  readonly urls: Urls
+  readonly executor: AgentExecutor.EffectAgentExecutor
+  readonly taskStore: TaskStore
+  readonly replica: Option.Option<string>
+  /**
+   * Refuses new requests (503), then lets running tasks finish within the
+   * shutdown timeout; then a gRPC server is drained.
+   */
+  readonly shutdown: Effect.Effect<void>
+}
+
+/**
+ * The agent's routes, its card pointing below `url`. The caller decides when
+ * `shutdown` runs, as it alone knows when its server stops accepting.
+ *
+ * @internal
+ */
+export const make = <E, R>(
+  options: Omit<A2AServer.RouterOptions<E, R>, "publicUrl">,
+  url: string,
+  readBody?: internalHttp.BodyReader,
+  grpc?: internalTransports.OwnPort
+): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
+  Effect.gen(function*() {
+    const name = options.name ?? options.card.name
+    const stored = yield* taskStoreOf(options.taskStore, options.push !== undefined)
+    // With callers told apart, a miss on another's task is counted.
+    const taskStore = options.authenticate === undefined
+      ? stored
+      : yield* internalAuthentication.watchingForbidden(stored, name)
+    const load = yield* internalLoad.make(options, name)
+    const push = options.push === undefined
+      ? undefined
+      : yield* internalPush.make(options.push, options.taskStore, name, stored)
+    const made = yield* internalExecutor.make(options.agent, { ...options, name, taskStore })
+    const replication = options.replication === undefined
+      ? undefined
+      : yield* internalReplication.open(options.replication, stored)
+    const pushed = push === undefined ? made : push.pushing(made)
+    const executor = counted(replication === undefined ? pushed : replication.logging(pushed), load)
+    const served = options.transports ?? defaultTransports
+    const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
+    const restPath = `/${(options.restPath ?? internalRest.defaultPath).replace(/^\/+/, "").replace(/\/+$/, "")}`
+    const base = `${url.replace(/\/+$/, "")}/`
+    const rpcUrl = new URL(rpcPath.slice(1), base).toString()
+    const urls: Urls = {
+      ...(served.includes("JSONRPC") ? { JSONRPC: rpcUrl } : {}),
+      ...(served.includes("HTTP+JSON") ? { "HTTP+JSON": new URL(restPath.slice(1), base).toString() } : {}),
+      ...(grpc === undefined ? {} : { GRPC: grpc.url })
+    }
+    const interfaces = interfacesOf(served, urls)
+    const cardOf = (fields: A2AServer.CardOptions) =>
+      internalAuthentication.declare(
+        buildCard(
+          fields,
+          interfaces,
+          push !== undefined,
+          options.extendedCard !== undefined,
+          replication !== undefined
+        ),
+        options.authenticate?.scheme
+      )
+    const [card, extendedCard] = yield* internalCardSigning.signCards(
+      options.signing,
+      cardOf(options.card),
+      options.extendedCard === undefined ? undefined : cardOf({ ...options.card, ...options.extendedCard })
+    )
+    const gate = options.authenticate === undefined
+      ? undefined
+      : yield* internalAuthentication.makeGate(options.authenticate, name)
+    const subscriptions = internalRpc.makeSubscriptions()
+    const handlerStore = executor.taskStore ?? taskStore
+    const { claim, handler, heldElsewhere } = yield* requestHandlerOf(
+      card,
+      extendedCard,
+      handlerStore,
+      executor,
+      subscriptions,
+      options.idempotency,
+      push?.store,
+      replication
+    )
+    const subscribed = replication === undefined
+      ? internalSubscription.continuing(handler, subscriptions)
+      : replication.handling(handler, subscriptions, heldElsewhere)
+    const dispatcher = internalRpc.makeDispatcher(subscribed, card, {
+      checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
+        internalTaskStore.isDatabase(options.taskStore),
+      claim,
+      subscriptions,
+      ...(gate === undefined
+        ? {}
+        : { visible: (taskId, context) => handlerStore.load(taskId, context).then((task) => task !== undefined) })
+    })
+    const state = { closing: false }
+    const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
+    const rpc: internalHttp.RpcEndpoint | undefined = served.includes("JSONRPC")
+      ? { path: rpcPath, maxBodyBytes, dispatcher, state, load, gate }
+      : undefined
+    const routes = yield* internalHttp.router({ card, cardMaxAge: options.cardMaxAge ?? 3600, rpc, state, readBody })
+    const router = served.includes("HTTP+JSON")
+      ? internalRest.routesOn(routes, {
+        path: restPath,
+        card,
+        handler: dispatcher.handler,
+        subscriptions,
+        maxBodyBytes,
+        state,
+        readBody: readBody ?? internalHttp.platformBodyReader,
+        load,
+        gate
+      })
+      : routes
+    const shutdownTimeout = options.shutdownTimeout ?? defaultShutdownTimeout
+    const refusing = Effect.suspend(() => {
+      state.closing = true
+      subscriptions.shutdown()
+      return executor.shutdown(shutdownTimeout)
+    })
+    if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load, gate })
+    const shutdown = grpc === undefined ? refusing : grpc.draining(refusing)
+    const replica = Option.map(Option.fromNullable(replication), (replication) => replication.replica)
+    return { router, rpc, card, rpcUrl, urls, executor, taskStore, replica, shutdown }
+  })
+
+/**
+ * The routes alone, for an application's own server: they stop taking
+ * requests, and running tasks end, when the scope closes.
+ *
+ * @internal
+ */
+export const makeRouter = <E, R>(
+  options: A2AServer.RouterOptions<E, R>
+): Effect.Effect<A2AServer.Router, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
+  Effect.gen(function*() {
+    // Its own port, served only when named: the application's server carries the routes, not gRPC.
+    const grpc = yield* internalGrpc.listenFor(options, options.maxBodyBytes ?? defaultMaxBodyBytes, false)
+    const app = yield* make(
+      { ...options, transports: options.transports ?? routerTransports },
+      options.publicUrl,
+      undefined,
+      grpc
+    )
+    yield* Effect.addFinalizer(() => app.shutdown)
+    return {
+      router: app.router,
+      url: options.publicUrl.replace(/\/+$/, ""),
+      rpcUrl: app.rpcUrl,
+      urls: app.urls,
+      card: app.card,
+      executor: app.executor,
+      taskStore: app.taskStore,
+      replica: app.replica
+    }
+  })

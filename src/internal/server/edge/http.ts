@@ -1,0 +1,653 @@
+/**
+ * The server's HTTP edge: the card route, and the JSON-RPC route around the
+ * dispatch (the body read and parsed, the answer written as JSON or as SSE,
+ * the cause of a -32603 answer logged under an error id). The HTTP+JSON
+ * routes (`rest.ts`) share its body reader, its SSE writer and its opaque
+ * error text.
+ *
+ * @internal
+ */
+import { A2A_VERSION_HEADER, AgentCard, formatSSEErrorEvent, SSE_HEADERS } from "@a2a-js/sdk"
+import { LegacyRestTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
+import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
+import { ServerCallContext, type User } from "@a2a-js/sdk/server"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import { identity } from "effect/Function"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { createHash } from "node:crypto"
+import { cardPath } from "../../serverErrors.js"
+import * as ErrorId from "../../wire/errorId.js"
+import * as EventId from "../../wire/eventId.js"
+import * as internalAuthentication from "../handler/authentication.js"
+import * as internalFailure from "../run/failure.js"
+import * as internalRpc from "../transport/rpc.js"
+import type * as internalLoad from "./load.js"
+import * as slowReader from "./slowReader.js"
+
+export { cardPath }
+
+const encoder = new TextEncoder()
+
+// A string body goes to Node's `end` as is, with its length declared: one write with the headers,
+// no re-encoding and no chunked framing (which Node would choose for a body of unknown length).
+const jsonText = (text: string, status: number, headers: Record<string, string>) =>
+  HttpServerResponse.raw(text, {
+    status,
+    contentType: "application/json",
+    contentLength: Buffer.byteLength(text),
+    headers
+  })
+
+const jsonResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  jsonText(JSON.stringify(body), status, headers)
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+const versionHeader = A2A_VERSION_HEADER.toLowerCase()
+
+/** What {@link parseJson} returns for bytes that are not UTF-8 JSON. @internal */
+export const notJson: unique symbol = Symbol("notJson")
+
+/** A body's JSON value, or {@link notJson}. @internal */
+export const parseJson = (bytes: Uint8Array): unknown => {
+  try {
+    return JSON.parse(utf8.decode(bytes))
+  } catch {
+    return notJson
+  }
+}
+
+// Our own refusals carry the ErrorInfo of the A2A error they stand for (spec 1.0.1 §3.3.2: SHOULD in `error.data`),
+// under the JSON-RPC code the SDK would give it or the JSON-RPC code of the step that refused (parse, request).
+const rpcError = (id: unknown, code: number, error: Error & { toErrorInfo(): unknown }, status = 200) =>
+  jsonResponse({ jsonrpc: "2.0", id, error: { code, message: error.message, data: [error.toErrorInfo()] } }, status)
+
+/** `response`, closing its connection after it: a body refused unread is not taken in. @internal */
+export const closingConnection = (response: HttpServerResponse.HttpServerResponse) =>
+  HttpServerResponse.setHeaders(response, { connection: "close" })
+
+/**
+ * How much of a body over the limit is read and dropped after its 413, and
+ * for how long. A connection closed while its client still sends is reset,
+ * and the reset takes the 413 with it; so the rest is read, as servers that
+ * linger on close do, and only a body longer or slower than this has its
+ * connection closed.
+ *
+ * @internal
+ */
+export const drainBytes = 16 * 1024 * 1024
+
+/** @internal */
+export const drainMillis = 5_000
+
+// The body reader drains what is left (see `drainBytes`): the connection stays open for it.
+const tooLarge = (message: string) =>
+  rpcError(null, internalRpc.INVALID_PARAMS, new RequestMalformedError(message), 413)
+
+/**
+ * Reads a request's body: its bytes, or `undefined` when it is larger than
+ * `maxBytes` or breaks off. A promise, so that reading, parsing and
+ * dispatching are one wait for the fiber.
+ *
+ * @internal
+ */
+export type BodyReader = (
+  request: HttpServerRequest.HttpServerRequest,
+  maxBytes: number
+) => Promise<Uint8Array | undefined>
+
+/**
+ * The body of any platform's request, from its stream, counted as it
+ * arrives. Once over `maxBytes` the answer does not wait for the rest, which
+ * is drained unread up to {@link drainBytes} and {@link drainMillis}: a
+ * request body left unread would make the server reset the connection, and
+ * the client would never see its 413. Past that bound the stream is let go,
+ * which closes the connection.
+ *
+ * @internal
+ */
+export const platformBodyReader: BodyReader = (request, maxBytes) =>
+  Effect.runPromise(Effect.gen(function*() {
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    const over = yield* Deferred.make<undefined>()
+    const read = yield* Stream.runForEach(request.stream, (chunk) =>
+      Effect.suspend(() => {
+        size += chunk.byteLength
+        if (size <= maxBytes) {
+          chunks.push(chunk)
+          return Effect.void
+        }
+        return size > maxBytes + drainBytes ? Effect.interrupt : Deferred.succeed(over, undefined)
+      })).pipe(Effect.forkDaemon)
+    // The drain's time bound, counted from the moment the body went over.
+    yield* Effect.raceFirst(Fiber.await(read), Effect.zipRight(Deferred.await(over), Effect.sleep(drainMillis))).pipe(
+      Effect.zipRight(Fiber.interrupt(read)),
+      Effect.forkDaemon
+    )
+    return yield* Effect.raceFirst(
+      Deferred.await(over),
+      Effect.map(
+        Fiber.await(read),
+        (exit) => Exit.isSuccess(exit) && size <= maxBytes ? concat(chunks, size) : undefined
+      )
+    )
+  }))
+
+const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
+  const [only] = chunks
+  if (chunks.length === 1 && only !== undefined) return only
+  const bytes = new Uint8Array(size)
+  let at = 0
+  for (const chunk of chunks) {
+    bytes.set(chunk, at)
+    at += chunk.byteLength
+  }
+  return bytes
+}
+
+/**
+ * Whether an `A2A-Version` header asks for v0.3: absent, empty, or in
+ * [0.3, 1.0), as the SDK's legacy card router decides it.
+ *
+ * @internal
+ */
+export const isLegacyVersion = (version: string | undefined): boolean => {
+  if (version === undefined || version.trim() === "") return true
+  const [major = "", minor = "0"] = version.trim().split(".")
+  const majorNumber = Number.parseInt(major, 10)
+  const minorNumber = Number.parseInt(minor, 10)
+  if (!Number.isFinite(majorNumber) || majorNumber < 0 || !Number.isFinite(minorNumber) || minorNumber < 0) return false
+  return majorNumber === 0 && minorNumber >= 3
+}
+
+/**
+ * Whether a conditional request may be answered 304: `If-None-Match` names
+ * `etag` (or `*`); without it, `If-Modified-Since` is not before
+ * `lastModified`. As RFC 9110 §13.2.2 orders them: when `If-None-Match` is
+ * present, `If-Modified-Since` is not read.
+ *
+ * @internal
+ */
+export const notModified = (
+  headers: Readonly<Record<string, string | undefined>>,
+  etag: string,
+  lastModified: number
+): boolean => {
+  const ifNoneMatch = headers["if-none-match"]
+  if (ifNoneMatch !== undefined) return ifNoneMatch.split(",").some((tag) => tag.trim() === etag || tag.trim() === "*")
+  const ifModifiedSince = headers["if-modified-since"]
+  if (ifModifiedSince === undefined) return false
+  const since = Date.parse(ifModifiedSince)
+  return Number.isFinite(since) && since >= lastModified
+}
+
+// Like the SDK's Express `agentCardHandler` with v0.3 compatibility: a
+// request whose A2A-Version is absent or in [0.3, 1.0) gets the card in
+// the v0.3 shape (the SDK's own conversion, the v1.0 interfaces embedded),
+// any other the v1.0 card; each with its own ETag. The v1.0 card is its
+// proto JSON (`AgentCard.toJSON`), the form it is signed in, not the SDK
+// handler's `JSON.stringify` of its model: the SDK's canonical form drops
+// that form's security schemes, so a signature would not cover them. The
+// card does not change while the server runs, so it was last modified when
+// the server started (HTTP dates have whole seconds).
+const cardRoute = (card: AgentCard, cardMaxAge: number) =>
+  Effect.gen(function*() {
+    // Without a v0.3 interface (HTTP+JSON alone) there is no v0.3 card: every request gets the v1.0 one.
+    const legacyCard = yield* Effect.tryPromise(() =>
+      new LegacyRestTransportHandler({ getAuthenticatedExtendedAgentCard: () => Promise.resolve(card) } as never)
+        .getAuthenticatedExtendedAgentCard(new ServerCallContext())
+    ).pipe(Effect.option)
+    const cardCacheControl = cardMaxAge > 0 ? `public, max-age=${cardMaxAge}` : "no-cache"
+    const lastModified = Math.floor(Date.now() / 1000) * 1000
+    const lastModifiedText = new Date(lastModified).toUTCString()
+    const servedCard = (value: unknown) => {
+      const body = JSON.stringify(value)
+      const etag = `W/"${createHash("sha256").update(body).digest("hex").slice(0, 16)}"`
+      return {
+        body,
+        etag,
+        headers: {
+          ETag: etag,
+          "Last-Modified": lastModifiedText,
+          "Cache-Control": cardCacheControl,
+          Vary: A2A_VERSION_HEADER
+        }
+      }
+    }
+    const v1Card = servedCard(AgentCard.toJSON(card))
+    const v03Card = Option.match(legacyCard, {
+      onNone: () => v1Card,
+      onSome: (legacy) => servedCard({ ...legacy, supportedInterfaces: structuredClone(card.supportedInterfaces) })
+    })
+    return Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+      const served = isLegacyVersion(request.headers[versionHeader]) ? v03Card : v1Card
+      if (notModified(request.headers, served.etag, lastModified)) {
+        return HttpServerResponse.empty({ status: 304, headers: served.headers })
+      }
+      return jsonText(served.body, 200, served.headers)
+    })
+  })
+
+/**
+ * The only text a caller gets of an internal error: `message` itself when
+ * it is already opaque (its cause was logged under that id where it
+ * happened), otherwise a new error id, under which the cause is logged
+ * (`thrown` when known, else `message`).
+ *
+ * @internal
+ */
+export const opaqueText = (
+  endpoint: string,
+  message: string,
+  annotations: Record<string, string>,
+  thrown?: unknown
+): Effect.Effect<string> => {
+  if (ErrorId.isInternalErrorText(message)) return Effect.succeed(message)
+  const errorId = ErrorId.make()
+  const cause = thrown === undefined
+    ? message
+    : internalFailure.renderCause(Cause.isCause(thrown) ? thrown : Cause.die(thrown))
+  return internalFailure.logErrorOffSpan(`Unexpected error in the ${endpoint} endpoint`, {
+    errorId,
+    ...annotations,
+    cause
+  })
+    .pipe(Effect.as(ErrorId.internalErrorText(errorId)))
+}
+
+// -32603 answers carry only an error id; what happened is logged under it.
+// `thrown` is what was thrown, when known; otherwise the log has the error's message.
+const sanitize = (error: internalRpc.RpcError, id: unknown, where: string, thrown?: unknown) =>
+  error.code !== internalRpc.INTERNAL_ERROR
+    ? Effect.succeed(error)
+    : Effect.map(
+      opaqueText("JSON-RPC", `${error.message}`, { where, requestId: String(id) }, thrown),
+      (message): internalRpc.RpcError => ({ code: internalRpc.INTERNAL_ERROR, message })
+    )
+
+const sanitizeBody = (body: unknown, where: string, thrown?: unknown): Effect.Effect<unknown> => {
+  if (typeof body === "object" && body !== null && "error" in body) {
+    const response = body as internalRpc.RpcErrorResponse
+    return Effect.map(sanitize(response.error, response.id, where, thrown), (error) => ({ ...response, error }))
+  }
+  return Effect.succeed(body)
+}
+
+/**
+ * What a streaming answer holds once its first event is in: the rest comes
+ * from `iterator`; `close` lets go of what the stream holds.
+ *
+ * @internal
+ */
+export interface OpenStream {
+  readonly first: IteratorResult<unknown> | undefined
+  readonly iterator: AsyncIterator<unknown>
+  readonly close: () => void
+  /** Resolves once the reader is dropped for reading no more (`slowReader.ts`). */
+  readonly dropped?: Promise<void> | undefined
+  /** Lets go of the request's place in the load bound; `close` does too. */
+  readonly release?: (() => void) | undefined
+  /** Destroys the connection; undefined where the server's connection cannot be reached. */
+  readonly destroy?: (() => void) | undefined
+}
+
+/**
+ * What is left of a dropped reader: its stream ends with the typed end, but
+ * that end is written only once the socket drains, and a client that never
+ * reads never lets it drain, so its request would keep its place in the load
+ * bound and its connection for as long as it stays. The place is let go at
+ * the drop, as gRPC lets go of the call; if the end is still unwritten a
+ * while later, the connection is destroyed (which ends the stream).
+ */
+const afterDrop = (open: OpenStream, dropped: Promise<void>) =>
+  Effect.promise(() => dropped).pipe(
+    Effect.tap(() => open.release?.()),
+    Effect.zipRight(Effect.sleep(slowReader.unwrittenEndMillis)),
+    Effect.tap(() => open.destroy?.())
+  )
+
+/**
+ * The connection of a request to a Node server, the platform's own or an
+ * application's (its source is then the Node request), to destroy; none
+ * elsewhere, where the application's server is left to close it.
+ *
+ * @internal
+ */
+export const destroyer = (request: HttpServerRequest.HttpServerRequest): (() => void) | undefined => {
+  const socket = (request.source as { readonly socket?: { readonly destroy?: unknown } } | null | undefined)?.socket
+  return typeof socket?.destroy === "function" ? () => (socket as { destroy: () => void }).destroy() : undefined
+}
+
+/**
+ * A stream's SSE bytes: each event through `encode`, and a failure (of the
+ * iterator or of `encode`) as one last event from `failed`.
+ *
+ * @internal
+ */
+export const sseStream = (
+  open: OpenStream,
+  encode: (event: unknown) => Effect.Effect<string, unknown>,
+  failed: (error: unknown) => Effect.Effect<string>
+) => {
+  const { iterator } = open
+  const head = open.first === undefined || open.first.done === true
+    ? Stream.empty
+    : Stream.succeed(open.first.value)
+  const rest = open.first?.done === true ? Stream.empty : Stream.repeatEffectOption(
+    Effect.tryPromise({ try: () => iterator.next(), catch: (error) => error }).pipe(
+      Effect.mapError(Option.some),
+      Effect.flatMap((next) => next.done === true ? Effect.fail(Option.none()) : Effect.succeed(next.value))
+    )
+  )
+  const events = Stream.concat(head, rest).pipe(
+    // An event that cannot be written ends the stream with an error event, like any failure.
+    Stream.mapEffect(encode),
+    Stream.catchAll((error) => Stream.fromEffect(failed(error))),
+    Stream.map((text) => encoder.encode(text))
+  )
+  const { dropped } = open
+  // Watched while the stream runs: one that ended (the end written, or the client gone) is not cut.
+  const watched = dropped === undefined
+    ? events
+    : Stream.unwrapScoped(Effect.as(Effect.forkScoped(afterDrop(open, dropped)), events))
+  return Stream.ensuring(watched, Effect.sync(open.close))
+}
+
+// A JSON-RPC answer's result, where a streamed event is.
+const resultOf = (body: unknown): unknown =>
+  typeof body === "object" && body !== null && "result" in body ? body.result : undefined
+
+const rpcSseStream = (
+  dispatched: Extract<internalRpc.Dispatched, { _tag: "Stream" }>,
+  destroy: (() => void) | undefined
+) =>
+  sseStream(
+    { ...dispatched, destroy },
+    (event) =>
+      Effect.flatMap(sanitizeBody(event, "stream"), (body) =>
+        Effect.try({
+          try: () => EventId.sseEvent(body, EventId.sequenceOfJson(resultOf(body))),
+          catch: identity
+        })),
+    (error) =>
+      Effect.map(
+        sanitize(dispatched.mapError(error), dispatched.id, "stream", error),
+        (mapped) => formatSSEErrorEvent({ jsonrpc: "2.0", id: dispatched.id, error: mapped })
+      )
+  )
+
+/**
+ * What a JSON-RPC request comes to once read and dispatched: an answer
+ * already made (a refusal), or the dispatch's outcome.
+ *
+ * @internal
+ */
+export type Received = HttpServerResponse.HttpServerResponse | internalRpc.Dispatched
+
+// Over the bound: answered by its status, as JSON-RPC has no code for it; the client reads Refused, and when to come back.
+const shed = () =>
+  HttpServerResponse.text("Too many requests in flight; retry later.", { status: 429, headers: { "retry-after": "1" } })
+
+/** The release of an admitted request's hold once its answer has ended. */
+const releasing = (dispatched: Promise<internalRpc.Dispatched>, release: () => void): Promise<Received> =>
+  dispatched.then((answer) => {
+    if (answer._tag === "Json") release()
+    else {
+      const close = answer.close
+      return { ...answer, close: () => (close(), release()), release }
+    }
+    return answer
+  }, (error) => {
+    release()
+    throw error
+  })
+
+/**
+ * What the JSON-RPC endpoint answers and calls, whatever server carries it:
+ * the platform's route here, or the Node server's own listener
+ * (`nodeRpc.ts`).
+ *
+ * @internal
+ */
+export interface RpcEndpoint {
+  readonly path: string
+  readonly maxBodyBytes: number
+  readonly dispatcher: internalRpc.Dispatcher
+  readonly state: State
+  readonly load: internalLoad.Load | undefined
+  /** Who may call; undefined when anyone may. */
+  readonly gate?: internalAuthentication.Gate | undefined
+}
+
+/**
+ * The answer to a JSON-RPC request refused before its body is read (the
+ * server closing, a content type not JSON), or `undefined`. A declared
+ * length over the bound is the body reader's to refuse: it drains the rest.
+ *
+ * @internal
+ */
+export const refusedUnread = (
+  endpoint: RpcEndpoint,
+  headers: internalRpc.Headers
+): HttpServerResponse.HttpServerResponse | undefined => {
+  if (endpoint.state.closing) {
+    // Refused before anything runs (UnsupportedOperation, not InternalError): a client may resend it to
+    // another replica, or here after Retry-After, without an idempotency key.
+    return HttpServerResponse.setHeader(
+      rpcError(null, internalRpc.UNSUPPORTED_OPERATION, new UnsupportedOperationError(shuttingDown), 503),
+      "retry-after",
+      "1"
+    )
+  }
+  const contentType = headers["content-type"]
+  if (contentType !== undefined && (contentType.split(";", 1)[0] ?? "").trim().toLowerCase() !== "application/json") {
+    return rpcError(
+      null,
+      -32005,
+      new ContentTypeNotSupportedError("Unsupported Content-Type; expected application/json.")
+    )
+  }
+  return undefined
+}
+
+/**
+ * The answer to a request its credentials did not authenticate: 401 with
+ * the challenge, and no JSON-RPC body (the request was not read, so its id
+ * is not known), as a shed request's 429; or the 500 of an authenticator
+ * that broke.
+ *
+ * @internal
+ */
+export const unauthenticated = (refused: internalAuthentication.Refused): HttpServerResponse.HttpServerResponse =>
+  // The connection is closed, as for a body over the bound: what the caller still sends is not read.
+  closingConnection(
+    refused._tag === "Refusal"
+      ? HttpServerResponse.text(refused.message, { status: 401, headers: { "www-authenticate": refused.challenge } })
+      : jsonResponse({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: internalRpc.INTERNAL_ERROR, message: refused.message }
+      }, 500)
+  )
+
+/**
+ * Authenticate (when the server does), then read, parse, admit and
+ * dispatch in one promise: one wait per request. The body is read only
+ * once the caller is known. `remoteAddress` is the caller's, for a bound
+ * per caller when it is not authenticated.
+ *
+ * @internal
+ */
+export const receive = (
+  endpoint: RpcEndpoint,
+  read: () => Promise<Uint8Array | undefined>,
+  headers: internalRpc.Headers,
+  remoteAddress: string
+): Promise<Received> => {
+  const gate = endpoint.gate
+  if (gate === undefined) return dispatchBody(endpoint, read(), headers, remoteAddress, undefined)
+  return gate({ headers, method: "POST", transport: "JSONRPC", remoteAddress }).then((checked) =>
+    internalAuthentication.isUser(checked)
+      ? dispatchBody(endpoint, read(), headers, remoteAddress, checked)
+      : unauthenticated(checked)
+  )
+}
+
+// A notification gets no JSON-RPC answer (JSON-RPC 2.0 §4.1), and over HTTP that is a 204 without a body. It is
+// not run either: every A2A method is a request whose answer is how its caller learns what happened (the task it
+// made, a failure), so a run started by a notification could be neither followed nor cancelled, and would be work
+// that no client of the protocol asks for. Answered before admission, it costs no place under the load bound.
+const noAnswer = () => HttpServerResponse.empty({ status: 204 })
+
+const dispatchBody = (
+  endpoint: RpcEndpoint,
+  body: Promise<Uint8Array | undefined>,
+  headers: internalRpc.Headers,
+  remoteAddress: string,
+  user: User | undefined
+): Promise<Received> =>
+  body.then((bytes): Received | Promise<Received> => {
+    if (bytes === undefined) {
+      return tooLarge("Request body too large or unreadable.")
+    }
+    const body = parseJson(bytes)
+    if (body === notJson) {
+      return rpcError(null, internalRpc.PARSE_ERROR, new RequestMalformedError("Invalid JSON payload."))
+    }
+    const problem = internalRpc.requestProblem(body)
+    if (problem !== undefined) return rpcError(null, internalRpc.INVALID_REQUEST, new RequestMalformedError(problem))
+    if (!("id" in (body as object))) return noAnswer()
+    const admitted = endpoint.load?.admit(body, internalAuthentication.loadKey(user, remoteAddress))
+    if (admitted === "shed") return shed()
+    const dispatched = endpoint.dispatcher.dispatch(body, headers, user)
+    return admitted === undefined ? dispatched : releasing(dispatched, admitted)
+  })
+
+/**
+ * The answer to what was received: a JSON answer with any -32603 made
+ * opaque (its cause logged), or the SSE stream; `destroy` destroys its
+ * connection, when it can be reached.
+ *
+ * @internal
+ */
+export const answer = (
+  received: Received,
+  destroy: (() => void) | undefined
+): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  if (HttpServerResponse.isServerResponse(received)) return Effect.succeed(received)
+  if (received._tag === "Json") {
+    return Effect.map(
+      sanitizeBody(received.body, "response", received.cause),
+      (sanitized) => jsonResponse(sanitized, received.status, received.headers)
+    )
+  }
+  return Effect.succeed(HttpServerResponse.stream(rpcSseStream(received, destroy), {
+    contentType: SSE_HEADERS["Content-Type"],
+    headers: { ...SSE_HEADERS, ...received.headers }
+  }))
+}
+
+/**
+ * For a client gone before its answer: a stream that would have been
+ * written is closed all the same, so that what it holds (the hold on a task
+ * it continues, its place on the task's bus) is let go.
+ *
+ * @internal
+ */
+export const abandon = (received: Promise<Received>): void => {
+  received.then((dispatched) => {
+    if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") dispatched.close()
+  }, () => undefined)
+}
+
+/**
+ * The 500 answer to anything that went wrong outside the dispatch, its
+ * cause logged under the error id it carries.
+ *
+ * @internal
+ */
+export const unexpected = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  const errorId = ErrorId.make()
+  return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
+    errorId,
+    cause: internalFailure.renderCause(cause)
+  }).pipe(
+    Effect.as(jsonResponse(
+      {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) }
+      },
+      500
+    ))
+  )
+}
+
+const rpcRoute = (endpoint: RpcEndpoint, readBody: BodyReader) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    // On Node, the platform's headers are the Node request's own object, not a copy.
+    const headers: internalRpc.Headers = request.headers
+    const refused = refusedUnread(endpoint, headers)
+    if (refused !== undefined) return Effect.succeed(refused)
+    return Effect.suspend(() => {
+      const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
+      const received = receive(endpoint, () => readBody(request, endpoint.maxBodyBytes), headers, remoteAddress)
+      return Effect.flatMap(Effect.promise(() => received), (received) => answer(received, destroyer(request))).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => abandon(received)))
+      )
+    })
+  }).pipe(Effect.catchAllCause(unexpected))
+
+/** @internal */
+export const shuttingDown = "The server is shutting down."
+
+/**
+ * What the server's lifetime tells the edge.
+ *
+ * @internal
+ */
+export interface State {
+  /** Set when the server closes: requests (JSON-RPC and HTTP+JSON) are then refused with 503. */
+  readonly closing: boolean
+}
+
+/** @internal */
+export interface Options {
+  readonly card: AgentCard
+  /** The card's `max-age`, in seconds; 0 sends `no-cache`. */
+  readonly cardMaxAge: number
+  /** The JSON-RPC endpoint; undefined when JSON-RPC is not served. */
+  readonly rpc: RpcEndpoint | undefined
+  readonly state: State
+  /** Default: the platform's request stream ({@link platformBodyReader}). */
+  readonly readBody?: BodyReader | undefined
+}
+
+/**
+ * The server's routes: the card, and the JSON-RPC endpoint when served.
+ *
+ * @internal
+ */
+export const router = (options: Options) =>
+  Effect.map(cardRoute(options.card, options.cardMaxAge), (serveCard) => {
+    // A load balancer that checks the card learns that the server is going away.
+    const closed = HttpServerResponse.text(shuttingDown, { status: 503, headers: { "retry-after": "1" } })
+    const withCard = HttpRouter.get(
+      HttpRouter.empty,
+      cardPath,
+      Effect.suspend(() => options.state.closing ? Effect.succeed(closed) : serveCard)
+    )
+    return options.rpc === undefined ? withCard : HttpRouter.post(
+      withCard,
+      options.rpc.path as HttpRouter.PathInput,
+      rpcRoute(options.rpc, options.readBody ?? platformBodyReader)
+    )
+  })

@@ -1,0 +1,121 @@
+/**
+ * A server's push notifications: the config store beside the task store,
+ * the sender, its outbox in the task store's database when there is one, and
+ * the executor whose runs feed the sender. The SDK's own
+ * sender is left out: it pushes from the request's event loop, which stops
+ * when a streaming caller leaves.
+ *
+ * @internal
+ */
+import type { PushNotificationStore, ServerCallContext, TaskStore } from "@a2a-js/sdk/server"
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
+import type * as A2AServer from "../../../A2AServer.js"
+import type * as AgentExecutor from "../../../AgentExecutor.js"
+import * as internalAuthentication from "../handler/authentication.js"
+import { streamResponseOf, tapped } from "../handler/busTap.js"
+import { ConfigurationError } from "../run/executor.js"
+import * as internalMemoryTaskStore from "../store/memoryTaskStore.js"
+import * as internalTaskStore from "../store/taskStore.js"
+import * as internalPushOutbox from "./pushOutbox.js"
+import * as internalPushSender from "./pushSender.js"
+import * as internalPushStore from "./pushStore.js"
+import * as internalPushTarget from "./pushTarget.js"
+
+/** @internal */
+export interface Push {
+  readonly store: PushNotificationStore
+  /** `executor`, with every event its runs publish handed to the sender. */
+  readonly pushing: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
+}
+
+const isConfig = (store: TaskStore | A2AServer.TaskStoreConfig | undefined): store is A2AServer.TaskStoreConfig =>
+  store !== undefined && "_tag" in store
+
+/** @internal */
+export const make = (
+  options: A2AServer.PushOptions,
+  taskStore: TaskStore | A2AServer.TaskStoreConfig | undefined,
+  agent: string,
+  /** The task store itself: the configs of a task the bounded memory store forgets go with it. */
+  tasks: TaskStore
+): Effect.Effect<Push, internalTaskStore.TaskStoreError | A2AServer.MakeError, Scope.Scope> =>
+  Effect.gen(function*() {
+    // An entry that matches nothing would fail closed without a word: refused at start-up instead.
+    const invalid = internalPushTarget.invalidEntries(options.allowPushTargets ?? [])
+    if (invalid.length > 0) {
+      return yield* new ConfigurationError({
+        reason: "InvalidOption",
+        message: `allowPushTargets: not a host, address or CIDR block: ${
+          invalid.map((entry) => JSON.stringify(entry)).join(", ")
+        }`
+      })
+    }
+    const nodeEnv = yield* Config.option(Config.string("NODE_ENV"))
+    const policy = internalPushTarget.policyOf(options.allowPushTargets, Option.getOrUndefined(nodeEnv))
+    const storeConfig = isConfig(taskStore) ? taskStore : "memory"
+    const store = yield* Effect.mapError(
+      internalPushStore.make(storeConfig, policy),
+      (failure) => new internalTaskStore.TaskStoreError(failure)
+    )
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const forget = (taskId: string, context: ServerCallContext) =>
+      runFork(
+        Effect.tryPromise(async () => {
+          for (const config of await store.load(taskId, context)) await store.delete(taskId, context, config.id)
+        }).pipe(Effect.ignoreLogged)
+      )
+    if (storeConfig === "memory" || !internalTaskStore.isDatabase(storeConfig)) {
+      internalMemoryTaskStore.whenForgotten(tasks, (taskId, tenant, owner) =>
+        forget(taskId, internalAuthentication.ownerContext(tenant, owner)))
+    }
+    // Made before the sender, so closed after it: this server's rows are freed once its deliveries have stopped.
+    const outbox = storeConfig !== "memory" && internalTaskStore.isDatabase(storeConfig)
+      ? yield* Effect.mapError(internalPushOutbox.make(storeConfig), (failure) =>
+        new internalTaskStore.TaskStoreError(failure))
+      : undefined
+    const sender = yield* internalPushSender.make({
+      store,
+      agent,
+      timeout: options.timeout ?? Duration.seconds(10),
+      maxAttempts: options.maxAttempts ?? 8,
+      budget: options.budget ?? Duration.minutes(5),
+      backoff: options.backoff,
+      maxPending: options.maxPending,
+      lookup: internalPushTarget.guardedLookup(policy),
+      outbox
+    })
+    return {
+      store,
+      pushing: (executor) => ({
+        ...executor,
+        execute: (context, bus) => {
+          // The SDK stores a config sent with the message under the run's task id before the run; a run that
+          // answers with a bare message makes no task, and nothing would ever remove it.
+          let answered = false
+          const ran = executor.execute(
+            context,
+            tapped(bus, (event) => {
+              if (event.kind === "message") {
+                answered = true
+              }
+              sender.notify(streamResponseOf(event), context.context)
+            })
+          )
+          const sentConfig = context.request.configuration?.taskPushNotificationConfig !== undefined
+          const callContext = context.context
+          return sentConfig && callContext !== undefined
+            ? ran.finally(() => {
+              if (answered) {
+                forget(context.taskId, callContext)
+              }
+            })
+            : ran
+        }
+      })
+    }
+  })

@@ -1,0 +1,489 @@
+/**
+ * A server whose runs write every event to a shared event log, and whose
+ * subscribers read it: a subscriber on any replica streams a run on any
+ * other, and a caller whose stream broke resumes right after the last event
+ * it saw. The SDK's request handler still does the protocol; its
+ * resubscription, which reads only this process's buses and refuses an
+ * ended task, gives way to one that reads the log.
+ *
+ * @internal
+ */
+import {
+  type SendMessageRequest,
+  StreamResponse,
+  type SubscribeToTaskRequest,
+  type Task,
+  TaskState as SdkTaskState
+} from "@a2a-js/sdk"
+import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
+import {
+  type A2ARequestHandler,
+  type AgentExecutionEvent,
+  type ExecutionEventBus,
+  InMemoryTaskStore,
+  resolveUserScope,
+  ResultManager,
+  type ServerCallContext,
+  type TaskStore
+} from "@a2a-js/sdk/server"
+import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
+import * as Runtime from "effect/Runtime"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import { randomUUID } from "node:crypto"
+import type * as A2AServer from "../../../A2AServer.js"
+import type * as AgentExecutor from "../../../AgentExecutor.js"
+import * as ErrorId from "../../wire/errorId.js"
+import * as EventId from "../../wire/eventId.js"
+import * as TaskState from "../../wire/taskState.js"
+import * as internalAuthentication from "../handler/authentication.js"
+import { streamResponseOf, tapped } from "../handler/busTap.js"
+import { headersOf } from "../handler/handler.js"
+import { failedTask } from "../idempotency/idempotencyEntry.js"
+import * as internalFailure from "../run/failure.js"
+import * as internalTaskStore from "../store/taskStore.js"
+import * as internalRpc from "../transport/rpc.js"
+import * as internalSubscription from "../transport/subscription.js"
+import type * as internalEventLog from "./eventLog.js"
+import * as internalPgEventLog from "./pgEventLog.js"
+import * as internalRunClaims from "./runClaims.js"
+
+/** @internal */
+export interface Replication {
+  /** This replica's id. */
+  readonly replica: string
+  /**
+   * `SubscribeToTask` without a cursor, through `handler`'s checks, read
+   * from the log: a run on any replica, from now on.
+   */
+  readonly subscribe: (
+    handler: A2ARequestHandler,
+    params: SubscribeToTaskRequest,
+    context: ServerCallContext
+  ) => AsyncGenerator<StreamResponse, void, undefined>
+  /** `executor`, each event of its runs numbered and written to the log. */
+  readonly logging: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
+  /**
+   * `handler`, its streams' events carrying their numbers, its subscriptions
+   * read from the log, through the task's pauses until it ends.
+   */
+  readonly handling: (
+    handler: A2ARequestHandler,
+    subscriptions: internalRpc.Subscriptions,
+    /** Whether the ledger takes a message to a task held elsewhere (see `idempotency.Made`). */
+    heldElsewhere?: (params: SendMessageRequest, context: ServerCallContext) => boolean
+  ) => A2ARequestHandler
+}
+
+const stamped = (response: StreamResponse, seq: number | undefined): StreamResponse => {
+  const payload = response.payload
+  if (seq === undefined || payload === undefined) return response
+  return {
+    payload: {
+      $case: payload.$case,
+      value: { ...payload.value, metadata: { ...payload.value.metadata, [EventId.sequenceKey]: seq } }
+    }
+  } as StreamResponse
+}
+
+const agentEventOf = (response: StreamResponse): AgentExecutionEvent | undefined =>
+  response.payload === undefined
+    ? undefined
+    : ({ kind: response.payload.$case, data: response.payload.value }) as AgentExecutionEvent
+
+/**
+ * Whether a subscription ends with `response`: a message, or a status that
+ * ends the task. A pause does not: the answer's run goes on in the log.
+ */
+const ends = (response: StreamResponse): boolean =>
+  response.payload?.$case === "message" ||
+  (response.payload?.$case === "statusUpdate" && TaskState.isTerminal(response.payload.value.status?.state))
+
+const decoded = (entry: internalEventLog.Entry): StreamResponse => StreamResponse.fromJSON(entry.event)
+
+// How long a resumption waits for the event it names to reach the log.
+const cursorWaitMillis = 3_000
+
+// How long the log may be out of reach when a run starts, before its request fails.
+const lastRetry = Schedule.exponential("50 millis").pipe(
+  Schedule.either(Schedule.spaced("1 second")),
+  Schedule.upTo("10 seconds")
+)
+
+/** Who a call is for: its tenant and the SDK's user scope. */
+const holderOf = (context: ServerCallContext): internalRunClaims.Holder => ({
+  tenant: context.tenant ?? "",
+  owner: resolveUserScope(context)
+})
+
+/**
+ * Writes the end of a task no run holds, which no run will write, to its
+ * log: every subscriber, on every replica, gets it. Not again after an end.
+ */
+const logEnd = (log: internalEventLog.EventLog, task: Task) =>
+  Effect.gen(function*() {
+    // What this replica's runs appended is in the log first.
+    yield* log.flush
+    const last = yield* log.last(task.id)
+    const [at] = last === 0 ? [] : yield* log.read(task.id, last - 1)
+    if (at !== undefined && ends(decoded(at))) return
+    const event: StreamResponse = {
+      payload: {
+        $case: "statusUpdate",
+        value: { taskId: task.id, contextId: task.contextId, status: task.status, metadata: {} }
+      }
+    }
+    log.append(task.id, last + 1, StreamResponse.toJSON(event))
+    log.finish(task.id)
+    yield* log.flush
+  })
+
+/**
+ * A replica stopped renewing its claim before its run ended: the task is
+ * recorded FAILED (reason interrupted) under a new error id, and its
+ * subscribers, on every replica, get that end from the log. A task that
+ * ended or paused before is left as it is.
+ */
+const interrupted = (log: internalEventLog.EventLog, taskStore: TaskStore) => (lapsed: internalRunClaims.Lapsed) =>
+  Effect.gen(function*() {
+    const { taskId } = lapsed
+    const context = internalAuthentication.ownerContext(lapsed.tenant, lapsed.owner)
+    const existing = yield* Effect.tryPromise(() => taskStore.load(taskId, context))
+    if (existing !== undefined && TaskState.isSettled(existing.status?.state)) return
+    const { errorId, task } = failedTask(taskId, existing?.contextId || randomUUID(), existing)
+    yield* Effect.tryPromise(() => taskStore.save(task, context))
+    yield* logEnd(log, task)
+    yield* internalFailure.logErrorOffSpan("Task interrupted: its replica stopped before it ended", {
+      errorId,
+      reason: "interrupted",
+      taskId,
+      replica: lapsed.replica
+    })
+  }).pipe(
+    Effect.catchAll((error) =>
+      Effect.logWarning("Could not record a task whose replica stopped as FAILED; the next sweep tries again").pipe(
+        Effect.annotateLogs({ taskId: lapsed.taskId, cause: String(error) })
+      )
+    )
+  )
+
+/** @internal */
+export const make = (
+  log: internalEventLog.EventLog,
+  claims: internalRunClaims.RunClaims,
+  taskStore: TaskStore,
+  interrupters: Set<(taskId: string) => void>
+): Effect.Effect<Replication> =>
+  Effect.map(Effect.runtime<never>(), (runtime) => {
+    const runPromise = Runtime.runPromise(runtime)
+    const runFork = Runtime.runFork(runtime)
+    // The number of each event a run published, by the event's data, which the SDK's stream hands on as is.
+    const numbers = new WeakMap<object, number>()
+    // The number of the task event a run started with, by the call that started it: the SDK's stream sends
+    // the task reloaded from the store instead.
+    const starts = new WeakMap<object, number>()
+
+    /**
+     * A cancel another replica wrote to the task store stops the run here at
+     * once: that replica nudges the task's watchers (the executor's own poll
+     * of the store is the backstop for a nudge lost).
+     */
+    const canceledElsewhere = (
+      executor: AgentExecutor.EffectAgentExecutor,
+      taskId: string,
+      context: ServerCallContext,
+      bus: ExecutionEventBus
+    ): Effect.Effect<void> =>
+      Effect.scoped(Effect.flatMap(log.nudges(taskId), (watcher) => {
+        const check: Effect.Effect<void> = Effect.zipRight(
+          watcher.next(),
+          Effect.flatMap(
+            Effect.promise(() => taskStore.load(taskId, context).catch(() => undefined)),
+            (task) =>
+              task?.status?.state === SdkTaskState.TASK_STATE_CANCELED
+                ? Effect.promise(() => executor.cancelTask(taskId, bus))
+                : check
+          )
+        )
+        return check
+      }))
+
+    const logging = (executor: AgentExecutor.EffectAgentExecutor): AgentExecutor.EffectAgentExecutor => {
+      interrupters.add(executor.interrupt)
+      return logged(executor)
+    }
+    const logged = (executor: AgentExecutor.EffectAgentExecutor): AgentExecutor.EffectAgentExecutor => ({
+      ...executor,
+      execute: (context, bus) => {
+        const taskId = context.taskId
+        // One run per task at a time: its numbers go on from the log's last.
+        const last = log.last(taskId).pipe(
+          Effect.retry(lastRetry),
+          Effect.catchAll((error) => {
+            const errorId = ErrorId.make()
+            return Effect.zipRight(
+              internalFailure.logErrorOffSpan("The event log could not be read; the run does not start", {
+                errorId,
+                taskId,
+                cause: error.message
+              }),
+              Effect.fail(new Error(ErrorId.internalErrorText(errorId)))
+            )
+          })
+        )
+        const held = Effect.flatMap(
+          Effect.orElseSucceed(claims.acquire(taskId, holderOf(context.context)), () => false),
+          // A message to a task held elsewhere was refused before its run; what comes here runs.
+          (won) =>
+            won ? Effect.void : Effect.logWarning("A run started without its task's claim").pipe(
+              Effect.annotateLogs({ taskId })
+            )
+        )
+        const released = () => runPromise(claims.release(taskId))
+        return runPromise(Effect.zipLeft(last, held)).then((seq) => {
+          const logged = tapped(bus, (event) => {
+            seq += 1
+            numbers.set(event.data, seq)
+            if (event.kind === "task") starts.set(context.context, seq)
+            const response = streamResponseOf(event)
+            log.append(taskId, seq, StreamResponse.toJSON(response))
+            if (ends(response)) log.finish(taskId)
+          })
+          const watching = runFork(canceledElsewhere(executor, taskId, context.context, logged))
+          return executor.execute(context, logged).finally(() => {
+            watching.unsafeInterruptAsFork(FiberId.none)
+            return released()
+          })
+        })
+      }
+    })
+
+    /**
+     * The task's last number in the log, once it reaches `seq`. The run's replica writes its events a moment after
+     * it sends them (and saves them to the store): a caller may have seen one not yet in the log. That one is
+     * waited for, a while; what the log has then is the answer.
+     */
+    const lastReaching = async (taskId: string, seq: number): Promise<number> => {
+      let last = await runPromise(log.last(taskId))
+      for (const until = Date.now() + cursorWaitMillis; last < seq && Date.now() < until;) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        last = await runPromise(log.last(taskId))
+      }
+      return last
+    }
+
+    /** The task as of its log's last event, and that event's number: the log's view, never behind it. */
+    const snapshot = async (
+      taskId: string,
+      stored: Task,
+      context: ServerCallContext
+    ): Promise<{ readonly task: Task; readonly seq: number }> => {
+      // A stored task has a run that started it, whose first event may not be in the log yet.
+      await lastReaching(taskId, 1)
+      const entries = await runPromise(log.read(taskId, 0))
+      const last = entries.at(-1)
+      if (last === undefined) return { task: stored, seq: 0 }
+      // Each run starts with the whole task: what came before it is in it.
+      const from = entries.findLastIndex((entry, i) => i === 0 || decoded(entry).payload?.$case === "task")
+      const manager = new ResultManager(new InMemoryTaskStore(), context)
+      for (const entry of entries.slice(from)) {
+        const event = agentEventOf(decoded(entry))
+        if (event !== undefined && event.kind !== "message") await manager.processEvent(event)
+      }
+      return { task: manager.getCurrentTask() ?? stored, seq: last.seq }
+    }
+
+    /**
+     * The task's events after `after`, until one ends it. With `hold`, a
+     * subscriber's stream: it lets go of the log when the stream closes,
+     * or, while the task is paused, at shutdown.
+     */
+    const following = async function*(
+      taskId: string,
+      after: number,
+      hold?: (stop: () => void) => internalSubscription.Hold
+    ): AsyncGenerator<StreamResponse, void, undefined> {
+      const entries = log.iterate(taskId, after)
+      // Its `return` ends a wait for the next entry at once; the generator's own waits for that entry.
+      const held = hold?.(() => void entries.return?.())
+      try {
+        for await (const entry of entries) {
+          const response = decoded(entry)
+          held?.saw(internalSubscription.stateOf(response))
+          yield stamped(response, entry.seq)
+          if (ends(response)) return
+        }
+      } finally {
+        held?.release()
+      }
+    }
+
+    /**
+     * A subscription as the spec has it: the task, then every later event,
+     * through its pauses, until it ends.
+     */
+    const subscribe = async function*(
+      handler: A2ARequestHandler,
+      params: SubscribeToTaskRequest,
+      context: ServerCallContext,
+      hold?: (stop: () => void) => internalSubscription.Hold
+    ): AsyncGenerator<StreamResponse, void, undefined> {
+      // The SDK's own checks: a valid id, the caller's own task, else TaskNotFound.
+      const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
+      const taskId = stored.id
+      const state = stored.status?.state
+      if (TaskState.isTerminal(state)) {
+        throw new UnsupportedOperationError(
+          `Task ${taskId} is in a terminal state (${state}) and cannot be subscribed to.`
+        )
+      }
+      const { seq, task } = await snapshot(taskId, stored, context)
+      yield stamped({ payload: { $case: "task", value: task } }, seq)
+      if (TaskState.isTerminal(task.status?.state)) return
+      return yield* following(taskId, seq, hold)
+    }
+
+    const handling = (
+      handler: A2ARequestHandler,
+      subscriptions: internalRpc.Subscriptions,
+      heldElsewhere: (params: SendMessageRequest, context: ServerCallContext) => boolean = () => false
+    ): A2ARequestHandler => {
+      /**
+       * Holds the task a message continues, for its run: refused (-32004, or
+       * TaskNotFound to a caller who may not see it) while another replica's
+       * run holds it, unless the ledger takes the message (a keyed one).
+       * What lets go of the hold, when one was taken.
+       */
+      const claimed = async (params: SendMessageRequest, context: ServerCallContext): Promise<() => void> => {
+        const taskId = params.message?.taskId
+        if (!taskId) return () => {}
+        if (await runPromise(claims.acquire(taskId, holderOf(context)))) {
+          return () => void runPromise(claims.release(taskId))
+        }
+        if (heldElsewhere(params, context)) return () => {}
+        await handler.getTask({ id: taskId, tenant: params.tenant }, context)
+        throw internalRpc.stillRunning(taskId)
+      }
+      const cancelTask = async (...[params, context]: Parameters<A2ARequestHandler["cancelTask"]>) => {
+        // Held for the cancel unless another replica's run holds it: no run starts meanwhile, and a paused task's
+        // end is written to the log here, as no run will write it (a run here has written its own by then).
+        const idle = await runPromise(Effect.orElseSucceed(claims.acquire(params.id, holderOf(context)), () => false))
+        try {
+          const task = await handler.cancelTask(params, context)
+          if (task.status?.state !== SdkTaskState.TASK_STATE_CANCELED) return task
+          // The run may be on another replica, which learns of it from the nudge.
+          if (!idle) await runPromise(Effect.ignore(log.nudge(task.id)))
+          else await runPromise(Effect.ignore(logEnd(log, task)))
+          return task
+        } finally {
+          if (idle) await runPromise(Effect.ignore(claims.release(params.id)))
+        }
+      }
+      const sendMessage = async (...[params, context]: Parameters<A2ARequestHandler["sendMessage"]>) => {
+        const release = await claimed(params, context)
+        return handler.sendMessage(params, context).finally(release)
+      }
+      const sendMessageStream = async function*(
+        ...[params, context]: Parameters<A2ARequestHandler["sendMessageStream"]>
+      ): AsyncGenerator<StreamResponse, void, undefined> {
+        const release = await claimed(params, context)
+        try {
+          for await (const response of handler.sendMessageStream(params, context)) {
+            const payload = response.payload
+            yield stamped(
+              response,
+              payload?.$case === "task"
+                ? starts.get(context)
+                : payload === undefined
+                ? undefined
+                : numbers.get(payload.value)
+            )
+          }
+        } finally {
+          release()
+        }
+      }
+      const resubscribe = async function*(
+        ...[params, context]: Parameters<A2ARequestHandler["resubscribe"]>
+      ): AsyncGenerator<StreamResponse, void, undefined> {
+        const cursor = EventId.cursorOf(headersOf(context))
+        if (cursor._tag === "Invalid") {
+          throw new RequestMalformedError("Last-Event-ID must be the number of an event of the task's stream")
+        }
+        const hold = (stop: () => void) => internalSubscription.holding(subscriptions, context, stop)
+        if (cursor._tag === "None") return yield* subscribe(handler, params, context, hold)
+        // The SDK's own checks: a valid id, the caller's own task, else TaskNotFound.
+        const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
+        const taskId = stored.id
+        // A number the log never reaches is the caller's mistake.
+        const last = await lastReaching(taskId, cursor.seq)
+        if (cursor.seq > last) {
+          throw new RequestMalformedError(
+            `Last-Event-ID ${cursor.seq} is past the last event of task ${taskId} (${last})`
+          )
+        }
+        // Resumed after the event that ended the task: nothing more comes.
+        const [at] = cursor.seq === 0 ? [] : await runPromise(log.read(taskId, cursor.seq - 1))
+        if (at !== undefined && ends(decoded(at))) return
+        return yield* following(taskId, cursor.seq, hold)
+      }
+      return new Proxy(handler, {
+        get(target, property) {
+          if (property === "sendMessage") return sendMessage
+          if (property === "cancelTask") return cancelTask
+          if (property === "sendMessageStream") return sendMessageStream
+          if (property === "resubscribe") return resubscribe
+          const value: unknown = Reflect.get(target, property, target)
+          return typeof value === "function" ? value.bind(target) : value
+        }
+      })
+    }
+
+    return { replica: claims.replica, logging, handling, subscribe }
+  })
+
+/**
+ * The replication `options` name: its event log on their PostgreSQL, open
+ * for the scope.
+ *
+ * @internal
+ */
+export const open = (
+  options: A2AServer.ReplicationOptions,
+  taskStore: TaskStore
+): Effect.Effect<Replication, internalTaskStore.TaskStoreError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const log = yield* Effect.mapError(
+      internalPgEventLog.makePg({
+        url: options.url,
+        retention: options.retention,
+        pollInterval: options.pollInterval,
+        carry: options.carryEvents
+      }),
+      (error) =>
+        new internalTaskStore.TaskStoreError({
+          reason: error.reason === "Unavailable"
+            ? "Connection"
+            : error.reason === "MissingPackage"
+            ? "MissingPackage"
+            : "Driver",
+          message: error.message
+        })
+    )
+    // Added after the log, so run before it closes: what the runs appended is written first.
+    yield* Effect.addFinalizer(() => log.flush)
+    // The executors whose runs stop when their claims are lost, known once `logging` wraps them.
+    const lost = new Set<(taskId: string) => void>()
+    const claims = yield* Effect.mapError(
+      internalRunClaims.make({
+        url: options.url,
+        lease: options.lease,
+        sweep: options.sweep,
+        onLapsed: interrupted(log, taskStore),
+        onLost: (taskIds) => Effect.sync(() => lost.forEach((stop) => taskIds.forEach(stop)))
+      }),
+      (failure) => new internalTaskStore.TaskStoreError(failure)
+    )
+    return yield* make(log, claims, taskStore, lost)
+  })

@@ -1,0 +1,628 @@
+/**
+ * The `@a2a-js/sdk` executor that runs an Effect agent: one fiber per run,
+ * started with its span, progress and log annotations in place, settling
+ * the run's final status (see `finalStatus.ts`) and making sure it is saved
+ * (see `storeWatch.ts`). Plain promises around the fibers, as the SDK calls
+ * it for every request.
+ *
+ * @internal
+ */
+import { type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk"
+import { AgentEvent, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server"
+import * as Cause from "effect/Cause"
+import type * as Clock from "effect/Clock"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
+import type * as AgentExecutor from "../../../AgentExecutor.js"
+import { withoutStackTrace } from "../../errors.js"
+import * as internalMetrics from "../../observability/metrics.js"
+import * as internalTracing from "../../observability/tracing.js"
+import { ConfigurationError } from "../../serverErrors.js"
+import * as ErrorId from "../../wire/errorId.js"
+import { fromTask, fromUserMessage } from "../../wire/parts.js"
+import * as taskState from "../../wire/taskState.js"
+import * as internalAuthentication from "../handler/authentication.js"
+import { headersOf } from "../handler/handler.js"
+import * as internalFailure from "./failure.js"
+import {
+  admissionRefused,
+  type Finals,
+  isReply,
+  makeFinals,
+  ofResult,
+  outputProblem,
+  type RunEnd
+} from "./finalStatus.js"
+import {
+  AgentProgress,
+  InvalidOutput,
+  makeProgress,
+  publishStatusUpdate,
+  type RunEvents,
+  textStatus
+} from "./runEvents.js"
+import {
+  type CancelWatch,
+  cancelWatch,
+  type FinalWriter,
+  finalWriter,
+  type RunFork,
+  saveWaitLimitOption,
+  type SaveWaitOptions,
+  type SaveWatch,
+  type WatchedRun,
+  watchSaves
+} from "./storeWatch.js"
+
+type AgentRequest = AgentExecutor.AgentRequest
+type FinalStatus = AgentExecutor.FinalStatus
+
+export { ConfigurationError }
+
+/** Why a run that did not stop at a shutdown ended FAILED: its fiber could not be interrupted in time. */
+class ShutdownTimeout extends Data.TaggedError("ShutdownTimeout")<{ readonly message: string }> {}
+
+const shutdownFiberId = FiberId.make(-1, 0)
+
+// What a run returns when its final status went out without anything left to
+// wait for: one settled promise, so that `execute` knows it by identity.
+const publishedNow: Promise<void> = Promise.resolve()
+
+/** What the runs of one executor share, built once by {@link make}. */
+interface Shared<R> {
+  readonly agent: AgentExecutor.Agent<unknown, R>
+  readonly options: AgentExecutor.Options<R>
+  readonly runtime: Runtime.Runtime<R>
+  readonly clock: Clock.Clock
+  readonly exporting: boolean
+  readonly spanSettings: internalTracing.SpanSettings
+  /** What a failed run's span ends with when it goes nowhere: one shared value instead of a new error per run. */
+  readonly unexportedFailure: Exit.Exit<never, internalFailure.RunFailed>
+  readonly agentName: string
+  readonly logAnnotations: HashMap.HashMap<string, unknown>
+  readonly metrics: ReturnType<typeof runMetrics>
+  readonly runFork: RunFork
+  readonly finals: Finals<R>
+  /**
+   * With a task store: its watched saves, the final states the executor
+   * writes itself, and the watch for cancels from other replicas.
+   */
+  readonly store: { readonly saves: SaveWatch; readonly writer: FinalWriter; readonly cancels: CancelWatch } | undefined
+  readonly runs: Map<string, Set<Run<R>>>
+  // The context id of a paused task, by the bus a handler may keep open for it: gone with the bus.
+  readonly pausedContexts: WeakMap<ExecutionEventBus, string>
+  readonly executions: Set<Promise<void>>
+  readonly state: { closing: boolean }
+}
+
+const runMetrics = (agentName: string) => {
+  const agentTag = { agent: agentName }
+  return {
+    completed: internalMetrics.tagged(internalMetrics.serverCompleted, agentTag),
+    failed: internalMetrics.tagged(internalMetrics.serverFailed, agentTag),
+    canceledByAdmission: internalMetrics.tagged(internalMetrics.serverCanceledByAdmission, agentTag),
+    latency: internalMetrics.tagged(internalMetrics.serverLatency, agentTag)
+  }
+}
+
+/** See `AgentExecutor.make`. */
+export const make = <E, R>(
+  agent: AgentExecutor.Agent<E, R>,
+  options: AgentExecutor.Options<R> = {}
+): Effect.Effect<AgentExecutor.EffectAgentExecutor, ConfigurationError | ConfigError.ConfigError, R | Scope.Scope> =>
+  Effect.gen(function*() {
+    const debug = yield* internalFailure.debugErrorsConfig
+    const production = yield* internalFailure.productionConfig
+    if (debug && production) {
+      if (options.allowDebugErrorsInProduction !== true) {
+        return yield* new ConfigurationError({
+          reason: "DebugErrorsInProduction",
+          message:
+            "ADK_DEBUG_ERRORS is on with NODE_ENV=production: failure details would reach callers. Turn it off or set allowDebugErrorsInProduction."
+        })
+      }
+      yield* Effect.logWarning(
+        "ADK_DEBUG_ERRORS is on in production: error names and messages of failures are sent to callers"
+      )
+    }
+    const shared = yield* makeShared(agent, options, debug)
+    const shutdown = makeShutdown(shared)
+    yield* Effect.addFinalizer(() => shutdown(Duration.zero))
+    return {
+      execute: (context, bus) => execute(shared, context, bus),
+      cancelTask: (taskId, bus) => cancelTask(shared, taskId, bus),
+      running: Effect.sync(() => shared.executions.size),
+      shutdown,
+      taskStore: shared.store?.saves.taskStore,
+      claim: makeClaim(shared),
+      interrupt: (taskId) => {
+        for (const run of shared.runs.get(taskId) ?? []) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
+      }
+    } satisfies AgentExecutor.EffectAgentExecutor
+  })
+
+const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecutor.Options<R>, debug: boolean) =>
+  Effect.map(Effect.all([Effect.runtime<R>(), Effect.clock, Effect.tracer]), ([runtime, clock, tracer]): Shared<R> => {
+    const agentName = options.name ?? "agent"
+    const runFork = Runtime.runFork(runtime)
+    const store = options.taskStore
+    return {
+      agent,
+      options,
+      runtime,
+      clock,
+      exporting: internalTracing.exportsSpans(tracer),
+      // Each run's span is made before its fiber, and handed to it in its context.
+      spanSettings: internalTracing.spanSettings(
+        (ref) => FiberRefs.getOrDefault(runtime.fiberRefs, ref),
+        tracer,
+        clock
+      ),
+      unexportedFailure: Exit.fail(new internalFailure.RunFailed({ errorId: "unknown" })),
+      agentName,
+      logAnnotations: HashMap.set(
+        FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations),
+        "agent",
+        agentName
+      ),
+      metrics: runMetrics(agentName),
+      runFork,
+      finals: makeFinals(options, debug),
+      store: store === undefined ? undefined : {
+        saves: watchSaves(store, runFork, (options as SaveWaitOptions)[saveWaitLimitOption]),
+        writer: finalWriter(store, options.finalSaveTimeout ?? Duration.seconds(30), runFork),
+        cancels: cancelWatch(store, runFork)
+      },
+      runs: new Map(),
+      pausedContexts: new WeakMap(),
+      executions: new Set(),
+      state: { closing: false }
+    }
+  })
+
+const makeRequest = (context: RequestContext): AgentRequest => ({
+  message: fromUserMessage(context.userMessage),
+  sdkMessage: context.userMessage,
+  taskId: context.taskId,
+  contextId: context.contextId,
+  task: Option.map(Option.fromNullable(context.task), fromTask),
+  sdkTask: Option.fromNullable(context.task),
+  headers: internalAuthentication.withoutCredentials(headersOf(context.context), context.context),
+  caller: Option.fromNullable(internalAuthentication.callerOf(context.context))
+})
+
+/** The task as the run starts it: the SDK requires a task (or message) as the first event of every turn. */
+const initialTask = (context: RequestContext): Task => {
+  const status = { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() }
+  return context.task !== undefined
+    ? { ...context.task, status }
+    : {
+      id: context.taskId,
+      contextId: context.contextId,
+      status,
+      artifacts: [],
+      history: [context.userMessage],
+      metadata: {}
+    }
+}
+
+/** The span of a run: exported with its attributes, or only its ids when spans go nowhere. */
+const runSpan = <R>(shared: Shared<R>, request: AgentRequest): Tracer.Span | undefined => {
+  const parentSpan = internalTracing.parentOfHeaders(request.headers)
+  const name = internalTracing.executeSpanName
+  return !shared.spanSettings.enabled
+    ? undefined
+    : shared.exporting
+    ? internalTracing.startSpan(shared.spanSettings, name, parentSpan, "server", {
+      "a2a.task_id": request.taskId,
+      "a2a.context_id": request.contextId,
+      "a2a.agent": shared.agentName,
+      ...(Option.isSome(request.caller) ? { "a2a.caller": request.caller.value.id } : {})
+    })
+    : new internalTracing.UnexportedSpan(name, parentSpan, "server")
+}
+
+/**
+ * The runtime of a run's fiber: it starts with its span, progress and log
+ * annotations in place, instead of providing each around the agent, as this
+ * runs per request.
+ */
+const runRuntime = <R>(shared: Shared<R>, request: AgentRequest, span: Tracer.Span | undefined, events: RunEvents) => {
+  const { contextId, taskId } = request
+  const runtime = shared.runtime
+  const annotations = HashMap.mutate(shared.logAnnotations, (map) => {
+    HashMap.set(map, "taskId", taskId)
+    HashMap.set(map, "contextId", contextId)
+    if (span !== undefined) HashMap.set(map, "traceId", span.traceId)
+    if (Option.isSome(request.caller)) HashMap.set(map, "caller", request.caller.value.id)
+  })
+  // One copy of the services instead of one per `Context.add`.
+  const services = new Map(runtime.context.unsafeMap)
+  services.set(AgentProgress.key, makeProgress(taskId, contextId, events))
+  if (span !== undefined) services.set(Tracer.ParentSpan.key, span)
+  return Runtime.make({
+    context: Context.unsafeMake<R | AgentProgress>(services),
+    runtimeFlags: runtime.runtimeFlags,
+    fiberRefs: FiberRefs.updateAs(runtime.fiberRefs, {
+      fiberId: FiberId.none,
+      fiberRef: FiberRef.currentLogAnnotations,
+      value: annotations
+    })
+  })
+}
+
+/**
+ * Once the final status is known: the metrics, and the end of the span,
+ * which carries the error id of a failure but never its cause.
+ */
+const finishRun = <R>(
+  shared: Shared<R>,
+  span: Tracer.Span | undefined,
+  startedAt: number,
+  refused: boolean,
+  published: RunEnd
+): void => {
+  const { clock, metrics } = shared
+  if (isReply(published)) {
+    // Answered, without a task: a success, as the client reads it (Completed).
+    metrics.completed.unsafeUpdate(1, [])
+    metrics.latency.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedAt, [])
+    if (span === undefined) return
+    if (!shared.exporting) return span.end(0n, Exit.void)
+    span.attribute("a2a.reply", "message")
+    return internalTracing.endSpan(shared.spanSettings, span, Exit.void)
+  }
+  const state = published.event.status?.state
+  const errorId = Option.getOrUndefined(Option.map(published.failure, (failure) => failure.errorId))
+  if (state === TaskState.TASK_STATE_COMPLETED) metrics.completed.unsafeUpdate(1, [])
+  else if (state === TaskState.TASK_STATE_FAILED) metrics.failed.unsafeUpdate(1, [])
+  else if (state === TaskState.TASK_STATE_CANCELED && refused) metrics.canceledByAdmission.unsafeUpdate(1, [])
+  metrics.latency.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedAt, [])
+  if (span === undefined) return
+  const failed = state === TaskState.TASK_STATE_FAILED
+  if (!shared.exporting) return span.end(0n, failed ? shared.unexportedFailure : Exit.void)
+  span.attribute("a2a.task_state", taskState.name(state))
+  if (errorId !== undefined) {
+    span.attribute("a2a.error_id", errorId)
+    span.event("a2a.failure", clock.unsafeCurrentTimeNanos(), { "a2a.error_id": errorId })
+  }
+  internalTracing.endSpan(
+    shared.spanSettings,
+    span,
+    failed
+      ? Exit.fail(withoutStackTrace(() => new internalFailure.RunFailed({ errorId: errorId ?? "unknown" })))
+      : Exit.void
+  )
+}
+
+/**
+ * What the hooks did in a run: `entered`, the `afterExecute` hook ran (it
+ * runs once per run); `refused`, the `beforeExecute` hook refused it.
+ */
+interface RunHook {
+  entered: boolean
+  refused: boolean
+}
+
+/**
+ * The run's fiber: the admission hook and the agent, then the final
+ * status, settled without being interruptible once the agent is done;
+ * interruptions end it as they come.
+ */
+const runFiber = <R>(
+  shared: Shared<R>,
+  request: AgentRequest,
+  events: RunEvents,
+  hook: RunHook
+): Effect.Effect<RunEnd, unknown, R> => {
+  const { agent, finals } = shared
+  const before = shared.options.beforeExecute
+  // Suspended, both: an agent or a hook that throws while building its Effect fails the run like any defect.
+  const agentRun: Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R | AgentProgress> =
+    Effect
+      .suspend(() => agent(request))
+  const work = (before === undefined
+    ? agentRun
+    : Effect.flatMap(Effect.suspend(() => before(request)), (refuse) => {
+      if (!refuse) return agentRun
+      hook.refused = true
+      return Effect.succeed(admissionRefused)
+    })) as Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R>
+  return Effect.uninterruptibleMask((restore) => {
+    const failed = (cause: Cause.Cause<unknown>) =>
+      Effect.flatMap(finals.ofFailure(request, cause), (final) => finals.after(request, final, hook, restore))
+    return Effect.matchCauseEffect(restore(work), {
+      onSuccess: (result): Effect.Effect<RunEnd, never, R> => {
+        const problem = outputProblem(result)
+        if (problem !== undefined) return failed(Cause.die(new InvalidOutput(problem)))
+        const end = ofResult(events, request, result)
+        return isReply(end) ? Effect.succeed(end) : finals.after(request, end, hook, restore)
+      },
+      onFailure: (cause) => Cause.isInterrupted(cause) ? Effect.failCause(cause) : failed(cause)
+    })
+  })
+}
+
+/** Publishes a run's final status and, with a task store, makes sure it is saved. */
+const publishFinal = <R>(
+  shared: Shared<R>,
+  context: RequestContext,
+  events: RunEvents,
+  initial: Task,
+  published: FinalStatus
+): Promise<void> => {
+  const bus = events.bus
+  const { contextId, taskId } = context
+  const event: TaskStatusUpdateEvent = { ...published.event, taskId, contextId }
+  const state = event.status?.state
+  if (taskState.isPaused(state)) {
+    shared.pausedContexts.set(bus, contextId)
+  }
+  const store = shared.store
+  if (store === undefined) {
+    publishStatusUpdate(events, event)
+    return publishedNow
+  }
+  const saved = store.saves.finalSaved(taskId, state, context.context)
+  publishStatusUpdate(events, event)
+  return saved.then((done) => {
+    if (done) return
+    if (!taskState.isTerminal(state) && event.status !== undefined) store.saves.rememberPause(taskId, event.status)
+    return store.writer.persist(context, events, initial, event)
+  })
+}
+
+/**
+ * A run in progress. What its ending needs is kept in fields, not in
+ * closures: a run mostly waits, and every closure it holds meanwhile is
+ * held once per run in flight. Its own fiber runtime is made again when an
+ * ending needs it instead of kept.
+ */
+class Run<R> implements WatchedRun, RunHook {
+  canceled = false
+  entered = false
+  refused = false
+  /** Set when a shutdown gave up on the fiber and ended the task itself. */
+  abandoned = false
+  fiber!: Fiber.RuntimeFiber<RunEnd, unknown>
+  constructor(
+    readonly shared: Shared<R>,
+    readonly context: RequestContext,
+    readonly request: AgentRequest,
+    readonly events: RunEvents,
+    readonly initial: Task,
+    readonly span: Tracer.Span | undefined,
+    readonly startedAt: number
+  ) {}
+
+  private runPromise<A>(effect: Effect.Effect<A, never, R | AgentProgress>): Promise<A> {
+    return Runtime.runPromise(runRuntime(this.shared, this.request, this.span, this.events))(effect)
+  }
+
+  end(final: RunEnd): Promise<void> {
+    finishRun(this.shared, this.span, this.startedAt, this.refused, final)
+    if (!isReply(final)) return publishFinal(this.shared, this.context, this.events, this.initial, final)
+    this.events.bus.publish(AgentEvent.message(final.reply))
+    return publishedNow
+  }
+
+  complete(exit: Exit.Exit<RunEnd, unknown>): Promise<void> {
+    if (this.abandoned) return Promise.resolve()
+    if (Exit.isSuccess(exit)) return this.end(exit.value)
+    const { finals, state } = this.shared
+    return this.runPromise(
+      // A shutdown has a deadline to keep: the runs it ends are settled without the hook.
+      Effect.flatMap(
+        finals.ofInterruption(this.request, this.canceled, exit.cause),
+        (final) => state.closing ? Effect.succeed(final) : finals.after(this.request, final, this)
+      )
+    ).then((final) => this.end(final))
+  }
+
+  /** Ends the task FAILED without waiting for the fiber, which a shutdown could not stop. */
+  abandon(): Promise<void> {
+    if (this.abandoned) return Promise.resolve()
+    this.abandoned = true
+    this.shared.store?.cancels.unwatch(this)
+    const cause = Cause.die(
+      withoutStackTrace(() =>
+        new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
+      )
+    )
+    return this.runPromise(this.shared.finals.ofFailure(this.request, cause)).then((final) => this.end(final))
+  }
+}
+
+/**
+ * The ending of a run that threw instead of settling: only reachable on a bug in this module, and still it never
+ * leaves the task WORKING.
+ */
+const runDefect = <R>(
+  shared: Shared<R>,
+  context: RequestContext,
+  events: RunEvents,
+  defect: unknown
+): Promise<void> => {
+  const errorId = ErrorId.make()
+  shared.metrics.failed.unsafeUpdate(1, [])
+  publishStatusUpdate(
+    events,
+    textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, ErrorId.failureText(errorId))
+  )
+  return Runtime.runPromise(shared.runtime)(
+    internalFailure.logErrorOffSpan(ErrorId.logMessage("Runner failed to execute", errorId), {
+      errorId,
+      taskId: context.taskId,
+      contextId: context.contextId,
+      cause: internalFailure.renderCause(Cause.die(defect))
+    })
+  )
+}
+
+/** `ending`, a defect ended by {@link runDefect}; then `done()` is no longer among the executions. */
+const finishing = <R>(
+  shared: Shared<R>,
+  context: RequestContext,
+  events: RunEvents,
+  ending: Promise<void>,
+  done: () => Promise<void>
+): Promise<void> =>
+  ending.catch((defect) => runDefect(shared, context, events, defect)).finally(() => {
+    shared.executions.delete(done())
+  })
+
+/** `ending`, counted among the executions until it settles. */
+const tracked = <R>(shared: Shared<R>, context: RequestContext, events: RunEvents, ending: Promise<void>) => {
+  const done: Promise<void> = finishing(shared, context, events, ending, () => done)
+  shared.executions.add(done)
+  return done
+}
+
+// Plain promises around one fiber per run.
+const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+  const { runs } = shared
+  const taskId = context.taskId
+  const request = makeRequest(context)
+  const initial = initialTask(context)
+  // A run that may answer with a bare message holds its task back until its first event; one that continues a
+  // task, or whose caller asked to be answered at once, has its task out at once.
+  const holdTask = shared.options.messageReplies === true && context.task === undefined &&
+    context.request.configuration?.returnImmediately !== true
+  const events: RunEvents = { bus, artifacts: [], messages: [], unpublished: holdTask ? initial : undefined }
+  if (!holdTask) bus.publish(AgentEvent.task(initial))
+  const startedAt = shared.clock.unsafeCurrentTimeMillis()
+  const span = runSpan(shared, request)
+  const self = new Run(shared, context, request, events, initial, span, startedAt)
+  const fiber = Runtime.runFork(runRuntime(shared, request, span, events))(runFiber(shared, request, events, self))
+  self.fiber = fiber
+  // A run that never waited has ended already: its final status goes out
+  // in this step, as a plain SDK executor's does. A promise step in
+  // between costs the server several percent of its throughput.
+  const ended = fiber.unsafePoll()
+  if (ended !== null) {
+    const published = self.complete(ended)
+    return published === publishedNow ? published : tracked(shared, context, events, published)
+  }
+  const forTask = runs.get(taskId) ?? new Set<Run<R>>()
+  forTask.add(self)
+  runs.set(taskId, forTask)
+  if (shared.state.closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
+  shared.store?.cancels.watch(self)
+  // One promise and one observer for the whole wait.
+  const done: Promise<void> = new Promise((resolve) => {
+    fiber.addObserver((exit) => {
+      shared.store?.cancels.unwatch(self)
+      forTask.delete(self)
+      if (forTask.size === 0) runs.delete(taskId)
+      let ending: Promise<void>
+      try {
+        ending = self.complete(exit)
+      } catch (defect) {
+        ending = Promise.reject(defect)
+      }
+      resolve(finishing(shared, context, events, ending, () => done))
+    })
+  })
+  shared.executions.add(done)
+  return done
+}
+
+const execute = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+  try {
+    return run(shared, context, bus)
+  } catch (defect) {
+    return tracked(
+      shared,
+      context,
+      { bus, artifacts: [], messages: [], unpublished: undefined },
+      Promise.reject(defect)
+    )
+  }
+}
+
+const cancelTask = <R>(shared: Shared<R>, taskId: string, bus: ExecutionEventBus): Promise<void> => {
+  const forTask = shared.runs.get(taskId)
+  if (forTask !== undefined && forTask.size > 0) {
+    for (const run of forTask) {
+      run.canceled = true
+      run.fiber.unsafeInterruptAsFork(FiberId.none)
+    }
+  } else {
+    // A paused task has no run. A2AServer's handler closes its bus, and the SDK cancels it in the store;
+    // a handler that keeps paused tasks' buses open calls here, so end it on that bus.
+    bus.publish(AgentEvent.statusUpdate(
+      textStatus(taskId, shared.pausedContexts.get(bus) ?? "", TaskState.TASK_STATE_CANCELED, "Task canceled.")
+    ))
+  }
+  return Promise.resolve()
+}
+
+/**
+ * Waits for the runs, interrupts the rest at the deadline, and ends those
+ * that cannot be interrupted yet without them. Runs once, on its own fiber:
+ * a caller that stops waiting (a timeout) does not stop it, and a second
+ * shutdown (the scope's, after the server's) waits for the first instead of
+ * starting over.
+ */
+const makeShutdown = <R>(shared: Shared<R>) => {
+  // Interruptible: shutdown runs in a finalizer, where the timeouts below must still fire.
+  const awaitAll = Effect.interruptible(Effect.promise(() => Promise.all(shared.executions)))
+  const allRuns = () => Array.from(shared.runs.values()).flatMap((forTask) => Array.from(forTask))
+  const stopPersisting = () => shared.store?.writer.stop(shutdownFiberId)
+  const stop = (deadline: Duration.DurationInput) =>
+    Effect.gen(function*() {
+      yield* Effect.timeoutOption(awaitAll, deadline)
+      for (const run of allRuns()) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
+      stopPersisting()
+      // Interrupted runs still publish FAILED and persist it.
+      yield* Effect.timeoutOption(awaitAll, Duration.seconds(5))
+      // Those that cannot be interrupted yet are ended without them: no task stays WORKING.
+      const left = allRuns()
+      if (left.length > 0) {
+        yield* Effect.timeoutOption(
+          Effect.interruptible(Effect.promise(() => Promise.allSettled(left.map((run) => run.abandon())))),
+          Duration.seconds(5)
+        )
+      }
+      // Final saves begun since (of interrupted or abandoned runs) stop with the shutdown too.
+      stopPersisting()
+    })
+  let stopping: Fiber.RuntimeFiber<void> | undefined
+  return (deadline: Duration.DurationInput): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      shared.state.closing = true
+      return stopping === undefined
+        ? Effect.flatMap(Effect.forkDaemon(stop(deadline)), (fiber) => {
+          stopping = fiber
+          return Fiber.join(fiber)
+        })
+        : Fiber.join(stopping)
+    })
+}
+
+/** See `EffectAgentExecutor.claim`. */
+const makeClaim = <R>(shared: Shared<R>) => {
+  const claimed = new Set<string>()
+  return (taskId: string): (() => void) | undefined => {
+    if (claimed.has(taskId) || shared.runs.has(taskId)) return undefined
+    claimed.add(taskId)
+    let held = true
+    return () => {
+      if (held) claimed.delete(taskId)
+      held = false
+    }
+  }
+}

@@ -1,0 +1,228 @@
+/**
+ * How a failure is turned into the opaque text a caller sees, and how the
+ * debug detail is read.
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as DefaultServices from "effect/DefaultServices"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
+import * as Inspectable from "effect/Inspectable"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as ErrorId from "../../wire/errorId.js"
+
+/**
+ * `ADK_DEBUG_ERRORS` is on for `1` or `true` in any case; anything else,
+ * including absence, is off.
+ *
+ * @internal
+ */
+export const debugErrorsConfig: Config.Config<boolean> = Config.string("ADK_DEBUG_ERRORS").pipe(
+  Config.map((value) => /^(1|true)$/i.test(value.trim())),
+  Config.withDefault(false)
+)
+
+/** @internal */
+export const productionConfig: Config.Config<boolean> = Config.string("NODE_ENV").pipe(
+  Config.map((value) => value.trim() === "production"),
+  Config.withDefault(false)
+)
+
+const nameOf = (error: unknown): string => {
+  if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") return error._tag
+  if (error instanceof Error) return error.name
+  return typeof error
+}
+
+// JSON that a bigint does not stop; undefined for what JSON cannot hold (a cycle).
+const jsonOf = (value: unknown): string | undefined => {
+  try {
+    return JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v))
+  } catch {
+    return undefined
+  }
+}
+
+// A value that is not an error, shown whole.
+const shownOf = (value: unknown): string =>
+  typeof value === "object" && value !== null ? jsonOf(value) ?? String(value) : String(value)
+
+// The own fields of an error, but its stack and message.
+const ownFields = (error: object): Array<[string, unknown]> =>
+  Object.entries(error).filter(([key]) => key !== "stack" && key !== "message")
+
+const noMessage = "An error has occurred"
+
+const messageOf = (error: unknown): string => {
+  if (error instanceof Error) {
+    if (error.message !== "") return error.message
+    // A tagged error without a message is known by its fields; its tag is already its name.
+    const fields = ownFields(error).filter(([key]) => key !== "_tag")
+    return fields.length === 0 ? noMessage : jsonOf(Object.fromEntries(fields)) ?? noMessage
+  }
+  if (Predicate.hasProperty(error, "message") && typeof error.message === "string") return error.message
+  return shownOf(error)
+}
+
+const describeValue = (raw: unknown): string => {
+  const value = Cause.originalError(raw)
+  return `${nameOf(value)}: ${messageOf(value)}`
+}
+
+/**
+ * `<error name>: <message>` of the first failure or defect in a cause, for
+ * the debug detail only; for an error without a message (a tagged error of
+ * fields only), `<tag>: <its fields as JSON>`.
+ *
+ * @internal
+ */
+export const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) return describeValue(failure.value)
+  const defect = Cause.dieOption(cause)
+  if (Option.isSome(defect)) return describeValue(defect.value)
+  return Cause.isInterruptedOnly(cause) ? "Interrupted: the agent was interrupted" : "Unknown: unknown failure"
+}
+
+/**
+ * What the span of a failed run ends with: the error id, nothing of the
+ * cause, which only the log holds.
+ *
+ * @internal
+ */
+export class RunFailed extends Data.TaggedError("RunFailed")<{ readonly errorId: string }> {
+  override get message(): string {
+    return ErrorId.failureText(this.errorId)
+  }
+}
+
+const fieldsOf = (error: object): string | undefined => {
+  // `_tag` first: it names what failed.
+  const own = ownFields(error).sort(([a], [b]) => Number(b === "_tag") - Number(a === "_tag"))
+  return own.length === 0 ? undefined : jsonOf(Object.fromEntries(own))
+}
+
+// Frames at and below the first line holding one of these are the Effect
+// runtime's, not the agent's.
+const runtimeMarkers = ["effect_internal_function", "Generator.next"]
+const constructorFrame = (line: string): boolean =>
+  line.includes(" at new BaseEffectError") || line.includes(" at new YieldableError")
+
+/**
+ * The frames of a stack (each line starting with a newline), without its
+ * header, which repeats the message, perhaps over several lines. Cut with
+ * searches over the whole text rather than line by line: this runs once
+ * per failed request.
+ */
+const framesOf = (stack: string): string => {
+  const start = stack.indexOf("\n    at ")
+  if (start === -1) return ""
+  let end = stack.length
+  for (const marker of runtimeMarkers) {
+    const at = stack.indexOf(marker, start)
+    if (at !== -1 && at < end) end = stack.lastIndexOf("\n", at)
+  }
+  const frames = stack.slice(start, end)
+  return frames.includes(" at new ") ? frames.split("\n").filter((line) => !constructorFrame(line)).join("\n") : frames
+}
+
+// Beyond this a chain of causes is cut: it may loop back on itself.
+const maxCauseDepth = 8
+
+const renderValue = (raw: unknown, typed: boolean, depth: number): string => {
+  // A failure raised inside a span comes wrapped in a proxy that adds the span: every read through it is slow.
+  const value = Cause.originalError(raw)
+  if (!(value instanceof Error)) return `${nameOf(value)}: ${shownOf(value)}`
+  let text = `${value.name}: ${value.message === "" ? noMessage : value.message}`
+  if (typeof value.stack === "string") text += framesOf(value.stack)
+  const fields = typed ? fieldsOf(value) : undefined
+  if (fields !== undefined) text += `\nfields: ${fields}`
+  if (value.cause !== undefined) {
+    const inner = depth < maxCauseDepth ? renderValue(value.cause, false, depth + 1) : "(deeper causes cut)"
+    text += ` {\n  [cause]: ${inner.replaceAll("\n", "\n  ")}\n}`
+  }
+  return text
+}
+
+/**
+ * The full cause for the server log: each failure and defect with its
+ * stack, its chain of causes, and the fields of a typed failure (a tagged
+ * error without a message would otherwise log only its name).
+ *
+ * Written out rather than `Cause.pretty`, which builds a new `Error` per
+ * failure, walks its spans and reads the failure through the span's proxy:
+ * that cost about a tenth of a failed request.
+ */
+export const renderCause = (cause: Cause.Cause<unknown>): string => {
+  let text = ""
+  let interrupted = false
+  // Depth first, left before right, as `Cause.pretty` lists them; a loop rather than `Cause.reduce`.
+  const pending: Array<Cause.Cause<unknown>> = [cause]
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    switch (node._tag) {
+      case "Fail":
+        text += (text === "" ? "" : "\n") + renderValue(node.error, true, 0)
+        break
+      case "Die":
+        text += (text === "" ? "" : "\n") + renderValue(node.defect, false, 0)
+        break
+      case "Interrupt":
+        interrupted = true
+        break
+      case "Sequential":
+      case "Parallel":
+        pending.push(node.right, node.left)
+        break
+    }
+  }
+  if (text !== "") return text
+  return interrupted ? "All fibers interrupted without errors." : "Unknown: unknown failure"
+}
+
+/**
+ * `Effect.logError(message)` inside `Effect.annotateLogs(annotations)`,
+ * with the line kept off the current span (the tracer's logger is left out:
+ * a span may be exported, the cause must stay in the log).
+ *
+ * It hands the line to the fiber's loggers itself, as the fiber does,
+ * instead of setting the fiber's annotations and then restoring them: each
+ * of those copies the fiber's refs, which cost more than the line.
+ *
+ * @internal
+ */
+export const logErrorOffSpan = (message: string, annotations: Record<string, string>): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) => {
+    const logLevel = LogLevel.Error
+    if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), logLevel)) return Effect.void
+    let withExtra = fiber.getFiberRef(FiberRef.currentLogAnnotations)
+    for (const [key, value] of Object.entries(annotations)) withExtra = HashMap.set(withExtra, key, value)
+    const context = fiber.getFiberRefs()
+    const options: Logger.Logger.Options<unknown> = {
+      fiberId: fiber.id(),
+      logLevel,
+      // As `Effect.log` passes it: the list of its arguments.
+      message: [message],
+      cause: Cause.empty,
+      context,
+      spans: fiber.getFiberRef(FiberRef.currentLogSpan),
+      annotations: withExtra,
+      date: new Date(
+        Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis()
+      )
+    }
+    Inspectable.withRedactableContext(context, () => {
+      for (const logger of fiber.getFiberRef(FiberRef.currentLoggers)) {
+        if (logger !== Logger.tracerLogger) logger.log(options)
+      }
+    })
+    return Effect.void
+  })

@@ -1,0 +1,636 @@
+/**
+ * The HTTP+JSON (REST) binding of A2A v1.0 on the same router as JSON-RPC,
+ * as the SDK's Express `restHandler` serves it: the same routes, the same
+ * ProtoJSON converters (exported from the SDK's root), the same
+ * `google.rpc.Status` error bodies. It calls the request handler the
+ * JSON-RPC dispatch calls, with its refusals (one run per task, stored ids,
+ * subscriptions), and the same load accounting, body limit and shutdown.
+ *
+ * The SDK keeps its `RestTransportHandler` private; the few lines of it
+ * that check a request are copied here, and a test shows our answers equal
+ * the SDK's own `restHandler`'s. Unlike the SDK's, an error that is not an
+ * A2A error never puts its message on the wire: it is logged under an error
+ * id, and the answer carries only that id.
+ *
+ * @internal
+ */
+import {
+  A2A_CONTENT_TYPE,
+  A2A_VERSION_HEADER,
+  type AgentCard,
+  AgentCard as AgentCardJson,
+  Extensions,
+  formatSSEErrorEvent,
+  HTTP_EXTENSION_HEADER,
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksResponse,
+  type Message,
+  SendMessageRequest,
+  SendMessageResponse,
+  SSE_HEADERS,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+  taskStateFromJSON
+} from "@a2a-js/sdk"
+import {
+  A2AError,
+  ContentTypeNotSupportedError,
+  ERROR_INFO_TYPE,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  type RestErrorBody,
+  UnsupportedOperationError
+} from "@a2a-js/sdk/errors"
+import {
+  type A2ARequestHandler,
+  defaultServerCallContextBuilder,
+  type ServerCallContext,
+  UnauthenticatedUser,
+  type User,
+  validateVersion
+} from "@a2a-js/sdk/server"
+import * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as ErrorTable from "../../wire/errorTable.js"
+import * as EventId from "../../wire/eventId.js"
+import * as requestShape from "../../wire/requestShape.js"
+import * as internalAccept from "../edge/accept.js"
+import * as internalHttp from "../edge/http.js"
+import type * as internalLoad from "../edge/load.js"
+import * as internalAuthentication from "../handler/authentication.js"
+import * as internalRpc from "./rpc.js"
+
+/** The default base path of the HTTP+JSON routes. @internal */
+export const defaultPath = "/a2a/rest"
+
+const jsonContentType = "application/json"
+const versionHeader = A2A_VERSION_HEADER.toLowerCase()
+const extensionHeader = HTTP_EXTENSION_HEADER.toLowerCase()
+
+/** A `google.rpc.Status` body, as the SDK writes it. */
+type StatusBody = RestErrorBody
+
+// Every JSON answer, errors included, is made as `application/a2a+json` (the SDK's restHandler sends them so),
+// and goes out in the type the request accepts (`negotiated`).
+const a2aJson = (body: unknown, status: number, headers: Record<string, string>) =>
+  HttpServerResponse.raw(JSON.stringify(body), { status, contentType: A2A_CONTENT_TYPE, headers })
+
+const statusResponse = (body: StatusBody, headers: Record<string, string> = {}) =>
+  a2aJson(body, body.error.code, headers)
+
+/** A body of the error table's `row`. */
+const tableBody = (row: ErrorTable.Row, message: string, details: StatusBody["error"]["details"]): StatusBody => ({
+  error: { code: row.http, status: row.httpStatus, message, details }
+})
+
+/**
+ * An A2A error's body: its HTTP status and status name from the error
+ * table, by its reason, and its ErrorInfo.
+ *
+ * @internal
+ */
+export const a2aErrorBody = (error: A2AError): StatusBody =>
+  tableBody(ErrorTable.ofReason(error.reason) ?? ErrorTable.rows.InternalError, error.message, [error.toErrorInfo()])
+
+// An A2A error's body under another HTTP status than the SDK gives it: what refused it was the HTTP edge.
+const edgeBody = (error: A2AError, code: number, status: string): StatusBody => ({
+  error: { ...a2aErrorBody(error).error, code, status }
+})
+
+// The SDK's base `A2AError` (reason INTERNAL_ERROR) is its internal error: what it says is not the client's.
+const isA2AError = (error: unknown): error is A2AError => error instanceof A2AError && error.reason !== "INTERNAL_ERROR"
+
+/**
+ * The body of any error: an A2A error's own, anything else 500 INTERNAL with
+ * only an error id (its cause logged under it).
+ */
+const errorBody = (error: unknown, where: string): Effect.Effect<StatusBody> =>
+  isA2AError(error)
+    ? Effect.succeed(a2aErrorBody(error))
+    : Effect.map(
+      internalHttp.opaqueText("HTTP+JSON", error instanceof Error ? error.message : String(error), { where }, error),
+      (text) => edgeBody(new A2AError(text), 500, "INTERNAL")
+    )
+
+const malformed = (message: string) => statusResponse(a2aErrorBody(new RequestMalformedError(message)))
+
+// The body reader drains what is left (see `drainBytes`): the connection stays open for it.
+const tooLarge = (message: string) =>
+  statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT"))
+
+// The ErrorInfo of an error no A2A reason says: the status's own, in our domain, so that no client reads it as an A2A error.
+const ownErrorInfo = (reason: string) => ({ "@type": ERROR_INFO_TYPE, reason, domain: "effect-a2a" })
+
+// Over the bound: 429 and when to come back, as on JSON-RPC. No A2A reason says it, so the ErrorInfo's is
+// the status's own, in our domain (no client reads it as an A2A error); RetryInfo says what Retry-After says.
+const shed = () =>
+  statusResponse({
+    error: {
+      code: 429,
+      status: "RESOURCE_EXHAUSTED",
+      message: "Too many requests in flight; retry later.",
+      details: [
+        ownErrorInfo("RESOURCE_EXHAUSTED"),
+        { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "1s" }
+      ] as StatusBody["error"]["details"]
+    }
+  }, { "retry-after": "1" })
+
+// Refused before anything runs, as on JSON-RPC: UnsupportedOperation, that a client may send again elsewhere or later.
+const shuttingDown = () =>
+  statusResponse(edgeBody(new UnsupportedOperationError(internalHttp.shuttingDown), 503, "UNAVAILABLE"), {
+    "retry-after": "1"
+  })
+
+// No A2A reason says it: the ErrorInfo's is the status's own, in our domain, as a shed request's.
+const unauthenticated = (refused: internalAuthentication.Refused) =>
+  internalHttp.closingConnection(
+    refused._tag === "Broken"
+      ? statusResponse(edgeBody(new A2AError(refused.message), 500, "INTERNAL"))
+      : statusResponse({
+        error: {
+          code: 401,
+          status: "UNAUTHENTICATED",
+          message: refused.message,
+          details: [ownErrorInfo("UNAUTHENTICATED")] as StatusBody["error"]["details"]
+        }
+      }, { "www-authenticate": refused.challenge })
+  )
+
+// JSON-RPC's MethodNotFound, which no A2A reason says.
+const unknownRoute = (method: string, path: string) =>
+  statusResponse(
+    tableBody(ErrorTable.rows.MethodNotFound, `No HTTP+JSON operation at ${method} ${path}.`, [
+      ownErrorInfo("NOT_FOUND")
+    ])
+  )
+
+// As the SDK's private `RestTransportHandler` checks them.
+
+const validateSend = (params: SendMessageRequest): void => {
+  if (!params.message) throw new RequestMalformedError("message is required")
+  if (!params.message.messageId) throw new RequestMalformedError("message.messageId is required")
+}
+
+const historyLengthOf = (value: string): number => {
+  const parsed = Number.parseInt(value, 10)
+  if (Number.isNaN(parsed)) throw new RequestMalformedError("historyLength must be a valid integer")
+  if (parsed < 0) throw new RequestMalformedError("historyLength must be non-negative")
+  return parsed
+}
+
+const pageSizeOf = (value: string): number => {
+  const parsed = Number.parseInt(value, 10)
+  if (Number.isNaN(parsed) || String(parsed) !== value.trim()) {
+    throw new RequestMalformedError("pageSize must be a valid integer")
+  }
+  if (parsed < 1 || parsed > 100) throw new RequestMalformedError("pageSize must be between 1 and 100")
+  return parsed
+}
+
+const present = (value: string | undefined): value is string => value !== undefined && value !== ""
+
+/**
+ * The SDK's `serializeListTasksResponse` (private): the page's fields
+ * always present, and with `includeArtifacts` every task's `artifacts` too.
+ */
+const listTasksJson = (response: ListTasksResponse, includeArtifacts: boolean): unknown => {
+  const { nextPageToken, pageSize, tasks, totalSize, ...rest } = ListTasksResponse.toJSON(response) as {
+    readonly tasks?: ReadonlyArray<Record<string, unknown>>
+    readonly nextPageToken?: string
+    readonly pageSize?: number
+    readonly totalSize?: number
+  }
+  const listed = tasks ?? []
+  return {
+    tasks: includeArtifacts
+      ? listed.map((task) => task.artifacts === undefined ? { ...task, artifacts: [] } : task)
+      : listed,
+    nextPageToken: nextPageToken ?? "",
+    pageSize: pageSize ?? 0,
+    totalSize: totalSize ?? 0,
+    ...rest
+  }
+}
+
+type Query = Readonly<Record<string, string | undefined>>
+
+interface Call {
+  readonly taskId: string
+  readonly configId: string
+  readonly query: Query
+  /** The request's JSON body; undefined when it has none. */
+  readonly body: unknown
+  readonly context: ServerCallContext
+}
+
+type Answer =
+  | { readonly _tag: "Json"; readonly status: number; readonly body?: unknown }
+  | { readonly _tag: "Stream"; readonly events: AsyncIterable<unknown> }
+
+const json = (body: unknown, status = 200): Answer => ({ _tag: "Json", status, body })
+
+interface Route {
+  readonly method: string
+  /** The path below the base (and below the tenant, when there is one). */
+  readonly pattern: RegExp
+  /** Starts or follows a run: counted by the bound on work in flight. */
+  readonly runs?: boolean
+  readonly handle: (handler: A2ARequestHandler, call: Call, card: AgentCard) => Promise<Answer>
+}
+
+// A body of the wrong shape is refused naming its field, before the SDK's codec coerces it (`requestShape.ts`).
+const shaped = <A>(method: string, body: unknown, decode: (body: unknown) => A): A => {
+  const problem = typeof body === "object" && body !== null && !Array.isArray(body)
+    ? requestShape.paramsProblem(method, body as Record<string, unknown>)
+    : "Invalid params: the request body must be a JSON object."
+  if (problem !== undefined) throw new RequestMalformedError(problem)
+  return decode(body)
+}
+
+const sendParams = (body: unknown): SendMessageRequest => {
+  const params = shaped("SendMessage", body ?? {}, SendMessageRequest.fromJSON)
+  validateSend(params)
+  return params
+}
+
+const tenantOf = (call: Call): string => call.query.tenant || ""
+
+const subscribe: Route["handle"] = async (handler, call) => ({
+  _tag: "Stream",
+  events: await handler.resubscribe({ id: call.taskId, tenant: tenantOf(call) }, call.context)
+})
+
+const taskPath = "/tasks/(?<taskId>[^/]+?)"
+const configPath = `${taskPath}/pushNotificationConfigs`
+
+// In the order of the SDK's `restHandler`, which tries each route, then its tenant variant, before the next.
+const routes: ReadonlyArray<Route> = [
+  {
+    method: "GET",
+    pattern: /^\/extendedAgentCard$/,
+    handle: async (handler, call) =>
+      json(
+        AgentCardJson.toJSON(await handler.getAuthenticatedExtendedAgentCard({ tenant: tenantOf(call) }, call.context))
+      )
+  },
+  {
+    method: "POST",
+    pattern: /^\/message:send$/,
+    runs: true,
+    handle: async (handler, call) => {
+      const result = await handler.sendMessage(sendParams(call.body), call.context)
+      // The SDK's private `ToProto.messageSendResult`: a message has an id, a task its artifacts.
+      const payload = "messageId" in result
+        ? { $case: "message" as const, value: result as Message }
+        : { $case: "task" as const, value: result as Task }
+      return json(SendMessageResponse.toJSON({ payload }))
+    }
+  },
+  {
+    method: "POST",
+    pattern: /^\/message:stream$/,
+    runs: true,
+    handle: async (handler, call) => ({
+      _tag: "Stream",
+      events: await handler.sendMessageStream(sendParams(call.body), call.context)
+    })
+  },
+  { method: "GET", pattern: new RegExp(`^${taskPath}:subscribe$`), runs: true, handle: subscribe },
+  { method: "POST", pattern: new RegExp(`^${taskPath}:subscribe$`), runs: true, handle: subscribe },
+  {
+    method: "POST",
+    pattern: new RegExp(`^${taskPath}:cancel$`),
+    handle: async (handler, call) =>
+      json(
+        Task.toJSON(await handler.cancelTask({ id: call.taskId, tenant: tenantOf(call), metadata: {} }, call.context))
+      )
+  },
+  {
+    method: "GET",
+    pattern: new RegExp(`^${taskPath}$`),
+    handle: async (handler, call) => {
+      const historyLength = call.query.historyLength
+      const params = {
+        id: call.taskId,
+        tenant: tenantOf(call),
+        ...(historyLength === undefined ? {} : { historyLength: historyLengthOf(historyLength) })
+      }
+      return json(Task.toJSON(await handler.getTask(params, call.context)))
+    }
+  },
+  {
+    method: "GET",
+    pattern: /^\/tasks$/,
+    handle: async (handler, call) => {
+      const { query } = call
+      const status = query.status
+      const includeArtifacts = query.includeArtifacts === "true"
+      const result = await handler.listTasks({
+        tenant: query.tenant || "",
+        contextId: query.contextId || "",
+        status: status ? taskStateFromJSON(Number.isNaN(Number(status)) ? status : Number(status)) : 0,
+        pageSize: present(query.pageSize) ? pageSizeOf(query.pageSize) : undefined,
+        pageToken: query.pageToken || "",
+        historyLength: present(query.historyLength) ? historyLengthOf(query.historyLength) : undefined,
+        statusTimestampAfter: query.statusTimestampAfter || undefined,
+        includeArtifacts
+      }, call.context)
+      return json(listTasksJson(result, includeArtifacts))
+    }
+  },
+  {
+    method: "POST",
+    pattern: new RegExp(`^${configPath}$`),
+    handle: async (handler, call, card) => {
+      const config = shaped(
+        "CreateTaskPushNotificationConfig",
+        call.body ?? {},
+        (body) => TaskPushNotificationConfig.fromJSON({ ...(body as object), taskId: call.taskId })
+      )
+      if (!card.capabilities?.pushNotifications) throw new PushNotificationNotSupportedError()
+      return json(
+        TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(config, call.context)),
+        201
+      )
+    }
+  },
+  {
+    method: "GET",
+    pattern: new RegExp(`^${configPath}$`),
+    handle: async (handler, call) =>
+      json(ListTaskPushNotificationConfigsResponse.toJSON(
+        await handler.listTaskPushNotificationConfigs(
+          { taskId: call.taskId, pageSize: 0, pageToken: "", tenant: tenantOf(call) },
+          call.context
+        )
+      ))
+  },
+  {
+    method: "GET",
+    pattern: new RegExp(`^${configPath}/(?<configId>[^/]+)$`),
+    handle: async (handler, call) =>
+      json(TaskPushNotificationConfig.toJSON(
+        await handler.getTaskPushNotificationConfig(
+          { taskId: call.taskId, id: call.configId, tenant: tenantOf(call) },
+          call.context
+        )
+      ))
+  },
+  {
+    method: "DELETE",
+    pattern: new RegExp(`^${configPath}/(?<configId>[^/]+)$`),
+    handle: async (handler, call) => {
+      await handler.deleteTaskPushNotificationConfig(
+        { taskId: call.taskId, id: call.configId, tenant: tenantOf(call) },
+        call.context
+      )
+      return { _tag: "Json", status: 204 }
+    }
+  }
+]
+
+interface Matched {
+  readonly route: Route
+  readonly taskId: string
+  readonly configId: string
+  readonly tenant: string | undefined
+}
+
+const tenantPrefix = /^\/(?<tenant>[^/]+)(?<rest>\/.*)$/
+
+// Path parameters are decoded, as Express decodes them; one that cannot be is a malformed request.
+const decoded = (value: string | undefined): string => value === undefined ? "" : decodeURIComponent(value)
+
+/** The route of a request, its path parameters decoded; undefined when none matches. */
+const match = (method: string, path: string): Matched | undefined => {
+  const tenanted = tenantPrefix.exec(path)?.groups
+  for (const route of routes) {
+    if (route.method !== method) continue
+    const plain = route.pattern.exec(path)
+    if (plain) {
+      return {
+        route,
+        taskId: decoded(plain.groups?.taskId),
+        configId: decoded(plain.groups?.configId),
+        tenant: undefined
+      }
+    }
+    const below = tenanted?.rest === undefined ? undefined : route.pattern.exec(tenanted.rest)
+    if (below) {
+      return {
+        route,
+        taskId: decoded(below.groups?.taskId),
+        configId: decoded(below.groups?.configId),
+        tenant: decoded(tenanted?.tenant)
+      }
+    }
+  }
+  return undefined
+}
+
+const isJsonType = (contentType: string | undefined): boolean => {
+  const mediaType = contentType?.split(";", 1)[0]?.trim().toLowerCase()
+  return mediaType === jsonContentType || mediaType === A2A_CONTENT_TYPE
+}
+
+/** @internal */
+export interface Options {
+  /** The base path, with a leading slash and none trailing. */
+  readonly path: string
+  readonly card: AgentCard
+  /** The request handler as the JSON-RPC dispatch calls it. */
+  readonly handler: A2ARequestHandler
+  readonly subscriptions: internalRpc.Subscriptions
+  readonly maxBodyBytes: number
+  readonly state: internalHttp.State
+  readonly readBody: internalHttp.BodyReader
+  readonly load: internalLoad.Load | undefined
+  readonly gate?: internalAuthentication.Gate | undefined
+}
+
+const responseHeaders = (context: ServerCallContext): Record<string, string> =>
+  context.activatedExtensions ? { [HTTP_EXTENSION_HEADER]: Array.from(context.activatedExtensions).join(",") } : {}
+
+type Settled =
+  | { readonly _tag: "Failed"; readonly error: unknown }
+  | Extract<Answer, { _tag: "Json" }>
+  | { readonly _tag: "Stream"; readonly first: IteratorResult<unknown> }
+
+/** Calls the route; a stream is settled once its first event came (a refusal comes as that event). */
+const settle = async (
+  options: Options,
+  route: Route,
+  call: Call,
+  opened: (iterator: AsyncIterator<unknown>) => void
+): Promise<Settled> => {
+  try {
+    validateVersion(call.context.requestedVersion, options.card, "HTTP+JSON")
+    const answer = await route.handle(options.handler, call, options.card)
+    if (answer._tag === "Json") return answer
+    const iterator = answer.events[Symbol.asyncIterator]()
+    opened(iterator)
+    return { _tag: "Stream", first: await iterator.next() }
+  } catch (error) {
+    return { _tag: "Failed", error }
+  }
+}
+
+const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    if (options.state.closing) return shuttingDown()
+    const headers: internalRpc.Headers = request.headers
+    const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
+    let user: User | undefined = undefined
+    if (options.gate !== undefined) {
+      const gate = options.gate
+      const checked = yield* Effect.promise(() =>
+        gate({ headers, method: request.method, transport: "HTTP+JSON", remoteAddress })
+      )
+      if (!internalAuthentication.isUser(checked)) return unauthenticated(checked)
+      user = checked
+    }
+    const contentType = headers["content-type"]
+    // Before the route, as the SDK's guard: a body of another type is not read as empty.
+    if (contentType !== undefined && !isJsonType(contentType)) {
+      return statusResponse(a2aErrorBody(
+        new ContentTypeNotSupportedError(
+          `Unsupported Content-Type "${contentType}"; expected application/json or application/a2a+json.`
+        )
+      ))
+    }
+    // Mounted at the base: the request's URL is what is below it.
+    const url = new URL(request.url, "http://localhost")
+    const path = url.pathname
+    let matched: Matched | undefined
+    try {
+      matched = match(request.method, path)
+    } catch {
+      return malformed("The request's path is not valid percent-encoding.")
+    }
+    if (matched === undefined) return unknownRoute(request.method, `${options.path}${path}`)
+    const declared = Number(headers["content-length"])
+    if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
+      // Answered at once; the reader, keeping none of it, drains the rest so that the answer is not reset.
+      void options.readBody(request, 0)
+      return tooLarge("Request body too large.")
+    }
+    // As the SDK's parser: a body is read only when it says it is JSON; an empty one is `{}`.
+    let body: unknown = undefined
+    if (contentType !== undefined) {
+      const bytes = yield* Effect.promise(() => options.readBody(request, options.maxBodyBytes))
+      if (bytes === undefined) return tooLarge("Request body too large or unreadable.")
+      body = bytes.byteLength === 0 ? {} : internalHttp.parseJson(bytes)
+      if (body === internalHttp.notJson) return malformed("Invalid JSON payload.")
+      if (internalRpc.deeperThan(body, internalRpc.maxNesting)) return malformed(internalRpc.tooDeep)
+    }
+    const { route, tenant } = matched
+    let query: Query = Object.fromEntries(url.searchParams)
+    // The path's tenant wins over the body's and the query's, as in the SDK's tenant middleware.
+    if (tenant !== undefined) {
+      query = { ...query, tenant }
+      if (typeof body === "object" && body !== null && !Array.isArray(body)) body = { ...body, tenant }
+    }
+    let release = () => {}
+    if (route.runs === true && options.load !== undefined) {
+      const messageId = (body as { readonly message?: { readonly messageId?: unknown } } | undefined)?.message
+        ?.messageId
+      const admitted = options.load.admitRun(
+        typeof messageId === "string" ? messageId : undefined,
+        internalAuthentication.loadKey(user, remoteAddress)
+      )
+      if (admitted === "shed") return shed()
+      release = admitted
+    }
+    const requestedVersion = headers[versionHeader] || undefined
+    const context = defaultServerCallContextBuilder({
+      extensions: Extensions.parseServiceParameter(headers[extensionHeader]),
+      user: user ?? new UnauthenticatedUser(),
+      headers: { ...headers },
+      ...(requestedVersion === undefined ? {} : { requestedVersion }),
+      ...(tenant === undefined ? {} : { tenant })
+    })
+    const call: Call = { taskId: matched.taskId, configId: matched.configId, query, body, context }
+    let iterator: AsyncIterator<unknown> | undefined
+    // Lets go of what the request holds: its place in the bound, and a stream's place on its task's bus.
+    const close = () => {
+      void iterator?.return?.(undefined)?.catch(() => undefined)
+      options.subscriptions.close(context)
+      release()
+    }
+    const settled = settle(options, route, call, (opened) => {
+      iterator = opened
+    })
+    const outcome = yield* Effect.promise(() => settled).pipe(
+      // A client gone before its answer: what the request holds is let go once the handler settles.
+      Effect.onInterrupt(() => Effect.sync(() => void settled.then(close)))
+    )
+    const answerHeaders = responseHeaders(context)
+    switch (outcome._tag) {
+      case "Failed":
+        close()
+        return statusResponse(yield* errorBody(outcome.error, "response"), answerHeaders)
+      case "Json":
+        close()
+        return outcome.body === undefined
+          ? HttpServerResponse.empty({ status: outcome.status, headers: answerHeaders })
+          : a2aJson(outcome.body, outcome.status, answerHeaders)
+      case "Stream":
+        return HttpServerResponse.stream(
+          internalHttp.sseStream(
+            {
+              first: outcome.first,
+              // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a Stream outcome comes only after opened() was given the iterator
+              iterator: iterator!,
+              close,
+              dropped: options.subscriptions.dropped(context),
+              release,
+              destroy: internalHttp.destroyer(request)
+            },
+            (event) =>
+              Effect.try({
+                try: () =>
+                  EventId.sseEvent(
+                    StreamResponse.toJSON(event as StreamResponse),
+                    EventId.sequenceOf(event as StreamResponse)
+                  ),
+                catch: (error) => error
+              }),
+            (error) => Effect.map(errorBody(error, "stream"), formatSSEErrorEvent)
+          ),
+          { contentType: SSE_HEADERS["Content-Type"], headers: { ...SSE_HEADERS, ...answerHeaders } }
+        )
+    }
+  })
+
+/** A JSON answer in the JSON type `accept` asks for; any other (an SSE stream, no body) as it is. */
+const negotiated = (response: HttpServerResponse.HttpServerResponse, accept: string | undefined) => {
+  const body = response.body
+  if (body._tag !== "Raw" || body.contentType !== A2A_CONTENT_TYPE) return response
+  return HttpServerResponse.setBody(
+    HttpServerResponse.setHeader(response, "vary", "Accept"),
+    HttpBody.raw(body.body, { contentType: internalAccept.jsonType(accept), contentLength: body.contentLength })
+  )
+}
+
+/**
+ * The HTTP+JSON routes under `options.path`, added to `router`.
+ *
+ * @internal
+ */
+export const routesOn = (router: HttpRouter.HttpRouter, options: Options): HttpRouter.HttpRouter => {
+  const route = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    serve(options, request).pipe(
+      Effect.catchAllCause((cause) => Effect.map(errorBody(cause, "route"), (body) => statusResponse(body))),
+      Effect.map((response) => negotiated(response, request.headers.accept))
+    ))
+  // Mounted, not routed: a mount is chosen by the path as sent, where the router's own match decodes it first
+  // and answers an empty 404 to a path that does not decode. The base itself and whatever is asked below it
+  // are answered with a Status. Interruptible, as the router makes its routes: a client gone ends its request.
+  return HttpRouter.mountApp(router, options.path as `/${string}`, Effect.interruptible(route))
+}

@@ -1,0 +1,57 @@
+/**
+ * What the server's other transports are configured and served with, in
+ * types that name none of their optional packages: a user without
+ * `@grpc/grpc-js` type-checks against these declarations all the same.
+ *
+ * @internal
+ */
+import type { A2ARequestHandler } from "@a2a-js/sdk/server"
+import type * as Effect from "effect/Effect"
+import type * as internalHttp from "../edge/http.js"
+import type * as internalLoad from "../edge/load.js"
+import type * as internalAuthentication from "../handler/authentication.js"
+import type * as internalRpc from "./rpc.js"
+
+export { TransportError } from "../../serverErrors.js"
+
+/**
+ * `@grpc/grpc-js`'s `ServerCredentials`, by a member of its own, so that
+ * these types need not import the optional package.
+ *
+ * @internal
+ */
+export interface GrpcServerCredentials {
+  _isSecure(): boolean
+}
+
+/** @internal */
+export interface GrpcOptions {
+  /** Default `127.0.0.1`. */
+  readonly host?: string | undefined
+  /** Default `0`: any free port. */
+  readonly port?: number | undefined
+  /** `ServerCredentials` of `@grpc/grpc-js`. Default: insecure, for loopback. */
+  readonly credentials?: GrpcServerCredentials | undefined
+  /** The `host:port` put in the card, when the server sits behind a proxy. Default: the bound address. */
+  readonly publicAddress?: string | undefined
+}
+
+/** What another transport's service shares with the JSON-RPC route. @internal */
+export interface Core {
+  /** The dispatcher's request handler: its claim, its id checks and its subscriptions. */
+  readonly handler: A2ARequestHandler
+  readonly subscriptions: internalRpc.Subscriptions
+  readonly state: internalHttp.State
+  readonly load: internalLoad.Load | undefined
+  readonly gate: internalAuthentication.Gate | undefined
+}
+
+/** A transport on a port of its own, bound, to be served and drained with the app. @internal */
+export interface OwnPort {
+  /** Where it is reached, as the card gives it. */
+  readonly url: string
+  /** Starts serving, calling `core`'s handler. */
+  readonly serve: (core: Core) => Effect.Effect<void>
+  /** `shutdown`, then this transport drained. */
+  readonly draining: (shutdown: Effect.Effect<void>) => Effect.Effect<void>
+}

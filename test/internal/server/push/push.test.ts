@@ -1,0 +1,99 @@
+import { TaskState } from "@a2a-js/sdk"
+import { DefaultExecutionEventBus, InMemoryTaskStore, RequestContext } from "@a2a-js/sdk/server"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as AgentExecutor from "../../../../src/AgentExecutor.js"
+import * as internalAuthentication from "../../../../src/internal/server/handler/authentication.js"
+import * as internalPush from "../../../../src/internal/server/push/push.js"
+import * as internalMemoryTaskStore from "../../../../src/internal/server/store/memoryTaskStore.js"
+import { eventually, seededTask, userMessage } from "../../../fixtures/serverAgents.js"
+
+describe("server/push", () => {
+  it.scopedLive("the configs of a task the bounded memory store forgets go with it, in the scope of its caller only", () =>
+    Effect.gen(function*() {
+      let now = 0
+      const tasks = internalMemoryTaskStore.make({ retention: "1 second", now: () => now })
+      const push = yield* internalPush.make({ allowPushTargets: ["127.0.0.1"] }, undefined, "push-test", tasks)
+      const as = (owner: string) => internalAuthentication.ownerContext("", owner)
+      const config = (id: string, taskId: string) => ({
+        tenant: "",
+        id,
+        taskId,
+        url: "http://127.0.0.1:9/hook",
+        token: "t",
+        authentication: undefined
+      })
+      const ended = seededTask("task-1", TaskState.TASK_STATE_COMPLETED, new Date(0).toISOString())
+      yield* Effect.promise(() => tasks.save(ended, as("a")))
+      yield* Effect.promise(() => push.store.save("task-1", as("a"), config("c1", "task-1")))
+      yield* Effect.promise(() => push.store.save("task-1", as("a"), config("c2", "task-1")))
+      // Another caller's config of a task of the same id, which the store keeps for that caller.
+      yield* Effect.promise(() => tasks.save(ended, as("b")))
+      yield* Effect.promise(() => push.store.save("task-1", as("b"), config("c3", "task-1")))
+      const configs = (owner: string) => Effect.promise(() => push.store.load("task-1", as(owner)))
+      expect((yield* configs("a")).map((c) => c.id)).toEqual(["c1", "c2"])
+
+      // Retention passes for a's task only: b's was saved again since.
+      now = 600
+      yield* Effect.promise(() => tasks.save(ended, as("b")))
+      now = 1_200
+      expect(yield* Effect.promise(() => tasks.load("task-1", as("a")))).toBeUndefined()
+      yield* eventually(configs("a"), (left) => left.length === 0)
+      expect((yield* configs("b")).map((c) => c.id)).toEqual(["c3"])
+    }))
+
+  it.scopedLive("a config sent with a message whose run answers with a bare message goes: no task will ever hold it", () =>
+    Effect.gen(function*() {
+      const push = yield* internalPush.make(
+        { allowPushTargets: ["127.0.0.1"] },
+        undefined,
+        "push-test",
+        new InMemoryTaskStore()
+      )
+      const executor = push.pushing(
+        yield* AgentExecutor.make(
+          (request) =>
+            Effect.succeed(
+              request.message.messageId.startsWith("ping")
+                ? AgentExecutor.messageText("pong")
+                : AgentExecutor.completedText("done")
+            ),
+          { messageReplies: true }
+        )
+      )
+      const caller = internalAuthentication.ownerContext("", "a")
+      /** Runs a message sent with a push config, saved first under the run's task id as the SDK's handler does. */
+      const sendWithConfig = (messageId: string) =>
+        Effect.gen(function*() {
+          const taskId = crypto.randomUUID()
+          const config = {
+            tenant: "",
+            id: "c1",
+            taskId,
+            url: "http://127.0.0.1:9/hook",
+            token: "t",
+            authentication: undefined
+          }
+          yield* Effect.promise(() => push.store.save(taskId, caller, config))
+          const configuration = {
+            acceptedOutputModes: [],
+            taskPushNotificationConfig: config,
+            returnImmediately: false
+          }
+          const context = new RequestContext(
+            { tenant: "", message: userMessage("hi", { messageId }), configuration, metadata: undefined },
+            taskId,
+            crypto.randomUUID(),
+            caller
+          )
+          yield* Effect.promise(() => executor.execute(context, new DefaultExecutionEventBus()))
+          return Effect.promise(() => push.store.load(taskId, caller))
+        })
+      const answered = yield* sendWithConfig("ping-1")
+      yield* eventually(answered, (left) => left.length === 0)
+      // A task's config stays for its task.
+      const tasked = yield* sendWithConfig("book-1")
+      yield* Effect.sleep("100 millis")
+      expect((yield* tasked).map((c) => c.id)).toEqual(["c1"])
+    }))
+})
