@@ -21,7 +21,7 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as internalHttp from "../src/internal/server/edge/http.js"
 import * as internalRest from "../src/internal/server/transport/rest.js"
-import * as internalRpc from "../src/internal/server/transport/rpc.js"
+import * as internalSubscription from "../src/internal/server/transport/subscription.js"
 import * as Observability from "../src/Observability.js"
 import * as Part from "../src/Part.js"
 import { restClient, sdkRestPeer } from "./fixtures/restPeer.js"
@@ -687,7 +687,7 @@ describe("A2AServer over HTTP+JSON", () => {
           }]
         } as never,
         handler: handler as never,
-        subscriptions: internalRpc.makeSubscriptions(),
+        subscriptions: internalSubscription.makeSubscriptions(),
         maxBodyBytes: 1024,
         state: { closing: true },
         readBody: internalHttp.platformBodyReader,

@@ -113,7 +113,7 @@ const requestHandlerOf = (
   extendedCard: AgentCard | undefined,
   taskStore: TaskStore,
   executor: AgentExecutor.EffectAgentExecutor,
-  subscriptions: internalRpc.Subscriptions,
+  subscriptions: internalSubscription.Subscriptions,
   idempotency: A2AServer.IdempotencyOptions | undefined,
   pushStore: PushNotificationStore | undefined,
   replication: internalReplication.Replication | undefined
@@ -231,7 +231,7 @@ export const make = <E, R>(
     const gate = options.authenticate === undefined
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
-    const subscriptions = internalRpc.makeSubscriptions()
+    const subscriptions = internalSubscription.makeSubscriptions()
     const handlerStore = executor.taskStore ?? taskStore
     const { claim, handler, heldElsewhere } = yield* requestHandlerOf(
       card,

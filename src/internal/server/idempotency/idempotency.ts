@@ -37,6 +37,7 @@ import * as Ledger from "../../ledger/ledger.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalHandler from "../handler/handler.js"
 import type * as internalRpc from "../transport/rpc.js"
+import type * as internalSubscription from "../transport/subscription.js"
 import * as entry from "./idempotencyEntry.js"
 
 const toStreamResponse = (result: Task | Message): StreamResponse =>
@@ -393,7 +394,7 @@ export const make = (deps: {
   readonly taskStore: TaskStore
   readonly executor: AgentExecutor.EffectAgentExecutor
   /** The handler's event buses, and what subscribes to them. */
-  readonly subscriptions: internalRpc.Subscriptions
+  readonly subscriptions: internalSubscription.Subscriptions
   readonly options: entry.Options
   readonly pushStore: PushNotificationStore | undefined
   readonly follow?: entry.Shared["follow"]

@@ -45,6 +45,7 @@ import * as internalHandler from "../handler/handler.js"
 import * as internalFailure from "../run/failure.js"
 import * as internalStoreWatch from "../run/storeWatch.js"
 import * as internalRpc from "../transport/rpc.js"
+import type * as internalSubscription from "../transport/subscription.js"
 
 /** @internal */
 export type Headers = internalHandler.RequestHeaders
@@ -133,7 +134,7 @@ export interface Shared {
   readonly extendedCard: AgentCard | undefined
   readonly taskStore: TaskStore
   /** The handler's event buses, and what subscribes to them. */
-  readonly subscriptions: internalRpc.Subscriptions
+  readonly subscriptions: internalSubscription.Subscriptions
   /** With replication: a run on any replica followed from the shared log (see `replication.ts`). */
   readonly follow:
     | ((

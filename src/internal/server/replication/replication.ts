@@ -70,7 +70,7 @@ export interface Replication {
    */
   readonly handling: (
     handler: A2ARequestHandler,
-    subscriptions: internalRpc.Subscriptions,
+    subscriptions: internalSubscription.Subscriptions,
     /** Whether the ledger takes a message to a task held elsewhere (see `idempotency.Made`). */
     heldElsewhere?: (params: SendMessageRequest, context: ServerCallContext) => boolean
   ) => A2ARequestHandler
@@ -346,7 +346,7 @@ export const make = (
 
     const handling = (
       handler: A2ARequestHandler,
-      subscriptions: internalRpc.Subscriptions,
+      subscriptions: internalSubscription.Subscriptions,
       heldElsewhere: (params: SendMessageRequest, context: ServerCallContext) => boolean = () => false
     ): A2ARequestHandler => {
       /**

@@ -62,8 +62,10 @@ import * as requestShape from "../../wire/requestShape.js"
 import * as internalAccept from "../edge/accept.js"
 import * as internalHttp from "../edge/http.js"
 import type * as internalLoad from "../edge/load.js"
+import * as internalSse from "../edge/sse.js"
 import * as internalAuthentication from "../handler/authentication.js"
 import * as internalRpc from "./rpc.js"
+import type * as internalSubscription from "./subscription.js"
 
 /** The default base path of the HTTP+JSON routes. @internal */
 export const defaultPath = "/a2a/rest"
@@ -446,7 +448,7 @@ export interface Options {
   readonly card: AgentCard
   /** The request handler as the JSON-RPC dispatch calls it. */
   readonly handler: A2ARequestHandler
-  readonly subscriptions: internalRpc.Subscriptions
+  readonly subscriptions: internalSubscription.Subscriptions
   readonly maxBodyBytes: number
   readonly state: internalHttp.State
   readonly readBody: internalHttp.BodyReader
@@ -582,7 +584,7 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
           : a2aJson(outcome.body, outcome.status, answerHeaders)
       case "Stream":
         return HttpServerResponse.stream(
-          internalHttp.sseStream(
+          internalSse.sseStream(
             {
               first: outcome.first,
               // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a Stream outcome comes only after opened() was given the iterator
@@ -590,7 +592,7 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
               close,
               dropped: options.subscriptions.dropped(context),
               release,
-              destroy: internalHttp.destroyer(request)
+              destroy: internalSse.destroyer(request)
             },
             (event) =>
               Effect.try({

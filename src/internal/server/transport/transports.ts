@@ -10,7 +10,7 @@ import type * as Effect from "effect/Effect"
 import type * as internalHttp from "../edge/http.js"
 import type * as internalLoad from "../edge/load.js"
 import type * as internalAuthentication from "../handler/authentication.js"
-import type * as internalRpc from "./rpc.js"
+import type * as internalSubscription from "./subscription.js"
 
 export { TransportError } from "../../serverErrors.js"
 
@@ -40,7 +40,7 @@ export interface GrpcOptions {
 export interface Core {
   /** The dispatcher's request handler: its claim, its id checks and its subscriptions. */
   readonly handler: A2ARequestHandler
-  readonly subscriptions: internalRpc.Subscriptions
+  readonly subscriptions: internalSubscription.Subscriptions
   readonly state: internalHttp.State
   readonly load: internalLoad.Load | undefined
   readonly gate: internalAuthentication.Gate | undefined

@@ -14,7 +14,6 @@ import {
 } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import * as internalHandler from "../../../../src/internal/server/handler/handler.js"
-import * as internalRpc from "../../../../src/internal/server/transport/rpc.js"
 import * as internalSubscription from "../../../../src/internal/server/transport/subscription.js"
 import { cardFor } from "../../../fixtures/peers.js"
 import { seededTask } from "../../../fixtures/serverAgents.js"
@@ -28,7 +27,7 @@ const listenersOf = (bus: ExecutionEventBus): number =>
 
 describe("a subscription waiting for its paused task's next run", () => {
   it.each(["closed", "shutdown"] as const)("ends when %s, and leaves no listener for the next run", async (how) => {
-    const subscriptions = internalRpc.makeSubscriptions()
+    const subscriptions = internalSubscription.makeSubscriptions()
     const store = new InMemoryTaskStore()
     const context = defaultServerCallContextBuilder({
       extensions: undefined,
