@@ -1,0 +1,70 @@
+/**
+ * The task store of the server's own request handler: it appends a task's
+ * events and folds them into the task (see `wire/taskFold.ts`), so that an
+ * event costs what it adds. Tasks are scoped by tenant and owner as the
+ * call's context gives them, as the SDK's stores scope them.
+ *
+ * A store of the SDK's shape (`load`, `save`, `list`: a user's own, given as
+ * `A2AServer`'s `taskStore`) serves it through {@link fromSdk}, which
+ * rewrites the whole task at each append: the only way that shape allows.
+ *
+ * @internal
+ */
+import type { ListTasksRequest, ListTasksResponse, Task } from "@a2a-js/sdk"
+import type { ServerCallContext, TaskStore as SdkTaskStore } from "@a2a-js/sdk/server"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import { TaskStoreError } from "../../serverErrors.js"
+import * as taskFold from "../../wire/taskFold.js"
+
+/** @internal */
+export interface TaskStore {
+  /** The task as its events fold it; undefined when the call's scope holds none by that id. */
+  readonly get: (taskId: string, context: ServerCallContext) => Effect.Effect<Task | undefined, TaskStoreError>
+  readonly list: (
+    request: ListTasksRequest,
+    context: ServerCallContext
+  ) => Effect.Effect<ListTasksResponse, TaskStoreError>
+  /**
+   * Appends `events` to the task `taskId`, in order, each folded into it;
+   * the first event of a task the store does not hold must be its `task`
+   * event. The task as they leave it; undefined when they start none. The
+   * store keeps its own copy: the events may be held elsewhere meanwhile.
+   */
+  readonly append: (
+    taskId: string,
+    events: ReadonlyArray<taskFold.TaskEvent>,
+    context: ServerCallContext
+  ) => Effect.Effect<Task | undefined, TaskStoreError>
+}
+
+/** @internal */
+export const TaskStore: Context.Tag<TaskStore, TaskStore> = Context.GenericTag<TaskStore>("effect-a2a/TaskStore")
+
+const failed = (what: string) => (error: unknown) =>
+  new TaskStoreError({
+    reason: "Driver",
+    message: `${what}: ${error instanceof Error ? error.message : String(error)}`
+  })
+
+/**
+ * A store of the SDK's shape as a {@link TaskStore}: each append loads the
+ * task, folds the events in and saves it whole.
+ *
+ * @internal
+ */
+export const fromSdk = (store: SdkTaskStore): TaskStore => ({
+  get: (taskId, context) =>
+    Effect.tryPromise({ try: () => store.load(taskId, context), catch: failed(`Loading task ${taskId}`) }),
+  list: (request, context) =>
+    Effect.tryPromise({ try: () => store.list(request, context), catch: failed("Listing tasks") }),
+  append: (taskId, events, context) =>
+    Effect.tryPromise({
+      try: async () => {
+        const task = taskFold.fold(await store.load(taskId, context), events)
+        if (task !== undefined) await store.save(task, context)
+        return task
+      },
+      catch: failed(`Saving task ${taskId}`)
+    })
+})
