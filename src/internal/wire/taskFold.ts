@@ -34,10 +34,14 @@ const withMessage = (history: Array<Message>, message: Message): Array<Message> 
   return history
 }
 
+// Absent metadata stays absent until an event brings some, as the SDK's handler saved it.
 const merged = (
   into: Task["metadata"],
   from: Task["metadata"] | undefined
 ): Task["metadata"] => (from === undefined ? into : { ...into, ...from })
+
+const copyOfMetadata = (metadata: Task["metadata"]): Task["metadata"] =>
+  metadata === undefined ? undefined : { ...metadata }
 
 const copyOf = (artifact: Artifact): Artifact => ({ ...artifact, parts: [...artifact.parts] })
 
@@ -62,7 +66,7 @@ export const start = (event: TaskEvent): Task | undefined =>
       ...event.data,
       history: [...(event.data.history ?? [])],
       artifacts: (event.data.artifacts ?? []).map(copyOf),
-      metadata: { ...event.data.metadata }
+      metadata: copyOfMetadata(event.data.metadata)
     }
     : undefined
 
@@ -83,7 +87,7 @@ export const apply = (task: Task, event: TaskEvent): Task => {
       task.status = next.status
       if ((next.history ?? []).length > 0) task.history = [...next.history]
       task.artifacts = mergedArtifacts(task.artifacts ?? [], next.artifacts ?? [])
-      task.metadata = merged(task.metadata ?? {}, next.metadata)
+      task.metadata = merged(task.metadata, next.metadata)
       return task
     }
     case "message": {
@@ -97,7 +101,7 @@ export const apply = (task: Task, event: TaskEvent): Task => {
       const stored = task.status?.state
       if (taskState.isTerminal(stored) && update.status?.state !== stored) return task
       task.status = update.status
-      task.metadata = merged(task.metadata ?? {}, update.metadata)
+      task.metadata = merged(task.metadata, update.metadata)
       const message = update.status?.message
       if (message !== undefined) task.history = withMessage(task.history ?? [], message)
       return task
@@ -116,11 +120,11 @@ export const apply = (task: Task, event: TaskEvent): Task => {
           ...(artifact.name ? { name: artifact.name } : {}),
           ...(artifact.description ? { description: artifact.description } : {}),
           parts: [...known.parts, ...artifact.parts],
-          metadata: merged(known.metadata ?? {}, artifact.metadata)
+          metadata: merged(known.metadata, artifact.metadata)
         }
       }
       task.artifacts = artifacts
-      task.metadata = merged(task.metadata ?? {}, metadata)
+      task.metadata = merged(task.metadata, metadata)
       return task
     }
   }
@@ -148,5 +152,5 @@ export const copy = (task: Task): Task => ({
   ...task,
   history: [...(task.history ?? [])],
   artifacts: (task.artifacts ?? []).map(copyOf),
-  metadata: { ...task.metadata }
+  metadata: copyOfMetadata(task.metadata)
 })
