@@ -104,12 +104,12 @@ describe("taskFold", () => {
   })
 
   it("never changes an event's objects when it folds a later one", () => {
-    const first = artifactUpdate(artifact("a", "one"), false)
-    const folded = taskFold.fold(undefined, [AgentEvent.task(task()), first])
+    const published = artifact("a", "one")
+    const folded = taskFold.fold(undefined, [AgentEvent.task(task()), artifactUpdate(published, false)])
     taskFold.fold(folded, [artifactUpdate(artifact("a", "two"), true)])
-    expect(first.data.artifact?.parts.length).toBe(1)
+    expect(published.parts.length).toBe(1)
     if (folded !== undefined) taskFold.apply(folded, artifactUpdate(artifact("a", "three"), true))
-    expect(first.data.artifact?.parts.length).toBe(1)
+    expect(published.parts.length).toBe(1)
   })
 
   it("keeps a stored task's history and merges its artifacts when a run starts with a task event", () => {

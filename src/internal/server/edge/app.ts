@@ -8,7 +8,7 @@
  * @internal
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import { DefaultRequestHandler, type PushNotificationStore, type TaskStore } from "@a2a-js/sdk/server"
+import type { PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -21,11 +21,14 @@ import * as internalEventId from "../../wire/eventId.js"
 import * as internalTransport from "../../wire/transport.js"
 import * as internalAuthentication from "../handler/authentication.js"
 import * as internalCardSigning from "../handler/cardSigning.js"
-import * as internalHandler from "../handler/handler.js"
+import * as internalRequestHandler from "../handler/requestHandler.js"
+import * as internalSdkHandler from "../handler/sdkHandler.js"
 import * as internalIdempotency from "../idempotency/idempotency.js"
 import * as internalPush from "../push/push.js"
 import * as internalReplication from "../replication/replication.js"
+import * as internalCancelWatch from "../run/cancelWatch.js"
 import * as internalExecutor from "../run/executor.js"
+import * as internalStore from "../store/store.js"
 import * as internalTaskStore from "../store/taskStore.js"
 import * as internalGrpc from "../transport/grpc.js"
 import * as internalRest from "../transport/rest.js"
@@ -116,18 +119,24 @@ const requestHandlerOf = (
   subscriptions: internalSubscription.Subscriptions,
   idempotency: A2AServer.IdempotencyOptions | undefined,
   pushStore: PushNotificationStore | undefined,
-  replication: internalReplication.Replication | undefined
+  replication: internalReplication.Replication | undefined,
+  appendRetryMillis: number
 ): Effect.Effect<internalIdempotency.Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   idempotency === undefined
     // Without idempotency, a message to a task whose run is in progress is refused.
-    ? Effect.succeed({
-      handler: new DefaultRequestHandler(
+    ? Effect.gen(function*() {
+      const handler = yield* internalRequestHandler.make({
         card,
-        taskStore,
+        extendedCard,
         executor,
-        ...internalHandler.handlerArguments(subscriptions.manager, pushStore, extendedCard)
-      ),
-      claim: (taskId) => executor.claim(taskId)
+        channels: subscriptions.channels,
+        pushStore,
+        appendRetryMillis
+      }).pipe(Effect.provideService(internalStore.TaskStore, internalStore.fromSdk(taskStore)))
+      return {
+        handler: internalSdkHandler.toSdk(handler, yield* Effect.runtime<never>()),
+        claim: (taskId) => executor.claim(taskId)
+      }
     })
     : internalIdempotency.make({
       card,
@@ -137,7 +146,8 @@ const requestHandlerOf = (
       subscriptions,
       options: idempotency,
       pushStore,
-      follow: replication?.subscribe
+      follow: replication?.subscribe,
+      appendRetryMillis
     })
 
 /** The executor whose runs share the hold of the request that started them, when the server has a bound. */
@@ -195,7 +205,15 @@ export const make = <E, R>(
     const push = options.push === undefined
       ? undefined
       : yield* internalPush.make(options.push, options.taskStore, name, stored)
-    const made = yield* internalExecutor.make(options.agent, { ...options, name, taskStore })
+    // The request handler writes every event of a run, its end included: the executor needs no store.
+    // The store is read only for cancels that reached another replica sharing it.
+    const executorOptions: AgentExecutor.Options<R> & internalCancelWatch.CancelWatchOptions = {
+      ...options,
+      name,
+      taskStore: undefined,
+      [internalCancelWatch.cancelWatchStoreOption]: taskStore
+    }
+    const made = yield* internalExecutor.make(options.agent, executorOptions)
     const replication = options.replication === undefined
       ? undefined
       : yield* internalReplication.open(options.replication, stored)
@@ -232,7 +250,7 @@ export const make = <E, R>(
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalSubscription.makeSubscriptions()
-    const handlerStore = executor.taskStore ?? taskStore
+    const handlerStore = taskStore
     const { claim, handler, heldElsewhere } = yield* requestHandlerOf(
       card,
       extendedCard,
@@ -241,7 +259,8 @@ export const make = <E, R>(
       subscriptions,
       options.idempotency,
       push?.store,
-      replication
+      replication,
+      Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30))
     )
     const subscribed = replication === undefined
       ? internalSubscription.continuing(handler, subscriptions)

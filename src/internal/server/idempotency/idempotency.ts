@@ -16,13 +16,12 @@
  */
 import { type AgentCard, type Message, type SendMessageRequest, type StreamResponse, type Task } from "@a2a-js/sdk"
 import { TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
-import {
-  type AgentExecutor as SdkAgentExecutor,
-  DefaultRequestHandler,
-  type PushNotificationStore,
-  RequestContext,
-  type ServerCallContext,
-  type TaskStore
+import type {
+  A2ARequestHandler,
+  AgentExecutor as SdkAgentExecutor,
+  PushNotificationStore,
+  ServerCallContext,
+  TaskStore
 } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -36,6 +35,9 @@ import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
 import * as Ledger from "../../ledger/ledger.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalHandler from "../handler/handler.js"
+import * as internalRequestHandler from "../handler/requestHandler.js"
+import * as internalSdkHandler from "../handler/sdkHandler.js"
+import * as internalStore from "../store/store.js"
 import type * as internalRpc from "../transport/rpc.js"
 import type * as internalSubscription from "../transport/subscription.js"
 import * as entry from "./idempotencyEntry.js"
@@ -230,49 +232,36 @@ const keyedSend = (
     }
   })
 
-class IdempotentRequestHandler extends DefaultRequestHandler {
-  private readonly idempotent: entry.Shared
+/**
+ * The request handler with idempotent sends: every other call goes to
+ * `inner` as it came.
+ */
+class IdempotentRequestHandler implements A2ARequestHandler {
+  constructor(private readonly idempotent: entry.Shared, private readonly inner: A2ARequestHandler) {}
 
-  constructor(shared: entry.Shared, executor: SdkAgentExecutor) {
-    super(
-      shared.card,
-      shared.taskStore,
-      executor,
-      ...internalHandler.handlerArguments(shared.subscriptions.manager, shared.pushStore, shared.extendedCard)
-    )
-    this.idempotent = shared
-    // The SDK draws a task id when it builds the request context; the
-    // ledger recorded one before, so the run gets that one. The method is
-    // private in the SDK's types (1.3.0), hence the instance override.
-    // eslint-disable-next-line no-restricted-syntax -- the method is private in the SDK's types
-    const self = this as unknown as {
-      _createRequestContext: (request: SendMessageRequest, context: ServerCallContext) => Promise<RequestContext>
-    }
-    const original = self._createRequestContext.bind(this)
-    self._createRequestContext = async (request, context) => {
-      const built = await original(request, context)
-      shared.runContexts.set(context, built.contextId)
-      const taskId = shared.assigned.get(context)
-      if (taskId === undefined || request.message?.taskId) return built
-      shared.assigned.delete(context)
-      return new RequestContext(
-        { ...built.request, message: { ...built.userMessage, taskId } },
-        taskId,
-        built.contextId,
-        built.context,
-        built.task,
-        built.referenceTasks
-      )
-    }
-  }
+  getAgentCard: A2ARequestHandler["getAgentCard"] = () => this.inner.getAgentCard()
+  getAuthenticatedExtendedAgentCard: A2ARequestHandler["getAuthenticatedExtendedAgentCard"] = (params, context) =>
+    this.inner.getAuthenticatedExtendedAgentCard(params, context)
+  getTask: A2ARequestHandler["getTask"] = (params, context) => this.inner.getTask(params, context)
+  listTasks: A2ARequestHandler["listTasks"] = (params, context) => this.inner.listTasks(params, context)
+  cancelTask: A2ARequestHandler["cancelTask"] = (params, context) => this.inner.cancelTask(params, context)
+  resubscribe: A2ARequestHandler["resubscribe"] = (params, context) => this.inner.resubscribe(params, context)
+  createTaskPushNotificationConfig: A2ARequestHandler["createTaskPushNotificationConfig"] = (params, context) =>
+    this.inner.createTaskPushNotificationConfig(params, context)
+  getTaskPushNotificationConfig: A2ARequestHandler["getTaskPushNotificationConfig"] = (params, context) =>
+    this.inner.getTaskPushNotificationConfig(params, context)
+  listTaskPushNotificationConfigs: A2ARequestHandler["listTaskPushNotificationConfigs"] = (params, context) =>
+    this.inner.listTaskPushNotificationConfigs(params, context)
+  deleteTaskPushNotificationConfig: A2ARequestHandler["deleteTaskPushNotificationConfig"] = (params, context) =>
+    this.inner.deleteTaskPushNotificationConfig(params, context)
 
-  override sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
-    const sendOnce = () => super.sendMessage(params, context)
-    const stream = () => super.sendMessageStream(params, context)
+  sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
+    const sendOnce = () => this.inner.sendMessage(params, context)
+    const stream = () => this.inner.sendMessageStream(params, context)
     return this.idempotent.runPromise(keyedSend(this.idempotent, sendOnce, stream, params, context, 1))
   }
 
-  override sendMessageStream(
+  sendMessageStream(
     params: SendMessageRequest,
     context: ServerCallContext
   ): AsyncGenerator<StreamResponse, void, undefined> {
@@ -289,7 +278,7 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
     const message = params.message
     // begin prepares nothing for a request without a message.
     if (prepared === undefined || message === undefined) {
-      yield* super.sendMessageStream(params, context)
+      yield* this.inner.sendMessageStream(params, context)
       return
     }
     const { outcome } = prepared
@@ -315,7 +304,7 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
           // Followed like a subscription: a caller who leaves lets go of the bus at once.
           shared.subscriptions.subscribing(context)
           try {
-            for await (const event of super.resubscribe({ tenant: params.tenant, id: outcome.taskId }, context)) {
+            for await (const event of this.inner.resubscribe({ tenant: params.tenant, id: outcome.taskId }, context)) {
               yield event
               if (endsTurn(event)) return
             }
@@ -346,7 +335,7 @@ class IdempotentRequestHandler extends DefaultRequestHandler {
           outcome.lease,
           outcome.taskId,
           context,
-          () => super.sendMessageStream(params, context)
+          () => this.inner.sendMessageStream(params, context)
         )
         yield* relay.iterate()
       }
@@ -371,7 +360,7 @@ const keyed = (params: SendMessageRequest, context: ServerCallContext): boolean 
  * @internal
  */
 export interface Made {
-  readonly handler: DefaultRequestHandler
+  readonly handler: A2ARequestHandler
   readonly claim: internalRpc.Claim
   /**
    * For a message to a task whose run another replica holds: a keyed one
@@ -398,6 +387,7 @@ export const make = (deps: {
   readonly options: entry.Options
   readonly pushStore: PushNotificationStore | undefined
   readonly follow?: entry.Shared["follow"]
+  readonly appendRetryMillis: number
 }): Effect.Effect<Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function*() {
     const ledger = yield* Ledger.IdempotencyLedger
@@ -433,7 +423,22 @@ export const make = (deps: {
       runs: new Map(),
       ran: new WeakSet()
     }
-    const handler = new IdempotentRequestHandler(shared, watching(executor, shared.runs, shared.ran))
+    const inner = yield* internalRequestHandler.make({
+      card,
+      extendedCard: deps.extendedCard,
+      executor: watching(executor, shared.runs, shared.ran),
+      channels: subscriptions.channels,
+      pushStore: deps.pushStore,
+      appendRetryMillis: deps.appendRetryMillis,
+      // The ledger recorded the task id of a keyed message before its run: the run gets that one.
+      taskIdFor: (context) => {
+        const taskId = shared.assigned.get(context)
+        if (taskId !== undefined) shared.assigned.delete(context)
+        return taskId
+      },
+      onRequestContext: (built) => void shared.runContexts.set(built.context, built.contextId)
+    }).pipe(Effect.provideService(internalStore.TaskStore, internalStore.fromSdk(taskStore)))
+    const handler = new IdempotentRequestHandler(shared, internalSdkHandler.toSdk(inner, runtime))
     // A keyed message goes on to the ledger, which joins a repeat to its run; a new key, it refuses.
     const heldElsewhere = (params: SendMessageRequest, context: ServerCallContext): boolean => {
       if (!keyed(params, context)) return false

@@ -20,9 +20,7 @@ import {
   type A2ARequestHandler,
   type AgentExecutionEvent,
   type ExecutionEventBus,
-  InMemoryTaskStore,
   resolveUserScope,
-  ResultManager,
   type ServerCallContext,
   type TaskStore
 } from "@a2a-js/sdk/server"
@@ -36,6 +34,7 @@ import type * as A2AServer from "../../../A2AServer.js"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import * as ErrorId from "../../wire/errorId.js"
 import * as EventId from "../../wire/eventId.js"
+import * as taskFold from "../../wire/taskFold.js"
 import * as TaskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../handler/authentication.js"
 import { streamResponseOf, tapped } from "../handler/busTap.js"
@@ -276,8 +275,7 @@ export const make = (
     /** The task as of its log's last event, and that event's number: the log's view, never behind it. */
     const snapshot = async (
       taskId: string,
-      stored: Task,
-      context: ServerCallContext
+      stored: Task
     ): Promise<{ readonly task: Task; readonly seq: number }> => {
       // A stored task has a run that started it, whose first event may not be in the log yet.
       await lastReaching(taskId, 1)
@@ -286,12 +284,12 @@ export const make = (
       if (last === undefined) return { task: stored, seq: 0 }
       // Each run starts with the whole task: what came before it is in it.
       const from = entries.findLastIndex((entry, i) => i === 0 || decoded(entry).payload?.$case === "task")
-      const manager = new ResultManager(new InMemoryTaskStore(), context)
-      for (const entry of entries.slice(from)) {
+      const events = entries.slice(from).flatMap((entry) => {
         const event = agentEventOf(decoded(entry))
-        if (event !== undefined && event.kind !== "message") await manager.processEvent(event)
-      }
-      return { task: manager.getCurrentTask() ?? stored, seq: last.seq }
+        // A message in the log is a bare answer, no task's.
+        return event === undefined || event.kind === "message" ? [] : [event]
+      })
+      return { task: taskFold.fold(undefined, events) ?? stored, seq: last.seq }
     }
 
     /**
@@ -338,7 +336,7 @@ export const make = (
           `Task ${taskId} is in a terminal state (${state}) and cannot be subscribed to.`
         )
       }
-      const { seq, task } = await snapshot(taskId, stored, context)
+      const { seq, task } = await snapshot(taskId, stored)
       yield stamped({ payload: { $case: "task", value: task } }, seq)
       if (TaskState.isTerminal(task.status?.state)) return
       return yield* following(taskId, seq, hold)

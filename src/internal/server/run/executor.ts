@@ -36,6 +36,13 @@ import { fromTask, fromUserMessage } from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../handler/authentication.js"
 import { headersOf } from "../handler/handler.js"
+import {
+  type CancelWatch,
+  cancelWatch,
+  type CancelWatchOptions,
+  cancelWatchStoreOption,
+  type WatchedRun
+} from "./cancelWatch.js"
 import * as internalFailure from "./failure.js"
 import {
   admissionRefused,
@@ -55,15 +62,12 @@ import {
   textStatus
 } from "./runEvents.js"
 import {
-  type CancelWatch,
-  cancelWatch,
   type FinalWriter,
   finalWriter,
   type RunFork,
   saveWaitLimitOption,
   type SaveWaitOptions,
   type SaveWatch,
-  type WatchedRun,
   watchSaves
 } from "./storeWatch.js"
 
@@ -96,16 +100,42 @@ interface Shared<R> {
   readonly metrics: ReturnType<typeof runMetrics>
   readonly runFork: RunFork
   readonly finals: Finals<R>
-  /**
-   * With a task store: its watched saves, the final states the executor
-   * writes itself, and the watch for cancels from other replicas.
-   */
-  readonly store: { readonly saves: SaveWatch; readonly writer: FinalWriter; readonly cancels: CancelWatch } | undefined
+  /** With a task store: its watched saves, and the final states the executor writes itself. */
+  readonly store: { readonly saves: SaveWatch; readonly writer: FinalWriter } | undefined
+  /** With a store to read: the watch for cancels from other replicas. */
+  readonly cancels: CancelWatch | undefined
   readonly runs: Map<string, Set<Run<R>>>
   // The context id of a paused task, by the bus a handler may keep open for it: gone with the bus.
   readonly pausedContexts: WeakMap<ExecutionEventBus, string>
   readonly executions: Set<Promise<void>>
+  /** The buses whose final events are being appended to the store (see `handler/channel.ts`). */
+  readonly appending: Set<Appending>
   readonly state: { closing: boolean }
+}
+
+/**
+ * A bus that appends its events to the task store itself (the server's
+ * request handler's): a run ends once its final event is appended, and a
+ * shutdown stops what it still retries at its deadline.
+ */
+interface Appending {
+  readonly appended: () => Promise<void>
+  readonly stopAppending: () => void
+}
+
+const appendingOf = (bus: ExecutionEventBus): Appending | undefined => {
+  const candidate = bus as Partial<Appending>
+  return typeof candidate.appended === "function" && typeof candidate.stopAppending === "function"
+    ? candidate as Appending
+    : undefined
+}
+
+/** Once `bus` has appended what was published on it: the run's end is in the store. */
+const appendedOn = <R>(shared: Shared<R>, bus: ExecutionEventBus): Promise<void> => {
+  const appending = appendingOf(bus)
+  if (appending === undefined) return publishedNow
+  shared.appending.add(appending)
+  return appending.appended().finally(() => shared.appending.delete(appending))
 }
 
 const runMetrics = (agentName: string) => {
@@ -159,6 +189,7 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
     const agentName = options.name ?? "agent"
     const runFork = Runtime.runFork(runtime)
     const store = options.taskStore
+    const watched = store ?? (options as CancelWatchOptions)[cancelWatchStoreOption]
     return {
       agent,
       options,
@@ -183,12 +214,13 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
       finals: makeFinals(options, debug),
       store: store === undefined ? undefined : {
         saves: watchSaves(store, runFork, (options as SaveWaitOptions)[saveWaitLimitOption]),
-        writer: finalWriter(store, options.finalSaveTimeout ?? Duration.seconds(30), runFork),
-        cancels: cancelWatch(store, runFork)
+        writer: finalWriter(store, options.finalSaveTimeout ?? Duration.seconds(30), runFork)
       },
+      cancels: watched === undefined ? undefined : cancelWatch(watched, runFork),
       runs: new Map(),
       pausedContexts: new WeakMap(),
       executions: new Set(),
+      appending: new Set(),
       state: { closing: false }
     }
   })
@@ -374,7 +406,7 @@ const publishFinal = <R>(
   const store = shared.store
   if (store === undefined) {
     publishStatusUpdate(events, event)
-    return publishedNow
+    return appendedOn(shared, bus)
   }
   const saved = store.saves.finalSaved(taskId, state, context.context)
   publishStatusUpdate(events, event)
@@ -436,7 +468,7 @@ class Run<R> implements WatchedRun, RunHook {
   abandon(): Promise<void> {
     if (this.abandoned) return Promise.resolve()
     this.abandoned = true
-    this.shared.store?.cancels.unwatch(this)
+    this.shared.cancels?.unwatch(this)
     const cause = Cause.die(
       withoutStackTrace(() =>
         new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
@@ -520,11 +552,11 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   forTask.add(self)
   runs.set(taskId, forTask)
   if (shared.state.closing) fiber.unsafeInterruptAsFork(shutdownFiberId)
-  shared.store?.cancels.watch(self)
+  shared.cancels?.watch(self)
   // One promise and one observer for the whole wait.
   const done: Promise<void> = new Promise((resolve) => {
     fiber.addObserver((exit) => {
-      shared.store?.cancels.unwatch(self)
+      shared.cancels?.unwatch(self)
       forTask.delete(self)
       if (forTask.size === 0) runs.delete(taskId)
       let ending: Promise<void>
@@ -581,7 +613,10 @@ const makeShutdown = <R>(shared: Shared<R>) => {
   // Interruptible: shutdown runs in a finalizer, where the timeouts below must still fire.
   const awaitAll = Effect.interruptible(Effect.promise(() => Promise.all(shared.executions)))
   const allRuns = () => Array.from(shared.runs.values()).flatMap((forTask) => Array.from(forTask))
-  const stopPersisting = () => shared.store?.writer.stop(shutdownFiberId)
+  const stopPersisting = () => {
+    shared.store?.writer.stop(shutdownFiberId)
+    for (const appending of shared.appending) appending.stopAppending()
+  }
   const stop = (deadline: Duration.DurationInput) =>
     Effect.gen(function*() {
       yield* Effect.timeoutOption(awaitAll, deadline)

@@ -11,6 +11,7 @@
  * @internal
  */
 import type { ListTasksRequest, ListTasksResponse, Task } from "@a2a-js/sdk"
+import { A2AError } from "@a2a-js/sdk/errors"
 import type { ServerCallContext, TaskStore as SdkTaskStore } from "@a2a-js/sdk/server"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -41,11 +42,27 @@ export interface TaskStore {
 /** @internal */
 export const TaskStore: Context.Tag<TaskStore, TaskStore> = Context.GenericTag<TaskStore>("effect-a2a/TaskStore")
 
+// The store's own error is kept as the cause: what the server logs whole, under an error id.
 const failed = (what: string) => (error: unknown) =>
-  new TaskStoreError({
-    reason: "Driver",
-    message: `${what}: ${error instanceof Error ? error.message : String(error)}`
-  })
+  Object.assign(
+    new TaskStoreError({
+      reason: "Driver",
+      message: `${what}: ${error instanceof Error ? error.message : String(error)}`
+    }),
+    { cause: error }
+  )
+
+/**
+ * A call of a store of the SDK's shape. What it rejects with an A2A error is
+ * the caller's mistake (a page token that does not decode): it goes on as it
+ * is, a defect the transports answer by its class (-32602), not a failure of
+ * the store.
+ */
+const attempt = <A>(what: string, call: () => Promise<A>): Effect.Effect<A, TaskStoreError> =>
+  Effect.catchAll(
+    Effect.tryPromise({ try: call, catch: (error) => error }),
+    (error) => error instanceof A2AError ? Effect.die(error) : Effect.fail(failed(what)(error))
+  )
 
 /**
  * A store of the SDK's shape as a {@link TaskStore}: each append loads the
@@ -54,17 +71,12 @@ const failed = (what: string) => (error: unknown) =>
  * @internal
  */
 export const fromSdk = (store: SdkTaskStore): TaskStore => ({
-  get: (taskId, context) =>
-    Effect.tryPromise({ try: () => store.load(taskId, context), catch: failed(`Loading task ${taskId}`) }),
-  list: (request, context) =>
-    Effect.tryPromise({ try: () => store.list(request, context), catch: failed("Listing tasks") }),
+  get: (taskId, context) => attempt(`Loading task ${taskId}`, () => store.load(taskId, context)),
+  list: (request, context) => attempt("Listing tasks", () => store.list(request, context)),
   append: (taskId, events, context) =>
-    Effect.tryPromise({
-      try: async () => {
-        const task = taskFold.fold(await store.load(taskId, context), events)
-        if (task !== undefined) await store.save(task, context)
-        return task
-      },
-      catch: failed(`Saving task ${taskId}`)
+    attempt(`Saving task ${taskId}`, async () => {
+      const task = taskFold.fold(await store.load(taskId, context), events)
+      if (task !== undefined) await store.save(task, context)
+      return task
     })
 })

@@ -18,22 +18,18 @@
  *
  * @internal
  */
-import { type StreamResponse, type Task, TaskState as SdkTaskState } from "@a2a-js/sdk"
+import type { StreamResponse, TaskState as SdkTaskState } from "@a2a-js/sdk"
 import {
   type A2ARequestHandler,
-  AgentEvent,
   type AgentExecutionEvent,
-  DefaultExecutionEventBusManager,
-  type EventListener,
   type ExecutionEventBus,
-  type ExecutionEventBusManager,
   ExecutionEventQueue,
-  type FinishedListener,
   type ServerCallContext
 } from "@a2a-js/sdk/server"
 import * as TaskState from "../../wire/taskState.js"
 import * as slowReader from "../edge/slowReader.js"
 import { streamResponseOf } from "../handler/busTap.js"
+import * as internalChannel from "../handler/channel.js"
 
 /** The state a subscription's event gives its task, if it gives one. */
 export const stateOf = (response: StreamResponse): SdkTaskState | undefined => {
@@ -82,8 +78,7 @@ const responseOf = (taskId: string, event: AgentExecutionEvent): StreamResponse 
 
 /**
  * `handler`, its subscriptions carried from one run of their task to the
- * next until the task ends, and a cancel of a paused task (which has no run
- * to say so) told to them.
+ * next until the task ends.
  *
  * @internal
  */
@@ -135,29 +130,9 @@ export const continuing = (handler: A2ARequestHandler, subscriptions: Subscripti
     }
   }
 
-  const cancelTask = async (...[params, context]: Parameters<A2ARequestHandler["cancelTask"]>): Promise<Task> => {
-    const ran = subscriptions.manager.getByTaskId(params.id, context) !== undefined
-    const task = await handler.cancelTask(params, context)
-    const { manager } = subscriptions
-    // Canceled with no run (paused): the SDK wrote it to the store alone, and the task's subscribers hear of it here.
-    if (
-      !ran && task.status?.state === SdkTaskState.TASK_STATE_CANCELED &&
-      manager.getByTaskId(task.id, context) === undefined
-    ) {
-      const bus = manager.createOrGetByTaskId(task.id, context)
-      bus.publish(
-        AgentEvent.statusUpdate({ taskId: task.id, contextId: task.contextId, status: task.status, metadata: {} })
-      )
-      bus.finished()
-      manager.cleanupByTaskId(task.id, context)
-    }
-    return task
-  }
-
   return new Proxy(handler, {
     get(target, property) {
       if (property === "resubscribe") return resubscribe
-      if (property === "cancelTask") return cancelTask
       const value: unknown = Reflect.get(target, property, target)
       return typeof value === "function" ? value.bind(target) : value
     }
@@ -165,18 +140,15 @@ export const continuing = (handler: A2ARequestHandler, subscriptions: Subscripti
 }
 
 /**
- * The request handler's event buses, with what each subscription
- * (SubscribeToTask) puts on its task's bus noted under its call. The SDK's
- * subscription waits on the bus for the task's next event before it can see
- * that its reader left, and until then its listeners stay: a client that
- * subscribes and drops, over and over, to a task that runs long without
- * news would pile them up. `close` takes them off at once.
+ * The request handler's channels (see `handler/channel.ts`), with what each
+ * subscription (SubscribeToTask) holds noted under its call: `close` lets go
+ * of it at once when its reader leaves.
  *
  * @internal
  */
 export interface Subscriptions {
   /** For the request handler. */
-  readonly manager: ExecutionEventBusManager
+  readonly channels: internalChannel.Channels
   /** Notes that the call `context` subscribes. */
   readonly subscribing: (context: object) => void
   /** Stops what the subscription of the call `context` listens with. */
@@ -214,11 +186,40 @@ export interface Subscriptions {
 }
 
 /** @internal */
+/**
+ * The channel as a subscription sees it: what follows it is ended when the
+ * subscription's stream is closed. A stream parked on its task's next event
+ * would see that its reader left only at that event; a client that
+ * subscribes and drops, over and over, to a task that runs long without news
+ * would pile its followers up meanwhile.
+ */
+const noting = (channel: internalChannel.Channel, noted: Set<() => void>): internalChannel.Channel =>
+  new Proxy(channel, {
+    get(target, property) {
+      if (property === "follow") {
+        return (follower: internalChannel.Follower) => {
+          const unfollow = target.follow(follower)
+          const stop = () => {
+            unfollow()
+            follower.finished()
+          }
+          noted.add(stop)
+          return () => {
+            noted.delete(stop)
+            unfollow()
+          }
+        }
+      }
+      const value: unknown = Reflect.get(target, property, target)
+      return typeof value === "function" ? value.bind(target) : value
+    }
+  })
+
 export const makeSubscriptions = (): Subscriptions => {
-  const buses = new DefaultExecutionEventBusManager()
-  // Per subscribing call, how to stop each queue it put on a bus: the queue stops when its bus finishes.
+  const channels = internalChannel.makeChannels()
+  // Per subscribing call, what to stop when its stream is closed.
   const stops = new WeakMap<object, Set<() => void>>()
-  // The subscriptions watching for their task's next bus, by task id.
+  // The subscriptions watching for their task's next channel, by task id.
   const watchers = new Map<
     string,
     Set<{ readonly context: ServerCallContext; readonly onBus: (bus: ExecutionEventBus) => void }>
@@ -226,62 +227,30 @@ export const makeSubscriptions = (): Subscriptions => {
   const idle = new Set<() => void>()
   let shuttingDown = false
   const readers = new WeakMap<object, slowReader.Reader>()
-  // The bus as the subscription sees it: the same bus, with the queue's "finished" listener noted.
-  const noting = (bus: ExecutionEventBus, noted: Set<() => void>): ExecutionEventBus => {
-    // One signature for both kinds of listener: each call is handed on as it came.
-    type Listener = EventListener | FinishedListener
-    // eslint-disable-next-line no-restricted-syntax -- the bus's overloads, one per listener kind, as one signature
-    const loose = bus as unknown as Record<"on" | "off" | "once", (name: string, listener: Listener) => void>
-    const seen: ExecutionEventBus = {
-      publish: (event) => bus.publish(event),
-      finished: () => bus.finished(),
-      on: (name: string, listener: Listener) => {
-        if (name === "finished") noted.add(listener as FinishedListener)
-        loose.on(name, listener)
-        return seen
-      },
-      off: (name: string, listener: Listener) => {
-        loose.off(name, listener)
-        return seen
-      },
-      once: (name: string, listener: Listener) => {
-        loose.once(name, listener)
-        return seen
-      },
-      removeAllListeners: (name) => {
-        bus.removeAllListeners(name)
-        return seen
-      }
-    }
-    return seen
-  }
-  // The bus a call gets: a streaming call's reader counts what the bus delivers (the bus itself stays the one the
-  // executor keys its runs by), and a subscription's is noted.
-  const seenBy = (bus: ExecutionEventBus | undefined, context: object | undefined) => {
-    if (bus === undefined || context === undefined) return bus
-    readers.get(context)?.listen(bus)
-    const noted = stops.get(context)
-    return noted === undefined ? bus : noting(bus, noted)
-  }
   return {
-    manager: {
-      createOrGetByTaskId: (taskId, context) => {
-        const before = buses.getByTaskId(taskId, context)
-        const bus = buses.createOrGetByTaskId(taskId, context)
-        if (bus !== before) {
+    channels: {
+      open: (taskId, context, append, retry) => {
+        const opened = channels.open(taskId, context, append, retry)
+        const channel = opened.channel
+        if (opened.opened) {
           // A new run of the task: each subscription of its caller waiting for it takes it from its first event,
           // its reader counting what the run delivers as for the run it started with.
           for (const watcher of watchers.get(taskId) ?? []) {
-            if (buses.getByTaskId(taskId, watcher.context) !== bus) continue
-            readers.get(watcher.context)?.listen(bus)
-            watcher.onBus(bus)
+            if (channels.get(taskId, watcher.context) !== channel) continue
+            readers.get(watcher.context)?.listen(channel)
+            watcher.onBus(channel)
           }
         }
-        if (context !== undefined) readers.get(context)?.listen(bus)
-        return bus
+        readers.get(context)?.listen(channel)
+        return opened
       },
-      getByTaskId: (taskId, context) => seenBy(buses.getByTaskId(taskId, context), context),
-      cleanupByTaskId: (taskId, context) => buses.cleanupByTaskId(taskId, context)
+      get: (taskId, context) => {
+        const channel = channels.get(taskId, context)
+        if (channel === undefined) return undefined
+        readers.get(context)?.listen(channel)
+        const noted = stops.get(context)
+        return noted === undefined ? channel : noting(channel, noted)
+      }
     },
     reading: (context, stream) => {
       const reader = slowReader.makeReader()

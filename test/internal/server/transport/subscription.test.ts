@@ -6,14 +6,16 @@
 import { TaskState } from "@a2a-js/sdk"
 import {
   type AgentExecutor,
-  DefaultRequestHandler,
   defaultServerCallContextBuilder,
-  type ExecutionEventBus,
   InMemoryTaskStore,
   UnauthenticatedUser
 } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
-import * as internalHandler from "../../../../src/internal/server/handler/handler.js"
+import { Effect, Runtime } from "effect"
+import type * as internalChannel from "../../../../src/internal/server/handler/channel.js"
+import * as internalRequestHandler from "../../../../src/internal/server/handler/requestHandler.js"
+import * as internalSdkHandler from "../../../../src/internal/server/handler/sdkHandler.js"
+import * as internalStore from "../../../../src/internal/server/store/store.js"
 import * as internalSubscription from "../../../../src/internal/server/transport/subscription.js"
 import { cardFor } from "../../../fixtures/peers.js"
 import { seededTask } from "../../../fixtures/serverAgents.js"
@@ -21,9 +23,10 @@ import { seededTask } from "../../../fixtures/serverAgents.js"
 // No message is sent here: nothing runs.
 const idle: AgentExecutor = { execute: () => Promise.resolve(), cancelTask: () => Promise.resolve() }
 
-const listenersOf = (bus: ExecutionEventBus): number =>
-  [...(bus as unknown as { eventListeners: Map<unknown, Array<unknown>> }).eventListeners.values()]
-    .reduce((sum, wrapped) => sum + wrapped.length, 0)
+const listenersOf = (channel: internalChannel.Channel): number => {
+  const held = channel as unknown as { listeners: Set<unknown>; onceListeners: Set<unknown>; followers: Set<unknown> }
+  return held.listeners.size + held.onceListeners.size + held.followers.size
+}
 
 describe("a subscription waiting for its paused task's next run", () => {
   it.each(["closed", "shutdown"] as const)("ends when %s, and leaves no listener for the next run", async (how) => {
@@ -36,13 +39,17 @@ describe("a subscription waiting for its paused task's next run", () => {
     })
     const paused = seededTask(crypto.randomUUID(), TaskState.TASK_STATE_INPUT_REQUIRED, new Date().toISOString())
     await store.save(paused, context)
+    const requestHandler = Effect.runSync(
+      internalRequestHandler.make({
+        card: cardFor(""),
+        extendedCard: undefined,
+        executor: idle,
+        channels: subscriptions.channels,
+        pushStore: undefined
+      }).pipe(Effect.provideService(internalStore.TaskStore, internalStore.fromSdk(store)))
+    )
     const handler = internalSubscription.continuing(
-      new DefaultRequestHandler(
-        cardFor(""),
-        store,
-        idle,
-        ...internalHandler.handlerArguments(subscriptions.manager, undefined, undefined)
-      ),
+      internalSdkHandler.toSdk(requestHandler, Runtime.defaultRuntime),
       subscriptions
     )
     subscriptions.subscribing(context)
@@ -52,6 +59,11 @@ describe("a subscription waiting for its paused task's next run", () => {
     if (how === "closed") subscriptions.close(context)
     else subscriptions.shutdown()
     expect(await waiting).toEqual({ done: true, value: undefined })
-    expect(listenersOf(subscriptions.manager.createOrGetByTaskId(paused.id, context))).toBe(0)
+    const next = subscriptions.channels.open(paused.id, context, () => Promise.resolve(undefined), {
+      retryMillis: 0,
+      gaveUp: () => {}
+    })
+    expect(next.opened).toBe(true)
+    expect(listenersOf(next.channel)).toBe(0)
   })
 })
