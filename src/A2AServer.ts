@@ -7,7 +7,8 @@
  * `ETag` and `Last-Modified`; the v1.0 card as proto JSON,
  * `AgentCard.toJSON`, the v0.3 card in that version's shape), the HTTP+JSON routes as the SDK's Express
  * `restHandler` serves them (v1.0), and the JSON-RPC endpoint through the
- * SDK's `DefaultRequestHandler` and `JsonRpcTransportHandler`, with v0.3
+ * SDK's `JsonRpcTransportHandler` over the server's own request handler,
+ * which appends each run's events to the task store, with v0.3
  * compatibility on: like the SDK's
  * Express `jsonRpcHandler`, a request whose `A2A-Version` header is absent or
  * `0.3` is handled by `LegacyJsonRpcTransportHandler`, anything else by the

@@ -262,7 +262,7 @@ export const make = (options: Options): Effect.Effect<RequestHandler, never, Tas
         }
         let task: Task | undefined
         if (message.taskId) {
-          const stored = yield* found(message.taskId, context)
+          const stored = yield* Effect.flatMap(requireTaskId(message.taskId), (taskId) => found(taskId, context))
           const state = stored.status?.state
           if (taskState.isTerminal(state)) {
             return yield* Effect.fail(
@@ -317,14 +317,30 @@ export const make = (options: Options): Effect.Effect<RequestHandler, never, Tas
       })
 
     /**
-     * Starts the run of `requestContext` on its task's channel, `follower`
-     * following it from its first event. A run that throws ends its task
-     * FAILED, as the SDK's handler ends it.
+     * Starts the run of `requestContext` on its task's channel, the follower
+     * `follow` makes following it from its first event, which may come
+     * before `execute` returns; it is given what stops following, which it
+     * returns too. A run that throws ends its task FAILED, as the SDK's
+     * handler ends it.
      */
-    const run = (requestContext: RequestContext, follower: internalChannel.Follower) => {
+    const run = (
+      requestContext: RequestContext,
+      follow: (unfollow: () => void) => internalChannel.Follower
+    ): () => void => {
       const { context, contextId, taskId, userMessage } = requestContext
       const channel = openChannel(taskId, context, userMessage)
-      const unfollow = channel.follow(follower)
+      let stopped = false
+      let off: (() => void) | undefined
+      const unfollow = () => {
+        stopped = true
+        off?.()
+      }
+      const follower = follow(unfollow)
+      off = channel.follow({
+        event: (event, task) => stopped ? undefined : follower.event(event, task),
+        failed: (error) => stopped ? undefined : follower.failed(error),
+        finished: () => stopped ? undefined : follower.finished()
+      })
       let ran: Promise<void>
       try {
         ran = executor.execute(requestContext, channel)
@@ -373,7 +389,7 @@ export const make = (options: Options): Effect.Effect<RequestHandler, never, Tas
               answered = true
               resume(Effect.fail(error))
             }
-            const end = () => {
+            const end = (unfollow: () => void) => {
               unfollow()
               if (!blocking) {
                 return refuse(new RequestMalformedError("Execution finished before a message or task was produced."))
@@ -384,7 +400,7 @@ export const make = (options: Options): Effect.Effect<RequestHandler, never, Tas
               }
               answer(result)
             }
-            const unfollow = run(requestContext, {
+            const unfollow = run(requestContext, (unfollow) => ({
               event: (event, task) => {
                 if (event.kind === "message") reply = event.data
                 else if (task !== undefined) current = task
@@ -398,14 +414,14 @@ export const make = (options: Options): Effect.Effect<RequestHandler, never, Tas
                   // Answered now: the credentials come out of band, and the run goes on in the store.
                   answer(current)
                 }
-                if (stopsAt(event)) end()
+                if (stopsAt(event)) end(unfollow)
               },
               failed: (error) => {
                 unfollow()
                 refuse(error instanceof A2AError || error instanceof Error ? error : new Error(errorText(error)))
               },
-              finished: end
-            })
+              finished: () => end(unfollow)
+            }))
             return Effect.sync(unfollow)
           })
         })
@@ -422,7 +438,7 @@ export const make = (options: Options): Effect.Effect<RequestHandler, never, Tas
           const historyLength = params.configuration?.historyLength
           return Stream.async<StreamResponse, Failure>((emit) => {
             let pattern: Pattern = "undetermined"
-            const unfollow = run(requestContext, {
+            const unfollow = run(requestContext, (unfollow) => ({
               event: (event, task) => {
                 const next = advance(event, pattern)
                 if (next instanceof UnsupportedOperationError) {
@@ -441,7 +457,7 @@ export const make = (options: Options): Effect.Effect<RequestHandler, never, Tas
                 void emit.fail(error instanceof Error ? error : new Error(errorText(error)))
               },
               finished: () => void emit.end()
-            })
+            }))
             return Effect.sync(unfollow)
           }, "unbounded")
         })
@@ -479,19 +495,25 @@ export const make = (options: Options): Effect.Effect<RequestHandler, never, Tas
     /** Follows `channel` until its run stops; `start` runs once followed. */
     const untilStopped = (channel: internalChannel.Channel, start: () => Promise<void>) =>
       Effect.async<void>((resume) => {
-        const unfollow = channel.follow({
-          event: (event) => {
-            if (stopsAt(event)) done()
-          },
-          failed: () => done(),
-          finished: () => done()
-        })
+        let stopped = false
+        let unfollow = () => {}
         const done = () => {
+          if (stopped) return
+          stopped = true
           unfollow()
           resume(Effect.void)
         }
+        const off = channel.follow({
+          event: (event) => {
+            if (stopsAt(event)) done()
+          },
+          failed: done,
+          finished: done
+        })
+        if (stopped) off()
+        else unfollow = off
         start().catch(done)
-        return Effect.sync(unfollow)
+        return Effect.sync(() => unfollow())
       })
 
     const cancelTask: RequestHandler["cancelTask"] = (params, context) =>
