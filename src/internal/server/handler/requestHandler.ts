@@ -330,13 +330,14 @@ export const make = (options: Options): Effect.Effect<RequestHandler, never, Tas
       const { context, contextId, taskId, userMessage } = requestContext
       const channel = openChannel(taskId, context, userMessage)
       let stopped = false
-      let off: (() => void) | undefined
+      // Set once followed: the follower may stop before that.
+      const following: { off?: () => void } = {}
       const unfollow = () => {
         stopped = true
-        off?.()
+        following.off?.()
       }
       const follower = follow(unfollow)
-      off = channel.follow({
+      following.off = channel.follow({
         event: (event, task) => stopped ? undefined : follower.event(event, task),
         failed: (error) => stopped ? undefined : follower.failed(error),
         finished: () => stopped ? undefined : follower.finished()
