@@ -29,12 +29,19 @@
  *   as they were sent. For the memory store, and for PostgreSQL, the bytes
  *   written to files are printed as a check that nothing else writes (zero,
  *   or the few hundred bytes of the answers to the parent).
+ * - the statuses the stream carried: all of them, or fewer when the server
+ *   dropped the stream as a slow reader's (the row's target is all: a
+ *   subscriber that reads at once should not be dropped). A dropped stream
+ *   is not followed again: see `burst` below.
  * - GetTask's lag: once the subscriber has the last status (time t), GetTask
  *   (`historyLength: 0`) is called again and again, 1 ms apart, until it
  *   shows that status (its text, or a completed task, saved after it); the
- *   lag is when it did, minus t.
- * - the burst's wall time: from sending the message to the stream's last
- *   event (the completed status).
+ *   lag is when it did, minus t. NaN when the stream did not carry it.
+ * - the burst's wall time: from sending the message to the stream's end
+ *   (its completed status, or its drop); and the time from sending until
+ *   GetTask shows the task completed, every save done.
+ * - the server's longest event-loop stall during the burst
+ *   (`monitorEventLoopDelay`): how long any other request could have waited.
  *
  * Each server runs alone in a child process, started fresh for each burst,
  * so that the client's work (parsing the stream, polling) does not share its
@@ -65,6 +72,7 @@ import type { AddressInfo } from "node:net"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { pathToFileURL } from "node:url"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
@@ -99,6 +107,8 @@ interface Io {
   readonly toDatabase: number
   /** The kernel's count of pages turned dirty, for information. */
   readonly writeBytes: number
+  /** The longest the server's event loop was late since the previous question, in ms. */
+  readonly stallMs: number
 }
 
 // Status i's text: 100 bytes, ending with its number so that the last one is told from the others.
@@ -268,6 +278,8 @@ const serve = async (serve: Serve) => {
     return Reflect.apply(connect, this, args) as net.Socket
   } as typeof connect
   const url = serve.side === "ours" ? await startOurs(serve) : await startSdk(serve)
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
   // The parent gone, nothing is left to answer.
   process.on("disconnect", () => process.exit(0))
   process.on("message", () => {
@@ -278,12 +290,15 @@ const serve = async (serve: Serve) => {
       for (const socket of sockets) bytes += socket.bytesWritten
       return bytes
     }
+    const stallMs = delay.max / 1e6
+    delay.reset()
     process.send!(
       {
         wchar: field("wchar"),
         served: sent(accepted),
         toDatabase: sent(opened),
-        writeBytes: field("write_bytes")
+        writeBytes: field("write_bytes"),
+        stallMs
       } satisfies Io
     )
   })
@@ -414,6 +429,8 @@ interface Measured extends Burst {
   readonly wal: number | undefined
   /** Sent to PostgreSQL, in bytes. */
   readonly toDatabase: number
+  /** The longest the server's event loop was late during the burst, in ms. */
+  readonly stallMs: number
 }
 
 const main = async () => {
@@ -456,14 +473,14 @@ const main = async () => {
               walBefore
             ])).rows[0]!.bytes
           )
-          sides[side] = { ...measured, files, wal, toDatabase: delta("toDatabase") }
+          sides[side] = { ...measured, files, wal, toDatabase: delta("toDatabase"), stallMs: after.stallMs }
           const mb = (bytes: number) => `${(bytes / MB).toFixed(1)} MB`
           console.error(
             `${store} ${side}: wall ${measured.wallMs.toFixed(0)} ms, GetTask lag ${measured.lagMs?.toFixed(1)} ms, ` +
               `${measured.dropped ? "dropped after" : "carried"} ${measured.carried} statuses, ` +
-              `completed in GetTask after ${measured.settledMs.toFixed(0)} ms; written to files ${
-                (files / MB).toFixed(3)
-              } MB (kernel write_bytes ${mb(delta("writeBytes"))}` +
+              `completed in GetTask after ${measured.settledMs.toFixed(0)} ms, longest event-loop stall ${
+                sides[side].stallMs.toFixed(0)
+              } ms; written to files ${(files / MB).toFixed(3)} MB (kernel write_bytes ${mb(delta("writeBytes"))}` +
               (store === "sqlite" ? `, file now ${mb(statSync(target).size)})` : ")") +
               (wal === undefined ? "" : `, WAL ${mb(wal)}, sent to PostgreSQL ${mb(delta("toDatabase"))}`)
           )
@@ -509,6 +526,7 @@ const main = async () => {
     )
     rows.push(row("wall time, send to the stream's end", (m) => m.wallMs, "ms"))
     rows.push(row("send until GetTask shows the task completed", (m) => m.settledMs, "ms"))
+    rows.push(row("the server's longest event-loop stall", (m) => m.stallMs, "ms"))
   }
   report("status-burst", rows)
 }
