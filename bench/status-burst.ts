@@ -364,9 +364,9 @@ const burst = async (client: Client): Promise<Burst> => {
     configuration: undefined,
     metadata: undefined
   }
-  // A stream dropped as a slow reader's ends here: subscribing again, as the server tells, can today wait forever
-  // (the run's last event can fall between the subscription's read of the store and its place on the bus), or be
-  // refused (the task already ended). Its statuses are counted.
+  // A stream dropped as a slow reader's ends here, its statuses counted. Subscribing again, as the server tells,
+  // is refused once the task ended, and, tried at once after the drop on this code (b4cada6), waited out the 300 s bound
+  // without an event: it would measure that instead of the burst.
   const stream = (async () => {
     try {
       for await (const event of client.sendMessageStream(request)) {
