@@ -56,7 +56,7 @@ const quietLogger = Logger.replace(Logger.defaultLogger, Logger.map(Logger.logfm
 /** Our side of the trivial agent, for the life of `scope`: COMPLETED with "ok", or FAILED when asked to "fail". */
 export const startOurs = (
   scope: Scope.Scope,
-  options: Pick<A2AServer.Options<Error, never>, "transports" | "push"> = {}
+  options: Pick<A2AServer.Options<Error, never>, "transports" | "push" | "taskStore"> = {}
 ) =>
   Effect.runPromise(
     A2AServer.make({

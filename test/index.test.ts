@@ -19,7 +19,7 @@ describe("importing the package", () => {
     const modules = loadedModules("./src/RemoteAgent.ts")
     // The record works: it holds the module imported and the client's own code.
     expect(modules).toContain("src/RemoteAgent.ts")
-    expect(modules).toContain("src/internal/client/call/remoteAgent.ts")
+    expect(modules).toContain("src/internal/client/remoteAgent.ts")
     expect(unneeded(modules)).toEqual([])
   }, 60_000)
 

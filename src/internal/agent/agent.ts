@@ -17,7 +17,7 @@ import type * as AgentCardResolutionError from "../../AgentCardResolutionError.j
 import type * as RemoteAgent from "../../RemoteAgent.js"
 import type * as RemoteEvent from "../../RemoteEvent.js"
 import * as RemoteOutcome from "../../RemoteOutcome.js"
-import * as remoteAgent from "../client/call/remoteAgent.js"
+import * as remoteAgent from "../client/remoteAgent.js"
 import { CircuitOpen } from "../client/resilience/circuitOpen.js"
 import * as guard from "./guard.js"
 

@@ -22,7 +22,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypt
 import type * as PushReceiver from "../../../PushReceiver.js"
 import type * as RemoteEvent from "../../../RemoteEvent.js"
 import type * as RemoteOutcome from "../../../RemoteOutcome.js"
-import { hostForUrl, ListenError } from "../../server/edge/listen.js"
+import { hostForUrl, ListenError } from "../../listen.js"
 import { taskIdOf } from "../../wire/streamResponse.js"
 import * as taskState from "../../wire/taskState.js"
 import { initialState, type State, toEvents } from "../call/stream.js"

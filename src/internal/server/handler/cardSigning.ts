@@ -18,7 +18,7 @@ import * as Redacted from "effect/Redacted"
 import * as jose from "jose"
 import { createPrivateKey, createPublicKey, type JsonWebKey as NodeJsonWebKey, type KeyObject } from "node:crypto"
 import type * as A2AServer from "../../../A2AServer.js"
-import { ConfigurationError } from "../run/executor.js"
+import { ConfigurationError } from "../../serverErrors.js"
 
 /** Signs a card: the card with one more signature. */
 type Signer = (card: AgentCard) => Effect.Effect<AgentCard, ConfigurationError>

@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import type { PushNotificationStore, ServerCallContext, TaskStore } from "@a2a-js/sdk/server"
+import type { AgentExecutionEvent, ServerCallContext, TaskStore } from "@a2a-js/sdk/server"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -16,7 +16,6 @@ import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../../A2AServer.js"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
-import * as internalAuthentication from "../handler/authentication.js"
 import { streamResponseOf, tapped } from "../handler/busTap.js"
 import { ConfigurationError } from "../run/executor.js"
 import * as internalMemoryTaskStore from "../store/memoryTaskStore.js"
@@ -28,10 +27,13 @@ import * as internalPushTarget from "./pushTarget.js"
 
 /** @internal */
 export interface Push {
-  readonly store: PushNotificationStore
+  readonly store: internalPushStore.PushStore
   /** `executor`, with every event its runs publish handed to the sender. */
   readonly pushing: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
 }
+
+// The task of an event, read without building the stream response the sender takes.
+const taskOf = (event: AgentExecutionEvent): string => event.kind === "task" ? event.data.id : event.data.taskId
 
 const isConfig = (store: TaskStore | A2AServer.TaskStoreConfig | undefined): store is A2AServer.TaskStoreConfig =>
   store !== undefined && "_tag" in store
@@ -69,10 +71,9 @@ export const make = (
           for (const config of await store.load(taskId, context)) await store.delete(taskId, context, config.id)
         }).pipe(Effect.ignoreLogged)
       )
-    if (storeConfig === "memory" || !internalTaskStore.isDatabase(storeConfig)) {
-      internalMemoryTaskStore.whenForgotten(tasks, (taskId, tenant, owner) =>
-        forget(taskId, internalAuthentication.ownerContext(tenant, owner)))
-    }
+    // In memory, at once and only where there are configs: the bounded store forgets a task on nearly every save once
+    // it is full. A database store's retention deletes them with their tasks.
+    if (store.forgetTask !== undefined) internalMemoryTaskStore.whenForgotten(tasks, store.forgetTask)
     // Made before the sender, so closed after it: this server's rows are freed once its deliveries have stopped.
     const outbox = storeConfig !== "memory" && internalTaskStore.isDatabase(storeConfig)
       ? yield* Effect.mapError(internalPushOutbox.make(storeConfig), (failure) =>
@@ -103,7 +104,10 @@ export const make = (
               if (event.kind === "message") {
                 answered = true
               }
-              sender.notify(streamResponseOf(event), context.context)
+              // Checked per event, not per run: a config can be saved while the task runs.
+              if (store.mayHaveConfigs(taskOf(event))) {
+                sender.notify(streamResponseOf(event), context.context)
+              }
             })
           )
           const sentConfig = context.request.configuration?.taskPushNotificationConfig !== undefined

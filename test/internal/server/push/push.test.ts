@@ -1,5 +1,5 @@
 import { TaskState } from "@a2a-js/sdk"
-import { DefaultExecutionEventBus, InMemoryTaskStore, RequestContext } from "@a2a-js/sdk/server"
+import { DefaultExecutionEventBus, InMemoryTaskStore, RequestContext, ServerCallContext } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AgentExecutor from "../../../../src/AgentExecutor.js"
@@ -7,6 +7,7 @@ import * as internalAuthentication from "../../../../src/internal/server/handler
 import * as internalPush from "../../../../src/internal/server/push/push.js"
 import * as internalMemoryTaskStore from "../../../../src/internal/server/store/memoryTaskStore.js"
 import { eventually, seededTask, userMessage } from "../../../fixtures/serverAgents.js"
+import { webhook } from "../../../fixtures/webhook.js"
 
 describe("server/push", () => {
   it.scopedLive("the configs of a task the bounded memory store forgets go with it, in the scope of its caller only", () =>
@@ -95,5 +96,75 @@ describe("server/push", () => {
       const tasked = yield* sendWithConfig("book-1")
       yield* Effect.sleep("100 millis")
       expect((yield* tasked).map((c) => c.id)).toEqual(["c1"])
+    }))
+
+  it.scopedLive("without configs, a run's events and the tasks the bounded store forgets never reach the push store; with one, the task is pushed", () =>
+    Effect.gen(function*() {
+      const hook = yield* webhook()
+      const tasks = internalMemoryTaskStore.make({ maxFinished: 1, now: () => Date.now() })
+      const push = yield* internalPush.make({ allowPushTargets: ["127.0.0.1"] }, undefined, "push-test", tasks)
+      // The real store, its lookups and deletes counted in place: the sender and the eviction reach it through this
+      // same object.
+      const store: { -readonly [K in keyof typeof push.store]: (typeof push.store)[K] } = push.store
+      const calls = { load: 0, loadWithMetadata: 0, delete: 0 }
+      const { delete: remove, load, loadWithMetadata } = store
+      store.load = (taskId, context) => (calls.load++, load(taskId, context))
+      store.loadWithMetadata = (taskId, context) => (calls.loadWithMetadata++, loadWithMetadata!(taskId, context))
+      store.delete = (taskId, context, configId) => (calls.delete++, remove(taskId, context, configId))
+      const executor = push.pushing(
+        yield* AgentExecutor.make(() => Effect.succeed(AgentExecutor.completedText("done")))
+      )
+      // Over v1.0, whose pushes are made of the event alone.
+      const caller = new ServerCallContext({ user: { isAuthenticated: true, userName: "a" }, requestedVersion: "1.0" })
+      const run = (taskId: string) =>
+        Effect.promise(() =>
+          executor.execute(
+            new RequestContext(
+              { tenant: "", message: userMessage("hi"), configuration: undefined, metadata: undefined },
+              taskId,
+              crypto.randomUUID(),
+              caller
+            ),
+            new DefaultExecutionEventBus()
+          )
+        )
+      const ended = (taskId: string) =>
+        Effect.promise(() =>
+          tasks.save(seededTask(taskId, TaskState.TASK_STATE_COMPLETED, new Date().toISOString()), caller)
+        )
+
+      // Ten runs, and ten ended tasks of which the store keeps one: nine forgotten.
+      for (let i = 0; i < 10; i++) {
+        const taskId = `plain-${i}`
+        yield* run(taskId)
+        yield* ended(taskId)
+      }
+      expect(yield* Effect.promise(() => tasks.load("plain-0", caller))).toBeUndefined()
+      yield* Effect.sleep("100 millis")
+      expect(calls).toEqual({ load: 0, loadWithMetadata: 0, delete: 0 })
+      expect(hook.received).toEqual([])
+
+      // A task with a config: its events are looked up and pushed, and its config goes when the store forgets it.
+      yield* Effect.promise(() =>
+        push.store.save("pushed", caller, {
+          tenant: "",
+          id: "c1",
+          taskId: "pushed",
+          url: hook.url,
+          token: "t",
+          authentication: undefined
+        })
+      )
+      yield* run("pushed")
+      yield* eventually(
+        Effect.sync(() => hook.received),
+        (received) => received.some((r) => r.body.includes("TASK_STATE_COMPLETED"))
+      )
+      expect(hook.received.every((r) => r.body.includes("pushed"))).toBe(true)
+      expect(calls.loadWithMetadata).toBeGreaterThan(0)
+      yield* ended("pushed")
+      yield* ended("after")
+      expect(push.store.mayHaveConfigs("pushed")).toBe(false)
+      expect(yield* Effect.promise(() => push.store.load("pushed", caller))).toEqual([])
     }))
 })

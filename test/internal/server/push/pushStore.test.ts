@@ -7,7 +7,15 @@ import * as path from "node:path"
 import * as internalPushStore from "../../../../src/internal/server/push/pushStore.js"
 import * as internalTaskStore from "../../../../src/internal/server/store/taskStore.js"
 import { agentMessage, cardFor, ScriptedExecutor, sdkRequest } from "../../../fixtures/peers.js"
-import { callerA, configOf, expectRefused, policy, pushStoreContract, refusalOf } from "../../../fixtures/pushStores.js"
+import {
+  callerA,
+  callerB,
+  configOf,
+  expectRefused,
+  policy,
+  pushStoreContract,
+  refusalOf
+} from "../../../fixtures/pushStores.js"
 
 const tempDir = Effect.acquireRelease(
   Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), "effect-a2a-push-"))),
@@ -24,6 +32,52 @@ pushStoreContract(
   () => Effect.flatMap(tempDir, (dir) => internalPushStore.make(sqliteAt(path.join(dir, "tasks.db")), policy)),
   { database: true }
 )
+
+describe("memory: which tasks have configs", () => {
+  const url = "http://127.0.0.2:9/hook"
+
+  it.scoped("a task has configs while any caller keeps one: saved, replaced, deleted, or forgotten with its task", () =>
+    Effect.gen(function*() {
+      const store = yield* memory()
+      const save = (taskId: string, caller: typeof callerA, id: string) =>
+        Effect.promise(() => store.save(taskId, caller, configOf(url, id, taskId)))
+      expect(store.mayHaveConfigs("t1")).toBe(false)
+      yield* save("t1", callerA, "c1")
+      yield* save("t1", callerA, "c1")
+      yield* save("t1", callerA, "c2")
+      yield* save("t1", callerB, "c3")
+      expect([store.mayHaveConfigs("t1"), store.mayHaveConfigs("t2")]).toEqual([true, false])
+      // A refused save keeps nothing, and marks nothing.
+      yield* refusalOf(store.save("t2", callerA, configOf("http://10.0.0.1/h", "x", "t2")))
+      expect(store.mayHaveConfigs("t2")).toBe(false)
+
+      // a's last config of t1 goes; b's keeps the task marked until b's task is forgotten.
+      yield* Effect.promise(() => store.delete("t1", callerA, "c1"))
+      yield* Effect.promise(() => store.delete("t1", callerA, "c2"))
+      expect(yield* Effect.promise(() => store.load("t1", callerA))).toEqual([])
+      expect(store.mayHaveConfigs("t1")).toBe(true)
+      store.forgetTask!("t1", "", "a")
+      expect(store.mayHaveConfigs("t1")).toBe(true)
+      store.forgetTask!("t1", "", "b")
+      expect(store.mayHaveConfigs("t1")).toBe(false)
+      expect(yield* Effect.promise(() => store.load("t1", callerB))).toEqual([])
+
+      // Saved again after it all went: marked again.
+      yield* save("t1", callerA, "c4")
+      expect(store.mayHaveConfigs("t1")).toBe(true)
+      expect((yield* Effect.promise(() => store.loadWithMetadata!("t1", callerA))).map((s) => s.config.id)).toEqual([
+        "c4"
+      ])
+    }))
+
+  it.scoped("a database store, which other servers save to as well, never says a task has none", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const store = yield* internalPushStore.make(sqliteAt(path.join(dir, "tasks.db")), policy)
+      expect(store.mayHaveConfigs("never-saved")).toBe(true)
+      expect(store.forgetTask).toBeUndefined()
+    }))
+})
 
 describe("SQLite", () => {
   it.scoped("keeps configs across a reopen, beside the task table in the same file", () =>
