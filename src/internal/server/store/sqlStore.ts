@@ -218,7 +218,9 @@ const folded = (id: string, row: SnapshotRow, events: ReadonlyArray<EventRow>) =
 type Steps<A> = Generator<CompiledQuery, A, Rows>
 
 /** A new task's snapshot met one a concurrent append inserted first: the transaction runs again. */
-class Raced {}
+class Raced extends Error {
+  override readonly message = "Another append created the task at the same time"
+}
 
 const statements = (db: Kysely<unknown>, sql: typeof Sql, postgres: boolean) => {
   const tasks = sql.table(tasksTable)
