@@ -67,6 +67,9 @@ export const compactAt = 100
 const tasksTable = "tasks"
 const payloadFormat = "1.0"
 
+/** The fingerprint of the marker row a compaction leaves, which no snapshot has. */
+const compacted = "compacted"
+
 /** A native store with what the server wires beside it (see `memoryStore.ts`). @internal */
 export interface SqlStore extends TaskStore {
   readonly heldElsewhere: (taskId: string, context: ServerCallContext) => Effect.Effect<boolean, TaskStoreError>
@@ -78,6 +81,8 @@ export interface Options {
   readonly compactAt?: number | undefined
   /** Whether push is on: the retention then deletes the push configs of the tasks it deletes. */
   readonly withPushConfigs?: boolean | undefined
+  /** How many running tasks are kept folded at most (see `Folded`); 0 keeps none. */
+  readonly foldedTasks?: number | undefined
 }
 
 // ---------------------------------------------------------------------------
@@ -199,7 +204,7 @@ const statusOf = (event: taskFold.TaskEvent) =>
   event.kind === "statusUpdate" ? event.data.status : event.kind === "task" ? event.data.status : undefined
 
 /** `row`'s task with the events that follow it folded in; events of another snapshot are skipped. */
-const folded = (id: string, row: SnapshotRow, events: ReadonlyArray<EventRow>) => {
+const foldRow = (id: string, row: SnapshotRow, events: ReadonlyArray<EventRow>) => {
   const base = baseOf(row)
   const task = taskOf(id, row)
   let current = 0
@@ -231,9 +236,18 @@ const statements = (db: Kysely<unknown>, sql: typeof Sql, postgres: boolean) => 
       sql.ref(`${alias}.${idColumn}`)
     }`
   return {
-    snapshot: (scope: Owned, taskId: string, lock: boolean) =>
-      compile(sql`select context_id, status, artifacts, history, metadata from ${tasks} t
+    /** The snapshot's small columns, which its fingerprint reads; locked for an append. */
+    light: (scope: Owned, taskId: string, lock: boolean) =>
+      compile(sql`select context_id, status, metadata from ${tasks} t
         where ${inScope(scope, "t", "id")} = ${taskId}${sql.raw(lock && postgres ? " for update" : "")}`),
+    heavy: (scope: Owned, taskId: string) =>
+      compile(sql`select artifacts, history from ${tasks} t where ${inScope(scope, "t", "id")} = ${taskId}`),
+    /** Which events follow the snapshot, without their bodies. */
+    eventMeta: (scope: Owned, taskId: string) =>
+      compile(sql`select seq, base from ${events} e where ${inScope(scope, "e", "task_id")} = ${taskId} order by seq`),
+    eventBodies: (scope: Owned, taskId: string, base: string) =>
+      compile(sql`select task_id, seq, base, event from ${events} e
+        where ${inScope(scope, "e", "task_id")} = ${taskId} and base = ${base} order by seq`),
     events: (scope: Owned, taskIds: ReadonlyArray<string>) =>
       compile(sql`select task_id, seq, base, event from ${events} e
         where ${inScope(scope, "e", "task_id")} in (${sql.join(taskIds)}) order by task_id, seq`),
@@ -266,10 +280,17 @@ const statements = (db: Kysely<unknown>, sql: typeof Sql, postgres: boolean) => 
           }, ${status === undefined ? null : statusLastUpdated(status.timestamp)}, ${encodeEvent(event)})`
         }))
       }`),
-    deleteEvents: (scope: Owned, taskId: string) =>
+    /** The events before `below`, or all. */
+    deleteEvents: (scope: Owned, taskId: string, below?: number) =>
       compile(
-        sql`delete from ${events} where tenant = ${scope.tenant} and owner = ${scope.owner} and task_id = ${taskId}`
+        sql`delete from ${events} where tenant = ${scope.tenant} and owner = ${scope.owner} and task_id = ${taskId}${
+          below === undefined ? sql`` : sql` and seq < ${below}`
+        }`
       ),
+    /** The row that keeps a compacted run's `seq` growing: no event, and the fingerprint of no snapshot. */
+    insertMarker: (scope: Owned, taskId: string, seq: number) =>
+      compile(sql`insert into ${events} (tenant, owner, task_id, seq, base, status_state, status_last_updated, event)
+        values (${scope.tenant}, ${scope.owner}, ${taskId}, ${seq}, ${compacted}, null, null, '{}')`),
     heldElsewhere: (scope: Owned, taskId: string) =>
       compile(
         sql`select 1 as held from ${tasks} where tenant = ${scope.tenant} and id = ${taskId} and owner <> ${scope.owner}
@@ -319,15 +340,99 @@ const statements = (db: Kysely<unknown>, sql: typeof Sql, postgres: boolean) => 
 // ---------------------------------------------------------------------------
 // Transactions, as steps shared by both databases
 
+/**
+ * The running tasks this store last wrote or read, folded, so that an
+ * append or a read of a running task decodes neither its snapshot's history
+ * and artifacts nor its events again: what a burst would otherwise pay at
+ * every event. An entry holds while the snapshot's fingerprint and the last
+ * event's `seq` are the ones it was folded at: within a run `seq` only
+ * grows (a compaction keeps the last event's row), a settled task has none
+ * and is not kept, and any snapshot rewritten by another writer changes its
+ * fingerprint. An append takes its entry out while it writes, so that a
+ * read meanwhile never sees what is not committed.
+ */
+class Folded {
+  private readonly entries = new Map<string, { readonly base: string; readonly seq: number; readonly task: Task }>()
+  constructor(private readonly capacity: number) {}
+
+  take(key: string, base: string, seq: number): Task | undefined {
+    const entry = this.entries.get(key)
+    if (entry === undefined) return undefined
+    this.entries.delete(key)
+    return entry.base === base && entry.seq === seq ? entry.task : undefined
+  }
+
+  peek(key: string, base: string, seq: number): Task | undefined {
+    const entry = this.entries.get(key)
+    return entry !== undefined && entry.base === base && entry.seq === seq ? entry.task : undefined
+  }
+
+  keep(key: string, base: string, seq: number, task: Task): void {
+    this.entries.delete(key)
+    this.entries.set(key, { base, seq, task })
+    // The oldest entry goes first: Map iterates in insertion order.
+    const oldest = this.entries.keys().next()
+    if (this.entries.size > this.capacity && oldest.done !== true) this.entries.delete(oldest.value)
+  }
+
+  drop(key: string): void {
+    this.entries.delete(key)
+  }
+}
+
+const keyOf = (scope: Owned, taskId: string) => `${scope.tenant}\u0000${scope.owner}\u0000${taskId}`
+
+interface Current {
+  readonly task: Task
+  readonly base: string
+  /** The last event's `seq`, of this snapshot or not; 0 when none. */
+  readonly seq: number
+  /** How many events follow this snapshot; the others are older than it, or followed another. */
+  readonly current: number
+  readonly rows: number
+}
+
+/** The task as it is now, from `folded` when it holds, else decoded; undefined when there is none. */
+const currentSteps = function*(
+  s: ReturnType<typeof statements>,
+  scope: Owned,
+  taskId: string,
+  folded: Folded,
+  take: boolean
+): Steps<Current | undefined> {
+  const [light] = (yield s.light(scope, taskId, take)) as ReadonlyArray<SnapshotRow>
+  if (light === undefined) return undefined
+  const base = baseOf(light)
+  const meta = (yield s.eventMeta(scope, taskId)) as ReadonlyArray<
+    { readonly seq: number | string; readonly base: string }
+  >
+  const last = meta[meta.length - 1]
+  const seq = last === undefined ? 0 : Number(last.seq)
+  const current = meta.filter((event) => event.base === base).length
+  const key = keyOf(scope, taskId)
+  const kept = seq === 0 ? undefined : take ? folded.take(key, base, seq) : folded.peek(key, base, seq)
+  if (kept !== undefined) return { task: kept, base, seq, current, rows: meta.length }
+  const [heavy] = (yield s.heavy(scope, taskId)) as ReadonlyArray<SnapshotRow>
+  const task = taskOf(taskId, { ...light, ...heavy })
+  if (current > 0) {
+    for (const event of (yield s.eventBodies(scope, taskId, base)) as ReadonlyArray<EventRow>) {
+      taskFold.apply(task, decodeEvent(event.event))
+    }
+  }
+  if (!take && seq > 0) folded.keep(key, base, seq, task)
+  return { task, base, seq, current, rows: meta.length }
+}
+
 const appendSteps = function*(
   s: ReturnType<typeof statements>,
   scope: Owned,
   taskId: string,
   batch: ReadonlyArray<taskFold.TaskEvent>,
-  compactAfter: number
+  compactAfter: number,
+  folded: Folded
 ): Steps<Task | undefined> {
-  const [row] = (yield s.snapshot(scope, taskId, true)) as ReadonlyArray<SnapshotRow>
-  if (row === undefined) {
+  const now = yield* currentSteps(s, scope, taskId, folded, true)
+  if (now === undefined) {
     const task = taskFold.fold(undefined, batch)
     if (task === undefined || task.id !== taskId) return undefined
     const contextProblem = unstorable([["context id", task.contextId, 36]])
@@ -336,28 +441,37 @@ const appendSteps = function*(
     if (inserted.length === 0) throw new Raced()
     return task
   }
-  const logged = (yield s.events(scope, [taskId])) as ReadonlyArray<EventRow>
-  const { base, current, stale, task } = folded(taskId, row, logged)
+  const { task } = now
   for (const event of batch) taskFold.apply(task, event)
-  if (taskState.isSettled(task.status?.state) || current + batch.length >= compactAfter || stale > 0) {
+  const key = keyOf(scope, taskId)
+  if (taskState.isSettled(task.status?.state)) {
     yield s.updateSnapshot(scope, task)
-    if (logged.length > 0) yield s.deleteEvents(scope, taskId)
+    if (now.rows > 0) yield s.deleteEvents(scope, taskId)
+  } else if (now.current + batch.length >= compactAfter) {
+    // A marker row in place of the events keeps `seq` growing through the run: a reader's folded copy of
+    // the task before is told apart, whether the snapshot's fingerprint changed or not.
+    const marker = now.seq + Math.max(1, batch.length)
+    yield s.updateSnapshot(scope, task)
+    yield s.insertMarker(scope, taskId, marker)
+    yield s.deleteEvents(scope, taskId, marker)
+    folded.keep(key, baseOf(snapshotOf(task)), marker, task)
   } else if (batch.length > 0) {
-    const last = logged[logged.length - 1]
-    yield s.insertEvents(scope, taskId, base, last === undefined ? 1 : Number(last.seq) + 1, batch)
+    yield s.insertEvents(scope, taskId, now.base, now.seq + 1, batch)
+    folded.keep(key, now.base, now.seq + batch.length, task)
+  } else if (now.seq > 0) {
+    folded.keep(key, now.base, now.seq, task)
   }
-  return task
+  return taskList.handOut(task)
 }
 
 const getSteps = function*(
   s: ReturnType<typeof statements>,
   scope: Owned,
-  taskId: string
+  taskId: string,
+  folded: Folded
 ): Steps<Task | undefined> {
-  const [row] = (yield s.snapshot(scope, taskId, false)) as ReadonlyArray<SnapshotRow>
-  if (row === undefined) return undefined
-  const logged = (yield s.events(scope, [taskId])) as ReadonlyArray<EventRow>
-  return folded(taskId, row, logged).task
+  const now = yield* currentSteps(s, scope, taskId, folded, false)
+  return now === undefined ? undefined : taskList.handOut(now.task)
 }
 
 const listSteps = function*(
@@ -382,7 +496,7 @@ const listSteps = function*(
   const tasks: Array<Task> = []
   for (const row of shown) {
     try {
-      const { task } = folded(row.id, row, byTask.get(row.id) ?? [])
+      const { task } = foldRow(row.id, row, byTask.get(row.id) ?? [])
       if (!request.includeArtifacts) task.artifacts = []
       if (request.historyLength !== undefined && request.historyLength <= 0) task.history = []
       tasks.push(task)
@@ -572,6 +686,7 @@ export const make = (
     }
     const s = statements(runner.db, runner.sql, runner.postgres)
     const compactAfter = options.compactAt ?? compactAt
+    const folded = new Folded(options.foldedTasks ?? 1_000)
     const transaction = <A>(what: string, steps: () => Steps<A>, writes: boolean) =>
       Effect.tryPromise({ try: () => runner.transaction(steps, writes), catch: (error) => error }).pipe(
         // The SDK's error for a page token that does not decode stays what it is: the caller's mistake.
@@ -583,7 +698,7 @@ export const make = (
         const scope = scopeOf(context)
         return scopeProblem(scope, taskId) !== undefined
           ? Effect.succeed(undefined)
-          : transaction(`Loading task ${taskId}`, () => getSteps(s, scope, taskId), false)
+          : transaction(`Loading task ${taskId}`, () => getSteps(s, scope, taskId, folded), false)
       },
       list: (request, context) => {
         const scope = scopeOf(context)
@@ -602,7 +717,11 @@ export const make = (
         const problem = scopeProblem(scope, taskId)
         return problem !== undefined
           ? Effect.fail(storeError(`Saving task ${taskId}`)(new Unstorable(problem)))
-          : transaction(`Saving task ${taskId}`, () => appendSteps(s, scope, taskId, events, compactAfter), true)
+          : transaction(
+            `Saving task ${taskId}`,
+            () => appendSteps(s, scope, taskId, events, compactAfter, folded),
+            true
+          )
       },
       heldElsewhere: (taskId, context) => {
         const scope = scopeOf(context)
