@@ -530,7 +530,12 @@ interface Runner {
   readonly transaction: <A>(steps: () => Steps<A>, writes: boolean) => Promise<A>
 }
 
-const sqlite = (given: internalTaskStore.DatabaseConfig & { readonly _tag: "Sqlite" }) =>
+const tasksOf: internalTaskStore.Table = { store: "tasks", what: "task store" }
+
+const sqlite = (
+  given: internalTaskStore.DatabaseConfig & { readonly _tag: "Sqlite" },
+  also: ReadonlyArray<internalTaskStore.Table>
+) =>
   Effect.gen(function*() {
     if (given.filename === "" || given.filename === ":memory:") {
       return yield* Effect.fail<internalTaskStore.Failure>({
@@ -540,7 +545,7 @@ const sqlite = (given: internalTaskStore.DatabaseConfig & { readonly _tag: "Sqli
     }
     const config = { ...given, filename: Path.resolve(given.filename) }
     // The SDK's table, created by its own migration as today's store creates it; its connection closes at once.
-    yield* Effect.scoped(internalTaskStore.open(config, { store: "tasks", what: "task store" }))
+    yield* Effect.scoped(internalTaskStore.open(config, tasksOf, also))
     const { driver, kysely } = yield* internalTaskStore.drivers("Sqlite", internalTaskStore.useOf(config))
     const handle = yield* Effect.try({
       try: () => new driver.default(config.filename) as BetterSqlite3,
@@ -585,9 +590,12 @@ const sqlite = (given: internalTaskStore.DatabaseConfig & { readonly _tag: "Sqli
     return { runner, config }
   })
 
-const postgres = (config: internalTaskStore.DatabaseConfig & { readonly _tag: "Postgres" }) =>
+const postgres = (
+  config: internalTaskStore.DatabaseConfig & { readonly _tag: "Postgres" },
+  also: ReadonlyArray<internalTaskStore.Table>
+) =>
   Effect.gen(function*() {
-    const { db, sql } = yield* internalTaskStore.open(config, { store: "tasks", what: "task store" })
+    const { db, sql } = yield* internalTaskStore.open(config, tasksOf, also)
     const runner: Runner = {
       db,
       sql,
@@ -671,7 +679,10 @@ export const make = (
   options: Options = {}
 ): Effect.Effect<SqlStore, TaskStoreError, Scope.Scope> =>
   Effect.gen(function*() {
-    const { runner } = yield* (config._tag === "Sqlite" ? sqlite(config) : postgres(config))
+    // The push-config table exists before the first sweep, which deletes the configs of the tasks it deletes.
+    const sweepsConfigs = options.withPushConfigs === true && config.retention !== undefined
+    const also = sweepsConfigs ? [internalTaskStore.pushConfigs] : []
+    const { runner } = yield* (config._tag === "Sqlite" ? sqlite(config, also) : postgres(config, also))
     const kysely = yield* Effect.promise(() => import("kysely"))
     yield* migrate(runner, kysely)
     if (config.retention !== undefined) {
@@ -681,7 +692,7 @@ export const make = (
         tasksTable,
         config.retention,
         config,
-        options.withPushConfigs === true ? "push_notification_configs" : undefined
+        sweepsConfigs ? "push_notification_configs" : undefined
       )
     }
     const s = statements(runner.db, runner.sql, runner.postgres)

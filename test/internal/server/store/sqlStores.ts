@@ -209,6 +209,24 @@ export const sqlStoreSuite = (name: string, config: () => internalTaskStore.Data
         )
       }))
 
+    it.live("with a retention, ended tasks past it are deleted as today's store deletes them; running ones stay", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const context = contextOf(freshTenant())
+        const store = yield* sqlStore.make({ ...config(), retention: "200 millis" }, { withPushConfigs: true })
+        const [ended, running] = [randomUUID(), randomUUID()]
+        // Statuses of 2026-01-01: long past any retention.
+        yield* store.append(ended, [started(taskOf(ended, TaskState.TASK_STATE_COMPLETED, 1))], context)
+        yield* store.append(running, [started(taskOf(running, TaskState.TASK_STATE_WORKING, 1))], context)
+        yield* store.append(running, [status(running, TaskState.TASK_STATE_WORKING, 2)], context)
+        let gone = yield* store.get(ended, context)
+        for (let round = 0; gone !== undefined && round < 100; round++) {
+          yield* Effect.sleep("50 millis")
+          gone = yield* store.get(ended, context)
+        }
+        expect(gone).toBeUndefined()
+        expect((yield* store.get(running, context))?.status?.timestamp).toBe(at(2))
+      })))
+
     it.scoped("ids and text the database cannot keep are refused before a write, and never found", () =>
       Effect.gen(function*() {
         const context = contextOf(freshTenant())

@@ -101,17 +101,21 @@ export const message = (taskId: string, messageId: string): taskFold.TaskEvent =
   data: messageOf(taskId, messageId, Role.ROLE_USER)
 })
 
+const empty = (metadata: Task["metadata"]) => metadata === undefined || Object.keys(metadata).length === 0
+
 /**
  * A task as the SDK's proto-JSON codec reads it back, what a database store
- * hands out; no metadata and empty metadata are one (the fold starts a
- * task's metadata empty).
+ * hands out; no metadata and empty metadata are one, on the task and on its
+ * artifacts (the fold may start them empty).
  */
 export const normal = (task: Task | undefined): Task | undefined => {
   if (task === undefined) return undefined
   const read = Task.fromJSON(Task.toJSON(task))
-  return read.metadata !== undefined && Object.keys(read.metadata).length === 0
-    ? { ...read, metadata: undefined }
-    : read
+  return {
+    ...read,
+    metadata: empty(read.metadata) ? undefined : read.metadata,
+    artifacts: read.artifacts.map((each) => empty(each.metadata) ? { ...each, metadata: undefined } : each)
+  }
 }
 
 type Make = () => Effect.Effect<TaskStore, TaskStoreError, Scope.Scope>
@@ -154,8 +158,7 @@ export const taskStoreContract = (name: string, make: Make) =>
           context
         )
         const expected = taskOf(id, TaskState.TASK_STATE_WORKING, 2, {
-          // Chunks appended merge the artifact's metadata, which starts empty.
-          artifacts: [{ ...artifactOf("a", "one", "two", "three"), metadata: {} }, artifactOf("b", "second")],
+          artifacts: [artifactOf("a", "one", "two", "three"), artifactOf("b", "second")],
           history: [
             messageOf(id, `${id}-m0`, Role.ROLE_USER),
             messageOf(id, "thinking"),
