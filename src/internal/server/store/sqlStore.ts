@@ -5,10 +5,13 @@
  * it, rows of our `effect_a2a_task_store_events` table. An append is one
  * transaction: it reads the snapshot and its events, folds the new events in
  * (`wire/taskFold.ts`) and, while the task runs, inserts them in one
- * statement. When the task settles (paused or ended), or its events reach
- * {@link compactAt}, the snapshot is rewritten and its events deleted: a
- * settled task is one row, as the SDK's store keeps it, and reading a task
- * folds a bounded number of events.
+ * statement. When the task settles (paused or ended), the snapshot is
+ * rewritten and its events deleted: a settled task is one row, as the SDK's
+ * store keeps it. While it runs, every {@link compactAt} events the same
+ * happens, a marker row keeping its events' `seq` growing: reading a task
+ * folds a bounded number of events. A running task is also kept folded in
+ * the process (`Folded`), so that an append reads no more than the
+ * snapshot's small columns and its events' numbers.
  *
  * Why the SDK's table stays the snapshot: tasks written by today's store
  * read unchanged (no data migration), and during a rolling upgrade the old
@@ -17,10 +20,13 @@
  * last settled state, or its last compaction), never events it cannot
  * read. When an old replica rewrites a snapshot that has events after it
  * (its `save`, a whole task), those events no longer apply: each event row
- * carries a fingerprint of the snapshot it follows (`base`), and events of
- * another snapshot are skipped, then deleted by the next append; the old
- * replica's save wins, as the last save always did. Only `list`'s filter
- * and order by status can read such an event's status until then.
+ * carries a fingerprint of the snapshot it follows (`base`: its context,
+ * status and metadata), and events of another snapshot are skipped, then
+ * deleted when the task settles or compacts; the old replica's save wins,
+ * as the last save always did. Only `list`'s filter and order by status
+ * can read such an event's status until then. (A save that leaves the
+ * status, with its timestamp, the metadata and the context as they were
+ * keeps the events after it, which then fold onto what it saved.)
  *
  * SQLite runs each transaction synchronously on its connection (its
  * better-sqlite3 handle, which kysely also uses): no await is held inside
@@ -204,16 +210,11 @@ const statusOf = (event: taskFold.TaskEvent) =>
   event.kind === "statusUpdate" ? event.data.status : event.kind === "task" ? event.data.status : undefined
 
 /** `row`'s task with the events that follow it folded in; events of another snapshot are skipped. */
-const foldRow = (id: string, row: SnapshotRow, events: ReadonlyArray<EventRow>) => {
+const foldRow = (id: string, row: SnapshotRow, events: ReadonlyArray<EventRow>): Task => {
   const base = baseOf(row)
   const task = taskOf(id, row)
-  let current = 0
-  for (const event of events) {
-    if (event.base !== base) continue
-    taskFold.apply(task, decodeEvent(event.event))
-    current++
-  }
-  return { task, base, current, stale: events.length - current }
+  for (const event of events) if (event.base === base) taskFold.apply(task, decodeEvent(event.event))
+  return task
 }
 
 // ---------------------------------------------------------------------------
@@ -496,7 +497,7 @@ const listSteps = function*(
   const tasks: Array<Task> = []
   for (const row of shown) {
     try {
-      const { task } = foldRow(row.id, row, byTask.get(row.id) ?? [])
+      const task = foldRow(row.id, row, byTask.get(row.id) ?? [])
       if (!request.includeArtifacts) task.artifacts = []
       if (request.historyLength !== undefined && request.historyLength <= 0) task.history = []
       tasks.push(task)
