@@ -46,6 +46,7 @@ import {
   TaskStatusUpdateEvent
 } from "@a2a-js/sdk"
 import { resolveUserScope, type ServerCallContext } from "@a2a-js/sdk/server"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { CompiledQuery, Kysely, RawBuilder, sql as Sql, SqliteDatabase } from "kysely"
@@ -695,6 +696,22 @@ export const make = (
         config,
         sweepsConfigs ? "push_notification_configs" : undefined
       )
+      // Events whose snapshot is gone: those of a task an old replica ended over them (its whole-task save)
+      // and then deleted past retention. A task's snapshot is written before its first event, never after.
+      const { db, sql } = runner
+      const orphans = Effect.tryPromise(() =>
+        sql`delete from ${sql.table(eventsTable)} where not exists (select 1 from ${sql.table(tasksTable)} t
+          where t.tenant = ${sql.ref(`${eventsTable}.tenant`)} and t.owner = ${sql.ref(`${eventsTable}.owner`)}
+            and t.id = ${sql.ref(`${eventsTable}.task_id`)})`.execute(db)
+      ).pipe(
+        Effect.catchAll((error) =>
+          Effect.logWarning("Could not delete the task store's events of deleted tasks").pipe(
+            Effect.annotateLogs({ cause: String(error.error) })
+          )
+        )
+      )
+      yield* orphans
+      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.minutes(10)), orphans)))
     }
     const s = statements(runner.db, runner.sql, runner.postgres)
     const compactAfter = options.compactAt ?? compactAt
