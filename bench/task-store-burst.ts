@@ -19,6 +19,7 @@ import { ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { Effect, Exit, Scope } from "effect"
 import { randomBytes, randomUUID } from "node:crypto"
 import * as Fs from "node:fs"
+import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as sqlStore from "../src/internal/server/store/sqlStore.js"
@@ -29,6 +30,13 @@ import { startPostgres } from "../test/fixtures/postgres.js"
 
 const events = Number(process.env["BURST_EVENTS"] ?? 2000)
 const runs = Number(process.env["BURST_RUNS"] ?? 2)
+// An experiment: the SQLite files in write-ahead-log mode (persistent in the file) rather than the default rollback journal.
+const sqliteWal = process.env["BURST_SQLITE_WAL"] === "1"
+// better-sqlite3 ships no types of its own: what of it this script uses.
+const Database = createRequire(import.meta.url)("better-sqlite3") as new(filename: string) => {
+  readonly pragma: (text: string) => unknown
+  readonly close: () => void
+}
 const context = new ServerCallContext({ user: new UnauthenticatedUser() })
 // Random text, as the messages of a real run are: repeated text would shrink in PostgreSQL's compression of large values.
 const padding = () => randomBytes(165).toString("base64")
@@ -140,8 +148,16 @@ const program = Effect.gen(function*() {
   const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "effect-a2a-burst-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(directory, { recursive: true, force: true })))
   yield* measure(
-    "SQLite write_bytes",
-    () => ({ _tag: "Sqlite", filename: Path.join(directory, `${randomUUID()}.db`) }),
+    `SQLite write_bytes${sqliteWal ? " (WAL mode)" : ""}`,
+    () => {
+      const filename = Path.join(directory, `${randomUUID()}.db`)
+      if (sqliteWal) {
+        const database = new Database(filename)
+        database.pragma("journal_mode = WAL")
+        database.close()
+      }
+      return { _tag: "Sqlite", filename }
+    },
     () =>
       Effect.sync(() => {
         const before = ioWritten()
