@@ -188,7 +188,8 @@ const terminalStateNames = Object.values(TaskState)
 // the awaits between them would block the other connections of the process
 // (the push-config store, the outbox), whose better-sqlite3 calls wait for
 // the lock synchronously.
-const sweepEnded = (
+/** @internal */
+export const sweepEnded = (
   db: Kysely<unknown>,
   sql: typeof Sql,
   table: string,
