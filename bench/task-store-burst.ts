@@ -106,8 +106,8 @@ const open = (config: internalTaskStore.DatabaseConfig, native: boolean) =>
   native
     ? sqlStore.make(config)
     : Effect.map(
-      Effect.mapError(internalTaskStore.make(config), (failure) => new Error(failure.message)),
-      store.fromSdk
+      Effect.mapError(internalTaskStore.open(config, internalTaskStore.tasks), (failure) => new Error(failure.message)),
+      ({ db, sdk }) => store.fromSdk(new sdk.DatabaseTaskStore(db))
     )
 
 const ioWritten = (): number => {

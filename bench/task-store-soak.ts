@@ -19,7 +19,10 @@ import { randomUUID } from "node:crypto"
 import { performance } from "node:perf_hooks"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
-import * as internalMemoryTaskStore from "../src/internal/server/store/memoryTaskStore.js"
+import * as Runtime from "effect/Runtime"
+import * as memoryStore from "../src/internal/server/store/memoryStore.js"
+import * as shelf from "../src/internal/server/store/shelf.js"
+import * as internalStore from "../src/internal/server/store/store.js"
 import { report } from "./report.js"
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 100_000)
@@ -123,10 +126,10 @@ const main = async () => {
   const peer = await unbounded()
 
   const clock = { now: 0 }
-  const ours = internalMemoryTaskStore.make({ now: () => clock.now })
+  const ours = internalStore.toSdk(memoryStore.make({ now: () => clock.now }), Runtime.defaultRuntime)
   const bounded = await soak(ours)
   const kept = await countOf(ours)
-  const expected = Math.min(TASKS, internalMemoryTaskStore.defaults.maxFinished)
+  const expected = Math.min(TASKS, shelf.defaults.maxFinished)
   if (kept !== expected) throw new Error(`the bounded store kept ${kept} tasks, not ${expected}`)
 
   // The retention passes: the next call of the store forgets every ended task.

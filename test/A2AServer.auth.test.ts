@@ -14,6 +14,8 @@ import * as Authentication from "../src/Authentication.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import * as internalAuthentication from "../src/internal/server/handler/authentication.js"
 import * as internalIdempotencyEntry from "../src/internal/server/idempotency/idempotencyEntry.js"
+import * as internalMakeStore from "../src/internal/server/store/makeStore.js"
+import * as internalStore from "../src/internal/server/store/store.js"
 import * as internalTaskStore from "../src/internal/server/store/taskStore.js"
 import * as Observability from "../src/Observability.js"
 import {
@@ -242,7 +244,10 @@ describe("A2AServer with authenticate", () => {
 
   it.effect("the idempotency sweep records a task its replica left under the entry's caller, where only that caller finds it", () =>
     Effect.gen(function*() {
-      const store = yield* internalTaskStore.make(internalTaskStore.defaultConfig)
+      const store = internalStore.toSdk(
+        yield* internalMakeStore.make(internalTaskStore.defaultConfig),
+        yield* Effect.runtime<never>()
+      )
       const taskId = crypto.randomUUID()
       yield* internalIdempotencyEntry.expiring(store)({
         key: "order-17",

@@ -23,7 +23,8 @@ import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as IdempotencyLedger from "../src/IdempotencyLedger.js"
 import { fingerprintOf } from "../src/internal/server/idempotency/idempotencyEntry.js"
-import * as internalTaskStore from "../src/internal/server/store/taskStore.js"
+import * as internalMakeStore from "../src/internal/server/store/makeStore.js"
+import * as internalStore from "../src/internal/server/store/store.js"
 import * as taskState from "../src/internal/wire/taskState.js"
 import * as Part from "../src/Part.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
@@ -767,8 +768,11 @@ describe("A2AServer idempotency: the entry records the run's end, never a runnin
           Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "a2a-retimm-"))),
           (made) => Effect.sync(() => Fs.rmSync(made, { recursive: true, force: true }))
         )
-        const sqlite = yield* Effect.orDie(
-          internalTaskStore.make(A2AServer.TaskStoreConfig.Sqlite({ filename: Path.join(dir, "tasks.db") }))
+        const sqlite = internalStore.toSdk(
+          yield* Effect.orDie(
+            internalMakeStore.make(A2AServer.TaskStoreConfig.Sqlite({ filename: Path.join(dir, "tasks.db") }))
+          ),
+          yield* Effect.runtime<never>()
         )
         const clients: Array<Client> = []
         for (const store of [new InMemoryTaskStore(), sqlite]) {

@@ -28,6 +28,8 @@ import * as internalPush from "../push/push.js"
 import * as internalReplication from "../replication/replication.js"
 import * as internalCancelWatch from "../run/cancelWatch.js"
 import * as internalExecutor from "../run/executor.js"
+import * as internalMakeStore from "../store/makeStore.js"
+import type { Forgotten } from "../store/shelf.js"
 import * as internalStore from "../store/store.js"
 import * as internalTaskStore from "../store/taskStore.js"
 import * as internalGrpc from "../transport/grpc.js"
@@ -52,15 +54,30 @@ const routerTransports: ReadonlyArray<internalTransport.Transport> = ["JSONRPC",
 const isTaskStoreConfig = (store: TaskStore | A2AServer.TaskStoreConfig): store is A2AServer.TaskStoreConfig =>
   "_tag" in store
 
-const taskStoreOf = (
+/** The server's task store, and what is wired beside it. */
+interface Stores {
+  /** What the request handler reads and writes, as the `TaskStore` service. */
+  readonly native: internalStore.TaskStore
+  /** Whether another caller holds a task not found, when the store can tell. */
+  readonly heldElsewhere: internalAuthentication.HeldElsewhere | undefined
+  /** Told of each task the memory store forgets. */
+  readonly whenForgotten: ((listener: Forgotten) => void) | undefined
+}
+
+// A user's own store of the SDK's shape is served through `fromSdk`; a configured one is native.
+const storesOf = (
   store: TaskStore | A2AServer.TaskStoreConfig | undefined,
   withPushConfigs: boolean
-): Effect.Effect<TaskStore, internalTaskStore.TaskStoreError, Scope.Scope> =>
+): Effect.Effect<Stores, internalTaskStore.TaskStoreError, Scope.Scope> =>
   store !== undefined && !isTaskStoreConfig(store)
-    ? Effect.succeed(store)
-    : Effect.mapError(
-      internalTaskStore.make(store ?? internalTaskStore.defaultConfig, withPushConfigs),
-      (failure) => new internalTaskStore.TaskStoreError(failure)
+    ? Effect.succeed({ native: internalStore.fromSdk(store), heldElsewhere: undefined, whenForgotten: undefined })
+    : Effect.map(
+      internalMakeStore.make(store ?? internalTaskStore.defaultConfig, { withPushConfigs }),
+      (native) => ({
+        native,
+        heldElsewhere: native.heldElsewhere,
+        whenForgotten: "whenForgotten" in native ? native.whenForgotten : undefined
+      })
     )
 
 /** Where each served transport is reached. @internal */
@@ -114,14 +131,17 @@ const buildCard = (
 const requestHandlerOf = (
   card: AgentCard,
   extendedCard: AgentCard | undefined,
-  taskStore: TaskStore,
   executor: AgentExecutor.EffectAgentExecutor,
   subscriptions: internalSubscription.Subscriptions,
   idempotency: A2AServer.IdempotencyOptions | undefined,
   pushStore: PushNotificationStore | undefined,
   replication: internalReplication.Replication | undefined,
   appendRetryMillis: number
-): Effect.Effect<internalIdempotency.Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
+): Effect.Effect<
+  internalIdempotency.Made,
+  never,
+  IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope
+> =>
   idempotency === undefined
     // Without idempotency, a message to a task whose run is in progress is refused.
     ? Effect.gen(function*() {
@@ -132,7 +152,7 @@ const requestHandlerOf = (
         channels: subscriptions.channels,
         pushStore,
         appendRetryMillis
-      }).pipe(Effect.provideService(internalStore.TaskStore, internalStore.fromSdk(taskStore)))
+      })
       return {
         handler: internalSdkHandler.toSdk(handler, yield* Effect.runtime<never>()),
         claim: (taskId) => executor.claim(taskId)
@@ -141,7 +161,6 @@ const requestHandlerOf = (
     : internalIdempotency.make({
       card,
       extendedCard,
-      taskStore,
       executor,
       subscriptions,
       options: idempotency,
@@ -196,15 +215,20 @@ export const make = <E, R>(
 ): Effect.Effect<App, A2AServer.MakeError, R | IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
   Effect.gen(function*() {
     const name = options.name ?? options.card.name
-    const stored = yield* taskStoreOf(options.taskStore, options.push !== undefined)
+    const stores = yield* storesOf(options.taskStore, options.push !== undefined)
+    const stored = stores.native
     // With callers told apart, a miss on another's task is counted.
-    const taskStore = options.authenticate === undefined
+    const handlerStore = options.authenticate === undefined
       ? stored
-      : yield* internalAuthentication.watchingForbidden(stored, name)
+      : yield* internalAuthentication.watchingForbidden(stored, stores.heldElsewhere, name)
+    // What still reads the SDK's shape (the executor's cancel watch, the public `taskStore`) reads this view.
+    const taskStore = options.taskStore !== undefined && !isTaskStoreConfig(options.taskStore)
+      ? options.taskStore
+      : internalStore.toSdk(handlerStore, yield* Effect.runtime<never>())
     const load = yield* internalLoad.make(options, name)
     const push = options.push === undefined
       ? undefined
-      : yield* internalPush.make(options.push, options.taskStore, name, stored)
+      : yield* internalPush.make(options.push, options.taskStore, name, stores.whenForgotten)
     // The request handler writes every event of a run, its end included: the executor needs no store.
     // The store is read only for cancels that reached another replica sharing it.
     const executorOptions: AgentExecutor.Options<R> & internalCancelWatch.CancelWatchOptions = {
@@ -250,18 +274,16 @@ export const make = <E, R>(
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalSubscription.makeSubscriptions()
-    const handlerStore = taskStore
     const { claim, handler, heldElsewhere } = yield* requestHandlerOf(
       card,
       extendedCard,
-      handlerStore,
       executor,
       subscriptions,
       options.idempotency,
       push?.store,
       replication,
       Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30))
-    )
+    ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
     const subscribed = replication === undefined
       ? internalSubscription.continuing(handler, subscriptions)
       : replication.handling(handler, subscriptions, heldElsewhere)
@@ -272,7 +294,7 @@ export const make = <E, R>(
       subscriptions,
       ...(gate === undefined
         ? {}
-        : { visible: (taskId, context) => handlerStore.load(taskId, context).then((task) => task !== undefined) })
+        : { visible: (taskId, context) => taskStore.load(taskId, context).then((task) => task !== undefined) })
     })
     const state = { closing: false }
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes

@@ -6,7 +6,7 @@
  * @internal
  */
 import type { AgentCard } from "@a2a-js/sdk"
-import { resolveUserScope, ServerCallContext, type TaskStore, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
+import { resolveUserScope, ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -16,6 +16,7 @@ import { type Authenticator, type Caller, type Request, type Scheme } from "../.
 import * as internalMetrics from "../../observability/metrics.js"
 import * as ErrorId from "../../wire/errorId.js"
 import * as internalFailure from "../run/failure.js"
+import type * as internalStore from "../store/store.js"
 
 export {
   type Authenticator,
@@ -167,49 +168,46 @@ export const declare = (card: AgentCard, scheme: Scheme | undefined): AgentCard 
 /**
  * Whether a task a store did not find for the caller of `context` is held
  * by another caller: only for `a2a.server.forbidden`, never for the answer.
+ * The native stores tell (`heldElsewhere`); a user's own SDK store cannot.
  *
  * @internal
  */
-export type HeldElsewhere = (taskId: string, context: ServerCallContext) => Promise<boolean>
-
-const heldElsewhereKey = Symbol.for("effect-a2a/HeldElsewhere")
-
-/** `store`, able to tell (see {@link HeldElsewhere}). @internal */
-export const withHeldElsewhere = <S extends TaskStore>(store: S, heldElsewhere: HeldElsewhere): S =>
-  Object.assign(store, { [heldElsewhereKey]: heldElsewhere })
+export type HeldElsewhere = (taskId: string, context: ServerCallContext) => Effect.Effect<boolean, unknown>
 
 /**
- * `store` with each load that finds nothing for an authenticated caller
+ * `store` with each `get` that finds nothing for an authenticated caller
  * checked, after the answer, against the other callers' tasks: a hit is
- * counted in `a2a.server.forbidden` and logged as a warning. A store that
- * cannot tell is returned as it is.
+ * counted in `a2a.server.forbidden` and logged as a warning. Without
+ * `heldElsewhere`, `store` is returned as it is.
  *
  * @internal
  */
-export const watchingForbidden = (store: TaskStore, agent: string): Effect.Effect<TaskStore> =>
+export const watchingForbidden = (
+  store: internalStore.TaskStore,
+  heldElsewhere: HeldElsewhere | undefined,
+  agent: string
+): Effect.Effect<internalStore.TaskStore> =>
   Effect.map(Effect.runtime<never>(), (runtime) => {
-    const heldElsewhere = (store as { readonly [heldElsewhereKey]?: HeldElsewhere })[heldElsewhereKey]
     if (heldElsewhere === undefined) return store
     const forbidden = internalMetrics.tagged(internalMetrics.serverForbidden, { agent })
     const runFork = Runtime.runFork(runtime)
     const check = (taskId: string, context: ServerCallContext, caller: Caller) =>
-      heldElsewhere(taskId, context).then((held) => {
-        if (!held) return
-        forbidden.unsafeUpdate(1, [])
-        runFork(
-          Effect.logWarning("Request on another caller's task, answered as not found").pipe(
-            Effect.annotateLogs({ caller: caller.id, taskId })
+      Effect.flatMap(heldElsewhere(taskId, context), (held) =>
+        held
+          ? Effect.zipRight(
+            Effect.sync(() => forbidden.unsafeUpdate(1, [])),
+            Effect.logWarning("Request on another caller's task, answered as not found").pipe(
+              Effect.annotateLogs({ caller: caller.id, taskId })
+            )
           )
-        )
-      }, () => undefined)
+          : Effect.void).pipe(Effect.ignore)
     return {
-      save: (task, context) => store.save(task, context),
-      list: (params, context) => store.list(params, context),
-      load: (taskId, context) =>
-        store.load(taskId, context).then((task) => {
+      ...store,
+      get: (taskId, context) =>
+        Effect.tap(store.get(taskId, context), (task) => {
           const caller = task === undefined ? callerOf(context) : undefined
-          if (caller !== undefined) void check(taskId, context, caller)
-          return task
+          // Not awaited: the answer does not wait for the count.
+          if (caller !== undefined) runFork(check(taskId, context, caller))
         })
     }
   })

@@ -380,7 +380,6 @@ export interface Made {
 export const make = (deps: {
   readonly card: AgentCard
   readonly extendedCard: AgentCard | undefined
-  readonly taskStore: TaskStore
   readonly executor: AgentExecutor.EffectAgentExecutor
   /** The handler's event buses, and what subscribes to them. */
   readonly subscriptions: internalSubscription.Subscriptions
@@ -388,10 +387,12 @@ export const make = (deps: {
   readonly pushStore: PushNotificationStore | undefined
   readonly follow?: entry.Shared["follow"]
   readonly appendRetryMillis: number
-}): Effect.Effect<Made, never, IdempotencyLedger.IdempotencyLedger | Scope.Scope> =>
+}): Effect.Effect<Made, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
   Effect.gen(function*() {
     const ledger = yield* Ledger.IdempotencyLedger
     const runtime = yield* Effect.runtime<never>()
+    // The ledger's reads and writes of a task are promises: the store's service seen in the SDK's shape.
+    const taskStore = internalStore.toSdk(yield* internalStore.TaskStore, runtime)
     const runPromiseExit = Runtime.runPromiseExit(runtime)
     // Rejects with the error itself, not a FiberFailure: the SDK's transports
     // map its own errors (e.g. -32602) by their class.
@@ -400,7 +401,7 @@ export const make = (deps: {
         if (Exit.isSuccess(exit)) return exit.value
         throw Cause.squash(exit.cause)
       })
-    const { card, executor, options, subscriptions, taskStore } = deps
+    const { card, executor, options, subscriptions } = deps
     const onExpired = entry.expiring(taskStore)
     yield* Effect.forkScoped(Ledger.sweep({ onExpired, every: options.sweepEvery }))
     const shared: entry.Shared = {
@@ -437,7 +438,7 @@ export const make = (deps: {
         return taskId
       },
       onRequestContext: (built) => void shared.runContexts.set(built.context, built.contextId)
-    }).pipe(Effect.provideService(internalStore.TaskStore, internalStore.fromSdk(taskStore)))
+    })
     const handler = new IdempotentRequestHandler(shared, internalSdkHandler.toSdk(inner, runtime))
     // A keyed message goes on to the ledger, which joins a repeat to its run; a new key, it refuses.
     const heldElsewhere = (params: SendMessageRequest, context: ServerCallContext): boolean => {

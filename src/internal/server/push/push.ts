@@ -18,7 +18,7 @@ import type * as A2AServer from "../../../A2AServer.js"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import { streamResponseOf, tapped } from "../handler/busTap.js"
 import { ConfigurationError } from "../run/executor.js"
-import * as internalMemoryTaskStore from "../store/memoryTaskStore.js"
+import type { Forgotten } from "../store/shelf.js"
 import * as internalTaskStore from "../store/taskStore.js"
 import * as internalPushOutbox from "./pushOutbox.js"
 import * as internalPushSender from "./pushSender.js"
@@ -43,8 +43,8 @@ export const make = (
   options: A2AServer.PushOptions,
   taskStore: TaskStore | A2AServer.TaskStoreConfig | undefined,
   agent: string,
-  /** The task store itself: the configs of a task the bounded memory store forgets go with it. */
-  tasks: TaskStore
+  /** The memory task store's: the configs of a task it forgets go with it. */
+  whenForgotten: ((listener: Forgotten) => void) | undefined
 ): Effect.Effect<Push, internalTaskStore.TaskStoreError | A2AServer.MakeError, Scope.Scope> =>
   Effect.gen(function*() {
     // An entry that matches nothing would fail closed without a word: refused at start-up instead.
@@ -73,7 +73,7 @@ export const make = (
       )
     // In memory, at once and only where there are configs: the bounded store forgets a task on nearly every save once
     // it is full. A database store's retention deletes them with their tasks.
-    if (store.forgetTask !== undefined) internalMemoryTaskStore.whenForgotten(tasks, store.forgetTask)
+    if (store.forgetTask !== undefined) whenForgotten?.(store.forgetTask)
     // Made before the sender, so closed after it: this server's rows are freed once its deliveries have stopped.
     const outbox = storeConfig !== "memory" && internalTaskStore.isDatabase(storeConfig)
       ? yield* Effect.mapError(internalPushOutbox.make(storeConfig), (failure) =>

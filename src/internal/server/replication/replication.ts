@@ -21,8 +21,7 @@ import {
   type AgentExecutionEvent,
   type ExecutionEventBus,
   resolveUserScope,
-  type ServerCallContext,
-  type TaskStore
+  type ServerCallContext
 } from "@a2a-js/sdk/server"
 import * as Effect from "effect/Effect"
 import * as FiberId from "effect/FiberId"
@@ -41,6 +40,7 @@ import { streamResponseOf, tapped } from "../handler/busTap.js"
 import { headersOf } from "../handler/handler.js"
 import { failedTask } from "../idempotency/idempotencyEntry.js"
 import * as internalFailure from "../run/failure.js"
+import type { TaskStore } from "../store/store.js"
 import * as internalTaskStore from "../store/taskStore.js"
 import * as internalRpc from "../transport/rpc.js"
 import * as internalSubscription from "../transport/subscription.js"
@@ -148,10 +148,11 @@ const interrupted = (log: internalEventLog.EventLog, taskStore: TaskStore) => (l
   Effect.gen(function*() {
     const { taskId } = lapsed
     const context = internalAuthentication.ownerContext(lapsed.tenant, lapsed.owner)
-    const existing = yield* Effect.tryPromise(() => taskStore.load(taskId, context))
+    const existing = yield* taskStore.get(taskId, context)
     if (existing !== undefined && TaskState.isSettled(existing.status?.state)) return
     const { errorId, task } = failedTask(taskId, existing?.contextId || randomUUID(), existing)
-    yield* Effect.tryPromise(() => taskStore.save(task, context))
+    // The whole task as a run's first event: on a stored one, its status and history replace the stored ones.
+    yield* taskStore.append(taskId, [{ kind: "task", data: task }], context)
     yield* logEnd(log, task)
     yield* internalFailure.logErrorOffSpan("Task interrupted: its replica stopped before it ended", {
       errorId,
@@ -198,7 +199,7 @@ export const make = (
         const check: Effect.Effect<void> = Effect.zipRight(
           watcher.next(),
           Effect.flatMap(
-            Effect.promise(() => taskStore.load(taskId, context).catch(() => undefined)),
+            Effect.orElseSucceed(taskStore.get(taskId, context), () => undefined),
             (task) =>
               task?.status?.state === SdkTaskState.TASK_STATE_CANCELED
                 ? Effect.promise(() => executor.cancelTask(taskId, bus))

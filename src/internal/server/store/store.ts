@@ -7,14 +7,19 @@
  * A store of the SDK's shape (`load`, `save`, `list`: a user's own, given as
  * `A2AServer`'s `taskStore`) serves it through {@link fromSdk}, which
  * rewrites the whole task at each append: the only way that shape allows.
+ * The other way, {@link toSdk} is a native store seen in the SDK's shape,
+ * for what still reads that shape (the server's public `taskStore`).
  *
  * @internal
  */
 import type { ListTasksRequest, ListTasksResponse, Task } from "@a2a-js/sdk"
 import { A2AError } from "@a2a-js/sdk/errors"
 import type { ServerCallContext, TaskStore as SdkTaskStore } from "@a2a-js/sdk/server"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Runtime from "effect/Runtime"
 import { TaskStoreError } from "../../serverErrors.js"
 import * as taskFold from "../../wire/taskFold.js"
 
@@ -80,3 +85,31 @@ export const fromSdk = (store: SdkTaskStore): TaskStore => ({
       return task
     })
 })
+
+/**
+ * `store` in the SDK's shape: `load` is `get`, `list` is `list`, and `save`
+ * appends the whole task as one `task` event, which the fold takes as a run
+ * starting from it: its status, context and metadata replace the stored
+ * ones, its artifacts are merged in by id, and its history replaces the
+ * stored one unless empty. The task is copied first, as the SDK's stores
+ * copy it. A failure of the store rejects with its own
+ * error (a `TaskStoreError`, or the A2A error of a page token that does
+ * not decode).
+ *
+ * @internal
+ */
+export const toSdk = (store: TaskStore, runtime: Runtime.Runtime<never>): SdkTaskStore => {
+  const run = async <A>(effect: Effect.Effect<A, TaskStoreError>): Promise<A> => {
+    const exit = await Runtime.runPromiseExit(runtime)(effect)
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Cause.squash(exit.cause)
+  }
+  return {
+    load: (taskId, context) => run(store.get(taskId, context)),
+    list: (request, context) => run(store.list(request, context)),
+    save: async (task, context) => {
+      // A copy, as the SDK's stores save: the caller may change its task after the save returns.
+      await run(store.append(task.id, [{ kind: "task", data: structuredClone(task) }], context))
+    }
+  }
+}

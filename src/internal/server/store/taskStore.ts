@@ -1,8 +1,9 @@
 /**
- * The task store a server is configured with: the bounded in-memory store
- * (the default), the SDK's unbounded `InMemoryTaskStore`, or the SDK's
- * `DatabaseTaskStore` on SQLite or PostgreSQL, its table created by the SDK's
- * own migrations (what `a2a-db upgrade --store tasks` runs).
+ * The task store a server is configured with, and what its database ones
+ * share with the push-config store, the push outbox and replication: the
+ * drivers, the connection, and the SDK's own migrations of its tables (what
+ * `a2a-db upgrade --store tasks` runs; `sqlStore.ts` keeps the SDK's `tasks`
+ * table as its snapshot table). The stores themselves are `makeStore.ts`'s.
  *
  * `kysely`, `better-sqlite3` and `pg` are optional peers, of the SDK's and
  * ours: they are loaded only when a database store is asked for, and their
@@ -11,7 +12,6 @@
  * @internal
  */
 import { TaskState } from "@a2a-js/sdk"
-import { InMemoryTaskStore, resolveUserScope, type TaskStore } from "@a2a-js/sdk/server"
 import type * as SdkDatabase from "@a2a-js/sdk/server/database"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -27,8 +27,6 @@ import { pathToFileURL } from "node:url"
 import * as Peer from "../../peer.js"
 import { TaskStoreError } from "../../serverErrors.js"
 import * as taskState from "../../wire/taskState.js"
-import * as internalAuthentication from "../handler/authentication.js"
-import * as internalMemoryTaskStore from "./memoryTaskStore.js"
 
 type Retention = { readonly retention?: Duration.DurationInput | undefined }
 
@@ -109,7 +107,8 @@ export interface Table {
   readonly what: string
 }
 
-const tasks: Table = { store: "tasks", what: "task store" }
+/** The SDK's task table, which the SQL stores keep as their snapshot table. @internal */
+export const tasks: Table = { store: "tasks", what: "task store" }
 
 /** The SDK's push-config table, beside the tasks. @internal */
 export const pushConfigs: Table = { store: "push-notification-configs", what: "push-config store" }
@@ -228,28 +227,6 @@ export const sweepEnded = (
   })
 
 /**
- * The store `config` names. A database one: creates the table when missing,
- * opens the database and returns the SDK's `DatabaseTaskStore` on it, the
- * connection closing with the scope, and deletes ended tasks past retention
- * when asked to.
- *
- * @internal
- */
-export const make = (
-  config: Config,
-  /** Whether push is on: a database store's retention then deletes the push configs of the tasks it deletes. */
-  withPushConfigs = false
-): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
-  config._tag === "Memory"
-    ? Effect.map(Effect.clock, (clock) =>
-      internalMemoryTaskStore.make({ ...config, now: () => clock.unsafeCurrentTimeMillis() }))
-    : config._tag === "Unbounded"
-    ? Effect.sync(() =>
-      new InMemoryTaskStore()
-    )
-    : database(config, withPushConfigs)
-
-/**
  * `body` in a transaction under an advisory lock named by `table`: replicas
  * that start together create their tables in turn, as concurrent `create …
  * if not exists` can still collide in PostgreSQL's catalog.
@@ -352,30 +329,4 @@ export const open = (
       catch: fail("Connection", `Could not reach the ${given._tag} ${table.what}`)
     })
     return { db, sql, sdk, tableName }
-  })
-
-const database = (config: DatabaseConfig, withPushConfigs: boolean): Effect.Effect<TaskStore, Failure, Scope.Scope> =>
-  Effect.gen(function*() {
-    // The config table exists before the first sweep, which runs before the push-config store opens.
-    const sweepsConfigs = withPushConfigs && config.retention !== undefined
-    const { db, sdk, sql, tableName } = yield* open(config, tasks, sweepsConfigs ? [pushConfigs] : [])
-    if (config.retention !== undefined) {
-      yield* sweepEnded(
-        db,
-        sql,
-        tableName,
-        config.retention,
-        config,
-        sweepsConfigs ? sdk.PUSH_NOTIFICATION_TABLE : undefined
-      )
-    }
-    return internalAuthentication.withHeldElsewhere(
-      new sdk.DatabaseTaskStore(db),
-      (taskId, context) =>
-        sql`select 1 from ${sql.table(tableName)} where tenant = ${
-          context.tenant ?? ""
-        } and id = ${taskId} and owner <> ${resolveUserScope(context)} limit 1`.execute(db).then((result) =>
-          result.rows.length > 0
-        )
-    )
   })

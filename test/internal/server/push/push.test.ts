@@ -1,11 +1,12 @@
 import { TaskState } from "@a2a-js/sdk"
-import { DefaultExecutionEventBus, InMemoryTaskStore, RequestContext, ServerCallContext } from "@a2a-js/sdk/server"
+import { DefaultExecutionEventBus, RequestContext, ServerCallContext } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AgentExecutor from "../../../../src/AgentExecutor.js"
 import * as internalAuthentication from "../../../../src/internal/server/handler/authentication.js"
 import * as internalPush from "../../../../src/internal/server/push/push.js"
-import * as internalMemoryTaskStore from "../../../../src/internal/server/store/memoryTaskStore.js"
+import * as memoryStore from "../../../../src/internal/server/store/memoryStore.js"
+import * as internalStore from "../../../../src/internal/server/store/store.js"
 import { eventually, seededTask, userMessage } from "../../../fixtures/serverAgents.js"
 import { webhook } from "../../../fixtures/webhook.js"
 
@@ -13,8 +14,14 @@ describe("server/push", () => {
   it.scopedLive("the configs of a task the bounded memory store forgets go with it, in the scope of its caller only", () =>
     Effect.gen(function*() {
       let now = 0
-      const tasks = internalMemoryTaskStore.make({ retention: "1 second", now: () => now })
-      const push = yield* internalPush.make({ allowPushTargets: ["127.0.0.1"] }, undefined, "push-test", tasks)
+      const native = memoryStore.make({ retention: "1 second", now: () => now })
+      const tasks = internalStore.toSdk(native, yield* Effect.runtime<never>())
+      const push = yield* internalPush.make(
+        { allowPushTargets: ["127.0.0.1"] },
+        undefined,
+        "push-test",
+        native.whenForgotten
+      )
       const as = (owner: string) => internalAuthentication.ownerContext("", owner)
       const config = (id: string, taskId: string) => ({
         tenant: "",
@@ -49,7 +56,7 @@ describe("server/push", () => {
         { allowPushTargets: ["127.0.0.1"] },
         undefined,
         "push-test",
-        new InMemoryTaskStore()
+        undefined
       )
       const executor = push.pushing(
         yield* AgentExecutor.make(
@@ -101,8 +108,14 @@ describe("server/push", () => {
   it.scopedLive("without configs, a run's events and the tasks the bounded store forgets never reach the push store; with one, the task is pushed", () =>
     Effect.gen(function*() {
       const hook = yield* webhook()
-      const tasks = internalMemoryTaskStore.make({ maxFinished: 1, now: () => Date.now() })
-      const push = yield* internalPush.make({ allowPushTargets: ["127.0.0.1"] }, undefined, "push-test", tasks)
+      const native = memoryStore.make({ maxFinished: 1, now: () => Date.now() })
+      const tasks = internalStore.toSdk(native, yield* Effect.runtime<never>())
+      const push = yield* internalPush.make(
+        { allowPushTargets: ["127.0.0.1"] },
+        undefined,
+        "push-test",
+        native.whenForgotten
+      )
       // The real store, its lookups and deletes counted in place: the sender and the eviction reach it through this
       // same object.
       const store: { -readonly [K in keyof typeof push.store]: (typeof push.store)[K] } = push.store

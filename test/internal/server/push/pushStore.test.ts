@@ -5,7 +5,8 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as internalPushStore from "../../../../src/internal/server/push/pushStore.js"
-import * as internalTaskStore from "../../../../src/internal/server/store/taskStore.js"
+import * as internalMakeStore from "../../../../src/internal/server/store/makeStore.js"
+import type * as internalTaskStore from "../../../../src/internal/server/store/taskStore.js"
 import { agentMessage, cardFor, ScriptedExecutor, sdkRequest } from "../../../fixtures/peers.js"
 import {
   callerA,
@@ -90,7 +91,7 @@ describe("SQLite", () => {
       yield* Effect.promise(() => store.save("t1", callerA, saved))
       yield* Scope.close(first, Exit.void)
       // The task store opens the same file, its own table migrated beside the push table.
-      yield* internalTaskStore.make(config)
+      yield* internalMakeStore.make(config)
       const reopened = yield* internalPushStore.make(config, policy)
       expect(yield* Effect.promise(() => reopened.load("t1", callerA))).toEqual([saved])
     }))

@@ -27,13 +27,16 @@ import {
   taskOf
 } from "./taskStores.js"
 
-/** Today's store on `config`, as a replica of the old version runs it. */
+/** The SDK's `DatabaseTaskStore` on `config`, as a replica of the old version ran it. */
 const today = (config: internalTaskStore.DatabaseConfig) =>
-  Effect.map(internalTaskStore.make(config), (store) => ({
+  Effect.map(internalTaskStore.open(config, internalTaskStore.tasks), ({ db, sdk }) => {
+    const store = new sdk.DatabaseTaskStore(db)
+    return {
     save: (task: Task, context = contextOf("")) => Effect.promise(() => store.save(task, context)),
     load: (id: string, context = contextOf("")) => Effect.promise(() => store.load(id, context)),
     list: (context = contextOf("")) => Effect.promise(() => store.list(listAll({ includeArtifacts: true }), context))
-  }))
+    }
+  })
 
 /** How many event rows the task `id` has after its snapshot. */
 const eventRows = (config: internalTaskStore.DatabaseConfig, id: string) =>
