@@ -898,11 +898,15 @@ describe("A2AServer", () => {
         expect(JSON.parse((yield* getTask(server.rpcUrl, "later-0")).text).result?.id).toBe("later-0")
       }))
 
-    it.scopedLive("Unbounded keeps every task in the SDK's InMemoryTaskStore", () =>
+    it.scopedLive("Unbounded keeps every task: beyond 10,000 ended tasks the first is still found", () =>
       Effect.gen(function*() {
         const server = yield* A2AServer.make({ agent: echo, card, taskStore: A2AServer.TaskStoreConfig.Unbounded() })
-        expect(server.taskStore).toBeInstanceOf(InMemoryTaskStore)
+        expect(server.taskStore).not.toBeInstanceOf(InMemoryTaskStore)
         const task = yield* send(yield* makeClient(server.url), "kept")
+        const later = { ...task, history: [], artifacts: [] }
+        yield* Effect.promise(async () => {
+          for (let i = 0; i < 10_000; i++) await server.taskStore.save({ ...later, id: `later-${i}` }, anonymous)
+        })
         expect(JSON.parse((yield* getTask(server.rpcUrl, task.id)).text).result?.id).toBe(task.id)
       }))
 
