@@ -15,11 +15,11 @@
  */
 import { type ListTasksRequest, Role, type Task, TaskState } from "@a2a-js/sdk"
 import { InMemoryTaskStore, ServerCallContext, type TaskStore, UnauthenticatedUser } from "@a2a-js/sdk/server"
+import * as Runtime from "effect/Runtime"
 import { randomUUID } from "node:crypto"
 import { performance } from "node:perf_hooks"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
-import * as Runtime from "effect/Runtime"
 import * as memoryStore from "../src/internal/server/store/memoryStore.js"
 import * as shelf from "../src/internal/server/store/shelf.js"
 import * as internalStore from "../src/internal/server/store/store.js"

@@ -20,8 +20,7 @@ import type {
   A2ARequestHandler,
   AgentExecutor as SdkAgentExecutor,
   PushNotificationStore,
-  ServerCallContext,
-  TaskStore
+  ServerCallContext
 } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"

@@ -32,9 +32,9 @@ const today = (config: internalTaskStore.DatabaseConfig) =>
   Effect.map(internalTaskStore.open(config, internalTaskStore.tasks), ({ db, sdk }) => {
     const store = new sdk.DatabaseTaskStore(db)
     return {
-    save: (task: Task, context = contextOf("")) => Effect.promise(() => store.save(task, context)),
-    load: (id: string, context = contextOf("")) => Effect.promise(() => store.load(id, context)),
-    list: (context = contextOf("")) => Effect.promise(() => store.list(listAll({ includeArtifacts: true }), context))
+      save: (task: Task, context = contextOf("")) => Effect.promise(() => store.save(task, context)),
+      load: (id: string, context = contextOf("")) => Effect.promise(() => store.load(id, context)),
+      list: (context = contextOf("")) => Effect.promise(() => store.list(listAll({ includeArtifacts: true }), context))
     }
   })
 
