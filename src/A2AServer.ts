@@ -128,9 +128,9 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
   readonly grpc?: GrpcOptions | undefined
   /**
    * Default: `TaskStoreConfig.Memory({})`, in memory, forgetting ended tasks
-   * after an hour and beyond 10,000. {@link TaskStoreConfig} also names the
-   * SDK's unbounded `InMemoryTaskStore` and its `DatabaseTaskStore` on SQLite
-   * or PostgreSQL; any other SDK `TaskStore` is used as given.
+   * after an hour and beyond 10,000. {@link TaskStoreConfig} also names an
+   * unbounded memory store and stores on SQLite or PostgreSQL; any SDK
+   * `TaskStore` is used as given, the whole task saved at each event.
    */
   readonly taskStore?: TaskStore | TaskStoreConfig | undefined
   /**
@@ -502,9 +502,13 @@ export interface IdempotencyOptions {
  *   its last save, and beyond the `maxFinished` most recent ones, oldest
  *   first; a task paused for input or auth is forgotten after
  *   `interruptedRetention`; a running task is never forgotten.
- * - `Unbounded`: the SDK's `InMemoryTaskStore`, which keeps every task until
- *   the process ends. For tests and short-lived processes.
- * - `Sqlite`, `Postgres`: the SDK's `DatabaseTaskStore`. The server runs the
+ * - `Unbounded`: in the process, keeping every task until the process ends.
+ *   For tests and short-lived processes.
+ * - `Sqlite`, `Postgres`: a task is a row of the SDK's `DatabaseTaskStore`
+ *   table, as that store writes it (a database it wrote reads unchanged, and
+ *   replicas of an older version share the database), with the events of a
+ *   running task appended beside it, in a table of ours, until it pauses or
+ *   ends. The server runs the
  *   SDK's own migration (`a2a-db upgrade --store tasks`) at start-up, which
  *   is idempotent and safe for several replicas starting together, and
  *   closes the connection when it stops. Needs `kysely` plus
@@ -645,6 +649,13 @@ export class A2AServer extends Context.Tag("effect-a2a/A2AServer")<A2AServer, {
   readonly address: { readonly hostname: string; readonly port: number }
   readonly card: AgentCard
   readonly executor: AgentExecutor.EffectAgentExecutor
+  /**
+   * The server's task store, in the SDK's shape: the one given as
+   * `taskStore`, or a view of the configured one, where `load` and `list`
+   * read it and `save` appends the whole task as a run's first event (its
+   * status, context and metadata replace the stored ones, its artifacts are
+   * merged in by id, its history replaces the stored one unless empty).
+   */
   readonly taskStore: TaskStore
   /** With `replication`: this replica's id, as its run claims and log lines name it. */
   readonly replica: Option.Option<string>
