@@ -1,16 +1,16 @@
 /**
  * The native {@link TaskStore} a server's `TaskStoreConfig` names, for the
- * server's own request handler: what `taskStore.ts` is for the SDK's.
+ * server's own request handler.
  *
  * - `Memory`: the bounded store (`memoryStore.ts`), on the Effect clock.
  * - `Unbounded`: the same store with no bounds.
  * - `Sqlite`, `Postgres`: `sqlStore.ts`, on the SDK's `tasks` table (which
  *   today's stores wrote, read as it is) and our events table beside it.
  *
- * Wiring it: provide `TaskStore` from `make(config, { withPushConfigs })`
- * in the server's scope; when the store has `whenForgotten` (a memory one),
- * tell it to delete the push configs of each task it forgets, as `app.ts`
- * does with `memoryTaskStore.whenForgotten` today.
+ * Wiring it (`edge/app.ts`): provide `TaskStore` from `make(config, {
+ * withPushConfigs })` in the server's scope; when the store has
+ * `whenForgotten` (a memory one), it tells the push store of each task it
+ * forgets, whose configs then go.
  *
  * @internal
  */

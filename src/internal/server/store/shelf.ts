@@ -9,9 +9,7 @@
  * task to the back), so the oldest is always at the front and every call
  * does amortised O(1) eviction work, never a scan.
  *
- * The native memory store (`memoryStore.ts`) keeps its tasks here; the
- * SDK-shaped `memoryTaskStore.ts` has the same bookkeeping inline and can
- * keep its tasks here too, so that one copy remains.
+ * The native memory store (`memoryStore.ts`) keeps its tasks here.
  *
  * @internal
  */
