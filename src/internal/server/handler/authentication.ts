@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import type { AgentCard } from "@a2a-js/sdk"
+import type { AgentCard, Task } from "@a2a-js/sdk"
 import { resolveUserScope, ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -16,7 +16,6 @@ import { type Authenticator, type Caller, type Request, type Scheme } from "../.
 import * as internalMetrics from "../../observability/metrics.js"
 import * as ErrorId from "../../wire/errorId.js"
 import * as internalFailure from "../run/failure.js"
-import type * as internalStore from "../store/store.js"
 
 export {
   type Authenticator,
@@ -175,18 +174,24 @@ export const declare = (card: AgentCard, scheme: Scheme | undefined): AgentCard 
 export type HeldElsewhere = (taskId: string, context: ServerCallContext) => Effect.Effect<boolean, unknown>
 
 /**
- * `store` with each `get` that finds nothing for an authenticated caller
+ * `store` (the server's `TaskStore` service, typed by its `get` alone: the
+ * stores' room is above this one) with each `get` that finds nothing for an authenticated caller
  * checked, after the answer, against the other callers' tasks: a hit is
  * counted in `a2a.server.forbidden` and logged as a warning. Without
  * `heldElsewhere`, `store` is returned as it is.
  *
  * @internal
  */
-export const watchingForbidden = (
-  store: internalStore.TaskStore,
+export const watchingForbidden = <
+  S extends {
+    readonly get: (taskId: string, context: ServerCallContext) => Effect.Effect<Task | undefined, E>
+  },
+  E
+>(
+  store: S,
   heldElsewhere: HeldElsewhere | undefined,
   agent: string
-): Effect.Effect<internalStore.TaskStore> =>
+): Effect.Effect<S> =>
   Effect.map(Effect.runtime<never>(), (runtime) => {
     if (heldElsewhere === undefined) return store
     const forbidden = internalMetrics.tagged(internalMetrics.serverForbidden, { agent })
