@@ -45,13 +45,32 @@ const rooms: Record<string, ReadonlyArray<string>> = {
   "client/resilience": ["client/call", "wire", "errors.ts"],
   client: ["client/call", "client/transport", "client/card", "client/push", "wire"],
   agent: ["client", "client/call", "client/resilience", "wire", "lazyModule.ts"],
-  "server/handler": ["authentication", "observability", "serverErrors.ts", "wire"],
-  "server/run": ["server/handler", "observability", "serverErrors.ts", "errors.ts", "wire"],
-  "server/store": ["server/handler", "serverErrors.ts", "peer.ts", "wire"],
-  "server/transport": ["server/handler", "server/run", "ledger", "serverErrors.ts", "peer.ts", "listen.ts", "wire"],
-  "server/idempotency": ["server/transport", "server/handler", "server/run", "ledger", "wire"],
-  "server/push": ["server/handler", "server/run", "server/store", "ledger", "observability", "wire"],
+  "server/caller": ["authentication", "observability", "serverErrors.ts", "wire"],
+  "server/store": ["server/caller", "serverErrors.ts", "peer.ts", "ledger", "wire"],
+  "server/run": ["server/caller", "server/store", "observability", "serverErrors.ts", "errors.ts", "wire"],
+  "server/handler": ["server/caller", "server/run", "server/store", "observability", "serverErrors.ts", "wire"],
+  "server/transport": [
+    "server/caller",
+    "server/handler",
+    "server/run",
+    "ledger",
+    "serverErrors.ts",
+    "peer.ts",
+    "listen.ts",
+    "wire"
+  ],
+  "server/idempotency": [
+    "server/caller",
+    "server/transport",
+    "server/handler",
+    "server/run",
+    "server/store",
+    "ledger",
+    "wire"
+  ],
+  "server/push": ["server/caller", "server/handler", "server/run", "server/store", "ledger", "observability", "wire"],
   "server/replication": [
+    "server/caller",
     "server/transport",
     "server/idempotency",
     "server/handler",
@@ -60,6 +79,7 @@ const rooms: Record<string, ReadonlyArray<string>> = {
     "wire"
   ],
   "server/edge": [
+    "server/caller",
     "server/transport",
     "server/idempotency",
     "server/push",
@@ -90,11 +110,10 @@ const misplaced: ReadonlyArray<{ readonly why: string; readonly imports: Readonl
     imports: ["server/run/runEvents.ts -> agent/progress.ts"]
   },
   {
-    why: "handler/ is below run/ (the executor reads the caller and the request's headers from it): cardSigning.ts " +
-      "takes ConfigurationError through executor.ts where serverErrors.ts defines it, and authentication.ts logs " +
-      "through run/failure.ts, a helper below both",
+    why: "caller/ is below run/ (the executor reads the caller and the request's headers from it), but " +
+      "authentication.ts logs through run/failure.ts, which belongs in a room below both",
     imports: [
-      "server/handler/authentication.ts -> server/run/failure.ts"
+      "server/caller/authentication.ts -> server/run/failure.ts"
     ]
   },
   {

@@ -15,11 +15,11 @@ import * as Http from "node:http"
 import type * as Net from "node:net"
 import type * as A2AServer from "../../../A2AServer.js"
 import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
+import { bracketed, hostForUrl, ListenError } from "../../listen.js"
 import * as internalTracing from "../../observability/tracing.js"
-import * as internalAuthentication from "../handler/authentication.js"
+import * as internalAuthentication from "../caller/authentication.js"
 import * as internalGrpc from "../transport/grpc.js"
 import * as internalApp from "./app.js"
-import { bracketed, hostForUrl, ListenError } from "../../listen.js"
 
 // Loaded when a server is started, not with the module: an application that only mounts the routes in a
 // server of its own never loads `@effect/platform-node`.

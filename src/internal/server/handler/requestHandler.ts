@@ -58,9 +58,9 @@ import * as ErrorId from "../../wire/errorId.js"
 import * as wireParts from "../../wire/parts.js"
 import type * as taskFold from "../../wire/taskFold.js"
 import * as taskState from "../../wire/taskState.js"
+import { streamResponseOf } from "../run/busTap.js"
 import * as internalFailure from "../run/failure.js"
 import { TaskStore } from "../store/store.js"
-import { streamResponseOf } from "./busTap.js"
 import type * as internalChannel from "./channel.js"
 
 /** What an operation fails with: an A2A error, as the transports answer it, or an internal one (-32603). */

@@ -34,8 +34,8 @@ import { ConfigurationError } from "../../serverErrors.js"
 import * as ErrorId from "../../wire/errorId.js"
 import { fromTask, fromUserMessage } from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
-import * as internalAuthentication from "../handler/authentication.js"
-import { headersOf } from "../handler/handler.js"
+import * as internalAuthentication from "../caller/authentication.js"
+import { headersOf } from "../caller/headers.js"
 import {
   type CancelWatch,
   cancelWatch,

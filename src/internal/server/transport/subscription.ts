@@ -28,8 +28,8 @@ import {
 } from "@a2a-js/sdk/server"
 import * as TaskState from "../../wire/taskState.js"
 import * as slowReader from "../edge/slowReader.js"
-import { streamResponseOf } from "../handler/busTap.js"
 import * as internalChannel from "../handler/channel.js"
+import { streamResponseOf } from "../run/busTap.js"
 
 /** The state a subscription's event gives its task, if it gives one. */
 export const stateOf = (response: StreamResponse): SdkTaskState | undefined => {

@@ -15,7 +15,7 @@
  *   errorTable.test.ts "InvalidParams: provoked on a server..." sends none.
  * - input modes (_validateInputModes, 2753): NOT MADE TODAY. The SDK makes it only
  *   with `validateInputModes: true` (2721), which the server does not pass
- *   (handler/handler.ts); AgentExecutor.test.ts "the agent reads the caller's
+ *   (caller/headers.ts); AgentExecutor.test.ts "the agent reads the caller's
  *   message..." sends an application/json part to a text/plain card and is
  *   served. Spec §3.1.1 lists ContentTypeNotSupportedError for it.
  * - required extensions (2775): SendMessage in errorTable.test.ts

@@ -3,7 +3,7 @@ import { DefaultExecutionEventBus, RequestContext, ServerCallContext } from "@a2
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AgentExecutor from "../../../../src/AgentExecutor.js"
-import * as internalAuthentication from "../../../../src/internal/server/handler/authentication.js"
+import * as internalAuthentication from "../../../../src/internal/server/caller/authentication.js"
 import * as internalPush from "../../../../src/internal/server/push/push.js"
 import * as memoryStore from "../../../../src/internal/server/store/memoryStore.js"
 import * as internalStore from "../../../../src/internal/server/store/store.js"
