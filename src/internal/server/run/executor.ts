@@ -108,7 +108,7 @@ interface Shared<R> {
   // The context id of a paused task, by the bus a handler may keep open for it: gone with the bus.
   readonly pausedContexts: WeakMap<ExecutionEventBus, string>
   readonly executions: Set<Promise<void>>
-  /** The buses whose final events are being appended to the store (see `handler/channel.ts`). */
+  /** The buses whose final events are being appended to the store (see `lifecycle/channel.ts`). */
   readonly appending: Set<Appending>
   readonly state: { closing: boolean }
 }

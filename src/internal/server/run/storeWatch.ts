@@ -5,7 +5,7 @@
  * state itself when nobody did (a dropped stream, a store that was down), so
  * no task stays WORKING. For an executor in the SDK's own request handler
  * (`AgentExecutor.make` with a `taskStore`): the server's handler appends a
- * run's events itself, its end included (see `handler/channel.ts`).
+ * run's events itself, its end included (see `lifecycle/channel.ts`).
  *
  * @internal
  */

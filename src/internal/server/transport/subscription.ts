@@ -29,7 +29,7 @@ import {
 import * as TaskState from "../../wire/taskState.js"
 import * as slowReader from "../edge/slowReader.js"
 import { streamResponseOf } from "../handler/busTap.js"
-import * as internalChannel from "../handler/channel.js"
+import * as internalChannel from "../lifecycle/channel.js"
 
 /** The state a subscription's event gives its task, if it gives one. */
 export const stateOf = (response: StreamResponse): SdkTaskState | undefined => {
@@ -140,7 +140,7 @@ export const continuing = (handler: A2ARequestHandler, subscriptions: Subscripti
 }
 
 /**
- * The request handler's channels (see `handler/channel.ts`), with what each
+ * The request handler's channels (see `lifecycle/channel.ts`), with what each
  * subscription (SubscribeToTask) holds noted under its call: `close` lets go
  * of it at once when its reader leaves.
  *

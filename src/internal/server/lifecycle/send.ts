@@ -19,7 +19,7 @@ import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import * as wireParts from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
-import { streamResponseOf } from "./busTap.js"
+import { streamResponseOf } from "../handler/busTap.js"
 import type * as internalChannel from "./channel.js"
 import {
   type Core,

@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as wireParts from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
-import { streamResponseOf } from "./busTap.js"
+import { streamResponseOf } from "../handler/busTap.js"
 import type * as internalChannel from "./channel.js"
 import { type Core, type RequestHandler, requireTaskId, stopsAt, withHistoryLength } from "./core.js"
 

@@ -4,7 +4,8 @@
  * tasks with a run in progress (see `channel.ts`). It keeps every check the
  * SDK's `DefaultRequestHandler` makes and answers as it answers; the SDK's
  * transports call it through `sdkHandler.ts`. Its operations are in
- * `send.ts` and `tasks.ts`, what they share in `core.ts`.
+ * `send.ts` and `tasks.ts`, what they share in `core.ts`: the room of the
+ * task lifecycle, above the task stores and the run.
  *
  * A run's events are appended to the store before anyone is handed them:
  * what a caller or subscriber has, GetTask shows, and a run's end is in the

@@ -6,7 +6,7 @@
 import { Role, type Task, TaskState } from "@a2a-js/sdk"
 import { AgentEvent, type AgentExecutionEvent, ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
-import * as internalChannel from "../../../../src/internal/server/handler/channel.js"
+import * as internalChannel from "../../../../src/internal/server/lifecycle/channel.js"
 import * as taskFold from "../../../../src/internal/wire/taskFold.js"
 
 const taskId = "t-1"
