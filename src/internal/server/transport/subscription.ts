@@ -19,16 +19,11 @@
  * @internal
  */
 import type { StreamResponse, TaskState as SdkTaskState } from "@a2a-js/sdk"
-import {
-  type A2ARequestHandler,
-  type AgentExecutionEvent,
-  type ExecutionEventBus,
-  ExecutionEventQueue,
-  type ServerCallContext
-} from "@a2a-js/sdk/server"
+import { type A2ARequestHandler, type AgentExecutionEvent, type ServerCallContext } from "@a2a-js/sdk/server"
 import * as TaskState from "../../wire/taskState.js"
 import * as slowReader from "../edge/slowReader.js"
 import * as internalChannel from "../handler/channel.js"
+import { stopsAt } from "../handler/core.js"
 import { streamResponseOf } from "../run/busTap.js"
 
 /** The state a subscription's event gives its task, if it gives one. */
@@ -77,6 +72,54 @@ const responseOf = (taskId: string, event: AgentExecutionEvent): StreamResponse 
 }
 
 /**
+ * A run's events as a subscription carried to it reads them: queued from
+ * its first, until the run stops for its caller (see `stopsAt`) or its
+ * channel ends.
+ */
+class FollowedRun {
+  private readonly queued: Array<AgentExecutionEvent> = []
+  private ended = false
+  private wake: (() => void) | undefined
+  private readonly unfollow: () => void
+
+  constructor(channel: internalChannel.Channel) {
+    this.unfollow = channel.follow({
+      event: (event) => {
+        this.queued.push(event)
+        this.woken()
+      },
+      failed: () => this.stop(),
+      finished: () => this.stop()
+    })
+  }
+
+  stop(): void {
+    this.ended = true
+    this.unfollow()
+    this.woken()
+  }
+
+  private woken(): void {
+    const resume = this.wake
+    this.wake = undefined
+    resume?.()
+  }
+
+  async *events(): AsyncGenerator<AgentExecutionEvent, void, undefined> {
+    for (;;) {
+      const event = this.queued.shift()
+      if (event !== undefined) {
+        yield event
+        if (stopsAt(event)) return this.stop()
+        continue
+      }
+      if (this.ended) return
+      await new Promise<void>((resume) => (this.wake = resume))
+    }
+  }
+}
+
+/**
  * `handler`, its subscriptions carried from one run of their task to the
  * next until the task ends.
  *
@@ -87,9 +130,9 @@ export const continuing = (handler: A2ARequestHandler, subscriptions: Subscripti
     ...[params, context]: Parameters<A2ARequestHandler["resubscribe"]>
   ): AsyncGenerator<StreamResponse, void, undefined> {
     const taskId = params.id
-    // The task's runs from now on, each queued from its first event: watched before the SDK's subscription looks
+    // The task's runs from now on, each queued from its first event: watched before the handler's subscription looks
     // for the run in progress, so that none starts unseen in between.
-    const runs: Array<ExecutionEventQueue> = []
+    const runs: Array<FollowedRun> = []
     let gone = false
     let wake: (() => void) | undefined
     const woken = () => {
@@ -97,8 +140,8 @@ export const continuing = (handler: A2ARequestHandler, subscriptions: Subscripti
       wake = undefined
       resume?.()
     }
-    const unwatch = subscriptions.watch(taskId, context, (bus) => {
-      runs.push(new ExecutionEventQueue(bus))
+    const unwatch = subscriptions.watch(taskId, context, (channel) => {
+      runs.push(new FollowedRun(channel))
       woken()
     })
     const hold = holding(subscriptions, context, () => {
@@ -140,7 +183,7 @@ export const continuing = (handler: A2ARequestHandler, subscriptions: Subscripti
 }
 
 /**
- * The request handler's channels (see `handler/channel.ts`), with what each
+ * The request handler's channels (see `lifecycle/channel.ts`), with what each
  * subscription (SubscribeToTask) holds noted under its call: `close` lets go
  * of it at once when its reader leaves.
  *
@@ -156,11 +199,15 @@ export interface Subscriptions {
   /** Whether the stream of the call `context`, noted as subscribing, was closed. */
   readonly closed: (context: object) => boolean
   /**
-   * Hands `onBus` each bus made from now on for the task as the call
+   * Hands `onBus` each channel opened from now on for the task as the call
    * `context` sees it (its caller's), before its first event: how a
    * subscription goes on to the task's next run. What stops the watch.
    */
-  readonly watch: (taskId: string, context: ServerCallContext, onBus: (bus: ExecutionEventBus) => void) => () => void
+  readonly watch: (
+    taskId: string,
+    context: ServerCallContext,
+    onBus: (channel: internalChannel.Channel) => void
+  ) => () => void
   /**
    * Runs `stop` when the stream of the call `context` is closed, at once if
    * it was: what a subscription holds beyond the SDK's listeners. What takes
@@ -222,7 +269,7 @@ export const makeSubscriptions = (): Subscriptions => {
   // The subscriptions watching for their task's next channel, by task id.
   const watchers = new Map<
     string,
-    Set<{ readonly context: ServerCallContext; readonly onBus: (bus: ExecutionEventBus) => void }>
+    Set<{ readonly context: ServerCallContext; readonly onBus: (channel: internalChannel.Channel) => void }>
   >()
   const idle = new Set<() => void>()
   let shuttingDown = false

@@ -1,0 +1,286 @@
+/**
+ * SendMessage and SendStreamingMessage: the checks the SDK's handler makes
+ * before a run, the run on its task's channel, and what the caller reads of
+ * it: the answer once the run stops (or at once, `returnImmediately`; or at
+ * AUTH_REQUIRED), or each event as the store has it.
+ *
+ * @internal
+ */
+import { type Message, type SendMessageRequest, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk"
+import {
+  A2AError,
+  ExtensionSupportRequiredError,
+  RequestMalformedError,
+  UnsupportedOperationError
+} from "@a2a-js/sdk/errors"
+import { AgentEvent, type AgentExecutionEvent, RequestContext, type ServerCallContext } from "@a2a-js/sdk/server"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import { randomUUID } from "node:crypto"
+import * as wireParts from "../../wire/parts.js"
+import * as taskState from "../../wire/taskState.js"
+import { streamResponseOf } from "../run/busTap.js"
+import type * as internalChannel from "./channel.js"
+import {
+  type Core,
+  errorText,
+  type Failure,
+  type RequestHandler,
+  requireTaskId,
+  stopsAt,
+  withHistoryLength
+} from "./core.js"
+
+type Pattern = "undetermined" | "message" | "task"
+
+/** The next shape of a stream after `event`: a message alone, or a task followed by its updates. */
+const advance = (event: AgentExecutionEvent, pattern: Pattern): Pattern | UnsupportedOperationError => {
+  switch (pattern) {
+    case "undetermined":
+      return event.kind === "message"
+        ? "message"
+        : event.kind === "task"
+        ? "task"
+        : new UnsupportedOperationError(`Received ${event.kind} before initial 'Message'/'Task' event.`)
+    case "message":
+      return new UnsupportedOperationError(`Received ${event.kind} after message-only response.`)
+    case "task":
+      return event.kind === "statusUpdate" || event.kind === "artifactUpdate"
+        ? pattern
+        : new UnsupportedOperationError(`Stream ordering violation: received ${event.kind} in task lifecycle stream.`)
+  }
+}
+
+/** What a caller reads of an event: a task event as the store holds the task. */
+const responseOf = (event: AgentExecutionEvent, task: Task | undefined, historyLength: number | undefined) =>
+  event.kind === "task"
+    ? ({ payload: { $case: "task", value: withHistoryLength(task ?? event.data, historyLength) } } as StreamResponse)
+    : streamResponseOf(event)
+
+/** @internal */
+export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "sendMessageStream"> => {
+  const { found, internal, load, openChannel, options, pushStore, store } = core
+  const { card, executor } = options
+
+  const requestContextOf = (params: SendMessageRequest, context: ServerCallContext) =>
+    Effect.gen(function*() {
+      // Checked by the caller: a send without a message is refused before.
+      const message = params.message as Message
+      const extensions = card.capabilities?.extensions ?? []
+      const requested = new Set(context.requestedExtensions ?? [])
+      const missing = extensions.filter((extension) => extension.required && !requested.has(extension.uri))
+      if (missing.length > 0) {
+        return yield* Effect.fail(
+          new ExtensionSupportRequiredError(
+            `Client must declare support for required extensions: ${
+              missing.map((extension) => extension.uri).join(", ")
+            }`
+          )
+        )
+      }
+      let task: Task | undefined
+      if (message.taskId) {
+        const stored = yield* Effect.flatMap(requireTaskId(message.taskId), (taskId) => found(taskId, context))
+        const state = stored.status?.state
+        if (taskState.isTerminal(state)) {
+          return yield* Effect.fail(
+            new UnsupportedOperationError(
+              `Task ${stored.id} is in a terminal state (${state}) and cannot be modified.`
+            )
+          )
+        }
+        if (message.contextId && stored.contextId && message.contextId !== stored.contextId) {
+          return yield* Effect.fail(
+            new RequestMalformedError(
+              `contextId mismatch: message contextId '${message.contextId}' does not match task '${stored.id}' contextId '${stored.contextId}'`
+            )
+          )
+        }
+        // The caller's message joins the task's history before its run sees the task.
+        task = yield* Effect.catchAll(
+          store.append(stored.id, [AgentEvent.message(message)], context),
+          internal("save", stored.id)
+        )
+      }
+      const taskId = message.taskId || options.taskIdFor?.(context) || randomUUID()
+      let referenceTasks: Array<Task> | undefined
+      if (message.referenceTaskIds.length > 0) {
+        referenceTasks = []
+        for (const referenceId of message.referenceTaskIds) {
+          const reference = yield* load(referenceId, context)
+          if (reference !== undefined) referenceTasks.push(reference)
+        }
+      }
+      const contextId = message.contextId || task?.contextId || randomUUID()
+      if (context.requestedExtensions) {
+        const exposed = new Set(extensions.map((extension) => extension.uri))
+        context.setRequestedExtensions(context.requestedExtensions.filter((uri) => exposed.has(uri)))
+      }
+      const requestContext = new RequestContext(
+        { ...params, message: { ...message, contextId, taskId } },
+        taskId,
+        contextId,
+        context,
+        task,
+        referenceTasks
+      )
+      options.onRequestContext?.(requestContext)
+      const pushConfig = params.configuration?.taskPushNotificationConfig
+      if (pushConfig !== undefined && pushStore !== undefined) {
+        const config = structuredClone(pushConfig)
+        config.taskId = taskId
+        yield* Effect.promise(() => pushStore.save(taskId, context, config))
+      }
+      return requestContext
+    })
+
+  /**
+   * Starts the run of `requestContext` on its task's channel, the follower
+   * `follow` makes following it from its first event, which may come
+   * before `execute` returns; it is given what stops following, which it
+   * returns too. A run that throws ends its task FAILED, as the SDK's
+   * handler ends it.
+   */
+  const run = (
+    requestContext: RequestContext,
+    follow: (unfollow: () => void) => internalChannel.Follower
+  ): () => void => {
+    const { context, contextId, taskId, userMessage } = requestContext
+    const channel = openChannel(taskId, context, userMessage)
+    let stopped = false
+    // Set once followed: the follower may stop before that.
+    const following: { off?: () => void } = {}
+    const unfollow = () => {
+      stopped = true
+      following.off?.()
+    }
+    const follower = follow(unfollow)
+    following.off = channel.follow({
+      event: (event, task) => stopped ? undefined : follower.event(event, task),
+      failed: (error) => stopped ? undefined : follower.failed(error),
+      finished: () => stopped ? undefined : follower.finished()
+    })
+    let ran: Promise<void>
+    try {
+      ran = executor.execute(requestContext, channel)
+    } catch (error) {
+      ran = Promise.reject(error)
+    }
+    ran.catch((error: unknown) => {
+      const failure = wireParts.agentMessage(taskId, contextId, [
+        wireParts.textPart(`Agent execution error: ${errorText(error)}`)
+      ])
+      const status = { state: TaskState.TASK_STATE_FAILED, message: failure, timestamp: new Date().toISOString() }
+      if (!channel.taskPublished) {
+        const history = [...(requestContext.task?.history ?? [])]
+        if (!history.some((known) => known.messageId === userMessage.messageId)) history.push(userMessage)
+        channel.publish(AgentEvent.task({ id: taskId, contextId, status, artifacts: [], history, metadata: {} }))
+      }
+      channel.publish(AgentEvent.statusUpdate({ taskId, contextId, status, metadata: {} }))
+    }).finally(() => channel.finished())
+    return unfollow
+  }
+
+  const checkedMessage = (params: SendMessageRequest, streaming: boolean) =>
+    params.message?.messageId
+      ? Effect.void
+      : Effect.fail(
+        new RequestMalformedError(`message.messageId is required${streaming ? " for streaming" : ""}.`)
+      )
+
+  const sendMessage: RequestHandler["sendMessage"] = (params, context) =>
+    Effect.zipRight(
+      checkedMessage(params, false),
+      Effect.flatMap(requestContextOf(params, context), (requestContext) => {
+        const historyLength = params.configuration?.historyLength
+        const blocking = params.configuration?.returnImmediately !== true
+        return Effect.async<Message | Task, Failure>((resume) => {
+          let current: Task | undefined
+          let reply: Message | undefined
+          let answered = false
+          const answer = (result: Message | Task) => {
+            if (answered) return
+            answered = true
+            resume(Effect.succeed("status" in result ? withHistoryLength(result, historyLength) : result))
+          }
+          const refuse = (error: Failure) => {
+            if (answered) return
+            answered = true
+            resume(Effect.fail(error))
+          }
+          const end = (unfollow: () => void) => {
+            unfollow()
+            if (!blocking) {
+              return refuse(new RequestMalformedError("Execution finished before a message or task was produced."))
+            }
+            const result = reply ?? current
+            if (result === undefined) {
+              return refuse(new A2AError("Agent execution finished without a result, and no task context found."))
+            }
+            answer(result)
+          }
+          const unfollow = run(requestContext, (unfollow) => ({
+            event: (event, task) => {
+              if (event.kind === "message") reply = event.data
+              else if (task !== undefined) current = task
+              if (!blocking) {
+                if (event.kind === "message") answer(event.data)
+                else if (current !== undefined) answer(current)
+              } else if (
+                event.kind === "statusUpdate" && event.data.status?.state === TaskState.TASK_STATE_AUTH_REQUIRED &&
+                current !== undefined
+              ) {
+                // Answered now: the credentials come out of band, and the run goes on in the store.
+                answer(current)
+              }
+              if (stopsAt(event)) end(unfollow)
+            },
+            failed: (error) => {
+              unfollow()
+              refuse(error instanceof A2AError || error instanceof Error ? error : new Error(errorText(error)))
+            },
+            finished: () => end(unfollow)
+          }))
+          return Effect.sync(unfollow)
+        })
+      })
+    )
+
+  const sendMessageStream: RequestHandler["sendMessageStream"] = (params, context) =>
+    Stream.unwrap(
+      Effect.gen(function*() {
+        if (!card.capabilities?.streaming) {
+          return yield* Effect.fail(new UnsupportedOperationError("Streaming is not supported."))
+        }
+        yield* checkedMessage(params, true)
+        const requestContext = yield* requestContextOf(params, context)
+        const historyLength = params.configuration?.historyLength
+        return Stream.async<StreamResponse, Failure>((emit) => {
+          let pattern: Pattern = "undetermined"
+          const unfollow = run(requestContext, (unfollow) => ({
+            event: (event, task) => {
+              const next = advance(event, pattern)
+              if (next instanceof UnsupportedOperationError) {
+                unfollow()
+                return void emit.fail(next)
+              }
+              pattern = next
+              void emit.single(responseOf(event, task, historyLength))
+              if (stopsAt(event)) {
+                unfollow()
+                void emit.end()
+              }
+            },
+            failed: (error) => {
+              unfollow()
+              void emit.fail(error instanceof Error ? error : new Error(errorText(error)))
+            },
+            finished: () => void emit.end()
+          }))
+          return Effect.sync(unfollow)
+        }, "unbounded")
+      })
+    )
+
+  return { sendMessage, sendMessageStream }
+}
