@@ -214,8 +214,8 @@ describe("RemoteAgent against an @a2a-js/sdk 1.3 peer", () => {
   it.scopedLive("resubscribe follows a task already sent to its end; an unknown task is a refusal", () =>
     Effect.gen(function*() {
       const agent = yield* agentFor((yield* sdkPeer()).url)
-      // The first event names the task; leaving the stream there leaves the task running.
-      const first = yield* Stream.runHead(agent.stream("sleep 300"))
+      // The first event names the task; leaving the stream there leaves the task running (long enough for a loaded machine).
+      const first = yield* Stream.runHead(agent.stream("sleep 1500"))
       const event = Option.getOrThrow(first)
       const taskId = event._tag === "Finished" ? event.outcome.taskId : event.taskId
       const events = Chunk.toReadonlyArray(yield* Stream.runCollect(agent.resubscribe(taskId)))
