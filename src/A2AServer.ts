@@ -88,7 +88,7 @@ export type CardOptions = Partial<Omit<AgentCard, "supportedInterfaces">> & {
  * @category options
  * @since 0.1.0
  */
-export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore"> {
+export interface Options<E, R> extends AgentExecutor.Options<R> {
   readonly agent: AgentExecutor.Agent<E, R>
   readonly card: CardOptions
   /** Default `127.0.0.1`. */
@@ -133,6 +133,13 @@ export interface Options<E, R> extends Omit<AgentExecutor.Options<R>, "taskStore
    * `TaskStore` is used as given, the whole task saved at each event.
    */
   readonly taskStore?: TaskStore | TaskStoreConfig | undefined
+  /**
+   * How long the request handler retries appending a run's final state
+   * while the task store fails (a failover), before a warning is logged
+   * and the task is left as stored. A shutdown stops retrying at its
+   * deadline. Default: 30 seconds.
+   */
+  readonly finalSaveTimeout?: Duration.DurationInput | undefined
   /**
    * Request-level idempotency: a `SendMessage` / `SendStreamingMessage`
    * carrying an idempotency key (message metadata `Idempotency.metadataKey`

@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import type { Message as SdkMessage, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk"
-import type { AgentExecutor as SdkAgentExecutor, TaskStore } from "@a2a-js/sdk/server"
+import type { AgentExecutor as SdkAgentExecutor } from "@a2a-js/sdk/server"
 import type * as Cause from "effect/Cause"
 import type * as ConfigError from "effect/ConfigError"
 import * as Data from "effect/Data"
@@ -499,17 +499,22 @@ export interface Hooks<R = never> {
 
 /**
  * What {@link make} takes besides the agent: the {@link Hooks}, the name,
- * and the task store. `A2AServer` passes its own options on.
+ * and how replies are shaped. `A2AServer` passes its own options on.
+ *
+ * The executor keeps no task store of its own: the request handler saves
+ * what a run publishes, its final state included. `A2AServer`'s handler
+ * appends that final state itself, retried while its store fails, so no
+ * task stays WORKING; in the SDK's own `DefaultRequestHandler` the final
+ * state is saved as the SDK saves any executor's events, and a caller that
+ * leaves a stream early may leave it unsaved.
  *
  * @example
  * ```ts
  * import { AgentExecutor } from "effect-a2a"
- * import { InMemoryTaskStore } from "@a2a-js/sdk/server"
  *
  * const options: AgentExecutor.Options = {
  *   name: "booking",
- *   taskStore: new InMemoryTaskStore(),
- *   finalSaveTimeout: "1 minute"
+ *   messageReplies: true
  * }
  * ```
  * @category options
@@ -524,20 +529,6 @@ export interface Options<R = never> extends Hooks<R> {
   readonly name?: string | undefined
   /** Lets debug error detail run with `NODE_ENV=production` (a warning is logged). */
   readonly allowDebugErrorsInProduction?: boolean | undefined
-  /**
-   * The task store of the request handler. When given, the final state is
-   * written to it even if no caller is listening any more (a dropped
-   * stream), so no task stays WORKING; and a cancel that another replica
-   * wrote to it stops a run here within about a second.
-   */
-  readonly taskStore?: TaskStore | undefined
-  /**
-   * How long a final state that no caller's handler saved (the store was
-   * down, or the stream was dropped) is retried while the task store
-   * fails, before a warning is logged and the task is left as stored. A
-   * shutdown stops retrying at its deadline. Default: 30 seconds.
-   */
-  readonly finalSaveTimeout?: Duration.DurationInput | undefined
   /**
    * Lets the agent answer with a bare {@link Message} instead of a task: a
    * run that starts a new task publishes it at its first event (a progress
@@ -632,13 +623,6 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
    */
   readonly shutdown: (deadline: Duration.DurationInput) => Effect.Effect<void>
   /**
-   * The `taskStore` option, watched: give this one to the request handler.
-   * Seeing the handler save a run's final state spares the executor a read
-   * of the store to check that it did; with the bare store it still works,
-   * checking the store about 100 ms after each run.
-   */
-  readonly taskStore: TaskStore | undefined
-  /**
    * Holds a task for one message that continues it, until the returned
    * release is called (when that request ends); undefined while a run of the
    * task is in progress here or another message holds it. The SDK runs every
@@ -676,12 +660,11 @@ export interface EffectAgentExecutor extends SdkAgentExecutor {
  *
  * declare const card: AgentCard
  * const program = Effect.gen(function* () {
- *   const executor = yield* AgentExecutor.make(() => Effect.succeed(AgentExecutor.completedText("hi")), {
- *     taskStore: new InMemoryTaskStore()
- *   })
+ *   const executor = yield* AgentExecutor.make(() => Effect.succeed(AgentExecutor.completedText("hi")))
  *   // Runs end when they pause (input or auth required): close the bus then, or such streams stay open.
  *   const closePaused = { keepBusAliveStates: [] }
- *   return new DefaultRequestHandler(card, executor.taskStore!, executor, undefined, undefined, undefined, undefined, undefined, closePaused)
+ *   // The SDK's handler saves the run's events, its final state included, as it does any executor's.
+ *   return new DefaultRequestHandler(card, new InMemoryTaskStore(), executor, undefined, undefined, undefined, undefined, undefined, closePaused)
  * })
  * ```
  * @category constructors

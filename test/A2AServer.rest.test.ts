@@ -183,8 +183,7 @@ describe("A2AServer over HTTP+JSON", () => {
         tenant: "",
         protocolVersion: "1.0"
       })
-      const peerStore = new InMemoryTaskStore()
-      const peer = yield* sdkRestPeer(yield* AgentExecutor.make(agent, { taskStore: peerStore }), peerStore)
+      const peer = yield* sdkRestPeer(yield* AgentExecutor.make(agent), new InMemoryTaskStore())
 
       const ours = yield* scenario(yield* restClient(server.url), server.url, restUrl)
       const theirs = yield* scenario(yield* restClient(peer.url), peer.url, peer.restUrl)
@@ -258,7 +257,7 @@ describe("A2AServer over HTTP+JSON", () => {
         secret
       )
 
-      const peer = yield* sdkRestPeer(yield* AgentExecutor.make(agent, { taskStore: failing }), failing)
+      const peer = yield* sdkRestPeer(yield* AgentExecutor.make(agent), failing)
       const theirs = yield* get(`${peer.restUrl}/tasks/boom-1`)
       expect(theirs.status).toBe(500)
       expect(theirs.text).toContain(secret)

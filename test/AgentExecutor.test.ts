@@ -32,6 +32,7 @@ import * as http from "node:http"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as FailureHint from "../src/FailureHint.js"
+import { type CancelWatchOptions, cancelWatchStoreOption } from "../src/internal/server/run/cancelWatch.js"
 import * as Part from "../src/Part.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import { leakAgent, type Secret, secretArbitrary } from "./fixtures/leakAgent.js"
@@ -1046,9 +1047,9 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
 
   it.scoped("under a handler that keeps a paused task's bus open, a cancel ends it CANCELED in its own context", () =>
     Effect.gen(function*() {
-      const executor = yield* AgentExecutor.make(agent(), { taskStore: new InMemoryTaskStore() })
+      const executor = yield* AgentExecutor.make(agent())
       // The SDK's default: paused tasks' buses stay open, and a cancel reaches the executor.
-      const handler = new DefaultRequestHandler(cardFor("http://127.0.0.1/unused"), executor.taskStore!, executor)
+      const handler = new DefaultRequestHandler(cardFor("http://127.0.0.1/unused"), new InMemoryTaskStore(), executor)
       const context = new ServerCallContext()
       const paused = (yield* Effect.promise(() =>
         handler.sendMessage(
@@ -1080,9 +1081,11 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
         list: (params, context) => inner.list(params, context)
       }
       const gate = yield* Deferred.make<void>()
+      // The store `A2AServer` gives its executor to read for cancels (a store another process may write).
+      const options: AgentExecutor.Options & CancelWatchOptions = { [cancelWatchStoreOption]: store }
       const executor = yield* AgentExecutor.make(
         () => Effect.as(Deferred.await(gate), AgentExecutor.completedText("done")),
-        { taskStore: store }
+        options
       )
       const { bus, states } = recording()
       const done = executor.execute(contextFor("wait"), bus)

@@ -229,13 +229,15 @@ export const make = <E, R>(
     const push = options.push === undefined
       ? undefined
       : yield* internalPush.make(options.push, options.taskStore, name, stores.whenForgotten)
-    // The request handler writes every event of a run, its end included: the executor needs no store.
-    // The store is read only for cancels that reached another replica sharing it.
+    // The request handler writes every event of a run, its end included: the executor needs no store. It reads
+    // one only for cancels that reached another replica sharing it: not a memory store, which no one else writes.
     const executorOptions: AgentExecutor.Options<R> & internalCancelWatch.CancelWatchOptions = {
       ...options,
       name,
-      taskStore: undefined,
-      [internalCancelWatch.cancelWatchStoreOption]: taskStore
+      [internalCancelWatch.cancelWatchStoreOption]: options.taskStore === undefined ||
+          (isTaskStoreConfig(options.taskStore) && !internalTaskStore.isDatabase(options.taskStore))
+        ? undefined
+        : taskStore
     }
     const made = yield* internalExecutor.make(options.agent, executorOptions)
     const replication = options.replication === undefined

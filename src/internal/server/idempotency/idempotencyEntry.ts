@@ -32,6 +32,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import { randomUUID } from "node:crypto"
 import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
 import { IdempotencyError } from "../../ledger/errors.js"
@@ -43,7 +44,6 @@ import * as taskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import * as internalHandler from "../caller/headers.js"
 import * as internalFailure from "../run/failure.js"
-import * as internalStoreWatch from "../run/storeWatch.js"
 import * as internalRpc from "../transport/rpc.js"
 import type * as internalSubscription from "../transport/subscription.js"
 
@@ -374,8 +374,11 @@ const endOf = <A extends Task | Message>(result: A | undefined): A | undefined =
     : undefined
 
 // How long a task is read again, once its run ended, while the store fails (a failover): the end
-// it saved meanwhile is what the entry records.
-const readBack = internalStoreWatch.persistRetry(Duration.seconds(10))
+// it saved meanwhile is what the entry records. At most 5 s apart.
+const readBack = Schedule.exponential("100 millis").pipe(
+  Schedule.either(Schedule.spaced("5 seconds")),
+  Schedule.upTo(Duration.seconds(10))
+)
 
 /**
  * After a run: finish the entry with its end as stored, or release it when

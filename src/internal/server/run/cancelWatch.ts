@@ -11,12 +11,25 @@ import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as internalFailure from "./failure.js"
-import { type RunFork, settled } from "./storeWatch.js"
+
+/** Forks an effect on the executor's runtime. */
+export type RunFork = <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+
+// A custom store's call that throws instead of rejecting, as a rejection: a throw must not leave a timer.
+const settled = <A>(call: () => Promise<A>): Promise<A> => {
+  try {
+    return call()
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
 
 /**
  * The executor option (a symbol: no public option can collide with it) of
- * the store it reads for cancels, when it is not given a `taskStore`: the
- * server's own request handler writes the store, the executor only reads it.
+ * the store it reads for cancels: the server's own request handler writes
+ * the store, the executor only reads it. Given only for a store another
+ * process may write (a database, a custom store): a store in this process's
+ * memory sees every cancel through this server, which stops the run itself.
  */
 export const cancelWatchStoreOption: unique symbol = Symbol.for("effect-a2a/AgentExecutor/cancelWatchStore")
 export interface CancelWatchOptions {

@@ -1,8 +1,9 @@
 /**
  * The `@a2a-js/sdk` executor that runs an Effect agent: one fiber per run,
  * started with its span, progress and log annotations in place, settling
- * the run's final status (see `finalStatus.ts`) and making sure it is saved
- * (see `storeWatch.ts`). Plain promises around the fibers, as the SDK calls
+ * the run's final status (see `finalStatus.ts`). It saves nothing itself:
+ * the request handler saves what a run publishes (ours appends it, see
+ * `handler/channel.ts`). Plain promises around the fibers, as the SDK calls
  * it for every request.
  *
  * @internal
@@ -41,6 +42,7 @@ import {
   cancelWatch,
   type CancelWatchOptions,
   cancelWatchStoreOption,
+  type RunFork,
   type WatchedRun
 } from "./cancelWatch.js"
 import * as internalFailure from "./failure.js"
@@ -61,15 +63,6 @@ import {
   type RunEvents,
   textStatus
 } from "./runEvents.js"
-import {
-  type FinalWriter,
-  finalWriter,
-  type RunFork,
-  saveWaitLimitOption,
-  type SaveWaitOptions,
-  type SaveWatch,
-  watchSaves
-} from "./storeWatch.js"
 
 type AgentRequest = AgentExecutor.AgentRequest
 type FinalStatus = AgentExecutor.FinalStatus
@@ -100,8 +93,6 @@ interface Shared<R> {
   readonly metrics: ReturnType<typeof runMetrics>
   readonly runFork: RunFork
   readonly finals: Finals<R>
-  /** With a task store: its watched saves, and the final states the executor writes itself. */
-  readonly store: { readonly saves: SaveWatch; readonly writer: FinalWriter } | undefined
   /** With a store to read: the watch for cancels from other replicas. */
   readonly cancels: CancelWatch | undefined
   readonly runs: Map<string, Set<Run<R>>>
@@ -176,7 +167,6 @@ export const make = <E, R>(
       cancelTask: (taskId, bus) => cancelTask(shared, taskId, bus),
       running: Effect.sync(() => shared.executions.size),
       shutdown,
-      taskStore: shared.store?.saves.taskStore,
       claim: makeClaim(shared),
       interrupt: (taskId) => {
         for (const run of shared.runs.get(taskId) ?? []) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
@@ -188,8 +178,7 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
   Effect.map(Effect.all([Effect.runtime<R>(), Effect.clock, Effect.tracer]), ([runtime, clock, tracer]): Shared<R> => {
     const agentName = options.name ?? "agent"
     const runFork = Runtime.runFork(runtime)
-    const store = options.taskStore
-    const watched = store ?? (options as CancelWatchOptions)[cancelWatchStoreOption]
+    const watched = (options as CancelWatchOptions)[cancelWatchStoreOption]
     return {
       agent,
       options,
@@ -212,10 +201,6 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
       metrics: runMetrics(agentName),
       runFork,
       finals: makeFinals(options, debug),
-      store: store === undefined ? undefined : {
-        saves: watchSaves(store, runFork, (options as SaveWaitOptions)[saveWaitLimitOption]),
-        writer: finalWriter(store, options.finalSaveTimeout ?? Duration.seconds(30), runFork)
-      },
       cancels: watched === undefined ? undefined : cancelWatch(watched, runFork),
       runs: new Map(),
       pausedContexts: new WeakMap(),
@@ -388,33 +373,21 @@ const runFiber = <R>(
   })
 }
 
-/** Publishes a run's final status and, with a task store, makes sure it is saved. */
+/** Publishes a run's final status; settles once the handler appended it, when it appends (ours). */
 const publishFinal = <R>(
   shared: Shared<R>,
   context: RequestContext,
   events: RunEvents,
-  initial: Task,
   published: FinalStatus
 ): Promise<void> => {
   const bus = events.bus
   const { contextId, taskId } = context
   const event: TaskStatusUpdateEvent = { ...published.event, taskId, contextId }
-  const state = event.status?.state
-  if (taskState.isPaused(state)) {
+  if (taskState.isPaused(event.status?.state)) {
     shared.pausedContexts.set(bus, contextId)
   }
-  const store = shared.store
-  if (store === undefined) {
-    publishStatusUpdate(events, event)
-    return appendedOn(shared, bus)
-  }
-  const saved = store.saves.finalSaved(taskId, state, context.context)
   publishStatusUpdate(events, event)
-  return saved.then((done) => {
-    if (done) return
-    if (!taskState.isTerminal(state) && event.status !== undefined) store.saves.rememberPause(taskId, event.status)
-    return store.writer.persist(context, events, initial, event)
-  })
+  return appendedOn(shared, bus)
 }
 
 /**
@@ -435,7 +408,6 @@ class Run<R> implements WatchedRun, RunHook {
     readonly context: RequestContext,
     readonly request: AgentRequest,
     readonly events: RunEvents,
-    readonly initial: Task,
     readonly span: Tracer.Span | undefined,
     readonly startedAt: number
   ) {}
@@ -446,7 +418,7 @@ class Run<R> implements WatchedRun, RunHook {
 
   end(final: RunEnd): Promise<void> {
     finishRun(this.shared, this.span, this.startedAt, this.refused, final)
-    if (!isReply(final)) return publishFinal(this.shared, this.context, this.events, this.initial, final)
+    if (!isReply(final)) return publishFinal(this.shared, this.context, this.events, final)
     this.events.bus.publish(AgentEvent.message(final.reply))
     return publishedNow
   }
@@ -537,7 +509,7 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   if (!holdTask) bus.publish(AgentEvent.task(initial))
   const startedAt = shared.clock.unsafeCurrentTimeMillis()
   const span = runSpan(shared, request)
-  const self = new Run(shared, context, request, events, initial, span, startedAt)
+  const self = new Run(shared, context, request, events, span, startedAt)
   const fiber = Runtime.runFork(runRuntime(shared, request, span, events))(runFiber(shared, request, events, self))
   self.fiber = fiber
   // A run that never waited has ended already: its final status goes out
@@ -614,7 +586,6 @@ const makeShutdown = <R>(shared: Shared<R>) => {
   const awaitAll = Effect.interruptible(Effect.promise(() => Promise.all(shared.executions)))
   const allRuns = () => Array.from(shared.runs.values()).flatMap((forTask) => Array.from(forTask))
   const stopPersisting = () => {
-    shared.store?.writer.stop(shutdownFiberId)
     for (const appending of shared.appending) appending.stopAppending()
   }
   const stop = (deadline: Duration.DurationInput) =>

@@ -10,7 +10,7 @@ import { eventually, makeClient, send, stalledStream, textOf, userMessage } from
 
 /**
  * A run's final state on a store that lags or fails, as the request handler
- * appends it (once `storeWatch.ts`'s guesses in the server): every status
+ * appends it, the one place that writes it: every status
  * kept, in order, and the run's own end, never a state written ahead of the
  * events before it.
  */
@@ -21,7 +21,7 @@ const hangMillis = 900
 
 /**
  * A store whose saves take `delay` ms each (a database under load, its task rows growing), and whose save of a task
- * that `fails` picks hangs past the executor's wait, then fails once (a connection that was cut).
+ * that `fails` picks hangs past the handler's first retry, then fails once (a connection that was cut).
  */
 const slowStore = (delay: number, fails: (task: Task) => boolean = () => false): TaskStore => {
   const inner = new InMemoryTaskStore()
