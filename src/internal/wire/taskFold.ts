@@ -92,7 +92,9 @@ export const apply = (task: Task, event: TaskEvent): Task => {
     }
     case "message": {
       if (event.data.taskId !== task.id) return task
-      task.history = withMessage(task.history ?? [], event.data)
+      // Every message a caller sends joins the history, as the SDK's handler adds it: a repeated message id
+      // too (the TCK sends one id for every message of a session), unlike an agent's status messages.
+      task.history = [...(task.history ?? []), event.data]
       return task
     }
     case "statusUpdate": {

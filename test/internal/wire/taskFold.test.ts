@@ -77,13 +77,18 @@ describe("taskFold", () => {
     expect(folded?.history.map((known) => known.messageId)).toEqual(["q"])
   })
 
-  it("appends a message joining the history, once", () => {
-    const user = { ...message("u"), role: Role.ROLE_USER }
+  it("appends every message a caller sends to the history, a repeated message id too, as the SDK's handler does", () => {
+    const first = { ...message("u", "first"), role: Role.ROLE_USER }
+    const second = { ...message("u", "second"), role: Role.ROLE_USER }
     const folded = taskFold.fold(task({ history: [message("a")] }), [
-      AgentEvent.message(user),
-      AgentEvent.message(user)
+      AgentEvent.message(first),
+      AgentEvent.message(second)
     ])
-    expect(folded?.history.map((known) => known.messageId)).toEqual(["a", "u"])
+    expect(folded?.history.map((known) => known.parts[0]?.content)).toEqual([
+      { $case: "text", value: "a" },
+      { $case: "text", value: "first" },
+      { $case: "text", value: "second" }
+    ])
   })
 
   it("appends chunks to an artifact and replaces it without append", () => {
