@@ -48,7 +48,15 @@ const rooms: Record<string, ReadonlyArray<string>> = {
   "server/caller": ["authentication", "observability", "serverErrors.ts", "wire"],
   "server/store": ["server/caller", "serverErrors.ts", "peer.ts", "ledger", "wire"],
   "server/run": ["server/caller", "server/store", "observability", "serverErrors.ts", "errors.ts", "wire"],
-  "server/handler": ["server/caller", "server/run", "server/store", "observability", "serverErrors.ts", "wire"],
+  "server/handler": [
+    "server/caller",
+    "server/run",
+    "server/store",
+    "ledger",
+    "observability",
+    "serverErrors.ts",
+    "wire"
+  ],
   "server/transport": [
     "server/caller",
     "server/handler",
