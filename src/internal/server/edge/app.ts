@@ -24,6 +24,7 @@ import * as internalCardSigning from "../handler/cardSigning.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
 import * as internalSdkHandler from "../handler/sdkHandler.js"
 import * as internalStages from "../handler/stages.js"
+import * as internalLoad from "../http/load.js"
 import * as internalIdempotency from "../idempotency/idempotency.js"
 import * as internalPush from "../push/push.js"
 import * as internalReplication from "../replication/replication.js"
@@ -39,7 +40,6 @@ import * as internalRpc from "../transport/rpc.js"
 import * as internalSubscription from "../transport/subscription.js"
 import type * as internalTransports from "../transport/transports.js"
 import * as internalHttp from "./http.js"
-import * as internalLoad from "./load.js"
 
 /** @internal */
 export const defaultMaxBodyBytes = 1024 * 1024
