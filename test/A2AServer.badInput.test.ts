@@ -5,7 +5,7 @@ import { Duration, Effect } from "effect"
 import type * as net from "node:net"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
-import * as slowReader from "../src/internal/server/edge/slowReader.js"
+import * as slowReader from "../src/internal/server/http/slowReader.js"
 import * as Part from "../src/Part.js"
 import { eventually, post, rpc, stalledStream, userMessage } from "./fixtures/serverAgents.js"
 

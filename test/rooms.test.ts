@@ -48,9 +48,19 @@ const rooms: Record<string, ReadonlyArray<string>> = {
   "server/caller": ["authentication", "observability", "serverErrors.ts", "wire"],
   "server/store": ["server/caller", "serverErrors.ts", "peer.ts", "ledger", "wire"],
   "server/run": ["server/caller", "server/store", "observability", "serverErrors.ts", "errors.ts", "wire"],
-  "server/handler": ["server/caller", "server/run", "server/store", "observability", "serverErrors.ts", "wire"],
+  "server/handler": [
+    "server/caller",
+    "server/run",
+    "server/store",
+    "ledger",
+    "observability",
+    "serverErrors.ts",
+    "wire"
+  ],
+  "server/http": ["server/run", "observability", "wire"],
   "server/transport": [
     "server/caller",
+    "server/http",
     "server/handler",
     "server/run",
     "ledger",
@@ -80,6 +90,7 @@ const rooms: Record<string, ReadonlyArray<string>> = {
   ],
   "server/edge": [
     "server/caller",
+    "server/http",
     "server/transport",
     "server/idempotency",
     "server/push",
@@ -114,20 +125,6 @@ const misplaced: ReadonlyArray<{ readonly why: string; readonly imports: Readonl
       "authentication.ts logs through run/failure.ts, which belongs in a room below both",
     imports: [
       "server/caller/authentication.ts -> server/run/failure.ts"
-    ]
-  },
-  {
-    why: "edge/ (the router and the servers) is above the transports it dispatches to, but also holds the HTTP " +
-      "helpers the transports use (content negotiation, SSE bytes, the load bound, the slow reader, bind errors, " +
-      "http.ts's opaque text and state): those belong in a room below both",
-    imports: [
-      "server/transport/rest.ts -> server/edge/accept.ts",
-      "server/transport/rest.ts -> server/edge/http.ts",
-      "server/transport/rest.ts -> server/edge/load.ts",
-      "server/transport/rest.ts -> server/edge/sse.ts",
-      "server/transport/subscription.ts -> server/edge/slowReader.ts",
-      "server/transport/transports.ts -> server/edge/http.ts",
-      "server/transport/transports.ts -> server/edge/load.ts"
     ]
   }
 ]

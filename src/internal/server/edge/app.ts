@@ -23,6 +23,8 @@ import * as internalAuthentication from "../caller/authentication.js"
 import * as internalCardSigning from "../handler/cardSigning.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
 import * as internalSdkHandler from "../handler/sdkHandler.js"
+import * as internalStages from "../handler/stages.js"
+import * as internalLoad from "../http/load.js"
 import * as internalIdempotency from "../idempotency/idempotency.js"
 import * as internalPush from "../push/push.js"
 import * as internalReplication from "../replication/replication.js"
@@ -38,7 +40,6 @@ import * as internalRpc from "../transport/rpc.js"
 import * as internalSubscription from "../transport/subscription.js"
 import type * as internalTransports from "../transport/transports.js"
 import * as internalHttp from "./http.js"
-import * as internalLoad from "./load.js"
 
 /** @internal */
 export const defaultMaxBodyBytes = 1024 * 1024
@@ -276,7 +277,7 @@ export const make = <E, R>(
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalSubscription.makeSubscriptions()
-    const { claim, handler, heldElsewhere } = yield* requestHandlerOf(
+    const { claim, handler: sdkHandler, heldElsewhere } = yield* requestHandlerOf(
       card,
       extendedCard,
       executor,
@@ -287,17 +288,19 @@ export const make = <E, R>(
       Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30))
     ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
     const subscribed = replication === undefined
-      ? internalSubscription.continuing(handler, subscriptions)
-      : replication.handling(handler, subscriptions, heldElsewhere)
-    const dispatcher = internalRpc.makeDispatcher(subscribed, card, {
+      ? internalSubscription.continuing(sdkHandler, subscriptions)
+      : replication.handling(sdkHandler, subscriptions, heldElsewhere)
+    // The stages every transport calls the handler through: its streams' readers bounded, then what is refused
+    // before a run.
+    const handler = internalStages.refusing(internalSubscription.bounding(subscribed, subscriptions), {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
         internalTaskStore.isDatabase(options.taskStore),
       claim,
-      subscriptions,
-      ...(gate === undefined
-        ? {}
-        : { visible: (taskId, context) => taskStore.load(taskId, context).then((task) => task !== undefined) })
+      visible: gate === undefined
+        ? undefined
+        : (taskId, context) => taskStore.load(taskId, context).then((task) => task !== undefined)
     })
+    const dispatcher = internalRpc.makeDispatcher(handler, card, subscriptions)
     const state = { closing: false }
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
     const rpc: internalHttp.RpcEndpoint | undefined = served.includes("JSONRPC")
@@ -308,7 +311,7 @@ export const make = <E, R>(
       ? internalRest.routesOn(routes, {
         path: restPath,
         card,
-        handler: dispatcher.handler,
+        handler,
         subscriptions,
         maxBodyBytes,
         state,
@@ -323,7 +326,7 @@ export const make = <E, R>(
       subscriptions.shutdown()
       return executor.shutdown(shutdownTimeout)
     })
-    if (grpc !== undefined) yield* grpc.serve({ handler: dispatcher.handler, subscriptions, state, load, gate })
+    if (grpc !== undefined) yield* grpc.serve({ handler, subscriptions, state, load, gate })
     const shutdown = grpc === undefined ? refusing : grpc.draining(refusing)
     const replica = Option.map(Option.fromNullable(replication), (replication) => replication.replica)
     return { router, rpc, card, rpcUrl, urls, executor, taskStore, replica, shutdown }

@@ -1,9 +1,8 @@
 /**
  * The server's HTTP edge: the card route, and the JSON-RPC route around the
  * dispatch (the body read and parsed, the answer written as JSON or as SSE,
- * the cause of a -32603 answer logged under an error id). The HTTP+JSON
- * routes (`rest.ts`) share its body reader, its SSE writer and its opaque
- * error text.
+ * the cause of a -32603 answer logged under an error id). What it shares
+ * with the HTTP+JSON routes (`rest.ts`) is in `server/http/`.
  *
  * @internal
  */
@@ -14,7 +13,7 @@ import { ServerCallContext, type User } from "@a2a-js/sdk/server"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as Cause from "effect/Cause"
+import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -27,12 +26,24 @@ import { cardPath } from "../../serverErrors.js"
 import * as ErrorId from "../../wire/errorId.js"
 import * as EventId from "../../wire/eventId.js"
 import * as internalAuthentication from "../caller/authentication.js"
+import {
+  type BodyReader,
+  closingConnection,
+  notJson,
+  opaqueText,
+  parseJson,
+  shuttingDown,
+  type State
+} from "../http/body.js"
+import type * as internalLoad from "../http/load.js"
+import { destroyer, sseStream } from "../http/sse.js"
 import * as internalFailure from "../run/failure.js"
 import * as internalRpc from "../transport/rpc.js"
-import type * as internalLoad from "./load.js"
-import { destroyer, sseStream } from "./sse.js"
 
 export { cardPath }
+
+// What the routes share with the HTTP+JSON transport, read here by the server's other files and tests.
+export { BodyReader, closingConnection, notJson, opaqueText, parseJson, shuttingDown, State }
 
 // A string body goes to Node's `end` as is, with its length declared: one write with the headers,
 // no re-encoding and no chunked framing (which Node would choose for a body of unknown length).
@@ -47,29 +58,12 @@ const jsonText = (text: string, status: number, headers: Record<string, string>)
 const jsonResponse = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   jsonText(JSON.stringify(body), status, headers)
 
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
 const versionHeader = A2A_VERSION_HEADER.toLowerCase()
-
-/** What {@link parseJson} returns for bytes that are not UTF-8 JSON. @internal */
-export const notJson: unique symbol = Symbol("notJson")
-
-/** A body's JSON value, or {@link notJson}. @internal */
-export const parseJson = (bytes: Uint8Array): unknown => {
-  try {
-    return JSON.parse(utf8.decode(bytes))
-  } catch {
-    return notJson
-  }
-}
 
 // Our own refusals carry the ErrorInfo of the A2A error they stand for (spec 1.0.1 §3.3.2: SHOULD in `error.data`),
 // under the JSON-RPC code the SDK would give it or the JSON-RPC code of the step that refused (parse, request).
 const rpcError = (id: unknown, code: number, error: Error & { toErrorInfo(): unknown }, status = 200) =>
   jsonResponse({ jsonrpc: "2.0", id, error: { code, message: error.message, data: [error.toErrorInfo()] } }, status)
-
-/** `response`, closing its connection after it: a body refused unread is not taken in. @internal */
-export const closingConnection = (response: HttpServerResponse.HttpServerResponse) =>
-  HttpServerResponse.setHeaders(response, { connection: "close" })
 
 /**
  * How much of a body over the limit is read and dropped after its 413, and
@@ -88,18 +82,6 @@ export const drainMillis = 5_000
 // The body reader drains what is left (see `drainBytes`): the connection stays open for it.
 const tooLarge = (message: string) =>
   rpcError(null, internalRpc.INVALID_PARAMS, new RequestMalformedError(message), 413)
-
-/**
- * Reads a request's body: its bytes, or `undefined` when it is larger than
- * `maxBytes` or breaks off. A promise, so that reading, parsing and
- * dispatching are one wait for the fiber.
- *
- * @internal
- */
-export type BodyReader = (
-  request: HttpServerRequest.HttpServerRequest,
-  maxBytes: number
-) => Promise<Uint8Array | undefined>
 
 /**
  * The body of any platform's request, from its stream, counted as it
@@ -233,33 +215,6 @@ const cardRoute = (card: AgentCard, cardMaxAge: number) =>
       return jsonText(served.body, 200, served.headers)
     })
   })
-
-/**
- * The only text a caller gets of an internal error: `message` itself when
- * it is already opaque (its cause was logged under that id where it
- * happened), otherwise a new error id, under which the cause is logged
- * (`thrown` when known, else `message`).
- *
- * @internal
- */
-export const opaqueText = (
-  endpoint: string,
-  message: string,
-  annotations: Record<string, string>,
-  thrown?: unknown
-): Effect.Effect<string> => {
-  if (ErrorId.isInternalErrorText(message)) return Effect.succeed(message)
-  const errorId = ErrorId.make()
-  const cause = thrown === undefined
-    ? message
-    : internalFailure.renderCause(Cause.isCause(thrown) ? thrown : Cause.die(thrown))
-  return internalFailure.logErrorOffSpan(`Unexpected error in the ${endpoint} endpoint`, {
-    errorId,
-    ...annotations,
-    cause
-  })
-    .pipe(Effect.as(ErrorId.internalErrorText(errorId)))
-}
 
 // -32603 answers carry only an error id; what happened is logged under it.
 // `thrown` is what was thrown, when known; otherwise the log has the error's message.
@@ -523,19 +478,6 @@ const rpcRoute = (endpoint: RpcEndpoint, readBody: BodyReader) =>
       )
     })
   }).pipe(Effect.catchAllCause(unexpected))
-
-/** @internal */
-export const shuttingDown = "The server is shutting down."
-
-/**
- * What the server's lifetime tells the edge.
- *
- * @internal
- */
-export interface State {
-  /** Set when the server closes: requests (JSON-RPC and HTTP+JSON) are then refused with 503. */
-  readonly closing: boolean
-}
 
 /** @internal */
 export interface Options {

@@ -36,8 +36,8 @@ import * as taskState from "../../wire/taskState.js"
 import * as internalHandler from "../caller/headers.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
 import * as internalSdkHandler from "../handler/sdkHandler.js"
+import type * as internalStages from "../handler/stages.js"
 import * as internalStore from "../store/store.js"
-import type * as internalRpc from "../transport/rpc.js"
 import type * as internalSubscription from "../transport/subscription.js"
 import * as entry from "./idempotencyEntry.js"
 
@@ -354,13 +354,13 @@ const keyed = (params: SendMessageRequest, context: ServerCallContext): boolean 
 
 /**
  * A request handler and the hold it takes on the task a message continues
- * (see `internalRpc.Claim`).
+ * (see `internalStages.Claim`).
  *
  * @internal
  */
 export interface Made {
   readonly handler: A2ARequestHandler
-  readonly claim: internalRpc.Claim
+  readonly claim: internalStages.Claim
   /**
    * For a message to a task whose run another replica holds: a keyed one
    * goes on to the ledger, which joins a repeat to its run and refuses a
@@ -445,7 +445,7 @@ export const make = (deps: {
       shared.unheld.add(context)
       return true
     }
-    const claim: internalRpc.Claim = (taskId, params, context) => {
+    const claim: internalStages.Claim = (taskId, params, context) => {
       const release = executor.claim(taskId)
       return release !== undefined || !heldElsewhere(params, context) ? release : () => {}
     }

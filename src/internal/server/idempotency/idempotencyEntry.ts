@@ -43,8 +43,8 @@ import * as wireParts from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import * as internalHandler from "../caller/headers.js"
+import { stillRunning } from "../handler/stages.js"
 import * as internalFailure from "../run/failure.js"
-import * as internalRpc from "../transport/rpc.js"
 import type * as internalSubscription from "../transport/subscription.js"
 
 /** @internal */
@@ -267,7 +267,7 @@ const refusedAsRunning = (shared: Shared, taskId: string, context: ServerCallCon
     Effect.promise(() => shared.taskStore.load(taskId, context).catch(() => undefined)),
     (task) =>
       Effect.fail(
-        task === undefined ? new TaskNotFoundError(`Task not found: ${taskId}`) : internalRpc.stillRunning(taskId)
+        task === undefined ? new TaskNotFoundError(`Task not found: ${taskId}`) : stillRunning(taskId)
       )
   )
 

@@ -37,12 +37,12 @@ import * as taskFold from "../../wire/taskFold.js"
 import * as TaskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import { headersOf } from "../caller/headers.js"
+import * as internalStages from "../handler/stages.js"
 import { failedTask } from "../idempotency/idempotencyEntry.js"
 import { streamResponseOf, tapped } from "../run/busTap.js"
 import * as internalFailure from "../run/failure.js"
 import type { TaskStore } from "../store/store.js"
 import * as internalTaskStore from "../store/taskStore.js"
-import * as internalRpc from "../transport/rpc.js"
 import * as internalSubscription from "../transport/subscription.js"
 import type * as internalEventLog from "./eventLog.js"
 import * as internalPgEventLog from "./pgEventLog.js"
@@ -362,7 +362,7 @@ export const make = (
         }
         if (heldElsewhere(params, context)) return () => {}
         await handler.getTask({ id: taskId, tenant: params.tenant }, context)
-        throw internalRpc.stillRunning(taskId)
+        throw internalStages.stillRunning(taskId)
       }
       const cancelTask = async (...[params, context]: Parameters<A2ARequestHandler["cancelTask"]>) => {
         // Held for the cancel unless another replica's run holds it: no run starts meanwhile, and a paused task's

@@ -27,11 +27,11 @@ import { bracketed, hostForUrl, ListenError } from "../../listen.js"
 import * as Peer from "../../peer.js"
 import * as ErrorId from "../../wire/errorId.js"
 import * as ErrorTable from "../../wire/errorTable.js"
+import * as internalNesting from "../../wire/nesting.js"
 import * as requestShape from "../../wire/requestShape.js"
 import type * as internalTransport from "../../wire/transport.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import * as internalFailure from "../run/failure.js"
-import * as internalRpc from "./rpc.js"
 import { type Core, type GrpcOptions, type OwnPort, TransportError } from "./transports.js"
 
 const modules = Peer.load(
@@ -477,7 +477,7 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
                 "INVALID_PARAMS"
               ))
             }
-            const problem = internalRpc.nestingProblem(decoded) ??
+            const problem = internalNesting.nestingProblem(decoded) ??
               (checked ? shapeProblem(method.path, decoded) : undefined)
             return problem === undefined
               ? decoded

@@ -58,13 +58,13 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as ErrorTable from "../../wire/errorTable.js"
 import * as EventId from "../../wire/eventId.js"
+import * as internalNesting from "../../wire/nesting.js"
 import * as requestShape from "../../wire/requestShape.js"
 import * as internalAuthentication from "../caller/authentication.js"
-import * as internalAccept from "../edge/accept.js"
-import * as internalHttp from "../edge/http.js"
-import type * as internalLoad from "../edge/load.js"
-import * as internalSse from "../edge/sse.js"
-import * as internalRpc from "./rpc.js"
+import * as internalAccept from "../http/accept.js"
+import * as internalHttp from "../http/body.js"
+import type * as internalLoad from "../http/load.js"
+import * as internalSse from "../http/sse.js"
 import type * as internalSubscription from "./subscription.js"
 
 /** The default base path of the HTTP+JSON routes. @internal */
@@ -486,7 +486,7 @@ const settle = async (
 const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
     if (options.state.closing) return shuttingDown()
-    const headers: internalRpc.Headers = request.headers
+    const headers: Readonly<Record<string, string | undefined>> = request.headers
     const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
     let user: User | undefined = undefined
     if (options.gate !== undefined) {
@@ -529,7 +529,7 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
       if (bytes === undefined) return tooLarge("Request body too large or unreadable.")
       body = bytes.byteLength === 0 ? {} : internalHttp.parseJson(bytes)
       if (body === internalHttp.notJson) return malformed("Invalid JSON payload.")
-      if (internalRpc.deeperThan(body, internalRpc.maxNesting)) return malformed(internalRpc.tooDeep)
+      if (internalNesting.deeperThan(body, internalNesting.maxNesting)) return malformed(internalNesting.tooDeep)
     }
     const { route, tenant } = matched
     let query: Query = Object.fromEntries(url.searchParams)

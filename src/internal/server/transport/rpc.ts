@@ -6,20 +6,14 @@
  *
  * @internal
  */
-import {
-  A2A_VERSION_HEADER,
-  type AgentCard,
-  Extensions,
-  HTTP_EXTENSION_HEADER,
-  type SendMessageRequest
-} from "@a2a-js/sdk"
+import { A2A_VERSION_HEADER, type AgentCard, Extensions, HTTP_EXTENSION_HEADER } from "@a2a-js/sdk"
 import {
   A2A_LEGACY_PROTOCOL_VERSION,
   LEGACY_HTTP_EXTENSION_HEADER,
   LEGACY_METHOD_TASKS_RESUBSCRIBE
 } from "@a2a-js/sdk/compat/v0_3"
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
-import { RequestMalformedError, TaskNotFoundError, toJsonRpcError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
+import { RequestMalformedError, toJsonRpcError } from "@a2a-js/sdk/errors"
 import {
   type A2ARequestHandler,
   defaultServerCallContextBuilder,
@@ -29,10 +23,12 @@ import {
   type User,
   validateVersion
 } from "@a2a-js/sdk/server"
-import { storedTextProblem } from "../../ledger/storedText.js"
 import * as ErrorTable from "../../wire/errorTable.js"
+import { nestingProblem } from "../../wire/nesting.js"
 import * as requestShape from "../../wire/requestShape.js"
 import type { Subscriptions } from "./subscription.js"
+
+// For idempotencyEntry.ts until it reads the refusal from handler/stages.ts, where it lives.
 
 /** @internal */
 export const INTERNAL_ERROR = -32603
@@ -95,12 +91,6 @@ export type Headers = Readonly<Record<string, string | undefined>>
 export interface Dispatcher {
   /** `user`: the authenticated caller; anonymous when undefined. */
   readonly dispatch: (body: unknown, headers: Headers, user?: User) => Promise<Dispatched>
-  /**
-   * The request handler as the dispatch calls it, with its refusals (see
-   * {@link DispatcherOptions}): for the other transports, so that they hold
-   * to the same rules.
-   */
-  readonly handler: A2ARequestHandler
 }
 
 // JSON-RPC ids are strings or numbers; 0 and "" are ids too.
@@ -177,240 +167,57 @@ const isInternalError = (result: unknown): boolean =>
   (result as { error?: { code?: unknown } }).error?.code === INTERNAL_ERROR
 
 /**
- * The longest ids the SDK's database task table holds (`varchar(36)` and
- * `varchar(255)` columns).
+ * `handler`, noting the call contexts it was called with (a -32603 answer
+ * to a call that never reached it is the SDK's failure to decode the
+ * params) and keeping what its calls reject with under their call context:
+ * the SDK's transport answers a rejection as -32603 with its message only,
+ * and the server log wants the whole error. The caller gets the handler's
+ * own promise, so no step is added.
  */
-const storedIdLimits = { id: 36, taskId: 36, contextId: 36, referenceTaskIds: 36, tenant: 255 } as const
-
-const characters = (text: string): number => (text.length <= 36 ? text.length : [...text].length)
-
-/**
- * Why a request's ids cannot be stored, or undefined: checked before
- * anything runs, since a run whose task cannot be saved would have its
- * side effects and no task.
- */
-const unstorableId = (params: unknown): string | undefined => {
-  if (typeof params !== "object" || params === null) return undefined
-  const { message } = params as { readonly message?: unknown }
-  const fields: Array<[string, unknown]> = [
-    ["id", (params as { readonly id?: unknown }).id],
-    ["tenant", (params as { readonly tenant?: unknown }).tenant],
-    ["contextId", (params as { readonly contextId?: unknown }).contextId]
-  ]
-  if (typeof message === "object" && message !== null) {
-    fields.push(["taskId", (message as { readonly taskId?: unknown }).taskId])
-    fields.push(["contextId", (message as { readonly contextId?: unknown }).contextId])
-    const references = (message as { readonly referenceTaskIds?: unknown }).referenceTaskIds
-    if (Array.isArray(references)) { for (const reference of references) fields.push(["referenceTaskIds", reference]) }
-  }
-  for (const [name, value] of fields) {
-    if (typeof value !== "string") continue
-    const limit = storedIdLimits[name as keyof typeof storedIdLimits]
-    const problem = storedTextProblem(value)
-    if (problem !== undefined) return `${name} ${problem}`
-    if (characters(value) > limit) return `${name} must be at most ${limit} characters for this server's task store`
-  }
-  return undefined
-}
-
-const storedIdMethods = new Set<PropertyKey>([
-  "sendMessage",
-  "sendMessageStream",
-  "getTask",
-  "cancelTask",
-  "resubscribe",
-  "listTasks"
-])
-const sendMethods = new Set<PropertyKey>(["sendMessage", "sendMessageStream"])
-const streamMethods = new Set<PropertyKey>(["sendMessageStream", "resubscribe"])
-
-/**
- * Holds the task a message continues for the request's length: a release,
- * or undefined when a run of the task is in progress (see
- * `EffectAgentExecutor.claim`).
- *
- * @internal
- */
-export type Claim = (taskId: string, params: SendMessageRequest, context: ServerCallContext) => (() => void) | undefined
-
-/** @internal */
-export interface DispatcherOptions {
-  /** Refuse (-32602) a call whose ids the task store cannot hold, before the handler sees it. */
-  readonly checkIds?: boolean
-  /** Refuse (-32004) a message to a task that is still running, before the handler sees it. */
-  readonly claim?: Claim
-  /**
-   * Whether the caller of `context` may see the task: a message to another
-   * caller's running task is answered TaskNotFound, as the handler answers
-   * one to a task it does not find, not -32004, which would tell it exists.
-   */
-  readonly visible?: (taskId: string, context: ServerCallContext) => Promise<boolean>
-  /** The event buses of the handler, so that a subscriber who leaves lets go of its task's bus at once. */
-  readonly subscriptions?: Subscriptions
-}
-
-const continuedTask = (params: unknown): string | undefined => {
-  const taskId = (params as { readonly message?: { readonly taskId?: unknown } } | undefined)?.message?.taskId
-  return typeof taskId === "string" && taskId !== "" ? taskId : undefined
-}
-
-/**
- * The refusal (-32004) of a message to a task whose run is in progress.
- *
- * @internal
- */
-export const stillRunning = (taskId: string): UnsupportedOperationError =>
-  new UnsupportedOperationError(
-    `Task ${taskId} is still running; a message can continue it once it pauses for input or authentication.`
-  )
-
-// What a refused call returns: a stream is refused on its first event, so it is answered as a plain JSON-RPC error.
-const refusal = (property: PropertyKey, error: Error | Promise<Error>): unknown =>
-  property === "sendMessageStream" || property === "resubscribe"
-    ? (async function*() {
-      throw await error
-    })()
-    : Promise.resolve(error).then((error) => Promise.reject(error))
-
-// `result`, with `release` called once it settles (a stream: once it ends or is closed).
-const releasing = (result: unknown, release: () => void): unknown => {
-  if (result instanceof Promise) {
-    result.then(release, release)
-    return result
-  }
-  if (typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] === "function") {
-    return (async function*() {
-      try {
-        return yield* result as AsyncIterable<unknown>
-      } finally {
-        release()
-      }
-    })()
-  }
-  release()
-  return result
-}
-
-/**
- * `handler`, noting the call contexts it was called with and keeping what
- * its calls reject with under their call context: the SDK's transport
- * answers a rejection as -32603 with its message only, and the server log
- * wants the whole error. The caller gets the handler's own promise, so no
- * step is added. See {@link DispatcherOptions} for what it refuses.
- */
-const capturing = (
+const noting = (
   handler: A2ARequestHandler,
   called: WeakSet<object>,
-  thrown: WeakMap<object, unknown>,
-  options: DispatcherOptions
+  thrown: WeakMap<object, unknown>
 ): A2ARequestHandler => {
-  const wrapped = new Map<PropertyKey, unknown>()
-  return new Proxy(handler, {
-    get(target, property, receiver) {
-      const value: unknown = Reflect.get(target, property, receiver)
-      if (typeof value !== "function") return value
-      let method = wrapped.get(property)
-      if (method === undefined) {
-        const checked = options.checkIds === true && storedIdMethods.has(property)
-        const claim = sendMethods.has(property) ? options.claim : undefined
-        method = (...args: Array<unknown>) => {
-          const context = args[args.length - 1]
-          const isContext = typeof context === "object" && context !== null
-          if (isContext) called.add(context)
-          if (isContext && property === "resubscribe") options.subscriptions?.subscribing(context)
-          const problem = checked ? unstorableId(args[0]) : undefined
-          if (problem !== undefined) return refusal(property, new RequestMalformedError(problem))
-          const taskId = claim === undefined ? undefined : continuedTask(args[0])
-          const release = taskId === undefined || claim === undefined
-            ? undefined
-            : claim(taskId, args[0] as SendMessageRequest, context as ServerCallContext)
-          if (taskId !== undefined && release === undefined) {
-            const visible = options.visible
-            return refusal(
-              property,
-              visible === undefined ? stillRunning(taskId) : visible(taskId, context as ServerCallContext).then(
-                (seen) => seen ? stillRunning(taskId) : new TaskNotFoundError(`Task not found: ${taskId}`)
-              )
-            )
-          }
-          let result: unknown
-          try {
-            result = value.apply(target, args)
-          } catch (error) {
-            release?.()
-            throw error
-          }
-          if (isContext && result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
-          // Before its first read, when the handler takes its task's bus: the reader is bounded from its first event.
-          if (
-            isContext && streamMethods.has(property) && options.subscriptions !== undefined &&
-            typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] === "function"
-          ) {
-            result = options.subscriptions.reading(context, (result as AsyncIterable<unknown>)[Symbol.asyncIterator]())
-          }
-          return release === undefined ? result : releasing(result, release)
-        }
-        wrapped.set(property, method)
-      }
-      return method
+  const note =
+    <P, A>(call: (params: P, context: ServerCallContext) => A) => (params: P, context: ServerCallContext) => {
+      called.add(context)
+      const result = call(params, context)
+      if (result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
+      return result
     }
-  })
-}
-
-/**
- * How deep a request may nest. The SDK copies messages and tasks with
- * `structuredClone`, whose limit depends on the stack (about 1900 levels
- * here, less elsewhere): past it, a run could start whose task can then not
- * be copied, saved or read. Far above any real message.
- *
- * @internal
- */
-export const maxNesting = 256
-
-/** @internal */
-export const tooDeep = `Request nested deeper than ${maxNesting} levels.`
-
-/**
- * Whether `value` nests objects and arrays more than `levels` deep. Recursive, without allocating (it runs
- * on every request): it never goes deeper than `levels`, far within the stack.
- *
- * @internal
- */
-export const deeperThan = (value: unknown, levels: number): boolean => {
-  // A decoded protobuf's bytes hold no nesting: not walked byte by byte.
-  if (typeof value !== "object" || value === null || ArrayBuffer.isView(value)) return false
-  if (levels === 0) return true
-  if (Array.isArray(value)) {
-    for (const item of value) if (deeperThan(item, levels - 1)) return true
-    return false
+  return {
+    getAgentCard: () => handler.getAgentCard(),
+    getAuthenticatedExtendedAgentCard: note(handler.getAuthenticatedExtendedAgentCard.bind(handler)),
+    sendMessage: note(handler.sendMessage.bind(handler)),
+    sendMessageStream: note(handler.sendMessageStream.bind(handler)),
+    getTask: note(handler.getTask.bind(handler)),
+    listTasks: note(handler.listTasks.bind(handler)),
+    cancelTask: note(handler.cancelTask.bind(handler)),
+    resubscribe: note(handler.resubscribe.bind(handler)),
+    createTaskPushNotificationConfig: note(handler.createTaskPushNotificationConfig.bind(handler)),
+    getTaskPushNotificationConfig: note(handler.getTaskPushNotificationConfig.bind(handler)),
+    listTaskPushNotificationConfigs: note(handler.listTaskPushNotificationConfigs.bind(handler)),
+    deleteTaskPushNotificationConfig: note(handler.deleteTaskPushNotificationConfig.bind(handler))
   }
-  for (const key in value) if (deeperThan((value as Record<string, unknown>)[key], levels - 1)) return true
-  return false
 }
 
 /**
- * Why a decoded request is refused for its nesting (see `maxNesting`), or undefined.
- *
- * @internal
- */
-export const nestingProblem = (request: unknown): string | undefined =>
-  deeperThan(request, maxNesting) ? tooDeep : undefined
-
-/**
- * The dispatcher, and the request handler it calls with what it refuses
- * (see {@link DispatcherOptions}), which the other transports call too.
+ * The dispatcher of `requestHandler`, the handler with its stages, as the
+ * server composes it for every transport (see `edge/app.ts`).
+ * `subscriptions`: what the handler's streams are read through, so that a
+ * stream's reader that leaves lets go of it at once.
  *
  * @internal
  */
 export const makeDispatcher = (
   requestHandler: A2ARequestHandler,
   card: AgentCard,
-  options: DispatcherOptions = {}
-): Dispatcher & { readonly handler: A2ARequestHandler } => {
+  subscriptions?: Subscriptions
+): Dispatcher => {
   const called = new WeakSet<object>()
   const thrown = new WeakMap<object, unknown>()
-  const captured = capturing(requestHandler, called, thrown, options)
-  const subscriptions = options.subscriptions
+  const captured = noting(requestHandler, called, thrown)
   const v1 = new JsonRpcTransportHandler(captured)
   const legacy = new LegacyJsonRpcTransportHandler(captured)
   const versionHeader = A2A_VERSION_HEADER.toLowerCase()
@@ -420,7 +227,7 @@ export const makeDispatcher = (
     const mapError = useLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError : rpcErrorOf
     const id = idOf(body)
     // The v0.3 handler has its own request types, checked against their own shapes.
-    const problem = deeperThan(body, maxNesting) ? tooDeep : shapeProblem(body, useLegacy)
+    const problem = nestingProblem(body) ?? shapeProblem(body, useLegacy)
     if (problem !== undefined) {
       const error = toJsonRpcError(new RequestMalformedError(problem))
       return { _tag: "Json", status: 200, body: { jsonrpc: "2.0", id, error }, headers: {} }
@@ -495,5 +302,5 @@ export const makeDispatcher = (
       }
     }
   }
-  return { dispatch, handler: captured }
+  return { dispatch }
 }

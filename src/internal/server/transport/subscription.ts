@@ -21,9 +21,9 @@
 import type { StreamResponse, TaskState as SdkTaskState } from "@a2a-js/sdk"
 import { type A2ARequestHandler, type AgentExecutionEvent, type ServerCallContext } from "@a2a-js/sdk/server"
 import * as TaskState from "../../wire/taskState.js"
-import * as slowReader from "../edge/slowReader.js"
 import * as internalChannel from "../handler/channel.js"
 import { stopsAt } from "../handler/core.js"
+import * as slowReader from "../http/slowReader.js"
 import { streamResponseOf } from "../run/busTap.js"
 
 /** The state a subscription's event gives its task, if it gives one. */
@@ -181,6 +181,43 @@ export const continuing = (handler: A2ARequestHandler, subscriptions: Subscripti
     }
   })
 }
+
+/**
+ * `handler`, each of its streams read through `subscriptions` (see
+ * `Subscriptions.reading`): its reader bounded from its first event, and a
+ * subscriber who leaves letting go of its task's bus at once. Taken when the
+ * handler is called, before its first read: the transports read `dropped` at
+ * once.
+ *
+ * @internal
+ */
+export const bounding = (handler: A2ARequestHandler, subscriptions: Subscriptions): A2ARequestHandler => ({
+  getAgentCard: () => handler.getAgentCard(),
+  getAuthenticatedExtendedAgentCard: (params, context) => handler.getAuthenticatedExtendedAgentCard(params, context),
+  sendMessage: (params, context) => handler.sendMessage(params, context),
+  // The SDK's transports only iterate what they are handed: a reader's iterator serves as the handler's generator.
+  sendMessageStream: (params, context) =>
+    subscriptions.reading(context, handler.sendMessageStream(params, context)) as AsyncGenerator<
+      StreamResponse,
+      void,
+      undefined
+    >,
+  getTask: (params, context) => handler.getTask(params, context),
+  listTasks: (params, context) => handler.listTasks(params, context),
+  cancelTask: (params, context) => handler.cancelTask(params, context),
+  resubscribe: (params, context) => {
+    subscriptions.subscribing(context)
+    return subscriptions.reading(context, handler.resubscribe(params, context)) as AsyncGenerator<
+      StreamResponse,
+      void,
+      undefined
+    >
+  },
+  createTaskPushNotificationConfig: (params, context) => handler.createTaskPushNotificationConfig(params, context),
+  getTaskPushNotificationConfig: (params, context) => handler.getTaskPushNotificationConfig(params, context),
+  listTaskPushNotificationConfigs: (params, context) => handler.listTaskPushNotificationConfigs(params, context),
+  deleteTaskPushNotificationConfig: (params, context) => handler.deleteTaskPushNotificationConfig(params, context)
+})
 
 /**
  * The request handler's channels (see `lifecycle/channel.ts`), with what each

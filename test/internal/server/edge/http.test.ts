@@ -105,8 +105,7 @@ describe("server/http.router while the server shuts down", () => {
         dispatch: () => {
           dispatched++
           return Promise.reject(new Error("nothing may run while the server shuts down"))
-        },
-        handler: {} as internalRpc.Dispatcher["handler"]
+        }
       }
       const router = yield* internalHttp.router({
         card,

@@ -17,7 +17,7 @@ const serving = (dispatch: internalRpc.Dispatcher["dispatch"], closing = false) 
       maxBodyBytes: 1024,
       state: { closing },
       load: undefined,
-      dispatcher: { dispatch, handler: {} as internalRpc.Dispatcher["handler"] }
+      dispatcher: { dispatch }
     }
     const passed: Array<string> = []
     const runtime = yield* Effect.runtime<never>()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as internalAccept from "../../../../src/internal/server/edge/accept.js"
+import * as internalAccept from "../../../../src/internal/server/http/accept.js"
 
 const json = "application/json"
 const a2a = "application/a2a+json"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as slowReader from "../../../../src/internal/server/edge/slowReader.js"
+import * as slowReader from "../../../../src/internal/server/http/slowReader.js"
 
 /** A source of numbers, noting whether it was ended. */
 const counting = () => {

@@ -1,0 +1,84 @@
+/**
+ * What the JSON-RPC route (`edge/http.ts`) and the HTTP+JSON routes
+ * (`transport/rest.ts`) share of a request and its answer: the body as
+ * JSON, a refusal that closes its connection, the server's closing state,
+ * and the opaque text of an internal error.
+ *
+ * @internal
+ */
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as ErrorId from "../../wire/errorId.js"
+import * as internalFailure from "../run/failure.js"
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+
+/** What {@link parseJson} returns for bytes that are not UTF-8 JSON. @internal */
+export const notJson: unique symbol = Symbol("notJson")
+
+/** A body's JSON value, or {@link notJson}. @internal */
+export const parseJson = (bytes: Uint8Array): unknown => {
+  try {
+    return JSON.parse(utf8.decode(bytes))
+  } catch {
+    return notJson
+  }
+}
+
+/** `response`, closing its connection after it: a body refused unread is not taken in. @internal */
+export const closingConnection = (response: HttpServerResponse.HttpServerResponse) =>
+  HttpServerResponse.setHeaders(response, { connection: "close" })
+
+/**
+ * Reads a request's body: its bytes, or `undefined` when it is larger than
+ * `maxBytes` or breaks off. A promise, so that reading, parsing and
+ * dispatching are one wait for the fiber.
+ *
+ * @internal
+ */
+export type BodyReader = (
+  request: HttpServerRequest.HttpServerRequest,
+  maxBytes: number
+) => Promise<Uint8Array | undefined>
+
+/** @internal */
+export const shuttingDown = "The server is shutting down."
+
+/**
+ * What the server's lifetime tells the edge.
+ *
+ * @internal
+ */
+export interface State {
+  /** Set when the server closes: requests (JSON-RPC and HTTP+JSON) are then refused with 503. */
+  readonly closing: boolean
+}
+
+/**
+ * The only text a caller gets of an internal error: `message` itself when
+ * it is already opaque (its cause was logged under that id where it
+ * happened), otherwise a new error id, under which the cause is logged
+ * (`thrown` when known, else `message`).
+ *
+ * @internal
+ */
+export const opaqueText = (
+  endpoint: string,
+  message: string,
+  annotations: Record<string, string>,
+  thrown?: unknown
+): Effect.Effect<string> => {
+  if (ErrorId.isInternalErrorText(message)) return Effect.succeed(message)
+  const errorId = ErrorId.make()
+  const cause = thrown === undefined
+    ? message
+    : internalFailure.renderCause(Cause.isCause(thrown) ? thrown : Cause.die(thrown))
+  return internalFailure.logErrorOffSpan(`Unexpected error in the ${endpoint} endpoint`, {
+    errorId,
+    ...annotations,
+    cause
+  })
+    .pipe(Effect.as(ErrorId.internalErrorText(errorId)))
+}
