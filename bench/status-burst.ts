@@ -50,7 +50,7 @@
  * `BENCH_STORES` (comma-separated, default `memory,sqlite,postgres`) picks
  * stores.
  */
-import { AGENT_CARD_PATH, type AgentCard, type Message, Role, type Task, TaskState } from "@a2a-js/sdk"
+import { AGENT_CARD_PATH, type Message, Role, type Task, TaskState } from "@a2a-js/sdk"
 import { type Client, ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
 import {
   AgentEvent,
@@ -76,6 +76,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks"
 import { pathToFileURL } from "node:url"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
+import { cardFor } from "../test/fixtures/peers.js"
 import { startPostgres } from "../test/fixtures/postgres.js"
 import { type Child, forkServer } from "./child.js"
 import { report, type Row } from "./report.js"
@@ -213,25 +214,7 @@ const startSdk = async (serve: Serve): Promise<string> => {
   const server = app.listen(0, "127.0.0.1")
   await once(server, "listening")
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  const card: AgentCard = {
-    name: "sdk",
-    description: "bench",
-    supportedInterfaces: [{
-      url: `${url}/a2a/jsonrpc`,
-      protocolBinding: "JSONRPC",
-      tenant: "",
-      protocolVersion: "1.0"
-    }],
-    provider: undefined,
-    version: "1.0.0",
-    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
-    skills: [],
-    signatures: []
-  }
+  const card = cardFor(`${url}/a2a/jsonrpc`)
   const handler = new DefaultRequestHandler(card, await sdkStore(serve), burstExecutor)
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }))
   app.use("/a2a/jsonrpc", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }))
