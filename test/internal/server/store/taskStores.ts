@@ -151,7 +151,7 @@ export const taskStoreContract = (name: string, make: Make) =>
           context
         )
         yield* store.append(id, [artifact(id, artifactOf("a", "three"), true, true), message(id, "follow-up")], context)
-        // A message already in the history is not added twice.
+        // A caller's message joins the history each time it is sent, its id repeated too, as the SDK's handler adds it.
         const last = yield* store.append(
           id,
           [message(id, "follow-up"), status(id, TaskState.TASK_STATE_WORKING, 2)],
@@ -162,6 +162,7 @@ export const taskStoreContract = (name: string, make: Make) =>
           history: [
             messageOf(id, `${id}-m0`, Role.ROLE_USER),
             messageOf(id, "thinking"),
+            messageOf(id, "follow-up", Role.ROLE_USER),
             messageOf(id, "follow-up", Role.ROLE_USER)
           ],
           metadata: { step: 1 }
