@@ -11,6 +11,7 @@ import {
   type DeleteTaskPushNotificationConfigRequest,
   type GetTaskPushNotificationConfigRequest,
   type GetTaskRequest,
+  type ListTaskPushNotificationConfigsRequest,
   type ListTaskPushNotificationConfigsResponse,
   type ListTasksRequest,
   type ListTasksResponse,
@@ -80,7 +81,7 @@ export interface RequestHandler {
     context: ServerCallContext
   ) => Effect.Effect<TaskPushNotificationConfig, Failure>
   readonly listPushConfigs: (
-    params: { readonly taskId: string },
+    params: ListTaskPushNotificationConfigsRequest,
     context: ServerCallContext
   ) => Effect.Effect<ListTaskPushNotificationConfigsResponse, Failure>
   readonly deletePushConfig: (

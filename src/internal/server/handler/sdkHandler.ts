@@ -9,11 +9,11 @@
 import type { StreamResponse } from "@a2a-js/sdk"
 import type { A2ARequestHandler } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
 import * as Stream from "effect/Stream"
-import type { RequestHandler } from "./requestHandler.js"
+import type { Failure, RequestHandler } from "./requestHandler.js"
 
 /** @internal */
 export const toSdk = (handler: RequestHandler, runtime: Runtime.Runtime<never>): A2ARequestHandler => {
@@ -39,5 +39,36 @@ export const toSdk = (handler: RequestHandler, runtime: Runtime.Runtime<never>):
     getTaskPushNotificationConfig: (params, context) => promise(handler.getPushConfig(params, context)),
     listTaskPushNotificationConfigs: (params, context) => promise(handler.listPushConfigs(params, context)),
     deleteTaskPushNotificationConfig: (params, context) => promise(handler.deletePushConfig(params, context))
+  }
+}
+
+// What a promise of the SDK's shape rejects with, as the handler fails: its errors are `Error`s, anything else is one.
+const failureOf = (error: unknown): Failure => error instanceof Error ? error : new Error(String(error))
+
+/**
+ * An SDK-shaped handler as ours: while a stage still speaks the SDK's shape,
+ * the stages after it take it through this.
+ *
+ * @internal
+ */
+export const fromSdk = (handler: A2ARequestHandler): RequestHandler => {
+  const effect = <A>(call: () => Promise<A>): Effect.Effect<A, Failure> =>
+    Effect.tryPromise({ try: call, catch: failureOf })
+  const stream = (
+    call: () => AsyncGenerator<StreamResponse, void, undefined>
+  ): Stream.Stream<StreamResponse, Failure> => Stream.fromAsyncIterable({ [Symbol.asyncIterator]: call }, failureOf)
+  return {
+    agentCard: Effect.orDie(effect(() => handler.getAgentCard())),
+    extendedAgentCard: (context) => effect(() => handler.getAuthenticatedExtendedAgentCard({ tenant: "" }, context)),
+    sendMessage: (params, context) => effect(() => handler.sendMessage(params, context)),
+    sendMessageStream: (params, context) => stream(() => handler.sendMessageStream(params, context)),
+    getTask: (params, context) => effect(() => handler.getTask(params, context)),
+    listTasks: (params, context) => effect(() => handler.listTasks(params, context)),
+    cancelTask: (params, context) => effect(() => handler.cancelTask(params, context)),
+    resubscribe: (params, context) => stream(() => handler.resubscribe(params, context)),
+    createPushConfig: (params, context) => effect(() => handler.createTaskPushNotificationConfig(params, context)),
+    getPushConfig: (params, context) => effect(() => handler.getTaskPushNotificationConfig(params, context)),
+    listPushConfigs: (params, context) => effect(() => handler.listTaskPushNotificationConfigs(params, context)),
+    deletePushConfig: (params, context) => effect(() => handler.deleteTaskPushNotificationConfig(params, context))
   }
 }
