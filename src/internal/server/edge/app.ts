@@ -7,13 +7,15 @@
  *
  * @internal
  */
-import type { AgentCard } from "@a2a-js/sdk"
-import type { PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
+import type { AgentCard, StreamResponse, SubscribeToTaskRequest } from "@a2a-js/sdk"
+import type { A2ARequestHandler, PushNotificationStore, ServerCallContext, TaskStore } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type * as A2AServer from "../../../A2AServer.js"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
@@ -159,16 +161,35 @@ const requestHandlerOf = (
         claim: (taskId) => executor.claim(taskId)
       }
     })
-    : internalIdempotency.make({
-      card,
-      extendedCard,
-      executor,
-      subscriptions,
-      options: idempotency,
-      pushStore,
-      follow: replication?.subscribe,
-      appendRetryMillis
+    : Effect.gen(function*() {
+      return yield* internalIdempotency.make({
+        card,
+        extendedCard,
+        executor,
+        subscriptions,
+        options: idempotency,
+        pushStore,
+        follow: replication === undefined ? undefined : sdkFollow(replication, yield* Effect.runtime<never>()),
+        appendRetryMillis
+      })
     })
+
+/**
+ * Replication's subscription in the shape idempotency's `follow` still takes
+ * (an SDK-shaped handler, an async generator), until idempotency is a stage
+ * of the Effect handler.
+ */
+const sdkFollow = (replication: internalReplication.Replication, runtime: Runtime.Runtime<never>) =>
+  async function*(
+    handler: A2ARequestHandler,
+    params: SubscribeToTaskRequest,
+    context: ServerCallContext
+  ): AsyncGenerator<StreamResponse, void, undefined> {
+    yield* Stream.toAsyncIterableRuntime(
+      replication.subscribe(internalSdkHandler.fromSdk(handler), params, context),
+      runtime
+    )
+  }
 
 /** The executor whose runs share the hold of the request that started them, when the server has a bound. */
 const counted = (
@@ -289,7 +310,10 @@ export const make = <E, R>(
     ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
     const subscribed = replication === undefined
       ? internalSubscription.continuing(sdkHandler, subscriptions)
-      : replication.handling(sdkHandler, subscriptions, heldElsewhere)
+      : internalSdkHandler.toSdk(
+        replication.handling(internalSdkHandler.fromSdk(sdkHandler), subscriptions, heldElsewhere),
+        yield* Effect.runtime<never>()
+      )
     // The stages every transport calls the handler through: its streams' readers bounded, then what is refused
     // before a run.
     const handler = internalStages.refusing(internalSubscription.bounding(subscribed, subscriptions), {

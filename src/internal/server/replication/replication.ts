@@ -2,9 +2,10 @@
  * A server whose runs write every event to a shared event log, and whose
  * subscribers read it: a subscriber on any replica streams a run on any
  * other, and a caller whose stream broke resumes right after the last event
- * it saw. The SDK's request handler still does the protocol; its
- * resubscription, which reads only this process's buses and refuses an
- * ended task, gives way to one that reads the log.
+ * it saw. It is a stage of the request handler (`handling`): the handler
+ * still does the protocol; its resubscription, which reads only this
+ * process's channels and refuses an ended task, gives way to one that reads
+ * the log.
  *
  * @internal
  */
@@ -17,17 +18,20 @@ import {
 } from "@a2a-js/sdk"
 import { RequestMalformedError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import {
-  type A2ARequestHandler,
   type AgentExecutionEvent,
   type ExecutionEventBus,
   resolveUserScope,
   type ServerCallContext
 } from "@a2a-js/sdk/server"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import type * as A2AServer from "../../../A2AServer.js"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
@@ -37,6 +41,7 @@ import * as taskFold from "../../wire/taskFold.js"
 import * as TaskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import { headersOf } from "../caller/headers.js"
+import type { Failure, RequestHandler } from "../handler/requestHandler.js"
 import * as internalStages from "../handler/stages.js"
 import { failedTask } from "../idempotency/idempotencyEntry.js"
 import { streamResponseOf, tapped } from "../run/busTap.js"
@@ -57,10 +62,10 @@ export interface Replication {
    * from the log: a run on any replica, from now on.
    */
   readonly subscribe: (
-    handler: A2ARequestHandler,
+    handler: RequestHandler,
     params: SubscribeToTaskRequest,
     context: ServerCallContext
-  ) => AsyncGenerator<StreamResponse, void, undefined>
+  ) => Stream.Stream<StreamResponse, Failure>
   /** `executor`, each event of its runs numbered and written to the log. */
   readonly logging: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
   /**
@@ -68,11 +73,11 @@ export interface Replication {
    * read from the log, through the task's pauses until it ends.
    */
   readonly handling: (
-    handler: A2ARequestHandler,
+    handler: RequestHandler,
     subscriptions: internalSubscription.Subscriptions,
     /** Whether the ledger takes a message to a task held elsewhere (see `idempotency.Made`). */
     heldElsewhere?: (params: SendMessageRequest, context: ServerCallContext) => boolean
-  ) => A2ARequestHandler
+  ) => RequestHandler
 }
 
 const stamped = (response: StreamResponse, seq: number | undefined): StreamResponse => {
@@ -98,6 +103,9 @@ const agentEventOf = (response: StreamResponse): AgentExecutionEvent | undefined
 const ends = (response: StreamResponse): boolean =>
   response.payload?.$case === "message" ||
   (response.payload?.$case === "statusUpdate" && TaskState.isTerminal(response.payload.value.status?.state))
+
+// A claim's failure (the database's), as the handler fails.
+const failureOf = (error: unknown): Failure => error instanceof Error ? error : new Error(String(error))
 
 const decoded = (entry: internalEventLog.Entry): StreamResponse => StreamResponse.fromJSON(entry.event)
 
@@ -264,179 +272,197 @@ export const make = (
      * it sends them (and saves them to the store): a caller may have seen one not yet in the log. That one is
      * waited for, a while; what the log has then is the answer.
      */
-    const lastReaching = async (taskId: string, seq: number): Promise<number> => {
-      let last = await runPromise(log.last(taskId))
-      for (const until = Date.now() + cursorWaitMillis; last < seq && Date.now() < until;) {
-        await new Promise((resolve) => setTimeout(resolve, 50))
-        last = await runPromise(log.last(taskId))
-      }
-      return last
-    }
+    const lastReaching = (taskId: string, seq: number): Effect.Effect<number, internalEventLog.EventLogError> =>
+      Effect.flatMap(Clock.currentTimeMillis, (start) => {
+        const look: Effect.Effect<number, internalEventLog.EventLogError> = Effect.flatMap(
+          log.last(taskId),
+          (last) =>
+            last >= seq ? Effect.succeed(last) : Effect.flatMap(
+              Clock.currentTimeMillis,
+              (now) => now >= start + cursorWaitMillis ? Effect.succeed(last) : Effect.zipRight(Effect.sleep(50), look)
+            )
+        )
+        return look
+      })
 
     /** The task as of its log's last event, and that event's number: the log's view, never behind it. */
-    const snapshot = async (
-      taskId: string,
-      stored: Task
-    ): Promise<{ readonly task: Task; readonly seq: number }> => {
-      // A stored task has a run that started it, whose first event may not be in the log yet.
-      await lastReaching(taskId, 1)
-      const entries = await runPromise(log.read(taskId, 0))
-      const last = entries.at(-1)
-      if (last === undefined) return { task: stored, seq: 0 }
-      // Each run starts with the whole task: what came before it is in it.
-      const from = entries.findLastIndex((entry, i) => i === 0 || decoded(entry).payload?.$case === "task")
-      const events = entries.slice(from).flatMap((entry) => {
-        const event = agentEventOf(decoded(entry))
-        // A message in the log is a bare answer, no task's.
-        return event === undefined || event.kind === "message" ? [] : [event]
+    const snapshot = (taskId: string, stored: Task) =>
+      Effect.gen(function*() {
+        // A stored task has a run that started it, whose first event may not be in the log yet.
+        yield* lastReaching(taskId, 1)
+        const entries = yield* log.read(taskId, 0)
+        const last = entries.at(-1)
+        if (last === undefined) return { task: stored, seq: 0 }
+        // Each run starts with the whole task: what came before it is in it.
+        const from = entries.findLastIndex((entry, i) => i === 0 || decoded(entry).payload?.$case === "task")
+        const events = entries.slice(from).flatMap((entry) => {
+          const event = agentEventOf(decoded(entry))
+          // A message in the log is a bare answer, no task's.
+          return event === undefined || event.kind === "message" ? [] : [event]
+        })
+        return { task: taskFold.fold(undefined, events) ?? stored, seq: last.seq }
       })
-      return { task: taskFold.fold(undefined, events) ?? stored, seq: last.seq }
-    }
 
     /**
      * The task's events after `after`, until one ends it. With `hold`, a
      * subscriber's stream: it lets go of the log when the stream closes,
      * or, while the task is paused, at shutdown.
      */
-    const following = async function*(
+    const following = (
       taskId: string,
       after: number,
       hold?: (stop: () => void) => internalSubscription.Hold
-    ): AsyncGenerator<StreamResponse, void, undefined> {
-      const entries = log.iterate(taskId, after)
-      // Its `return` ends a wait for the next entry at once; the generator's own waits for that entry.
-      const held = hold?.(() => void entries.return?.())
-      try {
-        for await (const entry of entries) {
-          const response = decoded(entry)
-          held?.saw(internalSubscription.stateOf(response))
-          yield stamped(response, entry.seq)
-          if (ends(response)) return
-        }
-      } finally {
-        held?.release()
-      }
+    ): Stream.Stream<StreamResponse, internalEventLog.EventLogError> => {
+      const responses = log.follow(taskId, after).pipe(
+        Stream.map((entry) => ({ seq: entry.seq, response: decoded(entry) })),
+        Stream.takeUntil(({ response }) => ends(response))
+      )
+      const stamp = ({ response, seq }: { readonly seq: number; readonly response: StreamResponse }) =>
+        stamped(response, seq)
+      if (hold === undefined) return Stream.map(responses, stamp)
+      return Stream.unwrapScoped(Effect.gen(function*() {
+        // Ends a wait for the next entry at once.
+        const stopped = yield* Deferred.make<void>()
+        const held = yield* Effect.acquireRelease(
+          Effect.sync(() => hold(() => Deferred.unsafeDone(stopped, Exit.void))),
+          (held) => Effect.sync(held.release)
+        )
+        return responses.pipe(
+          Stream.tap(({ response }) => Effect.sync(() => held.saw(internalSubscription.stateOf(response)))),
+          Stream.map(stamp),
+          Stream.interruptWhenDeferred(stopped)
+        )
+      }))
     }
 
     /**
      * A subscription as the spec has it: the task, then every later event,
      * through its pauses, until it ends.
      */
-    const subscribe = async function*(
-      handler: A2ARequestHandler,
+    const subscribe = (
+      handler: RequestHandler,
       params: SubscribeToTaskRequest,
       context: ServerCallContext,
       hold?: (stop: () => void) => internalSubscription.Hold
-    ): AsyncGenerator<StreamResponse, void, undefined> {
-      // The SDK's own checks: a valid id, the caller's own task, else TaskNotFound.
-      const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
-      const taskId = stored.id
-      const state = stored.status?.state
-      if (TaskState.isTerminal(state)) {
-        throw new UnsupportedOperationError(
-          `Task ${taskId} is in a terminal state (${state}) and cannot be subscribed to.`
-        )
-      }
-      const { seq, task } = await snapshot(taskId, stored)
-      yield stamped({ payload: { $case: "task", value: task } }, seq)
-      if (TaskState.isTerminal(task.status?.state)) return
-      return yield* following(taskId, seq, hold)
-    }
+    ): Stream.Stream<StreamResponse, Failure> =>
+      Stream.unwrap(Effect.gen(function*() {
+        // The handler's own checks: a valid id, the caller's own task, else TaskNotFound.
+        const stored = yield* handler.getTask({ id: params.id, tenant: params.tenant }, context)
+        const taskId = stored.id
+        const state = stored.status?.state
+        if (TaskState.isTerminal(state)) {
+          return yield* Effect.fail(
+            new UnsupportedOperationError(
+              `Task ${taskId} is in a terminal state (${state}) and cannot be subscribed to.`
+            )
+          )
+        }
+        const { seq, task } = yield* snapshot(taskId, stored)
+        const first = Stream.succeed(stamped({ payload: { $case: "task", value: task } }, seq))
+        return TaskState.isTerminal(task.status?.state) ? first : Stream.concat(first, following(taskId, seq, hold))
+      }))
 
     const handling = (
-      handler: A2ARequestHandler,
+      handler: RequestHandler,
       subscriptions: internalSubscription.Subscriptions,
       heldElsewhere: (params: SendMessageRequest, context: ServerCallContext) => boolean = () => false
-    ): A2ARequestHandler => {
+    ): RequestHandler => {
       /**
        * Holds the task a message continues, for its run: refused (-32004, or
        * TaskNotFound to a caller who may not see it) while another replica's
        * run holds it, unless the ledger takes the message (a keyed one).
        * What lets go of the hold, when one was taken.
        */
-      const claimed = async (params: SendMessageRequest, context: ServerCallContext): Promise<() => void> => {
+      const claimed = (
+        params: SendMessageRequest,
+        context: ServerCallContext
+      ): Effect.Effect<Effect.Effect<void>, Failure> => {
         const taskId = params.message?.taskId
-        if (!taskId) return () => {}
-        if (await runPromise(claims.acquire(taskId, holderOf(context)))) {
-          return () => void runPromise(claims.release(taskId))
-        }
-        if (heldElsewhere(params, context)) return () => {}
-        await handler.getTask({ id: taskId, tenant: params.tenant }, context)
-        throw internalStages.stillRunning(taskId)
+        if (!taskId) return Effect.succeed(Effect.void)
+        return Effect.flatMap(
+          Effect.mapError(claims.acquire(taskId, holderOf(context)), failureOf),
+          (won): Effect.Effect<Effect.Effect<void>, Failure> =>
+            won
+              ? Effect.succeed(claims.release(taskId))
+              : heldElsewhere(params, context)
+              ? Effect.succeed(Effect.void)
+              : Effect.zipRight(
+                handler.getTask({ id: taskId, tenant: params.tenant }, context),
+                Effect.fail(internalStages.stillRunning(taskId))
+              )
+        )
       }
-      const cancelTask = async (...[params, context]: Parameters<A2ARequestHandler["cancelTask"]>) => {
+      // A stream's event with its number: a run's task event is the one it started with, reloaded from the store.
+      const numbered = (context: ServerCallContext) => (response: StreamResponse): StreamResponse => {
+        const payload = response.payload
+        return stamped(
+          response,
+          payload?.$case === "task"
+            ? starts.get(context)
+            : payload === undefined
+            ? undefined
+            : numbers.get(payload.value)
+        )
+      }
+      return {
+        ...handler,
+        sendMessage: (params, context) =>
+          Effect.acquireUseRelease(
+            claimed(params, context),
+            () => handler.sendMessage(params, context),
+            (release) => release
+          ),
+        sendMessageStream: (params, context) =>
+          Stream.unwrapScoped(
+            Effect.map(
+              Effect.acquireRelease(claimed(params, context), (release) => release),
+              () => Stream.map(handler.sendMessageStream(params, context), numbered(context))
+            )
+          ),
         // Held for the cancel unless another replica's run holds it: no run starts meanwhile, and a paused task's
         // end is written to the log here, as no run will write it (a run here has written its own by then).
-        const idle = await runPromise(Effect.orElseSucceed(claims.acquire(params.id, holderOf(context)), () => false))
-        try {
-          const task = await handler.cancelTask(params, context)
-          if (task.status?.state !== SdkTaskState.TASK_STATE_CANCELED) return task
-          // The run may be on another replica, which learns of it from the nudge.
-          if (!idle) await runPromise(Effect.ignore(log.nudge(task.id)))
-          else await runPromise(Effect.ignore(logEnd(log, task)))
-          return task
-        } finally {
-          if (idle) await runPromise(Effect.ignore(claims.release(params.id)))
-        }
+        cancelTask: (params, context) =>
+          Effect.acquireUseRelease(
+            Effect.orElseSucceed(claims.acquire(params.id, holderOf(context)), () => false),
+            (idle) =>
+              Effect.tap(
+                handler.cancelTask(params, context),
+                (task) =>
+                  task.status?.state !== SdkTaskState.TASK_STATE_CANCELED
+                    ? Effect.void
+                    // The run may be on another replica, which learns of it from the nudge.
+                    : Effect.ignore(idle ? logEnd(log, task) : log.nudge(task.id))
+              ),
+            (idle) => idle ? claims.release(params.id) : Effect.void
+          ),
+        resubscribe: (params, context) =>
+          Stream.unwrap(Effect.gen(function*() {
+            const cursor = EventId.cursorOf(headersOf(context))
+            if (cursor._tag === "Invalid") {
+              return yield* Effect.fail(
+                new RequestMalformedError("Last-Event-ID must be the number of an event of the task's stream")
+              )
+            }
+            const hold = (stop: () => void) => internalSubscription.holding(subscriptions, context, stop)
+            if (cursor._tag === "None") return subscribe(handler, params, context, hold)
+            // The handler's own checks: a valid id, the caller's own task, else TaskNotFound.
+            const stored = yield* handler.getTask({ id: params.id, tenant: params.tenant }, context)
+            const taskId = stored.id
+            // A number the log never reaches is the caller's mistake.
+            const last = yield* lastReaching(taskId, cursor.seq)
+            if (cursor.seq > last) {
+              return yield* Effect.fail(
+                new RequestMalformedError(
+                  `Last-Event-ID ${cursor.seq} is past the last event of task ${taskId} (${last})`
+                )
+              )
+            }
+            // Resumed after the event that ended the task: nothing more comes.
+            const [at] = cursor.seq === 0 ? [] : yield* log.read(taskId, cursor.seq - 1)
+            if (at !== undefined && ends(decoded(at))) return Stream.empty
+            return following(taskId, cursor.seq, hold)
+          }))
       }
-      const sendMessage = async (...[params, context]: Parameters<A2ARequestHandler["sendMessage"]>) => {
-        const release = await claimed(params, context)
-        return handler.sendMessage(params, context).finally(release)
-      }
-      const sendMessageStream = async function*(
-        ...[params, context]: Parameters<A2ARequestHandler["sendMessageStream"]>
-      ): AsyncGenerator<StreamResponse, void, undefined> {
-        const release = await claimed(params, context)
-        try {
-          for await (const response of handler.sendMessageStream(params, context)) {
-            const payload = response.payload
-            yield stamped(
-              response,
-              payload?.$case === "task"
-                ? starts.get(context)
-                : payload === undefined
-                ? undefined
-                : numbers.get(payload.value)
-            )
-          }
-        } finally {
-          release()
-        }
-      }
-      const resubscribe = async function*(
-        ...[params, context]: Parameters<A2ARequestHandler["resubscribe"]>
-      ): AsyncGenerator<StreamResponse, void, undefined> {
-        const cursor = EventId.cursorOf(headersOf(context))
-        if (cursor._tag === "Invalid") {
-          throw new RequestMalformedError("Last-Event-ID must be the number of an event of the task's stream")
-        }
-        const hold = (stop: () => void) => internalSubscription.holding(subscriptions, context, stop)
-        if (cursor._tag === "None") return yield* subscribe(handler, params, context, hold)
-        // The SDK's own checks: a valid id, the caller's own task, else TaskNotFound.
-        const stored = await handler.getTask({ id: params.id, tenant: params.tenant }, context)
-        const taskId = stored.id
-        // A number the log never reaches is the caller's mistake.
-        const last = await lastReaching(taskId, cursor.seq)
-        if (cursor.seq > last) {
-          throw new RequestMalformedError(
-            `Last-Event-ID ${cursor.seq} is past the last event of task ${taskId} (${last})`
-          )
-        }
-        // Resumed after the event that ended the task: nothing more comes.
-        const [at] = cursor.seq === 0 ? [] : await runPromise(log.read(taskId, cursor.seq - 1))
-        if (at !== undefined && ends(decoded(at))) return
-        return yield* following(taskId, cursor.seq, hold)
-      }
-      return new Proxy(handler, {
-        get(target, property) {
-          if (property === "sendMessage") return sendMessage
-          if (property === "cancelTask") return cancelTask
-          if (property === "sendMessageStream") return sendMessageStream
-          if (property === "resubscribe") return resubscribe
-          const value: unknown = Reflect.get(target, property, target)
-          return typeof value === "function" ? value.bind(target) : value
-        }
-      })
     }
 
     return { replica: claims.replica, logging, handling, subscribe }
