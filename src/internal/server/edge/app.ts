@@ -7,13 +7,14 @@
  *
  * @internal
  */
-import type { AgentCard } from "@a2a-js/sdk"
-import type { PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
+import type { AgentCard, SendMessageRequest } from "@a2a-js/sdk"
+import type { PushNotificationStore, ServerCallContext, TaskStore } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type * as A2AServer from "../../../A2AServer.js"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
@@ -129,6 +130,14 @@ const buildCard = (
   supportedInterfaces: interfaces
 })
 
+/** The request handler with its first stages, and the hold it takes on the task a message continues. */
+interface Keyed {
+  readonly handler: internalRequestHandler.RequestHandler
+  readonly claim: internalStages.Claim
+  /** See `internalIdempotency.Idempotency`. */
+  readonly heldElsewhere?: ((params: SendMessageRequest, context: ServerCallContext) => boolean) | undefined
+}
+
 const requestHandlerOf = (
   card: AgentCard,
   extendedCard: AgentCard | undefined,
@@ -138,37 +147,37 @@ const requestHandlerOf = (
   pushStore: PushNotificationStore | undefined,
   replication: internalReplication.Replication | undefined,
   appendRetryMillis: number
-): Effect.Effect<
-  internalIdempotency.Made,
-  never,
-  IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope
-> =>
-  idempotency === undefined
-    // Without idempotency, a message to a task whose run is in progress is refused.
-    ? Effect.gen(function*() {
-      const handler = yield* internalRequestHandler.make({
-        card,
-        extendedCard,
-        executor,
-        channels: subscriptions.channels,
-        pushStore,
-        appendRetryMillis
-      })
-      return {
-        handler: internalSdkHandler.toSdk(handler, yield* Effect.runtime<never>()),
-        claim: (taskId) => executor.claim(taskId)
-      }
-    })
-    : internalIdempotency.make({
+): Effect.Effect<Keyed, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
+  Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<never>()
+    const keys = idempotency === undefined ? undefined : yield* internalIdempotency.make({
       card,
-      extendedCard,
       executor,
       subscriptions,
       options: idempotency,
-      pushStore,
-      follow: replication?.subscribe,
-      appendRetryMillis
+      // Replication's subscription is still of the SDK's shape: lifted.
+      follow: replication === undefined ? undefined : (handler, params, context) =>
+        Stream.fromAsyncIterable(
+          {
+            [Symbol.asyncIterator]: () =>
+              replication.subscribe(internalSdkHandler.toSdk(handler, runtime), params, context)
+          },
+          (error) => error instanceof Error ? error : new Error(String(error))
+        )
     })
+    const core = yield* internalRequestHandler.make({
+      card,
+      extendedCard,
+      executor,
+      channels: subscriptions.channels,
+      pushStore,
+      appendRetryMillis,
+      ...keys?.hooks
+    })
+    // Without idempotency, a message to a task whose run is in progress is refused.
+    if (keys === undefined) return { handler: core, claim: (taskId) => executor.claim(taskId) }
+    return { handler: internalIdempotency.keying(core, keys), claim: keys.claim, heldElsewhere: keys.heldElsewhere }
+  })
 
 /** The executor whose runs share the hold of the request that started them, when the server has a bound. */
 const counted = (
@@ -277,7 +286,7 @@ export const make = <E, R>(
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalSubscription.makeSubscriptions()
-    const { claim, handler: sdkHandler, heldElsewhere } = yield* requestHandlerOf(
+    const { claim, handler: keyed, heldElsewhere } = yield* requestHandlerOf(
       card,
       extendedCard,
       executor,
@@ -287,6 +296,8 @@ export const make = <E, R>(
       replication,
       Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30))
     ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
+    // The stages after it are still of the SDK's shape: lifted.
+    const sdkHandler = internalSdkHandler.toSdk(keyed, yield* Effect.runtime<never>())
     const subscribed = replication === undefined
       ? internalSubscription.continuing(sdkHandler, subscriptions)
       : replication.handling(sdkHandler, subscriptions, heldElsewhere)
