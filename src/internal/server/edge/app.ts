@@ -7,8 +7,8 @@
  *
  * @internal
  */
-import type { AgentCard, SendMessageRequest } from "@a2a-js/sdk"
-import type { PushNotificationStore, ServerCallContext, TaskStore } from "@a2a-js/sdk/server"
+import type { AgentCard } from "@a2a-js/sdk"
+import type { PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -134,8 +134,7 @@ const buildCard = (
 interface Keyed {
   readonly handler: internalRequestHandler.RequestHandler
   readonly claim: internalStages.Claim
-  /** See `internalIdempotency.Idempotency`. */
-  readonly heldElsewhere?: ((params: SendMessageRequest, context: ServerCallContext) => boolean) | undefined
+  readonly heldElsewhere?: internalIdempotency.Idempotency["heldElsewhere"] | undefined
 }
 
 const requestHandlerOf = (
