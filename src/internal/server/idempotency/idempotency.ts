@@ -87,16 +87,16 @@ const drive = (
       if (event.payload?.$case === "task" || event.payload?.$case === "message") last = event.payload.value
       return mailbox.offer(event)
     })
-    yield* shared.ledger.withLease(
+    const leased = shared.ledger.withLease(
       leaseOf(shared, prepared, held),
       Effect.flatMap(Effect.exit(read), (exit) => mailbox.done(exit))
     )
-      .pipe(
-        Effect.zipRight(Effect.suspend(() => entry.settle(shared, prepared, held, taskId, context, last))),
-        Effect.ensuring(mailbox.end),
-        logged,
-        Effect.forkIn(shared.scope)
-      )
+    yield* leased.pipe(
+      Effect.zipRight(Effect.suspend(() => entry.settle(shared, prepared, held, taskId, context, last))),
+      Effect.ensuring(mailbox.end),
+      logged,
+      Effect.forkIn(shared.scope)
+    )
     return mailbox
   })
 
