@@ -244,12 +244,10 @@ describe("A2AServer with authenticate", () => {
 
   it.effect("the idempotency sweep records a task its replica left under the entry's caller, where only that caller finds it", () =>
     Effect.gen(function*() {
-      const store = internalStore.toSdk(
-        yield* internalMakeStore.make(internalTaskStore.defaultConfig),
-        yield* Effect.runtime<never>()
-      )
+      const native = yield* internalMakeStore.make(internalTaskStore.defaultConfig)
+      const store = internalStore.toSdk(native, yield* Effect.runtime<never>())
       const taskId = crypto.randomUUID()
-      yield* internalIdempotencyEntry.expiring(store)({
+      yield* internalIdempotencyEntry.expiring(native)({
         key: "order-17",
         identity: { tenant: "", user: "a" },
         fingerprint: "f",

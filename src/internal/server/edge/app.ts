@@ -7,15 +7,13 @@
  *
  * @internal
  */
-import type { AgentCard, StreamResponse, SubscribeToTaskRequest } from "@a2a-js/sdk"
-import type { A2ARequestHandler, PushNotificationStore, ServerCallContext, TaskStore } from "@a2a-js/sdk/server"
+import type { AgentCard } from "@a2a-js/sdk"
+import type { PushNotificationStore, TaskStore } from "@a2a-js/sdk/server"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
 import type * as A2AServer from "../../../A2AServer.js"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
@@ -131,6 +129,13 @@ const buildCard = (
   supportedInterfaces: interfaces
 })
 
+/** The request handler with its first stages, and the hold it takes on the task a message continues. */
+interface Keyed {
+  readonly handler: internalRequestHandler.RequestHandler
+  readonly claim: internalStages.Claim
+  readonly heldElsewhere?: internalIdempotency.Idempotency["heldElsewhere"] | undefined
+}
+
 const requestHandlerOf = (
   card: AgentCard,
   extendedCard: AgentCard | undefined,
@@ -140,56 +145,28 @@ const requestHandlerOf = (
   pushStore: PushNotificationStore | undefined,
   replication: internalReplication.Replication | undefined,
   appendRetryMillis: number
-): Effect.Effect<
-  internalIdempotency.Made,
-  never,
-  IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope
-> =>
-  idempotency === undefined
+): Effect.Effect<Keyed, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
+  Effect.gen(function*() {
+    const keys = idempotency === undefined ? undefined : yield* internalIdempotency.make({
+      card,
+      executor,
+      subscriptions,
+      options: idempotency,
+      follow: replication?.subscribe
+    })
+    const core = yield* internalRequestHandler.make({
+      card,
+      extendedCard,
+      executor,
+      channels: subscriptions.channels,
+      pushStore,
+      appendRetryMillis,
+      ...keys?.hooks
+    })
     // Without idempotency, a message to a task whose run is in progress is refused.
-    ? Effect.gen(function*() {
-      const handler = yield* internalRequestHandler.make({
-        card,
-        extendedCard,
-        executor,
-        channels: subscriptions.channels,
-        pushStore,
-        appendRetryMillis
-      })
-      return {
-        handler: internalSdkHandler.toSdk(handler, yield* Effect.runtime<never>()),
-        claim: (taskId) => executor.claim(taskId)
-      }
-    })
-    : Effect.gen(function*() {
-      return yield* internalIdempotency.make({
-        card,
-        extendedCard,
-        executor,
-        subscriptions,
-        options: idempotency,
-        pushStore,
-        follow: replication === undefined ? undefined : sdkFollow(replication, yield* Effect.runtime<never>()),
-        appendRetryMillis
-      })
-    })
-
-/**
- * Replication's subscription in the shape idempotency's `follow` still takes
- * (an SDK-shaped handler, an async generator), until idempotency is a stage
- * of the Effect handler.
- */
-const sdkFollow = (replication: internalReplication.Replication, runtime: Runtime.Runtime<never>) =>
-  async function*(
-    handler: A2ARequestHandler,
-    params: SubscribeToTaskRequest,
-    context: ServerCallContext
-  ): AsyncGenerator<StreamResponse, void, undefined> {
-    yield* Stream.toAsyncIterableRuntime(
-      replication.subscribe(internalSdkHandler.fromSdk(handler), params, context),
-      runtime
-    )
-  }
+    if (keys === undefined) return { handler: core, claim: (taskId) => executor.claim(taskId) }
+    return { handler: internalIdempotency.keying(core, keys), claim: keys.claim, heldElsewhere: keys.heldElsewhere }
+  })
 
 /** The executor whose runs share the hold of the request that started them, when the server has a bound. */
 const counted = (
@@ -298,7 +275,7 @@ export const make = <E, R>(
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalSubscription.makeSubscriptions()
-    const { claim, handler: sdkHandler, heldElsewhere } = yield* requestHandlerOf(
+    const { claim, handler: keyed, heldElsewhere } = yield* requestHandlerOf(
       card,
       extendedCard,
       executor,
@@ -308,10 +285,12 @@ export const make = <E, R>(
       replication,
       Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30))
     ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
+    // The stages after it are still of the SDK's shape: lifted.
+    const sdkHandler = internalSdkHandler.toSdk(keyed, yield* Effect.runtime<never>())
     const subscribed = replication === undefined
       ? internalSubscription.continuing(sdkHandler, subscriptions)
       : internalSdkHandler.toSdk(
-        replication.handling(internalSdkHandler.fromSdk(sdkHandler), subscriptions, heldElsewhere),
+        replication.handling(keyed, subscriptions, heldElsewhere),
         yield* Effect.runtime<never>()
       )
     // The stages every transport calls the handler through: its streams' readers bounded, then what is refused

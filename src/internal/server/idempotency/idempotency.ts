@@ -1,41 +1,40 @@
 /**
- * Request-level idempotency of the A2A server: `SendMessage` /
- * `SendStreamingMessage` (and the v0.3 `message/send` / `message/stream`,
- * which the SDK's legacy transport turns into the same handler calls) with an
- * idempotency key start a task once per key and caller; repeats get that
- * task back, join it while it runs, or are refused when their payload
- * differs.
+ * Request-level idempotency of the A2A server, as a stage of the request
+ * handler (`keying`): `SendMessage` / `SendStreamingMessage` (and the v0.3
+ * `message/send` / `message/stream`, which the SDK's legacy transport turns
+ * into the same handler calls) with an idempotency key start a task once
+ * per key and caller; repeats get that task back, join it while it runs, or
+ * are refused when their payload differs.
  *
- * The hook sits in the request handler rather than in the JSON-RPC layer:
- * both transports call it with parsed requests and encode what it returns,
- * so a replayed task is written in whichever protocol version was asked for.
- *
- * @internal
+ * The stage sits on the request handler rather than in a transport: every
+ * transport calls it with parsed requests and encodes what it returns, so a
+ * replayed task is written in whichever protocol version was asked for.
+ * It gives the core handler two options (`Idempotency.hooks`): the task id
+ * the ledger recorded for a keyed call's run, and each run's request
+ * context, which tells a call that started a run from one refused before.
+ * A run in progress in this process is its task's channel (see
+ * `handler/channel.ts`).
  *
  * @internal
  */
-import { type AgentCard, type Message, type SendMessageRequest, type StreamResponse, type Task } from "@a2a-js/sdk"
+import type { AgentCard, Message, SendMessageRequest, StreamResponse, Task } from "@a2a-js/sdk"
 import { TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
-import type {
-  A2ARequestHandler,
-  AgentExecutor as SdkAgentExecutor,
-  PushNotificationStore,
-  ServerCallContext
-} from "@a2a-js/sdk/server"
+import type { ServerCallContext } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
-import * as Runtime from "effect/Runtime"
-import type * as Scope from "effect/Scope"
+import * as Mailbox from "effect/Mailbox"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
 import * as Ledger from "../../ledger/ledger.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalHandler from "../caller/headers.js"
-import * as internalRequestHandler from "../handler/requestHandler.js"
-import * as internalSdkHandler from "../handler/sdkHandler.js"
+import type { Failure, Options as HandlerOptions, RequestHandler } from "../handler/requestHandler.js"
 import type * as internalStages from "../handler/stages.js"
 import * as internalStore from "../store/store.js"
 import type * as internalSubscription from "../transport/subscription.js"
@@ -54,293 +53,223 @@ const endsTurn = (event: StreamResponse): boolean => {
   return payload?.$case === "message"
 }
 
-/** A one-producer, one-consumer queue of events; the consumer may leave early, the producer goes on. */
-class Relay<A> {
-  private readonly items: Array<A> = []
-  private done = false
-  private error: { readonly value: unknown } | undefined
-  private wake: (() => void) | undefined
-  push(item: A) {
-    this.items.push(item)
-    this.notify()
-  }
-  end(error?: { readonly value: unknown }) {
-    this.done = true
-    this.error = error
-    this.notify()
-  }
-  private notify() {
-    const wake = this.wake
-    this.wake = undefined
-    wake?.()
-  }
-  async *iterate(): AsyncGenerator<A, void, undefined> {
-    while (true) {
-      const item = this.items.shift()
-      if (item !== undefined) {
-        yield item
-        continue
-      }
-      if (this.done) {
-        if (this.error !== undefined) throw this.error.value
-        return
-      }
-      await new Promise<void>((resolve) => {
-        this.wake = resolve
-      })
-    }
-  }
-}
-
 // A repeat whose joined entry went begins again, as if it came first; a few times at most, should
 // the entry it then finds go too, after which it gets the task as it is.
 const maxJoins = 3
 
-/** `executor`, with the runs it starts noted in `runs` and the calls that started them in `ran`. */
-const watching = (
-  executor: SdkAgentExecutor,
-  runs: Map<string, Promise<void>>,
-  ran: WeakSet<ServerCallContext>
-): SdkAgentExecutor => ({
-  execute: (context, bus) => {
-    if (context.context !== undefined) ran.add(context.context)
-    const run = executor.execute(context, bus)
-    runs.set(context.taskId, run)
-    const forget = () => {
-      if (runs.get(context.taskId) === run) runs.delete(context.taskId)
-    }
-    run.then(forget, forget)
-    return run
-  },
-  cancelTask: (taskId, bus) => executor.cancelTask(taskId, bus)
+const leaseOf = (shared: entry.Shared, prepared: entry.Prepared, held: IdempotencyLedger.Lease) => ({
+  ...prepared.ref,
+  lease: held,
+  duration: shared.lease
 })
 
-/** Runs the stream in the background, to its end, whether or not anyone still reads it. */
+const logged = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.catchAllCause(effect, (cause) => Effect.logWarning("idempotency entry could not be recorded", cause))
+
+/**
+ * Reads `stream` to its end on a fiber of the server's, under the entry's
+ * lease, whether or not anyone still reads what it hands on, then settles
+ * the entry. Its events go to the mailbox returned; a reader who leaves
+ * shuts it, and what comes after is dropped, not held.
+ */
 const drive = (
   shared: entry.Shared,
   prepared: entry.Prepared,
   held: IdempotencyLedger.Lease,
   taskId: string,
   context: ServerCallContext,
-  stream: () => AsyncGenerator<StreamResponse, void, undefined>
-): Relay<StreamResponse> => {
-  const relay = new Relay<StreamResponse>()
-  const consume = async () => {
+  stream: Stream.Stream<StreamResponse, Failure>
+): Effect.Effect<Mailbox.Mailbox<StreamResponse, Failure>> =>
+  Effect.gen(function*() {
+    const mailbox = yield* Mailbox.make<StreamResponse, Failure>()
     let last: Task | Message | undefined
-    try {
-      for await (const event of stream()) {
-        if (event.payload?.$case === "task" || event.payload?.$case === "message") last = event.payload.value
-        relay.push(event)
-      }
-      relay.end()
-    } catch (error) {
-      relay.end({ value: error })
-    }
-    return last
-  }
-  shared.runFork(
-    shared.ledger.withLease({ ...prepared.ref, lease: held, duration: shared.lease }, Effect.promise(consume)).pipe(
-      Effect.flatMap((last) => entry.settle(shared, prepared, held, taskId, context, last)),
-      Effect.catchAllCause((cause) => Effect.logWarning("idempotency entry could not be recorded", cause))
+    const read = Stream.runForEach(stream, (event) => {
+      if (event.payload?.$case === "task" || event.payload?.$case === "message") last = event.payload.value
+      return mailbox.offer(event)
+    })
+    const leased = shared.ledger.withLease(
+      leaseOf(shared, prepared, held),
+      Effect.flatMap(Effect.exit(read), (exit) => mailbox.done(exit))
     )
-  )
-  return relay
-}
+    yield* leased.pipe(
+      Effect.zipRight(Effect.suspend(() => entry.settle(shared, prepared, held, taskId, context, last))),
+      Effect.ensuring(mailbox.end),
+      logged,
+      Effect.forkIn(shared.scope)
+    )
+    return mailbox
+  })
 
-/** A keyed `SendMessage`: `sendOnce` is the SDK's send, `stream` its streaming send, of the same call. */
+/**
+ * A keyed send's run under its entry's lease, on a fiber of the server's: a
+ * caller who leaves does not leave its entry running. Its caller is
+ * answered once the entry records a success (a repeat then finds it), at
+ * once on a failure (the run may still be writing its end, which the entry
+ * then records in the background, a repeat meanwhile joining the running
+ * entry); with `returnImmediately`, as soon as the handler answers, the
+ * entry waiting for the run's end.
+ */
+const sent = (
+  shared: entry.Shared,
+  inner: RequestHandler,
+  prepared: entry.Prepared,
+  held: IdempotencyLedger.Lease,
+  params: SendMessageRequest,
+  context: ServerCallContext
+): Effect.Effect<Message | Task, Failure> =>
+  Effect.gen(function*() {
+    const taskId = prepared.outcome.taskId
+    const immediately = params.configuration?.returnImmediately === true
+    const answer = yield* Deferred.make<Message | Task, Failure>()
+    const send = Effect.tap(
+      Effect.exit(inner.sendMessage(params, context)),
+      (exit) => immediately || Exit.isFailure(exit) ? Deferred.done(answer, exit) : Effect.void
+    )
+    yield* shared.ledger.withLease(
+      leaseOf(shared, prepared, held),
+      immediately ? Effect.tap(send, () => entry.runEnded(shared, taskId, context)) : send
+    ).pipe(
+      Effect.tap((exit) =>
+        logged(entry.settle(shared, prepared, held, taskId, context, Exit.isSuccess(exit) ? exit.value : undefined))
+      ),
+      Effect.flatMap((exit) => Deferred.done(answer, exit)),
+      Effect.onExit((exit) => Exit.isFailure(exit) ? Deferred.failCause(answer, exit.cause) : Effect.void),
+      Effect.forkIn(shared.scope)
+    )
+    return yield* Deferred.await(answer)
+  })
+
+/** A keyed `SendMessage`. */
 const keyedSend = (
   shared: entry.Shared,
-  sendOnce: () => Promise<Message | Task>,
-  stream: () => AsyncGenerator<StreamResponse, void, undefined>,
+  inner: RequestHandler,
   params: SendMessageRequest,
   context: ServerCallContext,
   joins: number
-): Effect.Effect<Message | Task, unknown> =>
+): Effect.Effect<Message | Task, Failure> =>
   Effect.gen(function*() {
-    const { lease, ledger, taskStore } = shared
+    const { taskStore } = shared
     const prepared = yield* entry.begin(shared, params, context, "send")
     const message = params.message
     // begin prepares nothing for a request without a message.
-    if (prepared === undefined || message === undefined) return yield* Effect.promise(sendOnce)
+    if (prepared === undefined || message === undefined) return yield* inner.sendMessage(params, context)
     const { outcome } = prepared
+    const immediately = params.configuration?.returnImmediately === true
     switch (outcome._tag) {
       case "Finished":
         return entry.decode(outcome.result)
       case "Running": {
-        if (params.configuration?.returnImmediately === true) {
-          return yield* entry.snapshot(taskStore, outcome.taskId, context, message)
-        }
+        if (immediately) return yield* entry.snapshot(taskStore, outcome.taskId, context, message)
         const joined = yield* entry.join(shared, prepared, outcome.taskId, context, message)
         if (joined !== undefined) return joined
         return yield* joins < maxJoins
-          ? keyedSend(shared, sendOnce, stream, params, context, joins + 1)
+          ? keyedSend(shared, inner, params, context, joins + 1)
           : entry.snapshot(taskStore, outcome.taskId, context, message)
       }
       case "Started": {
         const taskId = outcome.taskId
         shared.assigned.set(context, taskId)
-        if (params.configuration?.returnImmediately === true && shared.card.capabilities?.streaming === true) {
-          // Runs on in the background: its end is what the entry records.
-          const relay = drive(shared, prepared, outcome.lease, taskId, context, stream)
-          const first = yield* Effect.promise(() => relay.iterate().next())
-          if (first.done !== true) {
-            const payload = first.value.payload
-            if (payload?.$case === "task" || payload?.$case === "message") return payload.value
-          }
-          return yield* entry.snapshot(taskStore, taskId, context, message)
+        if (!immediately || shared.card.capabilities?.streaming !== true) {
+          return yield* sent(shared, inner, prepared, outcome.lease, params, context)
         }
-        if (params.configuration?.returnImmediately === true) {
-          // Answered as soon as the SDK answers; the entry waits in the background for the run's end.
-          const answered = yield* Deferred.make<Message | Task, unknown>()
-          shared.runFork(
-            ledger.withLease(
-              { ...prepared.ref, lease: outcome.lease, duration: lease },
-              Effect.tryPromise({ try: sendOnce, catch: (error) => error }).pipe(
-                Effect.exit,
-                Effect.tap((exit) => Deferred.done(answered, exit)),
-                Effect.flatMap((exit) =>
-                  Effect.as(entry.runEnded(shared, taskId), Exit.getOrElse(exit, () => undefined))
-                )
-              )
-            ).pipe(
-              Effect.onExit((exit) => Exit.isFailure(exit) ? Deferred.failCause(answered, exit.cause) : Effect.void),
-              Effect.flatMap((result) => entry.settle(shared, prepared, outcome.lease, taskId, context, result)),
-              Effect.catchAllCause((cause) => Effect.logWarning("idempotency entry could not be recorded", cause))
-            )
-          )
-          return yield* Deferred.await(answered)
-        }
-        const exit = yield* ledger.withLease(
-          { ...prepared.ref, lease: outcome.lease, duration: lease },
-          Effect.tryPromise({ try: sendOnce, catch: (error) => error })
-        ).pipe(Effect.exit)
-        const settling = entry.settle(
+        // Streamed, the answer is its first event, and the run goes on: its end is what the entry records.
+        const mailbox = yield* drive(
           shared,
           prepared,
           outcome.lease,
           taskId,
           context,
-          exit._tag === "Success" ? exit.value : undefined
-        ).pipe(Effect.catchAll((error) => Effect.logWarning("idempotency entry could not be recorded", error)))
-        // A failed answer is not held back: the run may still be writing its end, which the entry then
-        // records in the background (a repeat meanwhile joins the running entry).
-        if (exit._tag === "Success") yield* settling
-        else shared.runFork(settling)
-        return yield* exit
+          inner.sendMessageStream(params, context)
+        )
+        const first = yield* mailbox.take.pipe(
+          Effect.catchIf(Cause.isNoSuchElementException, () => Effect.succeed(undefined)),
+          Effect.ensuring(mailbox.shutdown)
+        )
+        const payload = first?.payload
+        if (payload?.$case === "task" || payload?.$case === "message") return payload.value
+        return yield* entry.snapshot(taskStore, taskId, context, message)
       }
     }
   })
 
-/**
- * The request handler with idempotent sends: every other call goes to
- * `inner` as it came.
- */
-class IdempotentRequestHandler implements A2ARequestHandler {
-  constructor(private readonly idempotent: entry.Shared, private readonly inner: A2ARequestHandler) {}
+/** A repeat's stream while its entry runs: the run's events as they come, else its end once recorded. */
+const joinedStream = (
+  shared: entry.Shared,
+  inner: RequestHandler,
+  prepared: entry.Prepared,
+  params: SendMessageRequest,
+  context: ServerCallContext,
+  message: Message,
+  joins: number
+): Stream.Stream<StreamResponse, Failure> => {
+  const { follow, subscriptions, taskStore } = shared
+  const taskId = prepared.outcome.taskId
+  const subscription = { tenant: params.tenant, id: taskId }
+  // Run on any replica, with replication: its events are followed from the shared log. Run by this
+  // process: as they come, like a subscription, so that a caller who leaves lets go of its channel at
+  // once. Run elsewhere, or ended meanwhile: its end is awaited.
+  const local = follow === undefined && subscriptions.channels.get(taskId, context) !== undefined
+  if (local) subscriptions.subscribing(context)
+  const followed = follow !== undefined
+    ? follow(inner, subscription, context)
+    : local
+    ? inner.resubscribe(subscription, context)
+    : Stream.empty
+  let ended = false
+  const turn = followed.pipe(
+    Stream.takeUntil(endsTurn),
+    Stream.tap((event) => Effect.sync(() => void (ended = endsTurn(event)))),
+    // Ended between the check and the subscription, or no task out yet (the run may answer with a bare
+    // message): awaited below.
+    Stream.catchAll((error) =>
+      error instanceof UnsupportedOperationError || error instanceof TaskNotFoundError
+        ? Stream.empty
+        : Stream.fail(error)
+    )
+  )
+  const awaited = Stream.unwrap(Effect.gen(function*() {
+    // Its reader left: nobody waits for the end.
+    if (ended || (local && subscriptions.closed(context))) return Stream.empty
+    const joined = yield* entry.join(shared, prepared, taskId, context, message)
+    if (joined === undefined && joins < maxJoins) return keyedStream(shared, inner, params, context, joins + 1)
+    return Stream.succeed(toStreamResponse(joined ?? (yield* entry.snapshot(taskStore, taskId, context, message))))
+  }))
+  return Stream.concat(turn, awaited)
+}
 
-  getAgentCard: A2ARequestHandler["getAgentCard"] = () => this.inner.getAgentCard()
-  getAuthenticatedExtendedAgentCard: A2ARequestHandler["getAuthenticatedExtendedAgentCard"] = (params, context) =>
-    this.inner.getAuthenticatedExtendedAgentCard(params, context)
-  getTask: A2ARequestHandler["getTask"] = (params, context) => this.inner.getTask(params, context)
-  listTasks: A2ARequestHandler["listTasks"] = (params, context) => this.inner.listTasks(params, context)
-  cancelTask: A2ARequestHandler["cancelTask"] = (params, context) => this.inner.cancelTask(params, context)
-  resubscribe: A2ARequestHandler["resubscribe"] = (params, context) => this.inner.resubscribe(params, context)
-  createTaskPushNotificationConfig: A2ARequestHandler["createTaskPushNotificationConfig"] = (params, context) =>
-    this.inner.createTaskPushNotificationConfig(params, context)
-  getTaskPushNotificationConfig: A2ARequestHandler["getTaskPushNotificationConfig"] = (params, context) =>
-    this.inner.getTaskPushNotificationConfig(params, context)
-  listTaskPushNotificationConfigs: A2ARequestHandler["listTaskPushNotificationConfigs"] = (params, context) =>
-    this.inner.listTaskPushNotificationConfigs(params, context)
-  deleteTaskPushNotificationConfig: A2ARequestHandler["deleteTaskPushNotificationConfig"] = (params, context) =>
-    this.inner.deleteTaskPushNotificationConfig(params, context)
-
-  sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
-    const sendOnce = () => this.inner.sendMessage(params, context)
-    const stream = () => this.inner.sendMessageStream(params, context)
-    return this.idempotent.runPromise(keyedSend(this.idempotent, sendOnce, stream, params, context, 1))
-  }
-
-  sendMessageStream(
-    params: SendMessageRequest,
-    context: ServerCallContext
-  ): AsyncGenerator<StreamResponse, void, undefined> {
-    return this.keyedStream(params, context, 1)
-  }
-
-  private async *keyedStream(
-    params: SendMessageRequest,
-    context: ServerCallContext,
-    joins: number
-  ): AsyncGenerator<StreamResponse, void, undefined> {
-    const shared = this.idempotent
-    const prepared = await shared.runPromise(entry.begin(shared, params, context, "stream"))
+/** A keyed `SendStreamingMessage`. */
+const keyedStream = (
+  shared: entry.Shared,
+  inner: RequestHandler,
+  params: SendMessageRequest,
+  context: ServerCallContext,
+  joins: number
+): Stream.Stream<StreamResponse, Failure> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const prepared = yield* entry.begin(shared, params, context, "stream")
     const message = params.message
     // begin prepares nothing for a request without a message.
-    if (prepared === undefined || message === undefined) {
-      yield* this.inner.sendMessageStream(params, context)
-      return
-    }
+    if (prepared === undefined || message === undefined) return inner.sendMessageStream(params, context)
     const { outcome } = prepared
     switch (outcome._tag) {
       case "Finished":
-        yield toStreamResponse(entry.decode(outcome.result))
-        return
-      case "Running": {
-        // Run on any replica, with replication: its events are followed from the shared log.
-        if (shared.follow !== undefined) {
-          try {
-            for await (const event of shared.follow(this, { tenant: params.tenant, id: outcome.taskId }, context)) {
-              yield event
-              if (endsTurn(event)) return
-            }
-          } catch (error) {
-            // Ended meanwhile, or a run with no task to follow (it may answer with a bare message): awaited below.
-            if (!(error instanceof UnsupportedOperationError || error instanceof TaskNotFoundError)) throw error
-          }
-        } else if (shared.runs.has(outcome.taskId)) {
-          // Run by this process: its events are followed as they come. Run
-          // elsewhere, or ended meanwhile: its end is awaited.
-          // Followed like a subscription: a caller who leaves lets go of the bus at once.
-          shared.subscriptions.subscribing(context)
-          try {
-            for await (const event of this.inner.resubscribe({ tenant: params.tenant, id: outcome.taskId }, context)) {
-              yield event
-              if (endsTurn(event)) return
-            }
-          } catch (error) {
-            // The run ended between the check and the subscription (the
-            // SDK refuses to subscribe to a finished task), or has no task
-            // out yet (it may answer with a bare message): awaited below.
-            if (!(error instanceof UnsupportedOperationError || error instanceof TaskNotFoundError)) throw error
-          }
-          // Its reader left: nobody waits for the end.
-          if (shared.subscriptions.closed(context)) return
-        }
-        const joined = await shared.runPromise(entry.join(shared, prepared, outcome.taskId, context, message))
-        if (joined === undefined && joins < maxJoins) {
-          yield* this.keyedStream(params, context, joins + 1)
-          return
-        }
-        yield toStreamResponse(
-          joined ?? await shared.runPromise(entry.snapshot(shared.taskStore, outcome.taskId, context, message))
-        )
-        return
-      }
+        return Stream.succeed(toStreamResponse(entry.decode(outcome.result)))
+      case "Running":
+        return joinedStream(shared, inner, prepared, params, context, message, joins)
       case "Started": {
         shared.assigned.set(context, outcome.taskId)
-        const relay = drive(
+        const mailbox = yield* drive(
           shared,
           prepared,
           outcome.lease,
           outcome.taskId,
           context,
-          () => this.inner.sendMessageStream(params, context)
+          inner.sendMessageStream(params, context)
         )
-        yield* relay.iterate()
+        return Stream.ensuring(Mailbox.toStream(mailbox), mailbox.shutdown)
       }
     }
-  }
-}
+  }))
 
 // Whether a message carries an idempotency key; a key it cannot carry (refused later) counts as one.
 const keyed = (params: SendMessageRequest, context: ServerCallContext): boolean => {
@@ -353,83 +282,64 @@ const keyed = (params: SendMessageRequest, context: ServerCallContext): boolean 
 }
 
 /**
- * A request handler and the hold it takes on the task a message continues
- * (see `internalStages.Claim`).
+ * What the idempotency stage holds for the server's lifetime: the options
+ * the core handler is made with, the hold it takes on the task a message
+ * continues (see `internalStages.Claim`), and the ledger's state.
  *
  * @internal
  */
-export interface Made {
-  readonly handler: A2ARequestHandler
+export interface Idempotency {
+  /** The core handler's options (see `handler/core.ts`): the ledger's task id for a keyed run, and each run's context. */
+  readonly hooks: Required<Pick<HandlerOptions, "taskIdFor" | "onRequestContext">>
   readonly claim: internalStages.Claim
   /**
    * For a message to a task whose run another replica holds: a keyed one
    * goes on to the ledger, which joins a repeat to its run and refuses a
    * new key (true); an unkeyed one is the caller's to refuse (false).
    */
-  readonly heldElsewhere?: (params: SendMessageRequest, context: ServerCallContext) => boolean
+  readonly heldElsewhere: (params: SendMessageRequest, context: ServerCallContext) => boolean
+  readonly shared: entry.Shared
 }
 
 /**
- * The SDK's request handler with idempotent sends, the claim that lets a
- * keyed message to a running task through to the ledger, and the ledger
- * sweep forked in the current scope (the server's lifetime).
+ * The idempotency stage's state, with the ledger sweep forked in the
+ * current scope (the server's lifetime). The core handler is made with its
+ * `hooks`, then keyed by {@link keying}.
  *
  * @internal
  */
 export const make = (deps: {
   readonly card: AgentCard
-  readonly extendedCard: AgentCard | undefined
-  readonly executor: AgentExecutor.EffectAgentExecutor
-  /** The handler's event buses, and what subscribes to them. */
+  readonly executor: Pick<AgentExecutor.EffectAgentExecutor, "claim">
+  /** The handler's channels, and what subscribes to them. */
   readonly subscriptions: internalSubscription.Subscriptions
   readonly options: entry.Options
-  readonly pushStore: PushNotificationStore | undefined
-  readonly follow?: entry.Shared["follow"]
-  readonly appendRetryMillis: number
-}): Effect.Effect<Made, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
+  readonly follow?: entry.Follow | undefined
+}): Effect.Effect<Idempotency, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
   Effect.gen(function*() {
     const ledger = yield* Ledger.IdempotencyLedger
-    const runtime = yield* Effect.runtime<never>()
-    // The ledger's reads and writes of a task are promises: the store's service seen in the SDK's shape.
-    const taskStore = internalStore.toSdk(yield* internalStore.TaskStore, runtime)
-    const runPromiseExit = Runtime.runPromiseExit(runtime)
-    // Rejects with the error itself, not a FiberFailure: the SDK's transports
-    // map its own errors (e.g. -32602) by their class.
-    const runPromise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
-      runPromiseExit(effect).then((exit) => {
-        if (Exit.isSuccess(exit)) return exit.value
-        throw Cause.squash(exit.cause)
-      })
+    const taskStore = yield* internalStore.TaskStore
     const { card, executor, options, subscriptions } = deps
     const onExpired = entry.expiring(taskStore)
     yield* Effect.forkScoped(Ledger.sweep({ onExpired, every: options.sweepEvery }))
+    // Made before the server's shutdown is added to its scope, so closed after it: runs end, and are recorded, first.
+    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
     const shared: entry.Shared = {
       ledger,
-      runPromise,
-      runFork: Runtime.runFork(runtime),
       card,
-      extendedCard: deps.extendedCard,
       taskStore,
       subscriptions,
       follow: deps.follow,
-      pushStore: deps.pushStore,
+      scope,
       lease: options.lease ?? Duration.seconds(30),
       wait: options.wait ?? Duration.seconds(30),
       options,
       onExpired,
       unheld: new WeakSet(),
       assigned: new WeakMap(),
-      runContexts: new WeakMap(),
-      runs: new Map(),
-      ran: new WeakSet()
+      runContexts: new WeakMap()
     }
-    const inner = yield* internalRequestHandler.make({
-      card,
-      extendedCard: deps.extendedCard,
-      executor: watching(executor, shared.runs, shared.ran),
-      channels: subscriptions.channels,
-      pushStore: deps.pushStore,
-      appendRetryMillis: deps.appendRetryMillis,
+    const hooks: Idempotency["hooks"] = {
       // The ledger recorded the task id of a keyed message before its run: the run gets that one.
       taskIdFor: (context) => {
         const taskId = shared.assigned.get(context)
@@ -437,8 +347,7 @@ export const make = (deps: {
         return taskId
       },
       onRequestContext: (built) => void shared.runContexts.set(built.context, built.contextId)
-    })
-    const handler = new IdempotentRequestHandler(shared, internalSdkHandler.toSdk(inner, runtime))
+    }
     // A keyed message goes on to the ledger, which joins a repeat to its run; a new key, it refuses.
     const heldElsewhere = (params: SendMessageRequest, context: ServerCallContext): boolean => {
       if (!keyed(params, context)) return false
@@ -449,5 +358,17 @@ export const make = (deps: {
       const release = executor.claim(taskId)
       return release !== undefined || !heldElsewhere(params, context) ? release : () => {}
     }
-    return { handler, claim, heldElsewhere }
+    return { hooks, claim, heldElsewhere, shared }
   })
+
+/**
+ * `inner` (the core handler, made with `idempotency.hooks`) with idempotent
+ * sends: every other call goes to `inner` as it came.
+ *
+ * @internal
+ */
+export const keying = (inner: RequestHandler, idempotency: Idempotency): RequestHandler => ({
+  ...inner,
+  sendMessage: (params, context) => keyedSend(idempotency.shared, inner, params, context, 1),
+  sendMessageStream: (params, context) => keyedStream(idempotency.shared, inner, params, context, 1)
+})

@@ -2,7 +2,8 @@
  * The idempotency entry of a keyed request in the ledger: its key and
  * payload digest, how it begins, how a repeat joins it while it runs, how it
  * is settled after its run, and how an entry whose replica died is recorded
- * FAILED. The request handler of `./idempotency.ts` runs these steps.
+ * FAILED. The idempotency stage of `./idempotency.ts` runs these steps,
+ * reading and writing tasks through the `TaskStore` service.
  *
  * @internal
  */
@@ -18,21 +19,15 @@ import {
   TaskState
 } from "@a2a-js/sdk"
 import { RequestMalformedError, TaskNotFoundError } from "@a2a-js/sdk/errors"
-import {
-  type A2ARequestHandler,
-  type PushNotificationStore,
-  ServerCallContext,
-  type TaskStore,
-  UnauthenticatedUser,
-  type User
-} from "@a2a-js/sdk/server"
+import { ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
 import { IdempotencyError } from "../../ledger/errors.js"
@@ -43,8 +38,10 @@ import * as wireParts from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import * as internalHandler from "../caller/headers.js"
+import type { Failure, RequestHandler } from "../handler/requestHandler.js"
 import { stillRunning } from "../handler/stages.js"
 import * as internalFailure from "../run/failure.js"
+import type { TaskStore } from "../store/store.js"
 import type * as internalSubscription from "../transport/subscription.js"
 
 /** @internal */
@@ -120,31 +117,38 @@ export const encode = (result: Task | Message): Stored =>
   "status" in result ? { task: TaskCodec.toJSON(result) } : { message: MessageCodec.toJSON(result as Message) }
 
 /**
- * What the parts of one idempotent request handler share: built once, by
- * `make` of `./idempotency.ts`, for the server's lifetime.
+ * With replication: a run on any replica followed from the shared log
+ * (see `replication.ts`), through `handler`'s checks.
+ *
+ * @internal
+ */
+export type Follow = (
+  handler: RequestHandler,
+  params: SubscribeToTaskRequest,
+  context: ServerCallContext
+) => Stream.Stream<StreamResponse, Failure>
+
+/**
+ * What the parts of the idempotency stage share: built once, by `make` of
+ * `./idempotency.ts`, for the server's lifetime.
  *
  * @internal
  */
 export interface Shared {
   readonly ledger: IdempotencyLedger.Service
-  readonly runPromise: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
-  readonly runFork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
   readonly card: AgentCard
-  /** What `GetExtendedAgentCard` answers an authenticated caller, if anything. */
-  readonly extendedCard: AgentCard | undefined
   readonly taskStore: TaskStore
-  /** The handler's event buses, and what subscribes to them. */
+  /**
+   * The handler's channels, one per task with a run in progress in this
+   * process, and what subscribes to them.
+   */
   readonly subscriptions: internalSubscription.Subscriptions
-  /** With replication: a run on any replica followed from the shared log (see `replication.ts`). */
-  readonly follow:
-    | ((
-      handler: A2ARequestHandler,
-      params: SubscribeToTaskRequest,
-      context: ServerCallContext
-    ) => AsyncGenerator<StreamResponse, void, undefined>)
-    | undefined
-  /** The push config store, when push is on. */
-  readonly pushStore: PushNotificationStore | undefined
+  readonly follow: Follow | undefined
+  /**
+   * Where a keyed run's lease and record live on once its caller is
+   * answered or gone: closed after the server's shutdown has let runs end.
+   */
+  readonly scope: Scope.Scope
   readonly lease: Duration.DurationInput
   readonly wait: Duration.DurationInput
   /** Read on every request, as the caller may have given them. */
@@ -153,18 +157,13 @@ export interface Shared {
   /** Keyed messages let through to the ledger although a run of their task was in progress here. */
   readonly unheld: WeakSet<ServerCallContext>
   readonly assigned: WeakMap<ServerCallContext, string>
-  /** The context id the handler gave each request's run, for a task recorded without the store. */
+  /**
+   * The context id the handler gave each call's run, for a task recorded
+   * without the store; the calls that started a run. A call refused before
+   * (a message to a task that has ended) must not record that task as its
+   * result.
+   */
   readonly runContexts: WeakMap<ServerCallContext, string>
-  /**
-   * The runs of this process by task id: a send that returns immediately is
-   * answered before its run ends, and its entry must record that end.
-   */
-  readonly runs: Map<string, Promise<void>>
-  /**
-   * The calls that started a run: one refused before (a message to a task
-   * that has ended) must not record that task as its result.
-   */
-  readonly ran: WeakSet<ServerCallContext>
 }
 
 const identityOf = (shared: Shared, context: ServerCallContext) =>
@@ -205,6 +204,10 @@ export const failedTask = (
   return { errorId, task }
 }
 
+/** The whole task as a run's first event: on a stored one, its status and history replace the stored ones. */
+const saveWhole = (taskStore: TaskStore, task: Task, context: ServerCallContext) =>
+  taskStore.append(task.id, [{ kind: "task", data: task }], context)
+
 /**
  * A replica stopped renewing its lease: record the task FAILED, reason interrupted.
  *
@@ -213,11 +216,11 @@ export const failedTask = (
 export const expiring = (taskStore: TaskStore) => (entry: IdempotencyLedger.Entry) =>
   Effect.gen(function*() {
     const context = storeContext(entry.identity)
-    const existing = yield* Effect.tryPromise(() => taskStore.load(entry.taskId, context))
+    const existing = yield* taskStore.get(entry.taskId, context)
     // Its replica saved the end but died before recording it: keep that end.
     if (existing !== undefined && taskState.isSettled(existing.status?.state)) return encode(existing)
     const { errorId, task: failed } = failedTask(entry.taskId, existing?.contextId || randomUUID(), existing)
-    yield* Effect.tryPromise(() => taskStore.save(failed, context))
+    yield* saveWhole(taskStore, failed, context)
     yield* Effect.logError("Task interrupted: its replica stopped before it ended").pipe(
       Effect.annotateLogs({
         errorId,
@@ -241,7 +244,7 @@ export const snapshot = (
   context: ServerCallContext,
   message: Message
 ): Effect.Effect<Task> =>
-  Effect.map(Effect.promise(() => taskStore.load(taskId, context)), (task): Task =>
+  Effect.map(Effect.orDie(taskStore.get(taskId, context)), (task): Task =>
     task ?? {
       id: taskId,
       contextId: message.contextId,
@@ -264,7 +267,7 @@ export interface Prepared {
  */
 const refusedAsRunning = (shared: Shared, taskId: string, context: ServerCallContext) =>
   Effect.flatMap(
-    Effect.promise(() => shared.taskStore.load(taskId, context).catch(() => undefined)),
+    Effect.orElseSucceed(shared.taskStore.get(taskId, context), () => undefined),
     (task) =>
       Effect.fail(
         task === undefined ? new TaskNotFoundError(`Task not found: ${taskId}`) : stillRunning(taskId)
@@ -286,7 +289,10 @@ export const begin = (
     const { ledger, unheld } = shared
     const message = params.message
     if (message === undefined) return undefined
-    const key = keyOf(message, internalHandler.headersOf(context))
+    const key = yield* Effect.try({
+      try: () => keyOf(message, internalHandler.headersOf(context)),
+      catch: (error) => error as RequestMalformedError
+    })
     if (key === undefined) return undefined
     const ref = { key, identity: identityOf(shared, context) }
     const request = {
@@ -334,7 +340,7 @@ export const join = (
   taskId: string,
   context: ServerCallContext,
   message: Message
-): Effect.Effect<Task | Message | undefined, IdempotencyLedger.IdempotencyError | Cause.UnknownException> => {
+): Effect.Effect<Task | Message | undefined, Failure> => {
   const { ledger, onExpired, taskStore } = shared
   return ledger.await({ ...prepared.ref, timeout: shared.wait }).pipe(
     Effect.flatMap((outcome) =>
@@ -360,12 +366,19 @@ export const join = (
 }
 
 /**
- * When this process's run of the task ends; at once when it runs none.
+ * When this process's run of the task for the call ends, its events in the
+ * store: its channel finishes (see `handler/channel.ts`). At once when it
+ * runs none.
  *
  * @internal
  */
-export const runEnded = (shared: Shared, taskId: string) =>
-  Effect.promise(() => (shared.runs.get(taskId) ?? Promise.resolve()).catch(() => undefined))
+export const runEnded = (shared: Shared, taskId: string, context: ServerCallContext): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const channel = shared.subscriptions.channels.get(taskId, context)
+    if (channel === undefined) return resume(Effect.void)
+    const unfollow = channel.follow({ event: () => {}, failed: () => {}, finished: () => resume(Effect.void) })
+    return Effect.sync(unfollow)
+  })
 
 /** What a run stops at: a message, or a task in a final or paused state; never one still running. */
 const endOf = <A extends Task | Message>(result: A | undefined): A | undefined =>
@@ -400,7 +413,7 @@ export const settle = (
   Effect.gen(function*() {
     const { ledger, taskStore } = shared
     const ids = { taskId, idempotencyKey: prepared.ref.key }
-    if (!shared.ran.has(context)) {
+    if (!shared.runContexts.has(context)) {
       yield* ledger.abandon({ ...prepared.ref, lease: held })
       return
     }
@@ -415,7 +428,7 @@ export const settle = (
       Effect.logWarning(message).pipe(
         Effect.annotateLogs({ ...ids, cause: internalFailure.renderCause(Cause.die(error)) })
       )
-    const read = Effect.tryPromise(() => taskStore.load(taskId, context))
+    const read = taskStore.get(taskId, context)
     const stored = yield* Effect.either(read)
     const storedEnd = Either.isRight(stored) ? endOf(stored.right) : undefined
     if (storedEnd !== undefined) return yield* record(storedEnd)
@@ -430,7 +443,7 @@ export const settle = (
     // store refused a save), and it writes its end itself if the handler did not: read after the run.
     const after = yield* ledger.withLease(
       { ...prepared.ref, lease: held, duration: shared.lease },
-      Effect.zipRight(runEnded(shared, taskId), Effect.either(Effect.retry(read, readBack)))
+      Effect.zipRight(runEnded(shared, taskId, context), Effect.either(Effect.retry(read, readBack)))
     )
     if (Either.isLeft(after)) {
       // Its end may be saved: left to the sweep, which records what the store then holds, once the lease lapses.
@@ -449,7 +462,7 @@ export const settle = (
       kept?.contextId || shared.runContexts.get(context) || randomUUID(),
       kept
     )
-    const saved = yield* Effect.promise(() => taskStore.save(task, context).then(() => true, () => false))
+    const saved = yield* Effect.orElseSucceed(Effect.as(saveWhole(taskStore, task, context), true), () => false)
     yield* Effect.logError("The run's end could not be stored; its idempotency entry records it FAILED").pipe(
       Effect.annotateLogs({
         ...ids,
