@@ -13,7 +13,7 @@ import {
 import type { Client } from "@a2a-js/sdk/client"
 import { InMemoryTaskStore, ServerCallContext, type TaskStore, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, FastCheck, Layer, Option, Runtime, type Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, FastCheck, Layer, Option, Runtime, type Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -47,12 +47,14 @@ import {
 const card = { name: "idempotent", description: "A2AServer with request-level idempotency" }
 
 /** Every event of a streaming send, once the stream ends. */
-const collectStream = (client: Client, message: Message) =>
+/** Every event of the stream; `onFirst` hears its first. */
+const collectStream = (client: Client, message: Message, onFirst?: () => void) =>
   Effect.promise(async () => {
     const events: Array<StreamResponse> = []
     for await (
       const event of client.sendMessageStream({ tenant: "", message, configuration: undefined, metadata: {} })
     ) {
+      if (events.length === 0) onFirst?.()
       events.push(event)
     }
     return events
@@ -258,8 +260,12 @@ describe("A2AServer request-level idempotency", () => {
       const client = yield* makeClient(server.url)
       const streamed = yield* Effect.fork(collectStream(client, keyed("slow", "k-4")))
       yield* eventually(Effect.sync(() => runs.get("slow") ?? 0), (n) => n === 2)
-      const streamJoin = yield* Effect.fork(collectStream(client, keyed("slow", "k-4")))
-      yield* Effect.sleep("100 millis")
+      // The run goes on once the joiner has its first event: it joined while the run was working.
+      const joinedFirst = yield* Deferred.make<void>()
+      const streamJoin = yield* Effect.fork(
+        collectStream(client, keyed("slow", "k-4"), () => Deferred.unsafeDone(joinedFirst, Exit.void))
+      )
+      yield* Deferred.await(joinedFirst).pipe(Effect.timeout("10 seconds"))
       yield* Deferred.succeed(gate, undefined)
       const [a, b] = [yield* first.await, yield* joined.await]
       expect(a._tag).toBe("Success")
