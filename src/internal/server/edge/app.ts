@@ -22,6 +22,7 @@ import * as internalTransport from "../../wire/transport.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import * as internalCardSigning from "../handler/cardSigning.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
+import type * as internalRunStages from "../handler/runStages.js"
 import * as internalSdkHandler from "../handler/sdkHandler.js"
 import * as internalStages from "../handler/stages.js"
 import * as internalLoad from "../http/load.js"
@@ -137,7 +138,8 @@ const requestHandlerOf = (
   idempotency: A2AServer.IdempotencyOptions | undefined,
   pushStore: PushNotificationStore | undefined,
   replication: internalReplication.Replication | undefined,
-  appendRetryMillis: number
+  appendRetryMillis: number,
+  runStages: ReadonlyArray<internalRunStages.RunStage>
 ): Effect.Effect<
   internalIdempotency.Made,
   never,
@@ -152,7 +154,8 @@ const requestHandlerOf = (
         executor,
         channels: subscriptions.channels,
         pushStore,
-        appendRetryMillis
+        appendRetryMillis,
+        runStages
       })
       return {
         handler: internalSdkHandler.toSdk(handler, yield* Effect.runtime<never>()),
@@ -167,22 +170,18 @@ const requestHandlerOf = (
       options: idempotency,
       pushStore,
       follow: replication?.subscribe,
-      appendRetryMillis
+      appendRetryMillis,
+      runStages
     })
 
-/** The executor whose runs share the hold of the request that started them, when the server has a bound. */
-const counted = (
-  executor: AgentExecutor.EffectAgentExecutor,
-  load: internalLoad.Load | undefined
-): AgentExecutor.EffectAgentExecutor =>
-  load === undefined ? executor : {
-    ...executor,
-    execute: (context, bus) => {
-      const release = load.run(context.userMessage.messageId)
-      const ran = executor.execute(context, bus)
-      return release === undefined ? ran : ran.finally(release)
-    }
-  }
+/** The run stage of the server's bound: a run shares the hold of the request that started it. */
+const counted = (load: internalLoad.Load): internalRunStages.RunStage => ({
+  start: ({ requestContext }) =>
+    Effect.sync(() => {
+      const release = load.run(requestContext.userMessage.messageId)
+      return release === undefined ? undefined : { end: Effect.sync(release) }
+    })
+})
 
 /** What serves the agent, whatever server carries its routes. @internal */
 export interface App {
@@ -240,12 +239,17 @@ export const make = <E, R>(
         ? undefined
         : taskStore
     }
-    const made = yield* internalExecutor.make(options.agent, executorOptions)
+    // Handed to the request handler as it is: what goes on around its runs is in `runStages`.
+    const executor = yield* internalExecutor.make(options.agent, executorOptions)
     const replication = options.replication === undefined
       ? undefined
       : yield* internalReplication.open(options.replication, stored)
-    const pushed = push === undefined ? made : push.pushing(made)
-    const executor = counted(replication === undefined ? pushed : replication.logging(pushed), load)
+    // Around each run, in this order (ended in reverse): the bound's hold, the log's numbers, the push sender.
+    const runStages = [
+      ...(load === undefined ? [] : [counted(load)]),
+      ...(replication === undefined ? [] : [replication.logging(executor)]),
+      ...(push === undefined ? [] : [push.pushing])
+    ]
     const served = options.transports ?? defaultTransports
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
     const restPath = `/${(options.restPath ?? internalRest.defaultPath).replace(/^\/+/, "").replace(/\/+$/, "")}`
@@ -285,7 +289,8 @@ export const make = <E, R>(
       options.idempotency,
       push?.store,
       replication,
-      Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30))
+      Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30)),
+      runStages
     ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
     const subscribed = replication === undefined
       ? internalSubscription.continuing(sdkHandler, subscriptions)

@@ -35,6 +35,7 @@ import * as Ledger from "../../ledger/ledger.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalHandler from "../caller/headers.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
+import type * as internalRunStages from "../handler/runStages.js"
 import * as internalSdkHandler from "../handler/sdkHandler.js"
 import type * as internalStages from "../handler/stages.js"
 import * as internalStore from "../store/store.js"
@@ -386,6 +387,7 @@ export const make = (deps: {
   readonly pushStore: PushNotificationStore | undefined
   readonly follow?: entry.Shared["follow"]
   readonly appendRetryMillis: number
+  readonly runStages: ReadonlyArray<internalRunStages.RunStage>
 }): Effect.Effect<Made, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
   Effect.gen(function*() {
     const ledger = yield* Ledger.IdempotencyLedger
@@ -430,6 +432,7 @@ export const make = (deps: {
       channels: subscriptions.channels,
       pushStore: deps.pushStore,
       appendRetryMillis: deps.appendRetryMillis,
+      runStages: deps.runStages,
       // The ledger recorded the task id of a keyed message before its run: the run gets that one.
       taskIdFor: (context) => {
         const taskId = shared.assigned.get(context)
