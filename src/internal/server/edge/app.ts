@@ -22,6 +22,7 @@ import * as internalTransport from "../../wire/transport.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import * as internalCardSigning from "../handler/cardSigning.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
+import type * as internalRunStages from "../handler/runStages.js"
 import * as internalSdkHandler from "../handler/sdkHandler.js"
 import * as internalStages from "../handler/stages.js"
 import * as internalLoad from "../http/load.js"
@@ -144,7 +145,8 @@ const requestHandlerOf = (
   idempotency: A2AServer.IdempotencyOptions | undefined,
   pushStore: PushNotificationStore | undefined,
   replication: internalReplication.Replication | undefined,
-  appendRetryMillis: number
+  appendRetryMillis: number,
+  runStages: ReadonlyArray<internalRunStages.RunStage>
 ): Effect.Effect<Keyed, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
   Effect.gen(function*() {
     const keys = idempotency === undefined ? undefined : yield* internalIdempotency.make({
@@ -161,6 +163,7 @@ const requestHandlerOf = (
       channels: subscriptions.channels,
       pushStore,
       appendRetryMillis,
+      runStages,
       ...keys?.hooks
     })
     // Without idempotency, a message to a task whose run is in progress is refused.
@@ -168,19 +171,14 @@ const requestHandlerOf = (
     return { handler: internalIdempotency.keying(core, keys), claim: keys.claim, heldElsewhere: keys.heldElsewhere }
   })
 
-/** The executor whose runs share the hold of the request that started them, when the server has a bound. */
-const counted = (
-  executor: AgentExecutor.EffectAgentExecutor,
-  load: internalLoad.Load | undefined
-): AgentExecutor.EffectAgentExecutor =>
-  load === undefined ? executor : {
-    ...executor,
-    execute: (context, bus) => {
-      const release = load.run(context.userMessage.messageId)
-      const ran = executor.execute(context, bus)
-      return release === undefined ? ran : ran.finally(release)
-    }
-  }
+/** The run stage of the server's bound: a run shares the hold of the request that started it. */
+const counted = (load: internalLoad.Load): internalRunStages.RunStage => ({
+  start: ({ requestContext }) =>
+    Effect.sync(() => {
+      const release = load.run(requestContext.userMessage.messageId)
+      return release === undefined ? undefined : { end: Effect.sync(release) }
+    })
+})
 
 /** What serves the agent, whatever server carries its routes. @internal */
 export interface App {
@@ -238,12 +236,17 @@ export const make = <E, R>(
         ? undefined
         : taskStore
     }
-    const made = yield* internalExecutor.make(options.agent, executorOptions)
+    // Handed to the request handler as it is: what goes on around its runs is in `runStages`.
+    const executor = yield* internalExecutor.make(options.agent, executorOptions)
     const replication = options.replication === undefined
       ? undefined
       : yield* internalReplication.open(options.replication, stored)
-    const pushed = push === undefined ? made : push.pushing(made)
-    const executor = counted(replication === undefined ? pushed : replication.logging(pushed), load)
+    // Around each run, in this order (ended in reverse): the bound's hold, the log's numbers, the push sender.
+    const runStages = [
+      ...(load === undefined ? [] : [counted(load)]),
+      ...(replication === undefined ? [] : [replication.logging(executor)]),
+      ...(push === undefined ? [] : [push.pushing])
+    ]
     const served = options.transports ?? defaultTransports
     const rpcPath = `/${(options.rpcPath ?? "/a2a/jsonrpc").replace(/^\/+/, "")}`
     const restPath = `/${(options.restPath ?? internalRest.defaultPath).replace(/^\/+/, "").replace(/\/+$/, "")}`
@@ -283,7 +286,8 @@ export const make = <E, R>(
       options.idempotency,
       push?.store,
       replication,
-      Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30))
+      Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30)),
+      runStages
     ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
     // The stages after it are still of the SDK's shape: lifted.
     const sdkHandler = internalSdkHandler.toSdk(keyed, yield* Effect.runtime<never>())

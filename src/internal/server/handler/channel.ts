@@ -65,6 +65,12 @@ export interface Channel extends ExecutionEventBus {
   readonly appended: () => Promise<void>
   /** Follows the channel from its next event; what stops following. */
   readonly follow: (follower: Follower) => () => void
+  /**
+   * Hands each event published from now on to `onEvent` as it is handed on,
+   * before any follower or listener has it (a run's stages, see
+   * `runStages.ts`); what stops it.
+   */
+  readonly tap: (onEvent: (event: AgentExecutionEvent) => void) => () => void
   /** Whether `finished` was called: the channel takes no more runs. */
   readonly ending: boolean
   /** Whether a task event of its task was published on it. */
@@ -91,6 +97,7 @@ export class TaskChannel implements Channel {
   private readonly onceListeners = new Set<EventListener>()
   private readonly finishedListeners = new Set<FinishedListener>()
   private readonly followers = new Set<Follower>()
+  private readonly taps = new Set<(event: AgentExecutionEvent) => void>()
   private pending: Array<AgentExecutionEvent> = []
   private inFlight: Promise<void> | undefined
   private done = false
@@ -129,6 +136,11 @@ export class TaskChannel implements Channel {
     }
     this.followers.add(follower)
     return () => void this.followers.delete(follower)
+  }
+
+  tap(onEvent: (event: AgentExecutionEvent) => void): () => void {
+    this.taps.add(onEvent)
+    return () => void this.taps.delete(onEvent)
   }
 
   on(eventName: "event" | "finished", listener: EventListener | FinishedListener): this {
@@ -242,6 +254,7 @@ export class TaskChannel implements Channel {
 
   private deliver(batch: ReadonlyArray<AgentExecutionEvent>, task: Task | undefined): void {
     for (const event of batch) {
+      for (const onEvent of this.taps) onEvent(event)
       for (const follower of [...this.followers]) follower.event(event, task)
       for (const listener of [...this.listeners]) listener(event)
       if (this.onceListeners.size > 0) {

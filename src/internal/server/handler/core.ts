@@ -45,6 +45,7 @@ import * as taskState from "../../wire/taskState.js"
 import * as internalFailure from "../run/failure.js"
 import { TaskStore } from "../store/store.js"
 import type * as internalChannel from "./channel.js"
+import type * as internalRunStages from "./runStages.js"
 
 /** What an operation fails with: an A2A error, as the transports answer it, or an internal one (-32603). */
 export type Failure = A2AError | Error
@@ -109,6 +110,8 @@ export interface Options {
   readonly onRequestContext?: ((requestContext: RequestContext) => void) | undefined
   /** How long a run's events are retried while the store refuses them. */
   readonly appendRetryMillis?: number | undefined
+  /** What each concern does around a run: started in order, ended in reverse (see `runStages.ts`). */
+  readonly runStages?: ReadonlyArray<internalRunStages.RunStage> | undefined
 }
 
 /** `task` with `historyLength` applied, as a new object: the store's own is never changed. */
@@ -121,6 +124,13 @@ export const requireTaskId = (taskId: string | undefined): Effect.Effect<string,
   !taskId || taskId.trim() === ""
     ? Effect.fail(new RequestMalformedError("Task ID is required"))
     : Effect.succeed(taskId)
+
+/**
+ * The SDK's `_mapEventToStreamResponse`, but for a task event, which it
+ * reloads from the store: ours is whole.
+ */
+export const streamResponseOf = (event: AgentExecutionEvent): StreamResponse =>
+  ({ payload: { $case: event.kind, value: event.data } }) as StreamResponse
 
 /**
  * Whether a run stops for its caller at `event`: a bare message, an ended
@@ -154,14 +164,19 @@ export interface Core {
   readonly load: (taskId: string, context: ServerCallContext) => Effect.Effect<Task | undefined, Error>
   /** The task, or TaskNotFound. */
   readonly found: (taskId: string, context: ServerCallContext) => Effect.Effect<Task, Failure>
+  /** Runs `effect` in the background, in the handler's runtime (its logger): a run's start, its stages first. */
+  readonly runFork: (effect: Effect.Effect<void>) => void
   /** A store's failure, logged whole under an error id: the caller gets the id only. */
   readonly internal: (what: string, taskId: string) => (error: TaskStoreError) => Effect.Effect<never, Error>
-  /** The task's channel for the call: its run's, else a new one whose events are appended to the store. */
+  /**
+   * The task's channel for the call: its run's, else a new one whose events
+   * are appended to the store; `opened` says which.
+   */
   readonly openChannel: (
     taskId: string,
     context: ServerCallContext,
     userMessage: Message | undefined
-  ) => internalChannel.Channel
+  ) => { readonly channel: internalChannel.Channel; readonly opened: boolean }
 }
 
 /** @internal */
@@ -222,6 +237,6 @@ export const makeCore = (options: Options): Effect.Effect<Core, never, TaskStore
                 : "Could not persist the final task state"
             ).pipe(Effect.annotateLogs({ taskId, cause: errorText(error) }))
           )
-      }).channel
-    return { options, store, pushStore, load, found, internal, openChannel }
+      })
+    return { options, store, pushStore, load, found, runFork, internal, openChannel }
   })

@@ -14,12 +14,13 @@ import {
   UnsupportedOperationError
 } from "@a2a-js/sdk/errors"
 import { AgentEvent, type AgentExecutionEvent, RequestContext, type ServerCallContext } from "@a2a-js/sdk/server"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import * as wireParts from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
-import { streamResponseOf } from "../run/busTap.js"
 import type * as internalChannel from "./channel.js"
 import {
   type Core,
@@ -28,8 +29,10 @@ import {
   type RequestHandler,
   requireTaskId,
   stopsAt,
+  streamResponseOf,
   withHistoryLength
 } from "./core.js"
+import * as internalRunStages from "./runStages.js"
 
 type Pattern = "undetermined" | "message" | "task"
 
@@ -59,8 +62,9 @@ const responseOf = (event: AgentExecutionEvent, task: Task | undefined, historyL
 
 /** @internal */
 export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "sendMessageStream"> => {
-  const { found, internal, load, openChannel, options, pushStore, store } = core
+  const { found, internal, load, openChannel, options, pushStore, runFork, store } = core
   const { card, executor } = options
+  const runStages = options.runStages ?? []
 
   const requestContextOf = (params: SendMessageRequest, context: ServerCallContext) =>
     Effect.gen(function*() {
@@ -138,15 +142,17 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
    * Starts the run of `requestContext` on its task's channel, the follower
    * `follow` makes following it from its first event, which may come
    * before `execute` returns; it is given what stops following, which it
-   * returns too. A run that throws ends its task FAILED, as the SDK's
-   * handler ends it.
+   * returns too. The run's stages start first: one that fails refuses the
+   * run, and its follower fails with that. A run that throws ends its task
+   * FAILED, as the SDK's handler ends it. The stages end once the run's
+   * last event is in the store, before the channel ends.
    */
   const run = (
     requestContext: RequestContext,
     follow: (unfollow: () => void) => internalChannel.Follower
   ): () => void => {
     const { context, contextId, taskId, userMessage } = requestContext
-    const channel = openChannel(taskId, context, userMessage)
+    const { channel, opened } = openChannel(taskId, context, userMessage)
     let stopped = false
     // Set once followed: the follower may stop before that.
     const following: { off?: () => void } = {}
@@ -160,24 +166,53 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
       failed: (error) => stopped ? undefined : follower.failed(error),
       finished: () => stopped ? undefined : follower.finished()
     })
-    let ran: Promise<void>
-    try {
-      ran = executor.execute(requestContext, channel)
-    } catch (error) {
-      ran = Promise.reject(error)
-    }
-    ran.catch((error: unknown) => {
-      const failure = wireParts.agentMessage(taskId, contextId, [
-        wireParts.textPart(`Agent execution error: ${errorText(error)}`)
-      ])
-      const status = { state: TaskState.TASK_STATE_FAILED, message: failure, timestamp: new Date().toISOString() }
-      if (!channel.taskPublished) {
-        const history = [...(requestContext.task?.history ?? [])]
-        if (!history.some((known) => known.messageId === userMessage.messageId)) history.push(userMessage)
-        channel.publish(AgentEvent.task({ id: taskId, contextId, status, artifacts: [], history, metadata: {} }))
+    const launch = (started: internalRunStages.Started) => {
+      const untap = started.event === undefined ? undefined : channel.tap(started.event)
+      let ran: Promise<void>
+      try {
+        ran = executor.execute(requestContext, channel)
+      } catch (error) {
+        ran = Promise.reject(error)
       }
-      channel.publish(AgentEvent.statusUpdate({ taskId, contextId, status, metadata: {} }))
-    }).finally(() => channel.finished())
+      const ended = ran.catch((error: unknown) => {
+        const failure = wireParts.agentMessage(taskId, contextId, [
+          wireParts.textPart(`Agent execution error: ${errorText(error)}`)
+        ])
+        const status = { state: TaskState.TASK_STATE_FAILED, message: failure, timestamp: new Date().toISOString() }
+        if (!channel.taskPublished) {
+          const history = [...(requestContext.task?.history ?? [])]
+          if (!history.some((known) => known.messageId === userMessage.messageId)) history.push(userMessage)
+          channel.publish(AgentEvent.task({ id: taskId, contextId, status, artifacts: [], history, metadata: {} }))
+        }
+        channel.publish(AgentEvent.statusUpdate({ taskId, contextId, status, metadata: {} }))
+      })
+      if (runStages.length === 0) {
+        void ended.finally(() => channel.finished())
+        return
+      }
+      void ended.then(() => channel.appended()).finally(() => {
+        untap?.()
+        runFork(Effect.ensuring(started.end, Effect.sync(() => channel.finished())))
+      })
+    }
+    if (runStages.length === 0) {
+      launch(internalRunStages.none)
+    } else {
+      runFork(
+        Effect.flatMap(
+          Effect.exit(internalRunStages.start(runStages, { requestContext, bus: channel })),
+          (exit) =>
+            Effect.sync(() => {
+              if (Exit.isSuccess(exit)) {
+                return launch(exit.value)
+              }
+              if (!stopped) follower.failed(Cause.squash(exit.cause))
+              // A channel of its own, with no run: it goes, or the next message would join it.
+              if (opened) channel.finished()
+            })
+        )
+      )
+    }
     return unfollow
   }
 

@@ -12,9 +12,8 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as wireParts from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
-import { streamResponseOf } from "../run/busTap.js"
 import type * as internalChannel from "./channel.js"
-import { type Core, type RequestHandler, requireTaskId, stopsAt, withHistoryLength } from "./core.js"
+import { type Core, type RequestHandler, requireTaskId, stopsAt, streamResponseOf, withHistoryLength } from "./core.js"
 
 // The page size when none is asked for, and the states a filter may name (unspecified among them), as the SDK's.
 const defaultPageSize = 50
@@ -92,7 +91,7 @@ export const makeTasks = (
         yield* untilStopped(channel, () => executor.cancelTask(taskId, channel))
       } else {
         // No run to stop (the task is paused): the cancel is the task's event, told to its subscribers.
-        const canceling = openChannel(taskId, context, undefined)
+        const canceling = openChannel(taskId, context, undefined).channel
         canceling.publish(AgentEvent.statusUpdate({
           taskId,
           contextId: task.contextId,

@@ -1,7 +1,7 @@
 /**
  * A server's push notifications: the config store beside the task store,
  * the sender, its outbox in the task store's database when there is one, and
- * the executor whose runs feed the sender. The SDK's own
+ * the run stage that feeds the sender each run's events. The SDK's own
  * sender is left out: it pushes from the request's event loop, which stops
  * when a streaming caller leaves.
  *
@@ -15,8 +15,8 @@ import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import type * as A2AServer from "../../../A2AServer.js"
-import type * as AgentExecutor from "../../../AgentExecutor.js"
-import { streamResponseOf, tapped } from "../run/busTap.js"
+import { streamResponseOf } from "../handler/core.js"
+import type * as internalRunStages from "../handler/runStages.js"
 import { ConfigurationError } from "../run/executor.js"
 import type { Forgotten } from "../store/shelf.js"
 import * as internalTaskStore from "../store/taskStore.js"
@@ -28,8 +28,12 @@ import * as internalPushTarget from "./pushTarget.js"
 /** @internal */
 export interface Push {
   readonly store: internalPushStore.PushStore
-  /** `executor`, with every event its runs publish handed to the sender. */
-  readonly pushing: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
+  /**
+   * Every event of a run handed to the sender once the store has it: a
+   * receiver that reads the task on a notification finds it there, and an
+   * event the store never took is never pushed.
+   */
+  readonly pushing: internalRunStages.RunStage
 }
 
 // The task of an event, read without building the stream response the sender takes.
@@ -92,34 +96,33 @@ export const make = (
     })
     return {
       store,
-      pushing: (executor) => ({
-        ...executor,
-        execute: (context, bus) => {
-          // The SDK stores a config sent with the message under the run's task id before the run; a run that
-          // answers with a bare message makes no task, and nothing would ever remove it.
-          let answered = false
-          const ran = executor.execute(
-            context,
-            tapped(bus, (event) => {
-              if (event.kind === "message") {
-                answered = true
-              }
-              // Checked per event, not per run: a config can be saved while the task runs.
-              if (store.mayHaveConfigs(taskOf(event))) {
-                sender.notify(streamResponseOf(event), context.context)
-              }
-            })
-          )
-          const sentConfig = context.request.configuration?.taskPushNotificationConfig !== undefined
-          const callContext = context.context
-          return sentConfig && callContext !== undefined
-            ? ran.finally(() => {
-              if (answered) {
-                forget(context.taskId, callContext)
-              }
-            })
-            : ran
-        }
-      })
+      pushing: {
+        start: ({ requestContext }) =>
+          Effect.sync((): internalRunStages.RunHooks => {
+            const callContext = requestContext.context
+            // The SDK stores a config sent with the message under the run's task id before the run; a run that
+            // answers with a bare message makes no task, and nothing would ever remove it.
+            const sentConfig = requestContext.request.configuration?.taskPushNotificationConfig !== undefined
+            let answered = false
+            return {
+              event: (event) => {
+                if (event.kind === "message") {
+                  answered = true
+                }
+                // Checked per event, not per run: a config can be saved while the task runs.
+                if (store.mayHaveConfigs(taskOf(event))) {
+                  sender.notify(streamResponseOf(event), callContext)
+                }
+              },
+              end: sentConfig && callContext !== undefined
+                ? Effect.sync(() => {
+                  if (answered) {
+                    forget(requestContext.taskId, callContext)
+                  }
+                })
+                : undefined
+            }
+          })
+      }
     }
   })

@@ -41,10 +41,11 @@ import * as taskFold from "../../wire/taskFold.js"
 import * as TaskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import { headersOf } from "../caller/headers.js"
+import { streamResponseOf } from "../handler/core.js"
 import type { Failure, RequestHandler } from "../handler/requestHandler.js"
+import type * as internalRunStages from "../handler/runStages.js"
 import * as internalStages from "../handler/stages.js"
 import { failedTask } from "../idempotency/idempotencyEntry.js"
-import { streamResponseOf, tapped } from "../run/busTap.js"
 import * as internalFailure from "../run/failure.js"
 import type { TaskStore } from "../store/store.js"
 import * as internalTaskStore from "../store/taskStore.js"
@@ -66,8 +67,13 @@ export interface Replication {
     params: SubscribeToTaskRequest,
     context: ServerCallContext
   ) => Stream.Stream<StreamResponse, Failure>
-  /** `executor`, each event of its runs numbered and written to the log. */
-  readonly logging: (executor: AgentExecutor.EffectAgentExecutor) => AgentExecutor.EffectAgentExecutor
+  /**
+   * The run stage of `executor`'s runs: each run holds its task's claim,
+   * and each of its events is numbered and written to the log, in the order
+   * the store took them, before the caller's stream takes it (which stamps
+   * it with its number). A run whose log cannot be read does not start.
+   */
+  readonly logging: (executor: AgentExecutor.EffectAgentExecutor) => internalRunStages.RunStage
   /**
    * `handler`, its streams' events carrying their numbers, its subscriptions
    * read from the log, through the task's pauses until it ends.
@@ -184,7 +190,6 @@ export const make = (
   interrupters: Set<(taskId: string) => void>
 ): Effect.Effect<Replication> =>
   Effect.map(Effect.runtime<never>(), (runtime) => {
-    const runPromise = Runtime.runPromise(runtime)
     const runFork = Runtime.runFork(runtime)
     // The number of each event a run published, by the event's data, which the SDK's stream hands on as is.
     const numbers = new WeakMap<object, number>()
@@ -217,55 +222,58 @@ export const make = (
         return check
       }))
 
-    const logging = (executor: AgentExecutor.EffectAgentExecutor): AgentExecutor.EffectAgentExecutor => {
+    const logging = (executor: AgentExecutor.EffectAgentExecutor): internalRunStages.RunStage => {
       interrupters.add(executor.interrupt)
-      return logged(executor)
+      return { start: (run) => logged(executor, run) }
     }
-    const logged = (executor: AgentExecutor.EffectAgentExecutor): AgentExecutor.EffectAgentExecutor => ({
-      ...executor,
-      execute: (context, bus) => {
-        const taskId = context.taskId
-        // One run per task at a time: its numbers go on from the log's last.
-        const last = log.last(taskId).pipe(
-          Effect.retry(lastRetry),
-          Effect.catchAll((error) => {
-            const errorId = ErrorId.make()
-            return Effect.zipRight(
-              internalFailure.logErrorOffSpan("The event log could not be read; the run does not start", {
-                errorId,
-                taskId,
-                cause: error.message
-              }),
-              Effect.fail(new Error(ErrorId.internalErrorText(errorId)))
-            )
-          })
-        )
-        const held = Effect.flatMap(
-          Effect.orElseSucceed(claims.acquire(taskId, holderOf(context.context)), () => false),
-          // A message to a task held elsewhere was refused before its run; what comes here runs.
-          (won) =>
-            won ? Effect.void : Effect.logWarning("A run started without its task's claim").pipe(
-              Effect.annotateLogs({ taskId })
-            )
-        )
-        const released = () => runPromise(claims.release(taskId))
-        return runPromise(Effect.zipLeft(last, held)).then((seq) => {
-          const logged = tapped(bus, (event) => {
+    const logged = (
+      executor: AgentExecutor.EffectAgentExecutor,
+      { bus, requestContext }: internalRunStages.Run
+    ): Effect.Effect<internalRunStages.RunHooks, Error> => {
+      const taskId = requestContext.taskId
+      const context = requestContext.context
+      // One run per task at a time: its numbers go on from the log's last.
+      const last = log.last(taskId).pipe(
+        Effect.retry(lastRetry),
+        Effect.catchAll((error) => {
+          const errorId = ErrorId.make()
+          return Effect.zipRight(
+            internalFailure.logErrorOffSpan("The event log could not be read; the run does not start", {
+              errorId,
+              taskId,
+              cause: error.message
+            }),
+            Effect.fail(new Error(ErrorId.internalErrorText(errorId)))
+          )
+        })
+      )
+      const held = Effect.flatMap(
+        Effect.orElseSucceed(claims.acquire(taskId, holderOf(context)), () => false),
+        // A message to a task held elsewhere was refused before its run; what comes here runs.
+        (won) =>
+          won ? Effect.void : Effect.logWarning("A run started without its task's claim").pipe(
+            Effect.annotateLogs({ taskId })
+          )
+      )
+      return Effect.map(Effect.zipLeft(last, held), (from): internalRunStages.RunHooks => {
+        let seq = from
+        const watching = runFork(canceledElsewhere(executor, taskId, context, bus))
+        return {
+          event: (event) => {
             seq += 1
             numbers.set(event.data, seq)
-            if (event.kind === "task") starts.set(context.context, seq)
+            if (event.kind === "task") starts.set(context, seq)
             const response = streamResponseOf(event)
             log.append(taskId, seq, StreamResponse.toJSON(response))
             if (ends(response)) log.finish(taskId)
-          })
-          const watching = runFork(canceledElsewhere(executor, taskId, context.context, logged))
-          return executor.execute(context, logged).finally(() => {
-            watching.unsafeInterruptAsFork(FiberId.none)
-            return released()
-          })
-        })
-      }
-    })
+          },
+          end: Effect.zipRight(
+            Effect.sync(() => watching.unsafeInterruptAsFork(FiberId.none)),
+            Effect.ignore(claims.release(taskId))
+          )
+        }
+      })
+    }
 
     /**
      * The task's last number in the log, once it reaches `seq`. The run's replica writes its events a moment after

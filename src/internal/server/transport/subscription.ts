@@ -22,9 +22,8 @@ import type { StreamResponse, TaskState as SdkTaskState } from "@a2a-js/sdk"
 import { type A2ARequestHandler, type AgentExecutionEvent, type ServerCallContext } from "@a2a-js/sdk/server"
 import * as TaskState from "../../wire/taskState.js"
 import * as internalChannel from "../handler/channel.js"
-import { stopsAt } from "../handler/core.js"
+import { stopsAt, streamResponseOf } from "../handler/core.js"
 import * as slowReader from "../http/slowReader.js"
-import { streamResponseOf } from "../run/busTap.js"
 
 /** The state a subscription's event gives its task, if it gives one. */
 export const stateOf = (response: StreamResponse): SdkTaskState | undefined => {

@@ -1,14 +1,56 @@
-import { TaskState } from "@a2a-js/sdk"
-import { DefaultExecutionEventBus, RequestContext, ServerCallContext } from "@a2a-js/sdk/server"
+import { type SendMessageRequest, TaskState } from "@a2a-js/sdk"
+import { type AgentExecutor as SdkAgentExecutor, ServerCallContext } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as AgentExecutor from "../../../../src/AgentExecutor.js"
 import * as internalAuthentication from "../../../../src/internal/server/caller/authentication.js"
+import * as internalChannel from "../../../../src/internal/server/handler/channel.js"
+import * as internalRequestHandler from "../../../../src/internal/server/handler/requestHandler.js"
 import * as internalPush from "../../../../src/internal/server/push/push.js"
 import * as memoryStore from "../../../../src/internal/server/store/memoryStore.js"
 import * as internalStore from "../../../../src/internal/server/store/store.js"
 import { eventually, seededTask, userMessage } from "../../../fixtures/serverAgents.js"
 import { webhook } from "../../../fixtures/webhook.js"
+
+/**
+ * Our request handler over `executor`, its runs through push's run stage and its tasks in `store`; a new task of a
+ * call takes the id `taskIdFor` gives it.
+ */
+const pushingHandler = (
+  push: internalPush.Push,
+  executor: SdkAgentExecutor,
+  store: internalStore.TaskStore,
+  taskIdFor?: (context: ServerCallContext) => string | undefined
+) =>
+  internalRequestHandler.make({
+    card: {
+      name: "push-test",
+      description: "push's run stage",
+      version: "1.0.0",
+      provider: undefined,
+      securitySchemes: {},
+      securityRequirements: [],
+      defaultInputModes: ["text/plain"],
+      defaultOutputModes: ["text/plain"],
+      skills: [],
+      signatures: [],
+      capabilities: { streaming: true, pushNotifications: true, extensions: [] },
+      supportedInterfaces: []
+    },
+    extendedCard: undefined,
+    executor,
+    channels: internalChannel.makeChannels(),
+    pushStore: push.store,
+    runStages: [push.pushing],
+    taskIdFor
+  }).pipe(Effect.provideService(internalStore.TaskStore, store))
+
+const sendOf = (text: string): SendMessageRequest => ({
+  tenant: "",
+  message: userMessage(text),
+  configuration: undefined,
+  metadata: undefined
+})
 
 describe("server/push", () => {
   it.scopedLive("the configs of a task the bounded memory store forgets go with it, in the scope of its caller only", () =>
@@ -58,22 +100,28 @@ describe("server/push", () => {
         "push-test",
         undefined
       )
-      const executor = push.pushing(
-        yield* AgentExecutor.make(
-          (request) =>
-            Effect.succeed(
-              request.message.messageId.startsWith("ping")
-                ? AgentExecutor.messageText("pong")
-                : AgentExecutor.completedText("done")
-            ),
-          { messageReplies: true }
-        )
+      const executor = yield* AgentExecutor.make(
+        (request) =>
+          Effect.succeed(
+            request.message.messageId.startsWith("ping")
+              ? AgentExecutor.messageText("pong")
+              : AgentExecutor.completedText("done")
+          ),
+        { messageReplies: true }
       )
       const caller = internalAuthentication.ownerContext("", "a")
-      /** Runs a message sent with a push config, saved first under the run's task id as the SDK's handler does. */
+      let nextTaskId = ""
+      const handler = yield* pushingHandler(
+        push,
+        executor,
+        memoryStore.make({ now: () => Date.now() }),
+        () => nextTaskId
+      )
+      /** Sends a message with a push config, which the handler saves under the run's task id before the run. */
       const sendWithConfig = (messageId: string) =>
         Effect.gen(function*() {
           const taskId = crypto.randomUUID()
+          nextTaskId = taskId
           const config = {
             tenant: "",
             id: "c1",
@@ -82,19 +130,15 @@ describe("server/push", () => {
             token: "t",
             authentication: undefined
           }
-          yield* Effect.promise(() => push.store.save(taskId, caller, config))
           const configuration = {
             acceptedOutputModes: [],
             taskPushNotificationConfig: config,
             returnImmediately: false
           }
-          const context = new RequestContext(
+          yield* handler.sendMessage(
             { tenant: "", message: userMessage("hi", { messageId }), configuration, metadata: undefined },
-            taskId,
-            crypto.randomUUID(),
             caller
           )
-          yield* Effect.promise(() => executor.execute(context, new DefaultExecutionEventBus()))
           return Effect.promise(() => push.store.load(taskId, caller))
         })
       const answered = yield* sendWithConfig("ping-1")
@@ -124,23 +168,16 @@ describe("server/push", () => {
       store.load = (taskId, context) => (calls.load++, load(taskId, context))
       store.loadWithMetadata = (taskId, context) => (calls.loadWithMetadata++, loadWithMetadata!(taskId, context))
       store.delete = (taskId, context, configId) => (calls.delete++, remove(taskId, context, configId))
-      const executor = push.pushing(
-        yield* AgentExecutor.make(() => Effect.succeed(AgentExecutor.completedText("done")))
-      )
+      const executor = yield* AgentExecutor.make(() => Effect.succeed(AgentExecutor.completedText("done")))
+      let nextTaskId = ""
+      const handler = yield* pushingHandler(push, executor, native, () => nextTaskId)
       // Over v1.0, whose pushes are made of the event alone.
       const caller = new ServerCallContext({ user: { isAuthenticated: true, userName: "a" }, requestedVersion: "1.0" })
       const run = (taskId: string) =>
-        Effect.promise(() =>
-          executor.execute(
-            new RequestContext(
-              { tenant: "", message: userMessage("hi"), configuration: undefined, metadata: undefined },
-              taskId,
-              crypto.randomUUID(),
-              caller
-            ),
-            new DefaultExecutionEventBus()
-          )
-        )
+        Effect.suspend(() => {
+          nextTaskId = taskId
+          return handler.sendMessage(sendOf("hi"), caller)
+        })
       const ended = (taskId: string) =>
         Effect.promise(() =>
           tasks.save(seededTask(taskId, TaskState.TASK_STATE_COMPLETED, new Date().toISOString()), caller)
