@@ -24,6 +24,7 @@ import * as internalCardSigning from "../handler/cardSigning.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
 import * as internalSdkHandler from "../handler/sdkHandler.js"
 import * as internalStages from "../handler/stages.js"
+import * as internalSubscription from "../handler/subscription.js"
 import * as internalLoad from "../http/load.js"
 import * as internalIdempotency from "../idempotency/idempotency.js"
 import * as internalPush from "../push/push.js"
@@ -37,7 +38,6 @@ import * as internalTaskStore from "../store/taskStore.js"
 import * as internalGrpc from "../transport/grpc.js"
 import * as internalRest from "../transport/rest.js"
 import * as internalRpc from "../transport/rpc.js"
-import * as internalSubscription from "../transport/subscription.js"
 import type * as internalTransports from "../transport/transports.js"
 import * as internalHttp from "./http.js"
 
@@ -129,6 +129,13 @@ const buildCard = (
   supportedInterfaces: interfaces
 })
 
+/** The request handler, its stage of idempotency when on, and the hold a message takes on the task it continues. */
+interface Keyed {
+  readonly handler: internalRequestHandler.RequestHandler
+  readonly claim: internalStages.Claim
+  readonly heldElsewhere?: internalIdempotency.Made["heldElsewhere"]
+}
+
 const requestHandlerOf = (
   card: AgentCard,
   extendedCard: AgentCard | undefined,
@@ -138,37 +145,33 @@ const requestHandlerOf = (
   pushStore: PushNotificationStore | undefined,
   replication: internalReplication.Replication | undefined,
   appendRetryMillis: number
-): Effect.Effect<
-  internalIdempotency.Made,
-  never,
-  IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope
-> =>
+): Effect.Effect<Keyed, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
   idempotency === undefined
     // Without idempotency, a message to a task whose run is in progress is refused.
-    ? Effect.gen(function*() {
-      const handler = yield* internalRequestHandler.make({
+    ? Effect.map(
+      internalRequestHandler.make({
         card,
         extendedCard,
         executor,
         channels: subscriptions.channels,
         pushStore,
         appendRetryMillis
-      })
-      return {
-        handler: internalSdkHandler.toSdk(handler, yield* Effect.runtime<never>()),
-        claim: (taskId) => executor.claim(taskId)
-      }
-    })
-    : internalIdempotency.make({
-      card,
-      extendedCard,
-      executor,
-      subscriptions,
-      options: idempotency,
-      pushStore,
-      follow: replication?.subscribe,
-      appendRetryMillis
-    })
+      }),
+      (handler) => ({ handler, claim: (taskId) => executor.claim(taskId) })
+    )
+    : Effect.map(
+      internalIdempotency.make({
+        card,
+        extendedCard,
+        executor,
+        subscriptions,
+        options: idempotency,
+        pushStore,
+        follow: replication?.subscribe,
+        appendRetryMillis
+      }),
+      (made) => ({ ...made, handler: internalSdkHandler.fromSdk(made.handler) })
+    )
 
 /** The executor whose runs share the hold of the request that started them, when the server has a bound. */
 const counted = (
@@ -277,7 +280,7 @@ export const make = <E, R>(
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalSubscription.makeSubscriptions()
-    const { claim, handler: sdkHandler, heldElsewhere } = yield* requestHandlerOf(
+    const { claim, handler: keyed, heldElsewhere } = yield* requestHandlerOf(
       card,
       extendedCard,
       executor,
@@ -287,20 +290,25 @@ export const make = <E, R>(
       replication,
       Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30))
     ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
-    const subscribed = replication === undefined
-      ? internalSubscription.continuing(sdkHandler, subscriptions)
-      : replication.handling(sdkHandler, subscriptions, heldElsewhere)
+    const runtime = yield* Effect.runtime<never>()
+    const followed = replication === undefined
+      ? internalSubscription.continuing(keyed, subscriptions)
+      : internalSdkHandler.fromSdk(
+        replication.handling(internalSdkHandler.toSdk(keyed, runtime), subscriptions, heldElsewhere)
+      )
     // The stages every transport calls the handler through: its streams' readers bounded, then what is refused
     // before a run.
-    const handler = internalStages.refusing(internalSubscription.bounding(subscribed, subscriptions), {
+    const handler = internalStages.refusing(internalSubscription.bounding(followed, subscriptions), {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
         internalTaskStore.isDatabase(options.taskStore),
       claim,
       visible: gate === undefined
         ? undefined
-        : (taskId, context) => taskStore.load(taskId, context).then((task) => task !== undefined)
+        : (taskId, context) => Effect.map(handlerStore.get(taskId, context), (task) => task !== undefined)
     })
-    const dispatcher = internalRpc.makeDispatcher(handler, card, subscriptions)
+    // The SDK's shape, for the transports that still take it.
+    const sdkHandler = internalSdkHandler.toSdk(handler, runtime)
+    const dispatcher = internalRpc.makeDispatcher(sdkHandler, card, subscriptions)
     const state = { closing: false }
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
     const rpc: internalHttp.RpcEndpoint | undefined = served.includes("JSONRPC")
@@ -311,7 +319,7 @@ export const make = <E, R>(
       ? internalRest.routesOn(routes, {
         path: restPath,
         card,
-        handler,
+        handler: sdkHandler,
         subscriptions,
         maxBodyBytes,
         state,
@@ -326,7 +334,7 @@ export const make = <E, R>(
       subscriptions.shutdown()
       return executor.shutdown(shutdownTimeout)
     })
-    if (grpc !== undefined) yield* grpc.serve({ handler, subscriptions, state, load, gate })
+    if (grpc !== undefined) yield* grpc.serve({ handler: sdkHandler, subscriptions, state, load, gate })
     const shutdown = grpc === undefined ? refusing : grpc.draining(refusing)
     const replica = Option.map(Option.fromNullable(replication), (replication) => replication.replica)
     return { router, rpc, card, rpcUrl, urls, executor, taskStore, replica, shutdown }

@@ -37,8 +37,8 @@ import * as internalHandler from "../caller/headers.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
 import * as internalSdkHandler from "../handler/sdkHandler.js"
 import type * as internalStages from "../handler/stages.js"
+import type * as internalSubscription from "../handler/subscription.js"
 import * as internalStore from "../store/store.js"
-import type * as internalSubscription from "../transport/subscription.js"
 import * as entry from "./idempotencyEntry.js"
 
 const toStreamResponse = (result: Task | Message): StreamResponse =>

@@ -44,8 +44,8 @@ import * as taskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import * as internalHandler from "../caller/headers.js"
 import { stillRunning } from "../handler/stages.js"
+import type * as internalSubscription from "../handler/subscription.js"
 import * as internalFailure from "../run/failure.js"
-import type * as internalSubscription from "../transport/subscription.js"
 
 /** @internal */
 export type Headers = internalHandler.RequestHeaders
