@@ -72,7 +72,7 @@ export const holding = (subscriptions: Subscriptions, context: object, stop: () 
   }
 }
 
-// An event of a run as the SDK's subscription hands it on: the task's own, and no message.
+// An event of a run as the handler's subscription hands it on: the task's own, and no message.
 const responseOf = (taskId: string, event: AgentExecutionEvent): StreamResponse | undefined => {
   if (event.kind === "message") return undefined
   const id = event.kind === "task" ? event.data.id : event.data.taskId
@@ -200,7 +200,7 @@ export const bounding = (handler: RequestHandler, subscriptions: Subscriptions):
 })
 
 /**
- * The request handler's channels (see `lifecycle/channel.ts`), with what each
+ * The request handler's channels (see `channel.ts`), with what each
  * subscription (SubscribeToTask) holds noted under its call: `close` lets go
  * of it at once when its reader leaves.
  *
@@ -227,7 +227,7 @@ export interface Subscriptions {
   ) => () => void
   /**
    * Runs `stop` when the stream of the call `context` is closed, at once if
-   * it was: what a subscription holds beyond the SDK's listeners. What takes
+   * it was: what a subscription holds beyond its followers of a channel. What takes
    * `stop` off.
    */
   readonly onClose: (context: object, stop: () => void) => () => void
