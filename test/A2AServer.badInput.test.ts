@@ -5,7 +5,8 @@ import { Duration, Effect } from "effect"
 import type * as net from "node:net"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
-import * as slowReader from "../src/internal/server/http/slowReader.js"
+import * as slowReader from "../src/internal/server/handler/slowReader.js"
+import * as sse from "../src/internal/server/http/sse.js"
 import * as Part from "../src/Part.js"
 import { eventually, post, rpc, stalledStream, userMessage } from "./fixtures/serverAgents.js"
 
@@ -424,7 +425,7 @@ describe("A2AServer HTTP streams whose readers are dropped", () => {
         expect(admitted).toBe(200)
         // By the time the end could have waited unwritten, the server has cut the connections: what the sockets
         // still hold comes, then the close, without the end of the chunked answer or the typed end.
-        yield* Effect.sleep(Duration.millis(slowReader.unwrittenEndMillis + 1000))
+        yield* Effect.sleep(Duration.millis(sse.unwrittenEndMillis + 1000))
         for (const { socket } of stalled) {
           const rest = yield* readToEnd(socket)
           expect(rest).not.toContain("\r\n0\r\n\r\n")

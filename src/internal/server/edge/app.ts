@@ -25,6 +25,7 @@ import * as internalRequestHandler from "../handler/requestHandler.js"
 import type * as internalRunStages from "../handler/runStages.js"
 import * as internalSdkHandler from "../handler/sdkHandler.js"
 import * as internalStages from "../handler/stages.js"
+import * as internalSubscription from "../handler/subscription.js"
 import * as internalLoad from "../http/load.js"
 import * as internalIdempotency from "../idempotency/idempotency.js"
 import * as internalPush from "../push/push.js"
@@ -38,7 +39,6 @@ import * as internalTaskStore from "../store/taskStore.js"
 import * as internalGrpc from "../transport/grpc.js"
 import * as internalRest from "../transport/rest.js"
 import * as internalRpc from "../transport/rpc.js"
-import * as internalSubscription from "../transport/subscription.js"
 import type * as internalTransports from "../transport/transports.js"
 import * as internalHttp from "./http.js"
 
@@ -289,25 +289,23 @@ export const make = <E, R>(
       Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30)),
       runStages
     ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
-    // The stages after it are still of the SDK's shape: lifted.
-    const sdkHandler = internalSdkHandler.toSdk(keyed, yield* Effect.runtime<never>())
-    const subscribed = replication === undefined
-      ? internalSubscription.continuing(sdkHandler, subscriptions)
-      : internalSdkHandler.toSdk(
-        replication.handling(keyed, subscriptions, heldElsewhere),
-        yield* Effect.runtime<never>()
-      )
+    const runtime = yield* Effect.runtime<never>()
+    const followed = replication === undefined
+      ? internalSubscription.continuing(keyed, subscriptions)
+      : replication.handling(keyed, subscriptions, heldElsewhere)
     // The stages every transport calls the handler through: its streams' readers bounded, then what is refused
     // before a run.
-    const handler = internalStages.refusing(internalSubscription.bounding(subscribed, subscriptions), {
+    const handler = internalStages.refusing(internalSubscription.bounding(followed, subscriptions), {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
         internalTaskStore.isDatabase(options.taskStore),
       claim,
       visible: gate === undefined
         ? undefined
-        : (taskId, context) => taskStore.load(taskId, context).then((task) => task !== undefined)
+        : (taskId, context) => Effect.map(handlerStore.get(taskId, context), (task) => task !== undefined)
     })
-    const dispatcher = internalRpc.makeDispatcher(handler, card, subscriptions)
+    // The SDK's shape, for the transports that still take it.
+    const sdkHandler = internalSdkHandler.toSdk(handler, runtime)
+    const dispatcher = internalRpc.makeDispatcher(sdkHandler, card, subscriptions)
     const state = { closing: false }
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
     const rpc: internalHttp.RpcEndpoint | undefined = served.includes("JSONRPC")
@@ -318,7 +316,7 @@ export const make = <E, R>(
       ? internalRest.routesOn(routes, {
         path: restPath,
         card,
-        handler,
+        handler: sdkHandler,
         subscriptions,
         maxBodyBytes,
         state,
@@ -333,7 +331,7 @@ export const make = <E, R>(
       subscriptions.shutdown()
       return executor.shutdown(shutdownTimeout)
     })
-    if (grpc !== undefined) yield* grpc.serve({ handler, subscriptions, state, load, gate })
+    if (grpc !== undefined) yield* grpc.serve({ handler: sdkHandler, subscriptions, state, load, gate })
     const shutdown = grpc === undefined ? refusing : grpc.draining(refusing)
     const replica = Option.map(Option.fromNullable(replication), (replication) => replication.replica)
     return { router, rpc, card, rpcUrl, urls, executor, taskStore, replica, shutdown }

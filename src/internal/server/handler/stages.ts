@@ -9,8 +9,12 @@
  */
 import type { SendMessageRequest } from "@a2a-js/sdk"
 import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
-import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server"
+import type { ServerCallContext } from "@a2a-js/sdk/server"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { storedTextProblem } from "../../ledger/storedText.js"
+import type { Failure, RequestHandler } from "./core.js"
 
 /**
  * Holds the task a message continues for the request's length: a release,
@@ -32,7 +36,7 @@ export interface Refusals {
    * caller's running task is answered TaskNotFound, as the handler answers
    * one to a task it does not find, not -32004, which would tell it exists.
    */
-  readonly visible?: ((taskId: string, context: ServerCallContext) => Promise<boolean>) | undefined
+  readonly visible?: ((taskId: string, context: ServerCallContext) => Effect.Effect<boolean, Failure>) | undefined
 }
 
 /**
@@ -87,98 +91,67 @@ const continuedTask = (params: SendMessageRequest): string | undefined => {
   return typeof taskId === "string" && taskId !== "" ? taskId : undefined
 }
 
-// A refused stream fails on its first event, so that the transports answer it as a plain error.
-const refusedStream = (error: Error | Promise<Error>): AsyncGenerator<never, void, undefined> =>
-  (async function*() {
-    throw await error
-  })()
-
-// `stream`, with `release` called once it ends or is closed.
-const releasingStream = <A>(stream: AsyncGenerator<A, void, undefined>, release: () => void) =>
-  (async function*() {
-    try {
-      return yield* stream
-    } finally {
-      release()
-    }
-  })()
-
-// What a call does with its hold on the task: a release to call once it settles, or its refusal.
+// What a message holds of the task it continues: a release to call once the call ends, or that a run holds it.
 type Held =
   | { readonly _tag: "Go"; readonly release?: () => void }
-  | { readonly _tag: "Refused"; readonly error: Error | Promise<Error> }
+  | { readonly _tag: "Running"; readonly taskId: string }
 
 /**
  * `handler`, refusing before it runs what `refusals` names. Each refusal is
- * answered as the handler answers its own errors.
+ * answered as the handler answers its own errors; a refused stream fails
+ * before its first event, so that the transports answer it as a plain error.
  *
  * @internal
  */
-export const refusing = (handler: A2ARequestHandler, refusals: Refusals): A2ARequestHandler => {
+export const refusing = (handler: RequestHandler, refusals: Refusals): RequestHandler => {
   const { checkIds, claim, visible } = refusals
-  const idProblem = (params: unknown): Error | undefined => {
-    const problem = checkIds === true ? unstorableId(params) : undefined
-    return problem === undefined ? undefined : new RequestMalformedError(problem)
-  }
-  const hold = (params: SendMessageRequest, context: ServerCallContext): Held => {
-    const malformed = idProblem(params)
-    if (malformed !== undefined) return { _tag: "Refused", error: malformed }
-    const taskId = claim === undefined ? undefined : continuedTask(params)
-    if (taskId === undefined || claim === undefined) return { _tag: "Go" }
-    const release = claim(taskId, params, context)
-    if (release !== undefined) return { _tag: "Go", release }
-    return {
-      _tag: "Refused",
-      error: visible === undefined ? stillRunning(taskId) : visible(taskId, context).then(
-        (seen) => seen ? stillRunning(taskId) : new TaskNotFoundError(`Task not found: ${taskId}`)
-      )
-    }
-  }
-  // An operation on a stored id: refused when the store cannot hold the id.
-  const checked =
-    <P, A>(call: (params: P, context: ServerCallContext) => Promise<A>) =>
-    (params: P, context: ServerCallContext): Promise<A> => {
-      const malformed = idProblem(params)
-      return malformed === undefined ? call(params, context) : Promise.reject(malformed)
-    }
+  const idsChecked = (params: unknown): Effect.Effect<void, Failure> =>
+    Effect.suspend(() => {
+      const problem = checkIds === true ? unstorableId(params) : undefined
+      return problem === undefined ? Effect.void : Effect.fail(new RequestMalformedError(problem))
+    })
+  const refusedContinuing = (taskId: string, context: ServerCallContext): Effect.Effect<never, Failure> =>
+    visible === undefined ? Effect.fail(stillRunning(taskId)) : Effect.flatMap(
+      visible(taskId, context),
+      (seen) => Effect.fail(seen ? stillRunning(taskId) : new TaskNotFoundError(`Task not found: ${taskId}`))
+    )
+  // The call's hold on the task its message continues: what lets go of it, if anything; or that a run holds the task.
+  const claimed = (params: SendMessageRequest, context: ServerCallContext): Effect.Effect<Held, Failure> =>
+    Effect.zipRight(
+      idsChecked(params),
+      Effect.sync((): Held => {
+        const taskId = claim === undefined ? undefined : continuedTask(params)
+        if (taskId === undefined || claim === undefined) return { _tag: "Go" }
+        const release = claim(taskId, params, context)
+        return release === undefined ? { _tag: "Running", taskId } : { _tag: "Go", release }
+      })
+    )
+  // Taken uninterruptibly and let go once, however the call ends: released as it settles, fails or is interrupted.
+  const held = <A, E, R>(
+    params: SendMessageRequest,
+    context: ServerCallContext,
+    use: () => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | Failure, R | Scope.Scope> =>
+    Effect.flatMap(
+      Effect.acquireRelease(claimed(params, context), (held) =>
+        Effect.sync(() => {
+          if (held._tag === "Go") held.release?.()
+        })),
+      (held): Effect.Effect<A, E | Failure, R> =>
+        held._tag === "Running" ? refusedContinuing(held.taskId, context) : use()
+    )
   return {
-    getAgentCard: () => handler.getAgentCard(),
-    getAuthenticatedExtendedAgentCard: (params, context) => handler.getAuthenticatedExtendedAgentCard(params, context),
-    sendMessage: (params, context) => {
-      const held = hold(params, context)
-      if (held._tag === "Refused") return Promise.resolve(held.error).then((error) => Promise.reject(error))
-      let result
-      try {
-        result = handler.sendMessage(params, context)
-      } catch (error) {
-        held.release?.()
-        throw error
-      }
-      if (held.release !== undefined) result.then(held.release, held.release)
-      return result
-    },
+    ...handler,
+    sendMessage: (params, context) => Effect.scoped(held(params, context, () => handler.sendMessage(params, context))),
+    // Held until the stream ends, its reader leaves or it fails. The stages after this one are called at once, as
+    // the call comes (`subscription.bounding` notes its reader then), whether or not it is refused.
     sendMessageStream: (params, context) => {
-      const held = hold(params, context)
-      if (held._tag === "Refused") return refusedStream(held.error)
-      let result
-      try {
-        result = handler.sendMessageStream(params, context)
-      } catch (error) {
-        held.release?.()
-        throw error
-      }
-      return held.release === undefined ? result : releasingStream(result, held.release)
+      const stream = handler.sendMessageStream(params, context)
+      return Stream.unwrapScoped(held(params, context, () => Effect.succeed(stream)))
     },
-    getTask: checked((params, context) => handler.getTask(params, context)),
-    listTasks: checked((params, context) => handler.listTasks(params, context)),
-    cancelTask: checked((params, context) => handler.cancelTask(params, context)),
-    resubscribe: (params, context) => {
-      const malformed = idProblem(params)
-      return malformed === undefined ? handler.resubscribe(params, context) : refusedStream(malformed)
-    },
-    createTaskPushNotificationConfig: (params, context) => handler.createTaskPushNotificationConfig(params, context),
-    getTaskPushNotificationConfig: (params, context) => handler.getTaskPushNotificationConfig(params, context),
-    listTaskPushNotificationConfigs: (params, context) => handler.listTaskPushNotificationConfigs(params, context),
-    deleteTaskPushNotificationConfig: (params, context) => handler.deleteTaskPushNotificationConfig(params, context)
+    getTask: (params, context) => Effect.zipRight(idsChecked(params), handler.getTask(params, context)),
+    listTasks: (params, context) => Effect.zipRight(idsChecked(params), handler.listTasks(params, context)),
+    cancelTask: (params, context) => Effect.zipRight(idsChecked(params), handler.cancelTask(params, context)),
+    resubscribe: (params, context) => Stream.unwrap(Effect.as(idsChecked(params), handler.resubscribe(params, context)))
   }
 }

@@ -8,7 +8,6 @@ import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import * as slowReader from "./slowReader.js"
 
 const encoder = new TextEncoder()
 
@@ -22,13 +21,22 @@ export interface OpenStream {
   readonly first: IteratorResult<unknown> | undefined
   readonly iterator: AsyncIterator<unknown>
   readonly close: () => void
-  /** Resolves once the reader is dropped for reading no more (`slowReader.ts`). */
+  /** Resolves once the reader is dropped for reading no more (`handler/slowReader.ts`). */
   readonly dropped?: Promise<void> | undefined
   /** Lets go of the request's place in the load bound; `close` does too. */
   readonly release?: (() => void) | undefined
   /** Destroys the connection; undefined where the server's connection cannot be reached. */
   readonly destroy?: (() => void) | undefined
 }
+
+/**
+ * How long after its drop a reader's HTTP connection may still hold the
+ * typed end unwritten before it is destroyed: a client that reads takes it
+ * at once, one that never reads would hold its connection forever.
+ *
+ * @internal
+ */
+export const unwrittenEndMillis = 5000
 
 /**
  * What is left of a dropped reader: its stream ends with the typed end, but
@@ -41,7 +49,7 @@ export interface OpenStream {
 const afterDrop = (open: OpenStream, dropped: Promise<void>) =>
   Effect.promise(() => dropped).pipe(
     Effect.tap(() => open.release?.()),
-    Effect.zipRight(Effect.sleep(slowReader.unwrittenEndMillis)),
+    Effect.zipRight(Effect.sleep(unwrittenEndMillis)),
     Effect.tap(() => open.destroy?.())
   )
 

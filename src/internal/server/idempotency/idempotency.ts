@@ -36,8 +36,8 @@ import * as taskState from "../../wire/taskState.js"
 import * as internalHandler from "../caller/headers.js"
 import type { Failure, Options as HandlerOptions, RequestHandler } from "../handler/requestHandler.js"
 import type * as internalStages from "../handler/stages.js"
+import type * as internalSubscription from "../handler/subscription.js"
 import * as internalStore from "../store/store.js"
-import type * as internalSubscription from "../transport/subscription.js"
 import * as entry from "./idempotencyEntry.js"
 
 const toStreamResponse = (result: Task | Message): StreamResponse =>

@@ -40,9 +40,9 @@ import * as internalAuthentication from "../caller/authentication.js"
 import * as internalHandler from "../caller/headers.js"
 import type { Failure, RequestHandler } from "../handler/requestHandler.js"
 import { stillRunning } from "../handler/stages.js"
+import type * as internalSubscription from "../handler/subscription.js"
 import * as internalFailure from "../run/failure.js"
 import type { TaskStore } from "../store/store.js"
-import type * as internalSubscription from "../transport/subscription.js"
 
 /** @internal */
 export type Headers = internalHandler.RequestHeaders

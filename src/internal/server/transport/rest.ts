@@ -61,11 +61,11 @@ import * as EventId from "../../wire/eventId.js"
 import * as internalNesting from "../../wire/nesting.js"
 import * as requestShape from "../../wire/requestShape.js"
 import * as internalAuthentication from "../caller/authentication.js"
+import type * as internalSubscription from "../handler/subscription.js"
 import * as internalAccept from "../http/accept.js"
 import * as internalHttp from "../http/body.js"
 import type * as internalLoad from "../http/load.js"
 import * as internalSse from "../http/sse.js"
-import type * as internalSubscription from "./subscription.js"
 
 /** The default base path of the HTTP+JSON routes. @internal */
 export const defaultPath = "/a2a/rest"

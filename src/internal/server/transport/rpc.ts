@@ -26,7 +26,7 @@ import {
 import * as ErrorTable from "../../wire/errorTable.js"
 import { nestingProblem } from "../../wire/nesting.js"
 import * as requestShape from "../../wire/requestShape.js"
-import type { Subscriptions } from "./subscription.js"
+import type { Subscriptions } from "../handler/subscription.js"
 
 // For idempotencyEntry.ts until it reads the refusal from handler/stages.ts, where it lives.
 

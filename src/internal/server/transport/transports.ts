@@ -8,9 +8,9 @@
 import type { A2ARequestHandler } from "@a2a-js/sdk/server"
 import type * as Effect from "effect/Effect"
 import type * as internalAuthentication from "../caller/authentication.js"
+import type * as internalSubscription from "../handler/subscription.js"
 import type * as internalHttp from "../http/body.js"
 import type * as internalLoad from "../http/load.js"
-import type * as internalSubscription from "./subscription.js"
 
 export { TransportError } from "../../serverErrors.js"
 

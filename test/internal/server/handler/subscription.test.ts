@@ -15,8 +15,8 @@ import { Effect, Runtime } from "effect"
 import type * as internalChannel from "../../../../src/internal/server/handler/channel.js"
 import * as internalRequestHandler from "../../../../src/internal/server/handler/requestHandler.js"
 import * as internalSdkHandler from "../../../../src/internal/server/handler/sdkHandler.js"
+import * as internalSubscription from "../../../../src/internal/server/handler/subscription.js"
 import * as internalStore from "../../../../src/internal/server/store/store.js"
-import * as internalSubscription from "../../../../src/internal/server/transport/subscription.js"
 import { cardFor } from "../../../fixtures/peers.js"
 import { seededTask } from "../../../fixtures/serverAgents.js"
 
@@ -48,9 +48,9 @@ describe("a subscription waiting for its paused task's next run", () => {
         pushStore: undefined
       }).pipe(Effect.provideService(internalStore.TaskStore, internalStore.fromSdk(store)))
     )
-    const handler = internalSubscription.continuing(
-      internalSdkHandler.toSdk(requestHandler, Runtime.defaultRuntime),
-      subscriptions
+    const handler = internalSdkHandler.toSdk(
+      internalSubscription.continuing(requestHandler, subscriptions),
+      Runtime.defaultRuntime
     )
     subscriptions.subscribing(context)
     const stream = handler.resubscribe({ id: paused.id, tenant: "" }, context)

@@ -1,12 +1,14 @@
 /**
- * Subscriptions (`SubscribeToTask`): the request handler's event buses with
- * each subscribing call's listeners noted (`makeSubscriptions`), and a
- * subscription carried through its task's pauses.
+ * Subscriptions (`SubscribeToTask`), as stages of the request handler: the
+ * handler's channels with each subscribing call's followers noted, and the
+ * registry of its readers the transports read (`makeSubscriptions`); a
+ * subscription carried through its task's pauses (`continuing`); every
+ * stream's reader bounded (`bounding`).
  *
  * `SubscribeToTask` through a task's pauses. The spec (§3.1.6) ends a
  * subscription when its task ends, not when it pauses for input or
  * authentication: the answering message's events reach every subscriber.
- * Our executor runs each message on a bus of its own, and the SDK's
+ * Each message runs on a channel of its own, and the handler's
  * subscription ends with the run it follows, so a subscription is carried
  * from one run of its task to the next here (the event log carries it on
  * replicas, see `replication.ts`).
@@ -19,11 +21,17 @@
  * @internal
  */
 import type { StreamResponse, TaskState as SdkTaskState } from "@a2a-js/sdk"
-import { type A2ARequestHandler, type AgentExecutionEvent, type ServerCallContext } from "@a2a-js/sdk/server"
+import type { UnsupportedOperationError } from "@a2a-js/sdk/errors"
+import type { AgentExecutionEvent, EventListener, FinishedListener, ServerCallContext } from "@a2a-js/sdk/server"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
 import * as TaskState from "../../wire/taskState.js"
-import * as internalChannel from "../handler/channel.js"
-import { stopsAt, streamResponseOf } from "../handler/core.js"
-import * as slowReader from "../http/slowReader.js"
+import * as internalChannel from "./channel.js"
+import { type RequestHandler, stopsAt, streamResponseOf } from "./core.js"
+import * as slowReader from "./slowReader.js"
 
 /** The state a subscription's event gives its task, if it gives one. */
 export const stateOf = (response: StreamResponse): SdkTaskState | undefined => {
@@ -63,7 +71,7 @@ export const holding = (subscriptions: Subscriptions, context: object, stop: () 
   }
 }
 
-// An event of a run as the SDK's subscription hands it on: the task's own, and no message.
+// An event of a run as the handler's subscription hands it on: the task's own, and no message.
 const responseOf = (taskId: string, event: AgentExecutionEvent): StreamResponse | undefined => {
   if (event.kind === "message") return undefined
   const id = event.kind === "task" ? event.data.id : event.data.taskId
@@ -72,8 +80,9 @@ const responseOf = (taskId: string, event: AgentExecutionEvent): StreamResponse 
 
 /**
  * A run's events as a subscription carried to it reads them: queued from
- * its first, until the run stops for its caller (see `stopsAt`) or its
- * channel ends.
+ * its first, from the moment the run is seen (a subscription may read it
+ * later), until the run stops for its caller (see `stopsAt`) or its channel
+ * ends.
  */
 class FollowedRun {
   private readonly queued: Array<AgentExecutionEvent> = []
@@ -85,7 +94,7 @@ class FollowedRun {
     this.unfollow = channel.follow({
       event: (event) => {
         this.queued.push(event)
-        this.woken()
+        this.wake?.()
       },
       failed: () => this.stop(),
       finished: () => this.stop()
@@ -95,27 +104,33 @@ class FollowedRun {
   stop(): void {
     this.ended = true
     this.unfollow()
-    this.woken()
+    this.wake?.()
   }
 
-  private woken(): void {
-    const resume = this.wake
-    this.wake = undefined
-    resume?.()
-  }
-
-  async *events(): AsyncGenerator<AgentExecutionEvent, void, undefined> {
-    for (;;) {
-      const event = this.queued.shift()
-      if (event !== undefined) {
-        yield event
-        if (stopsAt(event)) return this.stop()
-        continue
+  readonly events: Stream.Stream<AgentExecutionEvent> = Stream.async((emit) => {
+    let open = true
+    const drain = () => {
+      while (open) {
+        const event = this.queued.shift()
+        if (event === undefined) {
+          if (this.ended) {
+            open = false
+            void emit.end()
+          }
+          return
+        }
+        void emit.single(event)
+        if (stopsAt(event)) {
+          open = false
+          this.stop()
+          void emit.end()
+        }
       }
-      if (this.ended) return
-      await new Promise<void>((resume) => (this.wake = resume))
     }
-  }
+    this.wake = drain
+    drain()
+    return Effect.sync(() => this.stop())
+  }, "unbounded")
 }
 
 /**
@@ -124,102 +139,67 @@ class FollowedRun {
  *
  * @internal
  */
-export const continuing = (handler: A2ARequestHandler, subscriptions: Subscriptions): A2ARequestHandler => {
-  const resubscribe = async function*(
-    ...[params, context]: Parameters<A2ARequestHandler["resubscribe"]>
-  ): AsyncGenerator<StreamResponse, void, undefined> {
-    const taskId = params.id
-    // The task's runs from now on, each queued from its first event: watched before the handler's subscription looks
-    // for the run in progress, so that none starts unseen in between.
-    const runs: Array<FollowedRun> = []
-    let gone = false
-    let wake: (() => void) | undefined
-    const woken = () => {
-      const resume = wake
-      wake = undefined
-      resume?.()
-    }
-    const unwatch = subscriptions.watch(taskId, context, (channel) => {
-      runs.push(new FollowedRun(channel))
-      woken()
-    })
-    const hold = holding(subscriptions, context, () => {
-      gone = true
-      for (const run of runs) run.stop()
-      woken()
-    })
-    try {
-      let state: SdkTaskState | undefined
-      const seen = (response: StreamResponse) => {
-        state = stateOf(response) ?? state
-        hold.saw(state)
-        return response
-      }
-      for await (const response of handler.resubscribe(params, context)) yield seen(response)
-      while (!TaskState.isTerminal(state) && !gone) {
-        if (runs.length === 0) await new Promise<void>((resume) => (wake = resume))
-        const run = runs.shift()
-        if (gone || run === undefined) return
-        for await (const event of run.events()) {
-          const response = responseOf(taskId, event)
-          if (response !== undefined) yield seen(response)
-        }
-      }
-    } finally {
-      unwatch()
-      hold.release()
-      for (const run of runs) run.stop()
-    }
-  }
-
-  return new Proxy(handler, {
-    get(target, property) {
-      if (property === "resubscribe") return resubscribe
-      const value: unknown = Reflect.get(target, property, target)
-      return typeof value === "function" ? value.bind(target) : value
-    }
-  })
-}
+export const continuing = (handler: RequestHandler, subscriptions: Subscriptions): RequestHandler => ({
+  ...handler,
+  resubscribe: (params, context) =>
+    Stream.unwrapScoped(Effect.gen(function*() {
+      const taskId = params.id
+      // The task's runs from now on, each queued from its first event: watched before the handler's subscription
+      // looks for the run in progress, so that none starts unseen in between.
+      const runs = yield* Queue.unbounded<FollowedRun>()
+      const seen = new Set<FollowedRun>()
+      yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          subscriptions.watch(taskId, context, (channel) => {
+            const run = new FollowedRun(channel)
+            seen.add(run)
+            runs.unsafeOffer(run)
+          })
+        ),
+        (unwatch) =>
+          Effect.sync(() => {
+            unwatch()
+            for (const run of seen) run.stop()
+          })
+      )
+      // Closed, or paused at shutdown: the stream ends at once, wherever it waits.
+      const gone = yield* Deferred.make<void>()
+      const hold = yield* Effect.acquireRelease(
+        Effect.sync(() => holding(subscriptions, context, () => Deferred.unsafeDone(gone, Effect.void))),
+        (hold) => Effect.sync(hold.release)
+      )
+      const later = Stream.flatMap(
+        Stream.fromQueue(runs),
+        (run) => Stream.filterMap(run.events, (event) => Option.fromNullable(responseOf(taskId, event)))
+      )
+      return Stream.concat(handler.resubscribe(params, context), later).pipe(
+        Stream.tap((response) => Effect.sync(() => hold.saw(stateOf(response)))),
+        Stream.takeUntil((response) => TaskState.isTerminal(stateOf(response))),
+        Stream.interruptWhen(Deferred.await(gone))
+      )
+    }))
+})
 
 /**
  * `handler`, each of its streams read through `subscriptions` (see
  * `Subscriptions.reading`): its reader bounded from its first event, and a
- * subscriber who leaves letting go of its task's bus at once. Taken when the
- * handler is called, before its first read: the transports read `dropped` at
- * once.
+ * subscriber who leaves letting go of its task's channel at once. Taken when
+ * the handler is called, before its stream runs: the transports read
+ * `dropped` at once.
  *
  * @internal
  */
-export const bounding = (handler: A2ARequestHandler, subscriptions: Subscriptions): A2ARequestHandler => ({
-  getAgentCard: () => handler.getAgentCard(),
-  getAuthenticatedExtendedAgentCard: (params, context) => handler.getAuthenticatedExtendedAgentCard(params, context),
-  sendMessage: (params, context) => handler.sendMessage(params, context),
-  // The SDK's transports only iterate what they are handed: a reader's iterator serves as the handler's generator.
-  sendMessageStream: (params, context) =>
-    subscriptions.reading(context, handler.sendMessageStream(params, context)) as AsyncGenerator<
-      StreamResponse,
-      void,
-      undefined
-    >,
-  getTask: (params, context) => handler.getTask(params, context),
-  listTasks: (params, context) => handler.listTasks(params, context),
-  cancelTask: (params, context) => handler.cancelTask(params, context),
+export const bounding = (handler: RequestHandler, subscriptions: Subscriptions): RequestHandler => ({
+  ...handler,
+  sendMessageStream: (params, context) => subscriptions.reading(context, handler.sendMessageStream(params, context)),
   resubscribe: (params, context) => {
     subscriptions.subscribing(context)
-    return subscriptions.reading(context, handler.resubscribe(params, context)) as AsyncGenerator<
-      StreamResponse,
-      void,
-      undefined
-    >
-  },
-  createTaskPushNotificationConfig: (params, context) => handler.createTaskPushNotificationConfig(params, context),
-  getTaskPushNotificationConfig: (params, context) => handler.getTaskPushNotificationConfig(params, context),
-  listTaskPushNotificationConfigs: (params, context) => handler.listTaskPushNotificationConfigs(params, context),
-  deleteTaskPushNotificationConfig: (params, context) => handler.deleteTaskPushNotificationConfig(params, context)
+    return subscriptions.reading(context, handler.resubscribe(params, context))
+  }
 })
 
 /**
- * The request handler's channels (see `lifecycle/channel.ts`), with what each
+ * The request handler's channels (see `channel.ts`), with what each
  * subscription (SubscribeToTask) holds noted under its call: `close` lets go
  * of it at once when its reader leaves.
  *
@@ -246,7 +226,7 @@ export interface Subscriptions {
   ) => () => void
   /**
    * Runs `stop` when the stream of the call `context` is closed, at once if
-   * it was: what a subscription holds beyond the SDK's listeners. What takes
+   * it was: what a subscription holds beyond its followers of a channel. What takes
    * `stop` off.
    */
   readonly onClose: (context: object, stop: () => void) => () => void
@@ -260,15 +240,17 @@ export interface Subscriptions {
   readonly shutdown: () => void
   /**
    * The handler's stream of the call `context`, its reader bounded (see
-   * `slowReader.ts`): the events its task's bus delivers to the call are
-   * counted against those its reader takes.
+   * `slowReader.ts`): the events its task's channel delivers to the call
+   * are counted against those its reader takes.
    */
-  readonly reading: <A>(context: object, stream: AsyncIterator<A>) => AsyncIterableIterator<A>
+  readonly reading: <A, E, R>(
+    context: object,
+    stream: Stream.Stream<A, E, R>
+  ) => Stream.Stream<A, E | UnsupportedOperationError, R>
   /** Resolves once the reader of the call `context` is dropped; undefined for a call that does not stream. */
   readonly dropped: (context: object) => Promise<void> | undefined
 }
 
-/** @internal */
 /**
  * The channel as a subscription sees it: what follows it is ended when the
  * subscription's stream is closed. A stream parked on its task's next event
@@ -276,28 +258,48 @@ export interface Subscriptions {
  * subscribes and drops, over and over, to a task that runs long without news
  * would pile its followers up meanwhile.
  */
-const noting = (channel: internalChannel.Channel, noted: Set<() => void>): internalChannel.Channel =>
-  new Proxy(channel, {
-    get(target, property) {
-      if (property === "follow") {
-        return (follower: internalChannel.Follower) => {
-          const unfollow = target.follow(follower)
-          const stop = () => {
-            unfollow()
-            follower.finished()
-          }
-          noted.add(stop)
-          return () => {
-            noted.delete(stop)
-            unfollow()
-          }
-        }
+const noting = (channel: internalChannel.Channel, noted: Set<() => void>): internalChannel.Channel => {
+  const seen: internalChannel.Channel = {
+    taskId: channel.taskId,
+    get ending() {
+      return channel.ending
+    },
+    get taskPublished() {
+      return channel.taskPublished
+    },
+    appended: () => channel.appended(),
+    stopAppending: () => channel.stopAppending(),
+    publish: (event) => channel.publish(event),
+    tap: (onEvent) => channel.tap(onEvent),
+    finished: () => channel.finished(),
+    // The bus's overloads, one per event name, as the channel itself takes them.
+    on: (eventName: "event" | "finished", listener: EventListener | FinishedListener) => (
+      channel.on(eventName as "event", listener as EventListener), seen
+    ),
+    off: (eventName: "event" | "finished", listener: EventListener | FinishedListener) => (
+      channel.off(eventName as "event", listener as EventListener), seen
+    ),
+    once: (eventName: "event" | "finished", listener: EventListener | FinishedListener) => (
+      channel.once(eventName as "event", listener as EventListener), seen
+    ),
+    removeAllListeners: (eventName) => (channel.removeAllListeners(eventName), seen),
+    follow: (follower) => {
+      const unfollow = channel.follow(follower)
+      const stop = () => {
+        unfollow()
+        follower.finished()
       }
-      const value: unknown = Reflect.get(target, property, target)
-      return typeof value === "function" ? value.bind(target) : value
+      noted.add(stop)
+      return () => {
+        noted.delete(stop)
+        unfollow()
+      }
     }
-  })
+  }
+  return seen
+}
 
+/** @internal */
 export const makeSubscriptions = (): Subscriptions => {
   const channels = internalChannel.makeChannels()
   // Per subscribing call, what to stop when its stream is closed.
@@ -338,7 +340,7 @@ export const makeSubscriptions = (): Subscriptions => {
     reading: (context, stream) => {
       const reader = slowReader.makeReader()
       readers.set(context, reader)
-      return reader.reading(stream)
+      return reader.stream(stream)
     },
     dropped: (context) => readers.get(context)?.dropped,
     subscribing: (context) => {
