@@ -7,7 +7,7 @@ import { SendMessageRequest, TaskState } from "@a2a-js/sdk"
 import { ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Redacted, Scope } from "effect"
 import { inject } from "vitest"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
@@ -116,6 +116,35 @@ describe("A2AServer on PostgreSQL", () => {
       expect(textOf(after)).toBe("echo after")
     }).pipe(Effect.scoped, Effect.provide(logs.layer), Effect.provide(PgClient.layer({ url: Redacted.make(url) })))
   })
+
+  it.live(
+    "a cancel that reaches another server on the database stops the run at once, told by the store's NOTIFY: its side effect never happens",
+    () =>
+      Effect.gen(function*() {
+        const taskStore = A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 })
+        const sideEffects: Array<string> = []
+        const started = yield* Deferred.make<string>()
+        const agent: AgentExecutor.Agent = (request) =>
+          Effect.gen(function*() {
+            yield* Deferred.succeed(started, request.taskId)
+            yield* Effect.sleep("10 seconds")
+            sideEffects.push(`charged for ${request.taskId}`)
+            return AgentExecutor.completedText("booked")
+          })
+        const a = yield* A2AServer.make({ agent, card, taskStore })
+        const b = yield* A2AServer.make({ agent, card, taskStore })
+        const blocking = yield* Effect.fork(send(yield* makeClient(a.url), "book"))
+        const id = yield* Deferred.await(started)
+        const canceled = JSON.parse((yield* rpc(b.rpcUrl, "CancelTask", { id })).text)
+        expect(canceled.result?.status?.state).toBe("TASK_STATE_CANCELED")
+        const final = yield* Fiber.join(blocking).pipe(Effect.timeout("8 seconds"))
+        expect(final.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+        expect(sideEffects).toEqual([])
+        const stored = JSON.parse((yield* rpc(a.rpcUrl, "GetTask", { id })).text)
+        expect(stored.result?.status?.state).toBe("TASK_STATE_CANCELED")
+      }).pipe(Effect.scoped),
+    { timeout: 30_000 }
+  )
 
   it.live("ids the task table cannot hold are refused with -32602 before the agent runs; ids that fit are served", () =>
     Effect.gen(function*() {
