@@ -16,7 +16,7 @@
  *   Kept for the figure (issue #43 §5, measured again on our own request
  *   handler, `bench/replication.ts` with `BENCH_REPL_CARRY=1`): the read it
  *   spares is the larger part of a replica's latency, more so on a loaded
- *   machine (p50 0.63 to 0.72 times the latency without it, three runs).
+ *   machine (p50 0.52 to 0.72 times the latency without it, four runs).
  * - Appends are queued per task and written in order, those queued together
  *   in one statement, each retried with backoff until the log closes, so a
  *   restart of the database delays them and loses none.
