@@ -21,10 +21,14 @@
  * 3. 1,000 subscribers (10 runs, 100 subscribers each) over three replicas
  *    against the same 1,000 on one server: the heap and RSS the subscribers
  *    add to the servers (after a full GC), and p99 latency.
+ *
+ * With BENCH_REPL_CARRY=1, only the cross-replica latency, with carried
+ * events against `carryEvents: false`, in alternating rounds (see below).
  */
 import type { StreamResponse, Task } from "@a2a-js/sdk"
 import { type Client, ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client"
-import { Effect, Logger, LogLevel } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Logger, LogLevel, Redacted } from "effect"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -49,6 +53,11 @@ const FANOUT_EVENTS = 10
 /** Every wait of the benchmark on a run or a subscriber. */
 const WAIT_MS = 60_000
 const databaseEnv = "BENCH_REPLICATION_DATABASE"
+// With BENCH_REPL_CARRY=1, only the latency phase, carried events against not carried (`carryEvents: false`),
+// in alternating rounds of one run: two pairs of replicas, each pair on a database of its own (NOTIFY is per
+// database), in one PostgreSQL.
+const CARRY_ROUNDS = Number(process.env.BENCH_REPL_CARRY === "1" ? process.env.BENCH_REPL_CARRY_ROUNDS ?? 3 : 0)
+const plainDatabaseEnv = "BENCH_REPLICATION_DATABASE_PLAIN"
 
 const now = () => performance.timeOrigin + performance.now()
 
@@ -79,15 +88,18 @@ const agent: AgentExecutor.Agent<Error> = (request) =>
 const serve = (which: string) => {
   setFlagsFromString("--expose-gc")
   const gc = runInNewContext("gc") as () => void
-  const url = process.env[databaseEnv]!
+  const url = process.env[which === "replica-plain" ? plainDatabaseEnv : databaseEnv]!
   const program = Effect.gen(function*() {
     const server = yield* A2AServer.make({
       agent,
       card: { name: `bench-${which}`, description: "replication bench" },
       port: 0,
       shutdownTimeout: "1 second",
-      ...(which === "replica"
-        ? { taskStore: A2AServer.TaskStoreConfig.Postgres({ url }), replication: { url } }
+      ...(which === "replica" || which === "replica-plain"
+        ? {
+          taskStore: A2AServer.TaskStoreConfig.Postgres({ url }),
+          replication: { url, carryEvents: which === "replica" }
+        }
         : {})
     })
     process.on("message", () => {
@@ -123,7 +135,7 @@ interface Server {
 }
 
 /** A server process, stopped with the scope. */
-const start = (which: "replica" | "single") =>
+const start = (which: "replica" | "replica-plain" | "single") =>
   Effect.acquireRelease(
     Effect.promise(async (): Promise<Server> => {
       const child = await forkServer<Memory>(import.meta.filename, which)
@@ -280,6 +292,7 @@ const bench = Effect.gen(function*() {
   const dir = mkdtempSync(join(tmpdir(), "effect-a2a-replbench-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const gate = gates(dir)
+  if (CARRY_ROUNDS > 0) return yield* carryBench(pg.url, gate)
   // Replicas first, one at a time: the first creates the tables the others find.
   const a = yield* start("replica")
   const [b, c, single] = yield* Effect.all([start("replica"), start("replica"), start("single")], {
@@ -438,6 +451,63 @@ const bench = Effect.gen(function*() {
   )
   report("replication", rows)
 })
+
+/** Cross-replica latency with carried events against without, `CARRY_ROUNDS` alternating rounds. */
+const carryBench = (url: string, gate: ReturnType<typeof gates>) =>
+  Effect.gen(function*() {
+    const plainUrl = url.replace(/\/postgres$/, "/plain")
+    yield* Effect.scoped(Effect.flatMap(PgClient.PgClient, (sql) => sql`create database plain`)).pipe(
+      Effect.provide(PgClient.layer({ url: Redacted.make(url) })),
+      Effect.orDie
+    )
+    process.env[plainDatabaseEnv] = plainUrl
+    const a = yield* start("replica")
+    const b = yield* start("replica")
+    const plainA = yield* start("replica-plain")
+    const plainB = yield* start("replica-plain")
+    const warm = (server: Server, on: Server) =>
+      scenario({ gate: gate(), tasks: 1, events: 20, ms: 1, perTask: 1, runOn: () => server, subscribeOn: () => on })
+    yield* Effect.promise(() => Promise.all([warm(a, b), warm(b, a), warm(plainA, plainB), warm(plainB, plainA)]))
+    const onB: Record<"carried" | "plain", Array<Array<number>>> = { carried: [], plain: [] }
+    const latency = (runOn: Server, subscribeOn: Server) =>
+      Effect.promise(() =>
+        scenario({
+          gate: gate(),
+          tasks: 1,
+          events: LATENCY_EVENTS,
+          ms: LATENCY_SPACING,
+          perTask: 1,
+          runOn: () => runOn,
+          subscribeOn: () => subscribeOn
+        })
+      ).pipe(Effect.map((result) => result.subscriptions[0]![0]!.latencies))
+    for (let round = 0; round < CARRY_ROUNDS; round++) {
+      // Alternating which goes first, so that neither always runs on the warmer machine.
+      const order = round % 2 === 0 ? ["carried", "plain"] as const : ["plain", "carried"] as const
+      for (const which of order) {
+        onB[which].push(yield* which === "carried" ? latency(a, b) : latency(plainA, plainB))
+      }
+      console.error(
+        `replication carry round ${round + 1}: p50 ${percentile(onB.carried.at(-1)!, 50).toFixed(2)} vs ${
+          percentile(onB.plain.at(-1)!, 50).toFixed(2)
+        } ms, p99 ${percentile(onB.carried.at(-1)!, 99).toFixed(2)} vs ${
+          percentile(onB.plain.at(-1)!, 99).toFixed(2)
+        } ms`
+      )
+    }
+    const setting = `${LATENCY_EVENTS} statuses ${LATENCY_SPACING} ms apart, ${CARRY_ROUNDS} rounds`
+    report(
+      "replication",
+      [50, 99].map((p) => ({
+        name: `cross-replica publish to delivery, carried events vs carryEvents: false, p${p}, ${setting}`,
+        ours: percentile(onB.carried.flat(), p),
+        peer: percentile(onB.plain.flat(), p),
+        unit: "ms",
+        target: "informative",
+        pass: true
+      }))
+    )
+  })
 
 if (process.argv[2] === "serve") serve(process.argv[3]!)
 else runMain(bench)

@@ -524,7 +524,11 @@ export interface IdempotencyOptions {
  *   database: a task or context id over 36 characters, a tenant over 255,
  *   any id with NUL or a lone surrogate. Tasks are kept until deleted, unless
  *   `retention` is given; with push on, the push configs of the tasks it
- *   deletes go with them.
+ *   deletes go with them. A cancel that reaches another server sharing the
+ *   store stops the run where it runs: on PostgreSQL each server's store
+ *   holds one more connection, listening for cancels; on SQLite only the
+ *   servers of one process are told (one process per file is the supported
+ *   deployment).
  *
  * A forgotten task is not found: `GetTask`, `CancelTask` or a message to it
  * answer `TaskNotFound` (-32001), as for an id that never existed.

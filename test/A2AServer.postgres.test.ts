@@ -7,7 +7,7 @@ import { SendMessageRequest, TaskState } from "@a2a-js/sdk"
 import { ServerCallContext, UnauthenticatedUser } from "@a2a-js/sdk/server"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option, Redacted, Scope } from "effect"
 import { inject } from "vitest"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
@@ -116,6 +116,107 @@ describe("A2AServer on PostgreSQL", () => {
       expect(textOf(after)).toBe("echo after")
     }).pipe(Effect.scoped, Effect.provide(logs.layer), Effect.provide(PgClient.layer({ url: Redacted.make(url) })))
   })
+
+  it.live(
+    "a cancel that reaches another server on the database stops the run at once, told by the store's NOTIFY: its side effect never happens",
+    () =>
+      Effect.gen(function*() {
+        const taskStore = A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 })
+        const sideEffects: Array<string> = []
+        const started = yield* Deferred.make<string>()
+        const agent: AgentExecutor.Agent = (request) =>
+          Effect.gen(function*() {
+            yield* Deferred.succeed(started, request.taskId)
+            yield* Effect.sleep("10 seconds")
+            sideEffects.push(`charged for ${request.taskId}`)
+            return AgentExecutor.completedText("booked")
+          })
+        const a = yield* A2AServer.make({ agent, card, taskStore })
+        const b = yield* A2AServer.make({ agent, card, taskStore })
+        const blocking = yield* Effect.fork(send(yield* makeClient(a.url), "book"))
+        const id = yield* Deferred.await(started)
+        // The run's first event is appended as the agent starts: B finds the task once it is committed.
+        yield* eventually(
+          Effect.map(rpc(b.rpcUrl, "GetTask", { id }), (response) => JSON.parse(response.text)),
+          (found) => found.result?.status?.state === "TASK_STATE_WORKING"
+        )
+        const canceled = JSON.parse((yield* rpc(b.rpcUrl, "CancelTask", { id })).text)
+        expect(canceled.result?.status?.state).toBe("TASK_STATE_CANCELED")
+        const final = yield* Fiber.join(blocking).pipe(Effect.timeout("8 seconds"))
+        expect(final.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+        expect(sideEffects).toEqual([])
+        const stored = JSON.parse((yield* rpc(a.rpcUrl, "GetTask", { id })).text)
+        expect(stored.result?.status?.state).toBe("TASK_STATE_CANCELED")
+      }).pipe(Effect.scoped),
+    { timeout: 30_000 }
+  )
+
+  it.live(
+    "a cancel taken while the run's server has lost its LISTEN connection stops the run once that connection is back",
+    () => {
+      const logs = captureLogs()
+      return Effect.gen(function*() {
+        const sql = yield* PgClient.PgClient
+        // A's own role, so that A alone can be kept from reconnecting while B takes the cancel.
+        const role = `effect_a2a_cancel_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
+        yield* sql.unsafe(`create role ${role} login superuser password 'secret'`)
+        yield* Effect.addFinalizer(() =>
+          Effect.ignore(Effect.gen(function*() {
+            yield* sql.unsafe(`alter role ${role} login`)
+            yield* sql`select pg_terminate_backend(pid) from pg_stat_activity where usename = ${role}`
+            yield* sql.unsafe(`drop role ${role}`)
+          }))
+        )
+        const asA = new URL(url)
+        asA.username = role
+        asA.password = "secret"
+        const sideEffects: Array<string> = []
+        const started = yield* Deferred.make<string>()
+        const agent: AgentExecutor.Agent = (request) =>
+          Effect.gen(function*() {
+            yield* Deferred.succeed(started, request.taskId)
+            yield* Effect.sleep("15 seconds")
+            sideEffects.push(`charged for ${request.taskId}`)
+            return AgentExecutor.completedText("booked")
+          })
+        const a = yield* A2AServer.make({
+          agent,
+          card,
+          taskStore: A2AServer.TaskStoreConfig.Postgres({ url: asA.href, poolSize: 2 })
+        })
+        const b = yield* A2AServer.make({
+          agent,
+          card,
+          taskStore: A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 })
+        })
+        const blocking = yield* Effect.fork(send(yield* makeClient(a.url), "book"))
+        const id = yield* Deferred.await(started)
+        yield* eventually(
+          Effect.map(rpc(b.rpcUrl, "GetTask", { id }), (response) => JSON.parse(response.text)),
+          (found) => found.result?.status?.state === "TASK_STATE_WORKING"
+        )
+        yield* sql.unsafe(`alter role ${role} nologin`)
+        yield* sql`select pg_terminate_backend(pid) from pg_stat_activity where usename = ${role}`
+        yield* eventually(
+          Effect.sync(() => logs.lines),
+          (lines) => lines.some((line) => line.message.includes("The task store lost its LISTEN connection"))
+        )
+        const canceled = JSON.parse((yield* rpc(b.rpcUrl, "CancelTask", { id })).text)
+        expect(canceled.result?.status?.state).toBe("TASK_STATE_CANCELED")
+        // Told nothing while it cannot connect: the run goes on.
+        yield* Effect.sleep("1 second")
+        expect(Option.isNone(yield* Fiber.poll(blocking))).toBe(true)
+        yield* sql.unsafe(`alter role ${role} login`)
+        const final = yield* Fiber.join(blocking).pipe(Effect.timeout("10 seconds"))
+        expect(final.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
+        expect(sideEffects).toEqual([])
+        expect(logs.lines.some((line) => line.message.includes("The task store's LISTEN connection is back"))).toBe(
+          true
+        )
+      }).pipe(Effect.scoped, Effect.provide(logs.layer), Effect.provide(PgClient.layer({ url: Redacted.make(url) })))
+    },
+    60_000
+  )
 
   it.live("ids the task table cannot hold are refused with -32602 before the agent runs; ids that fit are served", () =>
     Effect.gen(function*() {

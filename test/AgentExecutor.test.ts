@@ -28,11 +28,18 @@ import {
   Scope,
   type Tracer
 } from "effect"
+import * as fs from "node:fs"
 import * as http from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as A2AServer from "../src/A2AServer.js"
 import * as AgentExecutor from "../src/AgentExecutor.js"
 import * as FailureHint from "../src/FailureHint.js"
-import { type CancelWatchOptions, cancelWatchStoreOption } from "../src/internal/server/run/cancelWatch.js"
+import { cancelWatchOption, type CancelWatchOptions } from "../src/internal/server/run/cancelWatch.js"
+import * as internalMakeStore from "../src/internal/server/store/makeStore.js"
+import * as internalSqlCancels from "../src/internal/server/store/sqlCancels.js"
+import type * as internalStore from "../src/internal/server/store/store.js"
+import { TaskStoreError } from "../src/internal/serverErrors.js"
 import * as Part from "../src/Part.js"
 import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import { leakAgent, type Secret, secretArbitrary } from "./fixtures/leakAgent.js"
@@ -1065,39 +1072,82 @@ describe("AgentExecutor, driven by the SDK's interface directly", () => {
       expect(canceled.status?.message?.contextId).toBe(paused.contextId)
     }))
 
-  it.scopedLive("the watch for a cancel from another replica survives a store that throws, and ends with the run", () =>
+  it.scopedLive("a cancel another server appended stops the run when the store's feed tells it: not before the store says CANCELED, through a store that fails a while, and for a run that starts after the notice", () =>
     Effect.gen(function*() {
-      const inner = new InMemoryTaskStore()
-      let loads = 0
-      let throwing = false
-      const store: TaskStore = {
-        save: (task, context) => inner.save(task, context),
-        load: (id, context) => {
-          loads++
-          // Thrown, not rejected: out of a timer it would end the process.
-          if (throwing) throw new Error("connection lost")
-          return inner.load(id, context)
-        },
-        list: (params, context) => inner.list(params, context)
+      const logs = captureLogs()
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-cancels-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      // The feed the SQLite store of this process tells, and the store it reads when told (one in memory here).
+      const cancels = internalSqlCancels.sqlite(path.join(dir, "tasks.db"))
+      const inner = yield* internalMakeStore.make({ _tag: "Unbounded" })
+      let reads = 0
+      let failing = false
+      const store: internalStore.TaskStore = {
+        ...inner,
+        get: (taskId, context) =>
+          Effect.suspend(() => {
+            reads++
+            return failing
+              ? Effect.fail(new TaskStoreError({ reason: "Connection", message: "lost" }))
+              : inner.get(taskId, context)
+          })
       }
-      const gate = yield* Deferred.make<void>()
-      // The store `A2AServer` gives its executor to read for cancels (a store another process may write).
-      const options: AgentExecutor.Options & CancelWatchOptions = { [cancelWatchStoreOption]: store }
-      const executor = yield* AgentExecutor.make(
-        () => Effect.as(Deferred.await(gate), AgentExecutor.completedText("done")),
-        options
+      const options: AgentExecutor.Options & CancelWatchOptions = { [cancelWatchOption]: { feed: cancels.feed, store } }
+      const executorScope = yield* Scope.make()
+      const executor = yield* Scope.extend(
+        AgentExecutor.make(() => Effect.as(Effect.never, AgentExecutor.completedText("never")), options),
+        executorScope
+      ).pipe(Effect.provide(logs.layer))
+      const context = contextFor("wait")
+      const key = cancels.feed.keyOf(context.taskId, context.context)
+      const first = recording()
+      const done = executor.execute(context, first.bus)
+      // Told while the store still says WORKING: read, and the run goes on.
+      yield* Effect.promise(() =>
+        store.append(context.taskId, [{
+          kind: "task",
+          data: {
+            id: context.taskId,
+            contextId: context.contextId,
+            status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
+            artifacts: [],
+            history: [],
+            metadata: {}
+          }
+        }], context.context).pipe(Effect.runPromise)
       )
-      const { bus, states } = recording()
-      const done = executor.execute(contextFor("wait"), bus)
-      throwing = true
-      yield* Effect.sleep("2500 millis")
-      expect(loads).toBeGreaterThanOrEqual(2)
-      throwing = false
-      yield* Deferred.succeed(gate, undefined)
-      yield* Effect.promise(() => done)
-      expect(states().at(-1)).toBe(TaskState.TASK_STATE_COMPLETED)
-      const after = loads
-      yield* Effect.sleep("1500 millis")
-      expect(loads).toBe(after)
+      cancels.told?.(key)
+      yield* eventually(Effect.sync(() => reads), (n) => n >= 1)
+      yield* Effect.sleep("100 millis")
+      expect(first.states().at(-1)).toBe(TaskState.TASK_STATE_WORKING)
+      // Canceled, told, and the store failing a while: read again until it answers.
+      yield* inner.append(context.taskId, [{
+        kind: "statusUpdate",
+        data: {
+          taskId: context.taskId,
+          contextId: context.contextId,
+          status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+          metadata: {}
+        }
+      }], context.context)
+      failing = true
+      const before = reads
+      cancels.told?.(key)
+      yield* eventually(Effect.sync(() => reads), (n) => n >= before + 2)
+      expect(first.states().at(-1)).toBe(TaskState.TASK_STATE_WORKING)
+      failing = false
+      yield* Effect.promise(() => done).pipe(Effect.timeout("5 seconds"))
+      expect(first.states().at(-1)).toBe(TaskState.TASK_STATE_CANCELED)
+      expect(logs.lines.filter((line) => line.message.includes("Could not read the task's state"))).toHaveLength(1)
+      // A run of the task that starts after the notice (a paused task continued here meanwhile) is read at once.
+      const second = recording()
+      yield* Effect.promise(() => executor.execute(context, second.bus)).pipe(Effect.timeout("5 seconds"))
+      expect(second.states().at(-1)).toBe(TaskState.TASK_STATE_CANCELED)
+      // Once the executor's scope closes, it follows the feed no more.
+      yield* Scope.close(executorScope, Exit.void)
+      const after = reads
+      cancels.told?.(key)
+      yield* Effect.sleep("100 millis")
+      expect(reads).toBe(after)
     }))
 })

@@ -64,6 +64,8 @@ interface Stores {
   readonly heldElsewhere: internalAuthentication.HeldElsewhere | undefined
   /** Told of each task the memory store forgets. */
   readonly whenForgotten: ((listener: Forgotten) => void) | undefined
+  /** The cancels other servers sharing the store append, when it can tell (a database store). */
+  readonly cancels: internalStore.CancelFeed | undefined
 }
 
 // A user's own store of the SDK's shape is served through `fromSdk`; a configured one is native.
@@ -72,13 +74,19 @@ const storesOf = (
   withPushConfigs: boolean
 ): Effect.Effect<Stores, internalTaskStore.TaskStoreError, Scope.Scope> =>
   store !== undefined && !isTaskStoreConfig(store)
-    ? Effect.succeed({ native: internalStore.fromSdk(store), heldElsewhere: undefined, whenForgotten: undefined })
+    ? Effect.succeed({
+      native: internalStore.fromSdk(store),
+      heldElsewhere: undefined,
+      whenForgotten: undefined,
+      cancels: undefined
+    })
     : Effect.map(
       internalMakeStore.make(store ?? internalTaskStore.defaultConfig, { withPushConfigs }),
       (native) => ({
         native,
         heldElsewhere: native.heldElsewhere,
-        whenForgotten: "whenForgotten" in native ? native.whenForgotten : undefined
+        whenForgotten: "whenForgotten" in native ? native.whenForgotten : undefined,
+        cancels: "cancels" in native ? native.cancels : undefined
       })
     )
 
@@ -218,7 +226,7 @@ export const make = <E, R>(
     const handlerStore = options.authenticate === undefined
       ? stored
       : yield* internalAuthentication.watchingForbidden(stored, stores.heldElsewhere, name)
-    // What still reads the SDK's shape (the executor's cancel watch, the public `taskStore`) reads this view.
+    // What still reads the SDK's shape (the public `taskStore`) reads this view.
     const taskStore = options.taskStore !== undefined && !isTaskStoreConfig(options.taskStore)
       ? options.taskStore
       : internalStore.toSdk(handlerStore, yield* Effect.runtime<never>())
@@ -227,14 +235,13 @@ export const make = <E, R>(
       ? undefined
       : yield* internalPush.make(options.push, options.taskStore, name, stores.whenForgotten)
     // The request handler writes every event of a run, its end included: the executor needs no store. It reads
-    // one only for cancels that reached another replica sharing it: not a memory store, which no one else writes.
+    // one only when told of a cancel that reached another server sharing it (`run/cancelWatch.ts`).
     const executorOptions: AgentExecutor.Options<R> & internalCancelWatch.CancelWatchOptions = {
       ...options,
       name,
-      [internalCancelWatch.cancelWatchStoreOption]: options.taskStore === undefined ||
-          (isTaskStoreConfig(options.taskStore) && !internalTaskStore.isDatabase(options.taskStore))
+      [internalCancelWatch.cancelWatchOption]: stores.cancels === undefined
         ? undefined
-        : taskStore
+        : { feed: stores.cancels, store: stored }
     }
     // Handed to the request handler as it is: what goes on around its runs is in `runStages`.
     const executor = yield* internalExecutor.make(options.agent, executorOptions)

@@ -2,7 +2,8 @@
  * A task's event log: every event a run publishes, numbered 1, 2, 3 … per
  * task, to read or follow from any cursor, so that a stream cut short (or
  * opened on another replica) resumes after its last event. The in-memory log
- * here serves one process; `pgEventLog.ts` shares one among replicas.
+ * (`memoryEventLog.ts`) serves one process; `pgEventLog.ts` shares one among
+ * replicas.
  *
  * Both follow a task the same way (`makeTails`): one reader per task and
  * process reads after what it holds; when nothing is new, it waits for a
@@ -225,8 +226,8 @@ interface Tail {
 
 const lastOf = (tail: Tail): number => tail.rows.at(-1)?.seq ?? tail.base
 
-// The index of the first row after `after`, by binary search: rows are in seq order.
-const firstAfter = (rows: ReadonlyArray<Row>, after: number): number => {
+/** The index of the first row after `after`, by binary search: rows are in seq order. @internal */
+export const firstAfter = (rows: ReadonlyArray<Row>, after: number): number => {
   let low = 0
   let high = rows.length
   while (low < high) {
@@ -531,78 +532,3 @@ export const decodeRows = (rows: ReadonlyArray<Row>): Either.Either<Array<Entry>
 export const conflict = (taskId: string, seq: number) =>
   Effect.logError("An event was not written to the event log: its seq is already taken (another writer of the task?)")
     .pipe(Effect.annotateLogs({ taskId, seq }))
-
-/**
- * The log of one process. Entries are written as `append` is called, and
- * followers woken at once. Bounded: at most `maxEntries` per task (the
- * oldest dropped), and a finished task's entries go `retention` after.
- *
- * @internal
- */
-export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<EventLog, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const retention = Duration.decode(options.retention ?? defaultRetention)
-    const retentionMillis = Duration.toMillis(retention)
-    const maxEntries = Math.max(1, options.maxEntries ?? 10_000)
-    const tasks = new Map<
-      string,
-      { readonly rows: Array<Row>; last: number; finishedAt?: number }
-    >()
-    const wakeups = makeWakeups()
-    const nudged = makeWakeups()
-    const clock = yield* Effect.clock
-    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-
-    const read = (taskId: string, after: number, limit: number) =>
-      Effect.sync(() => {
-        const rows = tasks.get(taskId)?.rows ?? []
-        const from = firstAfter(rows, after)
-        return rows.slice(from, from + limit)
-      })
-    const tails = yield* makeTails({
-      read,
-      wakeups,
-      unavailableAfter: Duration.decode(options.unavailableAfter ?? defaultUnavailableAfter),
-      unreachableSince: () => undefined
-    })
-
-    const sweep = Effect.sync(() => {
-      const now = clock.unsafeCurrentTimeMillis()
-      for (const [taskId, task] of tasks) {
-        if (task.finishedAt !== undefined && now - task.finishedAt >= retentionMillis) tasks.delete(taskId)
-      }
-    })
-    yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(sweepEvery(retention))))
-
-    return {
-      last: (taskId) => Effect.sync(() => tasks.get(taskId)?.last ?? 0),
-      append: (taskId, seq, event) => {
-        const text = encode(runFork, taskId, seq, event)
-        if (text === undefined) return
-        let task = tasks.get(taskId)
-        if (task === undefined) {
-          task = { rows: [], last: 0 }
-          tasks.set(taskId, task)
-        }
-        if (seq <= task.last) {
-          runFork(conflict(taskId, seq))
-          return
-        }
-        const row = { seq, text }
-        task.rows.push(row)
-        task.last = seq
-        if (task.rows.length > maxEntries) task.rows.shift()
-        if (!tails.offer(taskId, row)) wakeups.signal(taskId)
-      },
-      flush: Effect.void,
-      follow: tails.follow,
-      iterate: tails.iterate,
-      read: (taskId, after) => Effect.flatMap(read(taskId, after, Number.MAX_SAFE_INTEGER), decodeRows),
-      finish: (taskId) => {
-        const task = tasks.get(taskId)
-        if (task !== undefined) task.finishedAt = clock.unsafeCurrentTimeMillis()
-      },
-      nudge: (taskId) => Effect.sync(() => nudged.signal(taskId)),
-      nudges: nudged.watch
-    }
-  })

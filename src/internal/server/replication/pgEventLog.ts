@@ -13,13 +13,16 @@
  *   learns nothing of a sealed event, and an unsigned or wrongly signed
  *   notification is only a reason to read the log. Reading or forging an
  *   event takes the key, which only roles that can read that table have.
+ *   Kept for the figure (issue #43 §5, measured again on our own request
+ *   handler, `bench/replication.ts` with `BENCH_REPL_CARRY=1`): the read it
+ *   spares is the larger part of a replica's latency, more so on a loaded
+ *   machine (p50 0.52 to 0.72 times the latency without it, four runs).
  * - Appends are queued per task and written in order, those queued together
  *   in one statement, each retried with backoff until the log closes, so a
  *   restart of the database delays them and loses none.
- * - Wake-ups arrive on one LISTEN connection of our own (a `pg` client: the
- *   one `@effect/sql-pg` listens on never notices that it was lost), on one
- *   channel, and are split here by task id. The connection is reconnected
- *   with backoff, after which every follower reads the log again: a
+ * - Wake-ups arrive on one LISTEN connection of our own
+ *   (`store/pgListen.ts`), on one channel, and are split here by task id.
+ *   Once it is back after a loss, every follower reads the log again: a
  *   notification sent while it was down is lost.
  * - A poll of the followed tasks' last seq (1 s by default) is the backstop:
  *   a lost notification only delays an event.
@@ -41,6 +44,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type { Kysely } from "kysely"
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto"
+import * as internalPgListen from "../store/pgListen.js"
 import * as internalTaskStore from "../store/taskStore.js"
 import * as internalEventLog from "./eventLog.js"
 
@@ -73,22 +77,6 @@ export interface Options extends internalEventLog.Options {
   readonly applicationName?: string | undefined
   /** Whether small events ride in their notifications, sealed and signed, and such ones are handed on (true by default). */
   readonly carry?: boolean | undefined
-}
-
-interface Notification {
-  readonly channel: string
-  readonly payload?: string | undefined
-}
-
-/** The part of a `pg` client the LISTEN connection uses. */
-interface ListenClient {
-  connect(): Promise<void>
-  query(text: string): Promise<unknown>
-  end(): Promise<void>
-  escapeIdentifier(name: string): string
-  on(event: "error", listener: (error: unknown) => void): void
-  on(event: "end", listener: () => void): void
-  on(event: "notification", listener: (notification: Notification) => void): void
 }
 
 const messageOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
@@ -165,16 +153,8 @@ export const payloadOf = (keys: Keys, taskId: string, row: internalEventLog.Row)
 // The most rows of one task written in one statement.
 const maxBatch = 200
 
-// How long the LISTEN connection may take to answer a heartbeat, and how often it is asked: a connection lost
-// without a word (a half-open TCP connection) is noticed within both.
-const heartbeatEvery = Duration.seconds(10)
-const heartbeatWithin = Duration.seconds(5)
-
 // How long rows are written without wake-ups once the NOTIFY queue was found full.
 const quietAfterFullQueue = Duration.seconds(10)
-
-const reconnectPause = Duration.millis(100)
-const reconnectBackoff = Schedule.exponential("100 millis").pipe(Schedule.either(Schedule.spaced("5 seconds")))
 
 /**
  * The log in the database `options.url` names: its tables created when
@@ -189,10 +169,11 @@ export const makePg = (
 ): Effect.Effect<internalEventLog.EventLog, internalEventLog.EventLogError, Scope.Scope> =>
   Effect.gen(function*() {
     const channel = options.channel ?? defaultChannel
-    if (channel === "" || Buffer.byteLength(channel) > 63) {
+    const channelProblem = internalPgListen.channelProblem(channel)
+    if (channelProblem !== undefined) {
       return yield* new internalEventLog.EventLogError({
         reason: "Unavailable",
-        message: `The channel of the event log must be 1 to 63 bytes long, not ${Buffer.byteLength(channel)}`
+        message: `The channel of the event log ${channelProblem}`
       })
     }
     const retention = Duration.decode(options.retention ?? internalEventLog.defaultRetention)
@@ -365,72 +346,16 @@ export const makePg = (
     yield* Effect.forkScoped(Effect.repeat(poll, Schedule.spaced(pollInterval)))
 
     if (options.listen ?? true) {
-      const Client = (pg.default ?? pg).Client as new(config: object) => ListenClient
-      const applicationName = options.applicationName ?? defaultApplicationName
-
-      // A connection listening on the channel, and what ends it (its reason): an `error` or `end` event, or a
-      // heartbeat left unanswered.
-      const connect = Effect.tryPromise({
-        try: async () => {
-          const client = new Client({
-            connectionString: options.url,
-            application_name: applicationName,
-            keepAlive: true
-          })
-          const lost = Deferred.unsafeMake<string>(FiberId.none)
-          // Without an `error` listener, a lost connection would end the process.
-          client.on("error", (error) =>
-            Deferred.unsafeDone(lost, Exit.succeed(messageOf(error))))
-          client.on("end", () =>
-            Deferred.unsafeDone(lost, Exit.succeed("the connection ended")))
-          client.on("notification", (notification) => {
-            if (notification.channel === channel) {
-              dispatch(notification.payload)
-            }
-          })
-          try {
-            await client.connect()
-            await client.query(`listen ${client.escapeIdentifier(channel)}`)
-          } catch (error) {
-            await client.end().catch(() =>
-              undefined
-            )
-            throw error
-          }
-          return { client, lost }
-        },
-        catch: unavailable("Could not listen to the event log's channel")
-      })
-      type Listener = Effect.Effect.Success<typeof connect>
-      const lostOf = ({ client, lost }: Listener): Effect.Effect<string> =>
-        Effect.race(
-          Deferred.await(lost),
-          Effect.tryPromise(() => client.query("select 1")).pipe(
-            Effect.timeoutFail({ duration: heartbeatWithin, onTimeout: () => "no answer to a heartbeat" }),
-            Effect.repeat(Schedule.spaced(heartbeatEvery)),
-            Effect.flatMap(() => Effect.never),
-            Effect.catchAll((error) => Effect.succeed(typeof error === "string" ? error : messageOf(error.error)))
-          )
-        )
-
-      let current = yield* connect
-      yield* Effect.addFinalizer(() => Effect.promise(() => current.client.end().catch(() => undefined)))
-      const keep = Effect.gen(function*() {
-        while (true) {
-          const reason = yield* lostOf(current)
-          const since = yield* Clock.currentTimeMillis
-          yield* Effect.logWarning(`The event log lost its LISTEN connection; reconnecting: ${reason}`)
-          yield* Effect.promise(() => current.client.end().catch(() => undefined))
-          // A pause first, so that a connection lost again at once is not retried in a tight loop.
-          current = yield* Effect.retry(Effect.delay(connect, reconnectPause), reconnectBackoff)
-          const now = yield* Clock.currentTimeMillis
-          yield* Effect.logInfo(
-            `The event log's LISTEN connection is back after ${now - since} ms; its followers read the log again`
-          )
-          wakeups.signalAll()
-        }
-      })
-      yield* Effect.forkScoped(keep)
+      yield* internalPgListen.listen({
+        url: options.url,
+        channel,
+        applicationName: options.applicationName ?? defaultApplicationName,
+        driver: pg,
+        who: "The event log",
+        whenBack: "its followers read the log again",
+        notified: dispatch,
+        reconnected: wakeups.signalAll
+      }).pipe(Effect.mapError(unavailable("Could not listen to the event log's channel")))
     }
 
     // -- Appends: a queue per task, written in order.
@@ -449,12 +374,16 @@ export const makePg = (
           // The rows queued in a row go in one statement, and one commit.
           const batch: Array<internalEventLog.Row> = []
           for (const op of queue) {
-            if (batch.length === maxBatch || op.row === undefined) break
+            if (batch.length === maxBatch || op.row === undefined) {
+              break
+            }
             batch.push(op.row)
           }
           const rows = batch.length
           yield* rows === 0 ? writeEnd(taskId) : writeRows(taskId, batch)
-          queue.splice(0, Math.max(rows, 1)).forEach((op) => Deferred.unsafeDone(op.done, Exit.void))
+          queue.splice(0, Math.max(rows, 1)).forEach((op) =>
+            Deferred.unsafeDone(op.done, Exit.void)
+          )
         }
         queues.delete(taskId)
       }).pipe(
@@ -462,7 +391,9 @@ export const makePg = (
           Effect.suspend(() => {
             queues.delete(taskId)
             const left = queue.splice(0)
-            left.forEach((op) => Deferred.unsafeDone(op.done, Exit.void))
+            left.forEach((op) =>
+              Deferred.unsafeDone(op.done, Exit.void)
+            )
             const seqs = left.flatMap((op) => op.row === undefined ? [] : [op.row.seq])
             return seqs.length === 0 ? Effect.void : Effect.logError(
               `${seqs.length} events of a task were not written to the event log: it closed first`

@@ -199,8 +199,8 @@ export const make = (
 
     /**
      * A cancel another replica wrote to the task store stops the run here at
-     * once: that replica nudges the task's watchers (the executor's own poll
-     * of the store is the backstop for a nudge lost).
+     * once: that replica nudges the task's watchers (a PostgreSQL store's own
+     * cancel notification is the backstop for a nudge lost).
      */
     const canceledElsewhere = (
       executor: AgentExecutor.EffectAgentExecutor,

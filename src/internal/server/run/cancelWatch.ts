@@ -1,44 +1,43 @@
 /**
- * The watch for a cancel that reached another replica sharing the task
- * store: read from the store every second while a run waits.
+ * The watch for a cancel that reached another server sharing the task
+ * store: the store's cancel feed tells it, and it stops the run here as a
+ * local cancel would. Without it the agent would go on to its end, side
+ * effects included, and its end be dropped (the task is CANCELED already).
+ *
+ * Only a store others write has a feed (`store/sqlCancels.ts`): PostgreSQL
+ * tells every server on the database, SQLite the servers of this process
+ * on the file. A memory store sees every cancel through this server, which
+ * stops the run itself. A store of the SDK's shape (a user's own) can tell
+ * nothing: without `replication`, whose nudge stops the run, a cancel that
+ * reaches another server than the run's does not stop it.
  *
  * @internal
  */
 import { TaskState } from "@a2a-js/sdk"
-import type { RequestContext, TaskStore } from "@a2a-js/sdk/server"
-import * as Cause from "effect/Cause"
+import type { RequestContext } from "@a2a-js/sdk/server"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
-import * as internalFailure from "./failure.js"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import type { CancelFeed, TaskStore } from "../store/store.js"
 
 /** Forks an effect on the executor's runtime. */
 export type RunFork = <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
 
-// A custom store's call that throws instead of rejecting, as a rejection: a throw must not leave a timer.
-const settled = <A>(call: () => Promise<A>): Promise<A> => {
-  try {
-    return call()
-  } catch (error) {
-    return Promise.reject(error)
-  }
-}
-
 /**
  * The executor option (a symbol: no public option can collide with it) of
- * the store it reads for cancels: the server's own request handler writes
- * the store, the executor only reads it. Given only for a store another
- * process may write (a database, a custom store): a store in this process's
- * memory sees every cancel through this server, which stops the run itself.
+ * the feed it follows for cancels, and the store it reads a task from when
+ * told: the server's own request handler writes the store, the executor
+ * only reads it.
  */
-export const cancelWatchStoreOption: unique symbol = Symbol.for("effect-a2a/AgentExecutor/cancelWatchStore")
+export const cancelWatchOption: unique symbol = Symbol.for("effect-a2a/AgentExecutor/cancelWatch")
 export interface CancelWatchOptions {
-  readonly [cancelWatchStoreOption]?: TaskStore | undefined
+  readonly [cancelWatchOption]?: { readonly feed: CancelFeed; readonly store: TaskStore } | undefined
 }
 
-const cancelWatchMillis = 1000
-
-/** A run, as the watch for a cancel from another replica sees it. */
+/** A run, as the watch for a cancel from another server sees it. */
 export interface WatchedRun {
   readonly context: RequestContext
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
@@ -46,81 +45,106 @@ export interface WatchedRun {
 }
 
 interface Watch {
-  readonly since: number
+  readonly key: string
   reading: boolean
+  /** Told again while a read was in flight: read once more after it. */
+  again: boolean
   warned: boolean
 }
 
-/** The watch for cancels from other replicas, over every run of an executor. */
+/** The watch for cancels from other servers, over every run of an executor. */
 export interface CancelWatch {
-  /** Watches `run` until {@link CancelWatch.unwatch}: no closure per run. */
+  /** Watches `run` until {@link CancelWatch.unwatch}. */
   readonly watch: (run: WatchedRun) => void
   /** Stops watching `run`. */
   readonly unwatch: (run: WatchedRun) => void
 }
 
+// The cancels told lately, for a run that starts after its task's cancel was told (a paused task continued here
+// while another server canceled it): a canceled task never runs again, so keeping one too long costs only a read.
+const recentMillis = 60_000
+const recentKept = 1_000
+
+// A read that fails is tried again while its run goes on: no later notice may come.
+const readRetry = Schedule.exponential("100 millis").pipe(Schedule.either(Schedule.spaced("2 seconds")))
+
 /**
- * A cancel that reached another replica is written straight to the store
- * (the SDK finds no run there to stop). Checked every second while the run
- * waits, it stops the run here as a local cancel would; otherwise the agent
- * would go on to its end, side effects included, and its end be dropped.
- *
- * One timer for all the runs, not one per run: a run waiting holds no timer
- * or closures of its own. A run is first read once it has waited half a
- * period, so runs shorter than that are never read, and then every period. A
- * run whose read is still pending (a slow store) is not read again until it
- * settles, and does not hold up the others.
+ * Follows `feed` for the scope. A notice is only a reason to read the task
+ * (anyone who can connect to PostgreSQL may notify): the run stops when the
+ * store says CANCELED. A run whose read is in flight is read once more
+ * after it when told again meanwhile, and never twice at once.
  */
-export const cancelWatch = (store: TaskStore, runFork: RunFork): CancelWatch => {
-  // Per run watched: since when, whether its read is in flight, and whether a failed read was logged (once
-  // per run: the watch goes on, and every second would repeat the same line).
-  const watched = new Map<WatchedRun, Watch>()
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const failed = (run: WatchedRun, state: { warned: boolean }) => (error: unknown) => {
-    if (state.warned) return
-    state.warned = true
-    runFork(
-      Effect.logWarning("Could not read the task's state to see whether it was canceled; still checking").pipe(
-        Effect.annotateLogs({
-          taskId: run.context.taskId,
-          contextId: run.context.contextId,
-          cause: internalFailure.renderCause(Cause.die(error))
-        })
+export const cancelWatch = (
+  feed: CancelFeed,
+  store: TaskStore,
+  runFork: RunFork
+): Effect.Effect<CancelWatch, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const watched = new Map<WatchedRun, Watch>()
+    const byKey = new Map<string, Set<WatchedRun>>()
+    const recent = new Map<string, number>()
+    const check = (run: WatchedRun, state: Watch) => {
+      if (state.reading) {
+        state.again = true
+        return
+      }
+      state.reading = true
+      const { context, taskId } = run.context
+      const read = store.get(taskId, context).pipe(
+        Effect.tapError(() =>
+          state.warned ? Effect.void : Effect.suspend(() => {
+            state.warned = true
+            return Effect.logWarning("Could not read the task's state to see whether it was canceled; trying again")
+          })
+        ),
+        Effect.retry({ schedule: readRetry, while: () => watched.get(run) === state }),
+        Effect.annotateLogs({ taskId, contextId: run.context.contextId })
       )
-    )
-  }
-  const check = (run: WatchedRun, state: Watch) => {
-    state.reading = true
-    // `settled`: a store that throws instead of rejecting must not throw out of a timer.
-    settled(() => store.load(run.context.taskId, run.context.context)).then((task) => {
-      if (!watched.has(run) || task?.status?.state !== TaskState.TASK_STATE_CANCELED) return
-      run.canceled = true
-      run.fiber.unsafeInterruptAsFork(FiberId.none)
-    }, failed(run, state)).finally(() => {
-      state.reading = false
+      runFork(read).addObserver((exit) => {
+        state.reading = false
+        if (watched.get(run) !== state) return
+        if (Exit.isSuccess(exit) && exit.value?.status?.state === TaskState.TASK_STATE_CANCELED) {
+          run.canceled = true
+          run.fiber.unsafeInterruptAsFork(FiberId.none)
+        } else if (state.again) {
+          state.again = false
+          check(run, state)
+        }
+      })
+    }
+    const unfollow = feed.follow({
+      canceled: (key) => {
+        recent.delete(key)
+        recent.set(key, performance.now())
+        // The oldest first: Map iterates in insertion order.
+        const oldest = recent.keys().next()
+        if (recent.size > recentKept && oldest.done !== true) recent.delete(oldest.value)
+        byKey.get(key)?.forEach((run) => {
+          const state = watched.get(run)
+          if (state !== undefined) check(run, state)
+        })
+      },
+      missed: () => watched.forEach((state, run) => check(run, state))
     })
-  }
-  const sweep = () => {
-    timer = undefined
-    const due = performance.now() - cancelWatchMillis / 2
-    for (const [run, state] of watched) if (!state.reading && state.since <= due) check(run, state)
-    schedule()
-  }
-  // Unref'd: the runs, not their watch, are what keep the process up.
-  const schedule = () => {
-    if (timer === undefined && watched.size > 0) timer = setTimeout(sweep, cancelWatchMillis).unref()
-  }
-  return {
-    watch: (run) => {
-      watched.set(run, { since: performance.now(), reading: false, warned: false })
-      schedule()
-    },
-    unwatch: (run) => {
-      watched.delete(run)
-      if (watched.size === 0 && timer !== undefined) {
-        clearTimeout(timer)
-        timer = undefined
+    yield* Effect.addFinalizer(() => Effect.sync(unfollow))
+    return {
+      watch: (run) => {
+        const key = feed.keyOf(run.context.taskId, run.context.context)
+        const state: Watch = { key, reading: false, again: false, warned: false }
+        watched.set(run, state)
+        const runs = byKey.get(key) ?? new Set()
+        runs.add(run)
+        byKey.set(key, runs)
+        const told = recent.get(key)
+        if (told !== undefined && performance.now() - told < recentMillis) check(run, state)
+      },
+      unwatch: (run) => {
+        const state = watched.get(run)
+        if (state === undefined) return
+        watched.delete(run)
+        const runs = byKey.get(state.key)
+        runs?.delete(run)
+        if (runs?.size === 0) byKey.delete(state.key)
       }
     }
-  }
-}
+  })

@@ -40,8 +40,8 @@ import { headersOf } from "../caller/headers.js"
 import {
   type CancelWatch,
   cancelWatch,
+  cancelWatchOption,
   type CancelWatchOptions,
-  cancelWatchStoreOption,
   type RunFork,
   type WatchedRun
 } from "./cancelWatch.js"
@@ -93,8 +93,8 @@ interface Shared<R> {
   readonly metrics: ReturnType<typeof runMetrics>
   readonly runFork: RunFork
   readonly finals: Finals<R>
-  /** With a store to read: the watch for cancels from other replicas. */
-  readonly cancels: CancelWatch | undefined
+  /** With a store others write: the watch for cancels from other servers, set once the executor is made. */
+  cancels: CancelWatch | undefined
   readonly runs: Map<string, Set<Run<R>>>
   // The context id of a paused task, by the bus a handler may keep open for it: gone with the bus.
   readonly pausedContexts: WeakMap<ExecutionEventBus, string>
@@ -160,6 +160,8 @@ export const make = <E, R>(
       )
     }
     const shared = yield* makeShared(agent, options, debug)
+    const watched = (options as CancelWatchOptions)[cancelWatchOption]
+    if (watched !== undefined) shared.cancels = yield* cancelWatch(watched.feed, watched.store, shared.runFork)
     const shutdown = makeShutdown(shared)
     yield* Effect.addFinalizer(() => shutdown(Duration.zero))
     return {
@@ -178,7 +180,6 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
   Effect.map(Effect.all([Effect.runtime<R>(), Effect.clock, Effect.tracer]), ([runtime, clock, tracer]): Shared<R> => {
     const agentName = options.name ?? "agent"
     const runFork = Runtime.runFork(runtime)
-    const watched = (options as CancelWatchOptions)[cancelWatchStoreOption]
     return {
       agent,
       options,
@@ -201,7 +202,7 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
       metrics: runMetrics(agentName),
       runFork,
       finals: makeFinals(options, debug),
-      cancels: watched === undefined ? undefined : cancelWatch(watched, runFork),
+      cancels: undefined,
       runs: new Map(),
       pausedContexts: new WeakMap(),
       executions: new Set(),

@@ -27,6 +27,17 @@ export const eventsTable = "effect_a2a_task_store_events"
 /** The ledger of our migrations (kysely's `Migrator`), and its lock table. @internal */
 export const migrationTable = "effect_a2a_task_store_migrations"
 
+/**
+ * The NOTIFY channel of the PostgreSQL store's cancels, one for every task:
+ * a channel per task would cost two statements per run on the one LISTEN
+ * connection (listen, unlisten), and a channel's name (63 bytes) could not
+ * hold a task's scope; cancels are few, and each server drops those of tasks
+ * it does not run. The payload names the task ({@link cancelKeyOf}).
+ *
+ * @internal
+ */
+export const canceledChannel = "effect_a2a_task_canceled"
+
 /** How many events a snapshot has after it at most, before an append rewrites it. @internal */
 export const compactAt = 100
 
@@ -77,6 +88,9 @@ export const unstorable = (values: ReadonlyArray<readonly [string, string, numbe
   }
   return undefined
 }
+
+/** A task's name in a cancel's notice: at most about 3.3 KB of JSON, under NOTIFY's 8,000 bytes. @internal */
+export const cancelKeyOf = (scope: Owned, taskId: string): string => JSON.stringify([scope.tenant, scope.owner, taskId])
 
 export const scopeProblem = (scope: Owned, taskId: string) =>
   unstorable([["tenant", scope.tenant, 255], ["owner", scope.owner, 255], ["task id", taskId, 36]])
@@ -238,6 +252,9 @@ export const statements = (db: Kysely<unknown>, sql: typeof Sql, postgres: boole
     insertMarker: (scope: Owned, taskId: string, seq: number) =>
       compile(sql`insert into ${events} (tenant, owner, task_id, seq, base, status_state, status_last_updated, event)
         values (${scope.tenant}, ${scope.owner}, ${taskId}, ${seq}, ${compacted}, null, null, '{}')`),
+    /** On PostgreSQL, the notice of a cancel, sent when its transaction commits; none on SQLite. */
+    canceled: (scope: Owned, taskId: string) =>
+      postgres ? compile(sql`select pg_notify(${canceledChannel}, ${cancelKeyOf(scope, taskId)})`) : undefined,
     heldElsewhere: (scope: Owned, taskId: string) =>
       compile(
         sql`select 1 as held from ${tasks} where tenant = ${scope.tenant} and id = ${taskId} and owner <> ${scope.owner}

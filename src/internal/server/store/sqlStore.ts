@@ -35,7 +35,7 @@
  *
  * @internal
  */
-import type { ListTasksRequest, ListTasksResponse, Task } from "@a2a-js/sdk"
+import { type ListTasksRequest, type ListTasksResponse, type Task, TaskState } from "@a2a-js/sdk"
 import type { ServerCallContext } from "@a2a-js/sdk/server"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -46,6 +46,7 @@ import * as Path from "node:path"
 import { TaskStoreError } from "../../serverErrors.js"
 import * as taskFold from "../../wire/taskFold.js"
 import * as taskState from "../../wire/taskState.js"
+import * as internalSqlCancels from "./sqlCancels.js"
 import {
   baseOf,
   compactAt,
@@ -67,7 +68,7 @@ import {
   tasksTable,
   unstorable
 } from "./sqlRows.js"
-import type { TaskStore } from "./store.js"
+import type { CancelFeed, TaskStore } from "./store.js"
 import * as taskList from "./taskList.js"
 import * as internalTaskStore from "./taskStore.js"
 
@@ -76,6 +77,8 @@ export { compactAt, eventsTable, migrationTable } from "./sqlRows.js"
 /** A native store with what the server wires beside it (see `memoryStore.ts`). @internal */
 export interface SqlStore extends TaskStore {
   readonly heldElsewhere: (taskId: string, context: ServerCallContext) => Effect.Effect<boolean, TaskStoreError>
+  /** The cancels other servers sharing the store append (see `sqlCancels.ts`). */
+  readonly cancels: CancelFeed
 }
 
 /** @internal */
@@ -181,19 +184,24 @@ const appendSteps = function*(
   batch: ReadonlyArray<taskFold.TaskEvent>,
   compactAfter: number,
   folded: Folded
-): Steps<Task | undefined> {
+): Steps<Appended> {
   const now = yield* currentSteps(s, scope, taskId, folded, true)
   if (now === undefined) {
     const task = taskFold.fold(undefined, batch)
-    if (task === undefined || task.id !== taskId) return undefined
+    if (task === undefined || task.id !== taskId) return { task: undefined, canceled: false }
     const contextProblem = unstorable([["context id", task.contextId, 36]])
     if (contextProblem !== undefined) throw new Unstorable(contextProblem)
     const inserted = yield s.insertSnapshot(scope, task)
     if (inserted.length === 0) throw new Raced()
-    return task
+    return { task, canceled: false }
   }
   const { task } = now
+  const was = task.status?.state
   for (const event of batch) taskFold.apply(task, event)
+  // A run elsewhere may hold the task: its server is told (see `sqlCancels.ts`).
+  const canceled = was !== TaskState.TASK_STATE_CANCELED && task.status?.state === TaskState.TASK_STATE_CANCELED
+  const notice = canceled ? s.canceled(scope, taskId) : undefined
+  if (notice !== undefined) yield notice
   const key = keyOf(scope, taskId)
   if (taskState.isSettled(task.status?.state)) {
     yield s.updateSnapshot(scope, task)
@@ -212,7 +220,13 @@ const appendSteps = function*(
   } else if (now.seq > 0) {
     folded.keep(key, now.base, now.seq, task)
   }
-  return taskList.handOut(task)
+  return { task: taskList.handOut(task), canceled }
+}
+
+/** What an append left: the task, and whether it canceled it. */
+interface Appended {
+  readonly task: Task | undefined
+  readonly canceled: boolean
 }
 
 const getSteps = function*(
@@ -338,7 +352,7 @@ const sqlite = (
       transaction: (steps, writes) =>
         new Promise((resolve) => resolve(writes ? writing.immediate(steps) : reading.deferred(steps)))
     }
-    return { runner, config }
+    return { runner, config, cancels: internalSqlCancels.sqlite(config.filename) }
   })
 
 const postgres = (
@@ -346,7 +360,7 @@ const postgres = (
   also: ReadonlyArray<internalTaskStore.Table>
 ) =>
   Effect.gen(function*() {
-    const { db, sql } = yield* internalTaskStore.open(config, tasksOf, also)
+    const { db, driver, sql } = yield* internalTaskStore.open(config, tasksOf, also)
     const runner: Runner = {
       db,
       sql,
@@ -369,7 +383,7 @@ const postgres = (
         }
       }
     }
-    return { runner, config }
+    return { runner, config, cancels: yield* internalSqlCancels.postgres(config.url, driver) }
   })
 
 // The events table, by a migration of ours in kysely's Migrator with ledger and lock tables of its own:
@@ -433,7 +447,7 @@ export const make = (
     // The push-config table exists before the first sweep, which deletes the configs of the tasks it deletes.
     const sweepsConfigs = options.withPushConfigs === true && config.retention !== undefined
     const also = sweepsConfigs ? [internalTaskStore.pushConfigs] : []
-    const { runner } = yield* (config._tag === "Sqlite" ? sqlite(config, also) : postgres(config, also))
+    const { cancels, runner } = yield* (config._tag === "Sqlite" ? sqlite(config, also) : postgres(config, also))
     const kysely = yield* Effect.promise(() => import("kysely"))
     yield* migrate(runner, kysely)
     if (config.retention !== undefined) {
@@ -499,8 +513,12 @@ export const make = (
             `Saving task ${taskId}`,
             () => appendSteps(s, scope, taskId, events, compactAfter, folded),
             true
-          )
+          ).pipe(Effect.map(({ canceled, task }) => {
+            if (canceled) cancels.told?.(cancels.feed.keyOf(taskId, context))
+            return task
+          }))
       },
+      cancels: cancels.feed,
       heldElsewhere: (taskId, context) => {
         const scope = scopeOf(context)
         return scopeProblem(scope, taskId) !== undefined

@@ -44,6 +44,30 @@ export interface TaskStore {
   ) => Effect.Effect<Task | undefined, TaskStoreError>
 }
 
+/**
+ * The cancels appended to a store that others write too (another server of
+ * this process on the same SQLite file, any server on the same PostgreSQL),
+ * as they commit: what lets the server running a task stop it when its
+ * cancel reached another server. A notice is only a reason to read the
+ * task: on PostgreSQL any role that can connect may notify.
+ *
+ * @internal
+ */
+export interface CancelFeed {
+  /** Tells `follower` of each cancel until the function it returns is called. */
+  readonly follow: (follower: CancelFollower) => () => void
+  /** The name a notice gives the task `taskId` of the call's scope. */
+  readonly keyOf: (taskId: string, context: ServerCallContext) => string
+}
+
+/** @internal */
+export interface CancelFollower {
+  /** A cancel of the task named `key` was appended (maybe: read the task to know). */
+  readonly canceled: (key: string) => void
+  /** Notices may have been lost (the feed's connection was lost and is back): read every task followed. */
+  readonly missed: () => void
+}
+
 /** @internal */
 export const TaskStore: Context.Tag<TaskStore, TaskStore> = Context.GenericTag<TaskStore>("effect-a2a/TaskStore")
 

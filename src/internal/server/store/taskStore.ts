@@ -310,12 +310,14 @@ export const open = (
     readonly sql: typeof Sql
     readonly sdk: typeof SdkDatabase
     readonly tableName: string
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- better-sqlite3 and pg ship no types of their own
+    readonly driver: any
   },
   Failure,
   Scope.Scope
 > =>
   Effect.gen(function*() {
-    const { db, sql } = yield* connection(given, table.what, (config) =>
+    const { db, driver, sql } = yield* connection(given, table.what, (config) =>
       Effect.forEach([table, ...also], (each) =>
         migrate(config, each), { discard: true }))
     const sdk = yield* Effect.tryPromise({
@@ -328,5 +330,5 @@ export const open = (
       try: () => sql`select 1 from ${sql.table(tableName)} limit 1`.execute(db),
       catch: fail("Connection", `Could not reach the ${given._tag} ${table.what}`)
     })
-    return { db, sql, sdk, tableName }
+    return { db, sql, sdk, tableName, driver }
   })

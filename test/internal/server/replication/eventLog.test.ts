@@ -9,6 +9,7 @@ import { Deferred, Duration, Effect, Exit, FastCheck, Fiber, Option, Scope, Stre
 import { randomBytes, randomUUID } from "node:crypto"
 import { createRequire } from "node:module"
 import * as internalEventLog from "../../../../src/internal/server/replication/eventLog.js"
+import * as internalMemoryEventLog from "../../../../src/internal/server/replication/memoryEventLog.js"
 import * as internalPgEventLog from "../../../../src/internal/server/replication/pgEventLog.js"
 import { databaseUrl } from "../../../fixtures/databaseUrl.js"
 import { startPostgres } from "../../../fixtures/postgres.js"
@@ -165,7 +166,7 @@ const contract = (name: string, pair: Pair) =>
 
 contract(
   "the in-memory event log",
-  (options) => Effect.map(internalEventLog.makeMemory(options), (log) => [log, log] as const)
+  (options) => Effect.map(internalMemoryEventLog.make(options), (log) => [log, log] as const)
 )
 
 const pgPair = (url: () => string, extra: Partial<internalPgEventLog.Options> = {}): Pair => (options) =>
@@ -504,7 +505,7 @@ describe("the shared reader, under adversarial timing", () => {
 
   it.live("a follower from 0 that joins a reader opened past the log's last gets every entry as it is written", () =>
     Effect.gen(function*() {
-      const log = yield* internalEventLog.makeMemory()
+      const log = yield* internalMemoryEventLog.make()
       const ahead = log.iterate("t", 10)
       const pendingAhead = ahead.next()
       const from0 = log.iterate("t", 0)
