@@ -300,7 +300,9 @@ export const make = <E, R>(
         ? undefined
         : (taskId, context) => taskStore.load(taskId, context).then((task) => task !== undefined)
     })
-    const dispatcher = internalRpc.makeDispatcher(handler, card, subscriptions)
+    // The transports take the Effect handler; the stages in front of it are still of the SDK's shape here.
+    const effectHandler = internalSdkHandler.fromSdk(handler)
+    const dispatcher = internalRpc.makeDispatcher(effectHandler, card, yield* Effect.runtime<never>(), subscriptions)
     const state = { closing: false }
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
     const rpc: internalHttp.RpcEndpoint | undefined = served.includes("JSONRPC")
@@ -311,7 +313,7 @@ export const make = <E, R>(
       ? internalRest.routesOn(routes, {
         path: restPath,
         card,
-        handler,
+        handler: effectHandler,
         subscriptions,
         maxBodyBytes,
         state,
@@ -326,7 +328,7 @@ export const make = <E, R>(
       subscriptions.shutdown()
       return executor.shutdown(shutdownTimeout)
     })
-    if (grpc !== undefined) yield* grpc.serve({ handler, subscriptions, state, load, gate })
+    if (grpc !== undefined) yield* grpc.serve({ handler: effectHandler, subscriptions, state, load, gate })
     const shutdown = grpc === undefined ? refusing : grpc.draining(refusing)
     const replica = Option.map(Option.fromNullable(replication), (replication) => replication.replica)
     return { router, rpc, card, rpcUrl, urls, executor, taskStore, replica, shutdown }
