@@ -23,7 +23,6 @@ import * as internalAuthentication from "../caller/authentication.js"
 import * as internalCardSigning from "../handler/cardSigning.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
 import type * as internalRunStages from "../handler/runStages.js"
-import * as internalSdkHandler from "../handler/sdkHandler.js"
 import * as internalStages from "../handler/stages.js"
 import * as internalSubscription from "../handler/subscription.js"
 import * as internalLoad from "../http/load.js"
@@ -310,9 +309,7 @@ export const make = <E, R>(
         ? undefined
         : (taskId, context) => Effect.map(handlerStore.get(taskId, context), (task) => task !== undefined)
     })
-    // The SDK's shape, for the transports that still take it.
-    const sdkHandler = internalSdkHandler.toSdk(handler, runtime)
-    const dispatcher = internalRpc.makeDispatcher(sdkHandler, card, subscriptions)
+    const dispatcher = internalRpc.makeDispatcher(handler, card, runtime, subscriptions)
     const state = { closing: false }
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
     const rpc: internalHttp.RpcEndpoint | undefined = served.includes("JSONRPC")
@@ -323,7 +320,7 @@ export const make = <E, R>(
       ? internalRest.routesOn(routes, {
         path: restPath,
         card,
-        handler: sdkHandler,
+        handler,
         subscriptions,
         maxBodyBytes,
         state,
@@ -338,7 +335,7 @@ export const make = <E, R>(
       subscriptions.shutdown()
       return executor.shutdown(shutdownTimeout)
     })
-    if (grpc !== undefined) yield* grpc.serve({ handler: sdkHandler, subscriptions, state, load, gate })
+    if (grpc !== undefined) yield* grpc.serve({ handler, subscriptions, state, load, gate })
     const shutdown = grpc === undefined ? refusing : grpc.draining(refusing)
     const replica = Option.map(Option.fromNullable(replication), (replication) => replication.replica)
     return { router, rpc, card, rpcUrl, urls, executor, taskStore, replica, shutdown }

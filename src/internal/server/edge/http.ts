@@ -23,7 +23,6 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { createHash } from "node:crypto"
 import { cardPath } from "../../serverErrors.js"
-import * as ErrorId from "../../wire/errorId.js"
 import * as EventId from "../../wire/eventId.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import {
@@ -37,7 +36,6 @@ import {
 } from "../http/body.js"
 import type * as internalLoad from "../http/load.js"
 import { destroyer, sseStream } from "../http/sse.js"
-import * as internalFailure from "../run/failure.js"
 import * as internalRpc from "../transport/rpc.js"
 
 export { cardPath }
@@ -447,22 +445,11 @@ export const abandon = (received: Promise<Received>): void => {
  *
  * @internal
  */
-export const unexpected = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
-  const errorId = ErrorId.make()
-  return internalFailure.logErrorOffSpan("Unexpected error in the JSON-RPC endpoint", {
-    errorId,
-    cause: internalFailure.renderCause(cause)
-  }).pipe(
-    Effect.as(jsonResponse(
-      {
-        jsonrpc: "2.0",
-        id: null,
-        error: { code: internalRpc.INTERNAL_ERROR, message: ErrorId.internalErrorText(errorId) }
-      },
-      500
-    ))
+export const unexpected = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.map(
+    opaqueText("JSON-RPC", "", { where: "route" }, cause),
+    (message) => jsonResponse({ jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message } }, 500)
   )
-}
 
 const rpcRoute = (endpoint: RpcEndpoint, readBody: BodyReader) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {

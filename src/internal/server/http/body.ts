@@ -6,6 +6,7 @@
  *
  * @internal
  */
+import { A2AError } from "@a2a-js/sdk/errors"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
@@ -57,6 +58,10 @@ export interface State {
 }
 
 /**
+ * The one place an unexpected error is logged, on every transport: under
+ * "Unexpected error in the <endpoint> endpoint", with its error id and its
+ * cause; the caller gets only the id (`ErrorId.internalErrorText`).
+ *
  * The only text a caller gets of an internal error: `message` itself when
  * it is already opaque (its cause was logged under that id where it
  * happened), otherwise a new error id, under which the cause is logged
@@ -81,4 +86,25 @@ export const opaqueText = (
     cause
   })
     .pipe(Effect.as(ErrorId.internalErrorText(errorId)))
+}
+
+/**
+ * What a caller may be told of a failed call: an A2A error as it is (but the
+ * SDK's base one, its internal error), or an error already opaque; anything
+ * else is logged whole by {@link opaqueText} and becomes an `Error` that
+ * carries only its error id.
+ *
+ * @internal
+ */
+export const opaqueFailure = (
+  endpoint: string,
+  cause: Cause.Cause<unknown>,
+  annotations: Record<string, string>
+): Effect.Effect<unknown> => {
+  const error = Cause.squash(cause)
+  if (error instanceof A2AError && error.reason !== "INTERNAL_ERROR") return Effect.succeed(error)
+  const message = error instanceof Error ? error.message : String(error)
+  return ErrorId.isInternalErrorText(message)
+    ? Effect.succeed(error)
+    : Effect.map(opaqueText(endpoint, message, annotations, cause), (text) => new Error(text))
 }

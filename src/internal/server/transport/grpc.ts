@@ -14,15 +14,17 @@
  *
  * @internal
  */
-import { SendMessageRequest } from "@a2a-js/sdk"
-import { A2A_ERROR_DOMAIN, A2AError, ERROR_INFO_TYPE } from "@a2a-js/sdk/errors"
-import { type ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
+import { type AgentCard, SendMessageRequest } from "@a2a-js/sdk"
+import { A2A_ERROR_DOMAIN, ERROR_INFO_TYPE } from "@a2a-js/sdk/errors"
+import { type A2ARequestHandler, type ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import type * as Grpc from "@grpc/grpc-js"
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { bracketed, hostForUrl, ListenError } from "../../listen.js"
 import * as Peer from "../../peer.js"
 import * as ErrorId from "../../wire/errorId.js"
@@ -31,7 +33,8 @@ import * as internalNesting from "../../wire/nesting.js"
 import * as requestShape from "../../wire/requestShape.js"
 import type * as internalTransport from "../../wire/transport.js"
 import * as internalAuthentication from "../caller/authentication.js"
-import * as internalFailure from "../run/failure.js"
+import type { RequestHandler } from "../handler/core.js"
+import * as internalHttp from "../http/body.js"
 import { type Core, type GrpcOptions, type OwnPort, TransportError } from "./transports.js"
 
 const modules = Peer.load(
@@ -196,11 +199,29 @@ const checkedRequests: Readonly<Record<string, (decoded: never) => unknown>> = {
   SendStreamingMessage: SendMessageRequest.toJSON
 }
 
+/**
+ * Whether a decoded send has nothing the shape check could find: on what
+ * protobuf decoded, that is a part without content (or with a `data`
+ * without value), or a role no name stands for. Most sends are so, and
+ * skip the check's JSON form.
+ */
+const plainSend = (decoded: unknown): boolean => {
+  const message = (decoded as Partial<SendMessageRequest> | null)?.message
+  if (message === undefined) return true
+  const role: unknown = message.role
+  if (typeof role !== "number" || role < 0 || role > 2) return false
+  for (const part of message.parts ?? []) {
+    const value: unknown = part.content?.value
+    if (value === undefined || value === null) return false
+  }
+  return true
+}
+
 // Why a decoded v1.0 request is not of its method's shape (`requestShape.ts`), as JSON-RPC and HTTP+JSON refuse it.
 const shapeProblem = (path: string, decoded: unknown): string | undefined => {
   const method = path.slice(path.lastIndexOf("/") + 1)
   const toJson = checkedRequests[method]
-  return toJson === undefined
+  return toJson === undefined || plainSend(decoded)
     ? undefined
     : requestShape.paramsProblem(method, toJson(decoded as never) as Record<string, unknown>)
 }
@@ -248,13 +269,9 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
       for (const call of waiting.splice(0)) call()
     }
     const { errors, grpc, legacy, service, wire } = bound.modules
-    const log = (where: string, cause: string): string => {
-      const errorId = ErrorId.make()
-      Runtime.runSync(runtime)(
-        internalFailure.logErrorOffSpan("Unexpected error in the gRPC endpoint", { errorId, where, cause })
-      )
-      return ErrorId.internalErrorText(errorId)
-    }
+    const runSync = Runtime.runSync(runtime)
+    const log = (where: string, cause: unknown): string =>
+      runSync(internalHttp.opaqueText("gRPC", String(cause), { where }, Cause.isCause(cause) ? cause : undefined))
 
     const status = (
       code: number,
@@ -326,67 +343,94 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
       for (const [key, value] of Object.entries(metadata.getMap())) if (typeof value === "string") headers[key] = value
       return headers
     }
-    // A non-A2A rejection is logged whole here, where it is still known, and goes on as its error id only.
-    // One already opaque had its cause logged under its id where it happened.
-    const opaque = (error: unknown, where: string): unknown =>
-      error instanceof A2AError || (error instanceof Error && ErrorId.isInternalErrorText(error.message))
-        ? error
-        : new Error(log(where, internalFailure.renderCause(Cause.die(error))))
-    // The SDK's services are given it before the core is built, and call it only once it is.
-    const handler = new Proxy({} as Core["handler"], {
-      get(_, property) {
-        // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the services call it only once the core is built (above)
-        const current = core!
-        const target = current.handler
-        const value: unknown = Reflect.get(target, property)
-        if (typeof value !== "function") return value
-        const where = String(property)
-        return (...args: Array<unknown>) => {
-          const result: unknown = value.apply(target, args)
-          if (result instanceof Promise) {
-            return result.catch((error: unknown) => {
-              throw opaque(error, where)
-            })
-          }
-          if (typeof (result as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] !== "function") {
-            return result
-          }
-          const context = args[args.length - 1] as ServerCallContext
-          const call = (context.user === undefined ? undefined : calls.get(context.user)) as
-            | Grpc.ServerWritableStream<unknown, unknown>
-            | undefined
-          // Resolved when the stream is done with: its caller gone, or its reader dropped for reading no more.
-          let leave = () => {}
-          const gone = new Promise<void>((resolve) => {
-            leave = resolve
-          })
-          void current.subscriptions.dropped(context)?.then(leave)
-          const events = (result as AsyncIterable<unknown>)[Symbol.asyncIterator]()
-          const stream = (async function*() {
-            try {
-              for (;;) {
-                // The SDK writes each event without waiting: the next is read once the call took the last, so that
-                // the events of a reader that does not read wait in the bounded queue (`slowReader.ts`).
-                if (call?.writableNeedDrain === true) await drained(call, gone)
-                const next = await events.next()
-                if (next.done === true) return next.value
-                yield next.value
-              }
-            } catch (error) {
-              throw opaque(error, where)
-            }
-          })()
-          // A caller gone: what its stream holds (its place on the task's bus, the hold on its task) is let go.
-          call?.once("cancelled", () => {
-            leave()
-            void stream.return(undefined).catch(() => undefined)
-            void events.return?.(undefined)?.catch(() => undefined)
-            current.subscriptions.close(context)
-          })
-          return stream
+    // A failure that is not the caller's to read is logged whole here, where it is still known, and goes on as its
+    // error id only.
+    const opaque = (cause: Cause.Cause<unknown>, where: string): unknown =>
+      runSync(internalHttp.opaqueFailure("gRPC", cause, { where }))
+    // The SDK's services are given it before the core is built, and call it only once it is: each call runs the
+    // Effect handler's operation, its failure as the SDK's service maps a rejection.
+    const runPromiseExit = Runtime.runPromiseExit(runtime)
+    const unary = <P, A>(
+      where: string,
+      operation: (handler: RequestHandler) => (params: P, context: ServerCallContext) => Effect.Effect<A, unknown>
+    ) =>
+    (params: P, context: ServerCallContext): Promise<A> =>
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the services call it only once the core is built (above)
+      runPromiseExit(operation(core!.handler)(params, context)).then((exit) =>
+        Exit.isSuccess(exit) ? exit.value : Promise.reject(opaque(exit.cause, where))
+      )
+    const streaming = <P>(
+      where: string,
+      operation: (
+        handler: RequestHandler
+      ) => (params: P, context: ServerCallContext) => Stream.Stream<unknown, unknown>
+    ) =>
+    (params: P, context: ServerCallContext): AsyncGenerator<unknown> => {
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- as above
+      const current = core!
+      const call = (context.user === undefined ? undefined : calls.get(context.user)) as
+        | Grpc.ServerWritableStream<unknown, unknown>
+        | undefined
+      // Resolved when the stream is done with: its caller gone, or its reader dropped for reading no more.
+      let leave = () => {}
+      const gone = new Promise<void>((resolve) => {
+        leave = resolve
+      })
+      void current.subscriptions.dropped(context)?.then(leave)
+      const events = Stream.toAsyncIterableRuntime(
+        Stream.catchAllCause(
+          operation(current.handler)(params, context),
+          (cause) => Stream.fail(opaque(cause, where))
+        ),
+        runtime
+      )[Symbol.asyncIterator]()
+      const stream = (async function*() {
+        for (;;) {
+          // The SDK writes each event without waiting: the next is read once the call took the last, so that
+          // the events of a reader that does not read wait in the bounded queue (`slowReader.ts`).
+          if (call?.writableNeedDrain === true) await drained(call, gone)
+          // A stream let go of (its `return`) leaves a pending read unsettled: the caller gone ends it here.
+          const next = await Promise.race([events.next(), gone.then(() => ended)])
+          if (next.done === true) return
+          yield next.value
         }
-      }
-    })
+      })()
+      // A caller gone: what its stream holds (its place on the task's bus, the hold on its task) is let go.
+      call?.once("cancelled", () => {
+        leave()
+        void stream.return(undefined).catch(() => undefined)
+        void events.return?.(undefined)?.catch(() => undefined)
+        current.subscriptions.close(context)
+      })
+      return stream
+    }
+    const ended: IteratorResult<unknown> = { done: true, value: undefined }
+    // The card does not change while the server runs: the SDK's services read it at every call.
+    let card: Promise<AgentCard> | undefined
+    const handler: A2ARequestHandler = {
+      getAgentCard: () =>
+        // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- as above
+        card ??= Runtime.runPromise(runtime)(core!.handler.agentCard),
+      getAuthenticatedExtendedAgentCard: unary(
+        "getAuthenticatedExtendedAgentCard",
+        (handler) => (_: unknown, context) => handler.extendedAgentCard(context)
+      ),
+      sendMessage: unary("sendMessage", (handler) => handler.sendMessage),
+      sendMessageStream: streaming("sendMessageStream", (handler) =>
+        handler.sendMessageStream) as A2ARequestHandler["sendMessageStream"],
+      getTask: unary("getTask", (handler) =>
+        handler.getTask),
+      listTasks: unary("listTasks", (handler) => handler.listTasks),
+      cancelTask: unary("cancelTask", (handler) => handler.cancelTask),
+      resubscribe: streaming("resubscribe", (handler) => handler.resubscribe) as A2ARequestHandler["resubscribe"],
+      createTaskPushNotificationConfig: unary(
+        "createTaskPushNotificationConfig",
+        (handler) => handler.createPushConfig
+      ),
+      getTaskPushNotificationConfig: unary("getTaskPushNotificationConfig", (handler) => handler.getPushConfig),
+      listTaskPushNotificationConfigs: unary("listTaskPushNotificationConfigs", (handler) => handler.listPushConfigs),
+      deleteTaskPushNotificationConfig: unary("deleteTaskPushNotificationConfig", (handler) => handler.deletePushConfig)
+    }
 
     const wrapped = (implementation: Grpc.UntypedServiceImplementation): Grpc.UntypedServiceImplementation =>
       Object.fromEntries(
@@ -414,7 +458,7 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
                 users.set(call, checked)
                 admit(current, call, callback, refuse, checked)
               })
-              .catch((error: unknown) => refuse(internal(log(name, internalFailure.renderCause(Cause.die(error))))))
+              .catch((error: unknown) => refuse(internal(log(name, Cause.die(error)))))
           }
           const admit = (
             core: Core,

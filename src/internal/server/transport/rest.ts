@@ -18,32 +18,21 @@ import {
   A2A_CONTENT_TYPE,
   A2A_VERSION_HEADER,
   type AgentCard,
-  AgentCard as AgentCardJson,
   Extensions,
   formatSSEErrorEvent,
   HTTP_EXTENSION_HEADER,
-  ListTaskPushNotificationConfigsResponse,
-  ListTasksResponse,
-  type Message,
-  SendMessageRequest,
-  SendMessageResponse,
   SSE_HEADERS,
-  StreamResponse,
-  Task,
-  TaskPushNotificationConfig,
-  taskStateFromJSON
+  StreamResponse
 } from "@a2a-js/sdk"
 import {
   A2AError,
   ContentTypeNotSupportedError,
   ERROR_INFO_TYPE,
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   type RestErrorBody,
   UnsupportedOperationError
 } from "@a2a-js/sdk/errors"
 import {
-  type A2ARequestHandler,
   defaultServerCallContextBuilder,
   type ServerCallContext,
   UnauthenticatedUser,
@@ -54,18 +43,21 @@ import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as ErrorTable from "../../wire/errorTable.js"
 import * as EventId from "../../wire/eventId.js"
 import * as internalNesting from "../../wire/nesting.js"
-import * as requestShape from "../../wire/requestShape.js"
 import * as internalAuthentication from "../caller/authentication.js"
+import type { RequestHandler } from "../handler/core.js"
 import type * as internalSubscription from "../handler/subscription.js"
 import * as internalAccept from "../http/accept.js"
 import * as internalHttp from "../http/body.js"
 import type * as internalLoad from "../http/load.js"
 import * as internalSse from "../http/sse.js"
+import { type Answer, type Call, match, type Matched, type Query, type Route } from "./restRoutes.js"
 
 /** The default base path of the HTTP+JSON routes. @internal */
 export const defaultPath = "/a2a/rest"
@@ -172,270 +164,6 @@ const unknownRoute = (method: string, path: string) =>
     ])
   )
 
-// As the SDK's private `RestTransportHandler` checks them.
-
-const validateSend = (params: SendMessageRequest): void => {
-  if (!params.message) throw new RequestMalformedError("message is required")
-  if (!params.message.messageId) throw new RequestMalformedError("message.messageId is required")
-}
-
-const historyLengthOf = (value: string): number => {
-  const parsed = Number.parseInt(value, 10)
-  if (Number.isNaN(parsed)) throw new RequestMalformedError("historyLength must be a valid integer")
-  if (parsed < 0) throw new RequestMalformedError("historyLength must be non-negative")
-  return parsed
-}
-
-const pageSizeOf = (value: string): number => {
-  const parsed = Number.parseInt(value, 10)
-  if (Number.isNaN(parsed) || String(parsed) !== value.trim()) {
-    throw new RequestMalformedError("pageSize must be a valid integer")
-  }
-  if (parsed < 1 || parsed > 100) throw new RequestMalformedError("pageSize must be between 1 and 100")
-  return parsed
-}
-
-const present = (value: string | undefined): value is string => value !== undefined && value !== ""
-
-/**
- * The SDK's `serializeListTasksResponse` (private): the page's fields
- * always present, and with `includeArtifacts` every task's `artifacts` too.
- */
-const listTasksJson = (response: ListTasksResponse, includeArtifacts: boolean): unknown => {
-  const { nextPageToken, pageSize, tasks, totalSize, ...rest } = ListTasksResponse.toJSON(response) as {
-    readonly tasks?: ReadonlyArray<Record<string, unknown>>
-    readonly nextPageToken?: string
-    readonly pageSize?: number
-    readonly totalSize?: number
-  }
-  const listed = tasks ?? []
-  return {
-    tasks: includeArtifacts
-      ? listed.map((task) => task.artifacts === undefined ? { ...task, artifacts: [] } : task)
-      : listed,
-    nextPageToken: nextPageToken ?? "",
-    pageSize: pageSize ?? 0,
-    totalSize: totalSize ?? 0,
-    ...rest
-  }
-}
-
-type Query = Readonly<Record<string, string | undefined>>
-
-interface Call {
-  readonly taskId: string
-  readonly configId: string
-  readonly query: Query
-  /** The request's JSON body; undefined when it has none. */
-  readonly body: unknown
-  readonly context: ServerCallContext
-}
-
-type Answer =
-  | { readonly _tag: "Json"; readonly status: number; readonly body?: unknown }
-  | { readonly _tag: "Stream"; readonly events: AsyncIterable<unknown> }
-
-const json = (body: unknown, status = 200): Answer => ({ _tag: "Json", status, body })
-
-interface Route {
-  readonly method: string
-  /** The path below the base (and below the tenant, when there is one). */
-  readonly pattern: RegExp
-  /** Starts or follows a run: counted by the bound on work in flight. */
-  readonly runs?: boolean
-  readonly handle: (handler: A2ARequestHandler, call: Call, card: AgentCard) => Promise<Answer>
-}
-
-// A body of the wrong shape is refused naming its field, before the SDK's codec coerces it (`requestShape.ts`).
-const shaped = <A>(method: string, body: unknown, decode: (body: unknown) => A): A => {
-  const problem = typeof body === "object" && body !== null && !Array.isArray(body)
-    ? requestShape.paramsProblem(method, body as Record<string, unknown>)
-    : "Invalid params: the request body must be a JSON object."
-  if (problem !== undefined) throw new RequestMalformedError(problem)
-  return decode(body)
-}
-
-const sendParams = (body: unknown): SendMessageRequest => {
-  const params = shaped("SendMessage", body ?? {}, SendMessageRequest.fromJSON)
-  validateSend(params)
-  return params
-}
-
-const tenantOf = (call: Call): string => call.query.tenant || ""
-
-const subscribe: Route["handle"] = async (handler, call) => ({
-  _tag: "Stream",
-  events: await handler.resubscribe({ id: call.taskId, tenant: tenantOf(call) }, call.context)
-})
-
-const taskPath = "/tasks/(?<taskId>[^/]+?)"
-const configPath = `${taskPath}/pushNotificationConfigs`
-
-// In the order of the SDK's `restHandler`, which tries each route, then its tenant variant, before the next.
-const routes: ReadonlyArray<Route> = [
-  {
-    method: "GET",
-    pattern: /^\/extendedAgentCard$/,
-    handle: async (handler, call) =>
-      json(
-        AgentCardJson.toJSON(await handler.getAuthenticatedExtendedAgentCard({ tenant: tenantOf(call) }, call.context))
-      )
-  },
-  {
-    method: "POST",
-    pattern: /^\/message:send$/,
-    runs: true,
-    handle: async (handler, call) => {
-      const result = await handler.sendMessage(sendParams(call.body), call.context)
-      // The SDK's private `ToProto.messageSendResult`: a message has an id, a task its artifacts.
-      const payload = "messageId" in result
-        ? { $case: "message" as const, value: result as Message }
-        : { $case: "task" as const, value: result as Task }
-      return json(SendMessageResponse.toJSON({ payload }))
-    }
-  },
-  {
-    method: "POST",
-    pattern: /^\/message:stream$/,
-    runs: true,
-    handle: async (handler, call) => ({
-      _tag: "Stream",
-      events: await handler.sendMessageStream(sendParams(call.body), call.context)
-    })
-  },
-  { method: "GET", pattern: new RegExp(`^${taskPath}:subscribe$`), runs: true, handle: subscribe },
-  { method: "POST", pattern: new RegExp(`^${taskPath}:subscribe$`), runs: true, handle: subscribe },
-  {
-    method: "POST",
-    pattern: new RegExp(`^${taskPath}:cancel$`),
-    handle: async (handler, call) =>
-      json(
-        Task.toJSON(await handler.cancelTask({ id: call.taskId, tenant: tenantOf(call), metadata: {} }, call.context))
-      )
-  },
-  {
-    method: "GET",
-    pattern: new RegExp(`^${taskPath}$`),
-    handle: async (handler, call) => {
-      const historyLength = call.query.historyLength
-      const params = {
-        id: call.taskId,
-        tenant: tenantOf(call),
-        ...(historyLength === undefined ? {} : { historyLength: historyLengthOf(historyLength) })
-      }
-      return json(Task.toJSON(await handler.getTask(params, call.context)))
-    }
-  },
-  {
-    method: "GET",
-    pattern: /^\/tasks$/,
-    handle: async (handler, call) => {
-      const { query } = call
-      const status = query.status
-      const includeArtifacts = query.includeArtifacts === "true"
-      const result = await handler.listTasks({
-        tenant: query.tenant || "",
-        contextId: query.contextId || "",
-        status: status ? taskStateFromJSON(Number.isNaN(Number(status)) ? status : Number(status)) : 0,
-        pageSize: present(query.pageSize) ? pageSizeOf(query.pageSize) : undefined,
-        pageToken: query.pageToken || "",
-        historyLength: present(query.historyLength) ? historyLengthOf(query.historyLength) : undefined,
-        statusTimestampAfter: query.statusTimestampAfter || undefined,
-        includeArtifacts
-      }, call.context)
-      return json(listTasksJson(result, includeArtifacts))
-    }
-  },
-  {
-    method: "POST",
-    pattern: new RegExp(`^${configPath}$`),
-    handle: async (handler, call, card) => {
-      const config = shaped(
-        "CreateTaskPushNotificationConfig",
-        call.body ?? {},
-        (body) => TaskPushNotificationConfig.fromJSON({ ...(body as object), taskId: call.taskId })
-      )
-      if (!card.capabilities?.pushNotifications) throw new PushNotificationNotSupportedError()
-      return json(
-        TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(config, call.context)),
-        201
-      )
-    }
-  },
-  {
-    method: "GET",
-    pattern: new RegExp(`^${configPath}$`),
-    handle: async (handler, call) =>
-      json(ListTaskPushNotificationConfigsResponse.toJSON(
-        await handler.listTaskPushNotificationConfigs(
-          { taskId: call.taskId, pageSize: 0, pageToken: "", tenant: tenantOf(call) },
-          call.context
-        )
-      ))
-  },
-  {
-    method: "GET",
-    pattern: new RegExp(`^${configPath}/(?<configId>[^/]+)$`),
-    handle: async (handler, call) =>
-      json(TaskPushNotificationConfig.toJSON(
-        await handler.getTaskPushNotificationConfig(
-          { taskId: call.taskId, id: call.configId, tenant: tenantOf(call) },
-          call.context
-        )
-      ))
-  },
-  {
-    method: "DELETE",
-    pattern: new RegExp(`^${configPath}/(?<configId>[^/]+)$`),
-    handle: async (handler, call) => {
-      await handler.deleteTaskPushNotificationConfig(
-        { taskId: call.taskId, id: call.configId, tenant: tenantOf(call) },
-        call.context
-      )
-      return { _tag: "Json", status: 204 }
-    }
-  }
-]
-
-interface Matched {
-  readonly route: Route
-  readonly taskId: string
-  readonly configId: string
-  readonly tenant: string | undefined
-}
-
-const tenantPrefix = /^\/(?<tenant>[^/]+)(?<rest>\/.*)$/
-
-// Path parameters are decoded, as Express decodes them; one that cannot be is a malformed request.
-const decoded = (value: string | undefined): string => value === undefined ? "" : decodeURIComponent(value)
-
-/** The route of a request, its path parameters decoded; undefined when none matches. */
-const match = (method: string, path: string): Matched | undefined => {
-  const tenanted = tenantPrefix.exec(path)?.groups
-  for (const route of routes) {
-    if (route.method !== method) continue
-    const plain = route.pattern.exec(path)
-    if (plain) {
-      return {
-        route,
-        taskId: decoded(plain.groups?.taskId),
-        configId: decoded(plain.groups?.configId),
-        tenant: undefined
-      }
-    }
-    const below = tenanted?.rest === undefined ? undefined : route.pattern.exec(tenanted.rest)
-    if (below) {
-      return {
-        route,
-        taskId: decoded(below.groups?.taskId),
-        configId: decoded(below.groups?.configId),
-        tenant: decoded(tenanted?.tenant)
-      }
-    }
-  }
-  return undefined
-}
-
 const isJsonType = (contentType: string | undefined): boolean => {
   const mediaType = contentType?.split(";", 1)[0]?.trim().toLowerCase()
   return mediaType === jsonContentType || mediaType === A2A_CONTENT_TYPE
@@ -446,8 +174,8 @@ export interface Options {
   /** The base path, with a leading slash and none trailing. */
   readonly path: string
   readonly card: AgentCard
-  /** The request handler as the JSON-RPC dispatch calls it. */
-  readonly handler: A2ARequestHandler
+  /** The request handler with its stages, as every transport calls it. */
+  readonly handler: RequestHandler
   readonly subscriptions: internalSubscription.Subscriptions
   readonly maxBodyBytes: number
   readonly state: internalHttp.State
@@ -464,24 +192,33 @@ type Settled =
   | Extract<Answer, { _tag: "Json" }>
   | { readonly _tag: "Stream"; readonly first: IteratorResult<unknown> }
 
-/** Calls the route; a stream is settled once its first event came (a refusal comes as that event). */
-const settle = async (
+/**
+ * Calls the route; a stream is settled once its first event came (a refusal
+ * comes as that event). Whatever the route throws or fails with, or dies
+ * of, is its `Failed` outcome.
+ */
+const settle = (
   options: Options,
   route: Route,
   call: Call,
   opened: (iterator: AsyncIterator<unknown>) => void
-): Promise<Settled> => {
-  try {
+): Effect.Effect<Settled> =>
+  Effect.suspend(() => {
     validateVersion(call.context.requestedVersion, options.card, "HTTP+JSON")
-    const answer = await route.handle(options.handler, call, options.card)
-    if (answer._tag === "Json") return answer
-    const iterator = answer.events[Symbol.asyncIterator]()
-    opened(iterator)
-    return { _tag: "Stream", first: await iterator.next() }
-  } catch (error) {
-    return { _tag: "Failed", error }
-  }
-}
+    return route.handle(options.handler, call, options.card)
+  }).pipe(
+    Effect.flatMap((answer: Answer): Effect.Effect<Settled> => {
+      if (answer._tag === "Json") return Effect.succeed(answer)
+      return Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+        const iterator = Stream.toAsyncIterableRuntime(answer.events, runtime)[Symbol.asyncIterator]()
+        opened(iterator)
+        return Effect.map(Effect.promise(() => iterator.next()), (first): Settled => ({ _tag: "Stream", first }))
+      })
+    }),
+    Effect.catchAllCause((cause) =>
+      Effect.succeed<Settled>({ _tag: "Failed", error: Cause.isInterruptedOnly(cause) ? cause : Cause.squash(cause) })
+    )
+  )
 
 const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
@@ -565,12 +302,15 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
       options.subscriptions.close(context)
       release()
     }
-    const settled = settle(options, route, call, (opened) => {
-      iterator = opened
-    })
-    const outcome = yield* Effect.promise(() => settled).pipe(
-      // A client gone before its answer: what the request holds is let go once the handler settles.
-      Effect.onInterrupt(() => Effect.sync(() => void settled.then(close)))
+    // A client gone before its answer does not stop the call (a run it started goes on, as on the other
+    // transports): what the request holds is let go once the call settles.
+    const outcome = yield* Effect.uninterruptibleMask((restore) =>
+      Effect.tap(
+        settle(options, route, call, (opened) => {
+          iterator = opened
+        }),
+        () => Effect.onInterrupt(restore(Effect.void), () => Effect.sync(close))
+      )
     )
     const answerHeaders = responseHeaders(context)
     switch (outcome._tag) {

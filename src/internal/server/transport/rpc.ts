@@ -15,20 +15,21 @@ import {
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server"
 import { RequestMalformedError, toJsonRpcError } from "@a2a-js/sdk/errors"
 import {
-  type A2ARequestHandler,
   defaultServerCallContextBuilder,
   JsonRpcTransportHandler,
-  type ServerCallContext,
   UnauthenticatedUser,
   type User,
   validateVersion
 } from "@a2a-js/sdk/server"
+import * as Runtime from "effect/Runtime"
+import * as ErrorId from "../../wire/errorId.js"
 import * as ErrorTable from "../../wire/errorTable.js"
 import { nestingProblem } from "../../wire/nesting.js"
 import * as requestShape from "../../wire/requestShape.js"
+import type { RequestHandler } from "../handler/core.js"
+import * as internalSdkHandler from "../handler/sdkHandler.js"
 import type { Subscriptions } from "../handler/subscription.js"
-
-// For idempotencyEntry.ts until it reads the refusal from handler/stages.ts, where it lives.
+import * as internalHttp from "../http/body.js"
 
 /** @internal */
 export const INTERNAL_ERROR = -32603
@@ -167,59 +168,30 @@ const isInternalError = (result: unknown): boolean =>
   (result as { error?: { code?: unknown } }).error?.code === INTERNAL_ERROR
 
 /**
- * `handler`, noting the call contexts it was called with (a -32603 answer
- * to a call that never reached it is the SDK's failure to decode the
- * params) and keeping what its calls reject with under their call context:
- * the SDK's transport answers a rejection as -32603 with its message only,
- * and the server log wants the whole error. The caller gets the handler's
- * own promise, so no step is added.
- */
-const noting = (
-  handler: A2ARequestHandler,
-  called: WeakSet<object>,
-  thrown: WeakMap<object, unknown>
-): A2ARequestHandler => {
-  const note =
-    <P, A>(call: (params: P, context: ServerCallContext) => A) => (params: P, context: ServerCallContext) => {
-      called.add(context)
-      const result = call(params, context)
-      if (result instanceof Promise) result.catch((error: unknown) => thrown.set(context, error))
-      return result
-    }
-  return {
-    getAgentCard: () => handler.getAgentCard(),
-    getAuthenticatedExtendedAgentCard: note(handler.getAuthenticatedExtendedAgentCard.bind(handler)),
-    sendMessage: note(handler.sendMessage.bind(handler)),
-    sendMessageStream: note(handler.sendMessageStream.bind(handler)),
-    getTask: note(handler.getTask.bind(handler)),
-    listTasks: note(handler.listTasks.bind(handler)),
-    cancelTask: note(handler.cancelTask.bind(handler)),
-    resubscribe: note(handler.resubscribe.bind(handler)),
-    createTaskPushNotificationConfig: note(handler.createTaskPushNotificationConfig.bind(handler)),
-    getTaskPushNotificationConfig: note(handler.getTaskPushNotificationConfig.bind(handler)),
-    listTaskPushNotificationConfigs: note(handler.listTaskPushNotificationConfigs.bind(handler)),
-    deleteTaskPushNotificationConfig: note(handler.deleteTaskPushNotificationConfig.bind(handler))
-  }
-}
-
-/**
  * The dispatcher of `requestHandler`, the handler with its stages, as the
- * server composes it for every transport (see `edge/app.ts`).
+ * server composes it for every transport (see `edge/app.ts`), through the
+ * SDK's codecs on `runtime`.
  * `subscriptions`: what the handler's streams are read through, so that a
  * stream's reader that leaves lets go of it at once.
  *
  * @internal
  */
 export const makeDispatcher = (
-  requestHandler: A2ARequestHandler,
+  requestHandler: RequestHandler,
   card: AgentCard,
+  runtime: Runtime.Runtime<never>,
   subscriptions?: Subscriptions
 ): Dispatcher => {
-  const called = new WeakSet<object>()
-  const thrown = new WeakMap<object, unknown>()
-  const captured = noting(requestHandler, called, thrown)
-  const v1 = new JsonRpcTransportHandler(captured)
-  const legacy = new LegacyJsonRpcTransportHandler(captured)
+  const runSync = Runtime.runSync(runtime)
+  // The SDK's codecs answer a rejection as -32603 with its message only: an unexpected one is logged whole here
+  // and rejects with its error id only, so that every -32603 of a call is opaque already.
+  const sdkHandler = internalSdkHandler.toSdk(
+    requestHandler,
+    runtime,
+    (cause, operation) => runSync(internalHttp.opaqueFailure("JSON-RPC", cause, { where: operation }))
+  )
+  const v1 = new JsonRpcTransportHandler(sdkHandler)
+  const legacy = new LegacyJsonRpcTransportHandler(sdkHandler)
   const versionHeader = A2A_VERSION_HEADER.toLowerCase()
   const dispatch = async (body: unknown, headers: Headers, user?: User): Promise<Dispatched> => {
     const requestedVersion = headers[versionHeader] || undefined
@@ -277,8 +249,8 @@ export const makeDispatcher = (
         }
         return { _tag: "Stream", first, iterator, close, mapError, id, headers: responseHeaders, dropped }
       }
-      if (isInternalError(result) && !called.has(context)) {
-        // The SDK failed before it reached the request handler: it could not decode the params.
+      if (isInternalError(result) && !ErrorId.isInternalErrorText(String((result as RpcErrorResponse).error.message))) {
+        // Not the handler's (whose -32603s are opaque already): the SDK failed to decode the params.
         return { _tag: "Json", status: 200, body: invalidParams(id), headers: responseHeaders }
       }
       return {
@@ -288,8 +260,7 @@ export const makeDispatcher = (
         body: typeof result === "object" && result !== null && "error" in result
           ? { ...result, id, ...(useLegacy ? {} : { error: throughTable((result as { error: RpcError }).error) }) }
           : result,
-        headers: responseHeaders,
-        ...(isInternalError(result) && thrown.has(context) ? { cause: thrown.get(context) } : {})
+        headers: responseHeaders
       }
     } catch (error) {
       const mapped = mapError(error)

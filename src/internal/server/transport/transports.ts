@@ -5,9 +5,9 @@
  *
  * @internal
  */
-import type { A2ARequestHandler } from "@a2a-js/sdk/server"
 import type * as Effect from "effect/Effect"
 import type * as internalAuthentication from "../caller/authentication.js"
+import type { RequestHandler } from "../handler/core.js"
 import type * as internalSubscription from "../handler/subscription.js"
 import type * as internalHttp from "../http/body.js"
 import type * as internalLoad from "../http/load.js"
@@ -38,8 +38,8 @@ export interface GrpcOptions {
 
 /** What another transport's service shares with the JSON-RPC route. @internal */
 export interface Core {
-  /** The dispatcher's request handler: its claim, its id checks and its subscriptions. */
-  readonly handler: A2ARequestHandler
+  /** The request handler with its stages (its claim, its id checks, its subscriptions), as every transport calls it. */
+  readonly handler: RequestHandler
   readonly subscriptions: internalSubscription.Subscriptions
   readonly state: internalHttp.State
   readonly load: internalLoad.Load | undefined
