@@ -45,6 +45,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as ErrorTable from "../../wire/errorTable.js"
@@ -303,14 +304,15 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
       release()
     }
     // A client gone before its answer does not stop the call (a run it started goes on, as on the other
-    // transports): what the request holds is let go once the call settles.
-    const outcome = yield* Effect.uninterruptibleMask((restore) =>
-      Effect.tap(
-        settle(options, route, call, (opened) => {
-          iterator = opened
-        }),
-        () => Effect.onInterrupt(restore(Effect.void), () => Effect.sync(close))
-      )
+    // transports): what the request holds is let go once the call settles. The call runs on a fiber of its
+    // own, interruptible as the handler's stages need theirs to be, not in an uninterruptible region of the
+    // request's fiber, whose forks would inherit it.
+    const settling = yield* Effect.forkDaemon(Effect.interruptible(settle(options, route, call, (opened) => {
+      iterator = opened
+    })))
+    const outcome = yield* Effect.onInterrupt(
+      Fiber.join(settling),
+      () => Effect.forkDaemon(Effect.zipRight(Fiber.await(settling), Effect.sync(close)))
     )
     const answerHeaders = responseHeaders(context)
     switch (outcome._tag) {
