@@ -80,6 +80,13 @@ const stored = (taskId: string, event: AgentExecutionEvent): boolean =>
 // Retries of a refused append: at most this far apart.
 const maxRetryDelay = 5_000
 
+/** The SDK-shaped listeners of a channel. */
+interface Listeners {
+  readonly event: Set<EventListener>
+  readonly once: Set<EventListener>
+  readonly finished: Set<FinishedListener>
+}
+
 /** @internal */
 export class TaskChannel implements Channel {
   ending = false
@@ -87,14 +94,14 @@ export class TaskChannel implements Channel {
   private stopped = false
   private retryTimer: ReturnType<typeof setTimeout> | undefined
   private wakeRetry: (() => void) | undefined
-  private readonly listeners = new Set<EventListener>()
-  private readonly onceListeners = new Set<EventListener>()
-  private readonly finishedListeners = new Set<FinishedListener>()
+  // Made when first listened to, as are `drained` when first waited for: a channel lives as long as its run, and
+  // most runs' channels are only followed (by the request that started the run).
+  private listeners: Listeners | undefined
   private readonly followers = new Set<Follower>()
   private pending: Array<AgentExecutionEvent> = []
   private inFlight: Promise<void> | undefined
   private done = false
-  private readonly drained: Array<() => void> = []
+  private drained: Array<() => void> | undefined
 
   constructor(
     readonly taskId: string,
@@ -119,7 +126,7 @@ export class TaskChannel implements Channel {
   appended(): Promise<void> {
     return this.inFlight === undefined && this.pending.length === 0
       ? Promise.resolve()
-      : new Promise((resolve) => this.drained.push(resolve))
+      : new Promise((resolve) => (this.drained ??= []).push(resolve))
   }
 
   follow(follower: Follower): () => void {
@@ -131,38 +138,47 @@ export class TaskChannel implements Channel {
     return () => void this.followers.delete(follower)
   }
 
+  private listening(): Listeners {
+    return this.listeners ??= { event: new Set(), once: new Set(), finished: new Set() }
+  }
+
   on(eventName: "event" | "finished", listener: EventListener | FinishedListener): this {
-    if (eventName === "event") this.listeners.add(listener as EventListener)
-    else this.finishedListeners.add(listener as FinishedListener)
+    if (eventName === "event") this.listening().event.add(listener as EventListener)
+    else this.listening().finished.add(listener as FinishedListener)
     return this
   }
 
   off(eventName: "event" | "finished", listener: EventListener | FinishedListener): this {
+    const listeners = this.listeners
+    if (listeners === undefined) return this
     if (eventName === "event") {
-      this.listeners.delete(listener as EventListener)
-      this.onceListeners.delete(listener as EventListener)
-    } else this.finishedListeners.delete(listener as FinishedListener)
+      listeners.event.delete(listener as EventListener)
+      listeners.once.delete(listener as EventListener)
+    } else listeners.finished.delete(listener as FinishedListener)
     return this
   }
 
   once(eventName: "event" | "finished", listener: EventListener | FinishedListener): this {
-    if (eventName === "event") this.onceListeners.add(listener as EventListener)
+    const listeners = this.listening()
+    if (eventName === "event") listeners.once.add(listener as EventListener)
     else {
       const once: FinishedListener = () => {
-        this.finishedListeners.delete(once)
+        listeners.finished.delete(once)
         ;(listener as FinishedListener)()
       }
-      this.finishedListeners.add(once)
+      listeners.finished.add(once)
     }
     return this
   }
 
   removeAllListeners(eventName?: "event" | "finished"): this {
+    const listeners = this.listeners
+    if (listeners === undefined) return this
     if (eventName === undefined || eventName === "event") {
-      this.listeners.clear()
-      this.onceListeners.clear()
+      listeners.event.clear()
+      listeners.once.clear()
     }
-    if (eventName === undefined || eventName === "finished") this.finishedListeners.clear()
+    if (eventName === undefined || eventName === "finished") listeners.finished.clear()
     return this
   }
 
@@ -236,17 +252,21 @@ export class TaskChannel implements Channel {
 
   private settle(): void {
     if (this.pending.length > 0) return this.flush()
-    for (const resolve of this.drained.splice(0)) resolve()
+    const drained = this.drained
+    this.drained = undefined
+    if (drained !== undefined) { for (const resolve of drained) resolve() }
     if (this.ending) this.finish()
   }
 
   private deliver(batch: ReadonlyArray<AgentExecutionEvent>, task: Task | undefined): void {
     for (const event of batch) {
       for (const follower of [...this.followers]) follower.event(event, task)
-      for (const listener of [...this.listeners]) listener(event)
-      if (this.onceListeners.size > 0) {
-        const once = [...this.onceListeners]
-        this.onceListeners.clear()
+      const listeners = this.listeners
+      if (listeners === undefined) continue
+      for (const listener of [...listeners.event]) listener(event)
+      if (listeners.once.size > 0) {
+        const once = [...listeners.once]
+        listeners.once.clear()
         for (const listener of once) listener(event)
       }
     }
@@ -258,7 +278,7 @@ export class TaskChannel implements Channel {
     this.onDone(this)
     for (const follower of [...this.followers]) follower.finished()
     this.followers.clear()
-    for (const listener of [...this.finishedListeners]) listener()
+    if (this.listeners !== undefined) { for (const listener of [...this.listeners.finished]) listener() }
     this.removeAllListeners()
   }
 }
