@@ -80,12 +80,12 @@ const stored = (taskId: string, event: AgentExecutionEvent): boolean =>
 // Retries of a refused append: at most this far apart.
 const maxRetryDelay = 5_000
 
-/** The SDK-shaped listeners of a channel. */
-interface Listeners {
-  readonly event: Set<EventListener>
-  readonly once: Set<EventListener>
-  readonly finished: Set<FinishedListener>
-}
+// The listeners of every channel no one listened to yet, never added to: a channel lives as long as its run, and
+// most runs' channels are only followed (by the request that started the run), so their sets are made when needed.
+const none: Set<never> = new Set()
+
+/** `set` with `item`: a new set in place of {@link none}. */
+const adding = <A>(set: Set<A>, item: A): Set<A> => (set === none ? new Set<A>() : set).add(item)
 
 /** @internal */
 export class TaskChannel implements Channel {
@@ -94,9 +94,9 @@ export class TaskChannel implements Channel {
   private stopped = false
   private retryTimer: ReturnType<typeof setTimeout> | undefined
   private wakeRetry: (() => void) | undefined
-  // Made when first listened to, as are `drained` when first waited for: a channel lives as long as its run, and
-  // most runs' channels are only followed (by the request that started the run).
-  private listeners: Listeners | undefined
+  private listeners: Set<EventListener> = none
+  private onceListeners: Set<EventListener> = none
+  private finishedListeners: Set<FinishedListener> = none
   private readonly followers = new Set<Follower>()
   private pending: Array<AgentExecutionEvent> = []
   private inFlight: Promise<void> | undefined
@@ -138,47 +138,38 @@ export class TaskChannel implements Channel {
     return () => void this.followers.delete(follower)
   }
 
-  private listening(): Listeners {
-    return this.listeners ??= { event: new Set(), once: new Set(), finished: new Set() }
-  }
-
   on(eventName: "event" | "finished", listener: EventListener | FinishedListener): this {
-    if (eventName === "event") this.listening().event.add(listener as EventListener)
-    else this.listening().finished.add(listener as FinishedListener)
+    if (eventName === "event") this.listeners = adding(this.listeners, listener as EventListener)
+    else this.finishedListeners = adding(this.finishedListeners, listener as FinishedListener)
     return this
   }
 
   off(eventName: "event" | "finished", listener: EventListener | FinishedListener): this {
-    const listeners = this.listeners
-    if (listeners === undefined) return this
     if (eventName === "event") {
-      listeners.event.delete(listener as EventListener)
-      listeners.once.delete(listener as EventListener)
-    } else listeners.finished.delete(listener as FinishedListener)
+      this.listeners.delete(listener as EventListener)
+      this.onceListeners.delete(listener as EventListener)
+    } else this.finishedListeners.delete(listener as FinishedListener)
     return this
   }
 
   once(eventName: "event" | "finished", listener: EventListener | FinishedListener): this {
-    const listeners = this.listening()
-    if (eventName === "event") listeners.once.add(listener as EventListener)
+    if (eventName === "event") this.onceListeners = adding(this.onceListeners, listener as EventListener)
     else {
       const once: FinishedListener = () => {
-        listeners.finished.delete(once)
+        this.finishedListeners.delete(once)
         ;(listener as FinishedListener)()
       }
-      listeners.finished.add(once)
+      this.finishedListeners = adding(this.finishedListeners, once)
     }
     return this
   }
 
   removeAllListeners(eventName?: "event" | "finished"): this {
-    const listeners = this.listeners
-    if (listeners === undefined) return this
     if (eventName === undefined || eventName === "event") {
-      listeners.event.clear()
-      listeners.once.clear()
+      this.listeners.clear()
+      this.onceListeners.clear()
     }
-    if (eventName === undefined || eventName === "finished") listeners.finished.clear()
+    if (eventName === undefined || eventName === "finished") this.finishedListeners.clear()
     return this
   }
 
@@ -261,12 +252,10 @@ export class TaskChannel implements Channel {
   private deliver(batch: ReadonlyArray<AgentExecutionEvent>, task: Task | undefined): void {
     for (const event of batch) {
       for (const follower of [...this.followers]) follower.event(event, task)
-      const listeners = this.listeners
-      if (listeners === undefined) continue
-      for (const listener of [...listeners.event]) listener(event)
-      if (listeners.once.size > 0) {
-        const once = [...listeners.once]
-        listeners.once.clear()
+      for (const listener of [...this.listeners]) listener(event)
+      if (this.onceListeners.size > 0) {
+        const once = [...this.onceListeners]
+        this.onceListeners.clear()
         for (const listener of once) listener(event)
       }
     }
@@ -278,7 +267,7 @@ export class TaskChannel implements Channel {
     this.onDone(this)
     for (const follower of [...this.followers]) follower.finished()
     this.followers.clear()
-    if (this.listeners !== undefined) { for (const listener of [...this.listeners.finished]) listener() }
+    for (const listener of [...this.finishedListeners]) listener()
     this.removeAllListeners()
   }
 }

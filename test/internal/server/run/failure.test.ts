@@ -35,21 +35,23 @@ describe("server/failure.renderCause", () => {
   })
 
   it("writes an unread stack as Node writes it, where Node would write it plainly; an application's hook is kept", () => {
-    const hook = Error.prepareStackTrace
+    // Node's own hook, or none (its own writer then): an application's hook replaces it.
+    const hooks = Error as { prepareStackTrace?: ErrorConstructor["prepareStackTrace"] | undefined }
+    const hook = hooks.prepareStackTrace
     // Twins: the same frames, one stack read by Node, the other first by the renderer.
     const [byNode, byRenderer] = [0, 1].map(() => new Error("twin", { cause: new RangeError("inner") }))
     try {
-      Error.prepareStackTrace = undefined
+      hooks.prepareStackTrace = undefined
       expect([byNode!.stack, (byNode!.cause as Error).stack]).toHaveLength(2)
       expect(internalFailure.renderCause(Cause.die(byRenderer))).toBe(internalFailure.renderCause(Cause.die(byNode)))
-      expect(Error.prepareStackTrace).toBeUndefined()
+      expect(hooks.prepareStackTrace).toBeUndefined()
       const application = (error: Error) => `${error.name} mapped by the application`
       Error.prepareStackTrace = application
       expect(internalFailure.renderCause(Cause.die(new Error("mapped")))).toBe("Error: mapped")
       expect(new Error("after").stack).toBe("Error mapped by the application")
       expect(Error.prepareStackTrace).toBe(application)
     } finally {
-      Error.prepareStackTrace = hook
+      hooks.prepareStackTrace = hook
     }
     expect(byNode!.stack).toMatch(/^Error: twin\n {4}at /)
   })
