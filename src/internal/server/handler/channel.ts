@@ -86,6 +86,13 @@ const stored = (taskId: string, event: AgentExecutionEvent): boolean =>
 // Retries of a refused append: at most this far apart.
 const maxRetryDelay = 5_000
 
+// The listeners of every channel no one listened to yet, never added to: a channel lives as long as its run, and
+// most runs' channels are only followed (by the request that started the run), so their sets are made when needed.
+const none: Set<never> = new Set()
+
+/** `set` with `item`: a new set in place of {@link none}. */
+const adding = <A>(set: Set<A>, item: A): Set<A> => (set === none ? new Set<A>() : set).add(item)
+
 /** @internal */
 export class TaskChannel implements Channel {
   ending = false
@@ -93,15 +100,15 @@ export class TaskChannel implements Channel {
   private stopped = false
   private retryTimer: ReturnType<typeof setTimeout> | undefined
   private wakeRetry: (() => void) | undefined
-  private readonly listeners = new Set<EventListener>()
-  private readonly onceListeners = new Set<EventListener>()
-  private readonly finishedListeners = new Set<FinishedListener>()
+  private listeners: Set<EventListener> = none
+  private onceListeners: Set<EventListener> = none
+  private finishedListeners: Set<FinishedListener> = none
   private readonly followers = new Set<Follower>()
   private readonly taps = new Set<(event: AgentExecutionEvent) => void>()
   private pending: Array<AgentExecutionEvent> = []
   private inFlight: Promise<void> | undefined
   private done = false
-  private readonly drained: Array<() => void> = []
+  private drained: Array<() => void> | undefined
 
   constructor(
     readonly taskId: string,
@@ -126,7 +133,7 @@ export class TaskChannel implements Channel {
   appended(): Promise<void> {
     return this.inFlight === undefined && this.pending.length === 0
       ? Promise.resolve()
-      : new Promise((resolve) => this.drained.push(resolve))
+      : new Promise((resolve) => (this.drained ??= []).push(resolve))
   }
 
   follow(follower: Follower): () => void {
@@ -144,8 +151,8 @@ export class TaskChannel implements Channel {
   }
 
   on(eventName: "event" | "finished", listener: EventListener | FinishedListener): this {
-    if (eventName === "event") this.listeners.add(listener as EventListener)
-    else this.finishedListeners.add(listener as FinishedListener)
+    if (eventName === "event") this.listeners = adding(this.listeners, listener as EventListener)
+    else this.finishedListeners = adding(this.finishedListeners, listener as FinishedListener)
     return this
   }
 
@@ -158,13 +165,13 @@ export class TaskChannel implements Channel {
   }
 
   once(eventName: "event" | "finished", listener: EventListener | FinishedListener): this {
-    if (eventName === "event") this.onceListeners.add(listener as EventListener)
+    if (eventName === "event") this.onceListeners = adding(this.onceListeners, listener as EventListener)
     else {
       const once: FinishedListener = () => {
         this.finishedListeners.delete(once)
         ;(listener as FinishedListener)()
       }
-      this.finishedListeners.add(once)
+      this.finishedListeners = adding(this.finishedListeners, once)
     }
     return this
   }
@@ -248,7 +255,9 @@ export class TaskChannel implements Channel {
 
   private settle(): void {
     if (this.pending.length > 0) return this.flush()
-    for (const resolve of this.drained.splice(0)) resolve()
+    const drained = this.drained
+    this.drained = undefined
+    if (drained !== undefined) { for (const resolve of drained) resolve() }
     if (this.ending) this.finish()
   }
 

@@ -11,7 +11,6 @@
 import { type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import { AgentEvent, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
-import type * as Clock from "effect/Clock"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
@@ -29,8 +28,6 @@ import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import { withoutStackTrace } from "../../errors.js"
-import * as internalMetrics from "../../observability/metrics.js"
-import * as internalTracing from "../../observability/tracing.js"
 import { ConfigurationError } from "../../serverErrors.js"
 import * as ErrorId from "../../wire/errorId.js"
 import { fromTask, fromUserMessage } from "../../wire/parts.js"
@@ -48,6 +45,7 @@ import {
 import * as internalFailure from "./failure.js"
 import {
   admissionRefused,
+  failureLogMessage,
   type Finals,
   isReply,
   makeFinals,
@@ -55,14 +53,8 @@ import {
   outputProblem,
   type RunEnd
 } from "./finalStatus.js"
-import {
-  AgentProgress,
-  InvalidOutput,
-  makeProgress,
-  publishStatusUpdate,
-  type RunEvents,
-  textStatus
-} from "./runEvents.js"
+import { AgentProgress, InvalidOutput, publishStatusUpdate, RunEvents, textStatus } from "./runEvents.js"
+import { finishRun, makeTelemetry, runSpan, type Telemetry } from "./telemetry.js"
 
 type AgentRequest = AgentExecutor.AgentRequest
 type FinalStatus = AgentExecutor.FinalStatus
@@ -79,20 +71,19 @@ const shutdownFiberId = FiberId.make(-1, 0)
 const publishedNow: Promise<void> = Promise.resolve()
 
 /** What the runs of one executor share, built once by {@link make}. */
-interface Shared<R> {
+interface Shared<R> extends Telemetry {
   readonly agent: AgentExecutor.Agent<unknown, R>
   readonly options: AgentExecutor.Options<R>
   readonly runtime: Runtime.Runtime<R>
-  readonly clock: Clock.Clock
-  readonly exporting: boolean
-  readonly spanSettings: internalTracing.SpanSettings
-  /** What a failed run's span ends with when it goes nowhere: one shared value instead of a new error per run. */
-  readonly unexportedFailure: Exit.Exit<never, internalFailure.RunFailed>
-  readonly agentName: string
   readonly logAnnotations: HashMap.HashMap<string, unknown>
-  readonly metrics: ReturnType<typeof runMetrics>
   readonly runFork: RunFork
   readonly finals: Finals<R>
+  /**
+   * Whether a run's fiber settles its final status itself: only with an
+   * `afterExecute` hook, which a cancel or a shutdown must interrupt. Without
+   * one the fiber runs the agent alone, and its ending is settled as it ends.
+   */
+  readonly settlesInFiber: boolean
   /** With a store others write: the watch for cancels from other servers, set once the executor is made. */
   cancels: CancelWatch | undefined
   readonly runs: Map<string, Set<Run<R>>>
@@ -127,16 +118,6 @@ const appendedOn = <R>(shared: Shared<R>, bus: ExecutionEventBus): Promise<void>
   if (appending === undefined) return publishedNow
   shared.appending.add(appending)
   return appending.appended().finally(() => shared.appending.delete(appending))
-}
-
-const runMetrics = (agentName: string) => {
-  const agentTag = { agent: agentName }
-  return {
-    completed: internalMetrics.tagged(internalMetrics.serverCompleted, agentTag),
-    failed: internalMetrics.tagged(internalMetrics.serverFailed, agentTag),
-    canceledByAdmission: internalMetrics.tagged(internalMetrics.serverCanceledByAdmission, agentTag),
-    latency: internalMetrics.tagged(internalMetrics.serverLatency, agentTag)
-  }
 }
 
 /** See `AgentExecutor.make`. */
@@ -181,27 +162,18 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
     const agentName = options.name ?? "agent"
     const runFork = Runtime.runFork(runtime)
     return {
+      ...makeTelemetry(agentName, runtime.fiberRefs, tracer, clock),
       agent,
       options,
       runtime,
-      clock,
-      exporting: internalTracing.exportsSpans(tracer),
-      // Each run's span is made before its fiber, and handed to it in its context.
-      spanSettings: internalTracing.spanSettings(
-        (ref) => FiberRefs.getOrDefault(runtime.fiberRefs, ref),
-        tracer,
-        clock
-      ),
-      unexportedFailure: Exit.fail(new internalFailure.RunFailed({ errorId: "unknown" })),
-      agentName,
       logAnnotations: HashMap.set(
         FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations),
         "agent",
         agentName
       ),
-      metrics: runMetrics(agentName),
       runFork,
       finals: makeFinals(options, debug),
+      settlesInFiber: options.afterExecute !== undefined,
       cancels: undefined,
       runs: new Map(),
       pausedContexts: new WeakMap(),
@@ -237,22 +209,6 @@ const initialTask = (context: RequestContext): Task => {
     }
 }
 
-/** The span of a run: exported with its attributes, or only its ids when spans go nowhere. */
-const runSpan = <R>(shared: Shared<R>, request: AgentRequest): Tracer.Span | undefined => {
-  const parentSpan = internalTracing.parentOfHeaders(request.headers)
-  const name = internalTracing.executeSpanName
-  return !shared.spanSettings.enabled
-    ? undefined
-    : shared.exporting
-    ? internalTracing.startSpan(shared.spanSettings, name, parentSpan, "server", {
-      "a2a.task_id": request.taskId,
-      "a2a.context_id": request.contextId,
-      "a2a.agent": shared.agentName,
-      ...(Option.isSome(request.caller) ? { "a2a.caller": request.caller.value.id } : {})
-    })
-    : new internalTracing.UnexportedSpan(name, parentSpan, "server")
-}
-
 /**
  * The runtime of a run's fiber: it starts with its span, progress and log
  * annotations in place, instead of providing each around the agent, as this
@@ -269,7 +225,7 @@ const runRuntime = <R>(shared: Shared<R>, request: AgentRequest, span: Tracer.Sp
   })
   // One copy of the services instead of one per `Context.add`.
   const services = new Map(runtime.context.unsafeMap)
-  services.set(AgentProgress.key, makeProgress(taskId, contextId, events))
+  services.set(AgentProgress.key, events)
   if (span !== undefined) services.set(Tracer.ParentSpan.key, span)
   return Runtime.make({
     context: Context.unsafeMake<R | AgentProgress>(services),
@@ -283,50 +239,6 @@ const runRuntime = <R>(shared: Shared<R>, request: AgentRequest, span: Tracer.Sp
 }
 
 /**
- * Once the final status is known: the metrics, and the end of the span,
- * which carries the error id of a failure but never its cause.
- */
-const finishRun = <R>(
-  shared: Shared<R>,
-  span: Tracer.Span | undefined,
-  startedAt: number,
-  refused: boolean,
-  published: RunEnd
-): void => {
-  const { clock, metrics } = shared
-  if (isReply(published)) {
-    // Answered, without a task: a success, as the client reads it (Completed).
-    metrics.completed.unsafeUpdate(1, [])
-    metrics.latency.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedAt, [])
-    if (span === undefined) return
-    if (!shared.exporting) return span.end(0n, Exit.void)
-    span.attribute("a2a.reply", "message")
-    return internalTracing.endSpan(shared.spanSettings, span, Exit.void)
-  }
-  const state = published.event.status?.state
-  const errorId = Option.getOrUndefined(Option.map(published.failure, (failure) => failure.errorId))
-  if (state === TaskState.TASK_STATE_COMPLETED) metrics.completed.unsafeUpdate(1, [])
-  else if (state === TaskState.TASK_STATE_FAILED) metrics.failed.unsafeUpdate(1, [])
-  else if (state === TaskState.TASK_STATE_CANCELED && refused) metrics.canceledByAdmission.unsafeUpdate(1, [])
-  metrics.latency.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedAt, [])
-  if (span === undefined) return
-  const failed = state === TaskState.TASK_STATE_FAILED
-  if (!shared.exporting) return span.end(0n, failed ? shared.unexportedFailure : Exit.void)
-  span.attribute("a2a.task_state", taskState.name(state))
-  if (errorId !== undefined) {
-    span.attribute("a2a.error_id", errorId)
-    span.event("a2a.failure", clock.unsafeCurrentTimeNanos(), { "a2a.error_id": errorId })
-  }
-  internalTracing.endSpan(
-    shared.spanSettings,
-    span,
-    failed
-      ? Exit.fail(withoutStackTrace(() => new internalFailure.RunFailed({ errorId: errorId ?? "unknown" })))
-      : Exit.void
-  )
-}
-
-/**
  * What the hooks did in a run: `entered`, the `afterExecute` hook ran (it
  * runs once per run); `refused`, the `beforeExecute` hook refused it.
  */
@@ -335,17 +247,20 @@ interface RunHook {
   refused: boolean
 }
 
+/** What a run's fiber ends with: its final status, or only its agent's result when settled outside it. */
+type FiberEnd = RunEnd | AgentExecutor.AgentResult | typeof admissionRefused
+
 /**
- * The run's fiber: the admission hook and the agent, then the final
- * status, settled without being interruptible once the agent is done;
- * interruptions end it as they come.
+ * The run's fiber: the admission hook and the agent, then, with an
+ * `afterExecute` hook, the final status, settled without being
+ * interruptible once the agent is done; interruptions end it as they come.
  */
 const runFiber = <R>(
   shared: Shared<R>,
   request: AgentRequest,
   events: RunEvents,
   hook: RunHook
-): Effect.Effect<RunEnd, unknown, R> => {
+): Effect.Effect<FiberEnd, unknown, R> => {
   const { agent, finals } = shared
   const before = shared.options.beforeExecute
   // Suspended, both: an agent or a hook that throws while building its Effect fails the run like any defect.
@@ -359,6 +274,7 @@ const runFiber = <R>(
       hook.refused = true
       return Effect.succeed(admissionRefused)
     })) as Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R>
+  if (!shared.settlesInFiber) return work
   return Effect.uninterruptibleMask((restore) => {
     const failed = (cause: Cause.Cause<unknown>) =>
       Effect.flatMap(finals.ofFailure(request, cause), (final) => finals.after(request, final, hook, restore))
@@ -403,7 +319,7 @@ class Run<R> implements WatchedRun, RunHook {
   refused = false
   /** Set when a shutdown gave up on the fiber and ended the task itself. */
   abandoned = false
-  fiber!: Fiber.RuntimeFiber<RunEnd, unknown>
+  fiber!: Fiber.RuntimeFiber<FiberEnd, unknown>
   constructor(
     readonly shared: Shared<R>,
     readonly context: RequestContext,
@@ -424,10 +340,29 @@ class Run<R> implements WatchedRun, RunHook {
     return publishedNow
   }
 
-  complete(exit: Exit.Exit<RunEnd, unknown>): Promise<void> {
+  /** Ends a run whose fiber did not settle it, a failure logged once its status is out. */
+  settle(final: RunEnd): Promise<void> {
+    const ended = this.end(final)
+    if (!isReply(final) && Option.isSome(final.failure)) {
+      internalFailure.logFailureOf(this.fiber, failureLogMessage(final.failure.value.errorId), final.failure.value)
+    }
+    return ended
+  }
+
+  complete(exit: Exit.Exit<FiberEnd, unknown>): Promise<void> {
     if (this.abandoned) return Promise.resolve()
-    if (Exit.isSuccess(exit)) return this.end(exit.value)
-    const { finals, state } = this.shared
+    const { finals, settlesInFiber, state } = this.shared
+    if (!settlesInFiber) {
+      if (Exit.isFailure(exit)) return this.settle(finals.ended(this.request, this.canceled, exit.cause))
+      const result = exit.value as AgentExecutor.AgentResult | typeof admissionRefused
+      const problem = outputProblem(result)
+      return this.settle(
+        problem === undefined
+          ? ofResult(this.events, this.request, result)
+          : finals.failed(this.request, Cause.die(new InvalidOutput(problem)))
+      )
+    }
+    if (Exit.isSuccess(exit)) return this.end(exit.value as RunEnd)
     return this.runPromise(
       // A shutdown has a deadline to keep: the runs it ends are settled without the hook.
       Effect.flatMap(
@@ -506,7 +441,7 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   // task, or whose caller asked to be answered at once, has its task out at once.
   const holdTask = shared.options.messageReplies === true && context.task === undefined &&
     context.request.configuration?.returnImmediately !== true
-  const events: RunEvents = { bus, artifacts: [], messages: [], unpublished: holdTask ? initial : undefined }
+  const events = new RunEvents(bus, taskId, context.contextId, holdTask ? initial : undefined)
   if (!holdTask) bus.publish(AgentEvent.task(initial))
   const startedAt = shared.clock.unsafeCurrentTimeMillis()
   const span = runSpan(shared, request)
@@ -552,7 +487,7 @@ const execute = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEv
     return tracked(
       shared,
       context,
-      { bus, artifacts: [], messages: [], unpublished: undefined },
+      new RunEvents(bus, context.taskId, context.contextId, undefined),
       Promise.reject(defect)
     )
   }

@@ -11,13 +11,17 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import type * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
 import * as Inspectable from "effect/Inspectable"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import type * as AgentExecutor from "../../../AgentExecutor.js"
 import * as ErrorId from "../../wire/errorId.js"
 
 /**
@@ -135,6 +139,31 @@ const framesOf = (stack: string): string => {
   return frames.includes(" at new ") ? frames.split("\n").filter((line) => !constructorFrame(line)).join("\n") : frames
 }
 
+/** As Node writes a stack when nothing maps it: the error's `toString()`, then a line per frame. */
+const plainStack = (error: Error, frames: ReadonlyArray<NodeJS.CallSite>): string => {
+  let text = Error.prototype.toString.call(error)
+  for (const frame of frames) text += `\n    at ${frame}`
+  return text
+}
+
+/**
+ * An error's stack, the same text Node would write. Node writes it when it
+ * is first read, and its own writer took twice as long as
+ * {@link plainStack} for the same text (a failed request reads one), so
+ * that one writes it where Node's would: Node's own hook in place (no hook
+ * of the application's) and no source maps to apply.
+ */
+const stackOf = (error: Error): unknown => {
+  const hook = Error.prepareStackTrace
+  if ((hook !== undefined && hook.name !== "ErrorPrepareStackTrace") || process.sourceMapsEnabled) return error.stack
+  Error.prepareStackTrace = plainStack
+  try {
+    return error.stack
+  } finally {
+    Error.prepareStackTrace = hook
+  }
+}
+
 // Beyond this a chain of causes is cut: it may loop back on itself.
 const maxCauseDepth = 8
 
@@ -143,7 +172,8 @@ const renderValue = (raw: unknown, typed: boolean, depth: number): string => {
   const value = Cause.originalError(raw)
   if (!(value instanceof Error)) return `${nameOf(value)}: ${shownOf(value)}`
   let text = `${value.name}: ${value.message === "" ? noMessage : value.message}`
-  if (typeof value.stack === "string") text += framesOf(value.stack)
+  const stack = stackOf(value)
+  if (typeof stack === "string") text += framesOf(stack)
   const fields = typed ? fieldsOf(value) : undefined
   if (fields !== undefined) text += `\nfields: ${fields}`
   if (value.cause !== undefined) {
@@ -188,41 +218,74 @@ export const renderCause = (cause: Cause.Cause<unknown>): string => {
   return interrupted ? "All fibers interrupted without errors." : "Unknown: unknown failure"
 }
 
+/** A failure of a run: its error id and its cause. */
+export type Failure = AgentExecutor.Failure
+
+/** What a failure's log line carries beside the run's own annotations: its id and its whole cause. */
+export const failureAnnotations = (failure: Failure): Record<string, string> => ({
+  errorId: failure.errorId,
+  cause: renderCause(failure.cause)
+})
+
+/**
+ * Hands an error line to the loggers of `refs` (a fiber's), as the fiber
+ * would, with the tracer's logger left out: a span may be exported, the
+ * cause must stay in the log. `annotations` are added to those of `refs`.
+ * It does so itself instead of setting the fiber's annotations and then
+ * restoring them: each of those copies the fiber's refs, which cost more
+ * than the line.
+ *
+ * @internal
+ */
+export const logErrorWith = (
+  refs: FiberRefs.FiberRefs,
+  fiberId: FiberId.FiberId,
+  message: string,
+  annotations: Record<string, string>
+): void => {
+  const logLevel = LogLevel.Error
+  if (LogLevel.greaterThan(FiberRefs.getOrDefault(refs, FiberRef.currentMinimumLogLevel), logLevel)) return
+  let withExtra = FiberRefs.getOrDefault(refs, FiberRef.currentLogAnnotations)
+  for (const [key, value] of Object.entries(annotations)) withExtra = HashMap.set(withExtra, key, value)
+  const options: Logger.Logger.Options<unknown> = {
+    fiberId,
+    logLevel,
+    // As `Effect.log` passes it: the list of its arguments.
+    message: [message],
+    cause: Cause.empty,
+    context: refs,
+    spans: FiberRefs.getOrDefault(refs, FiberRef.currentLogSpan),
+    annotations: withExtra,
+    date: new Date(
+      Context.get(FiberRefs.getOrDefault(refs, DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis()
+    )
+  }
+  Inspectable.withRedactableContext(refs, () => {
+    for (const logger of FiberRefs.getOrDefault(refs, FiberRef.currentLoggers)) {
+      if (logger !== Logger.tracerLogger) logger.log(options)
+    }
+  })
+}
+
+/**
+ * The log line of a failed run, written from its ended fiber (whose logs
+ * carry the task id, context id, trace id and agent) once the caller has
+ * its answer: its cause is rendered then, off the request's path.
+ *
+ * @internal
+ */
+export const logFailureOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>, message: string, failure: Failure): void => {
+  setImmediate(() => logErrorWith(fiber.getFiberRefs(), fiber.id(), message, failureAnnotations(failure)))
+}
+
 /**
  * `Effect.logError(message)` inside `Effect.annotateLogs(annotations)`,
- * with the line kept off the current span (the tracer's logger is left out:
- * a span may be exported, the cause must stay in the log).
- *
- * It hands the line to the fiber's loggers itself, as the fiber does,
- * instead of setting the fiber's annotations and then restoring them: each
- * of those copies the fiber's refs, which cost more than the line.
+ * with the line kept off the current span (see {@link logErrorWith}).
  *
  * @internal
  */
 export const logErrorOffSpan = (message: string, annotations: Record<string, string>): Effect.Effect<void> =>
   Effect.withFiberRuntime((fiber) => {
-    const logLevel = LogLevel.Error
-    if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), logLevel)) return Effect.void
-    let withExtra = fiber.getFiberRef(FiberRef.currentLogAnnotations)
-    for (const [key, value] of Object.entries(annotations)) withExtra = HashMap.set(withExtra, key, value)
-    const context = fiber.getFiberRefs()
-    const options: Logger.Logger.Options<unknown> = {
-      fiberId: fiber.id(),
-      logLevel,
-      // As `Effect.log` passes it: the list of its arguments.
-      message: [message],
-      cause: Cause.empty,
-      context,
-      spans: fiber.getFiberRef(FiberRef.currentLogSpan),
-      annotations: withExtra,
-      date: new Date(
-        Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis()
-      )
-    }
-    Inspectable.withRedactableContext(context, () => {
-      for (const logger of fiber.getFiberRef(FiberRef.currentLoggers)) {
-        if (logger !== Logger.tracerLogger) logger.log(options)
-      }
-    })
+    logErrorWith(fiber.getFiberRefs(), fiber.id(), message, annotations)
     return Effect.void
   })

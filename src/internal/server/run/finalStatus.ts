@@ -33,8 +33,11 @@ export const admissionRefused = Symbol.for("effect-a2a/AgentExecutor/admissionRe
  * id. It runs in the run's fiber, whose logs already carry the task id,
  * context id, trace id and agent.
  */
-const logFailure = (message: string, errorId: string, cause: Cause.Cause<unknown>) =>
-  internalFailure.logErrorOffSpan(message, { errorId, cause: internalFailure.renderCause(cause) })
+const logFailure = (message: string, failure: internalFailure.Failure) =>
+  internalFailure.logErrorOffSpan(message, internalFailure.failureAnnotations(failure))
+
+/** The message of a failed run's log line, which names its error id. */
+export const failureLogMessage = (errorId: string): string => ErrorId.logMessage("Runner failed to execute", errorId)
 
 const final = (event: FinalStatus["event"]): FinalStatus => ({ event, failure: Option.none() })
 
@@ -63,7 +66,7 @@ export const ofResult = (
   }
   switch (result._tag) {
     case "Completed": {
-      for (const value of result.artifacts) publishArtifact(events, taskId, contextId, value)
+      for (const value of result.artifacts) publishArtifact(events, value)
       const message = result.parts.length === 0
         ? undefined
         : wireParts.agentMessage(taskId, contextId, result.parts.map(wireParts.toWirePart))
@@ -115,6 +118,14 @@ export const outputProblem = (
 
 /** The endings of the runs of one executor, with its hook and its debug setting. */
 export interface Finals<R> {
+  /**
+   * FAILED with a new error id (and, with debug on, the cause described in
+   * the text); its cause is for the log, under that id
+   * (`failure.logFailureOf`), which is the caller's to write.
+   */
+  readonly failed: (request: AgentRequest, cause: Cause.Cause<unknown>) => FinalStatus
+  /** As {@link ofInterruption}, its failure's cause left to log as `failed`'s. */
+  readonly ended: (request: AgentRequest, canceled: boolean, cause: Cause.Cause<unknown>) => FinalStatus
   /** FAILED with a new error id, the cause logged under it (and, with debug on, described in the text). */
   readonly ofFailure: (request: AgentRequest, cause: Cause.Cause<unknown>) => Effect.Effect<FinalStatus>
   /**
@@ -143,24 +154,32 @@ export interface Finals<R> {
 }
 
 export const makeFinals = <R>(options: AgentExecutor.Hooks<R>, debug: boolean): Finals<R> => {
-  const ofFailure = (request: AgentRequest, cause: Cause.Cause<unknown>): Effect.Effect<FinalStatus> => {
+  const failed = (request: AgentRequest, cause: Cause.Cause<unknown>): FinalStatus => {
     const errorId = ErrorId.make()
     const text = ErrorId.failureText(errorId) +
       (debug ? `: ${internalFailure.describeCause(cause)}` : "")
-    return logFailure(ErrorId.logMessage("Runner failed to execute", errorId), errorId, cause).pipe(
-      Effect.as<FinalStatus>({
-        event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_FAILED, text),
-        failure: Option.some({ errorId, cause })
-      })
-    )
+    return {
+      event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_FAILED, text),
+      failure: Option.some({ errorId, cause })
+    }
   }
 
-  const ofInterruption = (request: AgentRequest, canceled: boolean, cause: Cause.Cause<unknown>) =>
+  const ended = (request: AgentRequest, canceled: boolean, cause: Cause.Cause<unknown>): FinalStatus =>
     canceled && Cause.isInterrupted(cause)
-      ? Effect.succeed(
-        final(textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_CANCELED, "Task canceled."))
-      )
-      : ofFailure(request, cause)
+      ? final(textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_CANCELED, "Task canceled."))
+      : failed(request, cause)
+
+  // The failure's cause is logged in the fiber that settles it.
+  const logged = (status: FinalStatus): Effect.Effect<FinalStatus> =>
+    Option.isNone(status.failure)
+      ? Effect.succeed(status)
+      : Effect.as(logFailure(failureLogMessage(status.failure.value.errorId), status.failure.value), status)
+
+  const ofFailure = (request: AgentRequest, cause: Cause.Cause<unknown>) =>
+    Effect.suspend(() => logged(failed(request, cause)))
+
+  const ofInterruption = (request: AgentRequest, canceled: boolean, cause: Cause.Cause<unknown>) =>
+    Effect.suspend(() => logged(ended(request, canceled, cause)))
 
   const afterTimeout = Duration.decode(options.afterExecuteTimeout ?? Duration.seconds(10))
   const after: Finals<R>["after"] = (request, final, hook, restore = identity) => {
@@ -192,14 +211,12 @@ export const makeFinals = <R>(options: AgentExecutor.Hooks<R>, debug: boolean): 
         const message = Cause.isInterruptedOnly(cause)
           ? "afterExecute hook interrupted by a cancel or a shutdown; the run ends as interrupted"
           : "afterExecute hook failed; the original final status is kept"
-        return logFailure(message, errorId, cause).pipe(
-          Effect.as(final)
-        )
+        return Effect.as(logFailure(message, { errorId, cause }), final)
       })
     )
   }
 
-  return { ofFailure, ofInterruption, after }
+  return { failed, ended, ofFailure, ofInterruption, after }
 }
 
 /** See `AgentExecutor.failureHints`. */

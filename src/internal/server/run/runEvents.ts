@@ -6,7 +6,8 @@
  * @internal
  */
 import { type Message, type Task, TaskState, type TaskStatusUpdateEvent } from "@a2a-js/sdk"
-import { AgentEvent, type AgentExecutionEvent, type ExecutionEventBus } from "@a2a-js/sdk/server"
+import { AgentEvent, type ExecutionEventBus } from "@a2a-js/sdk/server"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Part from "../../../Part.js"
 import { AgentProgress, InvalidOutput } from "../../agent/progress.js"
@@ -35,19 +36,61 @@ export const textStatus = (taskId: string, contextId: string, state: TaskState, 
   statusEvent(taskId, contextId, state, wireParts.agentMessage(taskId, contextId, [wireParts.textPart(text)]))
 
 /**
- * A run's bus, and the artifact updates and status messages the run published on it: what a final state written
- * ahead of a lagging handler saves with it, as the handler drops every event it processes after a terminal state.
+ * A run's bus and what it publishes on it; also the run's `AgentProgress`.
+ * One object per run, its progress functions made only when an agent takes
+ * one: a run mostly waits, and every closure it holds meanwhile is held once
+ * per run in flight.
  */
-export interface RunEvents {
-  readonly bus: ExecutionEventBus
-  readonly artifacts: Array<AgentExecutionEvent>
-  readonly messages: Array<Message>
-  /**
-   * The task of a run that may still answer with a bare message (see
-   * `AgentExecutor.Options.messageReplies`): published before the run's
-   * first event of a task, then gone. Undefined once the task is out.
-   */
-  unpublished: Task | undefined
+export class RunEvents implements Context.Tag.Service<AgentProgress> {
+  constructor(
+    readonly bus: ExecutionEventBus,
+    readonly taskId: string,
+    readonly contextId: string,
+    /**
+     * The task of a run that may still answer with a bare message (see
+     * `AgentExecutor.Options.messageReplies`): published before the run's
+     * first event of a task, then gone. Undefined once the task is out.
+     */
+    public unpublished: Task | undefined
+  ) {}
+
+  /** A WORKING status update with a text message. */
+  get status() {
+    return (text: string): Effect.Effect<void> =>
+      Effect.sync(() =>
+        publishStatusUpdate(this, textStatus(this.taskId, this.contextId, TaskState.TASK_STATE_WORKING, text))
+      )
+  }
+
+  /** A WORKING status update with a data part. */
+  get data() {
+    return (value: Part.Json): Effect.Effect<void> =>
+      Effect.zipRight(
+        checked(json.notJson(value, "progress.data")),
+        Effect.sync(() =>
+          publishStatusUpdate(
+            this,
+            statusEvent(
+              this.taskId,
+              this.contextId,
+              TaskState.TASK_STATE_WORKING,
+              wireParts.agentMessage(this.taskId, this.contextId, [
+                wireParts.toWirePart(wireParts.build(Part.DataPart, { data: value }))
+              ])
+            )
+          )
+        )
+      )
+  }
+
+  /** An artifact update. */
+  get artifact() {
+    return (value: Part.Artifact): Effect.Effect<void> =>
+      Effect.zipRight(
+        checked(json.partsNotJson(value.parts, "progress.artifact.parts")),
+        Effect.sync(() => publishArtifact(this, value))
+      )
+  }
 }
 
 /** Publishes the run's task if it is not out yet: the SDK requires it before any event of the task. */
@@ -64,54 +107,15 @@ export const publishStatusUpdate = (events: RunEvents, event: TaskStatusUpdateEv
   events.bus.publish(AgentEvent.statusUpdate(event))
 }
 
-const publishStatus = (events: RunEvents, event: TaskStatusUpdateEvent): void => {
-  if (event.status?.message !== undefined) events.messages.push(event.status.message)
-  publishStatusUpdate(events, event)
-}
-
-/** A whole artifact, in one chunk. */
-const artifactEvent = (taskId: string, contextId: string, value: Part.Artifact) =>
-  AgentEvent.artifactUpdate({
-    taskId,
-    contextId,
+/** Publishes a whole artifact of the run's task, in one chunk. */
+export const publishArtifact = (events: RunEvents, value: Part.Artifact): void => {
+  openTask(events)
+  events.bus.publish(AgentEvent.artifactUpdate({
+    taskId: events.taskId,
+    contextId: events.contextId,
     artifact: wireParts.toWireArtifact(value),
     append: false,
     lastChunk: true,
     metadata: {}
-  })
-
-export const publishArtifact = (events: RunEvents, taskId: string, contextId: string, value: Part.Artifact): void => {
-  const event = artifactEvent(taskId, contextId, value)
-  events.artifacts.push(event)
-  openTask(events)
-  events.bus.publish(event)
+  }))
 }
-
-/** The progress of one run: each report goes out on its bus at once. */
-export const makeProgress = (taskId: string, contextId: string, events: RunEvents) =>
-  AgentProgress.of({
-    status: (text) =>
-      Effect.sync(() => publishStatus(events, textStatus(taskId, contextId, TaskState.TASK_STATE_WORKING, text))),
-    data: (value) =>
-      Effect.zipRight(
-        checked(json.notJson(value, "progress.data")),
-        Effect.sync(() =>
-          publishStatus(
-            events,
-            statusEvent(
-              taskId,
-              contextId,
-              TaskState.TASK_STATE_WORKING,
-              wireParts.agentMessage(taskId, contextId, [
-                wireParts.toWirePart(wireParts.build(Part.DataPart, { data: value }))
-              ])
-            )
-          )
-        )
-      ),
-    artifact: (value) =>
-      Effect.zipRight(
-        checked(json.partsNotJson(value.parts, "progress.artifact.parts")),
-        Effect.sync(() => publishArtifact(events, taskId, contextId, value))
-      )
-  })

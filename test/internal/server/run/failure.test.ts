@@ -34,6 +34,28 @@ describe("server/failure.renderCause", () => {
     expect(chained).toContain("\n    [cause]: string: the root\n  }\n}")
   })
 
+  it("writes an unread stack as Node writes it, where Node would write it plainly; an application's hook is kept", () => {
+    // Node's own hook, or none (its own writer then): an application's hook replaces it.
+    const hooks = Error as { prepareStackTrace?: ErrorConstructor["prepareStackTrace"] | undefined }
+    const hook = hooks.prepareStackTrace
+    // Twins: the same frames, one stack read by Node, the other first by the renderer.
+    const [byNode, byRenderer] = [0, 1].map(() => new Error("twin", { cause: new RangeError("inner") }))
+    try {
+      hooks.prepareStackTrace = undefined
+      expect([byNode!.stack, (byNode!.cause as Error).stack]).toHaveLength(2)
+      expect(internalFailure.renderCause(Cause.die(byRenderer))).toBe(internalFailure.renderCause(Cause.die(byNode)))
+      expect(hooks.prepareStackTrace).toBeUndefined()
+      const application = (error: Error) => `${error.name} mapped by the application`
+      Error.prepareStackTrace = application
+      expect(internalFailure.renderCause(Cause.die(new Error("mapped")))).toBe("Error: mapped")
+      expect(new Error("after").stack).toBe("Error mapped by the application")
+      expect(Error.prepareStackTrace).toBe(application)
+    } finally {
+      hooks.prepareStackTrace = hook
+    }
+    expect(byNode!.stack).toMatch(/^Error: twin\n {4}at /)
+  })
+
   it("names a tagged error without a message", () => {
     const text = internalFailure.renderCause(causeOf(Effect.suspend(() => new Quiet({ code: 7 }))))
     expect(text).toMatch(/^Quiet: An error has occurred\n/)
