@@ -214,12 +214,12 @@ const main = async () => {
   console.log(
     `ratio ours/express throughput: ${(rps(steady.ours) / rps(steady.express)).toFixed(2)} overall, ${
       median(throughputRatios).toFixed(2)
-    } median of rounds (target >= 1.0)`
+    } median of rounds (issue #43: time <= 0.9, so throughput >= 1.11)`
   )
   console.log(
     `ratio FAILED/COMPLETED time:   ${(steady.failed / steady.ours).toFixed(2)} overall, ${
       median(failedRatios).toFixed(2)
-    } median of rounds (target <= 1.2)`
+    } median of rounds (target <= 1.1)`
   )
   await theirs.close()
   await Effect.runPromise(Scope.close(scope, Exit.void))
@@ -246,16 +246,17 @@ const main = async () => {
       ours: steady.ours,
       peer: steady.express,
       unit: "ms",
-      target: "<= 1.0",
-      pass: steady.ours <= steady.express
+      // Issue #43: faster than the SDK's server, by a tenth.
+      target: "<= 0.9",
+      pass: steady.ours / steady.express <= 0.9
     },
     {
       name: "A2AServer FAILED vs COMPLETED path, ms per request",
       ours: steady.failed,
       peer: steady.ours,
       unit: "ms",
-      target: "<= 1.2",
-      pass: steady.failed / steady.ours <= 1.2
+      target: "<= 1.1",
+      pass: steady.failed / steady.ours <= 1.1
     },
     {
       name: `warm-up, the first ${warmUpRequests} requests of each series: A2AServer vs SDK Express, ms per request`,
