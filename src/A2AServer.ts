@@ -130,7 +130,9 @@ export interface Options<E, R> extends AgentExecutor.Options<R> {
    * Default: `TaskStoreConfig.Memory({})`, in memory, forgetting ended tasks
    * after an hour and beyond 10,000. {@link TaskStoreConfig} also names an
    * unbounded memory store and stores on SQLite or PostgreSQL; any SDK
-   * `TaskStore` is used as given, the whole task saved at each event.
+   * `TaskStore` is used as given, the whole task saved at each event. Such a
+   * store cannot tell of a cancel: one that another server sharing it takes
+   * stops a run here only with `replication` on (whose nudge carries it).
    */
   readonly taskStore?: TaskStore | TaskStoreConfig | undefined
   /**

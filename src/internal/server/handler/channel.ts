@@ -238,6 +238,9 @@ export class TaskChannel implements Channel {
         }
         if (this.stopped || performance.now() - since >= this.retry.retryMillis) {
           this.retry.gaveUp(this.stopped ? "shutdown" : "timeout", error)
+          // The run stages still get what the store lost: the event log's subscribers on other replicas see the
+          // run end rather than wait for it, as a push receiver does.
+          for (const event of events) for (const onEvent of this.taps) onEvent(event)
           return
         }
         await new Promise<void>((resolve) => {

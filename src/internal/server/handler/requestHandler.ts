@@ -2,8 +2,9 @@
  * The server's request handler: every A2A operation as an Effect (a stream
  * as a `Stream`), over the `TaskStore` service and the channels of the
  * tasks with a run in progress (see `channel.ts`). It keeps every check the
- * SDK's `DefaultRequestHandler` makes and answers as it answers; the SDK's
- * transports call it through `sdkHandler.ts`. Its operations are in
+ * SDK's `DefaultRequestHandler` makes and answers as it answers; HTTP+JSON
+ * and gRPC call it as it is, the SDK's JSON-RPC codecs through
+ * `sdkHandler.ts`. Its operations are in
  * `send.ts` and `tasks.ts`, what they share in `core.ts`: the room of the
  * task lifecycle, above the task stores and the run.
  *

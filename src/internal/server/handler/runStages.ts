@@ -21,7 +21,8 @@ export interface Run {
 export interface RunHooks {
   /**
    * Each event of the run, once the store has it (a bare message, which no
-   * store takes, at once) and before anyone else is handed it: what it
+   * store takes, at once; one the store gave up on, then) and before anyone
+   * else is handed it: what it
    * notes of the event is there when the caller's stream takes it. Plain
    * and synchronous: it is on every event's path.
    */

@@ -2,7 +2,7 @@
  * The request handler (`requestHandler.ts`) as the SDK's transports call
  * one: its `A2ARequestHandler` interface, of promises and async generators,
  * run on the runtime it was made with. The SDK's JSON-RPC codecs (v1.0 and
- * v0.3) and our HTTP+JSON and gRPC transports call it unchanged.
+ * v0.3) call it so; HTTP+JSON and gRPC call the Effect handler itself.
  *
  * @internal
  */

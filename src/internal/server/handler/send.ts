@@ -128,13 +128,14 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
         task,
         referenceTasks
       )
-      options.onRequestContext?.(requestContext)
       const pushConfig = params.configuration?.taskPushNotificationConfig
       if (pushConfig !== undefined && pushStore !== undefined) {
         const config = structuredClone(pushConfig)
         config.taskId = taskId
         yield* Effect.promise(() => pushStore.save(taskId, context, config))
       }
+      // Told once nothing before the run can fail any more: a call refused before it did not start one.
+      options.onRequestContext?.(requestContext)
       return requestContext
     })
 
@@ -192,13 +193,13 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
       }
       void ended.then(() => channel.appended()).finally(() => {
         untap?.()
-        runFork(Effect.ensuring(started.end, Effect.sync(() => channel.finished())))
+        runFork(unseen(Effect.ensuring(started.end, Effect.sync(() => channel.finished()))))
       })
     }
     if (runStages.length === 0) {
       launch(internalRunStages.none)
     } else {
-      runFork(
+      runFork(unseen(
         Effect.flatMap(
           Effect.exit(internalRunStages.start(runStages, { requestContext, bus: channel })),
           (exit) =>
@@ -211,10 +212,14 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
               if (opened) channel.finished()
             })
         )
-      )
+      ))
     }
     return unfollow
   }
+
+  // A fiber no one awaits: what goes wrong in it (a listener that throws as the channel ends) is logged, not lost.
+  const unseen = (effect: Effect.Effect<void>) =>
+    Effect.catchAllCause(effect, (cause) => Effect.logWarning("A run's start or end went wrong", cause))
 
   const checkedMessage = (params: SendMessageRequest, streaming: boolean) =>
     params.message?.messageId

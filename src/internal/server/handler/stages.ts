@@ -11,7 +11,6 @@ import type { SendMessageRequest } from "@a2a-js/sdk"
 import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import type { ServerCallContext } from "@a2a-js/sdk/server"
 import * as Effect from "effect/Effect"
-import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { storedTextProblem } from "../../ledger/storedText.js"
 import type { Failure, RequestHandler } from "./core.js"
@@ -127,27 +126,30 @@ export const refusing = (handler: RequestHandler, refusals: Refusals): RequestHa
       })
     )
   // Taken uninterruptibly and let go once, however the call ends: released as it settles, fails or is interrupted.
-  const held = <A, E, R>(
-    params: SendMessageRequest,
-    context: ServerCallContext,
-    use: () => Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E | Failure, R | Scope.Scope> =>
-    Effect.flatMap(
-      Effect.acquireRelease(claimed(params, context), (held) =>
-        Effect.sync(() => {
-          if (held._tag === "Go") held.release?.()
-        })),
-      (held): Effect.Effect<A, E | Failure, R> =>
-        held._tag === "Running" ? refusedContinuing(held.taskId, context) : use()
-    )
+  const letGo = (held: Held) =>
+    Effect.sync(() => {
+      if (held._tag === "Go") held.release?.()
+    })
   return {
     ...handler,
-    sendMessage: (params, context) => Effect.scoped(held(params, context, () => handler.sendMessage(params, context))),
+    // No scope of its own: one per call would be kept for each send in flight.
+    sendMessage: (params, context) =>
+      Effect.acquireUseRelease(
+        claimed(params, context),
+        (held) =>
+          held._tag === "Running" ? refusedContinuing(held.taskId, context) : handler.sendMessage(params, context),
+        letGo
+      ),
     // Held until the stream ends, its reader leaves or it fails. The stages after this one are called at once, as
     // the call comes (`subscription.bounding` notes its reader then), whether or not it is refused.
     sendMessageStream: (params, context) => {
       const stream = handler.sendMessageStream(params, context)
-      return Stream.unwrapScoped(held(params, context, () => Effect.succeed(stream)))
+      return Stream.unwrapScoped(
+        Effect.flatMap(
+          Effect.acquireRelease(claimed(params, context), letGo),
+          (held) => held._tag === "Running" ? refusedContinuing(held.taskId, context) : Effect.succeed(stream)
+        )
+      )
     },
     getTask: (params, context) => Effect.zipRight(idsChecked(params), handler.getTask(params, context)),
     listTasks: (params, context) => Effect.zipRight(idsChecked(params), handler.listTasks(params, context)),

@@ -506,7 +506,7 @@ export const open = (
     )
     // Added after the log, so run before it closes: what the runs appended is written first.
     yield* Effect.addFinalizer(() => log.flush)
-    // The executors whose runs stop when their claims are lost, known once `logging` wraps them.
+    // The executors whose runs stop when their claims are lost, known once `logging` makes their run stage.
     const lost = new Set<(taskId: string) => void>()
     const claims = yield* Effect.mapError(
       internalRunClaims.make({

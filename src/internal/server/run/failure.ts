@@ -275,7 +275,14 @@ export const logErrorWith = (
  * @internal
  */
 export const logFailureOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>, message: string, failure: Failure): void => {
-  setImmediate(() => logErrorWith(fiber.getFiberRefs(), fiber.id(), message, failureAnnotations(failure)))
+  setImmediate(() => {
+    // Outside any fiber: a logger (or a cause's getter) that throws here would end the process.
+    try {
+      logErrorWith(fiber.getFiberRefs(), fiber.id(), message, failureAnnotations(failure))
+    } catch (error) {
+      process.emitWarning(`A failed run's log line could not be written: ${String(error)}`)
+    }
+  })
 }
 
 /**

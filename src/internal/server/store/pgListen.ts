@@ -79,7 +79,7 @@ export const listen = (options: Options): Effect.Effect<void, unknown, Scope.Sco
     // A connection listening on the channel, and what ends it (its reason): an `error` or `end` event, or a
     // heartbeat left unanswered.
     const connect = Effect.tryPromise({
-      try: async () => {
+      try: async (signal) => {
         const client = new Client({
           connectionString: options.url,
           application_name: options.applicationName,
@@ -95,6 +95,8 @@ export const listen = (options: Options): Effect.Effect<void, unknown, Scope.Sco
         try {
           await client.connect()
           await client.query(`listen ${client.escapeIdentifier(options.channel)}`)
+          // Interrupted meanwhile (its scope closed): no one would end it, and it would keep the process alive.
+          if (signal.aborted) throw new Error("interrupted while connecting")
         } catch (error) {
           await client.end().catch(() => undefined)
           throw error

@@ -376,7 +376,6 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
       const gone = new Promise<void>((resolve) => {
         leave = resolve
       })
-      void current.subscriptions.dropped(context)?.then(leave)
       const events = Stream.toAsyncIterableRuntime(
         Stream.catchAllCause(
           operation(current.handler)(params, context),
@@ -384,6 +383,8 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
         ),
         runtime
       )[Symbol.asyncIterator]()
+      // Known once the handler is called: its reader is noted then.
+      void current.subscriptions.dropped(context)?.then(leave)
       const stream = (async function*() {
         for (;;) {
           // The SDK writes each event without waiting: the next is read once the call took the last, so that

@@ -307,12 +307,18 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
     // transports): what the request holds is let go once the call settles. The call runs on a fiber of its
     // own, interruptible as the handler's stages need theirs to be, not in an uninterruptible region of the
     // request's fiber, whose forks would inherit it.
-    const settling = yield* Effect.forkDaemon(Effect.interruptible(settle(options, route, call, (opened) => {
-      iterator = opened
-    })))
-    const outcome = yield* Effect.onInterrupt(
-      Fiber.join(settling),
-      () => Effect.forkDaemon(Effect.zipRight(Fiber.await(settling), Effect.sync(close)))
+    // Forked and watched with no gap in between where the request's interruption would leave it unwatched.
+    const outcome = yield* Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        Effect.forkDaemon(Effect.interruptible(settle(options, route, call, (opened) => {
+          iterator = opened
+        }))),
+        (settling) =>
+          Effect.onInterrupt(
+            restore(Fiber.join(settling)),
+            () => Effect.forkDaemon(Effect.zipRight(Fiber.await(settling), Effect.sync(close)))
+          )
+      )
     )
     const answerHeaders = responseHeaders(context)
     switch (outcome._tag) {
