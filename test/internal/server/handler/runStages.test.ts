@@ -14,24 +14,12 @@ import * as internalRequestHandler from "../../../../src/internal/server/handler
 import type * as internalRunStages from "../../../../src/internal/server/handler/runStages.js"
 import * as memoryStore from "../../../../src/internal/server/store/memoryStore.js"
 import * as internalStore from "../../../../src/internal/server/store/store.js"
+import { cardFor } from "../../../fixtures/peers.js"
 import { userMessage } from "../../../fixtures/serverAgents.js"
 
 const context = new ServerCallContext({ user: new UnauthenticatedUser() })
 
-const card = {
-  name: "run-stages",
-  description: "the handler's run stages",
-  version: "1.0.0",
-  provider: undefined,
-  securitySchemes: {},
-  securityRequirements: [],
-  defaultInputModes: ["text/plain"],
-  defaultOutputModes: ["text/plain"],
-  skills: [],
-  signatures: [],
-  capabilities: { streaming: true, pushNotifications: false, extensions: [] },
-  supportedInterfaces: []
-}
+const card = { ...cardFor("http://127.0.0.1/unused"), supportedInterfaces: [] }
 
 const request = (text: string): SendMessageRequest => ({
   tenant: "",

@@ -9,6 +9,7 @@ import * as internalRequestHandler from "../../../../src/internal/server/handler
 import * as internalPush from "../../../../src/internal/server/push/push.js"
 import * as memoryStore from "../../../../src/internal/server/store/memoryStore.js"
 import * as internalStore from "../../../../src/internal/server/store/store.js"
+import { cardFor } from "../../../fixtures/peers.js"
 import { eventually, seededTask, userMessage } from "../../../fixtures/serverAgents.js"
 import { webhook } from "../../../fixtures/webhook.js"
 
@@ -24,16 +25,7 @@ const pushingHandler = (
 ) =>
   internalRequestHandler.make({
     card: {
-      name: "push-test",
-      description: "push's run stage",
-      version: "1.0.0",
-      provider: undefined,
-      securitySchemes: {},
-      securityRequirements: [],
-      defaultInputModes: ["text/plain"],
-      defaultOutputModes: ["text/plain"],
-      skills: [],
-      signatures: [],
+      ...cardFor("http://127.0.0.1/unused"),
       capabilities: { streaming: true, pushNotifications: true, extensions: [] },
       supportedInterfaces: []
     },
