@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import type { AgentCard, Task } from "@a2a-js/sdk"
+import type { AgentCard } from "@a2a-js/sdk"
 import { resolveUserScope, ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -174,26 +174,20 @@ export const declare = (card: AgentCard, scheme: Scheme | undefined): AgentCard 
 export type HeldElsewhere = (taskId: string, context: ServerCallContext) => Effect.Effect<boolean, unknown>
 
 /**
- * `store` (the server's `TaskStore` service, typed by its `get` alone: the
- * stores' room is above this one) with each `get` that finds nothing for an authenticated caller
- * checked, after the answer, against the other callers' tasks: a hit is
- * counted in `a2a.server.forbidden` and logged as a warning. Without
- * `heldElsewhere`, `store` is returned as it is.
+ * What checks, after the answer, a task not found for an authenticated
+ * caller against the other callers' tasks: a hit is counted in
+ * `a2a.server.forbidden` and logged as a warning. Undefined without
+ * `heldElsewhere`. The handler's ownership stage calls it
+ * (`handler/stages.ts` `noticingMisses`).
  *
  * @internal
  */
-export const watchingForbidden = <
-  S extends {
-    readonly get: (taskId: string, context: ServerCallContext) => Effect.Effect<Task | undefined, E>
-  },
-  E
->(
-  store: S,
+export const missWatch = (
   heldElsewhere: HeldElsewhere | undefined,
   agent: string
-): Effect.Effect<S> =>
+): Effect.Effect<((taskId: string, context: ServerCallContext) => void) | undefined> =>
   Effect.map(Effect.runtime<never>(), (runtime) => {
-    if (heldElsewhere === undefined) return store
+    if (heldElsewhere === undefined) return undefined
     const forbidden = internalMetrics.tagged(internalMetrics.serverForbidden, { agent })
     const runFork = Runtime.runFork(runtime)
     const check = (taskId: string, context: ServerCallContext, caller: Caller) =>
@@ -206,13 +200,9 @@ export const watchingForbidden = <
             )
           )
           : Effect.void).pipe(Effect.ignore)
-    return {
-      ...store,
-      get: (taskId, context) =>
-        Effect.tap(store.get(taskId, context), (task) => {
-          const caller = task === undefined ? callerOf(context) : undefined
-          // Not awaited: the answer does not wait for the count.
-          if (caller !== undefined) runFork(check(taskId, context, caller))
-        })
+    return (taskId, context) => {
+      const caller = callerOf(context)
+      // Not awaited: the answer does not wait for the count.
+      if (caller !== undefined) runFork(check(taskId, context, caller))
     }
   })

@@ -221,14 +221,10 @@ export const make = <E, R>(
     const name = options.name ?? options.card.name
     const stores = yield* storesOf(options.taskStore, options.push !== undefined)
     const stored = stores.native
-    // With callers told apart, a miss on another's task is counted.
-    const handlerStore = options.authenticate === undefined
-      ? stored
-      : yield* internalAuthentication.watchingForbidden(stored, stores.heldElsewhere, name)
     // What still reads the SDK's shape (the public `taskStore`) reads this view.
     const taskStore = options.taskStore !== undefined && !isTaskStoreConfig(options.taskStore)
       ? options.taskStore
-      : internalStore.toSdk(handlerStore, yield* Effect.runtime<never>())
+      : internalStore.toSdk(stored, yield* Effect.runtime<never>())
     const load = yield* internalLoad.make(options, name)
     const push = options.push === undefined
       ? undefined
@@ -294,21 +290,24 @@ export const make = <E, R>(
       replication,
       Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30)),
       runStages
-    ).pipe(Effect.provideService(internalStore.TaskStore, handlerStore))
+    ).pipe(Effect.provideService(internalStore.TaskStore, stored))
     const runtime = yield* Effect.runtime<never>()
     const followed = replication === undefined
       ? internalSubscription.continuing(keyed, subscriptions)
       : replication.handling(keyed, subscriptions, heldElsewhere)
     // The stages every transport calls the handler through: its streams' readers bounded, then what is refused
     // before a run.
-    const handler = internalStages.refusing(internalSubscription.bounding(followed, subscriptions), {
+    const refused = internalStages.refusing(internalSubscription.bounding(followed, subscriptions), {
       checkIds: options.taskStore !== undefined && isTaskStoreConfig(options.taskStore) &&
         internalTaskStore.isDatabase(options.taskStore),
       claim,
       visible: gate === undefined
         ? undefined
-        : (taskId, context) => Effect.map(handlerStore.get(taskId, context), (task) => task !== undefined)
+        : (taskId, context) => Effect.map(stored.get(taskId, context), (task) => task !== undefined)
     })
+    // Ownership, with callers told apart: a miss on another caller's task is counted, the answer unchanged.
+    const onMiss = gate === undefined ? undefined : yield* internalAuthentication.missWatch(stores.heldElsewhere, name)
+    const handler = onMiss === undefined ? refused : internalStages.noticingMisses(refused, onMiss)
     const dispatcher = internalRpc.makeDispatcher(handler, card, runtime, subscriptions)
     const state = { closing: false }
     const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes

@@ -157,3 +157,40 @@ export const refusing = (handler: RequestHandler, refusals: Refusals): RequestHa
     resubscribe: (params, context) => Stream.unwrap(Effect.as(idsChecked(params), handler.resubscribe(params, context)))
   }
 }
+
+/**
+ * `handler`, each TaskNotFound it answers handed to `onMiss` with the task
+ * the call named: the ownership stage, which tells a miss on another
+ * caller's task (see `caller/authentication.ts` `missWatch`) apart from a
+ * task that does not exist, for the count only, never for the answer.
+ *
+ * @internal
+ */
+export const noticingMisses = (
+  handler: RequestHandler,
+  onMiss: (taskId: string, context: ServerCallContext) => void
+): RequestHandler => {
+  const noticed = (taskId: string | undefined, context: ServerCallContext) => (error: Failure) =>
+    Effect.sync(() => {
+      if (error instanceof TaskNotFoundError && typeof taskId === "string" && taskId !== "") onMiss(taskId, context)
+    })
+  return {
+    ...handler,
+    sendMessage: (params, context) =>
+      Effect.tapError(handler.sendMessage(params, context), noticed(params.message?.taskId, context)),
+    sendMessageStream: (params, context) =>
+      Stream.tapError(handler.sendMessageStream(params, context), noticed(params.message?.taskId, context)),
+    getTask: (params, context) => Effect.tapError(handler.getTask(params, context), noticed(params.id, context)),
+    cancelTask: (params, context) => Effect.tapError(handler.cancelTask(params, context), noticed(params.id, context)),
+    resubscribe: (params, context) =>
+      Stream.tapError(handler.resubscribe(params, context), noticed(params.id, context)),
+    createPushConfig: (params, context) =>
+      Effect.tapError(handler.createPushConfig(params, context), noticed(params.taskId, context)),
+    getPushConfig: (params, context) =>
+      Effect.tapError(handler.getPushConfig(params, context), noticed(params.taskId, context)),
+    listPushConfigs: (params, context) =>
+      Effect.tapError(handler.listPushConfigs(params, context), noticed(params.taskId, context)),
+    deletePushConfig: (params, context) =>
+      Effect.tapError(handler.deletePushConfig(params, context), noticed(params.taskId, context))
+  }
+}
