@@ -398,6 +398,49 @@ describe("A2AServer streams whose readers do not read", () => {
     }))
 })
 
+describe("A2AServer gRPC streams whose readers are dropped", () => {
+  it.scopedLive("a gRPC reader that never reads again lets go of its place in maxInFlight once dropped", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent: chatty(1000, 8192), card, maxInFlight: 2 })
+      const remote = new Grpc.Client(server.urls.GRPC!, Grpc.credentials.createInsecure())
+      yield* Effect.addFinalizer(() => Effect.sync(() => remote.close()))
+      const metadata = new Grpc.Metadata()
+      metadata.set("a2a-version", "1.0")
+      // Two streams that take their first event, then read no more, ever: their calls stay open.
+      for (const _ of [1, 2]) {
+        const stream = remote.makeServerStreamRequest(
+          A2AService.sendStreamingMessage.path,
+          A2AService.sendStreamingMessage.requestSerialize,
+          A2AService.sendStreamingMessage.responseDeserialize,
+          { tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} },
+          metadata
+        )
+        stream.on("error", () => undefined)
+        // The client leaves at the end, as a real one would: its call ends then, not before.
+        yield* Effect.addFinalizer(() => Effect.sync(() => stream.cancel()))
+        yield* Effect.async<void>((resume) => {
+          stream.once("data", () => {
+            stream.pause()
+            resume(Effect.void)
+          })
+        })
+      }
+      const quick = () =>
+        rpc(server.rpcUrl, "SendMessage", {
+          message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] }
+        })
+      // Both places are held by the stalled streams.
+      expect((yield* quick()).status).toBe(429)
+      // Admitted once the readers are dropped, though they never read again.
+      const admitted = yield* eventually(
+        Effect.map(quick(), (answer) => answer.status),
+        (status) => status !== 429,
+        Math.ceil((slowReader.stallMillis + 3000) / 10)
+      )
+      expect(admitted).toBe(200)
+    }))
+})
+
 describe("A2AServer HTTP streams whose readers are dropped", () => {
   for (const transport of ["JSONRPC", "HTTP+JSON"] as const) {
     it.scopedLive(`${transport}: a dropped reader lets go of its place in maxInFlight at the drop, and of its connection soon after`, () =>
