@@ -398,6 +398,26 @@ describe("A2AServer streams whose readers do not read", () => {
     }))
 })
 
+/**
+ * With both places of `maxInFlight: 2` held by stalled streams, a quick send
+ * is shed; once their readers are dropped, though they never read again, it
+ * is admitted.
+ */
+const admittedOnceDropped = (rpcUrl: string) =>
+  Effect.gen(function*() {
+    const quick = () =>
+      rpc(rpcUrl, "SendMessage", {
+        message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] }
+      })
+    expect((yield* quick()).status).toBe(429)
+    const admitted = yield* eventually(
+      Effect.map(quick(), (answer) => answer.status),
+      (status) => status !== 429,
+      Math.ceil((slowReader.stallMillis + 3000) / 10)
+    )
+    expect(admitted).toBe(200)
+  })
+
 describe("A2AServer gRPC streams whose readers are dropped", () => {
   it.scopedLive("a gRPC reader that never reads again lets go of its place in maxInFlight once dropped", () =>
     Effect.gen(function*() {
@@ -425,19 +445,7 @@ describe("A2AServer gRPC streams whose readers are dropped", () => {
           })
         })
       }
-      const quick = () =>
-        rpc(server.rpcUrl, "SendMessage", {
-          message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] }
-        })
-      // Both places are held by the stalled streams.
-      expect((yield* quick()).status).toBe(429)
-      // Admitted once the readers are dropped, though they never read again.
-      const admitted = yield* eventually(
-        Effect.map(quick(), (answer) => answer.status),
-        (status) => status !== 429,
-        Math.ceil((slowReader.stallMillis + 3000) / 10)
-      )
-      expect(admitted).toBe(200)
+      yield* admittedOnceDropped(server.rpcUrl)
     }))
 })
 
@@ -453,19 +461,7 @@ describe("A2AServer HTTP streams whose readers are dropped", () => {
         })
         const restPath = transport === "JSONRPC" ? undefined : new URL(server.urls["HTTP+JSON"]!).pathname
         const stalled = yield* Effect.all([1, 2].map(() => stalledStream(server.address.port, "go", restPath)))
-        const quick = () =>
-          rpc(server.rpcUrl, "SendMessage", {
-            message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "quick" }] }
-          })
-        // Both places are held by the stalled streams.
-        expect((yield* quick()).status).toBe(429)
-        // Admitted once the readers are dropped, though they never read again.
-        const admitted = yield* eventually(
-          Effect.map(quick(), (answer) => answer.status),
-          (status) => status !== 429,
-          Math.ceil((slowReader.stallMillis + 2000) / 10)
-        )
-        expect(admitted).toBe(200)
+        yield* admittedOnceDropped(server.rpcUrl)
         // By the time the end could have waited unwritten, the server has cut the connections: what the sockets
         // still hold comes, then the close, without the end of the chunked answer or the typed end.
         yield* Effect.sleep(Duration.millis(sse.unwrittenEndMillis + 1000))
