@@ -7,7 +7,7 @@
  * @internal
  */
 import type { StreamResponse } from "@a2a-js/sdk"
-import type { A2ARequestHandler } from "@a2a-js/sdk/server"
+import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import type * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -19,19 +19,25 @@ import type { RequestHandler } from "./requestHandler.js"
  * `failed`: what a call rejects with, from how it failed and its operation's
  * name; by default the error itself (`Cause.squash`), not a FiberFailure, as
  * the transports map the SDK's errors by their class.
+ * `called`: told the context of each call answered by one value as the
+ * handler is called, so that a codec can tell its own failure to decode the
+ * params (before) from one to encode the answer (after).
  *
  * @internal
  */
 export const toSdk = (
   handler: RequestHandler,
   runtime: Runtime.Runtime<never>,
-  failed: (cause: Cause.Cause<unknown>, operation: string) => unknown = Cause.squash
+  failed: (cause: Cause.Cause<unknown>, operation: string) => unknown = Cause.squash,
+  called?: (context: ServerCallContext) => void
 ): A2ARequestHandler => {
   const runPromiseExit = Runtime.runPromiseExit(runtime)
-  const promise = <A, E>(operation: string, effect: Effect.Effect<A, E>): Promise<A> =>
-    runPromiseExit(effect).then((exit) =>
+  const promise = <A, E>(operation: string, effect: Effect.Effect<A, E>, context?: ServerCallContext): Promise<A> => {
+    if (context !== undefined) called?.(context)
+    return runPromiseExit(effect).then((exit) =>
       Exit.isSuccess(exit) ? exit.value : Promise.reject(failed(exit.cause, operation))
     )
+  }
   const generator = async function*(
     operation: string,
     stream: Stream.Stream<StreamResponse, unknown>
@@ -44,20 +50,20 @@ export const toSdk = (
   return {
     getAgentCard: () => promise("getAgentCard", handler.agentCard),
     getAuthenticatedExtendedAgentCard: (_params, context) =>
-      promise("getAuthenticatedExtendedAgentCard", handler.extendedAgentCard(context)),
-    sendMessage: (params, context) => promise("sendMessage", handler.sendMessage(params, context)),
+      promise("getAuthenticatedExtendedAgentCard", handler.extendedAgentCard(context), context),
+    sendMessage: (params, context) => promise("sendMessage", handler.sendMessage(params, context), context),
     sendMessageStream: (params, context) => generator("sendMessageStream", handler.sendMessageStream(params, context)),
-    getTask: (params, context) => promise("getTask", handler.getTask(params, context)),
-    listTasks: (params, context) => promise("listTasks", handler.listTasks(params, context)),
-    cancelTask: (params, context) => promise("cancelTask", handler.cancelTask(params, context)),
+    getTask: (params, context) => promise("getTask", handler.getTask(params, context), context),
+    listTasks: (params, context) => promise("listTasks", handler.listTasks(params, context), context),
+    cancelTask: (params, context) => promise("cancelTask", handler.cancelTask(params, context), context),
     resubscribe: (params, context) => generator("resubscribe", handler.resubscribe(params, context)),
     createTaskPushNotificationConfig: (params, context) =>
-      promise("createTaskPushNotificationConfig", handler.createPushConfig(params, context)),
+      promise("createTaskPushNotificationConfig", handler.createPushConfig(params, context), context),
     getTaskPushNotificationConfig: (params, context) =>
-      promise("getTaskPushNotificationConfig", handler.getPushConfig(params, context)),
+      promise("getTaskPushNotificationConfig", handler.getPushConfig(params, context), context),
     listTaskPushNotificationConfigs: (params, context) =>
-      promise("listTaskPushNotificationConfigs", handler.listPushConfigs(params, context)),
+      promise("listTaskPushNotificationConfigs", handler.listPushConfigs(params, context), context),
     deleteTaskPushNotificationConfig: (params, context) =>
-      promise("deleteTaskPushNotificationConfig", handler.deletePushConfig(params, context))
+      promise("deleteTaskPushNotificationConfig", handler.deletePushConfig(params, context), context)
   }
 }

@@ -22,7 +22,6 @@ import {
   validateVersion
 } from "@a2a-js/sdk/server"
 import * as Runtime from "effect/Runtime"
-import * as ErrorId from "../../wire/errorId.js"
 import * as ErrorTable from "../../wire/errorTable.js"
 import { nestingProblem } from "../../wire/nesting.js"
 import * as requestShape from "../../wire/requestShape.js"
@@ -183,12 +182,15 @@ export const makeDispatcher = (
   subscriptions?: Subscriptions
 ): Dispatcher => {
   const runSync = Runtime.runSync(runtime)
+  // The contexts of the calls that reached the handler: the SDK's codec answers its own failures as -32603 too.
+  const called = new WeakSet<object>()
   // The SDK's codecs answer a rejection as -32603 with its message only: an unexpected one is logged whole here
   // and rejects with its error id only, so that every -32603 of a call is opaque already.
   const sdkHandler = internalSdkHandler.toSdk(
     requestHandler,
     runtime,
-    (cause, operation) => runSync(internalHttp.opaqueFailure("JSON-RPC", cause, { where: operation }))
+    (cause, operation) => runSync(internalHttp.opaqueFailure("JSON-RPC", cause, { where: operation })),
+    (context) => called.add(context)
   )
   const v1 = new JsonRpcTransportHandler(sdkHandler)
   const legacy = new LegacyJsonRpcTransportHandler(sdkHandler)
@@ -249,8 +251,9 @@ export const makeDispatcher = (
         }
         return { _tag: "Stream", first, iterator, close, mapError, id, headers: responseHeaders, dropped }
       }
-      if (isInternalError(result) && !ErrorId.isInternalErrorText(String((result as RpcErrorResponse).error.message))) {
-        // Not the handler's (whose -32603s are opaque already): the SDK failed to decode the params.
+      if (isInternalError(result) && !called.has(context)) {
+        // The SDK failed before it reached the handler: it could not decode the params. A -32603 after (the SDK
+        // failed to encode the answer) is ours: the edge logs it and answers it opaque, as any other.
         return { _tag: "Json", status: 200, body: invalidParams(id), headers: responseHeaders }
       }
       return {
