@@ -71,8 +71,13 @@ export interface Channel extends ExecutionEventBus {
    * `runStages.ts`); what stops it.
    */
   readonly tap: (onEvent: (event: AgentExecutionEvent) => void) => () => void
-  /** Whether `finished` was called: the channel takes no more runs. */
+  /** Whether its run has ended (`ran`) or `finished` was called: the channel takes no more runs. */
   readonly ending: boolean
+  /**
+   * Its run has ended: a message from now on starts a run on a channel of
+   * its own, while this one's run stages end before `finished`.
+   */
+  readonly ran: () => void
   /** Whether a task event of its task was published on it. */
   readonly taskPublished: boolean
   /** Stops retrying what the store refused: a shutdown's deadline. What is left is dropped. */
@@ -97,6 +102,7 @@ const adding = <A>(set: Set<A>, item: A): Set<A> => (set === none ? new Set<A>()
 export class TaskChannel implements Channel {
   ending = false
   taskPublished = false
+  private finishing = false
   private stopped = false
   private retryTimer: ReturnType<typeof setTimeout> | undefined
   private wakeRetry: (() => void) | undefined
@@ -124,8 +130,13 @@ export class TaskChannel implements Channel {
     if (this.inFlight === undefined) this.flush()
   }
 
+  ran(): void {
+    this.ending = true
+  }
+
   finished(): void {
-    if (this.ending) return
+    if (this.finishing) return
+    this.finishing = true
     this.ending = true
     if (this.inFlight === undefined) this.finish()
   }
@@ -261,7 +272,7 @@ export class TaskChannel implements Channel {
     const drained = this.drained
     this.drained = undefined
     if (drained !== undefined) { for (const resolve of drained) resolve() }
-    if (this.ending) this.finish()
+    if (this.finishing) this.finish()
   }
 
   private deliver(batch: ReadonlyArray<AgentExecutionEvent>, task: Task | undefined): void {

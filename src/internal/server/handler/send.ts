@@ -146,7 +146,8 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
    * returns too. The run's stages start first: one that fails refuses the
    * run, and its follower fails with that. A run that throws ends its task
    * FAILED, as the SDK's handler ends it. The stages end once the run's
-   * last event is in the store, before the channel ends.
+   * last event is in the store, before the channel ends; the channel takes
+   * no more runs meanwhile.
    */
   const run = (
     requestContext: RequestContext,
@@ -192,6 +193,9 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
         return
       }
       void ended.then(() => channel.appended()).finally(() => {
+        // A message that comes while the stages end (a claim let go in the database, say) starts a run of its own:
+        // on this channel, which ends with them, its events would be lost.
+        channel.ran()
         untap?.()
         runFork(unseen(Effect.ensuring(started.end, Effect.sync(() => channel.finished()))))
       })

@@ -271,6 +271,7 @@ const noting = (channel: internalChannel.Channel, noted: Set<() => void>): inter
     stopAppending: () => channel.stopAppending(),
     publish: (event) => channel.publish(event),
     tap: (onEvent) => channel.tap(onEvent),
+    ran: () => channel.ran(),
     finished: () => channel.finished(),
     // The bus's overloads, one per event name, as the channel itself takes them.
     on: (eventName: "event" | "finished", listener: EventListener | FinishedListener) => (
