@@ -6,7 +6,8 @@
  * paused task on one replica ends the subscription on the other. The
  * callers are the SDK's raw clients, on every transport.
  */
-import { describe, it } from "@effect/vitest"
+import { TaskState } from "@a2a-js/sdk"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import { callerOn, transports } from "./fixtures/callers.js"
@@ -17,6 +18,7 @@ import {
   pausesByTransport,
   pausingAgent
 } from "./fixtures/pausingAgent.js"
+import { eventually, rpc, sendTo, userMessage } from "./fixtures/serverAgents.js"
 
 /** Replicas `a` and `b` of the pausing agent on the test's PostgreSQL. */
 const replicas = Effect.suspend(() => {
@@ -54,4 +56,69 @@ describe("SubscribeToTask through a pause, on replicas", () => {
         yield* canceledWhileSubscribed(onA, onB, onA)
       })))
   )
+})
+
+describe("SubscribeToTask resumed at a paused task's last event (Last-Event-ID)", () => {
+  for (const transport of ["JSONRPC", "HTTP+JSON"] as const) {
+    it.scopedLive(`${transport}: a caller who leaves before any event comes lets go of its place in maxInFlight`, () =>
+      Effect.gen(function*() {
+        const server = yield* A2AServer.make({
+          agent: pausingAgent,
+          card: { name: "resumed", description: "a replica" },
+          replication: { url: databaseUrl(), pollInterval: "200 millis" },
+          maxInFlight: 1,
+          transports: ["JSONRPC", "HTTP+JSON"],
+          shutdownTimeout: "1 second"
+        })
+        // A counted request that holds nothing once answered (TaskNotFound): shed (429) while the one place is held.
+        const quick = Effect.map(
+          rpc(server.rpcUrl, "SubscribeToTask", { id: "no-such-task" }),
+          (answer) => answer.status
+        )
+        const task = yield* sendTo(server.url, userMessage("ask"))
+        expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        yield* eventually(quick, (status) => status === 200)
+        const subscribe = (headers: Record<string, string>, signal: AbortSignal) =>
+          transport === "JSONRPC"
+            ? fetch(server.rpcUrl, {
+              method: "POST",
+              headers: { "content-type": "application/json", "a2a-version": "1.0", ...headers },
+              body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SubscribeToTask", params: { id: task.id } }),
+              signal
+            })
+            : fetch(`${server.urls["HTTP+JSON"]}/tasks/${task.id}:subscribe`, {
+              method: "POST",
+              headers: { "a2a-version": "1.0", ...headers },
+              signal
+            })
+        // The number of the task's last event: the first a subscription from the start is handed.
+        const whole = new AbortController()
+        const head = yield* Effect.promise(async () => {
+          const reader = (await subscribe({}, whole.signal)).body!.getReader()
+          let text = ""
+          for (let i = 0; i < 10 && !/^id: ?\d+$/m.test(text); i++) {
+            const chunk = await reader.read()
+            if (chunk.done) break
+            text += new TextDecoder().decode(chunk.value)
+          }
+          whole.abort()
+          return text
+        })
+        const last = /^id: ?(\d+)$/m.exec(head)?.[1]
+        expect(last, head).toBeDefined()
+        yield* eventually(quick, (status) => status === 200)
+        // Resumed after the last event: nothing comes until the task's next run, and the caller leaves meanwhile.
+        const resumed = new AbortController()
+        const pending = subscribe({ "last-event-id": last! }, resumed.signal).catch(() => undefined)
+        yield* eventually(quick, (status) => status === 429).pipe(
+          Effect.catchAllDefect(() => Effect.dieMessage("the resumed subscription never held the place"))
+        )
+        resumed.abort()
+        yield* Effect.promise(() => pending)
+        const admitted = yield* eventually(quick, (status) => status !== 429, 500).pipe(
+          Effect.catchAllDefect(() => Effect.dieMessage("the place was not let go once its caller left"))
+        )
+        expect(admitted).toBe(200)
+      }))
+  }
 })

@@ -429,11 +429,13 @@ export const answer = (
 /**
  * For a client gone before its answer: a stream that would have been
  * written is closed all the same, so that what it holds (the hold on a task
- * it continues, its place on the task's bus) is let go.
+ * it continues, its place on the task's bus) is let go; one still waiting
+ * for its first event is let go at once (see `Dispatcher.leave`).
  *
  * @internal
  */
-export const abandon = (received: Promise<Received>): void => {
+export const abandon = (endpoint: RpcEndpoint, headers: internalRpc.Headers, received: Promise<Received>): void => {
+  endpoint.dispatcher.leave?.(headers)
   received.then((dispatched) => {
     if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") dispatched.close()
   }, () => undefined)
@@ -461,7 +463,7 @@ const rpcRoute = (endpoint: RpcEndpoint, readBody: BodyReader) =>
       const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
       const received = receive(endpoint, () => readBody(request, endpoint.maxBodyBytes), headers, remoteAddress)
       return Effect.flatMap(Effect.promise(() => received), (received) => answer(received, destroyer(request))).pipe(
-        Effect.onInterrupt(() => Effect.sync(() => abandon(received)))
+        Effect.onInterrupt(() => Effect.sync(() => abandon(endpoint, headers, received)))
       )
     })
   }).pipe(Effect.catchAllCause(unexpected))

@@ -88,7 +88,7 @@ export const listener = (
       response.on("close", () => {
         if (response.writableEnded) return
         gone = true
-        if (streaming === undefined) internalHttp.abandon(received)
+        if (streaming === undefined) internalHttp.abandon(endpoint, headers, received)
         else streaming.unsafeInterruptAsFork(FiberId.none)
       })
       received.then((received) => respond(runSync(internalHttp.answer(received, () => response.destroy())))).catch(

@@ -316,7 +316,12 @@ const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =
         (settling) =>
           Effect.onInterrupt(
             restore(Fiber.join(settling)),
-            () => Effect.forkDaemon(Effect.zipRight(Fiber.await(settling), Effect.sync(close)))
+            // A subscription still waiting for its first event (resumed after a paused task's last event, it
+            // waits for the task's next run) lets go at once: it would not settle before then.
+            () =>
+              Effect.sync(() => options.subscriptions.close(context)).pipe(
+                Effect.zipRight(Effect.forkDaemon(Effect.zipRight(Fiber.await(settling), Effect.sync(close))))
+              )
           )
       )
     )

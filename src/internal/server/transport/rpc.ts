@@ -91,6 +91,13 @@ export type Headers = Readonly<Record<string, string | undefined>>
 export interface Dispatcher {
   /** `user`: the authenticated caller; anonymous when undefined. */
   readonly dispatch: (body: unknown, headers: Headers, user?: User) => Promise<Dispatched>
+  /**
+   * The caller of the request `headers` came with left before its answer: a
+   * stream still waiting for its first event (a subscription resumed after
+   * a paused task's last event waits for the task's next run) lets go now,
+   * so that its dispatch settles.
+   */
+  readonly leave?: ((headers: Headers) => void) | undefined
 }
 
 // JSON-RPC ids are strings or numbers; 0 and "" are ids too.
@@ -192,6 +199,8 @@ export const makeDispatcher = (
     (cause, operation) => runSync(internalHttp.opaqueFailure("JSON-RPC", cause, { where: operation })),
     (context) => called.add(context)
   )
+  // The calls whose streams wait for their first event, by their request's headers: what `leave` lets go of.
+  const waiting = new WeakMap<Headers, object>()
   const v1 = new JsonRpcTransportHandler(sdkHandler)
   const legacy = new LegacyJsonRpcTransportHandler(sdkHandler)
   const versionHeader = A2A_VERSION_HEADER.toLowerCase()
@@ -238,6 +247,7 @@ export const makeDispatcher = (
           return { _tag: "Stream", first: undefined, iterator, close, mapError, id, headers: responseHeaders, dropped }
         }
         let first: IteratorResult<unknown>
+        waiting.set(headers, context)
         try {
           first = await iterator.next()
         } catch (error) {
@@ -248,6 +258,8 @@ export const makeDispatcher = (
             headers: {},
             cause: error
           }
+        } finally {
+          waiting.delete(headers)
         }
         return { _tag: "Stream", first, iterator, close, mapError, id, headers: responseHeaders, dropped }
       }
@@ -276,5 +288,9 @@ export const makeDispatcher = (
       }
     }
   }
-  return { dispatch }
+  const leave = (headers: Headers) => {
+    const context = waiting.get(headers)
+    if (context !== undefined) subscriptions?.close(context)
+  }
+  return { dispatch, leave }
 }
