@@ -7,7 +7,9 @@
  * callers are the SDK's raw clients, on every transport.
  */
 import { TaskState } from "@a2a-js/sdk"
+import { A2AService } from "@a2a-js/sdk/server/grpc"
 import { describe, expect, it } from "@effect/vitest"
+import * as Grpc from "@grpc/grpc-js"
 import { Effect } from "effect"
 import * as A2AServer from "../src/A2AServer.js"
 import { callerOn, transports } from "./fixtures/callers.js"
@@ -59,7 +61,7 @@ describe("SubscribeToTask through a pause, on replicas", () => {
 })
 
 describe("SubscribeToTask resumed at a paused task's last event (Last-Event-ID)", () => {
-  for (const transport of ["JSONRPC", "HTTP+JSON"] as const) {
+  for (const transport of ["JSONRPC", "HTTP+JSON", "GRPC"] as const) {
     it.scopedLive(`${transport}: a caller who leaves before any event comes lets go of its place in maxInFlight`, () =>
       Effect.gen(function*() {
         const server = yield* A2AServer.make({
@@ -67,7 +69,7 @@ describe("SubscribeToTask resumed at a paused task's last event (Last-Event-ID)"
           card: { name: "resumed", description: "a replica" },
           replication: { url: databaseUrl(), pollInterval: "200 millis" },
           maxInFlight: 1,
-          transports: ["JSONRPC", "HTTP+JSON"],
+          transports: ["JSONRPC", "HTTP+JSON", "GRPC"],
           shutdownTimeout: "1 second"
         })
         // A counted request that holds nothing once answered (TaskNotFound): shed (429) while the one place is held.
@@ -79,18 +81,48 @@ describe("SubscribeToTask resumed at a paused task's last event (Last-Event-ID)"
         expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
         yield* eventually(quick, (status) => status === 200)
         const subscribe = (headers: Record<string, string>, signal: AbortSignal) =>
-          transport === "JSONRPC"
-            ? fetch(server.rpcUrl, {
+          transport === "HTTP+JSON"
+            ? fetch(`${server.urls["HTTP+JSON"]}/tasks/${task.id}:subscribe`, {
+              method: "POST",
+              headers: { "a2a-version": "1.0", ...headers },
+              signal
+            })
+            : fetch(server.rpcUrl, {
               method: "POST",
               headers: { "content-type": "application/json", "a2a-version": "1.0", ...headers },
               body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SubscribeToTask", params: { id: task.id } }),
               signal
             })
-            : fetch(`${server.urls["HTTP+JSON"]}/tasks/${task.id}:subscribe`, {
-              method: "POST",
-              headers: { "a2a-version": "1.0", ...headers },
-              signal
-            })
+        // On gRPC, the call is cancelled as the client leaves.
+        // `answered`: whether anything came (the answer's head on HTTP, an event on gRPC).
+        const resume = (cursor: string) => {
+          let answered = false
+          if (transport !== "GRPC") {
+            const resumed = new AbortController()
+            const settled = subscribe({ "last-event-id": cursor }, resumed.signal).then(
+              () => void (answered = true),
+              () => undefined
+            )
+            return { leave: () => resumed.abort(), settled, answered: () => answered }
+          }
+          const remote = new Grpc.Client(server.urls.GRPC!, Grpc.credentials.createInsecure())
+          const metadata = new Grpc.Metadata()
+          metadata.set("a2a-version", "1.0")
+          metadata.set("last-event-id", cursor)
+          const call = remote.makeServerStreamRequest(
+            A2AService.subscribeToTask.path,
+            A2AService.subscribeToTask.requestSerialize,
+            A2AService.subscribeToTask.responseDeserialize,
+            { tenant: "", id: task.id },
+            metadata
+          )
+          call.on("data", () => void (answered = true))
+          const settled = new Promise((resolve) => {
+            call.on("error", resolve)
+            call.on("end", resolve)
+          }).finally(() => remote.close())
+          return { leave: () => call.cancel(), settled, answered: () => answered }
+        }
         // The number of the task's last event: the first a subscription from the start is handed.
         const whole = new AbortController()
         const head = yield* Effect.promise(async () => {
@@ -108,13 +140,13 @@ describe("SubscribeToTask resumed at a paused task's last event (Last-Event-ID)"
         expect(last, head).toBeDefined()
         yield* eventually(quick, (status) => status === 200)
         // Resumed after the last event: nothing comes until the task's next run, and the caller leaves meanwhile.
-        const resumed = new AbortController()
-        const pending = subscribe({ "last-event-id": last! }, resumed.signal).catch(() => undefined)
+        const resumed = resume(last!)
         yield* eventually(quick, (status) => status === 429).pipe(
           Effect.catchAllDefect(() => Effect.dieMessage("the resumed subscription never held the place"))
         )
-        resumed.abort()
-        yield* Effect.promise(() => pending)
+        expect(resumed.answered()).toBe(false)
+        resumed.leave()
+        yield* Effect.promise(() => resumed.settled)
         const admitted = yield* eventually(quick, (status) => status !== 429, 500).pipe(
           Effect.catchAllDefect(() => Effect.dieMessage("the place was not let go once its caller left"))
         )
