@@ -33,14 +33,15 @@ export type Append = (events: ReadonlyArray<taskFold.TaskEvent>) => Promise<Task
 
 /**
  * How a channel holds on to events its store refuses: retried, in order with
- * those that follow, for `retryMillis`; `gaveUp` hears of those it drops,
- * when that time is over or its appends were stopped (a shutdown).
+ * those that follow, for `retryMillis`; `gaveUp` hears of those it drops (and
+ * of which task), when that time is over or its appends were stopped (a
+ * shutdown).
  *
  * @internal
  */
 export interface Retry {
   readonly retryMillis: number
-  readonly gaveUp: (reason: "timeout" | "shutdown", error: unknown) => void
+  readonly gaveUp: (taskId: string, reason: "timeout" | "shutdown", error: unknown) => void
 }
 
 /**
@@ -248,7 +249,7 @@ export class TaskChannel implements Channel {
           for (const follower of [...this.followers]) follower.failed(error)
         }
         if (this.stopped || performance.now() - since >= this.retry.retryMillis) {
-          this.retry.gaveUp(this.stopped ? "shutdown" : "timeout", error)
+          this.retry.gaveUp(this.taskId, this.stopped ? "shutdown" : "timeout", error)
           // The run stages still get what the store lost: the event log's subscribers on other replicas see the
           // run end rather than wait for it, as a push receiver does.
           for (const event of events) for (const onEvent of this.taps) onEvent(event)

@@ -212,31 +212,36 @@ export const makeCore = (options: Options): Effect.Effect<Core, never, TaskStore
           task === undefined ? Effect.fail(new TaskNotFoundError(`Task not found: ${taskId}`)) : Effect.succeed(task)
       )
 
-    /** A run's events as its channel appends them: the caller's message joins a task that has none of it. */
-    const appendOf = (taskId: string, context: ServerCallContext, userMessage: Message | undefined) => {
-      const write = (events: ReadonlyArray<taskFold.TaskEvent>) =>
-        Effect.catchAll(
+    /**
+     * A run's events as its channel appends them: the caller's message joins a task that has none of it. One
+     * closure, kept by the channel for the whole run.
+     */
+    const appendOf =
+      (taskId: string, context: ServerCallContext, userMessage: Message | undefined) =>
+      (events: ReadonlyArray<taskFold.TaskEvent>) =>
+        runPromise(Effect.catchAll(
           store.append(
             taskId,
             userMessage === undefined ? events : events.map((event) => withUserMessage(event, userMessage)),
             context
           ),
           internal("save", taskId)
+        ))
+
+    // One for every channel: it is told which task it gave up on.
+    const retry: internalChannel.Retry = {
+      retryMillis: options.appendRetryMillis ?? 30_000,
+      gaveUp: (taskId, reason, error) =>
+        runFork(
+          Effect.logWarning(
+            reason === "shutdown"
+              ? "Could not persist the final task state before the server shut down: the task store was unavailable"
+              : "Could not persist the final task state"
+          ).pipe(Effect.annotateLogs({ taskId, cause: errorText(error) }))
         )
-      return (events: ReadonlyArray<taskFold.TaskEvent>) => runPromise(write(events))
     }
 
     const openChannel = (taskId: string, context: ServerCallContext, userMessage: Message | undefined) =>
-      channels.open(taskId, context, appendOf(taskId, context, userMessage), {
-        retryMillis: options.appendRetryMillis ?? 30_000,
-        gaveUp: (reason, error) =>
-          runFork(
-            Effect.logWarning(
-              reason === "shutdown"
-                ? "Could not persist the final task state before the server shut down: the task store was unavailable"
-                : "Could not persist the final task state"
-            ).pipe(Effect.annotateLogs({ taskId, cause: errorText(error) }))
-          )
-      })
+      channels.open(taskId, context, appendOf(taskId, context, userMessage), retry)
     return { options, store, pushStore, load, found, runFork, internal, openChannel }
   })

@@ -11,6 +11,7 @@ import type { A2ARequestHandler, ServerCallContext } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import type * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import * as Stream from "effect/Stream"
 import type { RequestHandler } from "./requestHandler.js"
@@ -31,12 +32,16 @@ export const toSdk = (
   failed: (cause: Cause.Cause<unknown>, operation: string) => unknown = Cause.squash,
   called?: (context: ServerCallContext) => void
 ): A2ARequestHandler => {
-  const runPromiseExit = Runtime.runPromiseExit(runtime)
+  const runFork = Runtime.runFork(runtime)
+  // The call's fiber, observed: `Runtime.runPromiseExit` would keep the call's whole Effect (its closures) as long
+  // as the fiber runs, a blocking send's whole run.
+  const settled = <A, E>(operation: string, fiber: Fiber.RuntimeFiber<A, E>): Promise<A> =>
+    new Promise((resolve, reject) =>
+      fiber.addObserver((exit) => Exit.isSuccess(exit) ? resolve(exit.value) : reject(failed(exit.cause, operation)))
+    )
   const promise = <A, E>(operation: string, effect: Effect.Effect<A, E>, context?: ServerCallContext): Promise<A> => {
     if (context !== undefined) called?.(context)
-    return runPromiseExit(effect).then((exit) =>
-      Exit.isSuccess(exit) ? exit.value : Promise.reject(failed(exit.cause, operation))
-    )
+    return settled(operation, runFork(effect))
   }
   const generator = async function*(
     operation: string,

@@ -17,6 +17,7 @@ import { AgentEvent, type AgentExecutionEvent, RequestContext, type ServerCallCo
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import * as wireParts from "../../wire/parts.js"
@@ -59,6 +60,89 @@ const responseOf = (event: AgentExecutionEvent, task: Task | undefined, historyL
   event.kind === "task"
     ? ({ payload: { $case: "task", value: withHistoryLength(task ?? event.data, historyLength) } } as StreamResponse)
     : streamResponseOf(event)
+
+/**
+ * A SendMessage waiting for its answer, as it follows its run: its state in
+ * fields, not closures, since a send mostly waits and what it holds is held
+ * once per send in flight. A blocking send is answered once its run stops
+ * (or at AUTH_REQUIRED), a non-blocking one at its first event.
+ */
+class Answering implements internalChannel.Follower {
+  private current: Task | undefined
+  private reply: Message | undefined
+  private answered = false
+  // Whether the fiber holds `unfollow` as an observer: not while the run starts, which may answer at once.
+  private observed = false
+  private unfollow: () => void = () => {}
+
+  constructor(
+    private readonly fiber: Fiber.RuntimeFiber<Message | Task, Failure>,
+    private readonly resume: (answer: Effect.Effect<Message | Task, Failure>) => void,
+    private readonly blocking: boolean,
+    private readonly historyLength: number | undefined
+  ) {}
+
+  /** This follower, told what stops following. */
+  following(unfollow: () => void): this {
+    this.unfollow = unfollow
+    return this
+  }
+
+  /** Not answered yet: an interruption of the call's fiber stops following once the fiber ends. */
+  observe(unfollow: () => void): void {
+    if (this.answered) return
+    this.observed = true
+    this.fiber.addObserver(unfollow)
+  }
+
+  event(event: AgentExecutionEvent, task: Task | undefined): void {
+    if (event.kind === "message") this.reply = event.data
+    else if (task !== undefined) this.current = task
+    if (!this.blocking) {
+      if (event.kind === "message") this.answer(event.data)
+      else if (this.current !== undefined) this.answer(this.current)
+    } else if (
+      event.kind === "statusUpdate" && event.data.status?.state === TaskState.TASK_STATE_AUTH_REQUIRED &&
+      this.current !== undefined
+    ) {
+      // Answered now: the credentials come out of band, and the run goes on in the store.
+      this.answer(this.current)
+    }
+    if (stopsAt(event)) this.finished()
+  }
+
+  failed(error: unknown): void {
+    this.unfollow()
+    this.settle(Effect.fail(error instanceof A2AError || error instanceof Error ? error : new Error(errorText(error))))
+  }
+
+  finished(): void {
+    this.unfollow()
+    if (!this.blocking) {
+      return this.settle(
+        Effect.fail(new RequestMalformedError("Execution finished before a message or task was produced."))
+      )
+    }
+    const result = this.reply ?? this.current
+    if (result === undefined) {
+      return this.settle(
+        Effect.fail(new A2AError("Agent execution finished without a result, and no task context found."))
+      )
+    }
+    this.answer(result)
+  }
+
+  private answer(result: Message | Task): void {
+    this.settle(Effect.succeed("status" in result ? withHistoryLength(result, this.historyLength) : result))
+  }
+
+  private settle(answer: Effect.Effect<Message | Task, Failure>): void {
+    if (this.answered) return
+    this.answered = true
+    if (this.observed) this.fiber.removeObserver(this.unfollow)
+    this.resume(answer)
+  }
+}
 
 /** @internal */
 export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "sendMessageStream"> => {
@@ -238,55 +322,15 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
       Effect.flatMap(requestContextOf(params, context), (requestContext) => {
         const historyLength = params.configuration?.historyLength
         const blocking = params.configuration?.returnImmediately !== true
-        return Effect.async<Message | Task, Failure>((resume) => {
-          let current: Task | undefined
-          let reply: Message | undefined
-          let answered = false
-          const answer = (result: Message | Task) => {
-            if (answered) return
-            answered = true
-            resume(Effect.succeed("status" in result ? withHistoryLength(result, historyLength) : result))
-          }
-          const refuse = (error: Failure) => {
-            if (answered) return
-            answered = true
-            resume(Effect.fail(error))
-          }
-          const end = (unfollow: () => void) => {
-            unfollow()
-            if (!blocking) {
-              return refuse(new RequestMalformedError("Execution finished before a message or task was produced."))
-            }
-            const result = reply ?? current
-            if (result === undefined) {
-              return refuse(new A2AError("Agent execution finished without a result, and no task context found."))
-            }
-            answer(result)
-          }
-          const unfollow = run(requestContext, (unfollow) => ({
-            event: (event, task) => {
-              if (event.kind === "message") reply = event.data
-              else if (task !== undefined) current = task
-              if (!blocking) {
-                if (event.kind === "message") answer(event.data)
-                else if (current !== undefined) answer(current)
-              } else if (
-                event.kind === "statusUpdate" && event.data.status?.state === TaskState.TASK_STATE_AUTH_REQUIRED &&
-                current !== undefined
-              ) {
-                // Answered now: the credentials come out of band, and the run goes on in the store.
-                answer(current)
-              }
-              if (stopsAt(event)) end(unfollow)
-            },
-            failed: (error) => {
-              unfollow()
-              refuse(error instanceof A2AError || error instanceof Error ? error : new Error(errorText(error)))
-            },
-            finished: () => end(unfollow)
-          }))
-          return Effect.sync(unfollow)
-        })
+        // The call's fiber waits for the answer with nothing on its stack: a canceler would keep a frame
+        // (`onInterrupt`) and its closures for the whole run. Interrupted, the fiber stops following as it ends.
+        return Effect.withFiberRuntime<Message | Task, Failure>((fiber) =>
+          Effect.async((resume) => {
+            const answering = new Answering(fiber, resume, blocking, historyLength)
+            const unfollow = run(requestContext, (unfollow) => answering.following(unfollow))
+            answering.observe(unfollow)
+          })
+        )
       })
     )
 

@@ -130,7 +130,7 @@ describe("a task's channel", () => {
     const gaveUp: Array<string> = []
     const { channel } = internalChannel.makeChannels().open(taskId, context, append, {
       retryMillis: 10_000,
-      gaveUp: (reason) => gaveUp.push(reason)
+      gaveUp: (of, reason) => gaveUp.push(`${of} ${reason}`)
     })
     state.down = true
     channel.publish(AgentEvent.task(task))
@@ -140,7 +140,7 @@ describe("a task's channel", () => {
     const calls = state.calls
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect(state.calls).toBe(calls)
-    expect(gaveUp).toEqual(["shutdown"])
+    expect(gaveUp).toEqual([`${taskId} shutdown`])
   })
 
   it("hands a bare message on without the store: it is no task's", async () => {
