@@ -132,14 +132,17 @@ export const refusing = (handler: RequestHandler, refusals: Refusals): RequestHa
     })
   return {
     ...handler,
-    // No scope of its own: one per call would be kept for each send in flight.
+    // No scope of its own: one per call would be kept for each send in flight. A message that starts a task holds
+    // nothing, and goes to the handler without the acquire and release around it (most sends, per call).
     sendMessage: (params, context) =>
-      Effect.acquireUseRelease(
-        claimed(params, context),
-        (held) =>
-          held._tag === "Running" ? refusedContinuing(held.taskId, context) : handler.sendMessage(params, context),
-        letGo
-      ),
+      claim === undefined || continuedTask(params) === undefined
+        ? Effect.flatMap(idsChecked(params), () => handler.sendMessage(params, context))
+        : Effect.acquireUseRelease(
+          claimed(params, context),
+          (held) =>
+            held._tag === "Running" ? refusedContinuing(held.taskId, context) : handler.sendMessage(params, context),
+          letGo
+        ),
     // Held until the stream ends, its reader leaves or it fails. The stages after this one are called at once, as
     // the call comes (`subscription.bounding` notes its reader then), whether or not it is refused.
     sendMessageStream: (params, context) => {
