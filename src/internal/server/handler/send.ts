@@ -144,6 +144,28 @@ class Answering implements internalChannel.Follower {
   }
 }
 
+/**
+ * The SDK's `RequestContext` of a request, without the `structuredClone` of
+ * the whole request its constructor makes per call: the request is the
+ * call's own, decoded for it alone, and its message a copy already.
+ */
+const requestContextFor = (
+  request: SendMessageRequest,
+  taskId: string,
+  contextId: string,
+  context: ServerCallContext,
+  task: Task | undefined,
+  referenceTasks: Array<Task> | undefined
+): RequestContext =>
+  Object.assign(Object.create(RequestContext.prototype) as RequestContext, {
+    request,
+    taskId,
+    contextId,
+    context,
+    task,
+    referenceTasks
+  })
+
 /** @internal */
 export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "sendMessageStream"> => {
   const { found, internal, load, openChannel, options, pushStore, runFork, store } = core
@@ -204,7 +226,7 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
         const exposed = new Set(extensions.map((extension) => extension.uri))
         context.setRequestedExtensions(context.requestedExtensions.filter((uri) => exposed.has(uri)))
       }
-      const requestContext = new RequestContext(
+      const requestContext = requestContextFor(
         { ...params, message: { ...message, contextId, taskId } },
         taskId,
         contextId,

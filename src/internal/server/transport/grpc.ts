@@ -326,9 +326,10 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
     const calls = new WeakMap<User, Call>()
     // The caller each call was authenticated as, for the user builder.
     const users = new WeakMap<Call, User>()
+    // Only a stream reads its call back (`streaming`): a unary call's user is noted nowhere.
     const userBuilder = (call: Call): Promise<User> => {
       const user = users.get(call) ?? new UnauthenticatedUser()
-      calls.set(user, call)
+      if ("write" in call) calls.set(user, call)
       return Promise.resolve(user)
     }
     const unauthenticated = (refused: internalAuthentication.Refused) =>
@@ -349,16 +350,19 @@ const serve = (bound: Unbound): Effect.Effect<(core: Core) => void> =>
       runSync(internalHttp.opaqueFailure("gRPC", cause, { where }))
     // The SDK's services are given it before the core is built, and call it only once it is: each call runs the
     // Effect handler's operation, its failure as the SDK's service maps a rejection.
-    const runPromiseExit = Runtime.runPromiseExit(runtime)
+    // Settled by the fiber's own observer: one promise per call, not a second one chained on runPromiseExit's.
+    const runFork = Runtime.runFork(runtime)
     const unary = <P, A>(
       where: string,
       operation: (handler: RequestHandler) => (params: P, context: ServerCallContext) => Effect.Effect<A, unknown>
     ) =>
     (params: P, context: ServerCallContext): Promise<A> =>
-      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the services call it only once the core is built (above)
-      runPromiseExit(operation(core!.handler)(params, context)).then((exit) =>
-        Exit.isSuccess(exit) ? exit.value : Promise.reject(opaque(exit.cause, where))
-      )
+      new Promise((resolve, reject) => {
+        // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- the services call it only once the core is built (above)
+        runFork(operation(core!.handler)(params, context)).addObserver((exit) =>
+          Exit.isSuccess(exit) ? resolve(exit.value) : reject(opaque(exit.cause, where))
+        )
+      })
     const streaming = <P>(
       where: string,
       operation: (
