@@ -6,10 +6,40 @@
 import { execFileSync, spawnSync } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
+import ts from "typescript"
 import { leanInstall } from "./leanInstall.mjs"
 
 const root = resolve(import.meta.dirname, "..")
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" })
+
+// The application's type checks run here, one program each, rather than as one tsc process each: the declarations
+// they share (TypeScript's libs, @types/node, Effect's and the package's own) are parsed once, not six times.
+// A parsed file is shared only between programs that would have parsed it alike: the same target and module
+// format for it, and the same options that decide whether a file is a module. All the programs are strict, which
+// the binder reads once a file is shared.
+const parsedFiles = new Map()
+const shared = (getSourceFile, options) => (fileName, languageVersionOrOptions, onError, shouldCreate) => {
+  const { impliedNodeFormat, jsDocParsingMode, languageVersion } = typeof languageVersionOrOptions === "object"
+    ? languageVersionOrOptions
+    : { languageVersion: languageVersionOrOptions }
+  const key = JSON.stringify([
+    fileName,
+    languageVersion,
+    impliedNodeFormat,
+    jsDocParsingMode,
+    options.module,
+    options.moduleDetection,
+    options.jsx,
+    options.strict,
+    options.alwaysStrict
+  ])
+  let file = parsedFiles.get(key)
+  if (file === undefined) {
+    file = getSourceFile(fileName, languageVersionOrOptions, onError, shouldCreate)
+    if (file !== undefined) parsedFiles.set(key, file)
+  }
+  return file
+}
 
 // The application brings its own Effect 3 (a peer dependency) and the library's dependencies, linked from this
 // checkout rather than downloaded. A linked package finds its own dependencies beside its real path, in this
@@ -58,14 +88,24 @@ try {
       files: ["main.ts"]
     })
   )
-  // "compiled", or the error codes tsc gave, with the files they were in.
-  const typecheck = (dir, args) => {
-    try {
-      run(join(modules, "typescript", "bin", "tsc"), args, dir)
-      return "compiled"
-    } catch (error) {
-      return [...new Set(String(error.stdout).match(/TS\d+/g))]
-    }
+  // "compiled", or the error codes of what `tsc -p <config>` (with `options` on the command line) would report.
+  const typecheck = (dir, config, options = {}) => {
+    const parsed = ts.getParsedCommandLineOfConfigFile(join(dir, config), options, {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n"))
+      }
+    })
+    const host = ts.createCompilerHost(parsed.options)
+    host.getSourceFile = shared(host.getSourceFile, parsed.options)
+    const program = ts.createProgram({
+      rootNames: parsed.fileNames,
+      options: parsed.options,
+      host,
+      configFileParsingDiagnostics: ts.getConfigFileParsingDiagnostics(parsed)
+    })
+    const diagnostics = ts.getPreEmitDiagnostics(program)
+    return diagnostics.length === 0 ? "compiled" : [...new Set(diagnostics.map((diagnostic) => `TS${diagnostic.code}`))]
   }
   writeFileSync(
     join(app, "run.mjs"),
@@ -97,14 +137,14 @@ console.log(JSON.stringify({ tarball: ${
   // With what it requires alone: the client and the server run, and an application that skips the libraries'
   // declarations (as most do) type-checks.
   const result = JSON.parse(run("node", ["run.mjs"], app))
-  const lean = typecheck(app, ["-p", ".", "--skipLibCheck"])
+  const lean = typecheck(app, "tsconfig.json", { skipLibCheck: true })
   // The package's bin, without @effect/cli, says what to install.
   const bin = join(modules, "effect-a2a", "dist", "bin.js")
   const refused = spawnSync("node", [bin, "--version"], { cwd: app, encoding: "utf8" })
   const cli = { status: refused.status, said: refused.stderr.trim().split(": ")[1] }
   // Then every optional peer joins: the declarations check in full, and the bin runs.
   for (const dep of optional) link(dep)
-  const full = typecheck(app, ["-p", "."])
+  const full = typecheck(app, "tsconfig.json")
   const version = run("node", [bin, "--version"], app).trim()
   if (!version.includes(shipped.version)) throw new Error(`effect-a2a --version printed ${JSON.stringify(version)}`)
   // The package ships no src/: its source maps hold the sources, so a stack trace through it can be mapped.
@@ -148,7 +188,7 @@ console.log(JSON.stringify({ tarball: ${
       types: ["node"]
     }
     writeFileSync(join(cjs, config), JSON.stringify({ compilerOptions, files: [file] }))
-    return typecheck(cjs, ["-p", config])
+    return typecheck(cjs, config)
   }
   const commonjs = {
     required: Object.fromEntries(

@@ -1,6 +1,7 @@
 /**
- * The `effect-a2a` command line, run as real processes (`node --import tsx
- * src/bin.ts …`) against a real playground process and real HTTP peers.
+ * The `effect-a2a` command line, run as real processes (`node src/bin.js …`,
+ * the sources compiled once by `fixtures/compiled.ts`) against a real
+ * playground process and real HTTP peers.
  */
 import * as Command from "@effect/cli/Command"
 import * as CliOptions from "@effect/cli/Options"
@@ -23,6 +24,7 @@ import * as internalProbe from "../src/cli/probe.js"
 import * as PushReceiver from "../src/PushReceiver.js"
 import * as RemoteAgent from "../src/RemoteAgent.js"
 import { apiKey, serveAuthenticated } from "./fixtures/authenticatedServer.js"
+import { compiled } from "./fixtures/compiled.js"
 import { adkPythonDebugFailure, adkPythonErrorId, cardFor, closedPort, json, rawPeer, rpcId } from "./fixtures/peers.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
@@ -32,6 +34,9 @@ const childEnv = (() => {
   delete env["NODE_OPTIONS"]
   return env
 })()
+
+/** The command, compiled (at the first call in this file). */
+const bin = () => path.join(compiled(), "src", "bin.js")
 
 interface Result {
   readonly code: number | null
@@ -46,7 +51,7 @@ const cli = (
 ) =>
   new Promise<Result>((resolve, reject) => {
     const blocked = options.without === undefined ? [] : ["--import", "./test/fixtures/blockModules.mjs"]
-    const child = spawn(process.execPath, ["--import", "tsx", ...blocked, "src/bin.ts", ...args], {
+    const child = spawn(process.execPath, [...blocked, bin(), ...args], {
       cwd: root,
       env: options.without === undefined ? childEnv : { ...childEnv, BLOCKED_PACKAGES: options.without },
       stdio: ["pipe", "pipe", "pipe"]
@@ -117,14 +122,14 @@ let authenticatedUrl = ""
 beforeAll(async () => {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", "src/bin.ts", "playground", "--port", "0", "--grpc-port", "0", "--log-file", logFile],
+    [bin(), "playground", "--port", "0", "--grpc-port", "0", "--log-file", logFile],
     { cwd: root, env: childEnv, stdio: ["ignore", "pipe", "pipe"] }
   )
   kill = () => child.kill("SIGTERM")
   playground.exited = new Promise((resolve) => child.on("close", resolve))
   playground.url = await new Promise<string>((resolve, reject) => {
     let out = ""
-    // Bounded, with room for a machine busy with other test files: its start is tsx loading the whole library.
+    // Bounded, with room for a machine busy with other test files: its start is loading the whole library.
     const timer = setTimeout(() => reject(new Error(`the playground did not start: ${out}`)), 60_000)
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk
@@ -173,8 +178,8 @@ afterAll(async () => {
   expect(code).toBe(130)
 })
 
-// One probe at a time: each is a fresh process that loads the library through tsx (about 5 s of CPU on
-// two cores), and several at once came near the kill timer under load from other test files.
+// One probe at a time: each is a fresh process that loads the whole library (about 1 s of CPU), and several at
+// once, through tsx then, came near the kill timer under load from other test files.
 describe("the playground", () => {
   it("serves all three transports and prints where each is, as its card lists them", async () => {
     const port = new URL(playground.url).port
@@ -716,7 +721,7 @@ describe("the pieces", () => {
         delete env["NO_COLOR"]
         const child = spawn(
           "script",
-          ["-qec", `${process.execPath} --import tsx src/bin.ts probe --help`, "/dev/null"],
+          ["-qec", `'${process.execPath}' '${bin()}' probe --help`, "/dev/null"],
           {
             cwd: root,
             env: noColor === undefined ? env : { ...env, NO_COLOR: noColor },
