@@ -292,6 +292,9 @@ const called = (
     })
   })
 
+// What the WHATWG URL parser leaves as it is: no percent-encoding, dot segment, query or fragment, and no `//` first.
+const plainPath = /^\/(?!\/)[\w:/-]*$/
+
 /**
  * Checks, reads and admits a request, then calls its route (`called`): one
  * promise per request, the call's fiber the only one it starts.
@@ -314,9 +317,10 @@ const receive = async (options: Options, incoming: Incoming, runtime: Runtime.Ru
       )
     ))
   }
-  // Mounted at the base: the request's URL is what is below it.
-  const url = new URL(incoming.url, "http://localhost")
-  const path = url.pathname
+  // Mounted at the base: the request's URL is what is below it. A path of plain characters and no query, as
+  // clients send, is its own pathname: no URL is parsed for it.
+  const url = plainPath.test(incoming.url) ? undefined : new URL(incoming.url, "http://localhost")
+  const path = url === undefined ? incoming.url : url.pathname
   let matched: Matched | undefined
   try {
     matched = match(method, path)
@@ -340,7 +344,7 @@ const receive = async (options: Options, incoming: Incoming, runtime: Runtime.Ru
     if (internalNesting.deeperThan(body, internalNesting.maxNesting)) return malformed(internalNesting.tooDeep)
   }
   const { route, tenant } = matched
-  let query: Query = Object.fromEntries(url.searchParams)
+  let query: Query = url === undefined ? {} : Object.fromEntries(url.searchParams)
   // The path's tenant wins over the body's and the query's, as in the SDK's tenant middleware.
   if (tenant !== undefined) {
     query = { ...query, tenant }
