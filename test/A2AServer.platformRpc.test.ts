@@ -3,7 +3,7 @@
  * again, on the platform's route: with `httpSpans` on, `A2AServer.make`
  * leaves JSON-RPC to the platform's router (and its span per request);
  * off, as it is by default there, the Node server answers it first
- * (`nodeRpc.ts`). Both must answer alike.
+ * (`nodeListener.ts`). Both must answer alike.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Scope, Tracer } from "effect"

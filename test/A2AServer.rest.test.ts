@@ -37,6 +37,7 @@ const agent: AgentExecutor.Agent<Error> = (request) =>
     yield* AgentExecutor.status("thinking")
     if (text.startsWith("fail")) return yield* Effect.fail(new Error(`${secret}: ${text}`))
     if (text === "hang") return yield* Effect.never
+    if (text === "slow") yield* Effect.sleep("2 seconds")
     return AgentExecutor.completedText(`echo ${text}`)
   })
 
@@ -661,6 +662,35 @@ describe("A2AServer over HTTP+JSON", () => {
       })
       // Reading a task is never shed.
       expectStatus(yield* get(`${restUrl}/tasks/missing`), 404, "NOT_FOUND", "TASK_NOT_FOUND")
+    }))
+
+  it.scopedLive("a client that leaves a stream lets go of its place in the bound: the next send is admitted once its run ends", () =>
+    Effect.gen(function*() {
+      const server = yield* A2AServer.make({ agent, card, maxInFlight: 1, shutdownTimeout: "100 millis" })
+      const restUrl = server.urls["HTTP+JSON"]!
+      const body = (text: string) =>
+        JSON.stringify({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
+      // The client takes the stream's first event and leaves while the run goes on.
+      const controller = new AbortController()
+      yield* Effect.promise(async () => {
+        const response = await fetch(`${restUrl}/message:stream`, {
+          method: "POST",
+          headers: { ...v1, "content-type": "application/json" },
+          body: body("slow"),
+          signal: controller.signal
+        })
+        await response.body!.getReader().read()
+        controller.abort()
+      })
+      // The run holds the place while it runs, as the request that started it did.
+      expectStatus(yield* post(`${restUrl}/message:send`, body("one more"), v1), 429, "RESOURCE_EXHAUSTED")
+      // Once it ends nothing holds it: a stream left unclosed would hold it for good.
+      const admitted = yield* eventually(
+        Effect.map(post(`${restUrl}/message:send`, body("one more"), v1), (answer) => answer.status),
+        (status) => status !== 429,
+        600
+      )
+      expect(admitted).toBe(200)
     }))
 
   it.scopedLive("a closing server refuses with 503 UNAVAILABLE and Retry-After, before anything runs", () =>

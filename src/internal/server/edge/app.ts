@@ -192,6 +192,8 @@ export interface App {
   readonly router: HttpRouter.HttpRouter
   /** The JSON-RPC endpoint the router serves, when served: a server of its own may answer it first. */
   readonly rpc: internalHttp.RpcEndpoint | undefined
+  /** The HTTP+JSON routes the router serves, when served: a server of its own may answer them first. */
+  readonly rest: internalRest.Options | undefined
   readonly card: AgentCard
   readonly rpcUrl: string
   readonly urls: Urls
@@ -315,8 +317,8 @@ export const make = <E, R>(
       ? { path: rpcPath, maxBodyBytes, dispatcher, state, load, gate }
       : undefined
     const routes = yield* internalHttp.router({ card, cardMaxAge: options.cardMaxAge ?? 3600, rpc, state, readBody })
-    const router = served.includes("HTTP+JSON")
-      ? internalRest.routesOn(routes, {
+    const rest: internalRest.Options | undefined = served.includes("HTTP+JSON")
+      ? {
         path: restPath,
         card,
         handler,
@@ -326,8 +328,9 @@ export const make = <E, R>(
         readBody: readBody ?? internalHttp.platformBodyReader,
         load,
         gate
-      })
-      : routes
+      }
+      : undefined
+    const router = rest === undefined ? routes : internalRest.routesOn(routes, rest)
     const shutdownTimeout = options.shutdownTimeout ?? defaultShutdownTimeout
     const refusing = Effect.suspend(() => {
       state.closing = true
@@ -337,7 +340,7 @@ export const make = <E, R>(
     if (grpc !== undefined) yield* grpc.serve({ handler, subscriptions, state, load, gate })
     const shutdown = grpc === undefined ? refusing : grpc.draining(refusing)
     const replica = Option.map(Option.fromNullable(replication), (replication) => replication.replica)
-    return { router, rpc, card, rpcUrl, urls, executor, taskStore, replica, shutdown }
+    return { router, rpc, rest, card, rpcUrl, urls, executor, taskStore, replica, shutdown }
   })
 
 /**

@@ -28,10 +28,12 @@ import * as internalAuthentication from "../caller/authentication.js"
 import {
   type BodyReader,
   closingConnection,
+  exchanged,
   notJson,
   opaqueText,
   parseJson,
   shuttingDown,
+  type Started,
   type State
 } from "../http/body.js"
 import type * as internalLoad from "../http/load.js"
@@ -284,7 +286,7 @@ const releasing = (dispatched: Promise<internalRpc.Dispatched>, release: () => v
 /**
  * What the JSON-RPC endpoint answers and calls, whatever server carries it:
  * the platform's route here, or the Node server's own listener
- * (`nodeRpc.ts`).
+ * (`nodeListener.ts`).
  *
  * @internal
  */
@@ -431,10 +433,8 @@ export const answer = (
  * written is closed all the same, so that what it holds (the hold on a task
  * it continues, its place on the task's bus) is let go; one still waiting
  * for its first event is let go at once (see `Dispatcher.leave`).
- *
- * @internal
  */
-export const abandon = (endpoint: RpcEndpoint, headers: internalRpc.Headers, received: Promise<Received>): void => {
+const abandon = (endpoint: RpcEndpoint, headers: internalRpc.Headers, received: Promise<Received>): void => {
   endpoint.dispatcher.leave?.(headers)
   received.then((dispatched) => {
     if (!HttpServerResponse.isServerResponse(dispatched) && dispatched._tag === "Stream") dispatched.close()
@@ -453,20 +453,44 @@ export const unexpected = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServe
     (message) => jsonResponse({ jsonrpc: "2.0", id: null, error: { code: internalRpc.INTERNAL_ERROR, message } }, 500)
   )
 
+/**
+ * A JSON-RPC request taken, whatever server carries it: refused unread, or
+ * received (`read` reads its body) and answered. `destroy` destroys its
+ * connection, when it can be reached.
+ *
+ * @internal
+ */
+export const exchange = (
+  endpoint: RpcEndpoint,
+  headers: internalRpc.Headers,
+  read: () => Promise<Uint8Array | undefined>,
+  remoteAddress: string,
+  destroy: (() => void) | undefined
+): Started<Received> => {
+  const refused = refusedUnread(endpoint, headers)
+  if (refused !== undefined) return refused
+  const received = receive(endpoint, read, headers, remoteAddress)
+  return {
+    received,
+    answer: (received) => answer(received, destroy),
+    abandon: () => abandon(endpoint, headers, received)
+  }
+}
+
 const rpcRoute = (endpoint: RpcEndpoint, readBody: BodyReader) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
     // On Node, the platform's headers are the Node request's own object, not a copy.
-    const headers: internalRpc.Headers = request.headers
-    const refused = refusedUnread(endpoint, headers)
-    if (refused !== undefined) return Effect.succeed(refused)
-    return Effect.suspend(() => {
-      const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
-      const received = receive(endpoint, () => readBody(request, endpoint.maxBodyBytes), headers, remoteAddress)
-      return Effect.flatMap(Effect.promise(() => received), (received) => answer(received, destroyer(request))).pipe(
-        Effect.onInterrupt(() => Effect.sync(() => abandon(endpoint, headers, received)))
-      )
-    })
-  }).pipe(Effect.catchAllCause(unexpected))
+    exchanged(
+      () =>
+        exchange(
+          endpoint,
+          request.headers,
+          () => readBody(request, endpoint.maxBodyBytes),
+          Option.getOrElse(request.remoteAddress, () => ""),
+          destroyer(request)
+        ),
+      unexpected
+    ))
 
 /** @internal */
 export interface Options {

@@ -24,7 +24,7 @@ import * as internalApp from "./app.js"
 // Loaded when a server is started, not with the module: an application that only mounts the routes in a
 // server of its own never loads `@effect/platform-node`.
 const nodePieces = Effect.promise(() =>
-  Promise.all([import("@effect/platform-node/NodeHttpServer"), import("./nodeBody.js"), import("./nodeRpc.js")])
+  Promise.all([import("@effect/platform-node/NodeHttpServer"), import("./nodeBody.js"), import("./nodeListener.js")])
 )
 
 /**
@@ -103,10 +103,10 @@ export const make = <E, R>(
   R | IdempotencyLedger.IdempotencyLedger | Scope.Scope
 > =>
   Effect.gen(function*() {
-    const [NodeHttpServer, { nodeBodyReader }, nodeRpc] = yield* nodePieces
+    const [NodeHttpServer, { nodeBodyReader }, nodeListener] = yield* nodePieces
     const { address, httpServer, nodeServer, serve, url } = yield* listen(options, NodeHttpServer)
     const grpc = yield* internalGrpc.listenFor(options, options.maxBodyBytes ?? internalApp.defaultMaxBodyBytes, true)
-    const { router, rpc, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader, grpc)
+    const { rest, router, rpc, shutdown, ...app } = yield* internalApp.make(options, url, nodeBodyReader, grpc)
     // The platform builds a span per request (URL parsing, every header as an
     // attribute); with no tracer of the application's it goes nowhere.
     const tracer = yield* Effect.tracer
@@ -120,9 +120,15 @@ export const make = <E, R>(
           ...internalAuthentication.credentialHeadersOf(options.authenticate)
         ])
       )
-    // Without the platform's span, JSON-RPC needs nothing of its fiber per request, which costs a request in
-    // flight about as much as Express holds for it whole: the Node server answers it first.
-    if (!httpSpans && rpc !== undefined) yield* nodeRpc.answerFirst(nodeServer, rpc)
+    // Without the platform's span, JSON-RPC and HTTP+JSON need nothing of its fiber per request, which costs a
+    // request in flight about as much as Express holds for it whole: the Node server answers them first. HTTP+JSON
+    // is tried first, as the platform tries its mount before its routes.
+    if (!httpSpans && (rpc !== undefined || rest !== undefined)) {
+      yield* nodeListener.answerFirst(nodeServer, (runtime) => [
+        ...(rest === undefined ? [] : [nodeListener.restRoute(rest, runtime)]),
+        ...(rpc === undefined ? [] : [nodeListener.rpcRoute(rpc)])
+      ])
+    }
     // Every route and transport answers now.
     serve()
 

@@ -2,7 +2,9 @@
  * What the JSON-RPC route (`edge/http.ts`) and the HTTP+JSON routes
  * (`transport/rest.ts`) share of a request and its answer: the body as
  * JSON, a refusal that closes its connection, the server's closing state,
- * and the opaque text of an internal error.
+ * the opaque text of an internal error, and an exchange (a request taken,
+ * its answer) as the platform's router serves it; `edge/nodeListener.ts`
+ * serves the same exchanges on `A2AServer.make`'s Node server.
  *
  * @internal
  */
@@ -28,9 +30,12 @@ export const parseJson = (bytes: Uint8Array): unknown => {
   }
 }
 
-/** `response`, closing its connection after it: a body refused unread is not taken in. @internal */
+/** The header that closes a connection after its answer: a body refused unread is not taken in. @internal */
+export const closingHeader = { connection: "close" } as const
+
+/** `response`, closing its connection after it ({@link closingHeader}). @internal */
 export const closingConnection = (response: HttpServerResponse.HttpServerResponse) =>
-  HttpServerResponse.setHeaders(response, { connection: "close" })
+  HttpServerResponse.setHeaders(response, closingHeader)
 
 /**
  * Reads a request's body: its bytes, or `undefined` when it is larger than
@@ -43,6 +48,52 @@ export type BodyReader = (
   request: HttpServerRequest.HttpServerRequest,
   maxBytes: number
 ) => Promise<Uint8Array | undefined>
+
+/**
+ * What an endpoint makes of a request it takes, on whatever server carries
+ * it: what was received (read, checked, admitted, the call started) as one
+ * promise, the answer to it, and what lets go of what an answer not written
+ * holds (a stream's hold on its task, its place in the load bound) when the
+ * client leaves before it.
+ *
+ * @internal
+ */
+export interface Exchange<R> {
+  readonly received: Promise<R>
+  answer(received: R): Effect.Effect<HttpServerResponse.HttpServerResponse>
+  /** Called once, at once, when the client leaves: what waits for `received` waits on its own. */
+  abandon(): void
+}
+
+/**
+ * An exchange, or the answer to a request refused before anything of it
+ * was read.
+ *
+ * @internal
+ */
+export type Started<R> = HttpServerResponse.HttpServerResponse | Exchange<R>
+
+/**
+ * An exchange answered on the platform's request fiber. `start` runs where
+ * the fiber cannot be interrupted, and what it started is abandoned on an
+ * interruption from then on: no client that leaves, however early, keeps
+ * what its request took. Whatever goes wrong outside the endpoint's own
+ * answers is `unexpected`'s.
+ *
+ * @internal
+ */
+export const exchanged = <R>(
+  start: () => Started<R>,
+  unexpected: (cause: Cause.Cause<unknown>) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.uninterruptibleMask((restore) => {
+    const started = start()
+    if (HttpServerResponse.isServerResponse(started)) return Effect.succeed(started)
+    return Effect.onInterrupt(
+      restore(Effect.flatMap(Effect.promise(() => started.received), (received) => started.answer(received))),
+      () => Effect.sync(() => started.abandon())
+    )
+  }).pipe(Effect.catchAllCause(unexpected))
 
 /** @internal */
 export const shuttingDown = "The server is shutting down."

@@ -39,14 +39,14 @@ import {
   type User,
   validateVersion
 } from "@a2a-js/sdk/server"
-import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as Stream from "effect/Stream"
 import * as ErrorTable from "../../wire/errorTable.js"
 import * as EventId from "../../wire/eventId.js"
@@ -58,7 +58,7 @@ import * as internalAccept from "../http/accept.js"
 import * as internalHttp from "../http/body.js"
 import type * as internalLoad from "../http/load.js"
 import * as internalSse from "../http/sse.js"
-import { type Answer, type Call, match, type Matched, type Query, type Route } from "./restRoutes.js"
+import { type Call, match, type Matched, type Query, type Route } from "./restRoutes.js"
 
 /** The default base path of the HTTP+JSON routes. @internal */
 export const defaultPath = "/a2a/rest"
@@ -70,13 +70,13 @@ const extensionHeader = HTTP_EXTENSION_HEADER.toLowerCase()
 /** A `google.rpc.Status` body, as the SDK writes it. */
 type StatusBody = RestErrorBody
 
-// Every JSON answer, errors included, is made as `application/a2a+json` (the SDK's restHandler sends them so),
-// and goes out in the type the request accepts (`negotiated`).
-const a2aJson = (body: unknown, status: number, headers: Record<string, string>) =>
-  HttpServerResponse.raw(JSON.stringify(body), { status, contentType: A2A_CONTENT_TYPE, headers })
-
-const statusResponse = (body: StatusBody, headers: Record<string, string> = {}) =>
-  a2aJson(body, body.error.code, headers)
+// A refusal: its Status body under its own HTTP status.
+const statusAnswer = (body: StatusBody, headers: Record<string, string> = {}): Received => ({
+  _tag: "Json",
+  status: body.error.code,
+  body,
+  headers
+})
 
 /** A body of the error table's `row`. */
 const tableBody = (row: ErrorTable.Row, message: string, details: StatusBody["error"]["details"]): StatusBody => ({
@@ -112,11 +112,11 @@ const errorBody = (error: unknown, where: string): Effect.Effect<StatusBody> =>
       (text) => edgeBody(new A2AError(text), 500, "INTERNAL")
     )
 
-const malformed = (message: string) => statusResponse(a2aErrorBody(new RequestMalformedError(message)))
+const malformed = (message: string) => statusAnswer(a2aErrorBody(new RequestMalformedError(message)))
 
 // The body reader drains what is left (see `drainBytes`): the connection stays open for it.
 const tooLarge = (message: string) =>
-  statusResponse(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT"))
+  statusAnswer(edgeBody(new RequestMalformedError(message), 413, "INVALID_ARGUMENT"))
 
 // The ErrorInfo of an error no A2A reason says: the status's own, in our domain, so that no client reads it as an A2A error.
 const ownErrorInfo = (reason: string) => ({ "@type": ERROR_INFO_TYPE, reason, domain: "effect-a2a" })
@@ -124,7 +124,7 @@ const ownErrorInfo = (reason: string) => ({ "@type": ERROR_INFO_TYPE, reason, do
 // Over the bound: 429 and when to come back, as on JSON-RPC. No A2A reason says it, so the ErrorInfo's is
 // the status's own, in our domain (no client reads it as an A2A error); RetryInfo says what Retry-After says.
 const shed = () =>
-  statusResponse({
+  statusAnswer({
     error: {
       code: 429,
       status: "RESOURCE_EXHAUSTED",
@@ -138,28 +138,26 @@ const shed = () =>
 
 // Refused before anything runs, as on JSON-RPC: UnsupportedOperation, that a client may send again elsewhere or later.
 const shuttingDown = () =>
-  statusResponse(edgeBody(new UnsupportedOperationError(internalHttp.shuttingDown), 503, "UNAVAILABLE"), {
+  statusAnswer(edgeBody(new UnsupportedOperationError(internalHttp.shuttingDown), 503, "UNAVAILABLE"), {
     "retry-after": "1"
   })
 
 // No A2A reason says it: the ErrorInfo's is the status's own, in our domain, as a shed request's.
 const unauthenticated = (refused: internalAuthentication.Refused) =>
-  internalHttp.closingConnection(
-    refused._tag === "Broken"
-      ? statusResponse(edgeBody(new A2AError(refused.message), 500, "INTERNAL"))
-      : statusResponse({
-        error: {
-          code: 401,
-          status: "UNAUTHENTICATED",
-          message: refused.message,
-          details: [ownErrorInfo("UNAUTHENTICATED")] as StatusBody["error"]["details"]
-        }
-      }, { "www-authenticate": refused.challenge })
-  )
+  refused._tag === "Broken"
+    ? statusAnswer(edgeBody(new A2AError(refused.message), 500, "INTERNAL"), internalHttp.closingHeader)
+    : statusAnswer({
+      error: {
+        code: 401,
+        status: "UNAUTHENTICATED",
+        message: refused.message,
+        details: [ownErrorInfo("UNAUTHENTICATED")] as StatusBody["error"]["details"]
+      }
+    }, { "www-authenticate": refused.challenge, ...internalHttp.closingHeader })
 
 // JSON-RPC's MethodNotFound, which no A2A reason says.
 const unknownRoute = (method: string, path: string) =>
-  statusResponse(
+  statusAnswer(
     tableBody(ErrorTable.rows.MethodNotFound, `No HTTP+JSON operation at ${method} ${path}.`, [
       ownErrorInfo("NOT_FOUND")
     ])
@@ -188,202 +186,318 @@ export interface Options {
 const responseHeaders = (context: ServerCallContext): Record<string, string> =>
   context.activatedExtensions ? { [HTTP_EXTENSION_HEADER]: Array.from(context.activatedExtensions).join(",") } : {}
 
-type Settled =
-  | { readonly _tag: "Failed"; readonly error: unknown }
-  | Extract<Answer, { _tag: "Json" }>
-  | { readonly _tag: "Stream"; readonly first: IteratorResult<unknown> }
+/**
+ * An HTTP+JSON request, whatever server carries it.
+ *
+ * @internal
+ */
+export interface Incoming {
+  readonly method: string
+  /** What it asks below the base path, its query included (as the platform hands a mounted app its URL). */
+  readonly url: string
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly remoteAddress: string
+  /** Reads its body: its bytes, or `undefined` when over `maxBytes` (what is left is drained) or broken off. */
+  readonly read: (maxBytes: number) => Promise<Uint8Array | undefined>
+  /** Destroys its connection; undefined where the server's connection cannot be reached. */
+  readonly destroy: (() => void) | undefined
+}
 
 /**
- * Calls the route; a stream is settled once its first event came (a refusal
- * comes as that event). Whatever the route throws or fails with, or dies
- * of, is its `Failed` outcome.
+ * Whether a request's path (its query left out) is the base's or below it,
+ * as the platform chooses a mounted app.
+ *
+ * @internal
  */
-const settle = (
+export const isBelow = (base: string, path: string): boolean => path === base || path.startsWith(`${base}/`)
+
+/**
+ * A request's URL below the base, as the platform hands it to a mounted app.
+ *
+ * @internal
+ */
+export const urlBelow = (base: string, url: string): string => url.length <= base.length ? "/" : url.slice(base.length)
+
+/**
+ * What an HTTP+JSON request comes to: a JSON answer (a refusal among them),
+ * a call's failure, or a stream opened with its first event in.
+ *
+ * @internal
+ */
+export type Received =
+  | {
+    readonly _tag: "Json"
+    readonly status: number
+    readonly body?: unknown
+    readonly headers: Record<string, string>
+  }
+  | { readonly _tag: "Failed"; readonly error: unknown; readonly headers: Record<string, string> }
+  | { readonly _tag: "Stream"; readonly open: internalSse.OpenStream; readonly headers: Record<string, string> }
+
+/**
+ * Starts the route's call on a fiber of `runtime` of its own, interruptible
+ * as the handler's stages need theirs to be, and watched from the start: a
+ * client gone before its answer does not stop the call (a run it started
+ * goes on, as on the other transports), and what the request holds is let
+ * go once the call settles, or, for a stream, once it is closed. A stream is
+ * settled once its first event came (a refusal comes as that event).
+ * Whatever the route throws or fails with, or dies of, is its `Failed`
+ * outcome.
+ */
+const called = (
   options: Options,
   route: Route,
   call: Call,
-  opened: (iterator: AsyncIterator<unknown>) => void
-): Effect.Effect<Settled> =>
-  Effect.suspend(() => {
-    validateVersion(call.context.requestedVersion, options.card, "HTTP+JSON")
-    return route.handle(options.handler, call, options.card)
-  }).pipe(
-    Effect.flatMap((answer: Answer): Effect.Effect<Settled> => {
-      if (answer._tag === "Json") return Effect.succeed(answer)
-      return Effect.flatMap(Effect.runtime<never>(), (runtime) => {
-        const iterator = Stream.toAsyncIterableRuntime(answer.events, runtime)[Symbol.asyncIterator]()
-        opened(iterator)
-        return Effect.map(Effect.promise(() => iterator.next()), (first): Settled => ({ _tag: "Stream", first }))
-      })
-    }),
-    Effect.catchAllCause((cause) =>
-      Effect.succeed<Settled>({ _tag: "Failed", error: Cause.isInterruptedOnly(cause) ? cause : Cause.squash(cause) })
-    )
-  )
-
-const serve = (options: Options, request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function*() {
-    if (options.state.closing) return shuttingDown()
-    const headers: Readonly<Record<string, string | undefined>> = request.headers
-    const remoteAddress = Option.getOrElse(request.remoteAddress, () => "")
-    let user: User | undefined = undefined
-    if (options.gate !== undefined) {
-      const gate = options.gate
-      const checked = yield* Effect.promise(() =>
-        gate({ headers, method: request.method, transport: "HTTP+JSON", remoteAddress })
-      )
-      if (!internalAuthentication.isUser(checked)) return unauthenticated(checked)
-      user = checked
-    }
-    const contentType = headers["content-type"]
-    // Before the route, as the SDK's guard: a body of another type is not read as empty.
-    if (contentType !== undefined && !isJsonType(contentType)) {
-      return statusResponse(a2aErrorBody(
-        new ContentTypeNotSupportedError(
-          `Unsupported Content-Type "${contentType}"; expected application/json or application/a2a+json.`
-        )
-      ))
-    }
-    // Mounted at the base: the request's URL is what is below it.
-    const url = new URL(request.url, "http://localhost")
-    const path = url.pathname
-    let matched: Matched | undefined
-    try {
-      matched = match(request.method, path)
-    } catch {
-      return malformed("The request's path is not valid percent-encoding.")
-    }
-    if (matched === undefined) return unknownRoute(request.method, `${options.path}${path}`)
-    const declared = Number(headers["content-length"])
-    if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
-      // Answered at once; the reader, keeping none of it, drains the rest so that the answer is not reset.
-      void options.readBody(request, 0)
-      return tooLarge("Request body too large.")
-    }
-    // As the SDK's parser: a body is read only when it says it is JSON; an empty one is `{}`.
-    let body: unknown = undefined
-    if (contentType !== undefined) {
-      const bytes = yield* Effect.promise(() => options.readBody(request, options.maxBodyBytes))
-      if (bytes === undefined) return tooLarge("Request body too large or unreadable.")
-      body = bytes.byteLength === 0 ? {} : internalHttp.parseJson(bytes)
-      if (body === internalHttp.notJson) return malformed("Invalid JSON payload.")
-      if (internalNesting.deeperThan(body, internalNesting.maxNesting)) return malformed(internalNesting.tooDeep)
-    }
-    const { route, tenant } = matched
-    let query: Query = Object.fromEntries(url.searchParams)
-    // The path's tenant wins over the body's and the query's, as in the SDK's tenant middleware.
-    if (tenant !== undefined) {
-      query = { ...query, tenant }
-      if (typeof body === "object" && body !== null && !Array.isArray(body)) body = { ...body, tenant }
-    }
-    let release = () => {}
-    if (route.runs === true && options.load !== undefined) {
-      const messageId = (body as { readonly message?: { readonly messageId?: unknown } } | undefined)?.message
-        ?.messageId
-      const admitted = options.load.admitRun(
-        typeof messageId === "string" ? messageId : undefined,
-        internalAuthentication.loadKey(user, remoteAddress)
-      )
-      if (admitted === "shed") return shed()
-      release = admitted
-    }
-    const requestedVersion = headers[versionHeader] || undefined
-    const context = defaultServerCallContextBuilder({
-      extensions: Extensions.parseServiceParameter(headers[extensionHeader]),
-      user: user ?? new UnauthenticatedUser(),
-      headers: { ...headers },
-      ...(requestedVersion === undefined ? {} : { requestedVersion }),
-      ...(tenant === undefined ? {} : { tenant })
-    })
-    const call: Call = { taskId: matched.taskId, configId: matched.configId, query, body, context }
+  runtime: Runtime.Runtime<never>,
+  release: () => void
+): Promise<Received> =>
+  new Promise((resolve) => {
+    const headers = responseHeaders(call.context)
     let iterator: AsyncIterator<unknown> | undefined
     // Lets go of what the request holds: its place in the bound, and a stream's place on its task's bus.
     const close = () => {
       void iterator?.return?.(undefined)?.catch(() => undefined)
-      options.subscriptions.close(context)
+      options.subscriptions.close(call.context)
       release()
     }
-    // A client gone before its answer does not stop the call (a run it started goes on, as on the other
-    // transports): what the request holds is let go once the call settles. The call runs on a fiber of its
-    // own, interruptible as the handler's stages need theirs to be, not in an uninterruptible region of the
-    // request's fiber, whose forks would inherit it.
-    // Forked and watched with no gap in between where the request's interruption would leave it unwatched.
-    const outcome = yield* Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(
-        Effect.forkDaemon(Effect.interruptible(settle(options, route, call, (opened) => {
-          iterator = opened
-        }))),
-        (settling) =>
-          Effect.onInterrupt(
-            restore(Fiber.join(settling)),
-            // A subscription still waiting for its first event (resumed after a paused task's last event, it
-            // waits for the task's next run) lets go at once: it would not settle before then.
-            () =>
-              Effect.sync(() => options.subscriptions.close(context)).pipe(
-                Effect.zipRight(Effect.forkDaemon(Effect.zipRight(Fiber.await(settling), Effect.sync(close))))
-              )
-          )
-      )
-    )
-    const answerHeaders = responseHeaders(context)
-    switch (outcome._tag) {
-      case "Failed":
-        close()
-        return statusResponse(yield* errorBody(outcome.error, "response"), answerHeaders)
-      case "Json":
-        close()
-        return outcome.body === undefined
-          ? HttpServerResponse.empty({ status: outcome.status, headers: answerHeaders })
-          : a2aJson(outcome.body, outcome.status, answerHeaders)
-      case "Stream":
-        return HttpServerResponse.stream(
-          internalSse.sseStream(
-            {
-              first: outcome.first,
-              // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a Stream outcome comes only after opened() was given the iterator
-              iterator: iterator!,
-              close,
-              dropped: options.subscriptions.dropped(context),
-              release,
-              destroy: internalSse.destroyer(request)
-            },
-            (event) =>
-              Effect.try({
-                try: () =>
-                  EventId.sseEvent(
-                    StreamResponse.toJSON(event as StreamResponse),
-                    EventId.sequenceOf(event as StreamResponse)
-                  ),
-                catch: (error) => error
-              }),
-            (error) => Effect.map(errorBody(error, "stream"), formatSSEErrorEvent)
-          ),
-          { contentType: SSE_HEADERS["Content-Type"], headers: { ...SSE_HEADERS, ...answerHeaders } }
-        )
+    const failed = (error: unknown) => {
+      close()
+      resolve({ _tag: "Failed", error, headers })
     }
+    const fiber = Runtime.runFork(runtime)(Effect.suspend(() => {
+      validateVersion(call.context.requestedVersion, options.card, "HTTP+JSON")
+      return route.handle(options.handler, call, options.card)
+    }))
+    fiber.addObserver((exit) => {
+      if (Exit.isFailure(exit)) {
+        return failed(Cause.isInterruptedOnly(exit.cause) ? exit.cause : Cause.squash(exit.cause))
+      }
+      const answer = exit.value
+      if (answer._tag === "Json") {
+        close()
+        return resolve({ ...answer, headers })
+      }
+      try {
+        const opened = Stream.toAsyncIterableRuntime(answer.events, runtime)[Symbol.asyncIterator]()
+        iterator = opened
+        opened.next().then((first) =>
+          resolve({
+            _tag: "Stream",
+            open: { first, iterator: opened, close, dropped: options.subscriptions.dropped(call.context), release },
+            headers
+          }), failed)
+      } catch (error) {
+        failed(error)
+      }
+    })
   })
 
-/** A JSON answer in the JSON type `accept` asks for; any other (an SSE stream, no body) as it is. */
-const negotiated = (response: HttpServerResponse.HttpServerResponse, accept: string | undefined) => {
-  const body = response.body
-  if (body._tag !== "Raw" || body.contentType !== A2A_CONTENT_TYPE) return response
-  return HttpServerResponse.setBody(
-    HttpServerResponse.setHeader(response, "vary", "Accept"),
-    HttpBody.raw(body.body, { contentType: internalAccept.jsonType(accept), contentLength: body.contentLength })
-  )
+// What the WHATWG URL parser leaves as it is: no percent-encoding, dot segment, query or fragment, and no `//` first.
+const plainPath = /^\/(?!\/)[\w:/-]*$/
+
+/** The context of a request's call, once it has one. */
+interface Calling {
+  context?: ServerCallContext
 }
 
 /**
- * The HTTP+JSON routes under `options.path`, added to `router`.
+ * Checks, reads and admits a request, then calls its route (`called`): one
+ * promise per request, the call's fiber the only one it starts.
+ */
+const receive = async (
+  options: Options,
+  incoming: Incoming,
+  runtime: Runtime.Runtime<never>,
+  calling: Calling
+): Promise<Received> => {
+  if (options.state.closing) return shuttingDown()
+  const { headers, method, remoteAddress } = incoming
+  let user: User | undefined = undefined
+  if (options.gate !== undefined) {
+    const checked = await options.gate({ headers, method, transport: "HTTP+JSON", remoteAddress })
+    if (!internalAuthentication.isUser(checked)) return unauthenticated(checked)
+    user = checked
+  }
+  const contentType = headers["content-type"]
+  // Before the route, as the SDK's guard: a body of another type is not read as empty.
+  if (contentType !== undefined && !isJsonType(contentType)) {
+    return statusAnswer(a2aErrorBody(
+      new ContentTypeNotSupportedError(
+        `Unsupported Content-Type "${contentType}"; expected application/json or application/a2a+json.`
+      )
+    ))
+  }
+  // Mounted at the base: the request's URL is what is below it. A path of plain characters and no query, as
+  // clients send, is its own pathname: no URL is parsed for it.
+  const url = plainPath.test(incoming.url) ? undefined : new URL(incoming.url, "http://localhost")
+  const path = url === undefined ? incoming.url : url.pathname
+  let matched: Matched | undefined
+  try {
+    matched = match(method, path)
+  } catch {
+    return malformed("The request's path is not valid percent-encoding.")
+  }
+  if (matched === undefined) return unknownRoute(method, `${options.path}${path}`)
+  const declared = Number(headers["content-length"])
+  if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
+    // Answered at once; the reader, keeping none of it, drains the rest so that the answer is not reset.
+    void incoming.read(0)
+    return tooLarge("Request body too large.")
+  }
+  // As the SDK's parser: a body is read only when it says it is JSON; an empty one is `{}`.
+  let body: unknown = undefined
+  if (contentType !== undefined) {
+    const bytes = await incoming.read(options.maxBodyBytes)
+    if (bytes === undefined) return tooLarge("Request body too large or unreadable.")
+    body = bytes.byteLength === 0 ? {} : internalHttp.parseJson(bytes)
+    if (body === internalHttp.notJson) return malformed("Invalid JSON payload.")
+    if (internalNesting.deeperThan(body, internalNesting.maxNesting)) return malformed(internalNesting.tooDeep)
+  }
+  const { route, tenant } = matched
+  let query: Query = url === undefined ? {} : Object.fromEntries(url.searchParams)
+  // The path's tenant wins over the body's and the query's, as in the SDK's tenant middleware.
+  if (tenant !== undefined) {
+    query = { ...query, tenant }
+    if (typeof body === "object" && body !== null && !Array.isArray(body)) body = { ...body, tenant }
+  }
+  const requestedVersion = headers[versionHeader] || undefined
+  const context = defaultServerCallContextBuilder({
+    extensions: Extensions.parseServiceParameter(headers[extensionHeader]),
+    user: user ?? new UnauthenticatedUser(),
+    headers: { ...headers },
+    ...(requestedVersion === undefined ? {} : { requestedVersion }),
+    ...(tenant === undefined ? {} : { tenant })
+  })
+  const call: Call = { taskId: matched.taskId, configId: matched.configId, query, body, context }
+  calling.context = context
+  // Admitted and called in one step, with nothing in between that could leave the place taken and not watched.
+  if (route.runs !== true || options.load === undefined) return called(options, route, call, runtime, () => {})
+  const messageId = (body as { readonly message?: { readonly messageId?: unknown } } | undefined)?.message
+    ?.messageId
+  const admitted = options.load.admitRun(
+    typeof messageId === "string" ? messageId : undefined,
+    internalAuthentication.loadKey(user, remoteAddress)
+  )
+  return admitted === "shed" ? shed() : called(options, route, call, runtime, admitted)
+}
+
+// A JSON body in the JSON type the request accepts (`accept.ts`), its length declared: one write with the headers.
+const jsonAnswer = (
+  status: number,
+  body: unknown,
+  headers: Record<string, string>,
+  type: internalAccept.JsonType
+): HttpServerResponse.HttpServerResponse => {
+  if (body === undefined) return HttpServerResponse.empty({ status, headers })
+  const text = JSON.stringify(body)
+  return HttpServerResponse.raw(text, {
+    status,
+    contentType: type,
+    contentLength: Buffer.byteLength(text),
+    headers: { ...headers, vary: "Accept" }
+  })
+}
+
+const answer = (
+  received: Received,
+  type: internalAccept.JsonType,
+  destroy: (() => void) | undefined
+): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  switch (received._tag) {
+    case "Json":
+      return Effect.succeed(jsonAnswer(received.status, received.body, received.headers, type))
+    case "Failed":
+      return Effect.map(
+        errorBody(received.error, "response"),
+        (body) => jsonAnswer(body.error.code, body, received.headers, type)
+      )
+    case "Stream":
+      return Effect.succeed(HttpServerResponse.stream(
+        internalSse.sseStream(
+          { ...received.open, destroy },
+          (event) =>
+            Effect.try({
+              try: () =>
+                EventId.sseEvent(
+                  StreamResponse.toJSON(event as StreamResponse),
+                  EventId.sequenceOf(event as StreamResponse)
+                ),
+              catch: (error) => error
+            }),
+          (error) => Effect.map(errorBody(error, "stream"), formatSSEErrorEvent)
+        ),
+        { contentType: SSE_HEADERS["Content-Type"], headers: { ...SSE_HEADERS, ...received.headers } }
+      ))
+  }
+}
+
+/**
+ * An HTTP+JSON request taken, whatever server carries it: its call runs on
+ * `runtime`.
+ *
+ * @internal
+ */
+export const exchange = (
+  options: Options,
+  incoming: Incoming,
+  runtime: Runtime.Runtime<never>
+): internalHttp.Exchange<Received> => {
+  const type = internalAccept.jsonType(incoming.headers.accept)
+  const calling: Calling = {}
+  const received = receive(options, incoming, runtime, calling)
+  return {
+    received,
+    answer: (received) => answer(received, type, incoming.destroy),
+    abandon: () => {
+      // A subscription still waiting for its first event (resumed after a paused task's last event, it waits for
+      // the task's next run) lets go at once: it would not settle before then.
+      if (calling.context !== undefined) options.subscriptions.close(calling.context)
+      received.then((received) => {
+        if (received._tag === "Stream") received.open.close()
+      }, () => undefined)
+    }
+  }
+}
+
+/**
+ * The answer to whatever went wrong outside a call (its cause logged under
+ * the error id it carries), in the JSON type `accept` asks for.
+ *
+ * @internal
+ */
+export const unexpected = (
+  cause: Cause.Cause<unknown>,
+  accept: string | undefined
+): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.map(
+    errorBody(cause, "route"),
+    (body) => jsonAnswer(body.error.code, body, {}, internalAccept.jsonType(accept))
+  )
+
+/**
+ * The HTTP+JSON routes under `options.path`, added to `router`. Each call
+ * runs on the runtime of its request's fiber, under the platform's span.
  *
  * @internal
  */
 export const routesOn = (router: HttpRouter.HttpRouter, options: Options): HttpRouter.HttpRouter => {
-  const route = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    serve(options, request).pipe(
-      Effect.catchAllCause((cause) => Effect.map(errorBody(cause, "route"), (body) => statusResponse(body))),
-      Effect.map((response) => negotiated(response, request.headers.accept))
-    ))
+  const route = Effect.flatMap(
+    HttpServerRequest.HttpServerRequest,
+    (request) =>
+      Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+        internalHttp.exchanged(
+          () =>
+            exchange(options, {
+              method: request.method,
+              url: request.url,
+              headers: request.headers,
+              remoteAddress: Option.getOrElse(request.remoteAddress, () => ""),
+              read: (maxBytes) => options.readBody(request, maxBytes),
+              destroy: internalSse.destroyer(request)
+            }, runtime),
+          (cause) => unexpected(cause, request.headers.accept)
+        ))
+  )
   // Mounted, not routed: a mount is chosen by the path as sent, where the router's own match decodes it first
   // and answers an empty 404 to a path that does not decode. The base itself and whatever is asked below it
   // are answered with a Status. Interruptible, as the router makes its routes: a client gone ends its request.

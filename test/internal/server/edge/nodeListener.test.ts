@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import type * as internalHttp from "../../../../src/internal/server/edge/http.js"
-import * as internalNodeRpc from "../../../../src/internal/server/edge/nodeRpc.js"
+import * as internalNodeListener from "../../../../src/internal/server/edge/nodeListener.js"
 import type * as internalRpc from "../../../../src/internal/server/transport/rpc.js"
 
 /**
@@ -21,10 +21,12 @@ const serving = (dispatch: internalRpc.Dispatcher["dispatch"], closing = false) 
     }
     const passed: Array<string> = []
     const runtime = yield* Effect.runtime<never>()
-    const server = Http.createServer(internalNodeRpc.listener(endpoint, runtime, (request, response) => {
-      passed.push(`${request.method} ${request.url}`)
-      response.writeHead(404).end()
-    }))
+    const server = Http.createServer(
+      internalNodeListener.listener([internalNodeListener.rpcRoute(endpoint)], runtime, (request, response) => {
+        passed.push(`${request.method} ${request.url}`)
+        response.writeHead(404).end()
+      })
+    )
     yield* Effect.acquireRelease(
       Effect.async<void>((resume) => {
         server.listen(0, "127.0.0.1", () => resume(Effect.void))
@@ -59,7 +61,7 @@ const post = (url: string, body: string, signal?: AbortSignal) =>
     signal: signal ?? null
   })
 
-describe("server/nodeRpc.listener", () => {
+describe("server/nodeListener.listener, JSON-RPC", () => {
   it.scopedLive("answers POST on its path only; anything else goes on to the next listener", () =>
     Effect.gen(function*() {
       let dispatched = 0
