@@ -84,18 +84,6 @@ const scoreOf = (listed: ReadonlyArray<Range>, mediaType: string): Score => {
  * @internal
  */
 export const jsonType = (accept: string | undefined): JsonType => {
-  if (accept === lastAccept) return lastType
-  const type = typeOf(accept)
-  lastAccept = accept
-  lastType = type
-  return type
-}
-
-// A client sends one Accept on every request: the last one's type is kept, not parsed again.
-let lastAccept: string | undefined = undefined
-let lastType: JsonType = noPreference
-
-const typeOf = (accept: string | undefined): JsonType => {
   if (accept === undefined || accept.trim() === "") return noPreference
   const listed = ranges(accept)
   const plain = scoreOf(listed, json)
