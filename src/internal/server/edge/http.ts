@@ -28,6 +28,7 @@ import * as internalAuthentication from "../caller/authentication.js"
 import {
   type BodyReader,
   closingConnection,
+  type Exchange,
   exchanged,
   notJson,
   opaqueText,
@@ -466,14 +467,25 @@ export const exchange = (
   read: () => Promise<Uint8Array | undefined>,
   remoteAddress: string,
   destroy: (() => void) | undefined
-): Started<Received> => {
-  const refused = refusedUnread(endpoint, headers)
-  if (refused !== undefined) return refused
-  const received = receive(endpoint, read, headers, remoteAddress)
-  return {
-    received,
-    answer: (received) => answer(received, destroy),
-    abandon: () => abandon(endpoint, headers, received)
+): Started<Received> =>
+  refusedUnread(endpoint, headers) ??
+    new RpcExchange(receive(endpoint, read, headers, remoteAddress), endpoint, headers, destroy)
+
+// Its state in fields, not closures: an exchange is held for as long as its request is in flight.
+class RpcExchange implements Exchange<Received> {
+  constructor(
+    readonly received: Promise<Received>,
+    private readonly endpoint: RpcEndpoint,
+    private readonly headers: internalRpc.Headers,
+    private readonly destroy: (() => void) | undefined
+  ) {}
+
+  answer(received: Received): Effect.Effect<HttpServerResponse.HttpServerResponse> {
+    return answer(received, this.destroy)
+  }
+
+  abandon(): void {
+    abandon(this.endpoint, this.headers, this.received)
   }
 }
 

@@ -18,7 +18,7 @@ import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as Http from "node:http"
-import type { Started } from "../http/body.js"
+import type { Exchange, Started } from "../http/body.js"
 import * as internalRest from "../transport/rest.js"
 import type * as internalRpc from "../transport/rpc.js"
 import * as internalHttp from "./http.js"
@@ -125,28 +125,44 @@ export const listener = (
     const path = pathOf(request.url)
     const route = routes.find((route) => route.takes(method, path))
     if (route === undefined) return next(request, response)
-    let streaming: Fiber.RuntimeFiber<void, unknown> | undefined
-    let gone = false
-    const respond = (answer: HttpServerResponse.HttpServerResponse) => {
-      if (gone) return
-      // Only reached by a failure while the answer was being written: the connection cannot carry another.
-      if (response.headersSent) return void response.destroy()
-      streaming = write(response, answer)
-    }
-    const failed = (error: unknown) => respond(runSync(route.unexpected(Cause.die(error), request)))
+    const taken = new Taken(response, write)
+    const failed = (error: unknown) => taken.respond(runSync(route.unexpected(Cause.die(error), request)))
     try {
       const started = route.start(request, () => response.destroy())
-      if (HttpServerResponse.isServerResponse(started)) return respond(started)
-      response.on("close", () => {
-        if (response.writableEnded) return
-        gone = true
-        if (streaming === undefined) started.abandon()
-        else streaming.unsafeInterruptAsFork(FiberId.none)
-      })
-      started.received.then((received) => respond(runSync(started.answer(received)))).catch(failed)
+      if (HttpServerResponse.isServerResponse(started)) return taken.respond(started)
+      response.on("close", () => taken.closed(started))
+      started.received.then((received) => taken.respond(runSync(started.answer(received)))).catch(failed)
     } catch (error) {
       failed(error)
     }
+  }
+}
+
+// A request taken, as it is answered: its state in fields, not closures, as it is held while in flight.
+class Taken {
+  private streaming: Fiber.RuntimeFiber<void, unknown> | undefined
+  private gone = false
+
+  constructor(
+    private readonly response: Http.ServerResponse,
+    private readonly write: (
+      response: Http.ServerResponse,
+      answer: HttpServerResponse.HttpServerResponse
+    ) => Fiber.RuntimeFiber<void, unknown> | undefined
+  ) {}
+
+  respond(answer: HttpServerResponse.HttpServerResponse): void {
+    if (this.gone) return
+    // Only reached by a failure while the answer was being written: the connection cannot carry another.
+    if (this.response.headersSent) return void this.response.destroy()
+    this.streaming = this.write(this.response, answer)
+  }
+
+  closed(started: Exchange<unknown>): void {
+    if (this.response.writableEnded) return
+    this.gone = true
+    if (this.streaming === undefined) started.abandon()
+    else this.streaming.unsafeInterruptAsFork(FiberId.none)
   }
 }
 

@@ -441,21 +441,30 @@ export const exchange = (
   options: Options,
   incoming: Incoming,
   runtime: Runtime.Runtime<never>
-): internalHttp.Exchange<Received> => {
-  const type = internalAccept.jsonType(incoming.headers.accept)
-  const calling: Calling = {}
-  const received = receive(options, incoming, runtime, calling)
-  return {
-    received,
-    answer: (received) => answer(received, type, incoming.destroy),
-    abandon: () => {
-      // A subscription still waiting for its first event (resumed after a paused task's last event, it waits for
-      // the task's next run) lets go at once: it would not settle before then.
-      if (calling.context !== undefined) options.subscriptions.close(calling.context)
-      received.then((received) => {
-        if (received._tag === "Stream") received.open.close()
-      }, () => undefined)
-    }
+): internalHttp.Exchange<Received> => new RestExchange(options, incoming, runtime)
+
+// Its state in fields, not closures: an exchange is held for as long as its request is in flight.
+class RestExchange implements internalHttp.Exchange<Received>, Calling {
+  readonly received: Promise<Received>
+  context?: ServerCallContext
+  private readonly type: internalAccept.JsonType
+
+  constructor(private readonly options: Options, private readonly incoming: Incoming, runtime: Runtime.Runtime<never>) {
+    this.type = internalAccept.jsonType(incoming.headers.accept)
+    this.received = receive(options, incoming, runtime, this)
+  }
+
+  answer(received: Received): Effect.Effect<HttpServerResponse.HttpServerResponse> {
+    return answer(received, this.type, this.incoming.destroy)
+  }
+
+  abandon(): void {
+    // A subscription still waiting for its first event (resumed after a paused task's last event, it waits for
+    // the task's next run) lets go at once: it would not settle before then.
+    if (this.context !== undefined) this.options.subscriptions.close(this.context)
+    this.received.then((received) => {
+      if (received._tag === "Stream") received.open.close()
+    }, () => undefined)
   }
 }
 
