@@ -180,11 +180,10 @@ const requestHandlerOf = (
 
 /** The run stage of the server's bound: a run shares the hold of the request that started it. */
 const counted = (load: internalLoad.Load): internalRunStages.RunStage => ({
-  start: ({ requestContext }) =>
-    Effect.sync(() => {
-      const release = load.run(requestContext.userMessage.messageId)
-      return release === undefined ? undefined : { end: Effect.sync(release) }
-    })
+  startNow: ({ requestContext }) => {
+    const release = load.run(requestContext.userMessage.messageId)
+    return release === undefined ? undefined : { end: Effect.sync(release) }
+  }
 })
 
 /** What serves the agent, whatever server carries its routes. @internal */

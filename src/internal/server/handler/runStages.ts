@@ -32,23 +32,31 @@ export interface RunHooks {
 }
 
 /** @internal */
-export interface RunStage {
-  /**
-   * Before the run starts. A failure refuses it: the request fails with it,
-   * and the stages started before it end.
-   */
-  readonly start: (run: Run) => Effect.Effect<RunHooks | undefined, Failure>
-}
+export type RunStage =
+  | {
+    /**
+     * Before the run starts. A failure refuses it: the request fails with
+     * it, and the stages started before it end.
+     */
+    readonly start: (run: Run) => Effect.Effect<RunHooks | undefined, Failure>
+  }
+  | {
+    /**
+     * Before the run starts, for a stage that neither waits nor refuses: a
+     * run whose stages are all such starts with no fiber of its own.
+     */
+    readonly startNow: (run: Run) => RunHooks | undefined
+  }
 
 /** The stages of one run, started. @internal */
 export interface Started {
   readonly event: ((event: AgentExecutionEvent) => void) | undefined
-  /** Each stage's end, the last started first. */
-  readonly end: Effect.Effect<void>
+  /** Each stage's end, the last started first; undefined when none has one. */
+  readonly end: Effect.Effect<void> | undefined
 }
 
 /** No stages: nothing to do around a run. @internal */
-export const none: Started = { event: undefined, end: Effect.void }
+export const none: Started = { event: undefined, end: undefined }
 
 // One stage's end going wrong leaves the others to end.
 const endOf = (end: Effect.Effect<void>) =>
@@ -61,23 +69,50 @@ const eventOf = (
     for (const onEvent of events) onEvent(event)
   }
 
+const endsOf = (ends: ReadonlyArray<Effect.Effect<void>>): Effect.Effect<void> | undefined =>
+  ends.length === 0 ? undefined : Effect.suspend(() => Effect.forEach([...ends].reverse(), endOf, { discard: true }))
+
+/**
+ * Starts `stages` for `run` at once, when none of them waits or refuses
+ * (`startNow`, as most runs' stages); undefined otherwise.
+ *
+ * @internal
+ */
+export const startNow = (stages: ReadonlyArray<RunStage>, run: Run): Started | undefined => {
+  if (stages.length === 0) return none
+  if (!stages.every((stage) => "startNow" in stage)) return undefined
+  const events: Array<(event: AgentExecutionEvent) => void> = []
+  const ends: Array<Effect.Effect<void>> = []
+  for (const stage of stages) {
+    const hooks = (stage as Extract<RunStage, { startNow: unknown }>).startNow(run)
+    if (hooks?.event !== undefined) events.push(hooks.event)
+    if (hooks?.end !== undefined) ends.push(hooks.end)
+  }
+  return { event: eventOf(events), end: endsOf(ends) }
+}
+
 /**
  * Starts `stages` for `run`, in order. When one fails (or the start is
  * interrupted), those started end before the failure is handed on.
  *
  * @internal
  */
-export const start = (stages: ReadonlyArray<RunStage>, run: Run): Effect.Effect<Started, Failure> => {
-  if (stages.length === 0) return Effect.succeed(none)
-  return Effect.suspend(() => {
+export const start = (stages: ReadonlyArray<RunStage>, run: Run): Effect.Effect<Started, Failure> =>
+  Effect.suspend(() => {
     const events: Array<(event: AgentExecutionEvent) => void> = []
     const ends: Array<Effect.Effect<void>> = []
-    const end = Effect.suspend(() => Effect.forEach([...ends].reverse(), endOf, { discard: true }))
-    const started = Effect.forEach(stages, (stage) =>
-      Effect.map(stage.start(run), (hooks) => {
-        if (hooks?.event !== undefined) events.push(hooks.event)
-        if (hooks?.end !== undefined) ends.push(hooks.end)
-      }), { discard: true })
-    return Effect.map(Effect.onError(started, () => end), (): Started => ({ event: eventOf(events), end }))
+    const end = Effect.suspend(() => endsOf(ends) ?? Effect.void)
+    const started = Effect.forEach(
+      stages,
+      (stage) =>
+        Effect.map("start" in stage ? stage.start(run) : Effect.sync(() => stage.startNow(run)), (hooks) => {
+          if (hooks?.event !== undefined) events.push(hooks.event)
+          if (hooks?.end !== undefined) ends.push(hooks.end)
+        }),
+      { discard: true }
+    )
+    return Effect.map(
+      Effect.onError(started, () => end),
+      (): Started => ({ event: eventOf(events), end: endsOf(ends) })
+    )
   })
-}

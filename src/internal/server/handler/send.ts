@@ -294,7 +294,9 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
         }
         channel.publish(AgentEvent.statusUpdate({ taskId, contextId, status, metadata: {} }))
       })
-      if (runStages.length === 0) {
+      const end = started.end
+      // With nothing to end, the channel ends as it is: what is still being appended reaches the taps first.
+      if (end === undefined) {
         void ended.finally(() => channel.finished())
         return
       }
@@ -303,11 +305,12 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
         // on this channel, which ends with them, its events would be lost.
         channel.ran()
         untap?.()
-        runFork(unseen(Effect.ensuring(started.end, Effect.sync(() => channel.finished()))))
+        runFork(unseen(Effect.ensuring(end, Effect.sync(() => channel.finished()))))
       })
     }
-    if (runStages.length === 0) {
-      launch(internalRunStages.none)
+    const now = internalRunStages.startNow(runStages, { requestContext, bus: channel })
+    if (now !== undefined) {
+      launch(now)
     } else {
       runFork(unseen(
         Effect.flatMap(

@@ -97,32 +97,31 @@ export const make = (
     return {
       store,
       pushing: {
-        start: ({ requestContext }) =>
-          Effect.sync((): internalRunStages.RunHooks => {
-            const callContext = requestContext.context
-            // The SDK stores a config sent with the message under the run's task id before the run; a run that
-            // answers with a bare message makes no task, and nothing would ever remove it.
-            const sentConfig = requestContext.request.configuration?.taskPushNotificationConfig !== undefined
-            let answered = false
-            return {
-              event: (event) => {
-                if (event.kind === "message") {
-                  answered = true
+        startNow: ({ requestContext }): internalRunStages.RunHooks => {
+          const callContext = requestContext.context
+          // The SDK stores a config sent with the message under the run's task id before the run; a run that
+          // answers with a bare message makes no task, and nothing would ever remove it.
+          const sentConfig = requestContext.request.configuration?.taskPushNotificationConfig !== undefined
+          let answered = false
+          return {
+            event: (event) => {
+              if (event.kind === "message") {
+                answered = true
+              }
+              // Checked per event, not per run: a config can be saved while the task runs.
+              if (store.mayHaveConfigs(taskOf(event))) {
+                sender.notify(streamResponseOf(event), callContext)
+              }
+            },
+            end: sentConfig && callContext !== undefined
+              ? Effect.sync(() => {
+                if (answered) {
+                  forget(requestContext.taskId, callContext)
                 }
-                // Checked per event, not per run: a config can be saved while the task runs.
-                if (store.mayHaveConfigs(taskOf(event))) {
-                  sender.notify(streamResponseOf(event), callContext)
-                }
-              },
-              end: sentConfig && callContext !== undefined
-                ? Effect.sync(() => {
-                  if (answered) {
-                    forget(requestContext.taskId, callContext)
-                  }
-                })
-                : undefined
-            }
-          })
+              })
+              : undefined
+          }
+        }
       }
     }
   })
