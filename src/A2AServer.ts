@@ -108,8 +108,9 @@ export interface Options<E, R> extends AgentExecutor.Options<R> {
   /**
    * A tracing span per HTTP request. Default: on when the application
    * provides a tracer (e.g. `@effect/opentelemetry`), off otherwise. Off,
-   * the Node server answers JSON-RPC itself, without the platform's fiber
-   * per request: the same answers, with less memory per request in flight.
+   * the Node server answers JSON-RPC and HTTP+JSON itself, without the
+   * platform's fiber per request: the same answers, with less memory per
+   * request in flight.
    */
   readonly httpSpans?: boolean | undefined
   /** How long running tasks may go on when the server closes. Default 10 seconds. */
