@@ -18,7 +18,7 @@ const longest = [
   "test/package.test.ts",
   "test/A2AServer.replication.test.ts",
   "test/A2AServer.idempotency.test.ts",
-  "test/A2AServer.platformRpc.test.ts",
+  "test/A2AServer.platform.test.ts",
   "test/IdempotencyLedger.test.ts",
   "test/docs.test.ts",
   "test/AgentExecutor.test.ts"

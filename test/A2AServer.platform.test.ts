@@ -1,8 +1,9 @@
 /**
  * The JSON-RPC tests of `A2AServer.test.ts` and `A2AServer.load.test.ts`
- * again, on the platform's route: with `httpSpans` on, `A2AServer.make`
- * leaves JSON-RPC to the platform's router (and its span per request);
- * off, as it is by default there, the Node server answers it first
+ * and the HTTP+JSON tests of `A2AServer.rest.test.ts` again, on the
+ * platform's routes: with `httpSpans` on, `A2AServer.make` leaves JSON-RPC
+ * and HTTP+JSON to the platform's router (and its span per request); off,
+ * as it is by default there, the Node server answers them first
  * (`nodeListener.ts`). Both must answer alike.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -25,10 +26,11 @@ vi.mock("../src/A2AServer.js", async (importOriginal) => {
 
 await import("./A2AServer.test.js")
 await import("./A2AServer.load.test.js")
+await import("./A2AServer.rest.test.js")
 
 describe("JSON-RPC on the platform's route", () => {
   it("the suites above ran on it", () => {
-    expect(made.onPlatform).toBeGreaterThan(20)
+    expect(made.onPlatform).toBeGreaterThan(25)
   })
 
   // A tracer that notes the names of the spans it starts, and starts them as the default one does.
@@ -87,5 +89,61 @@ describe("JSON-RPC on the platform's route", () => {
       expect(JSON.parse(ownAnswers[0]!.text).error.code).toBe(-32001)
       expect(ownAnswers[2]!.status).toBe(200)
       expect(JSON.parse(ownAnswers[2]!.text).error.code).toBe(-32005)
+    }))
+})
+
+const answered = (url: string, init?: RequestInit) =>
+  Effect.promise(async () => {
+    const response = await fetch(url, init)
+    return {
+      status: response.status,
+      type: response.headers.get("content-type"),
+      vary: response.headers.get("vary"),
+      text: (await response.text()).replace(/error_id=[0-9a-f]+/g, "error_id=…")
+    }
+  })
+
+describe("HTTP+JSON on the platform's routes", () => {
+  it.scopedLive("what reaches the HTTP+JSON routes in another shape is answered alike on both paths", () =>
+    Effect.gen(function*() {
+      const agent = () => Effect.succeed(AgentExecutor.completedText("done"))
+      const card = { name: "shapes", description: "the same answers on both paths" }
+      const [own, platform] = yield* Effect.all([
+        A2AServer.make({ agent, card, httpSpans: false, transports: ["HTTP+JSON"] }),
+        A2AServer.make({ agent, card, httpSpans: true, transports: ["HTTP+JSON"] })
+      ])
+      const v1 = { "a2a-version": "1.0" }
+      const answers = (restUrl: string) =>
+        Effect.all([
+          answered(`${restUrl}/tasks/no-such-task?historyLength=1`, { headers: v1 }),
+          answered(`${restUrl}/tenant-a/tasks/no-such-task`, { headers: { ...v1, accept: "application/a2a+json" } }),
+          answered(restUrl, { headers: v1 }),
+          answered(`${restUrl}?q=1`, { method: "POST", headers: v1 }),
+          answered(`${restUrl}/tasks/%E0%A4%A`, { headers: v1 }),
+          answered(`${restUrl}/message:send`, {
+            method: "POST",
+            headers: { ...v1, "content-type": "text/plain" },
+            body: "{}"
+          }),
+          answered(`${restUrl}/message:send`, {
+            method: "POST",
+            headers: { ...v1, "content-type": "application/json" },
+            body: "{not json"
+          }),
+          answered(`${restUrl}/message:send`, {
+            method: "POST",
+            headers: { ...v1, "content-type": "application/json" },
+            body: JSON.stringify({ message: { role: "ROLE_USER", parts: [{ text: "hi" }] } })
+          }),
+          answered(`${restUrl}/tasks`, { headers: { "a2a-version": "9.9" } }),
+          answered(`${restUrl}x/tasks`, { headers: v1 })
+        ])
+      const ownAnswers = yield* answers(own.urls["HTTP+JSON"]!)
+      expect(ownAnswers).toEqual(yield* answers(platform.urls["HTTP+JSON"]!))
+      expect(ownAnswers.map((answer) => answer.status)).toEqual([404, 404, 404, 404, 400, 400, 400, 400, 400, 404])
+      // What is not below the base is not the routes': the platform's 404.
+      expect(ownAnswers[9]!.text).toBe("")
+      expect(ownAnswers[1]!.type).toBe("application/a2a+json")
+      expect(ownAnswers[0]!.vary).toBe("Accept")
     }))
 })
