@@ -8,7 +8,7 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type * as Part from "../../Part.js"
+import type * as Part from "../Part.js"
 
 /** Output of an agent that is not JSON data, so the wire could not carry it. */
 export class InvalidOutput extends Schema.TaggedError<InvalidOutput>("effect-a2a/InvalidOutput")("InvalidOutput", {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Data, Effect, Exit, FiberId, Logger, LogLevel, Schema } from "effect"
-import * as internalFailure from "../../../../src/internal/server/run/failure.js"
+import * as internalCauses from "../../../src/internal/observability/causes.js"
 
 class PoolExhausted extends Schema.TaggedError<PoolExhausted>()("PoolExhausted", {
   pool: Schema.String,
@@ -15,16 +15,16 @@ const causeOf = (effect: Effect.Effect<unknown, unknown>): Cause.Cause<unknown> 
   return exit.cause
 }
 
-describe("server/failure.renderCause", () => {
+describe("observability/causes.renderCause", () => {
   it("renders a failure raised inside a span as the error itself: name, message, frames, fields, causes", () => {
-    const text = internalFailure.renderCause(
+    const text = internalCauses.renderCause(
       causeOf(Effect.suspend(() => Effect.fail(new PoolExhausted({ pool: "payments-db", inUse: 20 }))))
     )
     expect(text).toMatch(/^PoolExhausted: /)
-    expect(text).toContain("server/run/failure.test.ts")
+    expect(text).toContain("observability/causes.test.ts")
     expect(text).toContain("fields: {\"_tag\":\"PoolExhausted\",\"pool\":\"payments-db\",\"inUse\":20}")
 
-    const chained = internalFailure.renderCause(
+    const chained = internalCauses.renderCause(
       causeOf(
         Effect.suspend(() => Effect.fail(new Error("outer", { cause: new Error("middle", { cause: "the root" }) })))
       )
@@ -43,11 +43,11 @@ describe("server/failure.renderCause", () => {
     try {
       hooks.prepareStackTrace = undefined
       expect([byNode!.stack, (byNode!.cause as Error).stack]).toHaveLength(2)
-      expect(internalFailure.renderCause(Cause.die(byRenderer))).toBe(internalFailure.renderCause(Cause.die(byNode)))
+      expect(internalCauses.renderCause(Cause.die(byRenderer))).toBe(internalCauses.renderCause(Cause.die(byNode)))
       expect(hooks.prepareStackTrace).toBeUndefined()
       const application = (error: Error) => `${error.name} mapped by the application`
       Error.prepareStackTrace = application
-      expect(internalFailure.renderCause(Cause.die(new Error("mapped")))).toBe("Error: mapped")
+      expect(internalCauses.renderCause(Cause.die(new Error("mapped")))).toBe("Error: mapped")
       expect(new Error("after").stack).toBe("Error mapped by the application")
       expect(Error.prepareStackTrace).toBe(application)
     } finally {
@@ -57,7 +57,7 @@ describe("server/failure.renderCause", () => {
   })
 
   it("names a tagged error without a message", () => {
-    const text = internalFailure.renderCause(causeOf(Effect.suspend(() => new Quiet({ code: 7 }))))
+    const text = internalCauses.renderCause(causeOf(Effect.suspend(() => new Quiet({ code: 7 }))))
     expect(text).toMatch(/^Quiet: An error has occurred\n/)
     expect(text).toContain("fields: {\"_tag\":\"Quiet\",\"code\":7}")
   })
@@ -73,12 +73,12 @@ describe("server/failure.renderCause", () => {
       "    at Object.effect_internal_function (effect/Utils.js:1:1)",
       "    at runLoop (effect/fiberRuntime.js:1:1)"
     ].join("\n")
-    expect(internalFailure.renderCause(Cause.die(error))).toBe(
+    expect(internalCauses.renderCause(Cause.die(error))).toBe(
       "Error: first line\n    second line\n    at agent (agent.js:3:7)\n    at async handler (agent.js:9:1)"
     )
     error.stack =
       "Error: first line\n    at agent (agent.js:3:7)\n    at Generator.next (<anonymous>)\n    at runLoop (x.js:1:1)"
-    expect(internalFailure.renderCause(Cause.die(error))).toBe(
+    expect(internalCauses.renderCause(Cause.die(error))).toBe(
       "Error: first line\n    second line\n    at agent (agent.js:3:7)"
     )
   })
@@ -86,11 +86,11 @@ describe("server/failure.renderCause", () => {
   it("renders every failure and defect of a cause, and a loop of causes ends", () => {
     const looping = new Error("looping")
     looping.cause = looping
-    const text = internalFailure.renderCause(
+    const text = internalCauses.renderCause(
       Cause.parallel(Cause.fail({ reason: "typed", amount: 10n }), Cause.sequential(Cause.die(looping), Cause.die(42)))
     )
     expect(text).toContain("object: {\"reason\":\"typed\",\"amount\":\"10\"}")
-    expect(internalFailure.renderCause(Cause.fail({ _tag: "Declined", message: "over the limit", limit: 300 })))
+    expect(internalCauses.renderCause(Cause.fail({ _tag: "Declined", message: "over the limit", limit: 300 })))
       .toBe("Declined: {\"_tag\":\"Declined\",\"message\":\"over the limit\",\"limit\":300}")
     expect(text).toContain("number: 42")
     expect(text.match(/\[cause\]: Error: looping/g)?.length).toBe(8)
@@ -98,17 +98,17 @@ describe("server/failure.renderCause", () => {
   })
 
   it("says when the run was only interrupted, and when the cause holds nothing", () => {
-    expect(internalFailure.renderCause(Cause.interrupt(FiberId.none))).toBe("All fibers interrupted without errors.")
-    expect(internalFailure.renderCause(Cause.sequential(Cause.empty, Cause.interrupt(FiberId.none))))
+    expect(internalCauses.renderCause(Cause.interrupt(FiberId.none))).toBe("All fibers interrupted without errors.")
+    expect(internalCauses.renderCause(Cause.sequential(Cause.empty, Cause.interrupt(FiberId.none))))
       .toBe("All fibers interrupted without errors.")
-    expect(internalFailure.renderCause(Cause.empty)).toBe("Unknown: unknown failure")
+    expect(internalCauses.renderCause(Cause.empty)).toBe("Unknown: unknown failure")
   })
 })
 
-describe("server/failure.describeCause", () => {
+describe("observability/causes.describeCause", () => {
   it("names the first failure or defect with its message; a tagged error without one, with its fields as JSON", () => {
     class Declined extends Data.TaggedError("Declined")<{ readonly message: string; readonly limit: number }> {}
-    const describe = (effect: Effect.Effect<unknown, unknown>) => internalFailure.describeCause(causeOf(effect))
+    const describe = (effect: Effect.Effect<unknown, unknown>) => internalCauses.describeCause(causeOf(effect))
     expect(describe(Effect.suspend(() => new Quiet({ code: 7 })))).toBe("Quiet: {\"code\":7}")
     expect(describe(Effect.fail(new Declined({ message: "over the limit", limit: 300 })))).toBe(
       "Declined: over the limit"
@@ -119,7 +119,7 @@ describe("server/failure.describeCause", () => {
   })
 })
 
-describe("server/failure.logErrorOffSpan", () => {
+describe("observability/causes.logErrorOffSpan", () => {
   const record = () => {
     const lines: Array<Logger.Logger.Options<unknown>> = []
     const logger = Logger.make<unknown, void>((options) => {
@@ -131,7 +131,7 @@ describe("server/failure.logErrorOffSpan", () => {
   it.effect("logs like Effect.logError inside annotateLogs: the fiber's annotations and log spans, plus the given ones", () => {
     const { layer, lines } = record()
     return Effect.gen(function*() {
-      yield* internalFailure.logErrorOffSpan("Runner failed to execute", { errorId: "0123456789ab", cause: "boom" })
+      yield* internalCauses.logErrorOffSpan("Runner failed to execute", { errorId: "0123456789ab", cause: "boom" })
         .pipe(
           Effect.annotateLogs({ taskId: "t-1", errorId: "replaced" }),
           Effect.withLogSpan("run")
@@ -155,11 +155,11 @@ describe("server/failure.logErrorOffSpan", () => {
   it.effect("logs nothing under the minimum log level, and leaves the fiber's annotations as they were", () => {
     const { layer, lines } = record()
     return Effect.gen(function*() {
-      yield* internalFailure.logErrorOffSpan("hidden", { errorId: "0123456789ab" }).pipe(
+      yield* internalCauses.logErrorOffSpan("hidden", { errorId: "0123456789ab" }).pipe(
         Logger.withMinimumLogLevel(LogLevel.Fatal)
       )
       expect(lines).toHaveLength(0)
-      yield* internalFailure.logErrorOffSpan("shown", { errorId: "0123456789ab" })
+      yield* internalCauses.logErrorOffSpan("shown", { errorId: "0123456789ab" })
       yield* Effect.logError("after")
       expect(lines.map((line) => Object.fromEntries(line.annotations))).toEqual([{ errorId: "0123456789ab" }, {}])
     }).pipe(Effect.provide(layer))

@@ -13,9 +13,9 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import { type Authenticator, type Caller, type Request, type Scheme } from "../../authentication/authenticator.js"
+import * as internalCauses from "../../observability/causes.js"
 import * as internalMetrics from "../../observability/metrics.js"
 import * as ErrorId from "../../wire/errorId.js"
-import * as internalFailure from "../run/failure.js"
 
 export {
   type Authenticator,
@@ -123,9 +123,9 @@ export const makeGate = <R>(authenticate: Authenticator<R>, agent: string): Effe
     const credentials = credentialHeadersOf(authenticate)
     const broken = (cause: Cause.Cause<unknown>): Checked => {
       const errorId = ErrorId.make()
-      Runtime.runSync(runtime)(internalFailure.logErrorOffSpan("Authentication failed unexpectedly", {
+      Runtime.runSync(runtime)(internalCauses.logErrorOffSpan("Authentication failed unexpectedly", {
         errorId,
-        cause: internalFailure.renderCause(cause)
+        cause: internalCauses.renderCause(cause)
       }))
       return { _tag: "Broken", message: ErrorId.internalErrorText(errorId) }
     }

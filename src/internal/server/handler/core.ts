@@ -38,11 +38,11 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import type * as Stream from "effect/Stream"
+import * as internalCauses from "../../observability/causes.js"
 import type { TaskStoreError } from "../../serverErrors.js"
 import * as ErrorId from "../../wire/errorId.js"
 import type * as taskFold from "../../wire/taskFold.js"
 import * as taskState from "../../wire/taskState.js"
-import * as internalFailure from "../run/failure.js"
 import { TaskStore } from "../store/store.js"
 import type * as internalChannel from "./channel.js"
 import type * as internalRunStages from "./runStages.js"
@@ -195,10 +195,10 @@ export const makeCore = (options: Options): Effect.Effect<Core, never, TaskStore
     const internal = (what: string, taskId: string) => (error: TaskStoreError): Effect.Effect<never, Error> => {
       const errorId = ErrorId.make()
       return Effect.zipRight(
-        internalFailure.logErrorOffSpan(`Task store ${what} failed`, {
+        internalCauses.logErrorOffSpan(`Task store ${what} failed`, {
           errorId,
           taskId,
-          cause: internalFailure.renderCause(Cause.die(error.cause ?? error))
+          cause: internalCauses.renderCause(Cause.die(error.cause ?? error))
         }),
         Effect.fail(new Error(ErrorId.internalErrorText(errorId)))
       )

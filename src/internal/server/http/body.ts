@@ -13,8 +13,8 @@ import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as internalCauses from "../../observability/causes.js"
 import * as ErrorId from "../../wire/errorId.js"
-import * as internalFailure from "../run/failure.js"
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
 
@@ -130,8 +130,8 @@ export const opaqueText = (
   const errorId = ErrorId.make()
   const cause = thrown === undefined
     ? message
-    : internalFailure.renderCause(Cause.isCause(thrown) ? thrown : Cause.die(thrown))
-  return internalFailure.logErrorOffSpan(`Unexpected error in the ${endpoint} endpoint`, {
+    : internalCauses.renderCause(Cause.isCause(thrown) ? thrown : Cause.die(thrown))
+  return internalCauses.logErrorOffSpan(`Unexpected error in the ${endpoint} endpoint`, {
     errorId,
     ...annotations,
     cause

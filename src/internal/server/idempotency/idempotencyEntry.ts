@@ -32,6 +32,7 @@ import { randomUUID } from "node:crypto"
 import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
 import { IdempotencyError } from "../../ledger/errors.js"
 import { fingerprint } from "../../ledger/key.js"
+import * as internalCauses from "../../observability/causes.js"
 import * as ErrorId from "../../wire/errorId.js"
 import * as IdempotencyKey from "../../wire/idempotencyKey.js"
 import * as wireParts from "../../wire/parts.js"
@@ -41,7 +42,6 @@ import * as internalHandler from "../caller/headers.js"
 import type { Failure, RequestHandler } from "../handler/requestHandler.js"
 import { stillRunning } from "../handler/stages.js"
 import type * as internalSubscription from "../handler/subscription.js"
-import * as internalFailure from "../run/failure.js"
 import type { TaskStore } from "../store/store.js"
 
 /** @internal */
@@ -426,7 +426,7 @@ export const settle = (
           ))
     const unreadable = (message: string, error: unknown) =>
       Effect.logWarning(message).pipe(
-        Effect.annotateLogs({ ...ids, cause: internalFailure.renderCause(Cause.die(error)) })
+        Effect.annotateLogs({ ...ids, cause: internalCauses.renderCause(Cause.die(error)) })
       )
     const read = taskStore.get(taskId, context)
     const stored = yield* Effect.either(read)

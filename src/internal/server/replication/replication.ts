@@ -35,6 +35,7 @@ import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import type * as A2AServer from "../../../A2AServer.js"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
+import * as internalCauses from "../../observability/causes.js"
 import * as ErrorId from "../../wire/errorId.js"
 import * as EventId from "../../wire/eventId.js"
 import * as taskFold from "../../wire/taskFold.js"
@@ -47,7 +48,6 @@ import type * as internalRunStages from "../handler/runStages.js"
 import * as internalStages from "../handler/stages.js"
 import * as internalSubscription from "../handler/subscription.js"
 import { failedTask } from "../idempotency/idempotencyEntry.js"
-import * as internalFailure from "../run/failure.js"
 import type { TaskStore } from "../store/store.js"
 import * as internalTaskStore from "../store/taskStore.js"
 import type * as internalEventLog from "./eventLog.js"
@@ -168,7 +168,7 @@ const interrupted = (log: internalEventLog.EventLog, taskStore: TaskStore) => (l
     // The whole task as a run's first event: on a stored one, its status and history replace the stored ones.
     yield* taskStore.append(taskId, [{ kind: "task", data: task }], context)
     yield* logEnd(log, task)
-    yield* internalFailure.logErrorOffSpan("Task interrupted: its replica stopped before it ended", {
+    yield* internalCauses.logErrorOffSpan("Task interrupted: its replica stopped before it ended", {
       errorId,
       reason: "interrupted",
       taskId,
@@ -238,7 +238,7 @@ export const make = (
         Effect.catchAll((error) => {
           const errorId = ErrorId.make()
           return Effect.zipRight(
-            internalFailure.logErrorOffSpan("The event log could not be read; the run does not start", {
+            internalCauses.logErrorOffSpan("The event log could not be read; the run does not start", {
               errorId,
               taskId,
               cause: error.message

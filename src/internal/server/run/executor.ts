@@ -28,6 +28,7 @@ import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import { withoutStackTrace } from "../../errors.js"
+import * as internalCauses from "../../observability/causes.js"
 import { ConfigurationError } from "../../serverErrors.js"
 import * as ErrorId from "../../wire/errorId.js"
 import { fromTask, fromUserMessage } from "../../wire/parts.js"
@@ -403,11 +404,11 @@ const runDefect = <R>(
     textStatus(context.taskId, context.contextId, TaskState.TASK_STATE_FAILED, ErrorId.failureText(errorId))
   )
   return Runtime.runPromise(shared.runtime)(
-    internalFailure.logErrorOffSpan(ErrorId.logMessage("Runner failed to execute", errorId), {
+    internalCauses.logErrorOffSpan(ErrorId.logMessage("Runner failed to execute", errorId), {
       errorId,
       taskId: context.taskId,
       contextId: context.contextId,
-      cause: internalFailure.renderCause(Cause.die(defect))
+      cause: internalCauses.renderCause(Cause.die(defect))
     })
   )
 }

@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import * as FailureHint from "../../../FailureHint.js"
+import * as internalCauses from "../../observability/causes.js"
 import * as ErrorId from "../../wire/errorId.js"
 import * as json from "../../wire/json.js"
 import * as wireParts from "../../wire/parts.js"
@@ -34,7 +35,7 @@ export const admissionRefused = Symbol.for("effect-a2a/AgentExecutor/admissionRe
  * context id, trace id and agent.
  */
 const logFailure = (message: string, failure: internalFailure.Failure) =>
-  internalFailure.logErrorOffSpan(message, internalFailure.failureAnnotations(failure))
+  internalCauses.logErrorOffSpan(message, internalFailure.failureAnnotations(failure))
 
 /** The message of a failed run's log line, which names its error id. */
 export const failureLogMessage = (errorId: string): string => ErrorId.logMessage("Runner failed to execute", errorId)
@@ -157,7 +158,7 @@ export const makeFinals = <R>(options: AgentExecutor.Hooks<R>, debug: boolean): 
   const failed = (request: AgentRequest, cause: Cause.Cause<unknown>): FinalStatus => {
     const errorId = ErrorId.make()
     const text = ErrorId.failureText(errorId) +
-      (debug ? `: ${internalFailure.describeCause(cause)}` : "")
+      (debug ? `: ${internalCauses.describeCause(cause)}` : "")
     return {
       event: textStatus(request.taskId, request.contextId, TaskState.TASK_STATE_FAILED, text),
       failure: Option.some({ errorId, cause })

@@ -10,7 +10,7 @@ import { AgentEvent, type ExecutionEventBus } from "@a2a-js/sdk/server"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Part from "../../../Part.js"
-import { AgentProgress, InvalidOutput } from "../../agent/progress.js"
+import { AgentProgress, InvalidOutput } from "../../progress.js"
 import * as json from "../../wire/json.js"
 import * as wireParts from "../../wire/parts.js"
 
