@@ -319,6 +319,26 @@ const timedSend = (url: string) =>
     }
   )
 
+/** Opens raw gRPC SendStreamingMessage calls of "go" (v1.0) to `url`, on one client closed with the scope. */
+const grpcStreams = (url: string) =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => new Grpc.Client(url, Grpc.credentials.createInsecure())),
+      (remote) => Effect.sync(() => remote.close())
+    ),
+    (remote) => () => {
+      const metadata = new Grpc.Metadata()
+      metadata.set("a2a-version", "1.0")
+      return remote.makeServerStreamRequest(
+        A2AService.sendStreamingMessage.path,
+        A2AService.sendStreamingMessage.requestSerialize,
+        A2AService.sendStreamingMessage.responseDeserialize,
+        { tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} },
+        metadata
+      )
+    }
+  )
+
 describe("A2AServer streams whose readers do not read", () => {
   it.scopedLive("streams read no more are ended once their readers are more than a bound behind, with a typed last event; other requests stay quick", () =>
     Effect.gen(function*() {
@@ -358,17 +378,7 @@ describe("A2AServer streams whose readers do not read", () => {
   it.scopedLive("on gRPC too: a stream read no more is ended with a typed status once its reader is a bound behind", () =>
     Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: chatty(1000, 8192), card })
-      const remote = new Grpc.Client(server.urls.GRPC!, Grpc.credentials.createInsecure())
-      yield* Effect.addFinalizer(() => Effect.sync(() => remote.close()))
-      const metadata = new Grpc.Metadata()
-      metadata.set("a2a-version", "1.0")
-      const stream = remote.makeServerStreamRequest(
-        A2AService.sendStreamingMessage.path,
-        A2AService.sendStreamingMessage.requestSerialize,
-        A2AService.sendStreamingMessage.responseDeserialize,
-        { tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} },
-        metadata
-      )
+      const stream = (yield* grpcStreams(server.urls.GRPC!))()
       let received = 0
       const ended = new Promise<Grpc.ServiceError | undefined>((resolve) => {
         stream.on("error", resolve)
@@ -422,19 +432,10 @@ describe("A2AServer gRPC streams whose readers are dropped", () => {
   it.scopedLive("a gRPC reader that never reads again lets go of its place in maxInFlight once dropped", () =>
     Effect.gen(function*() {
       const server = yield* A2AServer.make({ agent: chatty(1000, 8192), card, maxInFlight: 2 })
-      const remote = new Grpc.Client(server.urls.GRPC!, Grpc.credentials.createInsecure())
-      yield* Effect.addFinalizer(() => Effect.sync(() => remote.close()))
-      const metadata = new Grpc.Metadata()
-      metadata.set("a2a-version", "1.0")
+      const open = yield* grpcStreams(server.urls.GRPC!)
       // Two streams that take their first event, then read no more, ever: their calls stay open.
       for (const _ of [1, 2]) {
-        const stream = remote.makeServerStreamRequest(
-          A2AService.sendStreamingMessage.path,
-          A2AService.sendStreamingMessage.requestSerialize,
-          A2AService.sendStreamingMessage.responseDeserialize,
-          { tenant: "", message: userMessage("go"), configuration: undefined, metadata: {} },
-          metadata
-        )
+        const stream = open()
         stream.on("error", () => undefined)
         // The client leaves at the end, as a real one would: its call ends then, not before.
         yield* Effect.addFinalizer(() => Effect.sync(() => stream.cancel()))

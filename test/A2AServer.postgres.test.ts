@@ -18,6 +18,7 @@ import { databaseUrl } from "./fixtures/databaseUrl.js"
 import { type RunningPostgres, startPostgres } from "./fixtures/postgres.js"
 import {
   captureLogs,
+  charging,
   eventually,
   makeClient,
   rpc,
@@ -122,15 +123,7 @@ describe("A2AServer on PostgreSQL", () => {
     () =>
       Effect.gen(function*() {
         const taskStore = A2AServer.TaskStoreConfig.Postgres({ url, poolSize: 2 })
-        const sideEffects: Array<string> = []
-        const started = yield* Deferred.make<string>()
-        const agent: AgentExecutor.Agent = (request) =>
-          Effect.gen(function*() {
-            yield* Deferred.succeed(started, request.taskId)
-            yield* Effect.sleep("10 seconds")
-            sideEffects.push(`charged for ${request.taskId}`)
-            return AgentExecutor.completedText("booked")
-          })
+        const { agent, sideEffects, started } = yield* charging("10 seconds")
         const a = yield* A2AServer.make({ agent, card, taskStore })
         const b = yield* A2AServer.make({ agent, card, taskStore })
         const blocking = yield* Effect.fork(send(yield* makeClient(a.url), "book"))
@@ -170,15 +163,7 @@ describe("A2AServer on PostgreSQL", () => {
         const asA = new URL(url)
         asA.username = role
         asA.password = "secret"
-        const sideEffects: Array<string> = []
-        const started = yield* Deferred.make<string>()
-        const agent: AgentExecutor.Agent = (request) =>
-          Effect.gen(function*() {
-            yield* Deferred.succeed(started, request.taskId)
-            yield* Effect.sleep("15 seconds")
-            sideEffects.push(`charged for ${request.taskId}`)
-            return AgentExecutor.completedText("booked")
-          })
+        const { agent, sideEffects, started } = yield* charging("15 seconds")
         const a = yield* A2AServer.make({
           agent,
           card,

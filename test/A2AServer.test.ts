@@ -17,6 +17,7 @@ import * as RemoteOutcome from "../src/RemoteOutcome.js"
 import {
   busListeners,
   captureLogs,
+  charging,
   eventually,
   keyed,
   makeClient,
@@ -740,15 +741,7 @@ describe("A2AServer", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-a2a-replicas-"))
         yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
         const taskStore = A2AServer.TaskStoreConfig.Sqlite({ filename: path.join(dir, "tasks.db") })
-        const sideEffects: Array<string> = []
-        const started = yield* Deferred.make<string>()
-        const agent: AgentExecutor.Agent = (request) =>
-          Effect.gen(function*() {
-            yield* Deferred.succeed(started, request.taskId)
-            yield* Effect.sleep("5 seconds")
-            sideEffects.push(`charged for ${request.taskId}`)
-            return AgentExecutor.completedText("booked")
-          })
+        const { agent, sideEffects, started } = yield* charging("5 seconds")
         const a = yield* A2AServer.make({ agent, card, taskStore })
         const b = yield* A2AServer.make({ agent, card, taskStore })
         const blocking = yield* Effect.fork(send(yield* makeClient(a.url), "book"))

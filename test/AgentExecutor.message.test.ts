@@ -10,10 +10,8 @@ import type { Client } from "@a2a-js/sdk/client"
 import {
   type AgentExecutionEvent,
   DefaultExecutionEventBus,
-  defaultServerCallContextBuilder,
   InMemoryTaskStore,
-  RequestContext,
-  UnauthenticatedUser
+  RequestContext
 } from "@a2a-js/sdk/server"
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { describe, expect, it } from "@effect/vitest"
@@ -29,7 +27,15 @@ import * as RemoteAgent from "../src/RemoteAgent.js"
 import type * as RemoteEvent from "../src/RemoteEvent.js"
 import { reasonOf, settle, transports } from "./fixtures/callers.js"
 import { databaseUrl } from "./fixtures/databaseUrl.js"
-import { eventually, keyed, makeClient, rpc, seededTask, userMessage } from "./fixtures/serverAgents.js"
+import {
+  anonymousContext,
+  eventually,
+  keyed,
+  makeClient,
+  rpc,
+  seededTask,
+  userMessage
+} from "./fixtures/serverAgents.js"
 
 /**
  * `ping …` answers with a message; `look …` reports progress, then answers
@@ -91,7 +97,7 @@ describe("AgentExecutor: a bare Message answer, through the SDK's executor inter
       { tenant: "", message: userMessage(text), configuration: options.configuration, metadata: undefined },
       options.task?.id ?? crypto.randomUUID(),
       options.task?.contextId ?? crypto.randomUUID(),
-      defaultServerCallContextBuilder({ extensions: undefined, user: new UnauthenticatedUser(), headers: {} }),
+      anonymousContext(),
       options.task
     )
   /** What the run published: the kind of each event, with its state or its message's text. */

@@ -6,13 +6,7 @@
  */
 import { type SendMessageRequest, TaskState } from "@a2a-js/sdk"
 import { TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
-import {
-  AgentEvent,
-  type AgentExecutor,
-  defaultServerCallContextBuilder,
-  InMemoryTaskStore,
-  UnauthenticatedUser
-} from "@a2a-js/sdk/server"
+import { AgentEvent, type AgentExecutor, InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import * as internalChannel from "../../../../src/internal/server/handler/channel.js"
@@ -20,7 +14,7 @@ import * as internalRequestHandler from "../../../../src/internal/server/handler
 import * as internalStages from "../../../../src/internal/server/handler/stages.js"
 import * as internalStore from "../../../../src/internal/server/store/store.js"
 import { cardFor } from "../../../fixtures/peers.js"
-import { seededTask, userMessage } from "../../../fixtures/serverAgents.js"
+import { anonymousContext, pausedIn, userMessage } from "../../../fixtures/serverAgents.js"
 
 // Each run says it works, then never ends: a blocking send waits, a stream stays open.
 const endless: AgentExecutor = {
@@ -37,13 +31,8 @@ const endless: AgentExecutor = {
 const setup = (visible?: boolean) =>
   Effect.gen(function*() {
     const store = new InMemoryTaskStore()
-    const context = defaultServerCallContextBuilder({
-      extensions: undefined,
-      user: new UnauthenticatedUser(),
-      headers: {}
-    })
-    const paused = seededTask(crypto.randomUUID(), TaskState.TASK_STATE_INPUT_REQUIRED, new Date().toISOString())
-    yield* Effect.promise(() => store.save(paused, context))
+    const context = anonymousContext()
+    const paused = yield* pausedIn(store, context)
     const core = yield* internalRequestHandler.make({
       card: cardFor(""),
       extendedCard: undefined,

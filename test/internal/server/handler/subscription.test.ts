@@ -3,13 +3,7 @@
  * when its stream is closed or the server shuts down: it ends, and the
  * task's next run has no listener of it.
  */
-import { TaskState } from "@a2a-js/sdk"
-import {
-  type AgentExecutor,
-  defaultServerCallContextBuilder,
-  InMemoryTaskStore,
-  UnauthenticatedUser
-} from "@a2a-js/sdk/server"
+import { type AgentExecutor, InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Runtime } from "effect"
 import type * as internalChannel from "../../../../src/internal/server/handler/channel.js"
@@ -18,7 +12,7 @@ import * as internalSdkHandler from "../../../../src/internal/server/handler/sdk
 import * as internalSubscription from "../../../../src/internal/server/handler/subscription.js"
 import * as internalStore from "../../../../src/internal/server/store/store.js"
 import { cardFor } from "../../../fixtures/peers.js"
-import { seededTask } from "../../../fixtures/serverAgents.js"
+import { anonymousContext, pausedIn } from "../../../fixtures/serverAgents.js"
 
 // No message is sent here: nothing runs.
 const idle: AgentExecutor = { execute: () => Promise.resolve(), cancelTask: () => Promise.resolve() }
@@ -32,13 +26,8 @@ describe("a subscription waiting for its paused task's next run", () => {
   it.each(["closed", "shutdown"] as const)("ends when %s, and leaves no listener for the next run", async (how) => {
     const subscriptions = internalSubscription.makeSubscriptions()
     const store = new InMemoryTaskStore()
-    const context = defaultServerCallContextBuilder({
-      extensions: undefined,
-      user: new UnauthenticatedUser(),
-      headers: {}
-    })
-    const paused = seededTask(crypto.randomUUID(), TaskState.TASK_STATE_INPUT_REQUIRED, new Date().toISOString())
-    await store.save(paused, context)
+    const context = anonymousContext()
+    const paused = await Effect.runPromise(pausedIn(store, context))
     const requestHandler = Effect.runSync(
       internalRequestHandler.make({
         card: cardFor(""),

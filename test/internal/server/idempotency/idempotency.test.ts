@@ -5,13 +5,7 @@
  * and no run to be repeated.
  */
 import { type Task, TaskState } from "@a2a-js/sdk"
-import {
-  AgentEvent,
-  type AgentExecutor,
-  defaultServerCallContextBuilder,
-  InMemoryTaskStore,
-  UnauthenticatedUser
-} from "@a2a-js/sdk/server"
+import { AgentEvent, type AgentExecutor, InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Fiber, Option, Stream } from "effect"
 import * as IdempotencyLedger from "../../../../src/IdempotencyLedger.js"
@@ -20,7 +14,7 @@ import * as internalSubscription from "../../../../src/internal/server/handler/s
 import * as internalIdempotency from "../../../../src/internal/server/idempotency/idempotency.js"
 import * as internalStore from "../../../../src/internal/server/store/store.js"
 import { cardFor } from "../../../fixtures/peers.js"
-import { eventually, keyed } from "../../../fixtures/serverAgents.js"
+import { anonymousContext, eventually, keyed } from "../../../fixtures/serverAgents.js"
 
 /** Publishes the task WORKING, waits for `gate`, then ends it COMPLETED; counts its runs. */
 const gated = (gate: Deferred.Deferred<void>, runs: { count: number }): AgentExecutor => ({
@@ -43,9 +37,6 @@ const gated = (gate: Deferred.Deferred<void>, runs: { count: number }): AgentExe
   },
   cancelTask: () => Promise.resolve()
 })
-
-const callContext = () =>
-  defaultServerCallContextBuilder({ extensions: undefined, user: new UnauthenticatedUser(), headers: {} })
 
 /** The core handler behind the idempotency stage, over a memory store and ledger, for the current scope. */
 const keyedHandler = (executor: AgentExecutor) =>
@@ -79,11 +70,11 @@ describe("the idempotency stage", () => {
       const runs = { count: 0 }
       const handler = yield* keyedHandler(gated(gate, runs))
       const params = { tenant: "", message: keyed("book", "order-1"), configuration: undefined, metadata: {} }
-      const caller = yield* Effect.fork(handler.sendMessage(params, callContext()))
+      const caller = yield* Effect.fork(handler.sendMessage(params, anonymousContext()))
       yield* eventually(Effect.sync(() => runs.count), (count) => count === 1)
       yield* Fiber.interrupt(caller)
       yield* Deferred.succeed(gate, undefined)
-      const again = (yield* handler.sendMessage(params, callContext()).pipe(Effect.timeout("5 seconds"))) as Task
+      const again = (yield* handler.sendMessage(params, anonymousContext()).pipe(Effect.timeout("5 seconds"))) as Task
       expect(again.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
       expect(runs.count).toBe(1)
     }))
@@ -94,10 +85,10 @@ describe("the idempotency stage", () => {
       const runs = { count: 0 }
       const handler = yield* keyedHandler(gated(gate, runs))
       const params = { tenant: "", message: keyed("book", "order-2"), configuration: undefined, metadata: {} }
-      const first = yield* Stream.runHead(handler.sendMessageStream(params, callContext()))
+      const first = yield* Stream.runHead(handler.sendMessageStream(params, anonymousContext()))
       expect(first._tag === "Some" && first.value.payload?.$case).toBe("task")
       yield* Deferred.succeed(gate, undefined)
-      const again = yield* Stream.runCollect(handler.sendMessageStream(params, callContext())).pipe(
+      const again = yield* Stream.runCollect(handler.sendMessageStream(params, anonymousContext())).pipe(
         Effect.timeout("5 seconds")
       )
       // Its end, recorded (a task), or followed if the repeat came first (the task, then its status).
