@@ -18,6 +18,7 @@ import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
+import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as Authentication from "./Authentication.js"
 import { lazyModule } from "./internal/lazyModule.js"
@@ -539,7 +540,112 @@ export interface Options<R = never> extends Hooks<R> {
    * `Message` result ends the task COMPLETED with that message.
    */
   readonly messageReplies?: boolean | undefined
+  /**
+   * Makes the agent durable: its run outlives the process that started it.
+   * Its steps ({@link step}) are recorded in the server's task store, a run
+   * whose process died starts again from the start with the same request,
+   * its recorded steps answered from their records, and it may wait for an
+   * answer in place ({@link ask}). Needs `A2AServer` with a task store on
+   * SQLite or PostgreSQL. Default off: a run whose process died ends FAILED,
+   * the only safe ending when its side effects are not recorded steps.
+   */
+  readonly durable?: boolean | DurableOptions | undefined
 }
+
+/**
+ * The options of a durable agent (`Options.durable`).
+ *
+ * @example
+ * ```ts
+ * import type { AgentExecutor } from "effect-a2a"
+ *
+ * const durable: AgentExecutor.DurableOptions = { maxResumes: 5 }
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface DurableOptions {
+  /**
+   * How often a run may start again after its process died; once spent, its
+   * task ends FAILED with an error id. Default 3.
+   */
+  readonly maxResumes?: number | undefined
+}
+
+/**
+ * How a step's result, and its typed error when it is to be recorded too,
+ * are written to the store and read back on another process.
+ *
+ * @example
+ * ```ts
+ * import type { AgentExecutor } from "effect-a2a"
+ * import { Schema } from "effect"
+ *
+ * const seat: AgentExecutor.StepSchemas<string, string, never, never> = { success: Schema.String }
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface StepSchemas<A, I, E, IE> {
+  readonly success: Schema.Schema<A, I>
+  /** Without it a typed failure is not recorded: the step runs again on a resume. */
+  readonly error?: Schema.Schema<E, IE> | undefined
+}
+
+/**
+ * A recorded step of a durable agent: its result (or its typed error, with
+ * an `error` schema) is recorded once per task, and a run that starts again
+ * after its process died gets the record without running the step. Put in a
+ * step whatever has a side effect or a cost (a model call, a booking);
+ * what is not in a step runs again on a resume. The run must take its steps
+ * in the same order each time: steps are known by name and by how often
+ * that name came before. A process that dies inside a step runs it again
+ * from its start: give a side effect in a step its own idempotency key.
+ * Outside a durable agent it is `effect` as it is.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor } from "effect-a2a"
+ * import { Effect, Schema } from "effect"
+ *
+ * declare const reserveSeat: (flight: string) => Effect.Effect<string>
+ * const agent: AgentExecutor.Agent = () =>
+ *   Effect.gen(function* () {
+ *     const seat = yield* AgentExecutor.step("reserve-seat", reserveSeat("LH400"), { success: Schema.String })
+ *     return AgentExecutor.completedText(`seat ${seat}`)
+ *   })
+ * ```
+ * @category accessors
+ * @since 0.1.0
+ */
+export const step: <A, I, E = never, IE = never, R = never>(
+  name: string,
+  effect: Effect.Effect<A, E, R>,
+  schemas: StepSchemas<A, I, E, IE>
+) => Effect.Effect<A, E, R> = internalProgress.step
+
+/**
+ * Asks the caller a question from inside a durable agent's run and waits
+ * for the answer: the task goes INPUT_REQUIRED with `question`, the
+ * caller's next message to the task is the answer, and the run goes on from
+ * here, in whatever process then runs it (its steps so far answered from
+ * their records). Inside a run that is not durable it dies.
+ *
+ * @example
+ * ```ts
+ * import { AgentExecutor, Part } from "effect-a2a"
+ * import { Effect } from "effect"
+ *
+ * const agent: AgentExecutor.Agent = () =>
+ *   Effect.gen(function* () {
+ *     const answer = yield* AgentExecutor.ask("Which date?")
+ *     return AgentExecutor.completedText(`booked for ${Part.textOf(answer.parts)}`)
+ *   })
+ * ```
+ * @category accessors
+ * @since 0.1.0
+ */
+export const ask: (question: string) => Effect.Effect<RequestMessage, never, AgentProgress> = internalProgress.ask
 
 /**
  * A configuration the executor refuses to start with: debug error detail in

@@ -5,8 +5,10 @@
  *
  * @internal
  */
+import type * as AgentExecutor from "../AgentExecutor.js"
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Part from "../Part.js"
 
@@ -30,5 +32,43 @@ export class AgentProgress extends Context.Tag("effect-a2a/AgentExecutor/AgentPr
     readonly data: (data: Part.Json) => Effect.Effect<void>
     /** An artifact update. */
     readonly artifact: (artifact: Part.Artifact) => Effect.Effect<void>
+    /** A durable agent's run: its steps are recorded, and it may ask and wait. */
+    readonly [durable]?: Durable | undefined
   }
 >() {}
+
+/** The key of a durable run's {@link Durable} on its `AgentProgress`. */
+export const durable: unique symbol = Symbol.for("effect-a2a/AgentExecutor/durable")
+
+/** See `AgentExecutor.step` and `AgentExecutor.ask`. */
+export interface Durable {
+  readonly step: <A, I, E, IE, R>(
+    name: string,
+    effect: Effect.Effect<A, E, R>,
+    schemas: AgentExecutor.StepSchemas<A, I, E, IE>
+  ) => Effect.Effect<A, E, R>
+  readonly ask: (question: string) => Effect.Effect<AgentExecutor.RequestMessage>
+}
+
+/** A run's durable side, when it has one: an agent with no `AgentProgress` (a test calling it) has none. */
+const durableRun = Effect.map(
+  Effect.serviceOption(AgentProgress),
+  (progress) => Option.isSome(progress) ? progress.value[durable] : undefined
+)
+
+/** See `AgentExecutor.step`. */
+export const step = <A, I, E, IE, R>(
+  name: string,
+  effect: Effect.Effect<A, E, R>,
+  schemas: AgentExecutor.StepSchemas<A, I, E, IE>
+): Effect.Effect<A, E, R> =>
+  Effect.flatMap(durableRun, (run) => run === undefined ? effect : run.step(name, effect, schemas))
+
+/** See `AgentExecutor.ask`. */
+export const ask = (question: string): Effect.Effect<AgentExecutor.RequestMessage, never, AgentProgress> =>
+  Effect.flatMap(AgentProgress, (progress) => {
+    const run = progress[durable]
+    return run === undefined
+      ? Effect.dieMessage("AgentExecutor.ask needs a durable agent: set the `durable` option of its server")
+      : run.ask(question)
+  })
