@@ -218,7 +218,10 @@ describe("durable runs resumed too often, canceled, or failing", () => {
         Effect.gen(function*() {
           const outcome = yield* AgentExecutor.step(
             "charge",
-            Effect.zipRight(Effect.sync(() => effects.calls.push("charge")), Effect.fail(new Declined({ card: "4111" }))),
+            Effect.zipRight(
+              Effect.sync(() => effects.calls.push("charge")),
+              Effect.fail(new Declined({ card: "4111" }))
+            ),
             { success: Schema.String, error: Declined }
           ).pipe(Effect.catchTag("Declined", (declined) => Effect.succeed(`declined ${declined.card}`)))
           yield* gate
