@@ -2,6 +2,7 @@ import type { Task } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Schema, Scope } from "effect"
 import * as Fs from "node:fs"
+import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as A2AServer from "../../../../src/A2AServer.js"
@@ -62,6 +63,19 @@ const serve = (file: string, effects: Effects, gate: Effect.Effect<void>) =>
       (server) => ({ server, close: Scope.close(scope, Exit.void) })
     ))
 
+/** How many durable runs and step records the file holds. */
+const kept = (file: string) =>
+  Effect.sync(() => {
+    const Database = createRequire(import.meta.url)("better-sqlite3")
+    const db = new Database(file, { readonly: true })
+    try {
+      const count = (table: string) => (db.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n
+      return { runs: count("effect_a2a_durable_runs"), steps: count("effect_a2a_durable_steps") }
+    } finally {
+      db.close()
+    }
+  })
+
 const statusTexts = (task: Task) =>
   (task.history ?? []).filter((message) => message.role === 2).map((message) =>
     message.parts.flatMap((part) => part.content?.$case === "text" ? [part.content.value] : []).join("")
@@ -93,6 +107,8 @@ describe("durable runs on one SQLite server", () => {
       expect(textOf(done)).toBe("seat for LH400, paid")
       // The status published before the stop is not published again: one stream, nothing twice.
       expect(statusTexts(done)).toEqual(["after one: seat for LH400", "after two: paid", "seat for LH400, paid"])
+      // The run and its records go once its end is stored.
+      expect(yield* eventually(kept(file), (now) => now.runs === 0)).toEqual({ runs: 0, steps: 0 })
     }))
 })
 
@@ -240,6 +256,25 @@ describe("durable runs resumed too often, canceled, or failing", () => {
         (task) => task.status?.state === 3
       )
       expect([textOf(done), effects.calls]).toEqual(["declined 4111", ["charge"]])
+    }))
+
+  it.scopedLive("a defect in a durable agent ends its task FAILED with an error id, and its run is not resumed", () =>
+    Effect.gen(function*() {
+      const file = yield* databaseFile
+      const effects: Effects = { calls: [] }
+      const dying: AgentExecutor.Agent = () =>
+        Effect.zipRight(
+          AgentExecutor.step("one", Effect.sync(() => effects.calls.push("one")), { success: Schema.Number }),
+          Effect.dieMessage("card 4111 declined")
+        )
+      const first = yield* serveAgent(file, dying)
+      const task = yield* send(yield* makeClient(first.server.url), "pay")
+      expect([task.status?.state, textOf(task)]).toEqual([4, expect.stringMatching(/^Agent execution failed\. \(error_id: [0-9a-f]+\)$/)])
+      yield* first.close
+      expect(yield* kept(file)).toEqual({ runs: 0, steps: 0 })
+      const second = yield* serveAgent(file, dying)
+      yield* second.close
+      expect(effects.calls).toEqual(["one"])
     }))
 
   it.scopedLive("a durable agent on the memory store is refused at start", () =>
