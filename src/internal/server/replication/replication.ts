@@ -515,7 +515,7 @@ export const open = (
     yield* Effect.addFinalizer(() => log.flush)
     // The executors whose runs stop when their claims are lost, known once `logging` makes their run stage.
     const lost = new Set<(taskId: string) => void>()
-    // A durable run's lapsed claim is taken to resume it (`durable/resumes.ts`); any other's task ends FAILED.
+    // A durable run's lapsed claim is taken to resume it (`edge/resumes.ts`); any other's task ends FAILED.
     const late: { resumed?: ((lapsed: internalRunClaims.Lapsed) => Effect.Effect<boolean>) | undefined } = {}
     const failed = interrupted(log, taskStore)
     const claims = yield* Effect.mapError(
