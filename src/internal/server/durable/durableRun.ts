@@ -32,6 +32,7 @@ import * as Schema from "effect/Schema"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import type * as internalProgress from "../../progress.js"
 import { fromUserMessage } from "../../wire/parts.js"
+import * as taskState from "../../wire/taskState.js"
 import { scopeOf } from "../caller/authentication.js"
 import type { DurableRuns, RunKey } from "./durableRuns.js"
 
@@ -275,7 +276,10 @@ export const start = (
     if (Option.isSome(loaded)) {
       const { row } = loaded.value
       const steps = new Map(loaded.value.steps)
-      if (isResume(context)) {
+      // A run whose process died: started again by a resume, or by a message to its task, which is still running,
+      // that came first (on replicas, before a sweep found the run's claim lapsed). That message is no answer and
+      // no new run: the run goes on, and the message stays in the task's history.
+      if (isResume(context) || (context.task !== undefined && !taskState.isSettled(context.task.status?.state))) {
         const count = (yield* runs.resumed(key)) ?? 0
         if (count > wiring.maxResumes) {
           return yield* Effect.die(
