@@ -329,7 +329,7 @@ describe("durable runs: a step a shutdown cannot interrupt", () => {
 })
 
 describe("durable runs with a key", () => {
-  it.scopedLive("a resumed run longer than the lease of its key's entry is not recorded FAILED under it", () =>
+  it.scopedLive("a resumed run outlasts its key's lease: not recorded FAILED, and a repeat of the key gets its end", () =>
     Effect.gen(function*() {
       const file = yield* databaseFile
       const calls: Array<string> = []
@@ -357,5 +357,8 @@ describe("durable runs with a key", () => {
       yield* Effect.sleep("200 millis")
       const last = yield* taskOn(second.server.url, started.id)
       expect([ended.status?.state, last.status?.state, textOf(last)]).toEqual([3, 3, "done"])
+      // A repeat of the key gets the task's end, not the task as it was when the first server stopped.
+      const repeat = yield* sendMessage(yield* makeClient(second.server.url), keyed("go", "key-2"))
+      expect([repeat.id, repeat.status?.state, calls]).toEqual([started.id, 3, ["one", "two", "two"]])
     }))
 })
