@@ -36,15 +36,25 @@ const toResume = (runs: DurableRuns, store: TaskStore, row: RunRow) =>
     return undefined
   })
 
-const resume = (resuming: Resuming, row: RunRow, task: Task, context: ServerCallContext, done: () => void) =>
-  resuming.resume(task, decodeOrigin(row.request).request, context, done)
+const resume = (
+  resuming: Resuming,
+  row: RunRow,
+  task: Task,
+  context: ServerCallContext,
+  done: (ended: boolean) => void
+) => resuming.resume(task, decodeOrigin(row.request).request, context, done)
 
 const logged = (what: string, taskId: string | undefined) => (error: unknown) =>
   Effect.logWarning(what).pipe(
     Effect.annotateLogs({ ...(taskId === undefined ? {} : { taskId }), cause: String(error) })
   )
 
-/** A single server's start: every durable run of its store that did not end is started again. @internal */
+/**
+ * A single server's start: every durable run of its store that did not end
+ * is started again. One that cannot start is tried at the next start.
+ *
+ * @internal
+ */
 export const atStart = (runs: DurableRuns, store: TaskStore, resuming: Resuming): Effect.Effect<void> =>
   Effect.flatMap(
     Effect.catchAll(runs.all, (error) =>
@@ -94,11 +104,23 @@ export const onLapsed = (
       return true
     }
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-    const release = claims.release(lapsed.taskId)
-    yield* Effect.sync(() => resume(handler, loaded.value.row, found.task, found.context, () => void runFork(release)))
+    // A run that could not start lets its claim lapse: the next sweep tries again.
+    yield* Effect.sync(() =>
+      resume(handler, loaded.value.row, found.task, found.context, (ended) =>
+        void runFork(ended ? claims.release(lapsed.taskId) : claims.lapse(lapsed.taskId)))
+    )
     return true
   }).pipe(
-    Effect.catchAll((error) => Effect.as(logged("Could not resume a durable run", lapsed.taskId)(error), true))
+    // The sweep took the claim's row: put back, lapsed, for the next sweep to try again.
+    Effect.catchAll((error) =>
+      Effect.zipRight(
+        logged("Could not resume a durable run; the next sweep tries again", lapsed.taskId)(error),
+        Effect.as(
+          Effect.ignore(Effect.zipRight(claims.acquire(lapsed.taskId, lapsed), claims.lapse(lapsed.taskId))),
+          true
+        )
+      )
+    )
   )
 
 /**

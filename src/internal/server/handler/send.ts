@@ -171,9 +171,15 @@ const requestContextFor = (
 export interface Resuming {
   /**
    * Runs `request` again on the task `task`, its run's first request, with
-   * no caller following it; `done` once it ends or could not start.
+   * no caller following it; `done(true)` once it ends, `done(false)` when
+   * it could not start (or its events could not be stored).
    */
-  readonly resume: (task: Task, request: SendMessageRequest, context: ServerCallContext, done: () => void) => void
+  readonly resume: (
+    task: Task,
+    request: SendMessageRequest,
+    context: ServerCallContext,
+    done: (ended: boolean) => void
+  ) => void
 }
 
 /** @internal */
@@ -410,14 +416,14 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
     run(internalDurable.resuming(requestContext), () => ({
       event: () => {},
       failed: (error) => {
-        done()
+        done(false)
         runFork(
-          Effect.logWarning("A durable run could not start again; it is tried again later").pipe(
+          Effect.logWarning("A durable run could not start again").pipe(
             Effect.annotateLogs({ taskId: task.id, cause: errorText(error) })
           )
         )
       },
-      finished: done
+      finished: () => done(true)
     }))
   }
 
