@@ -7,87 +7,15 @@
  * and a key whose lease lapses before the resumed run ends. Each ends in a
  * final state, with an error id where it fails, its row gone once it ended.
  */
-import type { Task } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Layer, Schema, Scope } from "effect"
-import * as Fs from "node:fs"
-import { createRequire } from "node:module"
-import * as Os from "node:os"
-import * as Path from "node:path"
-import * as A2AServer from "../../../../src/A2AServer.js"
+import { Deferred, Effect, Exit, Schema } from "effect"
 import * as AgentExecutor from "../../../../src/AgentExecutor.js"
-import * as IdempotencyLedger from "../../../../src/IdempotencyLedger.js"
 import * as Part from "../../../../src/Part.js"
 import { eventually, keyed, makeClient, send, sendMessage, textOf } from "../../../fixtures/serverAgents.js"
+import { databaseFile, durableRows, failedWithId, serve, statusTexts, taskOn } from "./servers.js"
 
-const card = { name: "durable-edges", description: "durable runs at their edges" }
-
-const databaseFile = Effect.acquireRelease(
-  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "a2a-durable-edges-"))),
-  (directory) => Effect.sync(() => Fs.rmSync(directory, { recursive: true, force: true }))
-).pipe(Effect.map((directory) => Path.join(directory, "tasks.db")))
-
-const serve = (
-  file: string,
-  agent: AgentExecutor.Agent,
-  options: Partial<A2AServer.Options<never, never>> = {}
-) =>
-  Effect.flatMap(Scope.make(), (scope) =>
-    Effect.map(
-      Scope.extend(
-        Effect.flatMap(
-          // The ledger of idempotency keys beside the tasks, in a file that outlives the server too.
-          Layer.buildWithScope(IdempotencyLedger.layerSqlite({ filename: `${file}.keys` }), scope),
-          (ledger) =>
-            Effect.provide(
-              A2AServer.make({
-                agent,
-                card,
-                port: 0,
-                durable: true,
-                shutdownTimeout: "50 millis",
-                taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: file }),
-                ...options
-              }),
-              ledger
-            )
-        ),
-        scope
-      ),
-      (server) => ({ server, close: Scope.close(scope, Exit.void) })
-    ))
-
-// better-sqlite3 (the store's own driver) ships no types: what of it this file uses.
-const Database = createRequire(import.meta.url)("better-sqlite3") as new(
-  file: string,
-  options: { readonly readonly: boolean }
-) => { prepare: (sql: string) => { all: () => Array<unknown> }; close: () => void }
-
-/** The durable runs the store still holds: a run's row goes once it ended. */
-const rowsIn = (file: string) =>
-  Effect.sync(() => {
-    const db = new Database(file, { readonly: true })
-    try {
-      return (db.prepare("select task_id, asking from effect_a2a_durable_runs").all() as Array<
-        { task_id: string; asking: number | null }
-      >)
-    } finally {
-      db.close()
-    }
-  })
-
-const taskOn = (url: string, id: string) =>
-  Effect.flatMap(
-    makeClient(url),
-    (client) => Effect.promise(() => client.getTask({ tenant: "", id, historyLength: undefined }))
-  )
-
-const statusTexts = (task: Task) =>
-  (task.history ?? []).filter((message) => message.role === 2).map((message) =>
-    message.parts.flatMap((part) => part.content?.$case === "text" ? [part.content.value] : []).join("")
-  )
-
-const failedWithId = /^Agent execution failed\. \(error_id: [0-9a-f]+\)$/
+/** The durable runs the store still holds. */
+const rowsIn = (file: string) => Effect.map(durableRows(file), ({ runs }) => runs)
 
 describe("durable runs: places", () => {
   it.scopedLive("steps that run at once, replayed in another order, lose no later event", () =>

@@ -1,22 +1,10 @@
-import type { Task } from "@a2a-js/sdk"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Schema, Scope } from "effect"
-import * as Fs from "node:fs"
-import { createRequire } from "node:module"
-import * as Os from "node:os"
-import * as Path from "node:path"
+import { Deferred, Effect, Exit, Schema } from "effect"
 import * as A2AServer from "../../../../src/A2AServer.js"
 import * as AgentExecutor from "../../../../src/AgentExecutor.js"
-import * as IdempotencyLedger from "../../../../src/IdempotencyLedger.js"
 import * as Part from "../../../../src/Part.js"
 import { eventually, keyed, makeClient, send, sendMessage, textOf } from "../../../fixtures/serverAgents.js"
-
-const card = { name: "durable-test", description: "a run that outlives its server" }
-
-const databaseFile = Effect.acquireRelease(
-  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "a2a-durable-"))),
-  (directory) => Effect.sync(() => Fs.rmSync(directory, { recursive: true, force: true }))
-).pipe(Effect.map((directory) => Path.join(directory, "tasks.db")))
+import { databaseFile, durableRows, failedWithId, serve, statusTexts, taskOn } from "./servers.js"
 
 /** What the agent's steps did, across every server of a test. */
 interface Effects {
@@ -47,47 +35,15 @@ const agent = (effects: Effects, gate: Effect.Effect<void>): AgentExecutor.Agent
     return AgentExecutor.completedText(`${one}, ${two}`)
   })
 
-const serve = (file: string, effects: Effects, gate: Effect.Effect<void>) =>
-  Effect.flatMap(Scope.make(), (scope) =>
-    Effect.map(
-      Scope.extend(
-        A2AServer.make({
-          agent: agent(effects, gate),
-          card,
-          port: 0,
-          durable: true,
-          shutdownTimeout: "50 millis",
-          taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: file })
-        }),
-        scope
-      ),
-      (server) => ({ server, close: Scope.close(scope, Exit.void) })
-    ))
-
 /** How many durable runs and step records the file holds. */
-const kept = (file: string) =>
-  Effect.sync(() => {
-    const Database = createRequire(import.meta.url)("better-sqlite3")
-    const db = new Database(file, { readonly: true })
-    try {
-      const count = (table: string) => (db.prepare(`select count(*) as n from ${table}`).get() as { n: number }).n
-      return { runs: count("effect_a2a_durable_runs"), steps: count("effect_a2a_durable_steps") }
-    } finally {
-      db.close()
-    }
-  })
-
-const statusTexts = (task: Task) =>
-  (task.history ?? []).filter((message) => message.role === 2).map((message) =>
-    message.parts.flatMap((part) => part.content?.$case === "text" ? [part.content.value] : []).join("")
-  )
+const kept = (file: string) => Effect.map(durableRows(file), ({ runs, steps }) => ({ runs: runs.length, steps }))
 
 describe("durable runs on one SQLite server", () => {
   it.scopedLive("a run stopped inside a step goes on at the next start: step one is not run again", () =>
     Effect.gen(function*() {
       const file = yield* databaseFile
       const effects: Effects = { calls: [] }
-      const first = yield* serve(file, effects, Effect.never)
+      const first = yield* serve(file, agent(effects, Effect.never))
       const client = yield* makeClient(first.server.url)
       const started = yield* send(client, "LH400", {}, true)
       yield* eventually(Effect.sync(() => effects.calls), (calls) => calls.includes("two"))
@@ -95,13 +51,12 @@ describe("durable runs on one SQLite server", () => {
       expect(effects.calls).toEqual(["one", "two"])
 
       const opened = yield* Deferred.make<void>()
-      const second = yield* serve(file, effects, Deferred.await(opened))
+      const second = yield* serve(file, agent(effects, Deferred.await(opened)))
       yield* Effect.addFinalizer(() => second.close)
-      const again = yield* makeClient(second.server.url)
       yield* eventually(Effect.sync(() => effects.calls.length), (n) => n === 3)
       yield* Deferred.succeed(opened, undefined)
       const done = yield* eventually(
-        Effect.promise(() => again.getTask({ tenant: "", id: started.id, historyLength: undefined })),
+        taskOn(second.server.url, started.id),
         (task) => task.status?.state === 3
       )
       expect(effects.calls).toEqual(["one", "two", "two"])
@@ -128,30 +83,12 @@ const asking = (effects: Effects): AgentExecutor.Agent => () =>
     return AgentExecutor.completedText(answers.join(" "))
   })
 
-const serveAgent = (file: string, agent: AgentExecutor.Agent, options: Partial<A2AServer.Options<never, never>> = {}) =>
-  Effect.flatMap(Scope.make(), (scope) =>
-    Effect.map(
-      Scope.extend(
-        A2AServer.make({
-          agent,
-          card,
-          port: 0,
-          durable: true,
-          shutdownTimeout: "50 millis",
-          taskStore: A2AServer.TaskStoreConfig.Sqlite({ filename: file }),
-          ...options
-        }),
-        scope
-      ),
-      (server) => ({ server, close: Scope.close(scope, Exit.void) })
-    ))
-
 describe("durable runs that ask", () => {
   it.scopedLive("a question waits across a restart, and each answer goes on from where it was asked", () =>
     Effect.gen(function*() {
       const file = yield* databaseFile
       const effects: Effects = { calls: [] }
-      const first = yield* serveAgent(file, asking(effects))
+      const first = yield* serve(file, asking(effects))
       const client = yield* makeClient(first.server.url)
       const asked = yield* send(client, "book")
       expect([asked.status?.state, textOf(asked)]).toEqual([6, "turn 1?"])
@@ -159,7 +96,7 @@ describe("durable runs that ask", () => {
       expect([second.status?.state, textOf(second)]).toEqual([6, "turn 2?"])
       yield* first.close
 
-      const next = yield* serveAgent(file, asking(effects))
+      const next = yield* serve(file, asking(effects))
       yield* Effect.addFinalizer(() => next.close)
       const again = yield* makeClient(next.server.url)
       const third = yield* send(again, "Tuesday", { taskId: asked.id, contextId: asked.contextId })
@@ -173,11 +110,11 @@ describe("durable runs that ask", () => {
   it.scopedLive("ask in an agent that is not durable fails its run with an error id", () =>
     Effect.gen(function*() {
       const file = yield* databaseFile
-      const server = yield* serveAgent(file, asking({ calls: [] }), { durable: false })
+      const server = yield* serve(file, asking({ calls: [] }), { durable: false })
       yield* Effect.addFinalizer(() => server.close)
       const task = yield* send(yield* makeClient(server.server.url), "book")
       expect(task.status?.state).toBe(4)
-      expect(textOf(task)).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]+\)$/)
+      expect(textOf(task)).toMatch(failedWithId)
     }))
 })
 
@@ -190,18 +127,17 @@ describe("durable runs resumed too often, canceled, or failing", () => {
         Effect.zipRight(Effect.sync(() => effects.calls.push("start")), Effect.never)
       let taskId = ""
       for (let start = 1; start <= 3; start++) {
-        const server = yield* serveAgent(file, stuck, { durable: { maxResumes: 1 } })
+        const server = yield* serve(file, stuck, { durable: { maxResumes: 1 } })
         if (start === 1) taskId = (yield* send(yield* makeClient(server.server.url), "go", {}, true)).id
         yield* eventually(Effect.sync(() => effects.calls.length), (n) => n >= Math.min(start, 2))
         if (start < 3) yield* server.close
         else {
           yield* Effect.addFinalizer(() => server.close)
-          const client = yield* makeClient(server.server.url)
           const ended = yield* eventually(
-            Effect.promise(() => client.getTask({ tenant: "", id: taskId, historyLength: undefined })),
+            taskOn(server.server.url, taskId),
             (task) => task.status?.state === 4
           )
-          expect(textOf(ended)).toMatch(/^Agent execution failed\. \(error_id: [0-9a-f]+\)$/)
+          expect(textOf(ended)).toMatch(failedWithId)
         }
       }
       // The first start and one resume; the second resume is past the bound.
@@ -212,11 +148,11 @@ describe("durable runs resumed too often, canceled, or failing", () => {
     Effect.gen(function*() {
       const file = yield* databaseFile
       const effects: Effects = { calls: [] }
-      const first = yield* serve(file, effects, Effect.never)
+      const first = yield* serve(file, agent(effects, Effect.never))
       const started = yield* send(yield* makeClient(first.server.url), "LH400", {}, true)
       yield* eventually(Effect.sync(() => effects.calls), (calls) => calls.includes("two"))
       yield* first.close
-      const second = yield* serve(file, effects, Effect.never)
+      const second = yield* serve(file, agent(effects, Effect.never))
       yield* Effect.addFinalizer(() => second.close)
       const client = yield* makeClient(second.server.url)
       yield* eventually(Effect.sync(() => effects.calls.length), (n) => n === 3)
@@ -244,18 +180,14 @@ describe("durable runs resumed too often, canceled, or failing", () => {
           yield* gate
           return AgentExecutor.completedText(outcome)
         })
-      const first = yield* serveAgent(file, agent(Effect.never))
+      const first = yield* serve(file, agent(Effect.never))
       const started = yield* send(yield* makeClient(first.server.url), "pay", {}, true)
       yield* eventually(Effect.sync(() => effects.calls.length), (n) => n === 1)
       yield* Effect.sleep("50 millis")
       yield* first.close
-      const second = yield* serveAgent(file, agent(Effect.void))
+      const second = yield* serve(file, agent(Effect.void))
       yield* Effect.addFinalizer(() => second.close)
-      const client = yield* makeClient(second.server.url)
-      const done = yield* eventually(
-        Effect.promise(() => client.getTask({ tenant: "", id: started.id, historyLength: undefined })),
-        (task) => task.status?.state === 3
-      )
+      const done = yield* eventually(taskOn(second.server.url, started.id), (task) => task.status?.state === 3)
       expect([textOf(done), effects.calls]).toEqual(["declined 4111", ["charge"]])
     }))
 
@@ -268,15 +200,15 @@ describe("durable runs resumed too often, canceled, or failing", () => {
           AgentExecutor.step("one", Effect.sync(() => effects.calls.push("one")), { success: Schema.Number }),
           Effect.dieMessage("card 4111 declined")
         )
-      const first = yield* serveAgent(file, dying)
+      const first = yield* serve(file, dying)
       const task = yield* send(yield* makeClient(first.server.url), "pay")
       expect([task.status?.state, textOf(task)]).toEqual([
         4,
-        expect.stringMatching(/^Agent execution failed\. \(error_id: [0-9a-f]+\)$/)
+        expect.stringMatching(failedWithId)
       ])
       yield* first.close
       expect(yield* kept(file)).toEqual({ runs: 0, steps: 0 })
-      const second = yield* serveAgent(file, dying)
+      const second = yield* serve(file, dying)
       yield* second.close
       expect(effects.calls).toEqual(["one"])
     }))
@@ -285,27 +217,23 @@ describe("durable runs resumed too often, canceled, or failing", () => {
     Effect.gen(function*() {
       const file = yield* databaseFile
       const effects: Effects = { calls: [] }
-      const first = yield* serveAgent(file, agent(effects, Effect.never), { idempotency: {} })
+      const first = yield* serve(file, agent(effects, Effect.never), { idempotency: {} })
       const message = keyed("LH400", "order-17")
       const started = yield* sendMessage(yield* makeClient(first.server.url), message, {}, true)
       yield* eventually(Effect.sync(() => effects.calls), (calls) => calls.includes("two"))
       yield* first.close
-      const second = yield* serveAgent(file, agent(effects, Effect.void), { idempotency: {} })
+      const second = yield* serve(file, agent(effects, Effect.void), { idempotency: {} })
       yield* Effect.addFinalizer(() => second.close)
-      const client = yield* makeClient(second.server.url)
-      const done = yield* eventually(
-        Effect.promise(() => client.getTask({ tenant: "", id: started.id, historyLength: undefined })),
-        (task) => task.status?.state === 3
-      )
+      const done = yield* eventually(taskOn(second.server.url, started.id), (task) => task.status?.state === 3)
       expect(textOf(done)).toBe("seat for LH400, paid")
-      const repeat = yield* sendMessage(client, message)
+      const repeat = yield* sendMessage(yield* makeClient(second.server.url), message)
       expect([repeat.id, repeat.status?.state === 4, effects.calls]).toEqual([started.id, false, ["one", "two", "two"]])
-    }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))))
+    }))
 
   it.scopedLive("a durable agent on the memory store is refused at start", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(
-        A2AServer.make({ agent: asking({ calls: [] }), card, port: 0, durable: true })
+        A2AServer.make({ agent: asking({ calls: [] }), card: { name: "memory", description: "no database" }, port: 0, durable: true })
       )
       expect(Exit.isFailure(exit) && String(Exit.isFailure(exit) ? exit.cause : "")).toMatch(
         /A durable agent needs A2AServer with a task store on SQLite or PostgreSQL/
