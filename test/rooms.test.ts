@@ -47,7 +47,8 @@ const rooms: Record<string, ReadonlyArray<string>> = {
   client: ["client/call", "client/transport", "client/card", "client/push", "wire"],
   agent: ["client", "client/call", "client/resilience", "wire", "lazyModule.ts"],
   "server/caller": ["authentication", "observability", "serverErrors.ts", "wire"],
-  "server/store": ["server/caller", "serverErrors.ts", "peer.ts", "ledger", "wire"],
+  "server/durable": ["serverErrors.ts"],
+  "server/store": ["server/caller", "server/durable", "serverErrors.ts", "peer.ts", "ledger", "wire"],
   "server/run": [
     "server/caller",
     "server/store",

@@ -18,6 +18,7 @@ import { resolveUserScope, type ServerCallContext } from "@a2a-js/sdk/server"
 import type { CompiledQuery, Kysely, RawBuilder, sql as Sql } from "kysely"
 import { createHash } from "node:crypto"
 import { storedTextProblem } from "../../ledger/storedText.js"
+import { TaskStoreError } from "../../serverErrors.js"
 import * as taskFold from "../../wire/taskFold.js"
 import * as taskList from "./taskList.js"
 
@@ -182,6 +183,22 @@ export const foldRow = (id: string, row: SnapshotRow, events: ReadonlyArray<Even
 
 /** A transaction's steps: each yields a statement and is given its rows. */
 export type Steps<A> = Generator<CompiledQuery, A, Rows>
+
+/** A database as the store's transactions and the durable runs' (`sqlDurable.ts`) run on it (see `sqlStore.ts`). */
+export interface Runner {
+  readonly db: Kysely<unknown>
+  readonly sql: typeof Sql
+  readonly postgres: boolean
+  /** `steps` as one transaction: writing ones take the write lock first. */
+  readonly transaction: <A>(steps: () => Steps<A>, writes: boolean) => Promise<A>
+}
+
+/** A failure of the database, named by what failed. */
+export const storeError = (what: string) => (error: unknown) =>
+  new TaskStoreError({
+    reason: "Driver",
+    message: `${what}: ${error instanceof Error ? error.message : String(error)}`
+  })
 
 /** A new task's snapshot met one a concurrent append inserted first: the transaction runs again. */
 export class Raced extends Error {

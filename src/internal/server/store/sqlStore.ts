@@ -11,7 +11,8 @@
  * happens, a marker row keeping its events' `seq` growing: reading a task
  * folds a bounded number of events. A running task is also kept folded in
  * the process (`Folded`), so that an append reads no more than the
- * snapshot's small columns and its events' numbers.
+ * snapshot's small columns and its events' numbers. Durable runs keep
+ * their rows in two more tables of ours (`sqlDurable.ts`).
  *
  * Why the SDK's table stays the snapshot: tasks written by today's store
  * read unchanged (no data migration), and during a rolling upgrade the old
@@ -40,13 +41,16 @@ import type { ServerCallContext } from "@a2a-js/sdk/server"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type { CompiledQuery, Kysely, sql as Sql, SqliteDatabase } from "kysely"
+import type { CompiledQuery, Kysely, SqliteDatabase } from "kysely"
 import type * as KyselyModule from "kysely"
 import * as Path from "node:path"
 import { TaskStoreError } from "../../serverErrors.js"
 import * as taskFold from "../../wire/taskFold.js"
 import * as taskState from "../../wire/taskState.js"
+import type { DurableRuns } from "../durable/durableRuns.js"
 import * as internalSqlCancels from "./sqlCancels.js"
+import * as internalSqlDurable from "./sqlDurable.js"
+import { durableRunsTable, durableStepsTable } from "./sqlDurable.js"
 import {
   baseOf,
   compactAt,
@@ -58,12 +62,14 @@ import {
   type Owned,
   Raced,
   type Rows,
+  type Runner,
   scopeOf,
   scopeProblem,
   snapshotOf,
   type SnapshotRow,
   statements,
   type Steps,
+  storeError,
   taskOf,
   tasksTable,
   unstorable
@@ -72,6 +78,7 @@ import type { CancelFeed, TaskStore } from "./store.js"
 import * as taskList from "./taskList.js"
 import * as internalTaskStore from "./taskStore.js"
 
+export { durableRunsTable, durableStepsTable } from "./sqlDurable.js"
 export { compactAt, eventsTable, migrationTable } from "./sqlRows.js"
 
 /** A native store with what the server wires beside it (see `memoryStore.ts`). @internal */
@@ -79,6 +86,8 @@ export interface SqlStore extends TaskStore {
   readonly heldElsewhere: (taskId: string, context: ServerCallContext) => Effect.Effect<boolean, TaskStoreError>
   /** The cancels other servers sharing the store append (see `sqlCancels.ts`). */
   readonly cancels: CancelFeed
+  /** What durable agents' runs keep in the database (see `sqlDurable.ts`). */
+  readonly durable: DurableRuns
 }
 
 /** @internal */
@@ -287,14 +296,6 @@ class Unstorable extends Error {}
 // ---------------------------------------------------------------------------
 // The databases
 
-interface Runner {
-  readonly db: Kysely<unknown>
-  readonly sql: typeof Sql
-  readonly postgres: boolean
-  /** `steps` as one transaction: writing ones take the write lock first. */
-  readonly transaction: <A>(steps: () => Steps<A>, writes: boolean) => Promise<A>
-}
-
 const tasksOf: internalTaskStore.Table = { store: "tasks", what: "task store" }
 
 const sqlite = (
@@ -386,9 +387,9 @@ const postgres = (
     return { runner, config, cancels: yield* internalSqlCancels.postgres(config.url, driver) }
   })
 
-// The events table, by a migration of ours in kysely's Migrator with ledger and lock tables of its own:
+// Our tables, by migrations of ours in kysely's Migrator with ledger and lock tables of its own:
 // idempotent, and on PostgreSQL replicas starting together take its lock in turn. On SQLite the lock is a
-// no-op: servers starting together on one file can both run it; `if not exists` makes the table's creation
+// no-op: servers starting together on one file can both run it; `if not exists` makes the tables' creation
 // safe, and the one whose ledger row collides finds it done when it tries again.
 const migrate = (runner: Runner, kysely: typeof KyselyModule) =>
   Effect.tryPromise({
@@ -415,6 +416,28 @@ const migrate = (runner: Runner, kysely: typeof KyselyModule) =>
                   primary key (tenant, owner, task_id, seq)
                 )`.execute(db)
               }
+            },
+            // Durable runs (`sqlDurable.ts`): a row per run in progress, a record per step of it.
+            "0002_durable_runs": {
+              up: async (db: Kysely<unknown>) => {
+                await sql`create table if not exists ${sql.table(durableRunsTable)} (
+                  tenant ${collated(255)} not null,
+                  owner ${collated(255)} not null,
+                  task_id ${collated(36)} not null,
+                  request text not null,
+                  resumes integer not null default 0,
+                  asking integer,
+                  primary key (tenant, owner, task_id)
+                )`.execute(db)
+                await sql`create table if not exists ${sql.table(durableStepsTable)} (
+                  tenant ${collated(255)} not null,
+                  owner ${collated(255)} not null,
+                  task_id ${collated(36)} not null,
+                  step ${collated(255)} not null,
+                  record text not null,
+                  primary key (tenant, owner, task_id, step)
+                )`.execute(db)
+              }
             }
           })
         }
@@ -422,14 +445,8 @@ const migrate = (runner: Runner, kysely: typeof KyselyModule) =>
       const result = await migrator.migrateToLatest()
       if (result.error !== undefined) throw result.error
     },
-    catch: internalTaskStore.fail("Migration", "Could not create the table of the task store's events")
+    catch: internalTaskStore.fail("Migration", "Could not create the task store's tables (events, durable runs)")
   }).pipe(Effect.retry({ times: runner.postgres ? 0 : 3 }))
-
-const storeError = (what: string) => (error: unknown) =>
-  new TaskStoreError({
-    reason: "Driver",
-    message: `${what}: ${error instanceof Error ? error.message : String(error)}`
-  })
 
 /**
  * The native store on the database `config` names: the SDK's table and
@@ -461,18 +478,26 @@ export const make = (
       )
       // Events whose snapshot is gone: those of a task an old replica ended over them (its whole-task save)
       // and then deleted past retention. A task's snapshot is written before its first event, never after.
+      // Durable runs likewise: a process that died leaves its run's row and records, whose task the retention
+      // deletes in time. A run is begun once its task is stored, never before.
       const { db, sql } = runner
-      const orphans = Effect.tryPromise(() =>
-        sql`delete from ${sql.table(eventsTable)} where not exists (select 1 from ${sql.table(tasksTable)} t
-          where t.tenant = ${sql.ref(`${eventsTable}.tenant`)} and t.owner = ${sql.ref(`${eventsTable}.owner`)}
-            and t.id = ${sql.ref(`${eventsTable}.task_id`)})`.execute(db)
-      ).pipe(
-        Effect.catchAll((error) =>
-          Effect.logWarning("Could not delete the task store's events of deleted tasks").pipe(
-            Effect.annotateLogs({ cause: String(error.error) })
+      const orphansOf = (table: string, what: string) =>
+        Effect.tryPromise(() =>
+          sql`delete from ${sql.table(table)} where not exists (select 1 from ${sql.table(tasksTable)} t
+            where t.tenant = ${sql.ref(`${table}.tenant`)} and t.owner = ${sql.ref(`${table}.owner`)}
+              and t.id = ${sql.ref(`${table}.task_id`)})`.execute(db)
+        ).pipe(
+          Effect.catchAll((error) =>
+            Effect.logWarning(`Could not delete the task store's ${what} of deleted tasks`).pipe(
+              Effect.annotateLogs({ cause: String(error.error) })
+            )
           )
         )
-      )
+      const orphans = Effect.all([
+        orphansOf(eventsTable, "events"),
+        orphansOf(durableRunsTable, "durable runs"),
+        orphansOf(durableStepsTable, "durable runs' step records")
+      ], { discard: true })
       yield* orphans
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.minutes(10)), orphans)))
     }
@@ -519,6 +544,7 @@ export const make = (
           }))
       },
       cancels: cancels.feed,
+      durable: internalSqlDurable.make(runner),
       heldElsewhere: (taskId, context) => {
         const scope = scopeOf(context)
         return scopeProblem(scope, taskId) !== undefined
