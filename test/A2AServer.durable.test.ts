@@ -57,11 +57,15 @@ describe("a durable agent on one server with a SQLite file", () => {
         const sideFile = path.join(dir, "side-effects")
         const servers = yield* Durable.lineage("sqlite", path.join(dir, "tasks.db"), sideFile)
         const scope = yield* Effect.scope
+        let cases = 0
+        let died = 0
         const check = (kills: ReadonlyArray<string>) =>
           Effect.gen(function*() {
             const task = yield* Durable.send(servers.current(), { kills })
             const { deaths, task: end } = yield* Durable.through(servers, task.id, ended)
             const want = expected(kills)
+            cases++
+            died += deaths
             const seen = { state: TaskState[end.status!.state], deaths, counts: Durable.sideEffects(sideFile, task.id) }
             expect(seen, `kill points ${kills.join(", ")}`).toEqual({
               state: "TASK_STATE_COMPLETED",
@@ -75,16 +79,19 @@ describe("a durable agent on one server with a SQLite file", () => {
               )
             ).toBe(true)
           })
-        // Each kill point alone, then a few sequences of two, the second in the resumed run.
+        // Each kill point alone (the examples, which count in numRuns), then two sequences of two, the second in the resumed run.
         yield* Effect.promise(() =>
           FastCheck.assert(
             FastCheck.asyncProperty(
               FastCheck.array(FastCheck.constantFrom(...points), { minLength: 2, maxLength: 2 }),
               (kills) => Effect.runPromise(Scope.extend(check(kills), scope))
             ),
-            { numRuns: 3, endOnFailure: true, examples: points.map((point) => [[point]]) }
+            { numRuns: points.length + 2, endOnFailure: true, examples: points.map((point) => [[point]]) }
           )
         )
+        // Every single point was tried, and each killed its server.
+        expect(cases).toBe(points.length + 2)
+        expect(died).toBeGreaterThanOrEqual(points.length)
       }),
     120_000
   )
