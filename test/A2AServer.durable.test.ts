@@ -100,10 +100,14 @@ describe("a durable agent on one server with a SQLite file", () => {
     Effect.gen(function*() {
       const dir = yield* Durable.workDir
       const sideFile = path.join(dir, "side-effects")
-      const servers = yield* Durable.lineage("sqlite", path.join(dir, "tasks.db"), sideFile)
+      const filename = path.join(dir, "tasks.db")
+      const servers = yield* Durable.lineage("sqlite", filename, sideFile)
       const task = yield* Durable.send(servers.current(), { slow: 2, slowMs: 60_000 })
       yield* Durable.noted(sideFile, task.id, "enter2")
       servers.current().kill()
+      yield* Durable.death(servers.current())
+      // What the dead server left in its database: the run, never resumed, and the record of step 1 alone.
+      expect(Durable.sqliteRecords(filename, task.id)).toEqual({ resumes: [0], steps: ["step1"] })
       const { deaths, task: end } = yield* Durable.through(servers, task.id, ended)
       expect(deaths).toBe(1)
       expect(end.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
@@ -111,6 +115,13 @@ describe("a durable agent on one server with a SQLite file", () => {
       // Step 2 was killed in its wait, before its side effect; the run after the restart did it.
       expect(Durable.sideEffects(sideFile, task.id)).toEqual([1, 1, 1])
       expect(Durable.linesOf(sideFile, task.id).filter((line) => line === "enter2")).toHaveLength(2)
+      // The run's row and records go with its end (read every 50 ms for at most 5 s: they may go just after it).
+      let left = Durable.sqliteRecords(filename, task.id)
+      for (let i = 0; i < 100 && left.resumes.length + left.steps.length > 0; i++) {
+        yield* Effect.sleep("50 millis")
+        left = Durable.sqliteRecords(filename, task.id)
+      }
+      expect(left).toEqual({ resumes: [], steps: [] })
     }))
 
   it.scopedLive("a question asked in the run survives a restart: the answer sent after it continues the run", () =>
