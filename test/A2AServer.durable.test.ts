@@ -66,11 +66,20 @@ describe("a durable agent on one server with a SQLite file", () => {
             const want = expected(kills)
             cases++
             died += deaths
-            const seen = { state: TaskState[end.status!.state], deaths, counts: Durable.sideEffects(sideFile, task.id) }
+            const seen = {
+              state: TaskState[end.status!.state],
+              deaths,
+              counts: Durable.sideEffects(sideFile, task.id),
+              history: Durable.agentHistory(end),
+              artifacts: end.artifacts.map((artifact) => artifact.artifactId)
+            }
+            // Each event once in the task, though the run was started again: what was stored was not published again.
             expect(seen, `kill points ${kills.join(", ")}`).toEqual({
               state: "TASK_STATE_COMPLETED",
               deaths: want.deaths,
-              counts: want.counts
+              counts: want.counts,
+              history: Durable.wholeRun(),
+              artifacts: ["report"]
             })
             // At least once; once more only for each death between the step's side effect and its record.
             expect(
@@ -111,7 +120,7 @@ describe("a durable agent on one server with a SQLite file", () => {
       const { deaths, task: end } = yield* Durable.through(servers, task.id, ended)
       expect(deaths).toBe(1)
       expect(end.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-      expect(Durable.statusText(end)).toBe("done")
+      expect(Durable.agentHistory(end)).toEqual(Durable.wholeRun())
       // Step 2 was killed in its wait, before its side effect; the run after the restart did it.
       expect(Durable.sideEffects(sideFile, task.id)).toEqual([1, 1, 1])
       expect(Durable.linesOf(sideFile, task.id).filter((line) => line === "enter2")).toHaveLength(2)
@@ -141,7 +150,9 @@ describe("a durable agent on one server with a SQLite file", () => {
       yield* Durable.answer(server, task.id, "Tuesday")
       const end = yield* Durable.until(server, task.id, ended)
       expect(end.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-      expect(Durable.statusText(end)).toBe("done Tuesday")
+      expect(Durable.agentHistory(end)).toEqual(
+        Durable.wholeRun("done Tuesday").toSpliced(1, 0, "Which date?")
+      )
       // Step 1 ran before the question, in the first process, and was not run again.
       expect(Durable.sideEffects(sideFile, task.id)).toEqual([1, 1, 1])
     }))
