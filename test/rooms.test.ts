@@ -47,10 +47,11 @@ const rooms: Record<string, ReadonlyArray<string>> = {
   client: ["client/call", "client/transport", "client/card", "client/push", "wire"],
   agent: ["client", "client/call", "client/resilience", "wire", "lazyModule.ts"],
   "server/caller": ["authentication", "observability", "serverErrors.ts", "wire"],
-  "server/durable": ["serverErrors.ts"],
+  "server/durable": ["server/caller", "serverErrors.ts", "progress.ts", "wire"],
   "server/store": ["server/caller", "server/durable", "serverErrors.ts", "peer.ts", "ledger", "wire"],
   "server/run": [
     "server/caller",
+    "server/durable",
     "server/store",
     "observability",
     "serverErrors.ts",
@@ -60,6 +61,7 @@ const rooms: Record<string, ReadonlyArray<string>> = {
   ],
   "server/handler": [
     "server/caller",
+    "server/durable",
     "server/run",
     "server/store",
     "ledger",
@@ -101,6 +103,7 @@ const rooms: Record<string, ReadonlyArray<string>> = {
     "wire"
   ],
   "server/edge": [
+    "server/durable",
     "server/caller",
     "server/http",
     "server/transport",

@@ -5,11 +5,11 @@
  *
  * @internal
  */
-import type * as AgentExecutor from "../AgentExecutor.js"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import type * as AgentExecutor from "../AgentExecutor.js"
 import type * as Part from "../Part.js"
 
 /** Output of an agent that is not JSON data, so the wire could not carry it. */

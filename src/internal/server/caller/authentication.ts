@@ -46,6 +46,12 @@ export class CallerUser implements User {
   }
 }
 
+/** The tenant and owner a call's tasks are kept under, as every store of ours scopes them. @internal */
+export const scopeOf = (context: ServerCallContext): { readonly tenant: string; readonly owner: string } => ({
+  tenant: context.tenant ?? "",
+  owner: resolveUserScope(context)
+})
+
 /**
  * A context in the scope of `owner` (the SDK's `resolveUserScope` of a
  * caller) within `tenant`, for work done after its caller is gone: a sweep,

@@ -20,6 +20,8 @@ import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
 import * as internalEventId from "../../wire/eventId.js"
 import * as internalTransport from "../../wire/transport.js"
 import * as internalAuthentication from "../caller/authentication.js"
+import * as internalDurable from "../durable/durableRun.js"
+import type { DurableRuns } from "../durable/durableRuns.js"
 import * as internalCardSigning from "../handler/cardSigning.js"
 import * as internalRequestHandler from "../handler/requestHandler.js"
 import type * as internalRunStages from "../handler/runStages.js"
@@ -40,6 +42,7 @@ import * as internalRest from "../transport/rest.js"
 import * as internalRpc from "../transport/rpc.js"
 import type * as internalTransports from "../transport/transports.js"
 import * as internalHttp from "./http.js"
+import * as internalResumes from "./resumes.js"
 
 /** @internal */
 export const defaultMaxBodyBytes = 1024 * 1024
@@ -65,6 +68,8 @@ interface Stores {
   readonly whenForgotten: ((listener: Forgotten) => void) | undefined
   /** The cancels other servers sharing the store append, when it can tell (a database store). */
   readonly cancels: internalStore.CancelFeed | undefined
+  /** Where durable agents' runs are kept: a database store's. */
+  readonly durable: DurableRuns | undefined
 }
 
 // A user's own store of the SDK's shape is served through `fromSdk`; a configured one is native.
@@ -77,7 +82,8 @@ const storesOf = (
       native: internalStore.fromSdk(store),
       heldElsewhere: undefined,
       whenForgotten: undefined,
-      cancels: undefined
+      cancels: undefined,
+      durable: undefined
     })
     : Effect.map(
       internalMakeStore.make(store ?? internalTaskStore.defaultConfig, { withPushConfigs }),
@@ -85,7 +91,8 @@ const storesOf = (
         native,
         heldElsewhere: native.heldElsewhere,
         whenForgotten: "whenForgotten" in native ? native.whenForgotten : undefined,
-        cancels: "cancels" in native ? native.cancels : undefined
+        cancels: "cancels" in native ? native.cancels : undefined,
+        durable: "durable" in native ? native.durable : undefined
       })
     )
 
@@ -140,6 +147,8 @@ const buildCard = (
 /** The request handler with its first stages, and the hold it takes on the task a message continues. */
 interface Keyed {
   readonly handler: internalRequestHandler.RequestHandler
+  /** The core handler's, which a durable run started again goes through, with no caller's key. */
+  readonly resuming: internalRequestHandler.Resuming
   readonly claim: internalStages.Claim
   readonly heldElsewhere?: internalIdempotency.Idempotency["heldElsewhere"] | undefined
 }
@@ -174,8 +183,13 @@ const requestHandlerOf = (
       ...keys?.hooks
     })
     // Without idempotency, a message to a task whose run is in progress is refused.
-    if (keys === undefined) return { handler: core, claim: (taskId) => executor.claim(taskId) }
-    return { handler: internalIdempotency.keying(core, keys), claim: keys.claim, heldElsewhere: keys.heldElsewhere }
+    if (keys === undefined) return { handler: core, resuming: core, claim: (taskId) => executor.claim(taskId) }
+    return {
+      handler: internalIdempotency.keying(core, keys),
+      resuming: core,
+      claim: keys.claim,
+      heldElsewhere: keys.heldElsewhere
+    }
   })
 
 /** The run stage of the server's bound: a run shares the hold of the request that started it. */
@@ -232,18 +246,35 @@ export const make = <E, R>(
       : yield* internalPush.make(options.push, options.taskStore, name, stores.whenForgotten)
     // The request handler writes every event of a run, its end included: the executor needs no store. It reads
     // one only when told of a cancel that reached another server sharing it (`run/cancelWatch.ts`).
-    const executorOptions: AgentExecutor.Options<R> & internalCancelWatch.CancelWatchOptions = {
-      ...options,
-      name,
-      [internalCancelWatch.cancelWatchOption]: stores.cancels === undefined
-        ? undefined
-        : { feed: stores.cancels, store: stored }
-    }
+    // A durable agent's runs are kept in the store's database: without one the executor refuses it.
+    const durable = options.durable === undefined || options.durable === false ? undefined : stores.durable
+    const executorOptions:
+      & AgentExecutor.Options<R>
+      & internalCancelWatch.CancelWatchOptions
+      & internalDurable.DurableOptions = {
+        ...options,
+        name,
+        [internalCancelWatch.cancelWatchOption]: stores.cancels === undefined
+          ? undefined
+          : { feed: stores.cancels, store: stored },
+        [internalDurable.durableOption]: durable === undefined ? undefined : {
+          runs: durable,
+          maxResumes: typeof options.durable === "object" ? options.durable.maxResumes ?? 3 : 3
+        }
+      }
     // Handed to the request handler as it is: what goes on around its runs is in `runStages`.
     const executor = yield* internalExecutor.make(options.agent, executorOptions)
+    // Set once the request handler is made: a lapsed claim of a durable run is resumed through it.
+    const late: { resuming?: internalRequestHandler.Resuming } = {}
     const replication = options.replication === undefined
       ? undefined
-      : yield* internalReplication.open(options.replication, stored)
+      : yield* internalReplication.open(
+        options.replication,
+        stored,
+        durable === undefined ?
+          undefined :
+          (claims) => internalResumes.onLapsed(durable, stored, claims, () => late.resuming)
+      )
     // Around each run, in this order (ended in reverse): the bound's hold, the log's numbers, the push sender.
     const runStages = [
       ...(load === undefined ? [] : [counted(load)]),
@@ -281,7 +312,7 @@ export const make = <E, R>(
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalSubscription.makeSubscriptions()
-    const { claim, handler: keyed, heldElsewhere } = yield* requestHandlerOf(
+    const { claim, handler: keyed, heldElsewhere, resuming: core } = yield* requestHandlerOf(
       card,
       extendedCard,
       executor,
@@ -292,6 +323,9 @@ export const make = <E, R>(
       Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30)),
       runStages
     ).pipe(Effect.provideService(internalStore.TaskStore, stored))
+    late.resuming = core
+    // One server alone on its store starts again, now, the durable runs its last process left.
+    if (durable !== undefined && replication === undefined) yield* internalResumes.atStart(durable, stored, core)
     const runtime = yield* Effect.runtime<never>()
     const followed = replication === undefined
       ? internalSubscription.continuing(keyed, subscriptions)

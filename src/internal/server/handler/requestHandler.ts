@@ -24,15 +24,16 @@ import type { PushNotificationStore, ServerCallContext } from "@a2a-js/sdk/serve
 import * as Effect from "effect/Effect"
 import type { TaskStore } from "../store/store.js"
 import { type Failure, makeCore, type Options, RequestHandler, requireTaskId } from "./core.js"
-import { makeSend } from "./send.js"
+import { makeSend, type Resuming } from "./send.js"
 import { makeTasks } from "./tasks.js"
 
 export type { Failure, Options } from "./core.js"
+export type { Resuming } from "./send.js"
 export { RequestHandler }
 
 /** @internal */
-export const make = (options: Options): Effect.Effect<RequestHandler, never, TaskStore> =>
-  Effect.map(makeCore(options), (core): RequestHandler => {
+export const make = (options: Options): Effect.Effect<RequestHandler & Resuming, never, TaskStore> =>
+  Effect.map(makeCore(options), (core): RequestHandler & Resuming => {
     const { found, pushStore } = core
     const { card } = options
     // The push config methods, each on a task the caller can see; refused when the card declares no push.

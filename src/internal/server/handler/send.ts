@@ -22,6 +22,7 @@ import * as Stream from "effect/Stream"
 import { randomUUID } from "node:crypto"
 import * as wireParts from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
+import * as internalDurable from "../durable/durableRun.js"
 import type * as internalChannel from "./channel.js"
 import {
   type Core,
@@ -166,8 +167,17 @@ const requestContextFor = (
     referenceTasks
   })
 
+/** Starts again a durable run whose process died (see `durable/resumes.ts`). @internal */
+export interface Resuming {
+  /**
+   * Runs `request` again on the task `task`, its run's first request, with
+   * no caller following it; `done` once it ends or could not start.
+   */
+  readonly resume: (task: Task, request: SendMessageRequest, context: ServerCallContext, done: () => void) => void
+}
+
 /** @internal */
-export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "sendMessageStream"> => {
+export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "sendMessageStream"> & Resuming => {
   const { found, internal, load, openChannel, options, pushStore, runFork, store } = core
   const { card, executor } = options
   const runStages = options.runStages ?? []
@@ -395,5 +405,21 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
       })
     )
 
-  return { sendMessage, sendMessageStream }
+  const resume: Resuming["resume"] = (task, request, context, done) => {
+    const requestContext = requestContextFor(request, task.id, task.contextId, context, task, undefined)
+    run(internalDurable.resuming(requestContext), () => ({
+      event: () => {},
+      failed: (error) => {
+        done()
+        runFork(
+          Effect.logWarning("A durable run could not start again; it is tried again later").pipe(
+            Effect.annotateLogs({ taskId: task.id, cause: errorText(error) })
+          )
+        )
+      },
+      finished: done
+    }))
+  }
+
+  return { sendMessage, sendMessageStream, resume }
 }

@@ -484,7 +484,8 @@ export const make = (
  */
 export const open = (
   options: A2AServer.ReplicationOptions,
-  taskStore: TaskStore
+  taskStore: TaskStore,
+  durable?: (claims: internalRunClaims.RunClaims) => (lapsed: internalRunClaims.Lapsed) => Effect.Effect<boolean>
 ): Effect.Effect<Replication, internalTaskStore.TaskStoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const log = yield* Effect.mapError(
@@ -508,15 +509,22 @@ export const open = (
     yield* Effect.addFinalizer(() => log.flush)
     // The executors whose runs stop when their claims are lost, known once `logging` makes their run stage.
     const lost = new Set<(taskId: string) => void>()
+    // A durable run's lapsed claim is taken to resume it (`durable/resumes.ts`); any other's task ends FAILED.
+    const late: { resumed?: ((lapsed: internalRunClaims.Lapsed) => Effect.Effect<boolean>) | undefined } = {}
+    const failed = interrupted(log, taskStore)
     const claims = yield* Effect.mapError(
       internalRunClaims.make({
         url: options.url,
         lease: options.lease,
         sweep: options.sweep,
-        onLapsed: interrupted(log, taskStore),
+        onLapsed: (lapsed) =>
+          late.resumed === undefined
+            ? failed(lapsed)
+            : Effect.flatMap(late.resumed(lapsed), (handled) => handled ? Effect.void : failed(lapsed)),
         onLost: (taskIds) => Effect.sync(() => lost.forEach((stop) => taskIds.forEach(stop)))
       }),
       (failure) => new internalTaskStore.TaskStoreError(failure)
     )
+    late.resumed = durable?.(claims)
     return yield* make(log, claims, taskStore, lost)
   })

@@ -136,9 +136,12 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
     )
     yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(options.sweep ?? Duration.seconds(2))))
 
-    // This replica's claims go when it stops: another replica may take their tasks at once.
+    // This replica's claims lapse when it stops: another replica may take their tasks at once, and its sweep
+    // finds those of runs that did not end (a durable run left to resume).
     yield* Effect.addFinalizer(() =>
-      Effect.tryPromise(() => sql`delete from ${t} where replica = ${replica}`.execute(db)).pipe(Effect.ignore)
+      Effect.tryPromise(() => sql`update ${t} set lease_until = 0 where replica = ${replica}`.execute(db)).pipe(
+        Effect.ignore
+      )
     )
 
     return {

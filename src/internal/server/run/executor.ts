@@ -22,6 +22,7 @@ import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
+import * as HashSet from "effect/HashSet"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
@@ -35,6 +36,7 @@ import { fromTask, fromUserMessage } from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import { headersOf } from "../caller/headers.js"
+import * as internalDurable from "../durable/durableRun.js"
 import {
   type CancelWatch,
   cancelWatch,
@@ -54,7 +56,7 @@ import {
   outputProblem,
   type RunEnd
 } from "./finalStatus.js"
-import { AgentProgress, InvalidOutput, publishStatusUpdate, RunEvents, textStatus } from "./runEvents.js"
+import { AgentProgress, DurableEvents, InvalidOutput, publishStatusUpdate, RunEvents, textStatus } from "./runEvents.js"
 import { finishRun, makeTelemetry, runSpan, type Telemetry } from "./telemetry.js"
 
 type AgentRequest = AgentExecutor.AgentRequest
@@ -85,6 +87,8 @@ interface Shared<R> extends Telemetry {
    * one the fiber runs the agent alone, and its ending is settled as it ends.
    */
   readonly settlesInFiber: boolean
+  /** A durable agent's: the store of its runs. */
+  readonly durable: internalDurable.DurableWiring | undefined
   /** With a store others write: the watch for cancels from other servers, set once the executor is made. */
   cancels: CancelWatch | undefined
   readonly runs: Map<string, Set<Run<R>>>
@@ -141,7 +145,20 @@ export const make = <E, R>(
         "ADK_DEBUG_ERRORS is on in production: error names and messages of failures are sent to callers"
       )
     }
-    const shared = yield* makeShared(agent, options, debug)
+    const durable = (options as internalDurable.DurableOptions)[internalDurable.durableOption]
+    if (options.durable !== undefined && options.durable !== false && durable === undefined) {
+      return yield* new ConfigurationError({
+        reason: "InvalidOption",
+        message: "A durable agent needs A2AServer with a task store on SQLite or PostgreSQL, where its runs are kept."
+      })
+    }
+    if (durable !== undefined && !(Number.isInteger(durable.maxResumes) && durable.maxResumes >= 0)) {
+      return yield* new ConfigurationError({
+        reason: "InvalidOption",
+        message: `durable.maxResumes must be a whole number of at least 0, not ${durable.maxResumes}`
+      })
+    }
+    const shared = yield* makeShared(agent, options, debug, durable)
     const watched = (options as CancelWatchOptions)[cancelWatchOption]
     if (watched !== undefined) shared.cancels = yield* cancelWatch(watched.feed, watched.store, shared.runFork)
     const shutdown = makeShutdown(shared)
@@ -158,7 +175,12 @@ export const make = <E, R>(
     } satisfies AgentExecutor.EffectAgentExecutor
   })
 
-const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecutor.Options<R>, debug: boolean) =>
+const makeShared = <E, R>(
+  agent: AgentExecutor.Agent<E, R>,
+  options: AgentExecutor.Options<R>,
+  debug: boolean,
+  durable: internalDurable.DurableWiring | undefined
+) =>
   Effect.map(Effect.all([Effect.runtime<R>(), Effect.clock, Effect.tracer]), ([runtime, clock, tracer]): Shared<R> => {
     const agentName = options.name ?? "agent"
     const runFork = Runtime.runFork(runtime)
@@ -175,6 +197,7 @@ const makeShared = <E, R>(agent: AgentExecutor.Agent<E, R>, options: AgentExecut
       runFork,
       finals: makeFinals(options, debug),
       settlesInFiber: options.afterExecute !== undefined,
+      durable,
       cancels: undefined,
       runs: new Map(),
       pausedContexts: new WeakMap(),
@@ -258,6 +281,7 @@ type FiberEnd = RunEnd | AgentExecutor.AgentResult | typeof admissionRefused
  */
 const runFiber = <R>(
   shared: Shared<R>,
+  context: RequestContext,
   request: AgentRequest,
   events: RunEvents,
   hook: RunHook
@@ -266,8 +290,9 @@ const runFiber = <R>(
   const before = shared.options.beforeExecute
   // Suspended, both: an agent or a hook that throws while building its Effect fails the run like any defect.
   const agentRun: Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R | AgentProgress> =
-    Effect
-      .suspend(() => agent(request))
+    shared.durable === undefined || !(events instanceof DurableEvents)
+      ? Effect.suspend(() => agent(request))
+      : durableRun(shared, shared.durable, context, request, events)
   const work = (before === undefined
     ? agentRun
     : Effect.flatMap(Effect.suspend(() => before(request)), (refuse) => {
@@ -290,6 +315,32 @@ const runFiber = <R>(
     })
   })
 }
+
+/**
+ * A durable agent's run: its durable side read from the store first, its
+ * agent given the request the run first started with, and a stop to ask a
+ * question ending it INPUT_REQUIRED with that question.
+ */
+const durableRun = <R>(
+  shared: Shared<R>,
+  wiring: internalDurable.DurableWiring,
+  context: RequestContext,
+  request: AgentRequest,
+  events: DurableEvents
+): Effect.Effect<AgentExecutor.AgentResult, unknown, R | AgentProgress> =>
+  Effect.flatMap(internalDurable.start(wiring, context), ({ origin, run }) => {
+    events.run = run
+    const agentRequest = origin === undefined ? request : makeRequest(internalDurable.originContext(context, origin))
+    return Effect.catchAllCause(
+      Effect.suspend(() => shared.agent(agentRequest)),
+      (cause): Effect.Effect<AgentExecutor.AgentResult, unknown> => {
+        const question = internalDurable.askedIn(run, cause)
+        return question === undefined
+          ? Effect.failCause(cause)
+          : Effect.succeed({ _tag: "InputRequired", question } as AgentExecutor.AgentResult)
+      }
+    )
+  })
 
 /** Publishes a run's final status; settles once the handler appended it, when it appends (ours). */
 const publishFinal = <R>(
@@ -352,6 +403,32 @@ class Run<R> implements WatchedRun, RunHook {
 
   complete(exit: Exit.Exit<FiberEnd, unknown>): Promise<void> {
     if (this.abandoned) return Promise.resolve()
+    const { events, shared } = this
+    if (!(events instanceof DurableEvents) || shared.durable === undefined) return this.settleExit(exit)
+    // Stopped by a shutdown, or by a replica that lost its claim, a durable run is left as it is, for the next
+    // start (or another replica) to resume.
+    if (
+      !this.canceled && Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) &&
+      HashSet.has(Cause.interruptors(exit.cause), shutdownFiberId)
+    ) {
+      return Promise.resolve()
+    }
+    const { runs } = shared.durable
+    const key = internalDurable.keyOf(this.context)
+    // Its row goes once its end is in the store: a death before that leaves the run to a resume, which finds it ended.
+    return this.settleExit(exit).then(() =>
+      events.run?.asking === undefined
+        ? Runtime.runPromise(this.shared.runtime)(
+          Effect.catchAll(runs.end(key), (error) =>
+            Effect.logWarning("Could not delete an ended durable run; the next start deletes it").pipe(
+              Effect.annotateLogs({ taskId: key.taskId, cause: error.message })
+            ))
+        )
+        : undefined
+    )
+  }
+
+  private settleExit(exit: Exit.Exit<FiberEnd, unknown>): Promise<void> {
     const { finals, settlesInFiber, state } = this.shared
     if (!settlesInFiber) {
       if (Exit.isFailure(exit)) return this.settle(finals.ended(this.request, this.canceled, exit.cause))
@@ -442,12 +519,17 @@ const run = <R>(shared: Shared<R>, context: RequestContext, bus: ExecutionEventB
   // task, or whose caller asked to be answered at once, has its task out at once.
   const holdTask = shared.options.messageReplies === true && context.task === undefined &&
     context.request.configuration?.returnImmediately !== true
-  const events = new RunEvents(bus, taskId, context.contextId, holdTask ? initial : undefined)
-  if (!holdTask) bus.publish(AgentEvent.task(initial))
+  const events = shared.durable === undefined
+    ? new RunEvents(bus, taskId, context.contextId, holdTask ? initial : undefined)
+    : new DurableEvents(bus, taskId, context.contextId, holdTask ? initial : undefined)
+  // A run started again after its process died goes on in its task as the store has it.
+  if (!holdTask && !internalDurable.isResume(context)) bus.publish(AgentEvent.task(initial))
   const startedAt = shared.clock.unsafeCurrentTimeMillis()
   const span = runSpan(shared, request)
   const self = new Run(shared, context, request, events, span, startedAt)
-  const fiber = Runtime.runFork(runRuntime(shared, request, span, events))(runFiber(shared, request, events, self))
+  const fiber = Runtime.runFork(runRuntime(shared, request, span, events))(
+    runFiber(shared, context, request, events, self)
+  )
   self.fiber = fiber
   // A run that never waited has ended already: its final status goes out
   // in this step, as a plain SDK executor's does. A promise step in

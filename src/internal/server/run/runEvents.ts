@@ -10,9 +10,11 @@ import { AgentEvent, type ExecutionEventBus } from "@a2a-js/sdk/server"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Part from "../../../Part.js"
+import * as internalProgress from "../../progress.js"
 import { AgentProgress, InvalidOutput } from "../../progress.js"
 import * as json from "../../wire/json.js"
 import * as wireParts from "../../wire/parts.js"
+import * as internalDurable from "../durable/durableRun.js"
 
 export { AgentProgress, InvalidOutput }
 
@@ -57,9 +59,7 @@ export class RunEvents implements Context.Tag.Service<AgentProgress> {
   /** A WORKING status update with a text message. */
   get status() {
     return (text: string): Effect.Effect<void> =>
-      Effect.sync(() =>
-        publishStatusUpdate(this, textStatus(this.taskId, this.contextId, TaskState.TASK_STATE_WORKING, text))
-      )
+      Effect.sync(() => this.progress(textStatus(this.taskId, this.contextId, TaskState.TASK_STATE_WORKING, text)))
   }
 
   /** A WORKING status update with a data part. */
@@ -68,8 +68,7 @@ export class RunEvents implements Context.Tag.Service<AgentProgress> {
       Effect.zipRight(
         checked(json.notJson(value, "progress.data")),
         Effect.sync(() =>
-          publishStatusUpdate(
-            this,
+          this.progress(
             statusEvent(
               this.taskId,
               this.contextId,
@@ -88,8 +87,18 @@ export class RunEvents implements Context.Tag.Service<AgentProgress> {
     return (value: Part.Artifact): Effect.Effect<void> =>
       Effect.zipRight(
         checked(json.partsNotJson(value.parts, "progress.artifact.parts")),
-        Effect.sync(() => publishArtifact(this, value))
+        Effect.sync(() => this.progressArtifact(value))
       )
+  }
+
+  /** Publishes a progress report (a durable run's places it first: `durable/durableRun.ts`). */
+  progress(event: TaskStatusUpdateEvent): void {
+    publishStatusUpdate(this, event)
+  }
+
+  /** Publishes an artifact reported as progress. */
+  progressArtifact(value: Part.Artifact, metadata: { readonly [key: string]: unknown } = {}): void {
+    publishArtifact(this, value, metadata)
   }
 }
 
@@ -108,7 +117,11 @@ export const publishStatusUpdate = (events: RunEvents, event: TaskStatusUpdateEv
 }
 
 /** Publishes a whole artifact of the run's task, in one chunk. */
-export const publishArtifact = (events: RunEvents, value: Part.Artifact): void => {
+export const publishArtifact = (
+  events: RunEvents,
+  value: Part.Artifact,
+  metadata: { readonly [key: string]: unknown } = {}
+): void => {
   openTask(events)
   events.bus.publish(AgentEvent.artifactUpdate({
     taskId: events.taskId,
@@ -116,6 +129,34 @@ export const publishArtifact = (events: RunEvents, value: Part.Artifact): void =
     artifact: wireParts.toWireArtifact(value),
     append: false,
     lastChunk: true,
-    metadata: {}
+    metadata: { ...metadata }
   }))
+}
+
+/**
+ * The events of a durable run: each progress report placed, and dropped
+ * when the store has its place already. Its `AgentProgress` carries the
+ * run's steps and questions.
+ *
+ * @internal
+ */
+export class DurableEvents extends RunEvents {
+  /** Set as the agent starts, once the store told where the run is. */
+  run: internalDurable.DurableRun | undefined
+
+  get [internalProgress.durable](): internalProgress.Durable | undefined {
+    return this.run
+  }
+
+  override progress(event: TaskStatusUpdateEvent): void {
+    const place = this.run?.next()
+    if (place !== undefined) {
+      super.progress({ ...event, metadata: { ...event.metadata, [internalDurable.placeKey]: place } })
+    }
+  }
+
+  override progressArtifact(value: Part.Artifact): void {
+    const place = this.run?.next()
+    if (place !== undefined) super.progressArtifact(value, { [internalDurable.placeKey]: place })
+  }
 }

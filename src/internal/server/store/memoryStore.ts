@@ -7,9 +7,10 @@
  * @internal
  */
 import type { Task } from "@a2a-js/sdk"
-import { resolveUserScope, type ServerCallContext } from "@a2a-js/sdk/server"
+import type { ServerCallContext } from "@a2a-js/sdk/server"
 import * as Effect from "effect/Effect"
 import * as taskFold from "../../wire/taskFold.js"
+import { scopeOf } from "../caller/authentication.js"
 import * as shelf from "./shelf.js"
 import type { TaskStore } from "./store.js"
 import * as taskList from "./taskList.js"
@@ -31,8 +32,6 @@ export interface MemoryStore extends TaskStore {
   readonly whenForgotten: (listener: shelf.Forgotten) => void
   readonly heldElsewhere: (taskId: string, context: ServerCallContext) => Effect.Effect<boolean>
 }
-
-const scopeOf = (context: ServerCallContext) => ({ tenant: context.tenant ?? "", owner: resolveUserScope(context) })
 
 /** @internal */
 export const make = (options: Options): MemoryStore => {

@@ -14,7 +14,6 @@ import {
   taskStateToJSON,
   TaskStatusUpdateEvent
 } from "@a2a-js/sdk"
-import { resolveUserScope, type ServerCallContext } from "@a2a-js/sdk/server"
 import type { CompiledQuery, Kysely, RawBuilder, sql as Sql } from "kysely"
 import { createHash } from "node:crypto"
 import { storedTextProblem } from "../../ledger/storedText.js"
@@ -74,10 +73,7 @@ export interface EventRow {
 
 export type Rows = ReadonlyArray<unknown>
 
-export const scopeOf = (context: ServerCallContext): Owned => ({
-  tenant: context.tenant ?? "",
-  owner: resolveUserScope(context)
-})
+export { scopeOf } from "../caller/authentication.js"
 
 // The SDK's column widths (varchar(255) and varchar(36)), which PostgreSQL enforces, and text it cannot store
 // as given: what cannot be stored is refused before a write, and is never found by a read.
