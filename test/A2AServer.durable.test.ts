@@ -133,29 +133,35 @@ describe("a durable agent on one server with a SQLite file", () => {
       expect(left).toEqual({ resumes: [], steps: [] })
     }))
 
-  it.scopedLive("a question asked in the run survives a restart: the answer sent after it continues the run", () =>
-    Effect.gen(function*() {
-      const dir = yield* Durable.workDir
-      const sideFile = path.join(dir, "side-effects")
-      const servers = yield* Durable.lineage("sqlite", path.join(dir, "tasks.db"), sideFile)
-      const task = yield* Durable.send(servers.current(), { ask: true })
-      const asked = yield* Durable.until(servers.current(), task.id)
-      expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-      expect(Durable.statusText(asked)).toBe("Which date?")
-      servers.current().kill()
-      yield* Durable.death(servers.current())
-      const server = yield* servers.next
-      const still = yield* Durable.getTask(server, task.id)
-      expect(still.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-      yield* Durable.answer(server, task.id, "Tuesday")
-      const end = yield* Durable.until(server, task.id, ended)
-      expect(end.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-      expect(Durable.agentHistory(end)).toEqual(
-        Durable.wholeRun("done Tuesday").toSpliced(1, 0, "Which date?")
-      )
-      // Step 1 ran before the question, in the first process, and was not run again.
-      expect(Durable.sideEffects(sideFile, task.id)).toEqual([1, 1, 1])
-    }))
+  it.scopedLive(
+    "a question asked in the run survives a restart: the answer sent after it continues the run, and a death after the answer keeps it",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* Durable.workDir
+        const sideFile = path.join(dir, "side-effects")
+        const servers = yield* Durable.lineage("sqlite", path.join(dir, "tasks.db"), sideFile)
+        // The run answered dies in step 2 after its side effect: the run resumed after it has the answer still.
+        const task = yield* Durable.send(servers.current(), { ask: true, kills: ["2:after"] })
+        const asked = yield* Durable.until(servers.current(), task.id)
+        expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        expect(Durable.statusText(asked)).toBe("Which date?")
+        servers.current().kill()
+        yield* Durable.death(servers.current())
+        const server = yield* servers.next
+        const still = yield* Durable.getTask(server, task.id)
+        expect(still.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
+        yield* Durable.answer(server, task.id, "Tuesday")
+        const { deaths, task: end } = yield* Durable.through(servers, task.id, ended)
+        expect(deaths).toBe(1)
+        expect(end.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
+        expect(Durable.agentHistory(end)).toEqual(
+          Durable.wholeRun("done Tuesday").toSpliced(1, 0, "Which date?")
+        )
+        // Step 1 ran before the question, in the first process, and was not run again; step 2 ran again after
+        // the death between its side effect and its record.
+        expect(Durable.sideEffects(sideFile, task.id)).toEqual([1, 2, 1])
+      })
+  )
 
   it.scopedLive(
     "a run that kills its process every time ends FAILED with an error id once maxResumes (3) is spent",
