@@ -83,6 +83,7 @@ const rooms: Record<string, ReadonlyArray<string>> = {
   ],
   "server/idempotency": [
     "server/caller",
+    "server/durable",
     "server/transport",
     "server/handler",
     "server/run",
@@ -94,6 +95,7 @@ const rooms: Record<string, ReadonlyArray<string>> = {
   "server/push": ["server/caller", "server/handler", "server/run", "server/store", "ledger", "observability", "wire"],
   "server/replication": [
     "server/caller",
+    "server/durable",
     "server/transport",
     "server/idempotency",
     "server/handler",

@@ -61,6 +61,15 @@ export const resuming = (context: RequestContext): RequestContext => {
 /** @internal */
 export const isResume = (context: RequestContext): boolean => resumes.has(context)
 
+/** The request contexts of runs left, not ended, by a process that stops (or lost its claim). */
+const left = new WeakSet<RequestContext>()
+
+/** Notes that the run of `context` was left for another start to resume. @internal */
+export const leave = (context: RequestContext): void => void left.add(context)
+
+/** Whether the run of `context` was left for another start to resume: its claim then lapses, not goes. @internal */
+export const wasLeft = (context: RequestContext): boolean => left.has(context)
+
 /** Why a run that was started again too often ended FAILED. @internal */
 export class ResumesSpent extends Data.TaggedError("ResumesSpent")<{ readonly message: string }> {}
 

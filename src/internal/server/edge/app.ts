@@ -162,7 +162,8 @@ const requestHandlerOf = (
   pushStore: PushNotificationStore | undefined,
   replication: internalReplication.Replication | undefined,
   appendRetryMillis: number,
-  runStages: ReadonlyArray<internalRunStages.RunStage>
+  runStages: ReadonlyArray<internalRunStages.RunStage>,
+  durable: DurableRuns | undefined
 ): Effect.Effect<Keyed, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
   Effect.gen(function*() {
     const keys = idempotency === undefined ? undefined : yield* internalIdempotency.make({
@@ -170,7 +171,8 @@ const requestHandlerOf = (
       executor,
       subscriptions,
       options: idempotency,
-      follow: replication?.subscribe
+      follow: replication?.subscribe,
+      durable
     })
     const core = yield* internalRequestHandler.make({
       card,
@@ -264,8 +266,9 @@ export const make = <E, R>(
       }
     // Handed to the request handler as it is: what goes on around its runs is in `runStages`.
     const executor = yield* internalExecutor.make(options.agent, executorOptions)
-    // Set once the request handler is made: a lapsed claim of a durable run is resumed through it.
-    const late: { resuming?: internalRequestHandler.Resuming } = {}
+    // Set once the request handler is made, and gone once the server stops: a lapsed claim of a durable run is
+    // resumed through it.
+    const late: { resuming?: internalRequestHandler.Resuming | undefined } = {}
     const replication = options.replication === undefined
       ? undefined
       : yield* internalReplication.open(
@@ -321,7 +324,8 @@ export const make = <E, R>(
       push?.store,
       replication,
       Duration.toMillis(options.finalSaveTimeout ?? Duration.seconds(30)),
-      runStages
+      runStages,
+      durable
     ).pipe(Effect.provideService(internalStore.TaskStore, stored))
     late.resuming = core
     // One server alone on its store starts again, now, the durable runs its last process left.
@@ -367,6 +371,7 @@ export const make = <E, R>(
     const shutdownTimeout = options.shutdownTimeout ?? defaultShutdownTimeout
     const refusing = Effect.suspend(() => {
       state.closing = true
+      late.resuming = undefined
       subscriptions.shutdown()
       return executor.shutdown(shutdownTimeout)
     })

@@ -79,9 +79,14 @@ export const onLapsed = (
   Effect.gen(function*() {
     const key = { tenant: lapsed.tenant, owner: lapsed.owner, taskId: lapsed.taskId }
     const loaded = yield* runs.load(key)
-    const handler = resuming()
-    if (loaded._tag === "None" || handler === undefined) return false
+    if (loaded._tag === "None") return false
     if (!(yield* claims.acquire(lapsed.taskId, lapsed))) return true
+    const handler = resuming()
+    // This server stops: the claim lapses again, for another replica (or this one's next start) to take.
+    if (handler === undefined) {
+      yield* claims.lapse(lapsed.taskId)
+      return true
+    }
     const found = yield* Effect.onError(toResume(runs, store, loaded.value.row), () => claims.release(lapsed.taskId))
     if (found === undefined) {
       yield* claims.release(lapsed.taskId)

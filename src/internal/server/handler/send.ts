@@ -167,7 +167,7 @@ const requestContextFor = (
     referenceTasks
   })
 
-/** Starts again a durable run whose process died (see `durable/resumes.ts`). @internal */
+/** Starts again a durable run whose process died (see `edge/resumes.ts`). @internal */
 export interface Resuming {
   /**
    * Runs `request` again on the task `task`, its run's first request, with

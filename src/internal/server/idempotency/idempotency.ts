@@ -34,6 +34,7 @@ import type * as IdempotencyLedger from "../../../IdempotencyLedger.js"
 import * as Ledger from "../../ledger/ledger.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalHandler from "../caller/headers.js"
+import type { DurableRuns } from "../durable/durableRuns.js"
 import type { Failure, Options as HandlerOptions, RequestHandler } from "../handler/requestHandler.js"
 import type * as internalStages from "../handler/stages.js"
 import type * as internalSubscription from "../handler/subscription.js"
@@ -315,12 +316,14 @@ export const make = (deps: {
   readonly subscriptions: internalSubscription.Subscriptions
   readonly options: entry.Options
   readonly follow?: entry.Follow | undefined
+  /** Where a durable agent's runs are kept: a task whose run is there goes on, and is never recorded FAILED. */
+  readonly durable?: DurableRuns | undefined
 }): Effect.Effect<Idempotency, never, IdempotencyLedger.IdempotencyLedger | internalStore.TaskStore | Scope.Scope> =>
   Effect.gen(function*() {
     const ledger = yield* Ledger.IdempotencyLedger
     const taskStore = yield* internalStore.TaskStore
     const { card, executor, options, subscriptions } = deps
-    const onExpired = entry.expiring(taskStore)
+    const onExpired = entry.expiring(taskStore, deps.durable)
     yield* Effect.forkScoped(Ledger.sweep({ onExpired, every: options.sweepEvery }))
     // Made before the server's shutdown is added to its scope, so closed after it: runs end, and are recorded, first.
     const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
@@ -335,6 +338,7 @@ export const make = (deps: {
       wait: options.wait ?? Duration.seconds(30),
       options,
       onExpired,
+      durable: deps.durable,
       unheld: new WeakSet(),
       assigned: new WeakMap(),
       runContexts: new WeakMap()

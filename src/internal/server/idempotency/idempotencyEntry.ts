@@ -39,6 +39,7 @@ import * as wireParts from "../../wire/parts.js"
 import * as taskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import * as internalHandler from "../caller/headers.js"
+import type { DurableRuns } from "../durable/durableRuns.js"
 import type { Failure, RequestHandler } from "../handler/requestHandler.js"
 import { stillRunning } from "../handler/stages.js"
 import type * as internalSubscription from "../handler/subscription.js"
@@ -154,6 +155,8 @@ export interface Shared {
   /** Read on every request, as the caller may have given them. */
   readonly options: Pick<Options, "identity">
   readonly onExpired: ReturnType<typeof expiring>
+  /** Where a durable agent's runs are kept (see {@link goesOn}). */
+  readonly durable: DurableRuns | undefined
   /** Keyed messages let through to the ledger although a run of their task was in progress here. */
   readonly unheld: WeakSet<ServerCallContext>
   readonly assigned: WeakMap<ServerCallContext, string>
@@ -213,12 +216,15 @@ const saveWhole = (taskStore: TaskStore, task: Task, context: ServerCallContext)
  *
  * @internal
  */
-export const expiring = (taskStore: TaskStore) => (entry: IdempotencyLedger.Entry) =>
+export const expiring = (taskStore: TaskStore, durable?: DurableRuns) => (entry: IdempotencyLedger.Entry) =>
   Effect.gen(function*() {
     const context = storeContext(entry.identity)
     const existing = yield* taskStore.get(entry.taskId, context)
-    // Its replica saved the end but died before recording it: keep that end.
-    if (existing !== undefined && taskState.isSettled(existing.status?.state)) return encode(existing)
+    // Its replica saved the end but died before recording it, or its durable run goes on elsewhere: keep it.
+    if (
+      existing !== undefined &&
+      (taskState.isSettled(existing.status?.state) || (yield* goesOn(durable, entry.taskId, context)))
+    ) return encode(existing)
     const { errorId, task: failed } = failedTask(entry.taskId, existing?.contextId || randomUUID(), existing)
     yield* saveWhole(taskStore, failed, context)
     yield* Effect.logError("Task interrupted: its replica stopped before it ended").pipe(
@@ -232,6 +238,17 @@ export const expiring = (taskStore: TaskStore) => (entry: IdempotencyLedger.Entr
     )
     return encode(failed)
   })
+
+/**
+ * Whether the task's run is a durable one that did not end: another start
+ * resumes it, so its entry records the task as it is, never FAILED. A store
+ * that cannot tell says no, as before durable runs.
+ */
+const goesOn = (durable: DurableRuns | undefined, taskId: string, context: ServerCallContext) =>
+  durable === undefined ? Effect.succeed(false) : Effect.map(
+    Effect.orElseSucceed(durable.load({ ...internalAuthentication.scopeOf(context), taskId }), () => Option.none()),
+    Option.isSome
+  )
 
 /**
  * The task as stored now, or a SUBMITTED placeholder when its replica has not saved it yet.
@@ -454,9 +471,11 @@ export const settle = (
     }
     const afterEnd = endOf(after.right)
     if (afterEnd !== undefined) return yield* record(afterEnd)
+    const kept = after.right
+    // Left by a stop to be resumed: a repeat gets the task, which goes on.
+    if (kept !== undefined && (yield* goesOn(shared.durable, taskId, context))) return yield* record(kept)
     // The run ended, but the store holds no end of it (it refused the task, or its final state): the
     // entry records it FAILED, so that a repeat neither runs its side effects again nor sees it running.
-    const kept = after.right
     const { errorId, task } = failedTask(
       taskId,
       kept?.contextId || shared.runContexts.get(context) || randomUUID(),

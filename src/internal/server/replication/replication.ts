@@ -42,6 +42,7 @@ import * as taskFold from "../../wire/taskFold.js"
 import * as TaskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import { headersOf } from "../caller/headers.js"
+import * as internalDurable from "../durable/durableRun.js"
 import { streamResponseOf } from "../handler/core.js"
 import type { Failure, RequestHandler } from "../handler/requestHandler.js"
 import type * as internalRunStages from "../handler/runStages.js"
@@ -269,7 +270,12 @@ export const make = (
           },
           end: Effect.zipRight(
             Effect.sync(() => watching.unsafeInterruptAsFork(FiberId.none)),
-            Effect.ignore(claims.release(taskId))
+            // A durable run its process left goes on elsewhere: its claim lapses for a sweep to find.
+            Effect.ignore(
+              Effect.suspend(() =>
+                internalDurable.wasLeft(requestContext) ? claims.lapse(taskId) : claims.release(taskId)
+              )
+            )
           )
         }
       })
@@ -509,7 +515,7 @@ export const open = (
     yield* Effect.addFinalizer(() => log.flush)
     // The executors whose runs stop when their claims are lost, known once `logging` makes their run stage.
     const lost = new Set<(taskId: string) => void>()
-    // A durable run's lapsed claim is taken to resume it (`durable/resumes.ts`); any other's task ends FAILED.
+    // A durable run's lapsed claim is taken to resume it (`edge/resumes.ts`); any other's task ends FAILED.
     const late: { resumed?: ((lapsed: internalRunClaims.Lapsed) => Effect.Effect<boolean>) | undefined } = {}
     const failed = interrupted(log, taskStore)
     const claims = yield* Effect.mapError(

@@ -43,6 +43,11 @@ export interface RunClaims {
   readonly acquire: (taskId: string, holder: Holder) => Effect.Effect<boolean, unknown>
   /** Lets go of one hold; the row goes with the last. */
   readonly release: (taskId: string) => Effect.Effect<void>
+  /**
+   * Lets go of every hold of the task, its row kept but lapsed: the next
+   * sweep, on any replica, finds it (a durable run left to resume).
+   */
+  readonly lapse: (taskId: string) => Effect.Effect<void>
 }
 
 /** @internal */
@@ -134,7 +139,10 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
         Effect.logWarning("Could not look for lapsed run claims").pipe(Effect.annotateLogs({ cause: String(error) }))
       )
     )
-    yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced(options.sweep ?? Duration.seconds(2))))
+    // Whole, once begun: a row the sweep deleted is handled even when the replica stops meanwhile.
+    yield* Effect.forkScoped(
+      Effect.repeat(Effect.uninterruptible(sweep), Schedule.spaced(options.sweep ?? Duration.seconds(2)))
+    )
 
     // This replica's claims lapse when it stops: another replica may take their tasks at once, and its sweep
     // finds those of runs that did not end (a durable run left to resume).
@@ -201,6 +209,21 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
                 )
               )
             )
+        }),
+      lapse: (taskId) =>
+        Effect.suspend(() => {
+          const hold = held.get(taskId)
+          if (hold === undefined) return Effect.void
+          held.delete(taskId)
+          return Effect.tryPromise(() =>
+            sql`update ${t} set lease_until = 0 where task_id = ${taskId} and token = ${hold.token}`.execute(db)
+          ).pipe(
+            Effect.catchAll((error) =>
+              Effect.logWarning("Could not let a run claim lapse; it lapses with its lease").pipe(
+                Effect.annotateLogs({ taskId, cause: String(error.error) })
+              )
+            )
+          )
         })
     }
   })

@@ -411,6 +411,7 @@ class Run<R> implements WatchedRun, RunHook {
       !this.canceled && Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) &&
       HashSet.has(Cause.interruptors(exit.cause), shutdownFiberId)
     ) {
+      internalDurable.leave(this.context)
       return Promise.resolve()
     }
     const { runs } = shared.durable

@@ -8,7 +8,8 @@ import * as Path from "node:path"
 import * as A2AServer from "../../../../src/A2AServer.js"
 import * as AgentExecutor from "../../../../src/AgentExecutor.js"
 import * as Part from "../../../../src/Part.js"
-import { eventually, makeClient, send, textOf } from "../../../fixtures/serverAgents.js"
+import * as IdempotencyLedger from "../../../../src/IdempotencyLedger.js"
+import { eventually, keyed, makeClient, send, sendMessage, textOf } from "../../../fixtures/serverAgents.js"
 
 const card = { name: "durable-test", description: "a run that outlives its server" }
 
@@ -269,13 +270,37 @@ describe("durable runs resumed too often, canceled, or failing", () => {
         )
       const first = yield* serveAgent(file, dying)
       const task = yield* send(yield* makeClient(first.server.url), "pay")
-      expect([task.status?.state, textOf(task)]).toEqual([4, expect.stringMatching(/^Agent execution failed\. \(error_id: [0-9a-f]+\)$/)])
+      expect([task.status?.state, textOf(task)]).toEqual([
+        4,
+        expect.stringMatching(/^Agent execution failed\. \(error_id: [0-9a-f]+\)$/)
+      ])
       yield* first.close
       expect(yield* kept(file)).toEqual({ runs: 0, steps: 0 })
       const second = yield* serveAgent(file, dying)
       yield* second.close
       expect(effects.calls).toEqual(["one"])
     }))
+
+  it.scopedLive("a keyed send is resumed too, and a repeat of its key gets its task, never a second run", () =>
+    Effect.gen(function*() {
+      const file = yield* databaseFile
+      const effects: Effects = { calls: [] }
+      const first = yield* serveAgent(file, agent(effects, Effect.never), { idempotency: {} })
+      const message = keyed("LH400", "order-17")
+      const started = yield* sendMessage(yield* makeClient(first.server.url), message, {}, true)
+      yield* eventually(Effect.sync(() => effects.calls), (calls) => calls.includes("two"))
+      yield* first.close
+      const second = yield* serveAgent(file, agent(effects, Effect.void), { idempotency: {} })
+      yield* Effect.addFinalizer(() => second.close)
+      const client = yield* makeClient(second.server.url)
+      const done = yield* eventually(
+        Effect.promise(() => client.getTask({ tenant: "", id: started.id, historyLength: undefined })),
+        (task) => task.status?.state === 3
+      )
+      expect(textOf(done)).toBe("seat for LH400, paid")
+      const repeat = yield* sendMessage(client, message)
+      expect([repeat.id, repeat.status?.state === 4, effects.calls]).toEqual([started.id, false, ["one", "two", "two"]])
+    }).pipe(Effect.provide(IdempotencyLedger.layerMemory({ pollInterval: "10 millis" }))))
 
   it.scopedLive("a durable agent on the memory store is refused at start", () =>
     Effect.gen(function*() {
