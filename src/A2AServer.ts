@@ -246,7 +246,8 @@ export interface ReplicationOptions {
   /**
    * How long a run's claim on its task lasts unless its replica renews it
    * (every third of it). A replica that dies holds its tasks this long;
-   * then another records them FAILED (reason interrupted). Default 10 seconds.
+   * then another records them FAILED (reason interrupted), or resumes them
+   * when their agent is durable. Default 10 seconds.
    */
   readonly lease?: Duration.DurationInput | undefined
   /** How often lapsed claims are looked for. Default 2 seconds. */
@@ -469,7 +470,8 @@ export type TransportError = internalErrors.TransportError
  * - A running entry holds a `lease`, renewed while this replica runs it. When
  *   a replica dies, any replica's sweep (every `sweepEvery`) records the task
  *   FAILED with an error id (logged with reason `interrupted`), and repeats
- *   get that FAILED task: its side effects are never run a second time.
+ *   get that FAILED task: its side effects are never run a second time. A
+ *   durable agent's task is not: its run goes on, and repeats get the task.
  *
  * @example
  * ```ts
@@ -702,8 +704,9 @@ export const cardPath: typeof internalErrors.cardPath = internalErrors.cardPath
  *
  * Closing the scope refuses new requests (503 with `Retry-After`, gRPC's
  * UNAVAILABLE) on ports still open while running tasks finish within
- * `shutdownTimeout`, ends the rest FAILED with an error id, then stops
- * listening.
+ * `shutdownTimeout`, ends the rest FAILED with an error id (a durable
+ * agent's are left for the next start, or another replica, to resume), then
+ * stops listening.
  *
  * @example
  * ```ts

@@ -629,7 +629,10 @@ export const step: <A, I, E = never, IE = never, R = never>(
  * for the answer: the task goes INPUT_REQUIRED with `question`, the
  * caller's next message to the task is the answer, and the run goes on from
  * here, in whatever process then runs it (its steps so far answered from
- * their records). Inside a run that is not durable it dies.
+ * their records). Asking stops the whole run, whatever wraps the call (a
+ * race against a timer, `Effect.exit`, a forked fiber): the agent is
+ * interrupted, and the answer runs it again from its start. Inside a run
+ * that is not durable it dies.
  *
  * @example
  * ```ts

@@ -7,7 +7,8 @@
  * answer) runs the agent from the start. Its recorded steps return their
  * records; what it publishes again is dropped up to the place the store
  * has: each publish has a place, one more than the last, and a recorded
- * step sets the place to where the step left it. As long as the agent
+ * step sets the place to where the step left it, unless the place is
+ * further on already (steps that ran at once). As long as the agent
  * takes its steps and publishes in the same order each time, the places
  * fall where they fell before, so the stream goes on from the store's last
  * event with nothing twice. The store's place is the task's metadata
@@ -20,15 +21,18 @@ import { Message, SendMessageRequest, Task } from "@a2a-js/sdk"
 import { type RequestContext, ServerCallContext } from "@a2a-js/sdk/server"
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as AgentExecutor from "../../../AgentExecutor.js"
 import type * as internalProgress from "../../progress.js"
 import { fromUserMessage } from "../../wire/parts.js"
+import * as taskState from "../../wire/taskState.js"
 import { scopeOf } from "../caller/authentication.js"
 import type { DurableRuns, RunKey } from "./durableRuns.js"
 
@@ -139,6 +143,11 @@ export class DurableRun implements internalProgress.Durable {
   private questions = 0
   /** The question the run stopped on, set as it stops. */
   asking: { readonly n: number; readonly question: string } | undefined
+  /**
+   * Done with the question once the run asked: the executor stops the agent from outside then, so that no
+   * combinator of the agent's (a race against a timer, `Effect.exit`, a fork) can swallow the stop.
+   */
+  readonly asked: Deferred.Deferred<string> = Deferred.unsafeMake(FiberId.none)
 
   constructor(
     private readonly runs: DurableRuns,
@@ -212,7 +221,8 @@ export class DurableRun implements internalProgress.Durable {
     schemas: AgentExecutor.StepSchemas<A, I, E, IE>
   ): Effect.Effect<A, E> {
     const record = JSON.parse(text) as Record
-    this.place = record.place
+    // Never back: steps that ran at once replay in an order of their own, and the place goes on from the last.
+    this.place = Math.max(this.place, record.place)
     if (record.exit._tag === "Success") {
       return Effect.mapError(
         Schema.decodeUnknown(schemas.success)(record.exit.value),
@@ -235,21 +245,18 @@ export class DurableRun implements internalProgress.Durable {
       const n = ++this.questions
       const answer = this.steps.get(`ask/${n}`)
       if (answer !== undefined) return Effect.succeed(fromUserMessage(Message.fromJSON(JSON.parse(answer))))
-      // The run stops here: the executor ends it INPUT_REQUIRED, and the answer starts it again.
+      // The run stops here: the executor interrupts the agent and ends the run INPUT_REQUIRED, and the answer
+      // starts it again.
       return Effect.zipRight(
         Effect.orDie(this.runs.ask(this.key, n)),
         Effect.suspend(() => {
-          this.asking = { n, question }
-          return Effect.interrupt
+          this.asking ??= { n, question }
+          return Effect.zipRight(Deferred.succeed(this.asked, this.asking.question), Effect.never)
         })
       )
     })
   }
 }
-
-/** The question `run` stopped to ask, when `cause` is that stop. @internal */
-export const askedIn = (run: DurableRun, cause: Cause.Cause<unknown>): string | undefined =>
-  Cause.isInterruptedOnly(cause) ? run.asking?.question : undefined
 
 /**
  * The durable side of a run that starts with `context`, and the request of
@@ -269,7 +276,10 @@ export const start = (
     if (Option.isSome(loaded)) {
       const { row } = loaded.value
       const steps = new Map(loaded.value.steps)
-      if (isResume(context)) {
+      // A run whose process died: started again by a resume, or by a message to its task, which is still running,
+      // that came first (on replicas, before a sweep found the run's claim lapsed). That message is no answer and
+      // no new run: the run goes on, and the message stays in the task's history.
+      if (isResume(context) || (context.task !== undefined && !taskState.isSettled(context.task.status?.state))) {
         const count = (yield* runs.resumed(key)) ?? 0
         if (count > wiring.maxResumes) {
           return yield* Effect.die(

@@ -315,7 +315,7 @@ export const make = <E, R>(
       ? undefined
       : yield* internalAuthentication.makeGate(options.authenticate, name)
     const subscriptions = internalSubscription.makeSubscriptions()
-    const { claim, handler: keyed, heldElsewhere, resuming: core } = yield* requestHandlerOf(
+    const { claim, handler: handled, heldElsewhere, resuming: core } = yield* requestHandlerOf(
       card,
       extendedCard,
       executor,
@@ -328,6 +328,8 @@ export const make = <E, R>(
       durable
     ).pipe(Effect.provideService(internalStore.TaskStore, stored))
     late.resuming = core
+    // A paused durable run has no run in progress to end it: its task's cancel does.
+    const keyed = durable === undefined ? handled : internalResumes.endingPaused(handled, durable)
     // One server alone on its store starts again, now, the durable runs its last process left.
     if (durable !== undefined && replication === undefined) yield* internalResumes.atStart(durable, stored, core)
     const runtime = yield* Effect.runtime<never>()

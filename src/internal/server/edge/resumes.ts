@@ -8,11 +8,11 @@
  * What is resumed is a run whose task is still SUBMITTED or WORKING. A run
  * whose task ended, or paused without a question (a crash between its end
  * and its row's delete), is deleted; one that waits on its question waits
- * for its answer.
+ * for its answer, unless its task is canceled ({@link endingPaused}).
  *
  * @internal
  */
-import type { Task } from "@a2a-js/sdk"
+import { type Task, TaskState } from "@a2a-js/sdk"
 import type { ServerCallContext } from "@a2a-js/sdk/server"
 import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
@@ -20,6 +20,7 @@ import * as taskState from "../../wire/taskState.js"
 import * as internalAuthentication from "../caller/authentication.js"
 import { decodeOrigin } from "../durable/durableRun.js"
 import type { DurableRuns, RunRow } from "../durable/durableRuns.js"
+import type { RequestHandler } from "../handler/requestHandler.js"
 import type { Resuming } from "../handler/send.js"
 import type * as internalRunClaims from "../replication/runClaims.js"
 import type { TaskStore } from "../store/store.js"
@@ -99,3 +100,25 @@ export const onLapsed = (
   }).pipe(
     Effect.catchAll((error) => Effect.as(logged("Could not resume a durable run", lapsed.taskId)(error), true))
   )
+
+/**
+ * `handler`, whose cancels end the durable run of a task that waits on its
+ * question: no run is in progress to end it (a run in progress ends its own
+ * as it stops), and no answer can come to a canceled task.
+ *
+ * @internal
+ */
+export const endingPaused = (handler: RequestHandler, runs: DurableRuns): RequestHandler => ({
+  ...handler,
+  cancelTask: (params, context) =>
+    Effect.tap(handler.cancelTask(params, context), (task) => {
+      if (task.status?.state !== TaskState.TASK_STATE_CANCELED) return Effect.void
+      const key = { ...internalAuthentication.scopeOf(context), taskId: task.id }
+      return runs.load(key).pipe(
+        Effect.flatMap((loaded) =>
+          loaded._tag === "Some" && loaded.value.row.asking !== undefined ? runs.end(key) : Effect.void
+        ),
+        Effect.catchAll(logged("Could not delete the durable run of a canceled task", task.id))
+      )
+    })
+})

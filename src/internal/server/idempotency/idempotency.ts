@@ -158,7 +158,7 @@ const keyedSend = (
     const immediately = params.configuration?.returnImmediately === true
     switch (outcome._tag) {
       case "Finished":
-        return entry.decode(outcome.result)
+        return yield* entry.recordedNow(shared, outcome.result, context)
       case "Running": {
         if (immediately) return yield* entry.snapshot(taskStore, outcome.taskId, context, message)
         const joined = yield* entry.join(shared, prepared, outcome.taskId, context, message)
@@ -254,7 +254,7 @@ const keyedStream = (
     const { outcome } = prepared
     switch (outcome._tag) {
       case "Finished":
-        return Stream.succeed(toStreamResponse(entry.decode(outcome.result)))
+        return Stream.succeed(toStreamResponse(yield* entry.recordedNow(shared, outcome.result, context)))
       case "Running":
         return joinedStream(shared, inner, prepared, params, context, message, joins)
       case "Started": {

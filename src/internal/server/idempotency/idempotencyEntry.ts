@@ -113,6 +113,27 @@ export const decode = (stored: unknown): Task | Message => {
   throw new Error("idempotency ledger holds a result that is not a task or a message")
 }
 
+/**
+ * What a repeat gets of a finished entry: its recorded end. A task recorded
+ * while its durable run went on (see {@link goesOn}) is read from the store
+ * instead, where the resumed run brings it to its end.
+ *
+ * @internal
+ */
+export const recordedNow = (
+  shared: Shared,
+  result: unknown,
+  context: ServerCallContext
+): Effect.Effect<Task | Message> =>
+  Effect.suspend(() => {
+    const recorded = decode(result)
+    if (!("status" in recorded) || taskState.isSettled(recorded.status?.state)) return Effect.succeed(recorded)
+    return Effect.map(
+      Effect.orElseSucceed(shared.taskStore.get(recorded.id, context), () => undefined),
+      (now) => now ?? recorded
+    )
+  })
+
 /** @internal */
 export const encode = (result: Task | Message): Stored =>
   "status" in result ? { task: TaskCodec.toJSON(result) } : { message: MessageCodec.toJSON(result as Message) }
@@ -362,12 +383,12 @@ export const join = (
   return ledger.await({ ...prepared.ref, timeout: shared.wait }).pipe(
     Effect.flatMap((outcome) =>
       outcome._tag === "Finished"
-        ? Effect.sync(() => decode(outcome.result))
+        ? recordedNow(shared, outcome.result, context)
         : Effect.zipRight(
           ledger.expireLease({ ...prepared.ref, onExpired }),
           Effect.flatMap(ledger.await({ ...prepared.ref, timeout: "1 second" }), (again) =>
             again._tag === "Finished"
-              ? Effect.sync(() => decode(again.result))
+              ? recordedNow(shared, again.result, context)
               : snapshot(taskStore, taskId, context, message))
         )
     ),

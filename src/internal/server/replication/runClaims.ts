@@ -3,7 +3,9 @@
  * PostgreSQL the replicas share, with a lease its replica renews while it
  * runs. A message to a task another replica holds is refused; a replica
  * that dies stops renewing, and once its lease lapses any replica takes the
- * row and records the task FAILED (reason interrupted).
+ * row and records the task FAILED (reason interrupted), or resumes its run
+ * when it is durable. A replica that finds at a renewal that its row was
+ * taken (it stalled past its lease) stops that run.
  *
  * @internal
  */
@@ -101,8 +103,24 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
       return tokens.length === 0 ?
         Effect.sync(() => void (renewedAt = at)) :
         Effect.tryPromise(() =>
-          sql`update ${t} set lease_until = ${at + leaseMillis} where token in (${sql.join(tokens)})`.execute(db)
-        ).pipe(Effect.tap(() => Effect.sync(() => void (renewedAt = at))))
+          sql<{ token: string }>`update ${t} set lease_until = ${at + leaseMillis}
+            where token in (${sql.join(tokens)}) returning token`.execute(db)
+        ).pipe(Effect.flatMap((result) => {
+          renewedAt = at
+          // A row gone is a claim another replica swept, this one stalled past its lease: its run stops here.
+          const renewed = new Set(result.rows.map((row) => row.token))
+          const taken = Array.from(held).flatMap(([taskId, hold]) =>
+            tokens.includes(hold.token) && !renewed.has(hold.token) ? [taskId] : []
+          )
+          if (taken.length === 0) return Effect.void
+          for (const taskId of taken) held.delete(taskId)
+          return Effect.zipRight(
+            Effect.logError("This replica's run claims were taken by another replica: its runs stop").pipe(
+              Effect.annotateLogs({ replica, tasks: taken.join(" ") })
+            ),
+            options.onLost(taken)
+          )
+        }))
     }).pipe(
       Effect.catchAll((error) => {
         const lost = Date.now() - renewedAt >= leaseMillis ? Array.from(held.keys()) : []

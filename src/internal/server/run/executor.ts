@@ -14,6 +14,7 @@ import * as Cause from "effect/Cause"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -331,14 +332,13 @@ const durableRun = <R>(
   Effect.flatMap(internalDurable.start(wiring, context), ({ origin, run }) => {
     events.run = run
     const agentRequest = origin === undefined ? request : makeRequest(internalDurable.originContext(context, origin))
-    return Effect.catchAllCause(
+    // The first to end: the agent, or its question, which interrupts the agent from outside.
+    return Effect.raceFirst(
       Effect.suspend(() => shared.agent(agentRequest)),
-      (cause): Effect.Effect<AgentExecutor.AgentResult, unknown> => {
-        const question = internalDurable.askedIn(run, cause)
-        return question === undefined
-          ? Effect.failCause(cause)
-          : Effect.succeed({ _tag: "InputRequired", question } as AgentExecutor.AgentResult)
-      }
+      Effect.map(
+        Deferred.await(run.asked),
+        (question) => ({ _tag: "InputRequired", question }) as AgentExecutor.AgentResult
+      )
     )
   })
 
@@ -408,10 +408,9 @@ class Run<R> implements WatchedRun, RunHook {
     // Stopped by a shutdown, or by a replica that lost its claim, a durable run is left as it is, for the next
     // start (or another replica) to resume.
     if (
-      !this.canceled && Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) &&
-      HashSet.has(Cause.interruptors(exit.cause), shutdownFiberId)
+      Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) &&
+      HashSet.has(Cause.interruptors(exit.cause), shutdownFiberId) && this.leave()
     ) {
-      internalDurable.leave(this.context)
       return Promise.resolve()
     }
     const { runs } = shared.durable
@@ -451,11 +450,28 @@ class Run<R> implements WatchedRun, RunHook {
     ).then((final) => this.end(final))
   }
 
-  /** Ends the task FAILED without waiting for the fiber, which a shutdown could not stop. */
+  /**
+   * Leaves a durable run stopped by a shutdown to be resumed, when it can be: one that has its row in the store
+   * (it began, or it is a resume) and was not canceled. Stopped before it began (in its `beforeExecute` hook),
+   * it has nothing to resume from and ends as a plain run.
+   */
+  private leave(): boolean {
+    const { events, shared } = this
+    const leaves = !this.canceled && events instanceof DurableEvents && shared.durable !== undefined &&
+      (events.run !== undefined || internalDurable.isResume(this.context))
+    if (leaves) internalDurable.leave(this.context)
+    return leaves
+  }
+
+  /**
+   * Ends the task FAILED without waiting for the fiber, which a shutdown could not stop; a durable run is left
+   * to be resumed instead (its step runs again there, as after a crash).
+   */
   abandon(): Promise<void> {
     if (this.abandoned) return Promise.resolve()
     this.abandoned = true
     this.shared.cancels?.unwatch(this)
+    if (this.leave()) return Promise.resolve()
     const cause = Cause.die(
       withoutStackTrace(() =>
         new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })

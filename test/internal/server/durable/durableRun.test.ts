@@ -7,8 +7,8 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as A2AServer from "../../../../src/A2AServer.js"
 import * as AgentExecutor from "../../../../src/AgentExecutor.js"
-import * as Part from "../../../../src/Part.js"
 import * as IdempotencyLedger from "../../../../src/IdempotencyLedger.js"
+import * as Part from "../../../../src/Part.js"
 import { eventually, keyed, makeClient, send, sendMessage, textOf } from "../../../fixtures/serverAgents.js"
 
 const card = { name: "durable-test", description: "a run that outlives its server" }
