@@ -152,6 +152,8 @@ export class DurableRun implements internalProgress.Durable {
   constructor(
     private readonly runs: DurableRuns,
     readonly key: RunKey,
+    /** What the run started from, as the store keeps it: the run's own, which its end deletes. */
+    readonly request: string,
     private readonly steps: Map<string, string>,
     base: number,
     /** The last place the store has: a publish at or before it is dropped. */
@@ -299,19 +301,19 @@ export const start = (
         return yield* fresh(wiring, context, reached)
       }
       const origin = decodeOrigin(row.request)
-      return { run: new DurableRun(runs, key, steps, origin.base, reached), origin }
+      return { run: new DurableRun(runs, key, row.request, steps, origin.base, reached), origin }
     }
     return yield* fresh(wiring, context, reached)
   })
 
-const fresh = (wiring: DurableWiring, context: RequestContext, reached: number) =>
-  Effect.map(
-    wiring.runs.begin(
-      keyOf(context),
-      encodeOrigin({ request: context.request, task: context.task, base: reached })
-    ),
-    () => ({ run: new DurableRun(wiring.runs, keyOf(context), new Map(), reached, reached), origin: undefined })
+const fresh = (wiring: DurableWiring, context: RequestContext, reached: number) => {
+  const key = keyOf(context)
+  const request = encodeOrigin({ request: context.request, task: context.task, base: reached })
+  return Effect.as(
+    wiring.runs.begin(key, request),
+    { run: new DurableRun(wiring.runs, key, request, new Map(), reached, reached), origin: undefined }
   )
+}
 
 /** The request context a run that starts again runs its agent with: `context`'s, with the run's first request. @internal */
 export const originContext = (context: RequestContext, origin: Origin): RequestContext =>

@@ -56,8 +56,11 @@ export interface DurableRuns {
    * does not wait on question `n` (nothing written).
    */
   readonly answer: (key: RunKey, n: number, record: string) => Effect.Effect<boolean, TaskStoreError>
-  /** Deletes the run and its records. */
-  readonly end: (key: RunKey) => Effect.Effect<void, TaskStoreError>
+  /**
+   * Deletes the run and its records; with `request`, only the run that
+   * started with it (a later run of the task, begun meanwhile, stays).
+   */
+  readonly end: (key: RunKey, request?: string) => Effect.Effect<void, TaskStoreError>
   /** Every run in progress (for the runs to resume at a start). */
   readonly all: Effect.Effect<ReadonlyArray<RunRow>, TaskStoreError>
 }

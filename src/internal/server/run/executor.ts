@@ -415,11 +415,12 @@ class Run<R> implements WatchedRun, RunHook {
     }
     const { runs } = shared.durable
     const key = internalDurable.keyOf(this.context)
-    // Its row goes once its end is in the store: a death before that leaves the run to a resume, which finds it ended.
+    // Its row goes once its end is in the store: a death before that leaves the run to a resume, which finds it
+    // ended. Its own row only: a message to its paused task may have begun the next run meanwhile.
     return this.settleExit(exit).then(() =>
       events.run?.asking === undefined
         ? Runtime.runPromise(this.shared.runtime)(
-          Effect.catchAll(runs.end(key), (error) =>
+          Effect.catchAll(runs.end(key, events.run?.request), (error) =>
             Effect.logWarning("Could not delete an ended durable run; the next start deletes it").pipe(
               Effect.annotateLogs({ taskId: key.taskId, cause: error.message })
             ))

@@ -136,10 +136,12 @@ export const make = (runner: Runner): DurableRuns => {
         },
         true
       ),
-    end: (key) =>
+    end: (key, request) =>
       transaction("Ending the durable run", key, Option.some(undefined), [], function*() {
-        yield sql`delete from ${steps} where ${isKey(key)}`.compile(db)
-        yield sql`delete from ${runs} where ${isKey(key)}`.compile(db)
+        const ended = yield (request === undefined
+          ? sql`delete from ${runs} where ${isKey(key)} returning task_id`
+          : sql`delete from ${runs} where ${isKey(key)} and request = ${request} returning task_id`).compile(db)
+        if (ended.length > 0) yield sql`delete from ${steps} where ${isKey(key)}`.compile(db)
       }, true),
     all: Effect.tryPromise({
       try: () =>

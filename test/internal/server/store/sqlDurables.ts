@@ -85,7 +85,10 @@ export const sqlDurableSuite = (name: string, config: () => internalTaskStore.Da
 
         yield* durable.record(key, "step/1", `"one"`)
         yield* durable.record(key, "step/2", `"two"`)
-        yield* durable.end(key)
+        // The end of another run of the task (begun from another request) leaves this one and its records.
+        yield* durable.end(key, `{"request":0}`)
+        expect(Option.map(yield* durable.load(key), (loaded) => loaded.steps.size)).toEqual(Option.some(2))
+        yield* durable.end(key, `{"request":1}`)
         expect(yield* durable.load(key)).toEqual(Option.none())
         expect(yield* count(config(), sqlStore.durableStepsTable, key.taskId)).toBe(0)
         expect(yield* durable.resumed(key)).toBeUndefined()
