@@ -233,7 +233,12 @@ describe("durable runs resumed too often, canceled, or failing", () => {
   it.scopedLive("a durable agent on the memory store is refused at start", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(
-        A2AServer.make({ agent: asking({ calls: [] }), card: { name: "memory", description: "no database" }, port: 0, durable: true })
+        A2AServer.make({
+          agent: asking({ calls: [] }),
+          card: { name: "memory", description: "no database" },
+          port: 0,
+          durable: true
+        })
       )
       expect(Exit.isFailure(exit) && String(Exit.isFailure(exit) ? exit.cause : "")).toMatch(
         /A durable agent needs A2AServer with a task store on SQLite or PostgreSQL/
