@@ -11,7 +11,9 @@ import { BaseSequencer, type TestSpecification } from "vitest/node"
 // Measured with `vitest run --reporter=json`, longest first; package.test.ts (TypeScript compiles) a little later,
 // so that it does not start with the other files that load the library in child processes (CPU, at once).
 const longest = [
+  "test/A2AServer.durable.test.ts",
   "test/Cli.test.ts",
+  "test/A2AServer.durable.postgres.test.ts",
   "test/A2AServer.replicas.postgres.test.ts",
   "test/internal/server/replication/eventLog.test.ts",
   "test/RemoteAgent.resume.test.ts",
