@@ -186,37 +186,6 @@ describe("durable runs on PostgreSQL", () => {
   )
 
   it.scopedLive(
-    "three replicas: the run's replica dies, then the one that took it over; the last finishes it",
-    () =>
-      Effect.gen(function*() {
-        const url = yield* freshDatabase
-        const dir = yield* Durable.workDir
-        const sideFile = path.join(dir, "side-effects")
-        const a = yield* Durable.start("replica", url, sideFile)
-        const others = yield* Effect.all([
-          Durable.start("replica", url, sideFile),
-          Durable.start("replica", url, sideFile)
-        ], { concurrency: "unbounded" })
-        const task = yield* Durable.send(a, { kills: ["1:after", "2:between"] })
-        yield* Durable.death(a)
-        // Whichever took the run over dies too, between steps 2 and 3.
-        yield* Durable.noted(sideFile, task.id, "killed 1 2:between", 1, 15_000)
-        const second = Durable.replicasOf(sideFile, task.id).at(-1)
-        const heir = others.find((server) => server.replica === second)!
-        const last = others.find((server) => server.replica !== second)!
-        yield* Durable.death(heir)
-        const end = yield* Durable.until(last, task.id, ended)
-        expect(end.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-        expect(Durable.agentHistory(end)).toEqual(Durable.wholeRun())
-        // Step 1 twice (A died between its side effect and its record), the others once, each on the replica then
-        // running the run.
-        expect(Durable.sideEffects(sideFile, task.id)).toEqual([2, 1, 1])
-        expect(Durable.replicasOf(sideFile, task.id)).toEqual([a.replica, heir.replica, heir.replica, last.replica])
-      }),
-    60_000
-  )
-
-  it.scopedLive(
     "two replicas: the replica that asked a question dies; the answer sent to the other continues the run there",
     () =>
       Effect.gen(function*() {

@@ -121,7 +121,7 @@ export const placeOf = (task: Task | undefined): number => {
 }
 
 /** A step's record: its exit, as the step's schemas encode it, and the place it left the run at. */
-interface Record {
+interface StepRecord {
   readonly place: number
   readonly exit: { readonly _tag: "Success"; readonly value: unknown } | {
     readonly _tag: "Failure"
@@ -222,7 +222,7 @@ export class DurableRun implements internalProgress.Durable {
     text: string,
     schemas: AgentExecutor.StepSchemas<A, I, E, IE>
   ): Effect.Effect<A, E> {
-    const record = JSON.parse(text) as Record
+    const record = JSON.parse(text) as StepRecord
     // Never back: steps that ran at once replay in an order of their own, and the place goes on from the last.
     this.place = Math.max(this.place, record.place)
     if (record.exit._tag === "Success") {
