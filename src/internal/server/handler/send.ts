@@ -172,7 +172,8 @@ export interface Resuming {
   /**
    * Runs `request` again on the task `task`, its run's first request, with
    * no caller following it; `done(true)` once it ends, `done(false)` when
-   * it could not start (or its events could not be stored).
+   * it could not start, or once it ends when some of its events could not
+   * be stored. Never while it runs: its claim is held until then.
    */
   readonly resume: (
     task: Task,
@@ -273,7 +274,7 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
    */
   const run = (
     requestContext: RequestContext,
-    follow: (unfollow: () => void) => internalChannel.Follower
+    follow: (unfollow: () => void, launched: () => boolean) => internalChannel.Follower
   ): () => void => {
     const { context, contextId, taskId, userMessage } = requestContext
     const { channel, opened } = openChannel(taskId, context, userMessage)
@@ -284,13 +285,15 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
       stopped = true
       following.off?.()
     }
-    const follower = follow(unfollow)
+    let launched = false
+    const follower = follow(unfollow, () => launched)
     following.off = channel.follow({
       event: (event, task) => stopped ? undefined : follower.event(event, task),
       failed: (error) => stopped ? undefined : follower.failed(error),
       finished: () => stopped ? undefined : follower.finished()
     })
     const launch = (started: internalRunStages.Started) => {
+      launched = true
       const untap = started.event === undefined ? undefined : channel.tap(started.event)
       let ran: Promise<void>
       try {
@@ -413,17 +416,27 @@ export const makeSend = (core: Core): Pick<RequestHandler, "sendMessage" | "send
 
   const resume: Resuming["resume"] = (task, request, context, done) => {
     const requestContext = requestContextFor(request, task.id, task.contextId, context, task, undefined)
-    run(internalDurable.resuming(requestContext), () => ({
+    // Told once. A refused append of a run that started is told at its end: the run goes on meanwhile (the append
+    // is tried again), and its claim, let lapse now, would have another sweep resume it a second time at once.
+    let told = false
+    let refused = false
+    const tell = (ended: boolean) => {
+      if (told) return
+      told = true
+      done(ended)
+    }
+    run(internalDurable.resuming(requestContext), (_, launched) => ({
       event: () => {},
       failed: (error) => {
-        done(false)
+        if (launched()) refused = true
+        else tell(false)
         runFork(
-          Effect.logWarning("A durable run could not start again").pipe(
-            Effect.annotateLogs({ taskId: task.id, cause: errorText(error) })
-          )
+          Effect.logWarning(
+            launched() ? "A resumed durable run's events could not be stored" : "A durable run could not start again"
+          ).pipe(Effect.annotateLogs({ taskId: task.id, cause: errorText(error) }))
         )
       },
-      finished: () => done(true)
+      finished: () => tell(!refused)
     }))
   }
 
