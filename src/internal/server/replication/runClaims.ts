@@ -103,8 +103,9 @@ export const make = (options: Options): Effect.Effect<RunClaims, internalTaskSto
       return tokens.length === 0 ?
         Effect.sync(() => void (renewedAt = at)) :
         Effect.tryPromise(() =>
+          // Not a row let lapse meanwhile (`lapse`): it stays lapsed for a sweep to find.
           sql<{ token: string }>`update ${t} set lease_until = ${at + leaseMillis}
-            where token in (${sql.join(tokens)}) returning token`.execute(db)
+            where token in (${sql.join(tokens)}) and lease_until > 0 returning token`.execute(db)
         ).pipe(Effect.flatMap((result) => {
           renewedAt = at
           // A row gone is a claim another replica swept, this one stalled past its lease: its run stops here.
