@@ -5,6 +5,7 @@ import * as A2AServer from "../../../../src/A2AServer.js"
 import * as AgentExecutor from "../../../../src/AgentExecutor.js"
 import { databaseUrl } from "../../../fixtures/databaseUrl.js"
 import { eventually, makeClient, send, textOf } from "../../../fixtures/serverAgents.js"
+import { taskOn } from "../durable/servers.js"
 
 /** Runs `statements` on the test's PostgreSQL. */
 const query = (statements: string) =>
@@ -26,12 +27,30 @@ const forget = (taskId: string) =>
       .map((table) => `delete from ${table} where task_id = '${taskId}';`).join("\n")
   )
 
+/** A replica of the durable `agent` on the test's PostgreSQL, which the test stops: `close` tells how long it took. */
+const replica = (name: string, agent: AgentExecutor.Agent) =>
+  Effect.flatMap(Scope.make(), (scope) =>
+    Effect.map(
+      Scope.extend(
+        A2AServer.make({
+          agent,
+          card: { name, description: "a replica" },
+          port: 0,
+          durable: true,
+          shutdownTimeout: "50 millis",
+          taskStore: A2AServer.TaskStoreConfig.Postgres({ url: databaseUrl() }),
+          replication: { url: databaseUrl(), lease: "2 seconds", sweep: "100 millis" }
+        }),
+        scope
+      ),
+      (server) => ({ server, close: Effect.timed(Scope.close(scope, Exit.void)) })
+    ))
+
 describe("durable runs on replicas", () => {
   it.scopedLive(
     "a replica that stops inside a step leaves its run to another, which resumes it once its claim lapses",
     () =>
       Effect.gen(function*() {
-        const url = databaseUrl()
         const calls: Array<string> = []
         // Replica a's step two never ends (it is stopped there); b's does.
         const agent = (two: Effect.Effect<void>): AgentExecutor.Agent => () =>
@@ -42,35 +61,13 @@ describe("durable runs on replicas", () => {
             })
             return AgentExecutor.completedText("done")
           })
-        const serve = (name: string, two: Effect.Effect<void>) =>
-          Effect.flatMap(Scope.make(), (scope) =>
-            Effect.map(
-              Scope.extend(
-                A2AServer.make({
-                  agent: agent(two),
-                  card: { name, description: "one of two" },
-                  port: 0,
-                  durable: true,
-                  shutdownTimeout: "50 millis",
-                  taskStore: A2AServer.TaskStoreConfig.Postgres({ url }),
-                  replication: { url, lease: "2 seconds", sweep: "200 millis" }
-                }),
-                scope
-              ),
-              (server) => ({ server, close: Scope.close(scope, Exit.void) })
-            ))
-        const a = yield* serve("a", Effect.never)
+        const a = yield* replica("a", agent(Effect.never))
         const started = yield* send(yield* makeClient(a.server.url), "go", {}, true)
         yield* eventually(Effect.sync(() => calls.length), (n) => n === 2)
-        const b = yield* serve("b", Effect.void)
+        const b = yield* replica("b", agent(Effect.void))
         yield* Effect.addFinalizer(() => b.close)
         yield* a.close
-        const client = yield* makeClient(b.server.url)
-        const done = yield* eventually(
-          Effect.promise(() => client.getTask({ tenant: "", id: started.id, historyLength: undefined })),
-          (task) => task.status?.state === 3,
-          500
-        )
+        const done = yield* eventually(taskOn(b.server.url, started.id), (task) => task.status?.state === 3, 500)
         expect([textOf(done), calls]).toEqual(["done", ["one", "two", "two"]])
       }),
     60_000
@@ -80,7 +77,6 @@ describe("durable runs on replicas", () => {
     "a left run is resumed by one replica of two, and each replica closes promptly with a lapsed claim about",
     () =>
       Effect.gen(function*() {
-        const url = databaseUrl()
         const entered: Array<string> = []
         // Every replica's step two waits forever: the run stays where it was resumed, so a second resume shows.
         const agent = (name: string): AgentExecutor.Agent => () =>
@@ -93,29 +89,12 @@ describe("durable runs on replicas", () => {
             )
             return AgentExecutor.completedText("done")
           })
-        const serve = (name: string) =>
-          Effect.flatMap(Scope.make(), (scope) =>
-            Effect.map(
-              Scope.extend(
-                A2AServer.make({
-                  agent: agent(name),
-                  card: { name, description: "one of three" },
-                  port: 0,
-                  durable: true,
-                  shutdownTimeout: "50 millis",
-                  taskStore: A2AServer.TaskStoreConfig.Postgres({ url }),
-                  replication: { url, lease: "2 seconds", sweep: "100 millis" }
-                }),
-                scope
-              ),
-              (server) => ({ server, close: Effect.timed(Scope.close(scope, Exit.void)) })
-            ))
-        const a = yield* serve("a")
+        const a = yield* replica("a", agent("a"))
         const started = yield* send(yield* makeClient(a.server.url), "go", {}, true)
         yield* Effect.addFinalizer(() => forget(started.id))
         yield* eventually(Effect.sync(() => entered.length), (n) => n === 2, 500)
-        const b = yield* serve("b")
-        const c = yield* serve("c")
+        const b = yield* replica("b", agent("b"))
+        const c = yield* replica("c", agent("c"))
         // Its own sweep, still running while it stops, finds its run's lapsed claim too.
         const [aClose] = yield* a.close
         yield* eventually(Effect.sync(() => entered.length), (n) => n >= 3, 500)
@@ -136,7 +115,6 @@ describe("durable runs on replicas", () => {
     "a resumed run whose store refuses an append once goes on holding its claim: no sweep resumes it again",
     () =>
       Effect.gen(function*() {
-        const url = databaseUrl()
         const entered: Array<string> = []
         const agent = (name: string): AgentExecutor.Agent => () =>
           Effect.gen(function*() {
@@ -150,24 +128,7 @@ describe("durable runs on replicas", () => {
             )
             return AgentExecutor.completedText("done")
           })
-        const serve = (name: string) =>
-          Effect.flatMap(Scope.make(), (scope) =>
-            Effect.map(
-              Scope.extend(
-                A2AServer.make({
-                  agent: agent(name),
-                  card: { name, description: "one of two" },
-                  port: 0,
-                  durable: true,
-                  shutdownTimeout: "50 millis",
-                  taskStore: A2AServer.TaskStoreConfig.Postgres({ url }),
-                  replication: { url, lease: "2 seconds", sweep: "100 millis" }
-                }),
-                scope
-              ),
-              (server) => ({ server, close: Scope.close(scope, Exit.void) })
-            ))
-        const a = yield* serve("a")
+        const a = yield* replica("a", agent("a"))
         const started = yield* send(yield* makeClient(a.server.url), "go", {}, true)
         yield* Effect.addFinalizer(() => forget(started.id))
         yield* eventually(Effect.sync(() => entered.length), (n) => n === 2, 500)
@@ -186,7 +147,7 @@ describe("durable runs on replicas", () => {
             drop function refuse_once; drop sequence refused_once`
           )
         )
-        const b = yield* serve("b")
+        const b = yield* replica("b", agent("b"))
         yield* Effect.addFinalizer(() => b.close)
         yield* eventually(Effect.sync(() => entered.length), (n) => n >= 3, 500)
         // Many sweeps later, still the one resume.
