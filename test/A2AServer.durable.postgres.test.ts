@@ -42,6 +42,13 @@ const freshDatabase: Effect.Effect<string, never, Scope.Scope> = Effect.acquireR
   ({ name }) => Effect.promise(() => execute(databaseUrl(), `drop database if exists ${name} with (force)`))
 ).pipe(Effect.map(({ url }) => url))
 
+/** A database of the test's own, a directory for its files, and the side-effect file the children write. */
+const workspace = Effect.gen(function*() {
+  const url = yield* freshDatabase
+  const dir = yield* Durable.workDir
+  return { url, dir, sideFile: path.join(dir, "side-effects") }
+})
+
 /** Every event of `events` until the stream ends, for at most `millis`. */
 const collect = (events: AsyncGenerator<StreamResponse>, millis = 30_000): Promise<Array<StreamResponse>> => {
   const seen: Array<StreamResponse> = []
@@ -90,9 +97,7 @@ describe("durable runs on PostgreSQL", () => {
     "three replicas: one SIGKILLed in step 2 of 3, another finishes the run; step 1 happened once; a subscriber on the third saw every event once, in order",
     () =>
       Effect.gen(function*() {
-        const url = yield* freshDatabase
-        const dir = yield* Durable.workDir
-        const sideFile = path.join(dir, "side-effects")
+        const { dir, sideFile, url } = yield* workspace
         const gate = path.join(dir, "gate")
         // One first, which creates the tables the others find.
         const a = yield* Durable.start("replica", url, sideFile)
@@ -153,70 +158,10 @@ describe("durable runs on PostgreSQL", () => {
   )
 
   it.scopedLive(
-    "three replicas: a run resumed on one after another died is stopped by a cancel on the third; its later steps never happen",
-    () =>
-      Effect.gen(function*() {
-        const url = yield* freshDatabase
-        const dir = yield* Durable.workDir
-        const sideFile = path.join(dir, "side-effects")
-        const a = yield* Durable.start("replica", url, sideFile)
-        const others = yield* Effect.all([
-          Durable.start("replica", url, sideFile),
-          Durable.start("replica", url, sideFile)
-        ], { concurrency: "unbounded" })
-        const task = yield* Durable.send(a, { kills: ["1:between"], slow: 2, slowMs: 60_000 })
-        yield* Durable.death(a)
-        // The resumed run waits in step 2, on whichever replica took it over.
-        yield* Durable.noted(sideFile, task.id, "enter2", 1, 15_000)
-        const resumer = Durable.replicasOf(sideFile, task.id).at(-1)
-        expect(Durable.replicasOf(sideFile, task.id)).toEqual([a.replica, resumer])
-        const runner = others.find((server) => server.replica === resumer)!
-        const third = others.find((server) => server.replica !== resumer)!
-        expect([runner.replica, third.replica].sort()).toEqual(others.map((server) => server.replica).sort())
-        const canceled = yield* Effect.promise(() => third.client.cancelTask({ id: task.id, tenant: "", metadata: {} }))
-        expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
-        const end = yield* Durable.until(runner, task.id, ended)
-        expect(end.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
-        // Long enough for step 2's side effect had the run gone on after its wait was cut short.
-        yield* Effect.sleep("1 second")
-        expect(Durable.sideEffects(sideFile, task.id)).toEqual([1, 0, 0])
-        expect(Durable.linesOf(sideFile, task.id)).not.toContain("enter3")
-      }),
-    60_000
-  )
-
-  it.scopedLive(
-    "two replicas: the replica that asked a question dies; the answer sent to the other continues the run there",
-    () =>
-      Effect.gen(function*() {
-        const url = yield* freshDatabase
-        const dir = yield* Durable.workDir
-        const sideFile = path.join(dir, "side-effects")
-        const a = yield* Durable.start("replica", url, sideFile)
-        const b = yield* Durable.start("replica", url, sideFile)
-        const task = yield* Durable.send(a, { ask: true })
-        const asked = yield* Durable.until(a, task.id)
-        expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-        expect(Durable.statusText(asked)).toBe("Which date?")
-        a.kill()
-        yield* Durable.death(a)
-        yield* Durable.answer(b, task.id, "Tuesday")
-        const end = yield* Durable.until(b, task.id, ended)
-        expect(end.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-        expect(Durable.statusText(end)).toBe("done Tuesday")
-        expect(Durable.sideEffects(sideFile, task.id)).toEqual([1, 1, 1])
-        expect(Durable.replicasOf(sideFile, task.id)).toEqual([a.replica, b.replica, b.replica])
-      }),
-    60_000
-  )
-
-  it.scopedLive(
     "a single server on PostgreSQL, killed between two steps, resumes the run at its next start",
     () =>
       Effect.gen(function*() {
-        const url = yield* freshDatabase
-        const dir = yield* Durable.workDir
-        const sideFile = path.join(dir, "side-effects")
+        const { sideFile, url } = yield* workspace
         const servers = yield* Durable.lineage("pg", url, sideFile)
         const task: Task = yield* Durable.send(servers.current(), { kills: ["1:between", "2:before"] })
         const { deaths, task: end } = yield* Durable.through(servers, task.id, ended)
