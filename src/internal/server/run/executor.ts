@@ -14,7 +14,6 @@ import * as Cause from "effect/Cause"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -46,6 +45,8 @@ import {
   type RunFork,
   type WatchedRun
 } from "./cancelWatch.js"
+import { makeClaim } from "./claim.js"
+import * as internalDurableExecution from "./durableExecution.js"
 import * as internalFailure from "./failure.js"
 import {
   admissionRefused,
@@ -146,19 +147,7 @@ export const make = <E, R>(
         "ADK_DEBUG_ERRORS is on in production: error names and messages of failures are sent to callers"
       )
     }
-    const durable = (options as internalDurable.DurableOptions)[internalDurable.durableOption]
-    if (options.durable !== undefined && options.durable !== false && durable === undefined) {
-      return yield* new ConfigurationError({
-        reason: "InvalidOption",
-        message: "A durable agent needs A2AServer with a task store on SQLite or PostgreSQL, where its runs are kept."
-      })
-    }
-    if (durable !== undefined && !(Number.isInteger(durable.maxResumes) && durable.maxResumes >= 0)) {
-      return yield* new ConfigurationError({
-        reason: "InvalidOption",
-        message: `durable.maxResumes must be a whole number of at least 0, not ${durable.maxResumes}`
-      })
-    }
+    const durable = yield* internalDurableExecution.wiringOf(options)
     const shared = yield* makeShared(agent, options, debug, durable)
     const watched = (options as CancelWatchOptions)[cancelWatchOption]
     if (watched !== undefined) shared.cancels = yield* cancelWatch(watched.feed, watched.store, shared.runFork)
@@ -169,7 +158,7 @@ export const make = <E, R>(
       cancelTask: (taskId, bus) => cancelTask(shared, taskId, bus),
       running: Effect.sync(() => shared.executions.size),
       shutdown,
-      claim: makeClaim(shared),
+      claim: makeClaim(shared.runs),
       interrupt: (taskId) => {
         for (const run of shared.runs.get(taskId) ?? []) run.fiber.unsafeInterruptAsFork(shutdownFiberId)
       }
@@ -293,7 +282,7 @@ const runFiber = <R>(
   const agentRun: Effect.Effect<AgentExecutor.AgentResult | typeof admissionRefused, unknown, R | AgentProgress> =
     shared.durable === undefined || !(events instanceof DurableEvents)
       ? Effect.suspend(() => agent(request))
-      : durableRun(shared, shared.durable, context, request, events)
+      : internalDurableExecution.agentRun(shared.agent, shared.durable, context, request, events, makeRequest)
   const work = (before === undefined
     ? agentRun
     : Effect.flatMap(Effect.suspend(() => before(request)), (refuse) => {
@@ -316,31 +305,6 @@ const runFiber = <R>(
     })
   })
 }
-
-/**
- * A durable agent's run: its durable side read from the store first, its
- * agent given the request the run first started with, and a stop to ask a
- * question ending it INPUT_REQUIRED with that question.
- */
-const durableRun = <R>(
-  shared: Shared<R>,
-  wiring: internalDurable.DurableWiring,
-  context: RequestContext,
-  request: AgentRequest,
-  events: DurableEvents
-): Effect.Effect<AgentExecutor.AgentResult, unknown, R | AgentProgress> =>
-  Effect.flatMap(internalDurable.start(wiring, context), ({ origin, run }) => {
-    events.run = run
-    const agentRequest = origin === undefined ? request : makeRequest(internalDurable.originContext(context, origin))
-    // The first to end: the agent, or its question, which interrupts the agent from outside.
-    return Effect.raceFirst(
-      Effect.suspend(() => shared.agent(agentRequest)),
-      Effect.map(
-        Deferred.await(run.asked),
-        (question) => ({ _tag: "InputRequired", question }) as AgentExecutor.AgentResult
-      )
-    )
-  })
 
 /** Publishes a run's final status; settles once the handler appended it, when it appends (ours). */
 const publishFinal = <R>(
@@ -403,29 +367,19 @@ class Run<R> implements WatchedRun, RunHook {
 
   complete(exit: Exit.Exit<FiberEnd, unknown>): Promise<void> {
     if (this.abandoned) return Promise.resolve()
-    const { events, shared } = this
-    if (!(events instanceof DurableEvents) || shared.durable === undefined) return this.settleExit(exit)
+    const { events, shared: { durable, runtime } } = this
+    if (!(events instanceof DurableEvents) || durable === undefined) return this.settleExit(exit)
     // Stopped by a shutdown, or by a replica that lost its claim, a durable run is left as it is, for the next
     // start (or another replica) to resume.
     if (
       Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) &&
-      HashSet.has(Cause.interruptors(exit.cause), shutdownFiberId) && this.leave()
+      HashSet.has(Cause.interruptors(exit.cause), shutdownFiberId) &&
+      internalDurableExecution.leaves(events, durable, this.context, this.canceled)
     ) {
       return Promise.resolve()
     }
-    const { runs } = shared.durable
-    const key = internalDurable.keyOf(this.context)
-    // Its row goes once its end is in the store: a death before that leaves the run to a resume, which finds it
-    // ended. Its own row only: a message to its paused task may have begun the next run meanwhile.
     return this.settleExit(exit).then(() =>
-      events.run?.asking === undefined
-        ? Runtime.runPromise(this.shared.runtime)(
-          Effect.catchAll(runs.end(key, events.run?.request), (error) =>
-            Effect.logWarning("Could not delete an ended durable run; the next start deletes it").pipe(
-              Effect.annotateLogs({ taskId: key.taskId, cause: error.message })
-            ))
-        )
-        : undefined
+      Runtime.runPromise(runtime)(internalDurableExecution.ended(durable, events, this.context))
     )
   }
 
@@ -452,19 +406,6 @@ class Run<R> implements WatchedRun, RunHook {
   }
 
   /**
-   * Leaves a durable run stopped by a shutdown to be resumed, when it can be: one that has its row in the store
-   * (it began, or it is a resume) and was not canceled. Stopped before it began (in its `beforeExecute` hook),
-   * it has nothing to resume from and ends as a plain run.
-   */
-  private leave(): boolean {
-    const { events, shared } = this
-    const leaves = !this.canceled && events instanceof DurableEvents && shared.durable !== undefined &&
-      (events.run !== undefined || internalDurable.isResume(this.context))
-    if (leaves) internalDurable.leave(this.context)
-    return leaves
-  }
-
-  /**
    * Ends the task FAILED without waiting for the fiber, which a shutdown could not stop; a durable run is left
    * to be resumed instead (its step runs again there, as after a crash).
    */
@@ -472,7 +413,9 @@ class Run<R> implements WatchedRun, RunHook {
     if (this.abandoned) return Promise.resolve()
     this.abandoned = true
     this.shared.cancels?.unwatch(this)
-    if (this.leave()) return Promise.resolve()
+    if (internalDurableExecution.leaves(this.events, this.shared.durable, this.context, this.canceled)) {
+      return Promise.resolve()
+    }
     const cause = Cause.die(
       withoutStackTrace(() =>
         new ShutdownTimeout({ message: "the run did not stop when the server shut down (an uninterruptible step?)" })
@@ -654,18 +597,4 @@ const makeShutdown = <R>(shared: Shared<R>) => {
         })
         : Fiber.join(stopping)
     })
-}
-
-/** See `EffectAgentExecutor.claim`. */
-const makeClaim = <R>(shared: Shared<R>) => {
-  const claimed = new Set<string>()
-  return (taskId: string): (() => void) | undefined => {
-    if (claimed.has(taskId) || shared.runs.has(taskId)) return undefined
-    claimed.add(taskId)
-    let held = true
-    return () => {
-      if (held) claimed.delete(taskId)
-      held = false
-    }
-  }
 }
